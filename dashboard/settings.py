@@ -1,0 +1,129 @@
+"""Django settings. Every deployment value comes from the environment (see README,
+"Configuration"); defaults give the embedded single-machine setup."""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.env import env_bool, env_int, env_list, env_str
+from queues.connections import connection_specs_from_env
+from queues.errors import ConfigurationError
+from queues.redact import DEFAULT_SECRET_KEYS
+
+import os
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("QUEUEWATCH_DEBUG", False)
+SECRET_KEY = env_str("QUEUEWATCH_SECRET_KEY")
+if not SECRET_KEY:
+    if DEBUG or env_bool("QUEUEWATCH_INSECURE_DEV", False):
+        SECRET_KEY = "insecure-dev-only-key"
+    else:
+        raise ImproperlyConfigured(
+            "QUEUEWATCH_SECRET_KEY is not set. Set it to a long random string "
+            "(or QUEUEWATCH_SECRET_KEY_FILE to a file holding one)."
+        )
+ALLOWED_HOSTS = env_list("QUEUEWATCH_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("QUEUEWATCH_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "template_partials",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every URL requires login unless its view is explicitly marked otherwise (login page,
+    # and the API, which answers 401 JSON through its own bearer-token check).
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "dashboard.asgi.application"
+WSGI_APPLICATION = None
+
+_database_url = env_str("DATABASE_URL")
+if not _database_url:
+    # Embedded default: a SQLite file under var/ (git-ignored), created on first use.
+    (BASE_DIR / "var").mkdir(exist_ok=True)
+    _database_url = f"sqlite:///{BASE_DIR / 'var' / 'queuewatch.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- Queuewatch ------------------------------------------------------------------------------
+
+try:
+    QUEUEWATCH_CONNECTIONS = connection_specs_from_env(os.environ, default_url=None)
+except ConfigurationError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+
+# How long a queue discovery (SCAN) result is reused before rescanning.
+QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
+# Payloads larger than this many bytes are shown truncated, with a download link.
+QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
+QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
+QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("QUEUEWATCH_LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

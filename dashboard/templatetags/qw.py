@@ -1,0 +1,96 @@
+"""Template filters for times, durations and links. Outputs are plain strings, auto-escaped
+by the template engine; nothing here marks job data safe."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from urllib.parse import urlencode
+
+from django import template
+from django.urls import reverse
+
+register = template.Library()
+
+
+@register.filter
+def ms_datetime(ms):
+    """Milliseconds since the epoch → 'YYYY-MM-DD HH:MM:SS UTC'."""
+    if ms in (None, ""):
+        return ""
+    try:
+        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError, TypeError):
+        return str(ms)
+
+
+@register.filter
+def duration(ms):
+    """A millisecond duration in the largest sensible units: '3 d 4 h', '12 min', '4.2 s'."""
+    if ms in (None, ""):
+        return "—"
+    ms = int(ms)
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{int(seconds)} s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s" if minutes < 10 else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+@register.filter
+def relative(ms):
+    """'in 4 min' / '12 s ago' from a millisecond timestamp."""
+    if ms in (None, ""):
+        return ""
+    delta = int(ms) - int(time.time() * 1000)
+    return f"in {duration(delta)}" if delta >= 0 else f"{duration(-delta)} ago"
+
+
+@register.filter
+def filesize(n):
+    n = int(n or 0)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@register.simple_tag
+def job_url(queue, job_id):
+    return reverse("job", args=[queue.connection, queue.prefix, queue.name, job_id])
+
+
+@register.simple_tag
+def queue_url(queue, **params):
+    url = reverse("queue", args=[queue.connection, queue.prefix, queue.name])
+    params = {k: v for k, v in params.items() if v not in (None, "")}
+    return url + ("?" + urlencode(params) if params else "")
+
+
+@register.simple_tag
+def key_job_url(connection, parts):
+    """Link to a job given (prefix, queue, id) parsed from a full job key."""
+    prefix, name, job_id = parts
+    return reverse("job", args=[connection, prefix, name, job_id])
+
+
+@register.simple_tag(takes_context=True)
+def sort_url(context, column):
+    """Overview header link: sort by column, toggling direction when it is already sorted."""
+    current, desc = context.get("sort"), context.get("descending")
+    direction = "asc" if (column == current and desc) else ("desc" if column == current or column not in ("name", "connection") else "asc")
+    params = {"sort": column, "dir": direction}
+    if context.get("query"):
+        params["q"] = context["query"]
+    return "?" + urlencode(params)
+
+
+@register.filter
+def get(mapping, key):
+    return mapping.get(key) if hasattr(mapping, "get") else None

@@ -1,0 +1,125 @@
+"""Server-rendered pages. Each view validates parameters, calls one read, renders."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from dashboard import reads
+from dashboard.errors import page_errors
+from dashboard.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
+from queues.keys import BROWSABLE_STATES
+from queues.listing import PAGE_SIZES
+
+RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
+
+login = login_not_required(auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True))
+
+
+@require_GET
+def overview(request):
+    query = request.GET.get("q", "").strip()
+    sort = request.GET.get("sort", "connection")
+    sort = sort if sort in OVERVIEW_SORTS else "connection"
+    descending = request.GET.get("dir") == "desc"
+    connections = reads.overview()
+    for conn in connections:
+        snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
+        conn.snapshots = sort_snapshots(snaps, sort, descending)
+    context = {
+        "connections": connections,
+        "query": query,
+        "sort": sort,
+        "descending": descending,
+        "states": BROWSABLE_STATES,
+    }
+    template = "overview.html#queue-tables" if request.headers.get("HX-Request") else "overview.html"
+    return render(request, template, context)
+
+
+@require_GET
+@page_errors
+def queue_detail(request, connection, prefix, name):
+    queue = reads.resolve(connection, prefix, name)
+    job_id = request.GET.get("job", "").strip()
+    if job_id:
+        # "Open a job by id": go to it if it exists, otherwise say so on the 404 page.
+        if not reads.job_exists(queue, job_id):
+            from queues.errors import JobNotFound
+
+            raise JobNotFound(queue.name, job_id)
+        return redirect(reverse("job", args=[connection, prefix, name, job_id]))
+
+    state = state_param(request)
+    page = reads.job_page(
+        queue, state,
+        page=int_param(request, "page", 1),
+        page_size=page_size_param(request),
+        name_filter=request.GET.get("name", "").strip()[:200],
+    )
+    context = {
+        "queue": queue,
+        "snap": reads.queue_snapshot(queue),
+        "job_page": page,
+        "state": state,
+        "states": BROWSABLE_STATES,
+        "page_sizes": PAGE_SIZES,
+    }
+    template = "queue.html#job-list" if request.headers.get("HX-Request") else "queue.html"
+    return render(request, template, context)
+
+
+@require_GET
+@page_errors
+def job_detail(request, connection, prefix, name, job_id):
+    queue = reads.resolve(connection, prefix, name)
+    job = reads.job_detail(queue, job_id)
+
+    def link(full_key):
+        return {"key": full_key, "parts": reads.link_for_job_key(connection, full_key)}
+
+    context = {
+        "queue": queue,
+        "job": job,
+        "parent": link(job.parent) if job.parent else None,
+        "children": {
+            "pending": [link(k) for k in job.children_pending],
+            "processed": [link(k) for k in job.children_processed],
+            "failed": [link(k) for k in job.children_failed],
+        },
+    }
+    return render(request, "job.html", context)
+
+
+@require_GET
+@page_errors
+def job_raw(request, connection, prefix, name, job_id, field):
+    queue = reads.resolve(connection, prefix, name)
+    if field not in RAW_FIELDS:
+        return render(request, "error.html", {"title": "Not found", "message": f"No downloadable field '{field}'."}, status=404)
+    body = reads.job_raw_field(queue, job_id, field)
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    safe_id = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in job_id)[:80]
+    response["Content-Disposition"] = f'attachment; filename="{queue.name}-{safe_id}-{field}.json"'
+    return response
+
+
+@require_GET
+@page_errors
+def queue_schedulers(request, connection, prefix, name):
+    queue = reads.resolve(connection, prefix, name)
+    return render(request, "schedulers.html", {"groups": [(queue, reads.queue_schedulers(queue))], "single": queue})
+
+
+@require_GET
+def schedulers(request):
+    groups, errors = [], []
+    for conn, per_queue in reads.all_schedulers():
+        if conn.error:
+            errors.append(conn)
+        groups.extend(per_queue)
+    return render(request, "schedulers.html", {"groups": groups, "errors": errors})

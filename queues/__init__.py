@@ -1,0 +1,6 @@
+"""Framework-free BullMQ-on-Redis library.
+
+Nothing in this package imports Django: it is the part of Queuewatch that knows how BullMQ 6
+lays queues out in Redis (see ``shared/reference/bullmq-redis.md`` in the design notes) and how
+to read them cheaply and safely. The web edge lives in ``dashboard/``.
+"""

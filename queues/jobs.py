@@ -1,0 +1,281 @@
+"""Reading jobs: light summaries for lists, full details for the job page.
+
+Job hashes are written by other programs and may be malformed: missing fields, non-JSON
+``data``/``opts``, binary bytes, huge payloads. Every parse here degrades to showing the raw
+text rather than raising. Nothing here writes to Redis.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from .errors import JobNotFound
+from .keys import QueueRef, STATE_KEYS
+from .redact import Redactor
+from .text import first_line, to_int, to_text
+
+# Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
+# (which may be megabytes); failedReason is included but only its first line is kept.
+SUMMARY_FIELDS = (
+    "name", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc",
+    "opts", "delay", "priority", "failedReason", "rjk", "deid", "parentKey", "defa",
+)
+STALLED_LIMIT_REASON = "job stalled more than allowable limit"
+
+
+@dataclass
+class JobSummary:
+    id: str
+    exists: bool
+    name: str = ""
+    timestamp: int | None = None
+    processed_on: int | None = None
+    finished_on: int | None = None
+    attempts_made: int = 0
+    attempts_started: int = 0
+    attempts_allowed: int = 1
+    stalled_count: int = 0
+    delay: int = 0
+    priority: int = 0
+    failed_reason: str = ""
+    scheduler_id: str = ""
+    dedup_id: str = ""
+    parent_key: str = ""
+    deferred_failure: str = ""
+    score: float | None = None  # delayed: due time encoded; prioritized: priority encoded
+
+    @property
+    def due_at(self) -> int | None:
+        """For delayed jobs: when the job becomes due (score = due_ms * 4096 + seq)."""
+        return int(self.score // 4096) if self.score is not None else None
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "timestamp": self.timestamp,
+            "processedOn": self.processed_on,
+            "finishedOn": self.finished_on,
+            "attemptsMade": self.attempts_made,
+            "attemptsStarted": self.attempts_started,
+            "attempts": self.attempts_allowed,
+            "stalledCounter": self.stalled_count,
+            "priority": self.priority,
+            "delay": self.delay,
+            "failedReason": self.failed_reason,
+            "exists": self.exists,
+        }
+
+
+def parse_json(raw: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(raw)
+    except (ValueError, RecursionError):
+        return False, raw
+
+
+def attempts_allowed(opts: Any) -> int:
+    """BullMQ stores ``attempts`` in opts; 0 or missing means a single try."""
+    if isinstance(opts, dict):
+        n = to_int(opts.get("attempts") if not isinstance(opts.get("attempts"), bool) else None, 0)
+        return max(1, n or 0)
+    return 1
+
+
+def summary_from_fields(job_id: str, values: list[bytes | None], score: float | None = None) -> JobSummary:
+    f = dict(zip(SUMMARY_FIELDS, values))
+    if all(v is None for v in values):
+        return JobSummary(id=job_id, exists=False, score=score)
+    opts_raw = to_text(f["opts"], "{}")
+    _, opts = parse_json(opts_raw) if len(opts_raw) < 65536 else (False, None)
+    return JobSummary(
+        id=job_id,
+        exists=True,
+        name=to_text(f["name"]),
+        timestamp=to_int(f["timestamp"]),
+        processed_on=to_int(f["processedOn"]),
+        finished_on=to_int(f["finishedOn"]),
+        attempts_made=to_int(f["atm"]) or to_int(f["attemptsMade"]) or 0,
+        attempts_started=to_int(f["ats"], 0),
+        attempts_allowed=attempts_allowed(opts),
+        stalled_count=to_int(f["stc"], 0),
+        delay=to_int(f["delay"], 0),
+        priority=to_int(f["priority"], 0),
+        failed_reason=first_line(to_text(f["failedReason"])),
+        scheduler_id=to_text(f["rjk"]),
+        dedup_id=to_text(f["deid"]),
+        parent_key=to_text(f["parentKey"]),
+        deferred_failure=to_text(f["defa"]),
+        score=score,
+    )
+
+
+def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]:
+    pipe = client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.hmget(queue.job_key(job_id), SUMMARY_FIELDS)
+    rows = pipe.execute() if ids else []
+    scores = scores or [None] * len(ids)
+    return [summary_from_fields(i, r, s) for i, r, s in zip(ids, rows, scores)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Full details
+
+
+@dataclass
+class Payload:
+    """A JSON-ish field prepared for display: pretty, redacted, maybe truncated."""
+
+    text: str
+    size: int
+    truncated: bool
+    is_json: bool
+
+    @property
+    def present(self) -> bool:
+        return self.size > 0
+
+
+def prepare_payload(raw: str, *, cap: int, redactor: Redactor) -> Payload:
+    size = len(raw.encode("utf-8", errors="replace"))
+    if size > cap:
+        # Too big to parse and pretty-print for a page: show the head of the raw text only,
+        # redacted as text. The full value is available through the download link.
+        head = raw[:cap]
+        return Payload(text=redactor.text(head), size=size, truncated=True, is_json=False)
+    ok, value = parse_json(raw)
+    if ok:
+        pretty = json.dumps(redactor.value(value), indent=2, ensure_ascii=False, sort_keys=False)
+        return Payload(text=pretty, size=size, truncated=False, is_json=True)
+    return Payload(text=redactor.text(raw), size=size, truncated=False, is_json=False)
+
+
+@dataclass
+class JobDetail:
+    queue: QueueRef
+    id: str
+    state: str
+    summary: JobSummary
+    data: Payload
+    opts: Payload
+    returnvalue: Payload
+    progress: Payload
+    failed_reason: str
+    stacktrace: list[str]
+    logs: list[str]
+    logs_total: int
+    parent: str  # full key of the parent job, or ""
+    children_pending: list[str] = field(default_factory=list)
+    children_processed: list[str] = field(default_factory=list)
+    children_failed: list[str] = field(default_factory=list)
+    processed_by: str = ""
+
+    @property
+    def failed_by_stall_limit(self) -> bool:
+        return self.failed_reason == STALLED_LIMIT_REASON
+
+    def timeline(self) -> list[tuple[str, int]]:
+        """(label, ms timestamp) entries in time order."""
+        s = self.summary
+        events = []
+        if s.timestamp:
+            events.append(("created", s.timestamp))
+        if s.delay and s.timestamp and self.state == "delayed" and s.due_at:
+            events.append(("due", s.due_at))
+        if s.processed_on:
+            events.append(("started (last attempt)", s.processed_on))
+        if s.finished_on:
+            events.append((f"finished ({self.state})" if self.state in ("completed", "failed") else "finished", s.finished_on))
+        return sorted(events, key=lambda e: e[1])
+
+
+LOG_TAIL = 500
+LIST_CAP = 1000  # children listed per kind on the job page
+
+
+def job_state(client: redis.Redis, queue: QueueRef, job_id: str) -> tuple[str, float | None]:
+    """The job's state by set membership, in BullMQ's getState order, plus its score in a
+    sorted set if it has one. ``failedReason`` is never used: it stays on completed jobs."""
+    pipe = client.pipeline(transaction=False)
+    zsets = ("completed", "failed", "delayed", "prioritized")
+    for st in zsets:
+        pipe.zscore(queue.state_key(st), job_id)
+    pipe.lpos(queue.state_key("active"), job_id)
+    pipe.lpos(queue.state_key("waiting"), job_id)
+    pipe.lpos(queue.state_key("paused"), job_id)
+    pipe.zscore(queue.state_key("waiting-children"), job_id)
+    r = pipe.execute()
+    for st, score in zip(zsets, r[:4]):
+        if score is not None:
+            return st, score
+    if r[4] is not None:
+        return "active", None
+    if r[5] is not None or r[6] is not None:
+        return "waiting", None
+    if r[7] is not None:
+        return "waiting-children", r[7]
+    return "unknown", None
+
+
+def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> JobDetail:
+    key = queue.job_key(job_id)
+    raw = client.hgetall(key)
+    if not raw:
+        raise JobNotFound(queue.name, job_id)
+    f = {to_text(k): v for k, v in raw.items()}
+    state, score = job_state(client, queue, job_id)
+
+    pipe = client.pipeline(transaction=False)
+    pipe.llen(key + ":logs")
+    pipe.lrange(key + ":logs", -LOG_TAIL, -1)
+    pipe.sscan(key + ":dependencies", 0, count=LIST_CAP)
+    pipe.hkeys(key + ":processed")
+    pipe.hkeys(key + ":failed")
+    pipe.zrange(key + ":unsuccessful", 0, LIST_CAP - 1)
+    logs_total, logs, (_, pending), processed, failed_children, unsuccessful = pipe.execute()
+
+    summary = summary_from_fields(job_id, [f.get(name) for name in SUMMARY_FIELDS], score)
+    ok, stack = parse_json(to_text(f.get("stacktrace"), "[]"))
+    if ok and isinstance(stack, list):
+        stacktrace = [s if isinstance(s, str) else json.dumps(s) for s in stack]
+    else:
+        stacktrace = [to_text(f.get("stacktrace"))]
+
+    def payload(name: str) -> Payload:
+        return prepare_payload(to_text(f.get(name)), cap=cap, redactor=redactor)
+
+    return JobDetail(
+        queue=queue,
+        id=job_id,
+        state=state,
+        summary=summary,
+        data=payload("data"),
+        opts=payload("opts"),
+        returnvalue=payload("returnvalue"),
+        progress=payload("progress"),
+        failed_reason=redactor.text(to_text(f.get("failedReason"))),
+        stacktrace=[redactor.text(s) for s in stacktrace],
+        logs=[to_text(line) for line in logs],
+        logs_total=logs_total,
+        parent=to_text(f.get("parentKey")),
+        children_pending=sorted(to_text(k) for k in pending)[:LIST_CAP],
+        children_processed=sorted(to_text(k) for k in processed)[:LIST_CAP],
+        children_failed=sorted({to_text(k) for k in failed_children} | {to_text(k) for k in unsuccessful})[:LIST_CAP],
+        processed_by=to_text(f.get("pb")),
+    )
+
+
+def read_raw_field(client: redis.Redis, queue: QueueRef, job_id: str, field_name: str, *, redactor: Redactor) -> str:
+    """The whole value of one payload field, redacted, for the download link."""
+    if not client.exists(queue.job_key(job_id)):
+        raise JobNotFound(queue.name, job_id)
+    raw = to_text(client.hget(queue.job_key(job_id), field_name))
+    ok, value = parse_json(raw)
+    if ok:
+        return json.dumps(redactor.value(value), ensure_ascii=False)
+    return redactor.text(raw)

@@ -1,0 +1,72 @@
+"""Key names of a BullMQ queue.
+
+Every key is ``<prefix>:<queue>:<suffix>``; job keys are ``<prefix>:<queue>:<jobId>``. Job ids may
+contain ``:`` and prefixes may too (``{bull}``, ``app:bull``), so keys are always built from and
+parsed against a known prefix and queue name, never split on ``:``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The lists/sets a job can sit in, in the order BullMQ's getState checks them.
+STATE_KEYS = {
+    "completed": "completed",
+    "failed": "failed",
+    "delayed": "delayed",
+    "prioritized": "prioritized",
+    "active": "active",
+    "waiting": "wait",
+    "paused": "paused",  # legacy v5 list only; BullMQ 6 pauses with a flag in meta
+    "waiting-children": "waiting-children",
+}
+
+# States a user can browse, in the order the queue page shows its tabs.
+BROWSABLE_STATES = (
+    "waiting",
+    "active",
+    "prioritized",
+    "delayed",
+    "waiting-children",
+    "completed",
+    "failed",
+)
+
+
+@dataclass(frozen=True, order=True)
+class QueueRef:
+    """One queue: the named monitored connection, its key prefix and the queue name."""
+
+    connection: str
+    prefix: str
+    name: str
+
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}:{self.name}:"
+
+    def key(self, suffix: str) -> str:
+        return self.base + suffix
+
+    def job_key(self, job_id: str) -> str:
+        return self.base + job_id
+
+    def state_key(self, state: str) -> str:
+        return self.base + STATE_KEYS[state]
+
+
+def parse_job_key(full_key: str, prefixes: list[str]) -> tuple[str, str, str] | None:
+    """Split a full job key (as stored in ``parentKey`` or ``:dependencies``) into
+    ``(prefix, queue, job_id)`` using the known prefixes; ``None`` when no prefix matches.
+
+    The longest matching prefix wins, so ``app:bull`` beats ``app`` for ``app:bull:q:1``.
+    """
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        head = prefix + ":"
+        if not full_key.startswith(head):
+            continue
+        rest = full_key[len(head):]
+        queue, sep, job_id = rest.partition(":")
+        if sep and queue and job_id:
+            return prefix, queue, job_id
+    return None
