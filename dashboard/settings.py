@@ -98,7 +98,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# WhiteNoise serves straight from static/ (a handful of files), so no collectstatic step is
+# needed to run; set QUEUEWATCH_STATIC_ROOT to serve collected files instead.
+STATIC_ROOT = env_str("QUEUEWATCH_STATIC_ROOT")
+WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", False)

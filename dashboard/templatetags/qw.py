@@ -35,7 +35,7 @@ def duration(ms):
         return f"{seconds:.1f} s" if seconds < 10 else f"{int(seconds)} s"
     minutes, sec = divmod(int(seconds), 60)
     if minutes < 60:
-        return f"{minutes} min {sec} s" if minutes < 10 else f"{minutes} min"
+        return f"{minutes} min {sec} s" if minutes < 10 and sec else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
         return f"{hours} h {minutes} min"

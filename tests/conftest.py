@@ -1,0 +1,69 @@
+"""Shared fixtures. A single redis-server is started for the session on a free port; tests
+use separate database numbers (or prefixes) so they do not see each other's keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.registry import reset_registry
+from queues.connections import ConnectionSpec
+from tests.servers import RedisServer, run_node
+
+NODE_FIXTURE_DB = 1
+SCRATCH_DB = 2
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_server):
+    """A client on the scratch database, emptied before each test."""
+    client = redis_server.client(SCRATCH_DB)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def bullmq_fixture(redis_server):
+    """Queues built by real Node BullMQ 6 (tests/node/build_fixture.mjs), once per session.
+    Returns what Node itself reported: getJobCounts() per queue and job details."""
+    redis_server.client(NODE_FIXTURE_DB).flushdb()
+    return run_node("build_fixture.mjs", redis_server.url(NODE_FIXTURE_DB))
+
+
+def point_at(settings, *specs: ConnectionSpec) -> None:
+    settings.QUEUEWATCH_CONNECTIONS = list(specs)
+    reset_registry()
+
+
+@pytest.fixture
+def node_queues(settings, redis_server, bullmq_fixture):
+    """The app pointed at the Node-built queues (prefixes 'bull' and '{app:bull}')."""
+    point_at(settings, ConnectionSpec("default", redis_server.url(NODE_FIXTURE_DB), ("bull", "{app:bull}")))
+    yield bullmq_fixture
+    reset_registry()
+
+
+@pytest.fixture
+def scratch_queues(settings, redis_server, redis_client):
+    """The app pointed at the (emptied) scratch database, prefix 'bull'."""
+    point_at(settings, ConnectionSpec("default", redis_server.url(SCRATCH_DB), ("bull",)))
+    yield redis_client
+    reset_registry()
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("viewer", password="viewer-pass")
+
+
+@pytest.fixture
+def logged_in(client, user):
+    client.force_login(user)
+    return client
