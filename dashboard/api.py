@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from dashboard import reads
-from dashboard.errors import api_errors
+from dashboard.errors import JsonResponse, api_errors
 from dashboard.models import ApiToken
 from dashboard.params import int_param, page_size_param, state_param
 

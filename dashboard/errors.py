@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import functools
 
-from django.http import JsonResponse
+import json
+
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from queues.errors import JobNotFound, QueueNotFound, RedisUnavailable
+
+
+_HTML_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+
+
+class JsonResponse(HttpResponse):
+    """JSON with ``<``, ``>`` and ``&`` written as unicode escapes. Parsers read the same
+    values, but job data can never be interpreted as markup, even by a browser that ignores
+    the content type (defence in depth on top of ``nosniff``)."""
+
+    def __init__(self, data, status: int = 200):
+        body = json.dumps(data, ensure_ascii=False).translate(_HTML_ESCAPES)
+        super().__init__(body, status=status, content_type="application/json; charset=utf-8")
 
 
 def _not_found_message(exc: Exception) -> str:

@@ -1,0 +1,132 @@
+"""The framework-free reader: configuration parsing, discovery, redaction, legacy schedulers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+from queues.connections import connection_specs_from_env, redact_url
+from queues.discovery import discover_queue_names, glob_escape
+from queues.errors import ConfigurationError
+from queues.keys import QueueRef, parse_job_key
+from queues.redact import Redactor
+from queues.schedulers import is_legacy_key_shape, read_schedulers
+
+
+def test_default_connection_and_extra_connections_from_env(tmp_path):
+    secret = tmp_path / "url"
+    secret.write_text("rediss://app:s3cret@cache.example:6380/4\n")
+    specs = connection_specs_from_env({
+        "QUEUEWATCH_REDIS_URL": "redis://default:pw@localhost:6379/0",
+        "QUEUEWATCH_PREFIXES": "bull, {bull} ,app:bull",
+        "QUEUEWATCH_CONNECTIONS": "orders,billing-eu",
+        "QUEUEWATCH_REDIS_URL_ORDERS": "redis://localhost:6380/1",
+        "QUEUEWATCH_REDIS_URL_BILLING_EU_FILE": str(secret),
+    }, default_url=None)
+    assert [s.name for s in specs] == ["default", "orders", "billing-eu"]
+    assert specs[0].prefixes == ("bull", "{bull}", "app:bull")
+    assert specs[1].prefixes == ("bull",)
+    assert specs[2].url.startswith("rediss://app:s3cret@")
+    assert "s3cret" not in repr(specs[2]) and "s3cret" not in specs[2].display_url
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"QUEUEWATCH_REDIS_URL": "http://x"}, "must be a redis://"),
+    ({"QUEUEWATCH_CONNECTIONS": "orders"}, "QUEUEWATCH_REDIS_URL_ORDERS is not set"),
+    ({"QUEUEWATCH_CONNECTIONS": "Bad Name!"}, "not a valid connection name"),
+    ({"QUEUEWATCH_REDIS_URL": "redis://x", "QUEUEWATCH_PREFIXES": " , "}, "names no prefix"),
+])
+def test_bad_configuration_fails_loudly(env, message):
+    with pytest.raises(ConfigurationError, match=message):
+        connection_specs_from_env(env, default_url=None)
+
+
+def test_redact_url():
+    assert redact_url("redis://user:pw@host:1/2") == "redis://user:***@host:1/2"
+    assert redact_url("redis://:pw@host") == "redis://:***@host"
+    assert redact_url("redis://host:6379") == "redis://host:6379"
+
+
+def test_parse_job_key_prefers_longest_prefix_and_keeps_colons_in_ids():
+    assert parse_job_key("app:bull:q:repeat:x:123", ["app", "app:bull"]) == ("app:bull", "q", "repeat:x:123")
+    assert parse_job_key("other:q:1", ["bull"]) is None
+
+
+def test_glob_escape():
+    assert glob_escape("a[1]*?") == r"a\[1\]\*\?"
+    assert glob_escape("{bull}") == "{bull}"
+
+
+def test_discovery_with_special_prefixes_and_noise(redis_client):
+    r = redis_client
+    for prefix, name in [("bull", "a"), ("bull", "b"), ("{app:bull}", "c"), ("we[ird]", "d")]:
+        r.hset(f"{prefix}:{name}:meta", "opts.maxLenEvents", 10000)
+    r.hset("bull:a:repeat:x:meta", "f", 1)   # a job id ending in ':meta', not a queue
+    r.set("bull:z:meta", "a string")          # wrong type
+    r.hset("bullx:y:meta", "f", 1)            # a different prefix
+    assert discover_queue_names(r, "bull") == ["a", "b"]
+    assert discover_queue_names(r, "{app:bull}") == ["c"]
+    assert discover_queue_names(r, "we[ird]") == ["d"]
+    r.delete("bull:b:meta")  # obliterated queues disappear
+    assert discover_queue_names(r, "bull") == ["a"]
+
+
+def test_redactor_walks_json_and_text():
+    red = Redactor()
+    data = {"password": "p", "nested": {"API_KEY": "k", "list": [{"x-auth-token": "t"}]}, "tokenizer": "t2", "keep": "v"}
+    out = red.value(data)
+    assert out["password"] == out["nested"]["API_KEY"] == out["nested"]["list"][0]["x-auth-token"] == "[redacted]"
+    assert out["keep"] == "v"
+    text = red.text(json.dumps(data)[:60])  # truncated JSON cannot be parsed
+    assert '"p"' not in text and "[redacted]" in text
+    assert red.text('{"Authorization": "Bearer abc", "n": 1}') == '{"Authorization": "[redacted]", "n": 1}'
+    assert Redactor(["ssn"]).value({"ssn": 1, "password": 2}) == {"ssn": "[redacted]", "password": 2}
+
+
+def test_legacy_scheduler_detection_with_real_old_shape_keys(redis_client):
+    r = redis_client
+    q = QueueRef("default", "bull", "legacy")
+    # Pre-hash key shape: member encodes name:jobId:endDate:tz:pattern, no hash.
+    r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
+    # v5 hashed repeatable: md5 member, hash without 'ic'.
+    r.zadd("bull:legacy:repeat", {"d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000001000})
+    r.hset("bull:legacy:repeat:d9c48061d9d20cd7b1bf692d7ceb46ff", mapping={"name": "legacy-every", "every": 5000})
+    # A current v6 scheduler.
+    r.zadd("bull:legacy:repeat", {"nightly": 1700000002000})
+    r.hset("bull:legacy:repeat:nightly", mapping={"name": "n", "pattern": "0 3 * * *", "tz": "UTC", "ic": 4})
+    items = {s.id: s for s in read_schedulers(r, q)}
+    assert items["old-cron::::0 0 3 * * *"].legacy == "key-shape"
+    assert items["old-cron::::0 0 3 * * *"].pattern == "0 0 3 * * *"
+    assert items["d9c48061d9d20cd7b1bf692d7ceb46ff"].legacy == "v5-hash"
+    assert items["d9c48061d9d20cd7b1bf692d7ceb46ff"].every == 5000
+    assert items["nightly"].legacy == "" and items["nightly"].iterations == 4
+    assert "upgrade" in items["old-cron::::0 0 3 * * *"].legacy_hint
+    assert is_legacy_key_shape("name::1700000000000:Europe/Berlin:60000")
+    assert not is_legacy_key_shape("my-scheduler")
+
+
+def test_snapshot_reads_legacy_v5_paused_list_and_skips_markers(redis_client):
+    from queues.snapshot import read_snapshots
+
+    r = redis_client
+    r.hset("bull:v5:meta", "paused", 1)
+    r.hset("bull:v5:1", mapping={"name": "old", "timestamp": 1000})
+    r.lpush("bull:v5:paused", "1")
+    r.lpush("bull:v5:wait", "2")
+    r.rpush("bull:v5:wait", "0:123")  # v5 delay marker at the tail
+    snap = read_snapshots(r, [QueueRef("default", "bull", "v5")])[0]
+    assert snap.counts["waiting"] == 2 and snap.legacy_paused_jobs == 1 and snap.paused
+    assert snap.oldest_waiting_id == "1" and snap.oldest_waiting_ts == 1000
+
+
+def test_legacy_schedulers_are_flagged_on_the_page(logged_in, scratch_queues):
+    from django.urls import reverse
+
+    r = scratch_queues
+    r.hset("bull:legacy:meta", "opts.maxLenEvents", 10000)
+    r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
+    html = logged_in.get(reverse("schedulers")).content.decode()
+    assert 'badge legacy' in html and "BullMQ 6 throws on it" in html
