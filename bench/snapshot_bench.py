@@ -328,13 +328,14 @@ REASONS = (
 )
 
 
-def stack_for(reason: str, job_id: int) -> str:
+def stack_for(reason: str, job_id: int, attempts: int = 3) -> str:
+    """``stacktrace`` as BullMQ stores it: a JSON array with one stack per failed attempt."""
     frame = (
         f"{reason}\\n    at processOrder (/app/dist/workers/orders.js:{40 + job_id % 60}:13)\\n"
         "    at async Worker.processJob (/app/node_modules/bullmq/dist/cjs/classes/worker.js:512:28)\\n"
         "    at async Worker.retryIfFailed (/app/node_modules/bullmq/dist/cjs/classes/worker.js:731:24)"
     )
-    return "[" + ",".join(f'"{frame}"' for _ in range(3)) + "]"
+    return "[" + ",".join(f'"{frame}"' for _ in range(attempts)) + "]"
 
 
 def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int, seed: int) -> dict:
@@ -427,7 +428,7 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int, se
                     reason = REASONS[jid % len(REASONS)]
                     fields = ("name", name, "data", data, "opts", OPTS_PLAIN, "timestamp", ts, "delay", 1000,
                               "priority", 0, "processedOn", ts + 20, "ats", 1, "atm", 1,
-                              "failedReason", reason, "stacktrace", "[" + stack_for(reason, jid)[1:].split('","')[0].rstrip('"]') + '"]')
+                              "failedReason", reason, "stacktrace", stack_for(reason, jid, 1))
                 zsets["delayed"] += [str(due * 4096 + seq), sid]
             elif state == "prioritized":
                 prio = 1 + jid % 10
@@ -681,7 +682,7 @@ def run(args, rds: PrivateRedis) -> int:
 
     from dashboard import registry as qw_registry
 
-    def get(url: str, expect_rows: int | None = None, marker: bytes = b'<table class="jobs">'):
+    def get(url: str, expect_rows: int | None = None, row_marker: str = "", marker: bytes = b'<table class="jobs">'):
         def fn():
             resp_ = client_http.get(url)
             if resp_.status_code != 200:
@@ -689,15 +690,15 @@ def run(args, rds: PrivateRedis) -> int:
             return resp_
         resp_ = fn()
         if marker not in resp_.content:
-            raise RuntimeError(f"GET {url}: page lacks {marker!r}")
+            raise RuntimeError(f"GET {url}: page lacks {marker!r}: {resp_.content.decode()[-3000:]}")
         if expect_rows is not None:
             body = resp_.content.decode()
-            rows = body.count('<td><a href="/q/default/bull/') if b"jobs" in marker else body.count('<tr id="q-')
+            rows = body.count(row_marker)
             if rows != expect_rows:
                 raise RuntimeError(f"GET {url}: {rows} rows, expected {expect_rows}")
         return fn
 
-    overview = get(reverse("overview"), expect_rows=len(plans), marker=b'<table class="queues">')
+    overview = get(reverse("overview"), expect_rows=len(plans), row_marker='<tr id="q-', marker=b'<table class="queues">')
     results["overview"] = measure(f"GET / overview ({len(plans)} queues)", overview, args.runs, admin)
 
     def overview_cold():
@@ -716,14 +717,16 @@ def run(args, rds: PrivateRedis) -> int:
         for size in (25, 100):
             for page_name, page in (("p1", 1), ("deep", last_full_page(total, size))):
                 key = f"{label}_failed_{page_name}_s{size}"
-                fn = get(queue_url(plan.name, "failed", page, size), expect_rows=min(size, total))
+                fn = get(queue_url(plan.name, "failed", page, size), expect_rows=min(size, total),
+                         row_marker=f'<td><a href="/q/default/{PREFIX}/{plan.name}/jobs/')
                 results[key] = measure(f"GET {plan.name} failed size={size} page={page}", fn, args.runs, admin,
                                        note=f"{total:,} failed")
                 page_keys.append(key)
     wtotal = big.states["wait"]
     for page_name, page in (("p1", 1), ("deep", last_full_page(wtotal, 25))):
         key = f"big_waiting_{page_name}_s25"
-        fn = get(queue_url(big.name, "waiting", page, 25), expect_rows=min(25, wtotal))
+        fn = get(queue_url(big.name, "waiting", page, 25), expect_rows=min(25, wtotal),
+                 row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/')
         results[key] = measure(f"GET {big.name} waiting size=25 page={page}", fn, args.runs, admin,
                                note=f"{wtotal:,} waiting")
         page_keys.append(key)

@@ -1,0 +1,96 @@
+"""End-to-end fixtures: Queuewatch served by daphne exactly as users run it (a subprocess with
+its own SQLite file), and real headless Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+
+from tests.conftest import NODE_FIXTURE_DB
+from tests.servers import ROOT, free_port
+
+CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
+# Flags for a closed network and a root user: no sandbox, no background calls home.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@dataclass
+class LiveApp:
+    url: str
+    username: str
+    password: str
+    env: dict
+
+
+def manage(env, *args) -> str:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory, redis_server, bullmq_fixture):
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_SECRET_KEY": "e2e-" + "x" * 40,
+        "QUEUEWATCH_REDIS_URL": redis_server.url(NODE_FIXTURE_DB),
+        "QUEUEWATCH_PREFIXES": "bull,{app:bull}",
+        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
+    }
+    manage(env, "migrate", "-v0")
+    username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(url + "/login/", timeout=1)
+            break
+        except (urllib.error.URLError, ConnectionError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+            time.sleep(0.1)
+    yield LiveApp(url, username, password, env)
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's 'chromium' package or set QUEUEWATCH_CHROMIUM")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    p = context.new_page()
+    p.set_default_timeout(10_000)
+    yield p
+    context.close()
+
+
+def log_in(page, app: LiveApp) -> None:
+    page.goto(app.url + "/")
+    assert "/login/" in page.url
+    page.fill("input[name=username]", app.username)
+    page.fill("input[name=password]", app.password)
+    page.click("button[type=submit]")
+    page.wait_for_url(app.url + "/")
