@@ -1,0 +1,23 @@
+# Queuewatch web and monitor image.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    QUEUEWATCH_STATIC_ROOT=/app/staticfiles
+WORKDIR /app
+
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+
+COPY manage.py ./
+COPY dashboard ./dashboard
+COPY queues ./queues
+COPY templates ./templates
+COPY static ./static
+RUN QUEUEWATCH_SECRET_KEY=build-only python manage.py collectstatic --noinput -v0
+
+RUN useradd --system --uid 10001 queuewatch
+USER queuewatch
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s \
+  CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8000/login/', timeout=2)" || exit 1
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "dashboard.asgi:application"]
