@@ -6,11 +6,14 @@ Each function resolves names through the registry, calls the framework-free read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+import time
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from dashboard.registry import get_redactor, get_registry, redis_errors
+from dashboard.signals import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
 from queues.errors import RedisUnavailable
 from queues.keys import QueueRef, parse_job_key
@@ -22,6 +25,7 @@ class ConnectionView:
     display_url: str
     snapshots: list[snapshot.QueueSnapshot]
     error: str = ""
+    signals: list = field(default_factory=list)  # QueueSignals, filled by with_signals()
 
 
 def overview() -> list[ConnectionView]:
@@ -101,3 +105,19 @@ def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[sch
 def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | None:
     """(prefix, queue, id) for a full job key under one of this connection's prefixes."""
     return parse_job_key(full_key, get_registry().all_prefixes(connection))
+
+
+def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
+    """Rates for each snapshot from the minute counters the monitor has stored."""
+    now = dt.datetime.now(dt.timezone.utc)
+    queues = [s.queue for s in snapshots]
+    series = stored_series(queues, now=now)
+    sparks = spark_series(queues, now=now) if spark else {}
+    now_ms = int(time.time() * 1000)
+    result = []
+    for snap in snapshots:
+        sig = build_signals(snap, series[snap.queue], now_ms=now_ms)
+        sig.spark = sparks.get(snap.queue, {})
+        result.append(sig)
+    return result
+

@@ -130,3 +130,32 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("QUEUEWATCH_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
+
+# --- Live updates -----------------------------------------------------------------------------
+
+# Queuewatch's own Redis (channel layer, leader lock, fragment cache). Defaults to the default
+# monitored connection; point it elsewhere to keep all dashboard traffic off production Redis.
+QUEUEWATCH_DASHBOARD_REDIS_URL = env_str("QUEUEWATCH_DASHBOARD_REDIS_URL") or (
+    QUEUEWATCH_CONNECTIONS[0].url if QUEUEWATCH_CONNECTIONS else None
+)
+if QUEUEWATCH_DASHBOARD_REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
+            # websockets: the blocking receive must be allowed to wait indefinitely.
+            "CONFIG": {"hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
+                       "prefix": "queuewatch:asgi"},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Application dead-letter queues: name patterns, and explicit "dlq=source" pairs.
+QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq", "*_dlq", "dead-letter*"])
+QUEUEWATCH_DLQ_MAP = dict(
+    pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair
+)
+QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
+QUEUEWATCH_HISTORY_MINUTE_DAYS = env_int("QUEUEWATCH_HISTORY_MINUTE_DAYS", 7, minimum=1)
+QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minimum=1)

@@ -11,7 +11,9 @@ from django.views.decorators.http import require_GET
 
 from dashboard import reads
 from dashboard.errors import page_errors
+from dashboard.fragments import LIVE_PAGE_SIZE
 from dashboard.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
+from queues.errors import JobNotFound
 from queues.keys import BROWSABLE_STATES
 from queues.listing import PAGE_SIZES
 
@@ -29,7 +31,7 @@ def overview(request):
     connections = reads.overview()
     for conn in connections:
         snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
-        conn.snapshots = sort_snapshots(snaps, sort, descending)
+        conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)
     context = {
         "connections": connections,
         "query": query,
@@ -49,8 +51,6 @@ def queue_detail(request, connection, prefix, name):
     if job_id:
         # "Open a job by id": go to it if it exists, otherwise say so on the 404 page.
         if not reads.job_exists(queue, job_id):
-            from queues.errors import JobNotFound
-
             raise JobNotFound(queue.name, job_id)
         return redirect(reverse("job", args=[connection, prefix, name, job_id]))
 
@@ -61,13 +61,17 @@ def queue_detail(request, connection, prefix, name):
         page_size=page_size_param(request),
         name_filter=request.GET.get("name", "").strip()[:200],
     )
+    snap = reads.queue_snapshot(queue)
     context = {
         "queue": queue,
-        "snap": reads.queue_snapshot(queue),
+        "snap": snap,
+        "sig": reads.with_signals([snap])[0],
         "job_page": page,
         "state": state,
         "states": BROWSABLE_STATES,
         "page_sizes": PAGE_SIZES,
+        # Only the first page at the default size without a filter is kept live.
+        "live_list": page.page == 1 and page.page_size == LIVE_PAGE_SIZE and not page.name_filter,
     }
     template = "queue.html#job-list" if request.headers.get("HX-Request") else "queue.html"
     return render(request, template, context)
@@ -85,6 +89,7 @@ def job_detail(request, connection, prefix, name, job_id):
     context = {
         "queue": queue,
         "job": job,
+        "live": job,  # the live partial reads the same fields from the full detail
         "parent": link(job.parent) if job.parent else None,
         "children": {
             "pending": [link(k) for k in job.children_pending],

@@ -279,3 +279,37 @@ def read_raw_field(client: redis.Redis, queue: QueueRef, job_id: str, field_name
     if ok:
         return json.dumps(redactor.value(value), ensure_ascii=False)
     return redactor.text(raw)
+
+
+@dataclass
+class JobLive:
+    """What the job page updates live: state, attempts, progress, the tail of the logs."""
+
+    queue: QueueRef
+    id: str
+    state: str
+    summary: JobSummary
+    progress: Payload
+    logs: list[str]
+    logs_total: int
+
+
+def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor: Redactor, log_tail: int = 50) -> JobLive | None:
+    """A cheap re-read for live updates (no data/returnvalue/stacktrace); None if the job is gone."""
+    key = queue.job_key(job_id)
+    pipe = client.pipeline(transaction=False)
+    pipe.hmget(key, SUMMARY_FIELDS)
+    pipe.hget(key, "progress")
+    pipe.llen(key + ":logs")
+    pipe.lrange(key + ":logs", -log_tail, -1)
+    values, progress, logs_total, logs = pipe.execute()
+    summary = summary_from_fields(job_id, values)
+    if not summary.exists:
+        return None
+    state, score = job_state(client, queue, job_id)
+    summary.score = score
+    return JobLive(
+        queue=queue, id=job_id, state=state, summary=summary,
+        progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
+        logs=[to_text(line) for line in logs], logs_total=logs_total,
+    )

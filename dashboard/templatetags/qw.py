@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 from django import template
 from django.urls import reverse
 
+from dashboard import live
+
 register = template.Library()
 
 
@@ -94,3 +96,36 @@ def sort_url(context, column):
 @register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def rate(value):
+    """A per-minute rate: '0', '0.4', '12', '1.2k'."""
+    if value in (None, ""):
+        return "—"
+    v = float(value)
+    if v == 0:
+        return "0"
+    if v < 10:
+        return f"{v:.1f}"
+    if v < 1000:
+        return f"{v:.0f}"
+    return f"{v / 1000:.1f}k"
+
+
+@register.filter
+def percent(value):
+    return f"{float(value) * 100:.1f}%"
+
+
+# Element ids of live fragments: the functions the monitor uses, so page and fragment agree.
+register.filter("row_id", live.row_id)
+register.filter("queue_live_id", live.queue_live_id)
+register.filter("job_table_id", live.job_table_id)
+register.filter("job_live_id", live.job_live_id)
+
+
+@register.simple_tag
+def ws_url(name, *args):
+    """Path of a websocket route (they live in dashboard.routing, not the HTTP URL conf)."""
+    return reverse(name, urlconf="dashboard.routing", args=args)

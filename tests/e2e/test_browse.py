@@ -21,7 +21,7 @@ def test_log_in_open_failed_job_and_read_its_stack_trace(page, live_app, bullmq_
     page.wait_for_selector("#job-list[data-state=failed] table.jobs")
     page.locator("#job-list td.reason", has_text="boom").first.locator("xpath=..").locator("a").first.click()
 
-    page.wait_for_selector("h1 .badge.state-failed")
+    page.wait_for_selector(".job-live .badge.state-failed")
     assert page.locator("details.stack").count() == 2
     assert "boom" in page.locator("details.stack[open] pre").inner_text()
     assert "at " in page.locator("details.stack[open] pre").inner_text()
@@ -42,7 +42,7 @@ def test_tabs_and_filter_update_without_full_reload(page, live_app, bullmq_fixtu
     page.click("nav.tabs a.state-completed")
     page.wait_for_selector("#job-list[data-state=completed]")
     assert page.evaluate("window.__marker") == 1  # htmx swapped the list; no page load
-    assert page.url.endswith("state=completed&size=25")
+    assert page.url.endswith("state=completed")
     page.goto(live_app.url + "/")
     page.fill("input[name=q]", "pause")
     page.wait_for_function("document.querySelectorAll('table.queues tbody tr').length === 1")

@@ -1,0 +1,47 @@
+"""Rendering the live fragments. Each function renders one template partial — the same
+partial the full page includes — and returns ``(element_id, html)``. The monitor calls these
+once per change and fans the result out; pages call them through their templates."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from dashboard.live import BANNER_ID, job_live_id, job_table_id, queue_live_id, row_id
+from dashboard.signals import QueueSignals
+from queues.jobs import JobLive
+from queues.keys import QueueRef
+from queues.listing import JobPage
+
+LIVE_PAGE_SIZE = 25  # only page 1 at the default size is kept live
+
+
+
+
+def overview_row(sig: QueueSignals) -> tuple[str, str]:
+    q = sig.snapshot.queue
+    return row_id(q), render_to_string("overview.html#queue-row", {"sig": sig, "s": sig.snapshot, "row_id": row_id(q)})
+
+
+def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
+    q = sig.snapshot.queue
+    return queue_live_id(q), render_to_string(
+        "queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "live_id": queue_live_id(q), "state": state}
+    )
+
+
+def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[str, str]:
+    element = job_table_id(queue, page.state)
+    return element, render_to_string(
+        "queue.html#job-table",
+        {"queue": queue, "job_page": page, "state": page.state, "table_id": element, "stalled_ids": set(stalled_ids)},
+    )
+
+
+def job_live(job: JobLive) -> tuple[str, str]:
+    element = job_live_id(job.queue, job.id)
+    return element, render_to_string("job.html#job-live", {"live": job, "live_id": element, "queue": job.queue})
+
+
+def banner(down: dict[str, str]) -> tuple[str, str]:
+    """The connection-lost banner every page carries; empty when all connections are up."""
+    return BANNER_ID, render_to_string("base.html#live-banner", {"down": down})

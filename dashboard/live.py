@@ -1,0 +1,117 @@
+"""The one module that knows live-update group names, message shapes and where the latest
+fragments are kept.
+
+The monitor renders each changed fragment once and sends it to a group; consumers relay it;
+htmx's ws extension swaps it in by element id. Messages are whole elements (never deltas), so
+a dropped message heals with the next one, and every (re)connect gets the latest fragments from
+the cache below.
+
+Group names are built here only: a short hash of the queue identity (channels group names must
+be ASCII and short; queue names and job ids may be anything).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import redis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from queues.keys import QueueRef
+
+OVERVIEW = "overview"
+ALL = "all"  # every page: the connection-lost banner
+FRAGMENT_TYPE = "fragment.html"  # consumer method fragment_html
+CACHE_PREFIX = "queuewatch:frag:"
+WATCH_KEY = "queuewatch:watch"
+WATCH_TTL_S = 90
+SEP = "\x1f"
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha1(SEP.join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def queue_id(queue: QueueRef) -> str:
+    """Stable element-id fragment for a queue."""
+    return digest(queue.connection, queue.prefix, queue.name)
+
+
+def queue_group(queue: QueueRef) -> str:
+    return f"queue-{queue_id(queue)}"
+
+
+def list_group(queue: QueueRef, state: str) -> str:
+    return f"list-{queue_id(queue)}-{state}"
+
+
+def job_group(queue: QueueRef, job_id: str) -> str:
+    return f"job-{digest(queue.connection, queue.prefix, queue.name, job_id)}"
+
+
+# Element ids of live fragments, used by templates (through filters) and by the monitor.
+BANNER_ID = "live-banner"
+
+
+def row_id(queue: QueueRef) -> str:
+    return f"row-{queue_id(queue)}"
+
+
+def queue_live_id(queue: QueueRef) -> str:
+    return f"live-{queue_id(queue)}"
+
+
+def job_table_id(queue: QueueRef, state: str) -> str:
+    return f"jobs-{queue_id(queue)}-{state}"
+
+
+def job_live_id(queue: QueueRef, job_id: str) -> str:
+    return job_group(queue, job_id) + "-live"
+
+
+
+def dashboard_redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.QUEUEWATCH_DASHBOARD_REDIS_URL, socket_timeout=5, socket_connect_timeout=2)
+
+
+class Publisher:
+    """Used by the monitor: send a fragment to a group once, and remember it for newcomers.
+    Unchanged fragments are not re-sent."""
+
+    def __init__(self, client: redis.Redis):
+        self.client = client
+        self.layer = get_channel_layer()
+        self._last: dict[tuple[str, str], str] = {}
+
+    def publish(self, group: str, element_id: str, html: str, *, force: bool = False) -> bool:
+        if not force and self._last.get((group, element_id)) == html:
+            return False
+        self._last[(group, element_id)] = html
+        self.client.hset(CACHE_PREFIX + group, element_id, html)
+        self.client.expire(CACHE_PREFIX + group, 24 * 3600)
+        async_to_sync(self.layer.group_send)(group, {"type": FRAGMENT_TYPE, "html": html})
+        return True
+
+    def forget(self) -> None:
+        """Drop the change-detection memory (e.g. after a takeover) so everything is re-sent."""
+        self._last.clear()
+
+
+def cached_fragments(client: redis.Redis, group: str) -> list[str]:
+    return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
+
+
+def watch(client: redis.Redis, kind: str, *parts: str) -> None:
+    """Record that someone is looking at a job or a job list, for ``WATCH_TTL_S`` seconds.
+    The monitor reads this set once per tick, so its work follows what is watched, not how
+    many tabs watch it."""
+    client.zadd(WATCH_KEY, {SEP.join((kind, *parts)): time.time() + WATCH_TTL_S})
+
+
+def watched(client: redis.Redis) -> list[tuple[str, ...]]:
+    now = time.time()
+    client.zremrangebyscore(WATCH_KEY, "-inf", now)
+    return [tuple(m.decode("utf-8").split(SEP)) for m in client.zrangebyscore(WATCH_KEY, now, "+inf")]

@@ -1,0 +1,12 @@
+from django.urls import path
+
+from dashboard import consumers
+
+queue = "ws/queue/<str:connection>/<str:prefix>/<str:name>/"
+
+websocket_urlpatterns = [
+    path("ws/overview/", consumers.OverviewConsumer.as_asgi(), name="ws_overview"),
+    path(queue, consumers.QueueConsumer.as_asgi(), name="ws_queue"),
+    path(queue + "jobs/<path:job_id>", consumers.JobConsumer.as_asgi(), name="ws_job"),
+]
+urlpatterns = websocket_urlpatterns  # lets django.urls.reverse() build websocket paths for templates

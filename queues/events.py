@@ -1,0 +1,104 @@
+"""Following BullMQ's per-queue ``events`` streams.
+
+One follower per connection reads every queue's stream with a single blocking ``XREAD`` on a
+dedicated connection (never the pooled one pages use, and with a socket timeout longer than the
+block, so redis-py never mistakes an idle block for a dead server). It remembers the last id it
+read per stream. Streams are trimmed (``MAXLEN ~ maxLenEvents``, about 10,000), so after each
+batch it checks whether the oldest entry still in a stream is newer than the id it had read
+before: if so, events were trimmed away unseen, and the caller must reconcile from state keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from .keys import QueueRef
+from .text import to_text
+
+
+@dataclass(frozen=True)
+class Event:
+    queue: QueueRef
+    stream_id: str
+    name: str
+    fields: dict
+
+    @property
+    def ts_ms(self) -> int:
+        return int(self.stream_id.split("-", 1)[0])
+
+    @property
+    def job_id(self) -> str:
+        return self.fields.get("jobId", "")
+
+
+def _id_tuple(stream_id: str) -> tuple[int, int]:
+    ms, _, seq = stream_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+class EventsFollower:
+    def __init__(self, client: redis.Redis, *, block_ms: int = 1000, count: int = 1000):
+        # The client must be dedicated to this follower (XREAD BLOCK holds its connection).
+        self.client = client
+        self.block_ms = block_ms
+        self.count = count
+        self.last_ids: dict[QueueRef, str] = {}
+
+    def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str] | None = None) -> list[QueueRef]:
+        """Set the queues to follow. A queue not followed before starts at ``start_ids`` (a
+        saved cursor) or at the current end of its stream. Returns newly added queues."""
+        start_ids = start_ids or {}
+        wanted = set(queues)
+        for q in list(self.last_ids):
+            if q not in wanted:
+                del self.last_ids[q]
+        added = [q for q in queues if q not in self.last_ids]
+        if added:
+            pipe = self.client.pipeline(transaction=False)
+            for q in added:
+                pipe.xrevrange(q.key("events"), count=1)
+            for q, last in zip(added, pipe.execute()):
+                if q in start_ids:
+                    self.last_ids[q] = start_ids[q]
+                else:
+                    self.last_ids[q] = to_text(last[0][0]) if last else "0-0"
+        return added
+
+    def read(self, block_ms: int | None = None) -> tuple[list[Event], list[QueueRef]]:
+        """Block up to ``block_ms`` for new events. Returns (events in stream order per queue,
+        queues whose stream was trimmed past our cursor)."""
+        if not self.last_ids:
+            return [], []
+        by_key = {q.key("events"): q for q in self.last_ids}
+        streams = {k: self.last_ids[q] for k, q in by_key.items()}
+        block = self.block_ms if block_ms is None else block_ms
+        response = self.client.xread(streams, count=self.count, block=block if block > 0 else None)
+        events: list[Event] = []
+        touched: list[tuple[QueueRef, str]] = []
+        for key, entries in response or []:
+            q = by_key[to_text(key)]
+            previous = self.last_ids[q]
+            for stream_id, fields in entries:
+                sid = to_text(stream_id)
+                decoded = {to_text(k): to_text(v) for k, v in fields.items()}
+                events.append(Event(q, sid, decoded.get("event", ""), decoded))
+            self.last_ids[q] = to_text(entries[-1][0])
+            touched.append((q, previous))
+        return events, self._trimmed(touched)
+
+    def _trimmed(self, touched: list[tuple[QueueRef, str]]) -> list[QueueRef]:
+        """Streams whose oldest remaining entry is newer than the cursor we read from."""
+        candidates = [(q, prev) for q, prev in touched if prev != "0-0"]
+        if not candidates:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for q, _ in candidates:
+            pipe.xrange(q.key("events"), count=1)
+        gaps = []
+        for (q, prev), first in zip(candidates, pipe.execute()):
+            if first and _id_tuple(to_text(first[0][0])) > _id_tuple(prev):
+                gaps.append(q)
+        return gaps
