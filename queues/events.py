@@ -67,9 +67,10 @@ class EventsFollower:
                     self.last_ids[q] = to_text(last[0][0]) if last else "0-0"
         return added
 
-    def read(self, block_ms: int | None = None) -> tuple[list[Event], list[QueueRef]]:
+    def read(self, block_ms: int | None = None) -> tuple[list[Event], dict[QueueRef, tuple[int, int]]]:
         """Block up to ``block_ms`` for new events. Returns (events in stream order per queue,
-        queues whose stream was trimmed past our cursor)."""
+        gaps): for each queue whose stream was trimmed past our cursor, the (from, to) ms
+        timestamps between which events were lost."""
         if not self.last_ids:
             return [], []
         by_key = {q.key("events"): q for q in self.last_ids}
@@ -89,16 +90,18 @@ class EventsFollower:
             touched.append((q, previous))
         return events, self._trimmed(touched)
 
-    def _trimmed(self, touched: list[tuple[QueueRef, str]]) -> list[QueueRef]:
+    def _trimmed(self, touched: list[tuple[QueueRef, str]]) -> dict[QueueRef, tuple[int, int]]:
         """Streams whose oldest remaining entry is newer than the cursor we read from."""
         candidates = [(q, prev) for q, prev in touched if prev != "0-0"]
         if not candidates:
-            return []
+            return {}
         pipe = self.client.pipeline(transaction=False)
         for q, _ in candidates:
             pipe.xrange(q.key("events"), count=1)
-        gaps = []
+        gaps = {}
         for (q, prev), first in zip(candidates, pipe.execute()):
-            if first and _id_tuple(to_text(first[0][0])) > _id_tuple(prev):
-                gaps.append(q)
+            if first:
+                first_id = _id_tuple(to_text(first[0][0]))
+                if first_id > _id_tuple(prev):
+                    gaps[q] = (_id_tuple(prev)[0], first_id[0])
         return gaps

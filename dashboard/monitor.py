@@ -1,0 +1,462 @@
+"""The monitor: the one process that reads the monitored Redis continuously.
+
+Several copies may run; exactly one leads (``LeaderLock`` on the dashboard Redis), the others
+wait and take over within a lock TTL when the leader dies. The leader:
+
+* follows every queue's events stream (one thread per connection, blocking ``XREAD`` on a
+  dedicated connection) and counts completions, failures, stalls and adds per minute;
+* takes a pipelined snapshot of every queue each tick (and of queues with new events at once),
+  detects currently stalled jobs, and renders each changed fragment once for its group;
+* re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
+* flushes minute counters, gauges and stream cursors in one database transaction, so a
+  standby that takes over continues exactly where the leader's last flush left off;
+* rolls minutes up into hours and prunes history.
+
+Loops are defensive: a failing queue or connection is logged and skipped, Redis reconnects back
+off, leadership is dropped the moment a lock extension fails, and database connections are
+recycled between ticks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import queue as queue_mod
+import threading
+import time
+from dataclasses import dataclass, field
+
+import redis
+from django.conf import settings
+from django.db import close_old_connections, transaction
+
+from dashboard import fragments, live
+from dashboard.models import QueuePoint, StreamCursor
+from dashboard.registry import Registry, get_redactor, get_registry
+from dashboard.signals import QueueSignals, build_signals
+from queues.connections import client_for
+from queues.discovery import discover_queue_names
+from queues.events import EventsFollower
+from queues.jobs import read_job_live
+from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.leader import LeaderLock
+from queues.listing import list_jobs
+from queues.signals import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
+from queues.snapshot import QueueSnapshot, read_snapshots
+from queues.stalls import currently_stalled
+
+log = logging.getLogger("queuewatch.monitor")
+
+RECONCILE_MINUTES = 15
+DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh
+DISCOVERY_INTERVAL = 10.0
+FLUSH_INTERVAL = 1.0
+ROLLUP_INTERVAL = 300.0
+GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
+POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def ms_to_dt(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+
+
+# ------------------------------------------------------------------------------------------
+# Event following, one thread per connection
+
+
+class FollowerThread(threading.Thread):
+    """Reads one connection's event streams and hands batches to the monitor's queue."""
+
+    def __init__(self, name: str, registry: Registry, out: queue_mod.Queue, stop: threading.Event, block_ms: int = 1000):
+        super().__init__(name=f"follow-{name}", daemon=True)
+        self.conn_name = name
+        self.spec = registry.connection(name).spec
+        self.out = out
+        self.stop_event = stop
+        self.block_ms = block_ms
+        self._wanted: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
+        self._lock = threading.Lock()
+        self.follower: EventsFollower | None = None
+
+    def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
+        with self._lock:
+            self._wanted = (list(queues), dict(start_ids))
+
+    def run(self) -> None:
+        backoff = 0.5
+        while not self.stop_event.is_set():
+            try:
+                if self.follower is None:
+                    # Dedicated connection; its socket timeout must exceed the XREAD block.
+                    client = client_for(self.spec, socket_timeout=self.block_ms / 1000 + 5)
+                    client.ping()
+                    self.follower = EventsFollower(client, block_ms=self.block_ms)
+                    if backoff > 0.5:
+                        self.out.put(("up", self.conn_name, None))
+                with self._lock:
+                    wanted, self._wanted = self._wanted, None
+                if wanted is not None:
+                    queues, starts = wanted
+                    added = self.follower.follow(queues, starts)
+                    if added:
+                        # Tell the monitor where counting starts for these queues, before any
+                        # of their events (same hand-off queue, so the order is kept).
+                        self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
+                events, gaps = self.follower.read()
+                backoff = 0.5
+                if events or gaps:
+                    self.out.put(("events", self.conn_name, (events, gaps)))
+            except redis.RedisError as exc:
+                # Keep the cursors across reconnects: resume where we were and let the gap
+                # check tell us if the stream was trimmed meanwhile.
+                cursors = dict(self.follower.last_ids) if self.follower else {}
+                self.follower = None
+                if cursors:
+                    with self._lock:
+                        if self._wanted is None:
+                            self._wanted = (list(cursors), cursors)
+                        else:
+                            self._wanted[1].update({q: c for q, c in cursors.items() if q not in self._wanted[1]})
+                self.out.put(("down", self.conn_name, str(exc) or exc.__class__.__name__))
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 15.0)
+
+
+# ------------------------------------------------------------------------------------------
+# The leader's state
+
+
+@dataclass
+class QueueState:
+    series: QueueSeries = field(default_factory=lambda: QueueSeries(keep=RECONCILE_MINUTES + 5))
+    snapshot: QueueSnapshot | None = None
+    stalled_now: list[str] = field(default_factory=list)
+    dirty_minutes: set[int] = field(default_factory=set)
+    touched_jobs: set[str] = field(default_factory=set)
+
+
+class Monitor:
+    def __init__(self, *, registry: Registry | None = None, tick: float | None = None, lock_ttl_ms: int = 5000,
+                 name: str = "monitor"):
+        self.registry = registry or get_registry()
+        self.tick = tick if tick is not None else settings.QUEUEWATCH_MONITOR_TICK
+        self.name = name
+        self.dash = live.dashboard_redis()
+        self.lock = LeaderLock(self.dash, ttl_ms=lock_ttl_ms)
+        self.publisher = live.Publisher(self.dash)
+        self.redactor = get_redactor()
+        self.stats = {"gaps": 0, "events": 0, "ticks": 0, "publishes": 0}
+
+    # --- outer loop -------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("%s: waiting for leadership", self.name)
+        while not stop.is_set():
+            try:
+                if self.lock.acquire():
+                    log.info("%s: leading", self.name)
+                    try:
+                        self.lead(stop)
+                    finally:
+                        self.lock.release()
+                        log.info("%s: stopped leading", self.name)
+                else:
+                    stop.wait(1.0)
+            except redis.RedisError as exc:
+                log.warning("%s: dashboard Redis unavailable (%s); retrying", self.name, exc)
+                stop.wait(2.0)
+            except Exception:  # a bug must not kill the monitor; log it and start over
+                log.exception("%s: unexpected error; restarting the leader loop", self.name)
+                stop.wait(2.0)
+
+    # --- leading ----------------------------------------------------------------------------
+
+    def lead(self, stop: threading.Event) -> None:
+        self.states: dict[QueueRef, QueueState] = {}
+        self.down: dict[str, str] = {}
+        # Stream id of the last event applied to the counters, per queue. Flushed in the same
+        # transaction as the counters, so a takeover resumes exactly after what was stored.
+        self.applied_cursors: dict[QueueRef, str] = {}
+        self.publisher.forget()
+        events_in: queue_mod.Queue = queue_mod.Queue()
+        follow_stop = threading.Event()
+        followers = {n: FollowerThread(n, self.registry, events_in, follow_stop) for n in self.registry.names}
+        cursors = self.load_state()
+        for f in followers.values():
+            f.start()
+        try:
+            self._lead_loop(stop, events_in, followers, cursors)
+        finally:
+            follow_stop.set()
+            self.flush()
+
+    def _lead_loop(self, stop, events_in, followers, cursors) -> None:
+        next_extend = next_discovery = next_tick = next_flush = next_rollup = 0.0
+        dirty: set[QueueRef] = set()
+        last_dirty_refresh = 0.0
+        extend_every = self.lock.ttl_ms / 1000 / 3
+        while not stop.is_set():
+            t = time.monotonic()
+            if t >= next_extend:
+                if not self.lock.extend():
+                    log.warning("%s: lost the leader lock; standing down", self.name)
+                    return
+                next_extend = t + extend_every
+            if t >= next_discovery:
+                self.discover(followers, cursors)
+                cursors = {}
+                next_discovery = t + DISCOVERY_INTERVAL
+            timeout = max(0.0, min(next_tick, next_extend, next_flush) - time.monotonic())
+            if dirty:
+                timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
+            try:
+                item = events_in.get(timeout=timeout)
+                self.handle(item, dirty)
+                while True:  # drain whatever else is waiting
+                    self.handle(events_in.get_nowait(), dirty)
+            except queue_mod.Empty:
+                pass
+            t = time.monotonic()
+            if t >= next_tick:
+                self.refresh(list(self.states), full=True)
+                dirty.clear()
+                self.stats["ticks"] += 1
+                next_tick = t + self.tick
+                close_old_connections()
+            elif dirty and t - last_dirty_refresh >= DIRTY_PUBLISH_INTERVAL:
+                self.refresh(list(dirty), full=False)
+                dirty.clear()
+                last_dirty_refresh = t
+            if t >= next_flush:
+                if not self.lock.extend():
+                    log.warning("%s: lost the leader lock before a flush; standing down", self.name)
+                    return
+                self.flush()
+                next_flush = t + FLUSH_INTERVAL
+            if t >= next_rollup:
+                self.rollup_and_prune()
+                next_rollup = t + ROLLUP_INTERVAL
+
+    def handle(self, item, dirty: set[QueueRef]) -> None:
+        kind, conn, payload = item
+        if kind == "events":
+            events, gaps = payload
+            for ev in events:
+                state = self.states.get(ev.queue)
+                if state is None:
+                    continue
+                self.applied_cursors[ev.queue] = ev.stream_id
+                if count_event(state.series, ev.name, ev.ts_ms, ev.fields):
+                    state.dirty_minutes.add(minute_of(ev.ts_ms))
+                if ev.job_id:
+                    state.touched_jobs.add(ev.job_id)
+                dirty.add(ev.queue)
+            self.stats["events"] += len(events)
+            for q, (lost_from, lost_to) in gaps.items():
+                log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling", self.name, q.prefix, q.name)
+                self.stats["gaps"] += 1
+                self.reconcile(q, since_ms=lost_from, until_ms=lost_to)
+                dirty.add(q)
+        elif kind == "down":
+            if conn not in self.down:
+                log.warning("%s: connection %s lost: %s", self.name, conn, payload)
+            self.down[conn] = payload
+            self.publish_banner()
+        elif kind == "up":
+            self.down.pop(conn, None)
+            self.publish_banner()
+        elif kind == "followed":
+            for q, start_id in payload.items():
+                self.applied_cursors.setdefault(q, start_id)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def discover(self, followers, cursors: dict[QueueRef, str]) -> None:
+        for name, follower in followers.items():
+            conn = self.registry.connection(name)
+            try:
+                found = [QueueRef(name, p, q) for p in conn.spec.prefixes for q in discover_queue_names(conn.client, p)]
+            except redis.RedisError as exc:
+                self.down[name] = str(exc)
+                self.publish_banner()
+                continue
+            for q in found:
+                if q not in self.states:
+                    self.states[q] = QueueState()
+                    self.restore_series(q)
+                    if q not in cursors:
+                        # Never followed before: start the rates from finish-time scores. A
+                        # queue with a cursor resumes from it instead (exact), and the gap check
+                        # reconciles if the stream was trimmed past it meanwhile.
+                        self.reconcile(q, since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
+            gone = [q for q in self.states if q.connection == name and q not in found]
+            for q in gone:
+                del self.states[q]
+                self.applied_cursors.pop(q, None)
+            follower.follow(found, {q: c for q, c in cursors.items() if q in found})
+
+    def refresh(self, queues: list[QueueRef], *, full: bool) -> None:
+        """Snapshot these queues and publish whatever changed."""
+        by_conn: dict[str, list[QueueRef]] = {}
+        for q in queues:
+            if q in self.states:
+                by_conn.setdefault(q.connection, []).append(q)
+        watched = self.read_watched()
+        now = now_ms()
+        changed_overview = False
+        for name, qs in by_conn.items():
+            client = self.registry.client(name)
+            try:
+                snaps = read_snapshots(client, qs)
+                with_active = [s.queue for s in snaps if s.counts["active"]]
+                stalled = currently_stalled(client, with_active)
+            except redis.RedisError as exc:
+                if name not in self.down:
+                    self.down[name] = str(exc) or exc.__class__.__name__
+                    self.publish_banner()
+                continue
+            if name in self.down and full:
+                self.down.pop(name)
+                self.publish_banner()
+            for snap in snaps:
+                st = self.states[snap.queue]
+                st.snapshot = snap
+                st.stalled_now = stalled.get(snap.queue, [])
+                st.dirty_minutes.add(minute_of(now))
+                sig = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
+                changed_overview |= self.publish_queue(sig, watched, client)
+                st.touched_jobs.clear()
+        self.stats["publishes"] += int(changed_overview)
+
+    def publish_queue(self, sig: QueueSignals, watched, client) -> bool:
+        q = sig.snapshot.queue
+        st = self.states[q]
+        sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
+        changed = self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
+        self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
+        for kind, *parts in watched:
+            if tuple(parts[:3]) != (q.connection, q.prefix, q.name):
+                continue
+            try:
+                if kind == "list" and parts[3] in BROWSABLE_STATES:
+                    page = list_jobs(client, q, parts[3], page=1, page_size=fragments.LIVE_PAGE_SIZE)
+                    self.publisher.publish(live.list_group(q, parts[3]), *fragments.job_table(q, page, st.stalled_now))
+                elif kind == "job":
+                    job_id = parts[3]
+                    job = read_job_live(client, q, job_id, redactor=self.redactor)
+                    if job is not None:
+                        self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
+            except redis.RedisError:
+                log.debug("watched item of %s skipped this tick", q, exc_info=True)
+        return changed
+
+    def read_watched(self) -> list[tuple[str, ...]]:
+        try:
+            return live.watched(self.dash)
+        except redis.RedisError:
+            return []
+
+    def publish_banner(self) -> None:
+        self.publisher.publish(live.ALL, *fragments.banner(dict(self.down)))
+
+    def reconcile(self, q: QueueRef, *, since_ms: int, until_ms: int | None = None) -> None:
+        """Rebuild per-minute completed/failed counts from finish-time scores for the minutes
+        between ``since_ms`` and ``until_ms`` (at most RECONCILE_MINUTES back), keeping the
+        larger of the event count and the score count: neither overcounts, each may undercount."""
+        st = self.states.get(q)
+        if st is None:
+            return
+        end = minute_of(until_ms if until_ms is not None else now_ms())
+        start = max(minute_of(since_ms), end - RECONCILE_MINUTES * MINUTE_MS)
+        minutes = list(range(start, end + MINUTE_MS, MINUTE_MS))
+        client = self.registry.client(q.connection)
+        try:
+            pipe = client.pipeline(transaction=False)
+            for m in minutes:
+                pipe.zcount(q.key("completed"), m, m + MINUTE_MS - 1)
+                pipe.zcount(q.key("failed"), m, m + MINUTE_MS - 1)
+            counts = pipe.execute()
+        except redis.RedisError:
+            return
+        for i, m in enumerate(minutes):
+            scored = Minute(completed=counts[2 * i], failed=counts[2 * i + 1])
+            st.series.bucket(m).merge_max(scored)
+            st.dirty_minutes.add(m)
+
+    # --- persistence ------------------------------------------------------------------------
+
+    def load_state(self) -> dict[QueueRef, str]:
+        close_old_connections()
+        return {QueueRef(c.connection, c.prefix, c.queue): c.last_id for c in StreamCursor.objects.all()}
+
+    def restore_series(self, q: QueueRef) -> None:
+        since = ms_to_dt(minute_of(now_ms()) - (RECONCILE_MINUTES + 1) * MINUTE_MS)
+        rows = QueuePoint.objects.filter(
+            resolution=QueuePoint.MINUTE, connection=q.connection, prefix=q.prefix, queue=q.name, start__gte=since
+        )
+        series = self.states[q].series
+        for row in rows:
+            series.minutes[int(row.start.timestamp() * 1000)] = Minute(**{c: getattr(row, c) for c in COUNTERS})
+
+    def flush(self) -> None:
+        """Write dirty minutes and the applied stream cursors in one transaction."""
+        with_gauges, counters_only = [], []
+        for q, st in self.states.items():
+            snap = st.snapshot
+            for m in sorted(st.dirty_minutes):
+                b = st.series.minutes.get(m, Minute())
+                row = QueuePoint(connection=q.connection, prefix=q.prefix, queue=q.name, resolution=QueuePoint.MINUTE,
+                                 start=ms_to_dt(m), **{c: getattr(b, c) for c in COUNTERS})
+                if snap is not None and minute_of(snap.taken_at) == m:
+                    c = snap.counts
+                    row.waiting, row.active, row.delayed = c["waiting"], c["active"], c["delayed"]
+                    row.prioritized, row.failed_depth = c["prioritized"], c["failed"]
+                    row.stalled_now, row.oldest_age_ms = len(st.stalled_now), snap.oldest_waiting_age_ms
+                    with_gauges.append(row)
+                elif any(getattr(b, c) for c in COUNTERS):
+                    # A past minute re-counted (late events, reconciliation): keep its gauges.
+                    # (All-zero minutes are not written: counters never go down.)
+                    counters_only.append(row)
+        cursors = [StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid)
+                   for q, cid in self.applied_cursors.items()]
+        try:
+            with transaction.atomic():
+                for rows, fields_ in ((counters_only, list(COUNTERS)), (with_gauges, list(COUNTERS) + GAUGES)):
+                    if rows:
+                        QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=fields_)
+                if cursors:
+                    StreamCursor.objects.bulk_create(cursors, update_conflicts=True,
+                                                     unique_fields=["connection", "prefix", "queue"], update_fields=["last_id"])
+        except Exception:
+            log.exception("%s: flushing history failed; will retry", self.name)
+            return
+        for st in self.states.values():
+            st.dirty_minutes.clear()
+
+    def rollup_and_prune(self) -> None:
+        now = dt.datetime.now(dt.timezone.utc)
+        hour_start = now.replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=2)
+        try:
+            buckets: dict[tuple, dict] = {}
+            for row in QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=hour_start).order_by("start"):
+                key = (row.connection, row.prefix, row.queue, row.start.replace(minute=0))
+                b = buckets.setdefault(key, {c: 0 for c in COUNTERS})
+                for c in COUNTERS:
+                    b[c] += getattr(row, c)
+                for g in GAUGES:
+                    b[g] = getattr(row, g)  # last value in the hour
+            rows = [QueuePoint(connection=k[0], prefix=k[1], queue=k[2], resolution=QueuePoint.HOUR, start=k[3], **v)
+                    for k, v in buckets.items()]
+            with transaction.atomic():
+                QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY,
+                                               update_fields=list(COUNTERS) + GAUGES)
+                QueuePoint.objects.filter(resolution=QueuePoint.MINUTE,
+                                          start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)).delete()
+                QueuePoint.objects.filter(resolution=QueuePoint.HOUR,
+                                          start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)).delete()
+        except Exception:
+            log.exception("%s: history roll-up failed; will retry", self.name)
