@@ -540,6 +540,7 @@ def pct(samples: list[float], q: float) -> float:
 class Result:
     label: str
     samples_ms: list[float]
+    cpu_ms: list[float] = field(default_factory=list)  # this process's CPU time per run
     commands: dict[str, int] = field(default_factory=dict)
     runs: int = 1
     note: str = ""
@@ -551,6 +552,10 @@ class Result:
     @property
     def p95(self) -> float:
         return pct(self.samples_ms, 0.95)
+
+    @property
+    def cpu_p50(self) -> float:
+        return statistics.median(self.cpu_ms) if self.cpu_ms else float("nan")
 
     @property
     def commands_per_run(self) -> float:
@@ -565,14 +570,16 @@ class Result:
 def measure(label: str, fn, runs: int, admin: redis.Redis, *, warmup: int = 1, note: str = "") -> Result:
     for _ in range(warmup):
         fn()
-    samples = []
+    samples, cpu = [], []
     cmds: dict = {}
     with counting(admin, cmds):
         for _ in range(runs):
+            c = time.process_time()
             t = time.perf_counter()
             fn()
             samples.append((time.perf_counter() - t) * 1000)
-    return Result(label, samples, cmds, runs, note)
+            cpu.append((time.process_time() - c) * 1000)
+    return Result(label, samples, cpu, cmds, runs, note)
 
 
 def profile(label: str, fn, top: int = 25) -> None:
@@ -588,6 +595,54 @@ def profile(label: str, fn, top: int = 25) -> None:
     pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(15)
     log(f"===== cProfile: {label} (tottime, top 15) =====")
     log(s.getvalue())
+
+
+def verify_with_bullmq(rds: PrivateRedis, plans: list[QueuePlan]) -> bool | None:
+    """Ask real Node BullMQ 6 (tests/node) to read a few of the loaded queues and compare its
+    counts, states and decoded jobs with the plan. None when node or the fixture is missing."""
+    script = os.path.join(REPO, "bench", "verify_layout.mjs")
+    node = shutil.which("node")
+    if not node or not os.path.isdir(os.path.join(REPO, "tests", "node", "node_modules", "bullmq")):
+        log("layout check with Node BullMQ skipped (node or tests/node/node_modules missing)")
+        return None
+    paused = [p.index for p in plans if p.paused][:1]
+    scheduled = [p.index for p in plans if p.scheduler][:1]
+    picks = {0, len(plans) - 1, *paused, *scheduled}
+    picks = sorted(i for i in picks if 0 <= i < len(plans))
+    names = [plans[i].name for i in picks]
+    proc = subprocess.run([node, script, str(rds.port), json.dumps(names)], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"verify_layout.mjs failed: {proc.stderr[-2000:]}")
+    problems = []
+    for line in proc.stdout.splitlines():
+        got = json.loads(line)
+        p = next(p for p in plans if p.name == got["queue"])
+        want = {"wait": p.states["wait"], "active": 0, "delayed": p.states["delayed"] + int(p.scheduler),
+                "prioritized": p.states["prioritized"], "waiting-children": 0,
+                "completed": p.states["completed"], "failed": p.states["failed"]}
+        if got["counts"] != want:
+            problems.append(f"{p.name}: BullMQ counts {got['counts']} != plan {want}")
+        if got["paused"] != p.paused:
+            problems.append(f"{p.name}: BullMQ isPaused {got['paused']} != plan {p.paused}")
+        if got["schedulers"] != int(p.scheduler):
+            problems.append(f"{p.name}: BullMQ schedulers {got['schedulers']} != plan {int(p.scheduler)}")
+        for state, jobs in got["samples"].items():
+            for j in jobs:
+                expect_state = "waiting" if state == "wait" else state
+                if j["state"] != expect_state:
+                    problems.append(f"{p.name} job {j['id']}: BullMQ getState {j['state']} != {expect_state}")
+                if not j["name"] or not j["timestamp"] or not (j["dataKeys"] or str(j["id"]).startswith("repeat:")):
+                    problems.append(f"{p.name} job {j['id']}: BullMQ decoded an incomplete job {j}")
+                if state in ("completed", "failed") and not (j["finishedOn"] and j["processedOn"] and j["attemptsMade"]):
+                    problems.append(f"{p.name} job {j['id']}: finished job without processedOn/finishedOn/atm {j}")
+                if state == "failed" and not (j["failedReason"] and j["stacktrace"] == j["attemptsMade"]):
+                    problems.append(f"{p.name} job {j['id']}: failed job without reason/stacktrace {j}")
+                if state == "prioritized" and not j["priority"]:
+                    problems.append(f"{p.name} job {j['id']}: prioritized job with priority 0")
+    if problems:
+        raise RuntimeError("loaded layout disagrees with Node BullMQ:\n  " + "\n  ".join(problems[:20]))
+    log(f"layout check: Node BullMQ 6 reads {', '.join(names)} exactly as planned (counts, states, paused, schedulers, job fields)")
+    return True
 
 
 def setup_django(rds: PrivateRedis, tmpdir: str):
@@ -626,6 +681,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="timed repetitions per figure (default 20)")
     ap.add_argument("--events", type=int, default=20, help="events stream entries per queue (default 20)")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--no-verify-node", action="store_true",
+                    help="skip cross-checking the loaded data with Node BullMQ (tests/node)")
     ap.add_argument("--profile", action="store_true", help="print cProfile output for the snapshot and pages")
     args = ap.parse_args()
     if args.queues < 1 or args.jobs < 0 or args.runs < 1:
@@ -649,6 +706,7 @@ def main() -> int:
 
 
 def run(args, rds: PrivateRedis) -> int:
+    load0 = os.getloadavg()
     plans = plan_queues(args.queues, args.jobs, args.seed)
     big = plans[0]
     log(f"plan: {len(plans)} queues, {sum(p.jobs for p in plans):,} jobs; biggest {big.name}: {big.jobs:,} jobs "
@@ -663,6 +721,8 @@ def run(args, rds: PrivateRedis) -> int:
     # Sanity: the layout is what the plan says.
     assert admin.zcard(f"{PREFIX}:{big.name}:failed") == big.states["failed"]
     assert admin.llen(f"{PREFIX}:{big.name}:wait") == big.states["wait"]
+
+    verified = None if args.no_verify_node else verify_with_bullmq(rds, plans)
 
     from queues.connections import ConnectionSpec, client_for
     from queues.discovery import discover_queue_names
@@ -805,16 +865,20 @@ def run(args, rds: PrivateRedis) -> int:
 
     # ---- report ----
     log("")
-    log(f"{'measurement':<58} {'p50 ms':>9} {'p95 ms':>9} {'cmds/run':>9} {'redis ms':>9}  notes")
-    log("-" * 120)
+    log(f"{'measurement':<58} {'p50 ms':>8} {'p95 ms':>8} {'cpu ms':>7} {'redis ms':>8} {'cmds/run':>8}  notes")
+    log("-" * 130)
     for key, r in results.items():
         cmds = {k: v for k, v in r.commands.items() if k != "__usec__"}
         top = ", ".join(f"{k}={v / r.runs:g}" for k, v in sorted(cmds.items(), key=lambda kv: -kv[1])[:4])
-        log(f"{r.label:<58} {r.p50:9.1f} {r.p95:9.1f} {r.commands_per_run:9.1f} {r.redis_ms_per_run:9.2f}  "
+        log(f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} {r.redis_ms_per_run:8.2f} {r.commands_per_run:8.1f}  "
             f"{r.note + '; ' if r.note else ''}{top}")
-    log("-" * 120)
-    log("redis ms = time Redis spent executing those commands (INFO commandstats usec); the rest of")
-    log("the wall time is the client: redis-py packing/parsing, the reader, Django and templates.")
+    log("-" * 130)
+    log("p50/p95 = wall time; cpu ms = this process's CPU time (median), i.e. redis-py, the reader,")
+    log("Django and templates; redis ms = time Redis spent executing the commands (INFO commandstats")
+    log("usec). On a busy host wall time exceeds cpu + redis; cpu + redis is what contention cannot inflate much.")
+    load1 = os.getloadavg()
+    log(f"host: {os.cpu_count()} CPUs, load average {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} (1/5/15 min) "
+        f"at the end, {load0[0]:.2f} at the start")
 
     out: dict = {
         "queues": len(plans),
@@ -823,6 +887,7 @@ def run(args, rds: PrivateRedis) -> int:
         "redis_used_memory_mb": round(info_mem["used_memory"] / 2**20, 1),
         "load_seconds": round(loaded["seconds"], 2),
         "load_commands": loaded["commands"],
+        "layout_verified_by_bullmq": verified,
         "runs": args.runs,
         "big_queue": big.name,
         "big_queue_jobs": big.jobs,
@@ -834,6 +899,10 @@ def run(args, rds: PrivateRedis) -> int:
         "discovery_ms_p95": round(results["discovery"].p95, 2),
         "discovery_commands": round(results["discovery"].commands_per_run, 1),
         "discovery_redis_ms": round(results["discovery"].redis_ms_per_run, 2),
+        "discovery_cpu_ms": round(results["discovery"].cpu_p50, 2),
+        "host_cpus": os.cpu_count(),
+        "host_loadavg_1m_start": round(load0[0], 2),
+        "host_loadavg_1m_end": round(load1[0], 2),
     }
     for key, r in results.items():
         if key == "discovery":
@@ -843,6 +912,7 @@ def run(args, rds: PrivateRedis) -> int:
         out[f"{name}_ms_p95"] = round(r.p95, 2)
         out[f"{name}_commands"] = round(r.commands_per_run, 1)
         out[f"{name}_redis_ms"] = round(r.redis_ms_per_run, 2)
+        out[f"{name}_cpu_ms_p50"] = round(r.cpu_p50, 2)
     # Headline aliases.
     out["failed_page_ms_p50"] = out["big_failed_p1_s25_ms_p50"]
     out["failed_page_ms_p95"] = out["big_failed_p1_s25_ms_p95"]

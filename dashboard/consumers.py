@@ -27,8 +27,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.joined = [live.ALL, *self.groups_for_page()]
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
+        if self.watches():
+            await self.register_watches()  # before accepting, so the monitor knows at once
+            self.heartbeat = asyncio.create_task(self.keep_watching())
         await self.accept()
-        self.heartbeat = asyncio.create_task(self.keep_watching()) if self.watches() else None
         # A fresh snapshot on every (re)connect, so a dropped message or a gap heals itself.
         for group in self.joined:
             for html in await sync_to_async(live.cached_fragments)(self.redis(), group):
@@ -64,11 +66,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self._redis = live.dashboard_redis()
         return self._redis
 
+    async def register_watches(self):
+        for kind, *parts in self.watches():
+            await sync_to_async(live.watch)(self.redis(), kind, *parts)
+
     async def keep_watching(self):
         while True:
-            for kind, *parts in self.watches():
-                await sync_to_async(live.watch)(self.redis(), kind, *parts)
             await asyncio.sleep(live.WATCH_TTL_S / 3)
+            await self.register_watches()
 
 
 class OverviewConsumer(LiveConsumer):

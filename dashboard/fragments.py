@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from dashboard.live import BANNER_ID, job_live_id, job_table_id, queue_live_id, row_id
 from dashboard.signals import QueueSignals
 from queues.jobs import JobLive
-from queues.keys import QueueRef
+from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.listing import JobPage
 
 LIVE_PAGE_SIZE = 25  # only page 1 at the default size is kept live
@@ -19,13 +19,13 @@ LIVE_PAGE_SIZE = 25  # only page 1 at the default size is kept live
 
 def overview_row(sig: QueueSignals) -> tuple[str, str]:
     q = sig.snapshot.queue
-    return row_id(q), render_to_string("overview.html#queue-row", {"sig": sig, "s": sig.snapshot, "row_id": row_id(q)})
+    return row_id(q), render_to_string("overview.html#queue-row", {"sig": sig, "s": sig.snapshot, "states": BROWSABLE_STATES})
 
 
 def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
     q = sig.snapshot.queue
     return queue_live_id(q), render_to_string(
-        "queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "live_id": queue_live_id(q), "state": state}
+        "queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES}
     )
 
 
@@ -33,13 +33,13 @@ def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[s
     element = job_table_id(queue, page.state)
     return element, render_to_string(
         "queue.html#job-table",
-        {"queue": queue, "job_page": page, "state": page.state, "table_id": element, "stalled_ids": set(stalled_ids)},
+        {"queue": queue, "job_page": page, "state": page.state, "stalled_ids": set(stalled_ids)},
     )
 
 
 def job_live(job: JobLive) -> tuple[str, str]:
     element = job_live_id(job.queue, job.id)
-    return element, render_to_string("job.html#job-live", {"live": job, "live_id": element, "queue": job.queue})
+    return element, render_to_string("job.html#job-live", {"live": job, "queue": job.queue})
 
 
 def banner(down: dict[str, str]) -> tuple[str, str]:

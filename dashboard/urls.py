@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard import api, views
+from dashboard import views_history
 
 queue = "q/<str:connection>/<str:prefix>/<str:name>/"
 api_queue = "api/v1/queues/<str:connection>/<str:prefix>/<str:name>"
@@ -14,6 +15,7 @@ urlpatterns = [
     path("schedulers/", views.schedulers, name="schedulers"),
     path(queue, views.queue_detail, name="queue"),
     path(queue + "schedulers/", views.queue_schedulers, name="queue_schedulers"),
+    path(queue + "history", views_history.queue_history, name="queue_history"),
     path(queue + "raw/<str:field>/<path:job_id>", views.job_raw, name="job_raw"),
     path(queue + "jobs/<path:job_id>", views.job_detail, name="job"),
     path("api/v1/queues", api.queues, name="api_queues"),

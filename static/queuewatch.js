@@ -19,3 +19,48 @@
   });
   document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", "reconnecting…"); });
 })();
+
+// Relative times and running ages are computed here, not on the server, so the HTML of a
+// live fragment only changes when the data changes.
+(function () {
+  "use strict";
+  function fmt(ms) {
+    var s = ms / 1000;
+    if (s < 60) return (s < 10 ? s.toFixed(1) : Math.floor(s)) + " s";
+    var m = Math.floor(s / 60), sec = Math.floor(s % 60);
+    if (m < 60) return m < 10 && sec ? m + " min " + sec + " s" : m + " min";
+    var h = Math.floor(m / 60);
+    if (h < 48) return h + " h " + (m % 60) + " min";
+    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+  }
+  function update() {
+    var now = Date.now();
+    document.querySelectorAll("time.rel[datetime]").forEach(function (el) {
+      var delta = Date.parse(el.getAttribute("datetime")) - now;
+      el.textContent = delta >= 0 ? "in " + fmt(delta) : fmt(-delta) + " ago";
+    });
+    document.querySelectorAll("time.age[datetime]").forEach(function (el) {
+      el.textContent = fmt(Math.max(0, now - Date.parse(el.getAttribute("datetime"))));
+    });
+  }
+  document.addEventListener("DOMContentLoaded", update);
+  document.addEventListener("htmx:afterSettle", update);
+  document.addEventListener("htmx:oobAfterSwap", update);
+  setInterval(update, 1000);
+})();
+
+// Live fragments are rendered once for every viewer, so they cannot know which tab this page
+// shows; mark it here from the job list's state.
+(function () {
+  "use strict";
+  function markTab() {
+    var list = document.getElementById("job-list");
+    if (!list) return;
+    document.querySelectorAll(".tabs a[role=tab]").forEach(function (a) {
+      a.classList.toggle("active", a.classList.contains("state-" + list.dataset.state));
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markTab);
+  document.addEventListener("htmx:afterSettle", markTab);
+  document.addEventListener("htmx:oobAfterSwap", markTab);
+})();

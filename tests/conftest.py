@@ -67,3 +67,43 @@ def user(django_user_model):
 def logged_in(client, user):
     client.force_login(user)
     return client
+
+
+LIVE_DB = 3
+
+
+@pytest.fixture
+def live_setup(settings, redis_server):
+    """Monitored Redis, dashboard Redis and channel layer all on the (emptied) live database,
+    with channels_redis exactly as configured in production (socket_timeout None)."""
+    from channels.layers import channel_layers
+
+    client = redis_server.client(LIVE_DB)
+    client.flushdb()
+    url = redis_server.url(LIVE_DB)
+    point_at(settings, ConnectionSpec("default", url, ("bull",)))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [{"address": url, "socket_timeout": None}],
+                                                      "prefix": "queuewatch:asgi"}}}
+    channel_layers.backends.clear()
+    yield client
+    channel_layers.backends.clear()
+    reset_registry()
+    client.close()
+
+
+@pytest.fixture
+def running_monitor(live_setup):
+    """A leading monitor in a thread of the test process, with a short tick."""
+    import threading
+
+    from dashboard.monitor import Monitor
+
+    stop = threading.Event()
+    monitor = Monitor(tick=0.5, name="test-monitor")
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    yield monitor
+    stop.set()
+    thread.join(15)

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django import template
 from django.urls import reverse
+from django.utils.html import format_html
 
 from dashboard import live
 
@@ -44,13 +45,27 @@ def duration(ms):
     return f"{hours // 24} d {hours % 24} h"
 
 
-@register.filter
-def relative(ms):
-    """'in 4 min' / '12 s ago' from a millisecond timestamp."""
+@register.simple_tag
+def reltime(ms):
+    """A timestamp the browser shows relative to now ('12 s ago', 'in 4 min') and keeps
+    current (static/queuewatch.js). The markup holds only the absolute time, so a live
+    fragment is byte-identical until the data itself changes and is not re-sent every tick."""
     if ms in (None, ""):
         return ""
-    delta = int(ms) - int(time.time() * 1000)
-    return f"in {duration(delta)}" if delta >= 0 else f"{duration(-delta)} ago"
+    try:
+        iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError, TypeError):
+        return str(ms)
+    return format_html('<time class="rel" datetime="{}" title="{}">{}</time>', iso, ms_datetime(ms), ms_datetime(ms))
+
+
+@register.simple_tag
+def age_since(ms):
+    """How long ago ``ms`` was, as a duration the browser keeps counting ('3 min 4 s')."""
+    if ms in (None, ""):
+        return "—"
+    iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
+    return format_html('<time class="age" datetime="{}" title="since {}">{}</time>', iso, ms_datetime(ms), duration(max(0, int(time.time() * 1000) - int(ms))))
 
 
 @register.filter

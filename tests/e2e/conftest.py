@@ -66,8 +66,10 @@ def live_app(tmp_path_factory, redis_server, bullmq_fixture):
     proc.wait(10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope, not session: Playwright's sync API keeps an event loop running in this
+    # thread while it is open, which would break asyncio.run() in tests collected after it.
     from playwright.sync_api import sync_playwright
 
     if not os.path.exists(CHROMIUM):

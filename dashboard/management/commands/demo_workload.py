@@ -1,4 +1,5 @@
 import asyncio
+import os
 import signal
 import threading
 
@@ -49,15 +50,21 @@ class Command(BaseCommand):
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         installed: list[int] = []
+        signalled: list[int] = []
 
         def on_signal(signum: int) -> None:
-            self.stderr.write(f"{signal.Signals(signum).name}: stopping the demo workload "
+            name = signal.Signals(signum).name
+            if signalled:
+                # Second signal: leave at once. Not via KeyboardInterrupt/cancellation: bullmq
+                # 3.4.4's Worker.close() spins forever when asyncio.run() cancels its teardown
+                # task. Jobs still active are left to the stalled checker, as after a crash.
+                self.stderr.write(f"{name} again: exiting without waiting for active jobs")
+                self.stderr.flush()
+                os._exit(128 + signum)
+            self.stderr.write(f"{name}: stopping the demo workload "
                               "(waiting for active jobs; signal again to force)")
+            signalled.append(signum)
             stop.set()
-            # A second signal gets the default behaviour (KeyboardInterrupt / termination).
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-            installed.clear()
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):

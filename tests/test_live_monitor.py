@@ -1,0 +1,105 @@
+"""The monitor with real Node BullMQ workers: failures and stalls reach a connected websocket
+client; rates and history come from events; stream trimming is detected and reconciled."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from dashboard.asgi import application
+from dashboard.models import QueuePoint
+from tests.servers import NODE_DIR, ensure_node_modules, run_node
+from tests.test_live_consumers import session_headers
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
+
+
+async def receive_until(comm, predicate, timeout=15.0):
+    """Receive fragments until one satisfies predicate; returns it (fails on timeout)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            html = await comm.receive_from(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:
+            break
+        seen.append(html)
+        if predicate(html):
+            return html
+    raise AssertionError(f"no matching fragment within {timeout}s; got {len(seen)}: {seen[-3:]}")
+
+
+def wait_for(predicate, timeout=15.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.asyncio
+async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_server, client, user):
+    # The queue exists before the page opens (as a user would see it).
+    await sync_to_async(run_node)("produce.mjs", "complete", redis_server.url(3), "orders", "1")
+    await sync_to_async(wait_for)(lambda: running_monitor.stats["ticks"] >= 2 and any(q.name == "orders" for q in running_monitor.states))
+    headers = await sync_to_async(session_headers)(client, user)
+    comm = WebsocketCommunicator(application, "/ws/queue/default/bull/orders/?state=failed&list=1", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+
+    result = await sync_to_async(run_node)("produce.mjs", "fail", redis_server.url(3), "orders", "1")
+    failed_id = result["ids"][0]
+
+    # The failed tab's count moves and the failed job row appears, without a reload.
+    seen = []
+    await receive_until(comm, lambda h: seen.append(h) or (
+        any('class="queue-live"' in x and re.search(r'failed <span class="count">1</span>', x) for x in seen)
+        and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)))
+    await comm.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_server, client, user):
+    ensure_node_modules()
+    url = redis_server.url(3)
+    await sync_to_async(run_node)("produce.mjs", "complete", url, "stally", "1")
+    headers = await sync_to_async(session_headers)(client, user)
+    comm = WebsocketCommunicator(application, "/ws/queue/default/bull/stally/?state=active&list=1", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+
+    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "stally"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        live_setup.lpush("bull:stally:wait", "placeholder")  # never processed: removed below
+        live_setup.lrem("bull:stally:wait", 0, "placeholder")
+        # Add the job the stuck worker will take (through BullMQ, from Python).
+        from bullmq import Queue
+
+        q = Queue("stally", {"connection": url})
+        job = await q.add("slow", {"n": 1}, {"attempts": 3})
+        await q.close()
+        line = await sync_to_async(stuck.stdout.readline)()
+        assert line.strip() == f"ACTIVE {job.id}"
+        stuck.kill()  # SIGKILL: the lock expires ~2 s later while the job stays in active
+
+        html = await receive_until(comm, lambda h: "stalled now" in h, timeout=20)
+        assert "1 stalled now" in html
+        await receive_until(comm, lambda h: f'data-job-id="{job.id}"' in h and "badge stalled" in h, timeout=10)
+    finally:
+        stuck.kill()
+        stuck.wait()
+
+    # A healthy worker's stall check recovers it; the `stalled` event is counted once.
+    await sync_to_async(run_node)("produce.mjs", "recover", url, "stally", "4")
+    await receive_until(comm, lambda h: 'class="queue-live"' in h and "stalled now" not in h, timeout=15)
+
+    def stalled_total():
+        return sum(QueuePoint.objects.filter(queue="stally").values_list("stalled", flat=True))
+
+    assert await sync_to_async(wait_for)(lambda: stalled_total() == 1, timeout=10)
+    await comm.disconnect()
