@@ -218,6 +218,7 @@ class RespPipe:
         self.sent_commands = 0
         self.errors = 0
         self.first_error = b""
+        self.marker_seen = False
         self.marker = f"qw-bench-end-{os.getpid()}-{time.time_ns()}"
         self._done = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -237,21 +238,27 @@ class RespPipe:
 
     def _read(self) -> None:
         marker = self.marker.encode()
-        tail = b"\r\n"  # so an error as the very first reply is seen as "\r\n-"
+        prev = b"\r\n"  # the end of the previous chunk; starts so a first error reads "\r\n-"
         while True:
-            chunk = self.sock.recv(1 << 20)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except OSError:  # server shut down under us (Ctrl-C): the main thread reports it
+                break
             if not chunk:
                 break
-            data = tail + chunk
-            n = data.count(b"\r\n-")
+            # Replies are ":n", "+OK", one "$" bulk (XADD ids) or "-ERR ...". Errors are counted
+            # in prev[-2:] + chunk so one straddling two chunks is seen, and seen once.
+            edge = prev[-2:] + chunk
+            n = edge.count(b"\r\n-")
             if n:
                 self.errors += n
                 if not self.first_error:
-                    i = data.index(b"\r\n-")
-                    self.first_error = data[i + 2 : data.find(b"\r\n", i + 2)]
-            if marker in data:
+                    i = edge.index(b"\r\n-")
+                    self.first_error = edge[i + 2 : edge.find(b"\r\n", i + 2)]
+            if marker in prev[-len(marker):] + chunk:
+                self.marker_seen = True
                 break
-            tail = data[-(len(marker) + 8):]
+            prev = chunk
         self._done.set()
 
     def close(self) -> None:
@@ -261,6 +268,8 @@ class RespPipe:
         self.sock.close()
         if self.errors:
             raise RuntimeError(f"bulk load: {self.errors} Redis errors, first: {self.first_error!r}")
+        if not self.marker_seen:
+            raise RuntimeError("bulk load: connection closed before every reply arrived")
 
 
 @dataclass
@@ -692,6 +701,8 @@ def main() -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    # Also when started in the background by a non-interactive shell, which ignores SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rds = PrivateRedis()
     try:
         rds.start()
