@@ -45,11 +45,14 @@ def live_app(tmp_path_factory, redis_server, bullmq_fixture):
         "QUEUEWATCH_REDIS_URL": redis_server.url(NODE_FIXTURE_DB),
         "QUEUEWATCH_PREFIXES": "bull,{app:bull}",
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
+        "QUEUEWATCH_MONITOR_TICK_MS": "1000",
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
     proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    monitor = subprocess.Popen([sys.executable, "manage.py", "monitor"], cwd=ROOT, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while True:
@@ -62,8 +65,9 @@ def live_app(tmp_path_factory, redis_server, bullmq_fixture):
                 raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
             time.sleep(0.1)
     yield LiveApp(url, username, password, env)
-    proc.terminate()
-    proc.wait(10)
+    for p in (proc, monitor):
+        p.terminate()
+        p.wait(10)
 
 
 @pytest.fixture(scope="module")

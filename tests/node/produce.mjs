@@ -5,6 +5,8 @@
 //       add <count> jobs that a worker fails (attempts: 1), wait until all failed, exit
 //   node produce.mjs complete <redisUrl> <queue> <count> [maxLenEvents]
 //       add <count> jobs that a worker completes, wait until all done, exit
+//   node produce.mjs add <redisUrl> <queue> <count>
+//       add <count> jobs (attempts: 3) and exit, without processing them
 //   node produce.mjs recover <redisUrl> <queue> <seconds>
 //       run a healthy worker (short stalledInterval) for <seconds>, so stalled jobs are
 //       recovered and completed, then exit
@@ -49,10 +51,15 @@ async function main() {
         }
       },
     );
+  } else if (mode === 'add') {
+    const jobs = await queue.addBulk(
+      Array.from({ length: Number(arg) }, (_, i) => ({ name: 'added-job', data: { i }, opts: { attempts: 3 } })),
+    );
+    ids.push(...jobs.map(j => j.id));
   } else if (mode === 'recover') {
     await runWorker(async () => ({ recovered: true }), () => sleep(Number(arg) * 1000));
   } else {
-    process.stderr.write('usage: node produce.mjs fail|complete|recover <redisUrl> <queue> <arg> [maxLenEvents]\n');
+    process.stderr.write('usage: node produce.mjs fail|complete|add|recover <redisUrl> <queue> <arg> [maxLenEvents]\n');
     process.exit(64);
   }
   const counts = await queue.getJobCounts();

@@ -1,0 +1,60 @@
+"""In real Chromium, through daphne, channels_redis and the monitor process: pages update
+without a reload when a Node worker fails a job and when a job stalls; an idle websocket is
+still delivering after more than 60 seconds."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.conftest import NODE_FIXTURE_DB
+from tests.e2e.conftest import log_in
+from tests.servers import NODE_DIR, run_node
+
+pytestmark = [pytest.mark.e2e, pytest.mark.node]
+
+
+def open_live(page, app, path):
+    page.goto(app.url + path)
+    page.wait_for_selector("#live-status[data-state=live]")
+    page.evaluate("window.__noReload = 1")
+
+
+def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app, redis_server):
+    url = redis_server.url(NODE_FIXTURE_DB)
+    run_node("produce.mjs", "complete", url, "e2e-live", "1")
+    log_in(page, live_app)
+    open_live(page, live_app, "/q/default/bull/e2e-live/?state=failed")
+    assert page.locator("nav.tabs a.state-failed .count").inner_text() == "0"
+
+    # Idle for longer than redis-py's old 5 s socket timeout and any proxy-ish default:
+    # the socket must still be open and delivering (channels_redis socket_timeout=None).
+    page.wait_for_timeout(62_000)
+    assert page.locator("#live-status").get_attribute("data-state") == "live"
+
+    job_id = run_node("produce.mjs", "fail", url, "e2e-live", "1")["ids"][0]
+    page.wait_for_selector(f'table.jobs tr[data-job-id="{job_id}"]', timeout=10_000)
+    assert "live failure 0" in page.locator(f'tr[data-job-id="{job_id}"]').inner_text()
+    page.wait_for_function("document.querySelector('nav.tabs a.state-failed .count').textContent === '1'")
+    assert page.evaluate("window.__noReload") == 1
+    assert "active" in page.locator("nav.tabs a.state-failed").get_attribute("class")
+
+
+def test_stalled_job_is_marked_live(page, live_app, redis_server):
+    url = redis_server.url(NODE_FIXTURE_DB)
+    run_node("produce.mjs", "complete", url, "e2e-stall", "1")
+    log_in(page, live_app)
+    open_live(page, live_app, "/q/default/bull/e2e-stall/?state=active")
+
+    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "e2e-stall"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        job_id = run_node("produce.mjs", "add", url, "e2e-stall", "1")["ids"][0]
+        assert stuck.stdout.readline().strip() == f"ACTIVE {job_id}"
+        stuck.kill()
+        page.wait_for_selector(".queue-live .stalled-now", timeout=20_000)
+        page.wait_for_selector(f'tr.stalled-row[data-job-id="{job_id}"]', timeout=10_000)
+        assert page.evaluate("window.__noReload") == 1
+    finally:
+        stuck.kill()
+        stuck.wait()
