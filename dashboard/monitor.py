@@ -48,7 +48,7 @@ from queues.stalls import currently_stalled
 log = logging.getLogger("queuewatch.monitor")
 
 RECONCILE_MINUTES = 15
-DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh
+DIRTY_PUBLISH_INTERVAL = 0.1  # s: coalesce bursts of events into one refresh per queue
 DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0

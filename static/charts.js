@@ -351,7 +351,16 @@
     });
   };
 
+  // A page restored from htmx's history cache carries copies of earlier charts' markup
+  // (blank canvases, no uPlot behind them): clear them before drawing.
+  function clearStale(el) {
+    Array.prototype.slice.call(el.children).forEach(function (c) {
+      if (c.classList.contains("uplot")) c.remove();
+    });
+  }
+
   QueueCharts.prototype.create = function (el, spec, cols) {
+    clearStale(el);
     var scales = { x: { time: true } };
     spec.axes.forEach(function (a) { scales[a.scale] = { range: zeroBased }; });
     var opts = {
@@ -432,6 +441,7 @@
       if (!data) return; // no history for this queue yet
       el.setAttribute("data-spark", JSON.stringify(data));
     }
+    clearStale(el);
     var n = data.c.length;
     var xs = [];
     for (var i = 0; i < n; i++) xs.push(i);

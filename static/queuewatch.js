@@ -10,11 +10,20 @@
     el.dataset.state = state;
     el.textContent = text;
   }
-  var open = 0;
+  var open = 0, opened = 0, closed = 0;
   document.addEventListener("htmx:wsConnecting", function () { if (!open) setStatus("connecting", "connecting…"); });
-  document.addEventListener("htmx:wsOpen", function () { open += 1; setStatus("live", "live"); });
+  document.addEventListener("htmx:wsOpen", function () {
+    open += 1;
+    opened += 1;
+    setStatus("live", "live");
+    // Counted for the curious (and the idle-socket test): every reconnect shows here.
+    document.getElementById("live-status").dataset.opened = opened;
+  });
   document.addEventListener("htmx:wsClose", function () {
     open = Math.max(0, open - 1);
+    closed += 1;
+    var el = document.getElementById("live-status");
+    if (el) el.dataset.closed = closed;
     if (!open) setStatus("reconnecting", "reconnecting…");
   });
   document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", "reconnecting…"); });

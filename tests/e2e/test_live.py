@@ -31,7 +31,10 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     # Idle for longer than redis-py's old 5 s socket timeout and any proxy-ish default:
     # the socket must still be open and delivering (channels_redis socket_timeout=None).
     page.wait_for_timeout(62_000)
-    assert page.locator("#live-status").get_attribute("data-state") == "live"
+    status = page.locator("#live-status")
+    assert status.get_attribute("data-state") == "live"
+    # Not merely live again after a reconnect: the one socket opened at load never closed.
+    assert status.get_attribute("data-opened") == "1" and status.get_attribute("data-closed") is None
 
     job_id = run_node("produce.mjs", "fail", url, "e2e-live", "1")["ids"][0]
     page.wait_for_selector(f'table.jobs tr[data-job-id="{job_id}"]', timeout=10_000)
