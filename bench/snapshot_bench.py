@@ -46,21 +46,33 @@ What it does
    queues with log-normal weights (a few big queues, many small ones), 40% completed, 20%
    failed, 25% waiting, 10% delayed, 5% prioritized each.
 
-3. Measures, with the real Queuewatch code (same client options as the app):
+3. Cross-checks the loaded data with real Node BullMQ 6 (``bench/verify_layout.mjs`` with the
+   ``tests/node`` install): for the biggest, the last, one paused and one scheduler queue,
+   ``getJobCounts``, ``isPaused``, ``getJobSchedulersCount``, ``getJobs`` + ``getState`` must
+   match the plan. Skipped (``layout_verified_by_bullmq: null``) without node;
+   ``--no-verify-node`` skips it.
+
+4. Measures, with the real Queuewatch code (same client options as the app):
    * ``queues.discovery.discover_queue_names`` (SCAN for ``bull:*:meta``);
    * ``queues.snapshot.read_snapshots`` over all queues (median/p95 over ``--runs`` runs);
+   * ``queues.listing.list_jobs`` alone (no Django) for the failed lists below;
    * through Django's test ``Client`` (DEBUG settings, SQLite in the temp dir, a logged-in
      user): the overview page, and the failed-jobs page of the biggest queue for page sizes 25
-     and 100, page 1 and the last full page, plus the same for a small queue and a waiting-list
-     page of the big queue;
-   * the Redis commands each of these sends: the difference of ``INFO commandstats`` call
-     totals before/after, excluding the ``info`` calls themselves, divided by the runs.
-   Percentiles: p50 = median, p95 = nearest-rank (the 19th of 20 samples).
+     and 100, page 1 and the last full page, the same for a small queue (the smallest with
+     >= 200 failed jobs), and a waiting-list page of the big queue;
+   * "cold" variants: the overview and a job-list page when the registry's discovery cache has
+     expired, so the request itself rescans (once per ``QUEUEWATCH_DISCOVERY_TTL`` per process).
+     For the other page figures the TTL is set to 3600 s so no rescan lands in them.
+   For each: wall time (p50 = median, p95 = nearest rank, the 19th of 20), this process's CPU
+   time (median), the Redis commands sent per run and the time Redis spent on them (differences
+   of ``INFO commandstats`` calls/usec before and after, the ``info`` calls excluded). The host's
+   load average is recorded: on a busy 2-CPU host wall times are inflated, CPU + Redis time
+   much less so.
 
-4. Prints a table to stderr and ONE JSON object with every figure as the last line of stdout.
+5. Prints a table to stderr and ONE JSON object with every figure as the last line of stdout.
 
-``--profile`` additionally prints the top cProfile entries of one snapshot and of the heaviest
-pages to stderr.
+``--profile`` additionally prints cProfile output (cumulative and own time) for one snapshot,
+the overview page and the heaviest job-list page to stderr.
 """
 
 from __future__ import annotations
@@ -930,9 +942,16 @@ def run(args, rds: PrivateRedis) -> int:
     out["failed_page_commands"] = out["big_failed_p1_s25_commands"]
     out["job_list_ms_p95_max"] = round(max(results[k].p95 for k in page_keys), 2)
     out["snapshot_target_met"] = results["snapshot"].p50 < TARGET_SNAPSHOT_MS
+    out["snapshot_target_met_p95"] = results["snapshot"].p95 < TARGET_SNAPSHOT_MS
     out["job_list_target_met"] = all(results[k].p50 < TARGET_LIST_MS for k in page_keys)
-    log(f"targets: snapshot < {TARGET_SNAPSHOT_MS} ms: {'met' if out['snapshot_target_met'] else 'MISSED'}; "
-        f"job list page < {TARGET_LIST_MS} ms (p50, all pages): {'met' if out['job_list_target_met'] else 'MISSED'}")
+    out["job_list_target_met_p95"] = all(results[k].p95 < TARGET_LIST_MS for k in page_keys)
+
+    def verdict(p50_ok, p95_ok):
+        return "met" if p95_ok else ("met at p50, MISSED at p95" if p50_ok else "MISSED")
+
+    log(f"targets: snapshot of {len(queues)} queues < {TARGET_SNAPSHOT_MS} ms: "
+        f"{verdict(out['snapshot_target_met'], out['snapshot_target_met_p95'])}; "
+        f"every job-list page < {TARGET_LIST_MS} ms: {verdict(out['job_list_target_met'], out['job_list_target_met_p95'])}")
     print(json.dumps(out, sort_keys=False), flush=True)
     return 0
 

@@ -12,15 +12,19 @@ be ASCII and short; queue names and job ids may be anything).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
+import threading
 import time
 
 import redis
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
 from queues.keys import QueueRef
+
+log = logging.getLogger("queuewatch.live")
 
 OVERVIEW = "overview"
 ALL = "all"  # every page: the connection-lost banner
@@ -79,21 +83,61 @@ def dashboard_redis() -> redis.Redis:
 
 class Publisher:
     """Used by the monitor: send a fragment to a group once, and remember it for newcomers.
-    Unchanged fragments are not re-sent."""
+    Unchanged fragments are not re-sent.
+
+    Sends go through one long-lived event loop in a background thread, in order, without the
+    monitor waiting for them: ``async_to_sync`` would build a loop per call, which cost more
+    than rendering the fragment did."""
 
     def __init__(self, client: redis.Redis):
         self.client = client
         self.layer = get_channel_layer()
         self._last: dict[tuple[str, str], str] = {}
+        self._loop = asyncio.new_event_loop()
+        self._outbox: asyncio.Queue | None = None
+        ready = threading.Event()
+        threading.Thread(target=self._run_loop, args=(ready,), name="publisher", daemon=True).start()
+        ready.wait(5)
+
+    def _run_loop(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._outbox = asyncio.Queue()
+        self._loop.create_task(self._sender())
+        ready.set()
+        self._loop.run_forever()
+
+    async def _sender(self) -> None:
+        while True:
+            group, html = await self._outbox.get()
+            try:
+                await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
+            except Exception:  # a failed send must not stop later ones; the cache still heals
+                log.warning("group_send to %s failed", group, exc_info=True)
+            finally:
+                self._outbox.task_done()
 
     def publish(self, group: str, element_id: str, html: str, *, force: bool = False) -> bool:
         if not force and self._last.get((group, element_id)) == html:
             return False
         self._last[(group, element_id)] = html
-        self.client.hset(CACHE_PREFIX + group, element_id, html)
-        self.client.expire(CACHE_PREFIX + group, 24 * 3600)
-        async_to_sync(self.layer.group_send)(group, {"type": FRAGMENT_TYPE, "html": html})
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(CACHE_PREFIX + group, element_id, html)
+        pipe.expire(CACHE_PREFIX + group, 24 * 3600)
+        pipe.execute()
+        self._loop.call_soon_threadsafe(self._outbox.put_nowait, (group, html))
         return True
+
+    def drain(self, timeout: float = 5.0) -> None:
+        """Wait until every queued fragment has been handed to the channel layer."""
+        future = asyncio.run_coroutine_threadsafe(self._outbox.join(), self._loop)
+        try:
+            future.result(timeout)
+        except Exception:
+            future.cancel()
+
+    def close(self) -> None:
+        self.drain()
+        self._loop.call_soon_threadsafe(self._loop.stop)
 
     def forget(self) -> None:
         """Drop the change-detection memory (e.g. after a takeover) so everything is re-sent."""

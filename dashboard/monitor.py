@@ -33,7 +33,7 @@ from django.db import close_old_connections, transaction
 from dashboard import fragments, live
 from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
-from dashboard.signals import QueueSignals, build_signals
+from dashboard.signals import QueueSignals, build_signals, display_key
 from queues.connections import client_for
 from queues.discovery import discover_queue_names
 from queues.events import EventsFollower
@@ -136,7 +136,11 @@ class QueueState:
     snapshot: QueueSnapshot | None = None
     stalled_now: list[str] = field(default_factory=list)
     dirty_minutes: set[int] = field(default_factory=set)
-    touched_jobs: set[str] = field(default_factory=set)
+    touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
+    gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
+    display_key: tuple | None = None  # what the published fragments show (see display_key())
+    fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
+    job_states: dict[str, str] = field(default_factory=dict)  # last seen state of watched jobs
 
 
 class Monitor:
@@ -172,6 +176,7 @@ class Monitor:
             except Exception:  # a bug must not kill the monitor; log it and start over
                 log.exception("%s: unexpected error; restarting the leader loop", self.name)
                 stop.wait(2.0)
+        self.publisher.close()
 
     # --- leading ----------------------------------------------------------------------------
 
@@ -326,30 +331,50 @@ class Monitor:
                 st = self.states[snap.queue]
                 st.snapshot = snap
                 st.stalled_now = stalled.get(snap.queue, [])
-                st.dirty_minutes.add(minute_of(now))
                 sig = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
-                changed_overview |= self.publish_queue(sig, watched, client)
+                changed = self.publish_queue(sig, watched, client, full=full)
+                if changed or st.gauge_minute != minute_of(now):
+                    # Store gauges when they change, and at least once a minute.
+                    st.dirty_minutes.add(minute_of(now))
+                    st.gauge_minute = minute_of(now)
+                changed_overview |= changed
                 st.touched_jobs.clear()
         self.stats["publishes"] += int(changed_overview)
 
-    def publish_queue(self, sig: QueueSignals, watched, client) -> bool:
+    def publish_queue(self, sig: QueueSignals, watched, client, *, full: bool) -> bool:
+        """Publish a queue's fragments if what they show changed, then what is watched of it:
+        job lists when the queue changed, job pages when their job had events (or, on full
+        ticks, while it is active: log lines arrive without events)."""
         q = sig.snapshot.queue
         st = self.states[q]
-        sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
-        changed = self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
-        self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
-        for kind, *parts in watched:
-            if tuple(parts[:3]) != (q.connection, q.prefix, q.name):
+        mine = [(kind, *parts) for kind, *parts in watched if tuple(parts[:3]) == (q.connection, q.prefix, q.name)]
+        # Forget what nobody watches any more: a returning watcher must get a fresh render.
+        st.fresh_lists &= {w[4] for w in mine if w[0] == "list" and len(w) == 5}
+        st.job_states = {k: v for k, v in st.job_states.items() if ("job", q.connection, q.prefix, q.name, k) in mine}
+        key = display_key(sig)
+        changed = key != st.display_key
+        if changed:
+            st.display_key = key
+            sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
+            self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
+            self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
+        for kind, *parts in mine:
+            if len(parts) != 4:
                 continue
             try:
                 if kind == "list" and parts[3] in BROWSABLE_STATES:
-                    page = list_jobs(client, q, parts[3], page=1, page_size=fragments.LIVE_PAGE_SIZE)
-                    self.publisher.publish(live.list_group(q, parts[3]), *fragments.job_table(q, page, st.stalled_now))
+                    if changed or st.touched_jobs or parts[3] not in st.fresh_lists:
+                        page = list_jobs(client, q, parts[3], page=1, page_size=fragments.LIVE_PAGE_SIZE)
+                        self.publisher.publish(live.list_group(q, parts[3]), *fragments.job_table(q, page, st.stalled_now))
+                        st.fresh_lists.add(parts[3])
                 elif kind == "job":
                     job_id = parts[3]
-                    job = read_job_live(client, q, job_id, redactor=self.redactor)
-                    if job is not None:
-                        self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
+                    last_state = st.job_states.get(job_id)
+                    if job_id in st.touched_jobs or last_state is None or (full and last_state == "active"):
+                        job = read_job_live(client, q, job_id, redactor=self.redactor)
+                        st.job_states[job_id] = job.state if job else "gone"
+                        if job is not None:
+                            self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
             except redis.RedisError:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
         return changed

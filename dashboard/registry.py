@@ -28,7 +28,7 @@ class Monitored:
     spec: ConnectionSpec
     client: redis.Redis
     queues: list[QueueRef]
-    discovered_at: float = 0.0
+    discovered_at: float | None = None  # time.monotonic() of the last scan; None = never
 
 
 class Registry:
@@ -55,7 +55,7 @@ class Registry:
     def queues(self, name: str, *, refresh: bool = False) -> list[QueueRef]:
         conn = self.connection(name)
         with self._lock:
-            fresh = time.monotonic() - conn.discovered_at < self.discovery_ttl
+            fresh = conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
             if fresh and not refresh:
                 return conn.queues
         with redis_errors(name):
