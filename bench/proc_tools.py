@@ -92,9 +92,8 @@ class Child:
         self._log.close()
 
 
-def start_daphne(env: dict, port: int, logdir: str) -> Child:
-    return Child("daphne", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                 env, logdir)
+def start_daphne(env: dict, port: int, logdir: str, app: str = "dashboard.asgi:application") -> Child:
+    return Child("daphne", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app], env, logdir)
 
 
 def start_monitor(env: dict, logdir: str) -> Child:

@@ -10,6 +10,7 @@ whatever the number of queues or jobs.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -57,7 +58,55 @@ class QueueSnapshot:
         }
 
 
-PER_QUEUE_COMMANDS = 12
+# The per-queue reads, in order. Every queue costs exactly these plain commands.
+_QUEUE_READS = (
+    (b"LLEN", b"wait"), (b"LINDEX", b"wait", b"-1"), (b"LLEN", b"paused"), (b"LINDEX", b"paused", b"-1"),
+    (b"LLEN", b"active"), (b"ZCARD", b"delayed"), (b"ZCARD", b"prioritized"), (b"ZCARD", b"waiting-children"),
+    (b"ZCARD", b"completed"), (b"ZCARD", b"failed"), (b"HEXISTS", b"meta", b"paused"), (b"ZCARD", b"repeat"),
+)
+PER_QUEUE_COMMANDS = len(_QUEUE_READS)
+
+
+def _resp(*args: bytes) -> bytes:
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
+@functools.lru_cache(maxsize=32)
+def _packed_reads(queues: tuple[QueueRef, ...]) -> bytes:
+    """The whole snapshot pipeline as one RESP byte string, cached per queue list (it only
+    changes when discovery does). Building 12,000 commands through redis-py's Pipeline cost
+    ~4x more CPU than Redis spent answering them."""
+    return b"".join(_resp(cmd, q.base.encode() + suffix, *rest) for q in queues for cmd, suffix, *rest in _QUEUE_READS)
+
+
+def _raw_pipeline(client: redis.Redis, packed: bytes, replies: int) -> list:
+    """Send pre-packed commands on one pooled connection and read every reply. An error reply
+    (e.g. a foreign key of the wrong type under the prefix) is returned in place, not raised,
+    so one odd key cannot hide every other queue of the connection."""
+    pool = client.connection_pool
+    conn = pool.get_connection()
+    try:
+        conn.send_packed_command([packed])
+        out = []
+        for _ in range(replies):
+            try:
+                out.append(conn.read_response())
+            except redis.ResponseError as exc:  # the error reply was consumed: still in sync
+                out.append(exc)
+        return out
+    except BaseException:
+        conn.disconnect()  # a half-read connection must never go back to the pool
+        raise
+    finally:
+        pool.release(conn)
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _tail(value) -> bytes | None:
+    return value if isinstance(value, bytes) else None
 
 
 def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSnapshot]:
@@ -65,27 +114,15 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
     decides how to show an unreachable connection."""
     if not queues:
         return []
-    pipe = client.pipeline(transaction=False)
-    for q in queues:
-        pipe.llen(q.key("wait"))
-        pipe.lindex(q.key("wait"), -1)
-        pipe.llen(q.key("paused"))
-        pipe.lindex(q.key("paused"), -1)
-        pipe.llen(q.key("active"))
-        pipe.zcard(q.key("delayed"))
-        pipe.zcard(q.key("prioritized"))
-        pipe.zcard(q.key("waiting-children"))
-        pipe.zcard(q.key("completed"))
-        pipe.zcard(q.key("failed"))
-        pipe.hexists(q.key("meta"), "paused")
-        pipe.zcard(q.key("repeat"))
-    raw = pipe.execute()
+    raw = _raw_pipeline(client, _packed_reads(tuple(queues)), len(queues) * PER_QUEUE_COMMANDS)
     now = int(time.time() * 1000)
 
     snapshots = []
     for i, q in enumerate(queues):
-        (wait, wait_tail, legacy, legacy_tail, active, delayed, prioritized,
-         waiting_children, completed, failed, paused_flag, repeat) = raw[i * PER_QUEUE_COMMANDS:(i + 1) * PER_QUEUE_COMMANDS]
+        replies = raw[i * PER_QUEUE_COMMANDS:(i + 1) * PER_QUEUE_COMMANDS]
+        (wait, legacy, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = (
+            _count(replies[j]) for j in (0, 2, 4, 5, 6, 7, 8, 9, 10, 11))
+        wait_tail, legacy_tail = _tail(replies[1]), _tail(replies[3])
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)
         legacy, legacy_tail = _skip_legacy_marker(legacy, legacy_tail)
         # The oldest waiting job is at the tail of the legacy list if one exists (v5 moved

@@ -61,6 +61,7 @@ class RedisServer:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.proc.stderr.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -173,3 +173,12 @@ def test_schedulers_pages(logged_in, node_queues):
     assert "0 */5 * * * *" in html and "Europe/Berlin" in html and "every 1 min" in html
     html = logged_in.get(reverse("queue_schedulers", args=["default", "bull", "sched"])).content.decode()
     assert "Europe/Berlin" in html
+
+
+@pytest.mark.parametrize("job_id", ["a:b/c", "ünï ジョブ", "x?y#z%20", "repeat:s:123", "a&b=c"])
+def test_fast_job_links_equal_reverse(job_id):
+    from dashboard.templatetags.qw import job_url
+    from queues.keys import QueueRef
+
+    q = QueueRef("default", "{app:bull}", "q")
+    assert job_url(q, job_id) == reverse("job", args=[q.connection, q.prefix, q.name, job_id])

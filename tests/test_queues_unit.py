@@ -130,3 +130,15 @@ def test_legacy_schedulers_are_flagged_on_the_page(logged_in, scratch_queues):
     r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
     html = logged_in.get(reverse("schedulers")).content.decode()
     assert 'badge legacy' in html and "BullMQ 6 throws on it" in html
+
+
+def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_client):
+    from queues.snapshot import read_snapshots
+
+    r = redis_client
+    r.set("bull:weird:completed", "not a zset")
+    r.zadd("bull:fine:failed", {"1": 1})
+    snaps = read_snapshots(r, [QueueRef("default", "bull", "weird"), QueueRef("default", "bull", "fine")])
+    assert snaps[0].counts["completed"] == 0 and snaps[1].counts["failed"] == 1
+    assert r.ping()  # the pooled connection is still in sync
+    assert read_snapshots(r, [QueueRef("default", "bull", "fine")])[0].counts["failed"] == 1

@@ -1,0 +1,518 @@
+"""Shared machinery for the live-pipeline benchmarks (``redis_load.py``, ``live_latency.py``).
+
+Everything here starts its own processes on loopback ports and cleans them up:
+
+* ``Procs``: a registry of child processes. Each child gets PR_SET_PDEATHSIG (Linux), so even a
+  SIGKILL of the benchmark does not leave it running; Node children also exit when their stdin
+  closes. ``Procs.stop_all()`` terminates them in reverse start order (SIGTERM, then SIGKILL).
+* ``RedisServer``: a private ``redis-server`` (``--save '' --appendonly no``, temp dir).
+* ``QueuewatchApp``: migrate + ``demo_user`` + daphne + ``manage.py monitor`` with the monitored
+  and the dashboard Redis given by env vars, exactly like ``tests/e2e/conftest.py`` does.
+* ``CountingProxy``: a TCP proxy in front of the monitored Redis that counts the top-level
+  commands one tool sends (RESP request parser), so a tool's traffic can be attributed exactly,
+  independently of the ``INFO commandstats`` difference against a baseline.
+* ``Tab``: a websocket client (autobahn's asyncio client, already installed as a daphne
+  dependency) with a logged-in session cookie and a same-origin ``Origin`` header.
+* ``commandstats``/``rates``: ``INFO commandstats`` snapshots and per-second deltas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ctypes
+import http.cookiejar
+import json
+import os
+import queue as queue_mod
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_NODE = ROOT / "bench" / "node"
+PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+T0 = time.monotonic()
+
+
+def log(msg: str = "") -> None:
+    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _set_pdeathsig() -> None:  # in the child, between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """Nearest-rank percentile (p in 0..100)."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(1, min(len(s), int(-(-p * len(s) // 100))))
+    return s[k - 1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Child processes
+
+
+class Proc:
+    def __init__(self, name: str, args: list[str], *, cwd: Path, env: dict | None, logdir: Path, json_stdout: bool):
+        self.name = name
+        self.log_path = logdir / f"{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.lines: queue_mod.Queue = queue_mod.Queue()
+        self.other: list[dict] = []  # JSON lines seen while waiting for another key
+        self.proc = subprocess.Popen(
+            args, cwd=cwd, env=env, preexec_fn=_set_pdeathsig,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE if json_stdout else self._log, stderr=self._log,
+        )
+        self.reader = None
+        if json_stdout:
+            self.reader = threading.Thread(target=self._read_stdout, name=f"stdout-{name}", daemon=True)
+            self.reader.start()
+
+    def _read_stdout(self) -> None:
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                self._log.write(raw)
+
+    def expect(self, key: str, timeout: float) -> dict:
+        """Wait for a JSON line on stdout that has ``key``; other lines are kept in ``other``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if self.proc.poll() is not None and self.reader is not None:
+                self.reader.join(2)  # the process is gone: let the reader drain its last lines
+            if left <= 0 or self.proc.poll() is not None and self.lines.empty():
+                raise RuntimeError(f"{self.name}: no {key!r} line within {timeout:.0f} s\n{self.tail()}")
+            try:
+                obj = self.lines.get(timeout=min(left, 0.5))
+            except queue_mod.Empty:
+                continue
+            if key in obj:
+                return obj
+            self.other.append(obj)
+
+    def send_line(self, text: str) -> None:
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def tail(self, n: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def cpu_seconds(self) -> float:
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+
+
+class Procs:
+    def __init__(self, logdir: Path):
+        self.logdir = logdir
+        self.running: list[Proc] = []
+
+    def start(self, name: str, args: list[str], *, cwd: Path = ROOT, env: dict | None = None, json_stdout: bool = False) -> Proc:
+        p = Proc(name, args, cwd=cwd, env=env, logdir=self.logdir, json_stdout=json_stdout)
+        self.running.append(p)
+        return p
+
+    def stop(self, p: Proc, grace: float = 10.0) -> None:
+        p.stop(grace)
+        if p in self.running:
+            self.running.remove(p)
+
+    def stop_all(self) -> None:
+        for p in reversed(list(self.running)):
+            try:
+                self.stop(p)
+            except Exception as exc:  # keep cleaning up the others
+                log(f"stopping {p.name} failed: {exc}")
+
+
+class RedisServer:
+    def __init__(self, procs: Procs, name: str):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"qw-bench-{name}-"))
+        self.proc = procs.start(name, [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                        "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
+                                        "--loglevel", "warning"])
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                info = self.client().info("server")
+                break
+            except redis.ConnectionError:
+                if not self.proc.alive() or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start:\n{self.proc.tail()}")
+                time.sleep(0.05)
+        if info["process_id"] != self.proc.proc.pid:  # never measure a server we did not start
+            raise RuntimeError(f"port {self.port} is answered by pid {info['process_id']}, not our redis-server")
+
+    def url(self, db: int = 0, port: int | None = None) -> str:
+        return f"redis://127.0.0.1:{port or self.port}/{db}"
+
+    def client(self, **kw) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5, **kw)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# INFO commandstats
+
+
+def commandstats(client: redis.Redis) -> dict:
+    """{command: (calls, usec)} plus Redis' own CPU seconds under the key ``"__cpu__"``."""
+    raw = client.info("commandstats")
+    out = {k[len("cmdstat_"):]: (v["calls"], v["usec"]) for k, v in raw.items() if k.startswith("cmdstat_")}
+    cpu = client.info("cpu")
+    out["__cpu__"] = (0, (cpu["used_cpu_user"] + cpu["used_cpu_sys"]) * 1e6)
+    return out
+
+
+def rates(before: dict, after: dict, seconds: float) -> tuple[dict[str, float], float, float]:
+    """Per-command calls/s (INFO excluded), total calls/s, and Redis CPU % over the window."""
+    per = {}
+    for cmd, (calls, _) in after.items():
+        if cmd in ("info", "__cpu__"):
+            continue
+        d = calls - before.get(cmd, (0, 0))[0]
+        if d:
+            per[cmd] = d / seconds
+    cpu = (after["__cpu__"][1] - before["__cpu__"][1]) / 1e6 / seconds * 100
+    return per, sum(per.values()), cpu
+
+
+# ----------------------------------------------------------------------------------------------
+# Counting proxy
+
+
+SUBCOMMANDS = {b"client", b"config", b"xinfo", b"script", b"object", b"memory", b"command", b"acl", b"latency",
+               b"slowlog", b"pubsub", b"function", b"cluster", b"xgroup"}
+
+
+class RespCounter:
+    """Counts the commands in a client-to-server RESP byte stream (arrays of bulk strings, or
+    inline commands), named like ``INFO commandstats`` does (``client|list``)."""
+
+    def __init__(self, counts: collections.Counter):
+        self.counts = counts
+        self.buf = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+        pos = 0
+        while True:
+            parsed = self._one(pos)
+            if parsed is None:
+                break
+            pos, name = parsed
+            self.counts[name] += 1
+        if pos:
+            del self.buf[:pos]
+
+    def _one(self, pos: int):
+        buf = self.buf
+        if pos >= len(buf):
+            return None
+        end = buf.find(b"\r\n", pos)
+        if end < 0:
+            return None
+        if buf[pos] != 0x2A:  # '*': otherwise an inline command
+            parts = bytes(buf[pos:end]).split()
+            return end + 2, (parts[0].lower().decode(errors="replace") if parts else "")
+        n = int(buf[pos + 1:end])
+        p = end + 2
+        words = []
+        for i in range(n):
+            e = buf.find(b"\r\n", p)
+            if e < 0:
+                return None
+            length = int(buf[p + 1:e])
+            start, stop = e + 2, e + 2 + length
+            if stop + 2 > len(buf):
+                return None
+            if i < 2:
+                words.append(bytes(buf[start:stop]).lower())
+            p = stop + 2
+        name = words[0] if words else b""
+        if name in SUBCOMMANDS and len(words) > 1:
+            name = name + b"|" + words[1]
+        return p, name.decode(errors="replace")
+
+
+class CountingProxy:
+    """Loopback TCP proxy to one Redis; counts the top-level commands passing through."""
+
+    def __init__(self, upstream_port: int, name: str):
+        self.name = name
+        self.upstream_port = upstream_port
+        self.port = free_port()
+        self.counts: collections.Counter = collections.Counter()
+        self._ready = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self._run, name=f"proxy-{name}", daemon=True).start()
+        if not self._ready.wait(5):
+            raise RuntimeError("proxy did not start")
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def main():
+            self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+            self._ready.set()
+            await self.server.serve_forever()
+
+        try:
+            self.loop.run_until_complete(main())
+        except (asyncio.CancelledError, RuntimeError):
+            pass
+
+    async def _handle(self, reader, writer):
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            writer.close()
+            return
+        counter = RespCounter(self.counts)
+
+        async def pump(src, dst, count):
+            try:
+                while data := await src.read(65536):
+                    if count:
+                        counter.feed(data)
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    dst.close()
+                except Exception:
+                    pass
+
+        await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False))
+
+    def snapshot(self) -> collections.Counter:
+        return collections.Counter(self.counts)
+
+    def close(self) -> None:
+        def _stop():
+            self.server.close()
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+        try:
+            self.loop.call_soon_threadsafe(_stop)
+        except RuntimeError:
+            pass
+
+
+# ----------------------------------------------------------------------------------------------
+# Queuewatch: daphne + monitor
+
+
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True,
+                          text=True, timeout=120).stdout.strip()
+
+
+class QueuewatchApp:
+    def __init__(self, procs: Procs, *, monitored_url: str, dashboard_url: str, workdir: Path, tick_ms: int | None):
+        self.procs = procs
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+            "QUEUEWATCH_REDIS_URL": monitored_url,
+            "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_url,
+            "QUEUEWATCH_PREFIXES": "bull",
+            "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+            "PYTHONUNBUFFERED": "1",
+        }
+        if tick_ms:
+            self.env["QUEUEWATCH_MONITOR_TICK_MS"] = str(tick_ms)
+        manage(self.env, "migrate", "-v0")
+        self.username, self.password = manage(self.env, "demo_user", "--username", "bench").split(" / ")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.daphne = procs.start("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                                             "dashboard.asgi:application"], env=self.env)
+        self.monitor: Proc | None = None
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/login/", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if not self.daphne.alive() or time.monotonic() > deadline:
+                    raise RuntimeError("daphne did not start:\n" + self.daphne.tail())
+                time.sleep(0.1)
+
+    def start_monitor(self) -> Proc:
+        self.monitor = self.procs.start("monitor", [PY, "manage.py", "monitor"], env=self.env)
+        return self.monitor
+
+    def stop_monitor(self) -> None:
+        if self.monitor is not None:
+            self.procs.stop(self.monitor, grace=15)
+
+    def session_cookie(self) -> str:
+        """Log in over HTTP like a browser (GET the form for the CSRF token, POST it) and return
+        the ``sessionid`` cookie. The redirect after login is not followed, so no page (and no
+        read of the monitored Redis) is requested here."""
+        jar = http.cookiejar.CookieJar()
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **kw):
+                return None
+
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+        html = opener.open(self.url + "/login/", timeout=10).read().decode()
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+        body = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": self.username,
+                                       "password": self.password, "next": "/"}).encode()
+        req = urllib.request.Request(self.url + "/login/", data=body, headers={"Referer": self.url + "/login/",
+                                                                               "Origin": self.url})
+        try:
+            opener.open(req, timeout=10)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 302:
+                raise
+        for c in jar:
+            if c.name == "sessionid":
+                return c.value
+        raise RuntimeError("login did not set a session cookie (wrong password?)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Websocket tab
+
+
+class Tab:
+    """One browser tab's websocket: connects with the session cookie and a same-origin Origin
+    header, records every message with its arrival time (``time.time()``, the machine clock)."""
+
+    def __init__(self, base_url: str, path: str, cookie: str, on_message=None):
+        self.base_url = base_url
+        self.path = path
+        self.cookie = cookie
+        self.on_message = on_message
+        self.messages = 0
+        self.bytes = 0
+        self.opened: asyncio.Future | None = None
+        self.closed: asyncio.Future | None = None
+        self.close_code = None
+        self.transport = None
+        self.protocol = None
+
+    async def connect(self, timeout: float = 10) -> None:
+        from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+
+        loop = asyncio.get_running_loop()
+        self.opened, self.closed = loop.create_future(), loop.create_future()
+        tab = self
+
+        class Protocol(WebSocketClientProtocol):
+            def onOpen(self):
+                if not tab.opened.done():
+                    tab.opened.set_result(True)
+
+            def onMessage(self, payload, isBinary):
+                now = time.time()
+                tab.messages += 1
+                tab.bytes += len(payload)
+                if tab.on_message is not None:
+                    tab.on_message(tab, payload.decode("utf-8", "replace"), now)
+
+            def onClose(self, wasClean, code, reason):
+                tab.close_code = code
+                if not tab.opened.done():
+                    tab.opened.set_exception(RuntimeError(f"websocket {tab.path} refused: {code} {reason}"))
+                if not tab.closed.done():
+                    tab.closed.set_result(code)
+
+        host_port = self.base_url.split("://", 1)[1]
+        host, port = host_port.rsplit(":", 1)
+        factory = WebSocketClientFactory(f"ws://{host_port}{self.path}", origin=self.base_url,
+                                         headers={"Cookie": f"sessionid={self.cookie}"})
+        factory.protocol = Protocol
+        self.transport, self.protocol = await loop.create_connection(factory, host, int(port))
+        await asyncio.wait_for(asyncio.shield(self.opened), timeout)
+
+    @property
+    def is_open(self) -> bool:
+        return self.opened is not None and self.opened.done() and not self.opened.exception() and not self.closed.done()
+
+    async def close(self) -> None:
+        if self.protocol is not None and not self.closed.done():
+            self.protocol.sendClose(1000)
+            try:
+                await asyncio.wait_for(asyncio.shield(self.closed), 3)
+            except asyncio.TimeoutError:
+                self.transport.close()
+
+
+def install_time_limit(seconds: float) -> None:
+    """Bound the whole run: SIGALRM raises in the main thread, whose ``finally`` cleans up."""
+    def _expired(*_):
+        raise TimeoutError(f"benchmark exceeded its {seconds:.0f} s time limit")
+
+    def _terminated(signum, _):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGALRM, _expired)
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.alarm(int(seconds))
