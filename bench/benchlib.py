@@ -8,9 +8,9 @@ Everything here starts its own processes on loopback ports and cleans them up:
 * ``RedisServer``: a private ``redis-server`` (``--save '' --appendonly no``, temp dir).
 * ``QueuewatchApp``: migrate + ``demo_user`` + daphne + ``manage.py monitor`` with the monitored
   and the dashboard Redis given by env vars, exactly like ``tests/e2e/conftest.py`` does.
-* ``CountingProxy``: a TCP proxy in front of the monitored Redis that counts the top-level
-  commands one tool sends (RESP request parser), so a tool's traffic can be attributed exactly,
-  independently of the ``INFO commandstats`` difference against a baseline.
+* ``CountingProxy``: a TCP proxy process (``resp_proxy.py``) in front of the monitored Redis that
+  counts the top-level commands one tool sends (RESP request parser), so a tool's traffic can be
+  attributed exactly, independently of the ``INFO commandstats`` difference against a baseline.
 * ``Tab``: a websocket client (autobahn's asyncio client, already installed as a daphne
   dependency) with a logged-in session cookie and a same-origin ``Origin`` header.
 * ``commandstats``/``rates``: ``INFO commandstats`` snapshots and per-second deltas.
@@ -237,127 +237,28 @@ def rates(before: dict, after: dict, seconds: float) -> tuple[dict[str, float], 
 
 
 # ----------------------------------------------------------------------------------------------
-# Counting proxy
-
-
-SUBCOMMANDS = {b"client", b"config", b"xinfo", b"script", b"object", b"memory", b"command", b"acl", b"latency",
-               b"slowlog", b"pubsub", b"function", b"cluster", b"xgroup"}
-
-
-class RespCounter:
-    """Counts the commands in a client-to-server RESP byte stream (arrays of bulk strings, or
-    inline commands), named like ``INFO commandstats`` does (``client|list``)."""
-
-    def __init__(self, counts: collections.Counter):
-        self.counts = counts
-        self.buf = bytearray()
-
-    def feed(self, data: bytes) -> None:
-        self.buf += data
-        pos = 0
-        while True:
-            parsed = self._one(pos)
-            if parsed is None:
-                break
-            pos, name = parsed
-            self.counts[name] += 1
-        if pos:
-            del self.buf[:pos]
-
-    def _one(self, pos: int):
-        buf = self.buf
-        if pos >= len(buf):
-            return None
-        end = buf.find(b"\r\n", pos)
-        if end < 0:
-            return None
-        if buf[pos] != 0x2A:  # '*': otherwise an inline command
-            parts = bytes(buf[pos:end]).split()
-            return end + 2, (parts[0].lower().decode(errors="replace") if parts else "")
-        n = int(buf[pos + 1:end])
-        p = end + 2
-        words = []
-        for i in range(n):
-            e = buf.find(b"\r\n", p)
-            if e < 0:
-                return None
-            length = int(buf[p + 1:e])
-            start, stop = e + 2, e + 2 + length
-            if stop + 2 > len(buf):
-                return None
-            if i < 2:
-                words.append(bytes(buf[start:stop]).lower())
-            p = stop + 2
-        name = words[0] if words else b""
-        if name in SUBCOMMANDS and len(words) > 1:
-            name = name + b"|" + words[1]
-        return p, name.decode(errors="replace")
+# Counting proxy (a separate process, so its forwarding never competes for this process' GIL
+# with the simulated browser tabs)
 
 
 class CountingProxy:
-    """Loopback TCP proxy to one Redis; counts the top-level commands passing through."""
+    """Loopback TCP proxy to one Redis (``bench/resp_proxy.py``); counts the top-level commands
+    passing through."""
 
-    def __init__(self, upstream_port: int, name: str):
+    def __init__(self, procs: Procs, upstream_port: int, name: str):
         self.name = name
-        self.upstream_port = upstream_port
-        self.port = free_port()
-        self.counts: collections.Counter = collections.Counter()
-        self._ready = threading.Event()
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self._run, name=f"proxy-{name}", daemon=True).start()
-        if not self._ready.wait(5):
-            raise RuntimeError("proxy did not start")
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def main():
-            self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-            self._ready.set()
-            await self.server.serve_forever()
-
-        try:
-            self.loop.run_until_complete(main())
-        except (asyncio.CancelledError, RuntimeError):
-            pass
-
-    async def _handle(self, reader, writer):
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            writer.close()
-            return
-        counter = RespCounter(self.counts)
-
-        async def pump(src, dst, count):
-            try:
-                while data := await src.read(65536):
-                    if count:
-                        counter.feed(data)
-                    dst.write(data)
-                    await dst.drain()
-            except (OSError, ValueError):
-                pass
-            finally:
-                try:
-                    dst.close()
-                except Exception:
-                    pass
-
-        await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False))
+        self.proc = procs.start(f"proxy-{name}", [PY, str(ROOT / "bench" / "resp_proxy.py"), "--upstream", str(upstream_port)],
+                                json_stdout=True)
+        self.port = self.proc.expect("port", 10)["port"]
+        self._lock = threading.Lock()
 
     def snapshot(self) -> collections.Counter:
-        return collections.Counter(self.counts)
+        with self._lock:
+            self.proc.send_line("snap")
+            return collections.Counter(self.proc.expect("counts", 10)["counts"])
 
-    def close(self) -> None:
-        def _stop():
-            self.server.close()
-            for task in asyncio.all_tasks(self.loop):
-                task.cancel()
-        try:
-            self.loop.call_soon_threadsafe(_stop)
-        except RuntimeError:
-            pass
+    def cpu_seconds(self) -> float:
+        return self.proc.cpu_seconds()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import os
 import random
@@ -241,35 +242,77 @@ def stat_diff(a: dict, b: dict, cmd: str) -> dict:
     return {"calls": calls, "usec_per_call": round(usec / calls, 1) if calls else None}
 
 
-def parse_monitor_log(path: str, target_row: str, counts: dict[int, float]) -> dict[int, dict]:
-    """For each expected waiting count: time of the first HSET of the target row showing it and
-    the first group_send EVAL carrying it (Redis MONITOR timestamps)."""
-    row = target_row.encode()
-    hset_tag = b'"hset" "queuewatch:frag:overview" "' + row + b'"'
-    out: dict[int, dict] = {}
-    if not os.path.exists(path):
-        return out
-    with open(path, "rb") as fh:
-        for line in fh:
-            if row not in line:
+class KeyspaceWatch:
+    """Monitor-side timestamps without touching the monitor: keyspace notifications of the
+    dashboard Redis (``notify-keyspace-events Khz``, set on the private server this benchmark
+    started). Notifications carry only the key and the event name, so they cost Redis nothing
+    like MONITOR would (MONITOR formats every 20 KB group message twice and visibly slowed the
+    group_send it was meant to time).
+
+    * ``hset`` on ``queuewatch:frag:overview``: the Publisher wrote a new overview row to the
+      fragment cache, immediately before queueing its ``group_send``. The target row is read
+      back (HGET) to learn which waiting count was published: that is the publish time.
+    * ``zadd`` on ``queuewatch:asgispecific.<daphne process>!``: a group_send's Lua script put
+      one message for this daphne process's consumers into the channel layer (a send that finds
+      the key at capacity adds nothing: counted as dropped).
+    * ``zadd`` on ``...!$inflight``: daphne's receive loop popped that message (BZPOPMIN, then the
+      backup ZADD).
+    """
+
+    def __init__(self, url: str, target_row: str):
+        self.url = url
+        self.target_row = target_row
+        self.publish_at: dict[int, float] = {}  # waiting count -> first hset showing it
+        self.last_count = -1
+        self.overview_hsets: list[float] = []
+        self.channel_adds: list[float] = []
+        self.daphne_pops: list[float] = []
+
+    async def start(self) -> None:
+        import redis.asyncio as aioredis
+
+        self.r = aioredis.from_url(self.url)
+        self.getter = aioredis.from_url(self.url)
+        await self.r.config_set("notify-keyspace-events", "Khz")
+        self.ps = self.r.pubsub()
+        await self.ps.subscribe("__keyspace@0__:" + FRAG_KEY.decode())
+        await self.ps.psubscribe("__keyspace@0__:queuewatch:asgispecific.*")
+        self.frag_channel = ("__keyspace@0__:" + FRAG_KEY.decode()).encode()
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            msg = await self.ps.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            if msg is None:
                 continue
-            m = WAITING_RE.search(line)
-            if not m:
-                continue
-            count = int(m.group(1))
-            if count not in counts:
-                continue
-            try:
-                ts = float(line.split(b" ", 1)[0])
-            except ValueError:
-                continue
-            rec = out.setdefault(count, {})
-            head = line[:400].lower()
-            if hset_tag in head and "hset" not in rec:
-                rec["hset"] = ts
-            elif b'] "eval" ' in head and "hset" in rec and "eval" not in rec:
-                rec["eval"] = ts
-    return out
+            now = time.time()
+            ch, data = msg["channel"], msg["data"]
+            if data == b"hset" and ch == self.frag_channel:
+                self.overview_hsets.append(now)
+                html = await self.getter.hget(FRAG_KEY, self.target_row)
+                m = WAITING_RE.search(html or b"")
+                if m and int(m.group(1)) > self.last_count:
+                    for c in range(self.last_count + 1, int(m.group(1)) + 1):
+                        self.publish_at.setdefault(c, now)
+                    self.last_count = int(m.group(1))
+            elif data == b"zadd":
+                if ch.endswith(b"!$inflight"):
+                    self.daphne_pops.append(now)
+                elif ch.endswith(b"!"):
+                    self.channel_adds.append(now)
+
+    def counters(self) -> tuple[int, int, int]:
+        return len(self.overview_hsets), len(self.channel_adds), len(self.daphne_pops)
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            pass
+        await self.ps.aclose()
+        await self.r.aclose()
+        await self.getter.aclose()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,8 +356,8 @@ async def connect_clients(hub: Hub, n: int, port: int, cookies: list[str], concu
                      "failed": len(failures), "failure_examples": sorted(set(failures))[:5]}
 
 
-async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, redis_mon, start_count: int, updates: int,
-                    update_timeout: float, pids: dict[str, int], dash_admin) -> tuple[dict, dict[int, float], int]:
+async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, watch: KeyspaceWatch, start_count: int,
+                    updates: int, update_timeout: float, pids: dict[str, int], dash_admin) -> tuple[dict, dict[int, float], int]:
     live = [c for c in clients if c.opened.done() and not c.opened.exception() and not c.transport.is_closing()]
     hub.expected_clients = len(live)
     writes: dict[int, float] = {}
@@ -322,6 +365,7 @@ async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, redi
     self_cpu0 = time.process_time()
     msgs0, bytes0 = hub.messages, hub.bytes
     cs0 = commandstats(dash_admin)
+    ks0 = watch.counters()
     t_phase = time.time()
     count = start_count
     timeouts = 0
@@ -348,6 +392,7 @@ async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, redi
     await asyncio.sleep(0.5)  # stragglers
     elapsed = time.time() - t_phase
     cs1 = commandstats(dash_admin)
+    ks1 = watch.counters()
     cpu = {k: round(pt.cpu_seconds(p) - cpu0[k], 3) for k, p in pids.items()}
     cpu["bench_client"] = round(time.process_time() - self_cpu0, 3)
 
@@ -374,35 +419,60 @@ async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, redi
         "ws_bytes_received": hub.bytes - bytes0,
         "cpu_s": cpu,
         "cpu_utilisation": {k: round(v / elapsed, 3) for k, v in cpu.items()},
-        "dashboard_redis": {
-            "eval_group_send_plus_receive_cleanup": stat_diff(cs0, cs1, "eval"),
-            "fragment_hset": stat_diff(cs0, cs1, "hset"),
-            "bzpopmin": stat_diff(cs0, cs1, "bzpopmin"),
+        "channel_layer": {
+            # Overview rows the monitor published (fragment-cache HSETs), messages its group_sends
+            # put into daphne's channel-layer key, and messages daphne's receive loop popped.
+            "overview_rows_published": ks1[0] - ks0[0],
+            "group_messages_queued_for_daphne": ks1[1] - ks0[1],
+            "dropped_at_capacity": (ks1[0] - ks0[0]) - (ks1[1] - ks0[1]),
+            "group_messages_popped_by_daphne": ks1[2] - ks0[2],
+            "popped_per_s": round((ks1[2] - ks0[2]) / elapsed, 2),
+            "daphne_cpu_s_per_popped_message": round(cpu["daphne"] / (ks1[2] - ks0[2]), 4) if ks1[2] > ks0[2] else None,
         },
+        "dashboard_redis_commands": {cmd: stat_diff(cs0, cs1, cmd) for cmd in ("eval", "hset", "bzpopmin", "zadd")},
         "closed_unexpectedly_total": hub.closed_unexpectedly,
     }
     return result, writes, count
 
 
-def split_monitor_side(writes: dict[int, float], mon: dict[int, dict], clients: list[WsClient]) -> dict:
-    to_hset, hset_to_eval, eval_to_client, hset_to_client = [], [], [], []
+def first_after(times: list[float], t: float) -> float | None:
+    i = bisect.bisect_left(times, t)
+    return times[i] if i < len(times) else None
+
+
+def split_monitor_side(writes: dict[int, float], watch: KeyspaceWatch, clients: list[WsClient], *, exact_pairing: bool) -> dict:
+    """write -> publish (fragment-cache HSET) -> client, per delivery. With ``exact_pairing`` (only
+    the target row changes, so the next channel-layer message after its publish is its own), also
+    publish -> group_send delivered into the channel layer -> popped by daphne -> client."""
+    to_pub, pub_to_client, pub_to_gs, gs_to_pop, pop_to_client, gs_to_client = [], [], [], [], [], []
     found = 0
     for cnt, tw in writes.items():
-        rec = mon.get(cnt, {})
-        if "hset" not in rec:
+        tp = watch.publish_at.get(cnt)
+        if tp is None:
             continue
         found += 1
-        to_hset.append(rec["hset"] - tw)
+        to_pub.append(tp - tw)
         arr = [c.first_seen[cnt] for c in clients if cnt in c.first_seen]
-        hset_to_client += [a - rec["hset"] for a in arr]
-        if "eval" in rec:
-            hset_to_eval.append(rec["eval"] - rec["hset"])
-            eval_to_client += [a - rec["eval"] for a in arr]
-    return {"updates_matched": found,
-            "write_to_publish_hset_s": stats(to_hset),
-            "publish_hset_to_group_send_eval_s": stats(hset_to_eval),
-            "group_send_eval_to_client_s": stats(eval_to_client),
-            "publish_hset_to_client_s": stats(hset_to_client)}
+        pub_to_client += [a - tp for a in arr]
+        if exact_pairing:
+            tg = first_after(watch.channel_adds, tp)
+            if tg is None:
+                continue
+            pub_to_gs.append(tg - tp)
+            gs_to_client += [a - tg for a in arr]
+            tpop = first_after(watch.daphne_pops, tg)
+            if tpop is not None:
+                gs_to_pop.append(tpop - tg)
+                pop_to_client += [a - tpop for a in arr]
+    out = {"updates_matched": found,
+           "write_to_publish_s": stats(to_pub),
+           "publish_to_client_s": stats(pub_to_client)}
+    if exact_pairing:
+        out.update({"publish_to_group_send_in_redis_s": stats(pub_to_gs),
+                    "group_send_to_daphne_pop_s": stats(gs_to_pop),
+                    "daphne_pop_to_client_s": stats(pop_to_client),
+                    "group_send_to_client_s": stats(gs_to_client)})
+    return out
 
 
 async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir: str, children: list) -> dict:
@@ -460,17 +530,8 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     if hub.open == 0:
         raise RuntimeError("no websocket connected:\n" + daphne.tail())
 
-    # --- MONITOR on the dashboard Redis, written by redis-cli to a file ---
-    mon_log = os.path.join(tmpdir, "dash-monitor.log")
-    redis_cli = shutil.which("redis-cli")
-    mon_proc = None
-    if redis_cli and not args.no_redis_monitor:
-        mon_fh = open(mon_log, "wb")
-        mon_proc = subprocess.Popen([redis_cli, "-h", "127.0.0.1", "-p", str(dash_redis.port), "monitor"],
-                                    stdout=mon_fh, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_set_pdeathsig)
-        time.sleep(0.3)
-
+    watch = KeyspaceWatch(dash_redis.url, row_id(TARGET))
+    await watch.start()
     mon = mon_redis.client(socket_timeout=10)
     start_count = mon.llen(f"{PREFIX}:{TARGET}:wait")
     queue = Queue(TARGET, {"connection": mon_redis.url, "prefix": PREFIX})
@@ -478,7 +539,7 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     try:
         log(f"phase quiet: {args.updates} updates, only the target row changes")
         quiet, quiet_writes, count = await run_phase(
-            "quiet", hub=hub, clients=clients, queue=queue, redis_mon=mon, start_count=start_count, updates=args.updates,
+            "quiet", hub=hub, clients=clients, queue=queue, watch=watch, start_count=start_count, updates=args.updates,
             update_timeout=args.update_timeout, pids=pids, dash_admin=dash)
         result["quiet"] = quiet
 
@@ -511,7 +572,7 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
             try:
                 await asyncio.sleep(3)  # let the churn reach steady state
                 busy, busy_writes, count = await run_phase(
-                    "busy", hub=hub, clients=clients, queue=queue, redis_mon=mon, start_count=count, updates=args.updates,
+                    "busy", hub=hub, clients=clients, queue=queue, watch=watch, start_count=count, updates=args.updates,
                     update_timeout=args.update_timeout, pids=pids, dash_admin=dash)
             finally:
                 churn_stop.set()
@@ -525,17 +586,11 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
             result["busy"] = busy
     finally:
         await queue.close()
-        if mon_proc is not None:
-            mon_proc.terminate()
-            mon_proc.wait(10)
-            mon_fh.close()
+        await watch.stop()
 
-    if mon_proc is not None:
-        parsed = parse_monitor_log(mon_log, row_id(TARGET), {**quiet_writes, **busy_writes})
-        result["quiet"]["monitor_side"] = split_monitor_side(quiet_writes, parsed, clients)
-        if busy is not None:
-            result["busy"]["monitor_side"] = split_monitor_side(busy_writes, parsed, clients)
-        result["redis_monitor_log_mib"] = round(os.path.getsize(mon_log) / 2**20, 1)
+    result["quiet"]["monitor_side"] = split_monitor_side(quiet_writes, watch, clients, exact_pairing=True)
+    if busy is not None:
+        result["busy"]["monitor_side"] = split_monitor_side(busy_writes, watch, clients, exact_pairing=False)
 
     result["daphne_rss_mib_end"] = round(pt.status_kib(daphne.pid) / 1024, 1)
     result["monitor_rss_mib_end"] = round(pt.status_kib(monitor.pid) / 1024, 1)
@@ -567,9 +622,17 @@ def report(r: dict) -> None:
             f"(n={d.get('n')}, missed {p['missed_deliveries']}); {p['ws_messages_per_s']} msgs/s; cpu {p['cpu_utilisation']}")
         ms = p.get("monitor_side")
         if ms:
-            log(f"       write->publish p50 {ms['write_to_publish_hset_s'].get('p50')} s; publish->group_send "
-                f"p50 {ms['publish_hset_to_group_send_eval_s'].get('p50')} s; group_send->client p50 "
-                f"{ms['group_send_eval_to_client_s'].get('p50')} p95 {ms['group_send_eval_to_client_s'].get('p95')} s")
+            line = (f"       write->publish p50 {ms['write_to_publish_s'].get('p50')} s; publish->client "
+                    f"p50 {ms['publish_to_client_s'].get('p50')} p95 {ms['publish_to_client_s'].get('p95')} s")
+            if "group_send_to_client_s" in ms:
+                line += (f"; publish->group_send p50 {ms['publish_to_group_send_in_redis_s'].get('p50')} s; "
+                         f"daphne pop->client p50 {ms['daphne_pop_to_client_s'].get('p50')} "
+                         f"p95 {ms['daphne_pop_to_client_s'].get('p95')} s")
+            log(line)
+        cl = p["channel_layer"]
+        log(f"       channel layer: {cl['overview_rows_published']} rows published, {cl['dropped_at_capacity']} dropped at "
+            f"capacity, {cl['group_messages_popped_by_daphne']} popped by daphne ({cl['popped_per_s']}/s, "
+            f"{cl['daphne_cpu_s_per_popped_message']} daphne CPU s each)")
 
 
 def main() -> int:
@@ -588,7 +651,7 @@ def main() -> int:
     ap.add_argument("--what-if-dispatch-fix", action="store_true",
                     help="serve bench/fanout_fix_asgi.py instead: live consumers relay fragments without Channels' "
                          "per-message close_old_connections thread hop (measures the suggested fix)")
-    ap.add_argument("--no-redis-monitor", action="store_true", help="skip the MONITOR-based monitor-side split")
+    ap.add_argument("--keep-logs", metavar="DIR", help="copy the daphne and monitor logs here")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     random.seed(args.seed)
@@ -618,6 +681,11 @@ def main() -> int:
     finally:
         for c in reversed(children):
             c.stop()
+        if args.keep_logs:
+            os.makedirs(args.keep_logs, exist_ok=True)
+            for f in os.listdir(tmpdir):
+                if f.endswith(".log"):
+                    shutil.copy(os.path.join(tmpdir, f), args.keep_logs)
         mon_redis.stop()
         dash_redis.stop()
         shutil.rmtree(tmpdir, ignore_errors=True)

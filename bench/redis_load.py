@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -150,7 +151,9 @@ class Bench:
         client = self.monitored_client
         s0 = commandstats(client)
         p0 = {k: p.snapshot() for k, p in self.proxies.items()}
+        cpu_procs = [*cpu_procs, *(self.proxies[tool].proc for _ in [0] if tool)]
         c0 = {p.name: p.cpu_seconds() for p in cpu_procs}
+        own0 = sum(os.times()[:2])
         m0 = sum(t.messages for t in tabs) if tabs else 0
         b0 = bb.counters() if bb else None
         t0 = time.monotonic()
@@ -163,7 +166,9 @@ class Bench:
             "total_cmds_per_s": round(total, 1),
             "per_command": {k: round(v, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1])},
             "redis_cpu_pct": round(redis_cpu, 1),
-            "cpu_pct": {p.name: round((p.cpu_seconds() - c0[p.name]) / dt * 100, 1) for p in cpu_procs},
+            "cpu_pct": {**{p.name: round((p.cpu_seconds() - c0[p.name]) / dt * 100, 1) for p in cpu_procs},
+                        "bench-clients": round((sum(os.times()[:2]) - own0) / dt * 100, 1)},
+            "loadavg_1m": round(os.getloadavg()[0], 2),
         }
         if tool:
             d = self.proxies[tool].snapshot()
@@ -202,8 +207,8 @@ class Bench:
         self.servers = [monitored, dashboard]
         self.monitored_client = monitored.client()
         log(f"monitored Redis on :{monitored.port}, dashboard Redis on :{dashboard.port}")
-        self.proxies = {"queuewatch": CountingProxy(monitored.port, "queuewatch"),
-                        "bullboard": CountingProxy(monitored.port, "bullboard")}
+        self.proxies = {"queuewatch": CountingProxy(self.procs, monitored.port, "queuewatch"),
+                        "bullboard": CountingProxy(self.procs, monitored.port, "bullboard")}
 
         workload = self.procs.start("workload", ["node", "workload.mjs", "--redis", monitored.url(), "--queues", str(a.queues),
                                                  "--rate", str(a.rate), "--fail-every", str(a.fail_every)],
@@ -220,7 +225,24 @@ class Bench:
 
         await self.measure("baseline-pre", a.baseline_seconds, cpu_procs=[workload])
 
-        # --- bull-board ----------------------------------------------------------------------
+        if "bullboard" in a.tools:
+            await self.run_bullboard(monitored, queues, workload)
+        closed_early = 0
+        if "queuewatch" in a.tools:
+            closed_early = await self.run_queuewatch(app, cookie, queues, workload)
+            await asyncio.sleep(3)
+
+        await self.measure("baseline-post", a.baseline_seconds, cpu_procs=[workload])
+        workload.proc.terminate()  # it prints its summary on SIGTERM
+        try:
+            summary = workload.expect("summary", 10)["summary"]
+        except RuntimeError:
+            summary = {}
+        self.procs.stop(workload)
+        return self.report(queues, summary, closed_early)
+
+    async def run_bullboard(self, monitored: RedisServer, queues: list[str], workload) -> None:
+        a = self.args
         bb_port = free_port()
         bb_proc = self.procs.start("bullboard", ["node", "bullboard.mjs", "--redis", monitored.url(port=self.proxies["bullboard"].port),
                                                  "--port", str(bb_port), "--queues", ",".join(queues)],
@@ -234,7 +256,8 @@ class Bench:
         await bb.stop()
         self.procs.stop(bb_proc)
 
-        # --- Queuewatch ----------------------------------------------------------------------
+    async def run_queuewatch(self, app: QueuewatchApp, cookie: str, queues: list[str], workload) -> int:
+        a = self.args
         monitor = app.start_monitor()
         await asyncio.sleep(a.monitor_warmup)
         if not monitor.alive():
@@ -260,16 +283,14 @@ class Bench:
         for t in tabs:
             await t.close()
         app.stop_monitor()
-        await asyncio.sleep(3)
-
-        await self.measure("baseline-post", a.baseline_seconds, cpu_procs=[workload])
-        workload.proc.terminate()  # it prints its summary on SIGTERM
-        try:
-            summary = workload.expect("summary", 10)["summary"]
-        except RuntimeError:
-            summary = {}
-        self.procs.stop(workload)
-        return self.report(queues, summary, closed_early)
+        # What the monitor logged (warnings mean reconnects, lost leadership, errors).
+        # (The product's log handler prints bare messages; the INFO ones are only these three.)
+        routine = ("waiting for leadership", ": leading", "stopped leading")
+        lines = [ln for ln in monitor.tail(10**7).splitlines() if ln.strip() and not any(r in ln for r in routine)]
+        self.monitor_log = {"warnings_and_errors": len(lines), "first": lines[:5]}
+        for ln in lines[:5]:
+            log(f"monitor log: {ln}")
+        return closed_early
 
     def report(self, queues: list[str], workload_summary: dict, closed_early: int) -> dict:
         a = self.args
@@ -304,8 +325,10 @@ class Bench:
                     "proxy_top_level": round(bbr[n]["proxy_cmds_per_s"] / qw[n]["proxy_cmds_per_s"], 2) if qw[n]["proxy_cmds_per_s"] else None,
                 }
         lo, hi = str(min(a.clients)), str(max(a.clients))
-        growth = (qw[hi]["net_cmds_per_s"] / qw[lo]["net_cmds_per_s"] - 1) * 100 if qw[lo]["net_cmds_per_s"] > 0 else None
-        growth_proxy = (qw[hi]["proxy_cmds_per_s"] / qw[lo]["proxy_cmds_per_s"] - 1) * 100 if qw[lo]["proxy_cmds_per_s"] else None
+        growth = growth_proxy = None
+        if lo in qw and hi in qw:
+            growth = (qw[hi]["net_cmds_per_s"] / qw[lo]["net_cmds_per_s"] - 1) * 100 if qw[lo]["net_cmds_per_s"] > 0 else None
+            growth_proxy = (qw[hi]["proxy_cmds_per_s"] / qw[lo]["proxy_cmds_per_s"] - 1) * 100 if qw[lo]["proxy_cmds_per_s"] else None
         ratio_hi = ratios.get(hi, {}).get("net")
 
         # Derived: what the monitor did per second (exact proxy counts; see dashboard/monitor.py).
@@ -347,6 +370,7 @@ class Bench:
                 "ratio_ok": ratio_hi is not None and ratio_hi >= 50,
             },
             "websockets_closed_early": closed_early,
+            "monitor_log": getattr(self, "monitor_log", None),
             "workload": workload_summary,
         }
         return out
@@ -359,8 +383,11 @@ class Bench:
                 for name in ("@bull-board/api", "@bull-board/express", "@bull-board/ui", "express", "bullmq")}
 
     def cleanup(self) -> None:
-        for p in self.proxies.values():
-            p.close()
+        if self.args.keep_logs:
+            dest = Path(self.args.keep_logs)
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in self.tmp.glob("*.log"):
+                shutil.copy(f, dest / f.name)
         self.procs.stop_all()
         for s in self.servers:
             s.cleanup()
@@ -382,8 +409,11 @@ def main() -> int:
     ap.add_argument("--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product default)")
     ap.add_argument("--spread", choices=("distinct", "same"), default="distinct")
     ap.add_argument("--time-limit", type=float, default=600, help="abort (and clean up) after this many seconds")
+    ap.add_argument("--tools", default="bullboard,queuewatch", help="which tools to measure (default both)")
+    ap.add_argument("--keep-logs", default=None, metavar="DIR", help="copy the child processes' logs here at the end")
     args = ap.parse_args()
     args.clients = sorted(int(c) for c in args.clients.split(","))
+    args.tools = set(args.tools.split(","))
 
     install_time_limit(args.time_limit)
     bench = Bench(args)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -77,8 +78,17 @@ def job_live_id(queue: QueueRef, job_id: str) -> str:
 
 
 
+_clients: dict[str, redis.Redis] = {}
+
+
 def dashboard_redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.QUEUEWATCH_DASHBOARD_REDIS_URL, socket_timeout=5, socket_connect_timeout=2)
+    """A pooled client for Queuewatch's own Redis (one pool per URL, shared by threads)."""
+    url = settings.QUEUEWATCH_DASHBOARD_REDIS_URL
+    if url is None:
+        raise redis.ConnectionError("no dashboard Redis is configured")
+    if url not in _clients:
+        _clients[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return _clients[url]
 
 
 class Publisher:
@@ -102,9 +112,12 @@ class Publisher:
     def _run_loop(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self._loop)
         self._outbox = asyncio.Queue()
-        self._loop.create_task(self._sender())
+        sender = self._loop.create_task(self._sender())
         ready.set()
         self._loop.run_forever()
+        sender.cancel()
+        self._loop.run_until_complete(asyncio.gather(sender, return_exceptions=True))
+        self._loop.close()
 
     async def _sender(self) -> None:
         while True:
@@ -142,6 +155,22 @@ class Publisher:
     def forget(self) -> None:
         """Drop the change-detection memory (e.g. after a takeover) so everything is re-sent."""
         self._last.clear()
+
+
+QUEUE_LIST_KEY = "queuewatch:queues:"
+QUEUE_LIST_TTL_S = 60
+
+
+def publish_queue_list(client: redis.Redis, connection: str, queues: list[QueueRef]) -> None:
+    payload = json.dumps([[q.prefix, q.name] for q in queues])
+    client.set(QUEUE_LIST_KEY + connection, payload, ex=QUEUE_LIST_TTL_S)
+
+
+def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | None:
+    raw = client.get(QUEUE_LIST_KEY + connection)
+    if raw is None or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
+        return None
+    return [QueueRef(connection, prefix, name) for prefix, name in json.loads(raw)]
 
 
 def cached_fragments(client: redis.Redis, group: str) -> list[str]:

@@ -35,7 +35,6 @@ from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
 from dashboard.signals import QueueSignals, build_signals, display_key
 from queues.connections import client_for
-from queues.discovery import discover_queue_names
 from queues.events import EventsFollower
 from queues.jobs import read_job_live
 from queues.keys import BROWSABLE_STATES, QueueRef
@@ -282,9 +281,9 @@ class Monitor:
 
     def discover(self, followers, cursors: dict[QueueRef, str]) -> None:
         for name, follower in followers.items():
-            conn = self.registry.connection(name)
             try:
-                found = [QueueRef(name, p, q) for p in conn.spec.prefixes for q in discover_queue_names(conn.client, p)]
+                found = self.registry.scan(name)
+                live.publish_queue_list(self.dash, name, found)
             except redis.RedisError as exc:
                 self.down[name] = str(exc)
                 self.publish_banner()

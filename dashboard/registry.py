@@ -58,15 +58,27 @@ class Registry:
             fresh = conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
             if fresh and not refresh:
                 return conn.queues
-        with redis_errors(name):
-            found = [
-                QueueRef(name, prefix, q)
-                for prefix in conn.spec.prefixes
-                for q in discover_queue_names(conn.client, prefix)
-            ]
+        found = None if refresh else self._published(name)
+        if found is None:
+            with redis_errors(name):
+                found = self.scan(name)
         with self._lock:
             conn.queues, conn.discovered_at = found, time.monotonic()
         return found
+
+    def scan(self, name: str) -> list[QueueRef]:
+        conn = self.connection(name)
+        return [QueueRef(name, prefix, q) for prefix in conn.spec.prefixes for q in discover_queue_names(conn.client, prefix)]
+
+    def _published(self, name: str) -> list[QueueRef] | None:
+        """The queue list the monitor published (it scans anyway), so page loads do not SCAN
+        a large production keyspace themselves; None when no monitor has published lately."""
+        try:
+            from dashboard.live import dashboard_redis, read_queue_list
+
+            return read_queue_list(dashboard_redis(), name)
+        except redis.RedisError:
+            return None
 
     def queue(self, connection: str, prefix: str, name: str) -> QueueRef:
         """Resolve a queue from URL parts; a queue created since the last scan is found by
