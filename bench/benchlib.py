@@ -406,6 +406,30 @@ class Tab:
                 self.transport.close()
 
 
+def code_version() -> dict:
+    """The commit measured, and any uncommitted changes to product files (figures depend on them)."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    dirty = [line[3:] for line in git("status", "--porcelain").splitlines() if not line[3:].startswith("bench/")]
+    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_product_files": dirty}
+
+
+def wait_for_monitor(app: "QueuewatchApp", dash: redis.Redis, queues: int, timeout: float = 90) -> float:
+    """Wait until the monitor leads and has published every queue's overview row (so its start-up
+    work -- discovery, reconciliation, first renders -- is over). Returns the seconds waited."""
+    t0 = time.monotonic()
+    while dash.hlen("queuewatch:frag:overview") < queues:
+        if app.monitor is None or not app.monitor.alive():
+            raise RuntimeError("monitor exited:\n" + (app.monitor.tail() if app.monitor else ""))
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"monitor did not publish {queues} overview rows within {timeout:.0f} s:\n" + app.monitor.tail())
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
 def install_time_limit(seconds: float) -> None:
     """Bound the whole run: SIGALRM raises in the main thread, whose ``finally`` cleans up."""
     def _expired(*_):

@@ -36,18 +36,27 @@ What it does
    client: the load an overview with many busy queues puts on the fan-out (50 queues x 1/s x
    500 clients = 25,000 websocket messages a second from one daphne process).
 
-6. Monitor-side split: ``redis-cli MONITOR`` on the dashboard Redis (a subprocess writing to a
-   file, parsed afterwards, so it costs this process nothing) timestamps the monitor's
-   ``HSET queuewatch:frag:overview row-...`` (the Publisher writes the fragment cache, then calls
-   ``group_send``) and the ``EVAL`` of channels_redis's group_send script carrying the new row.
-   So each delivery splits into write -> publish (follower wake-up, snapshot, render),
-   publish -> group_send EVAL (Publisher: EXPIRE, ``async_to_sync``, channels_redis ZRANGE of the
-   group, ...), and EVAL -> client (daphne's receive loop, 500 consumers, autobahn, loopback
-   TCP, this client). Redis's MONITOR and this process use the same wall clock. The EVAL's own
-   server time comes from ``INFO commandstats``.
+6. Monitor-side split, without touching the monitor: keyspace notifications of the dashboard
+   Redis (``KeyspaceWatch``) timestamp the monitor's ``HSET queuewatch:frag:overview row-...`` (the
+   Publisher writes the fragment cache, then queues the ``group_send``; the target row is read
+   back to know which count was published), the ``ZADD`` of channels_redis's group_send script
+   into daphne's channel-layer key, and daphne's receive loop popping it. So each delivery splits
+   into write -> publish (follower wake-up, 100 ms coalescing, snapshot, render), publish ->
+   group_send in Redis (the Publisher's outbox and channels_redis's group_send) -> daphne pop ->
+   client (one daphne process relaying to N consumers, autobahn, loopback TCP, this client). In
+   the busy phase only write -> publish -> client is exact (other rows interleave). Redis and this
+   process share the wall clock. (An earlier version used MONITOR: formatting each 20 KB group
+   message slowed Redis enough to distort the very figures it measured.)
 
-7. CPU seconds of daphne, the monitor and this process per phase (``/proc/<pid>/stat``), messages
-   and bytes received, connection failures, closes and missed deliveries.
+7. CPU seconds of daphne, the monitor and this process per phase (``/proc/<pid>/stat``),
+   messages and bytes received; channel-layer messages published, dropped at capacity
+   (channels_redis's default capacity is 100 messages per channel key, and all consumers of one
+   daphne process share one key) and popped by daphne; daphne CPU per popped message;
+   connection failures, closes and missed deliveries.
+
+``--what-if-dispatch-fix`` serves ``bench/fanout_fix_asgi.py`` instead of the product's ASGI app:
+the same app with the live consumers relaying fragments without Channels' per-message
+``close_old_connections`` thread hop, to measure that fix before it is made.
 
 Progress goes to stderr; ONE JSON object with every figure is the last line of stdout.
 Goal: p95 of write -> client delivery <= 1 s.
@@ -65,7 +74,6 @@ import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -82,7 +90,7 @@ from websockets.typing import Origin  # noqa: E402
 from websockets.uri import parse_uri  # noqa: E402
 
 from bench import proc_tools as pt  # noqa: E402
-from bench.snapshot_bench import PREFIX, PrivateRedis, QueuePlan, _free_port, _set_pdeathsig, load, log, pct  # noqa: E402
+from bench.snapshot_bench import PREFIX, PrivateRedis, QueuePlan, _free_port, load, log, pct  # noqa: E402
 
 TARGET = "fanout-target"
 GOAL_P95_S = 1.0

@@ -71,8 +71,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, CountingProxy, Procs, QueuewatchApp, RedisServer, Tab, commandstats,  # noqa: E402
-                      free_port, install_time_limit, log, percentile, rates)
+from benchlib import (BENCH_NODE, CountingProxy, Procs, QueuewatchApp, RedisServer, Tab, code_version,  # noqa: E402
+                      commandstats, free_port, install_time_limit, log, percentile, rates, wait_for_monitor)
 
 POLL_INTERVAL = 5.0  # bull-board UI default pollingInterval (seconds)
 
@@ -150,8 +150,9 @@ class Bench:
                       cpu_procs=()) -> dict:
         client = self.monitored_client
         s0 = commandstats(client)
-        p0 = {k: p.snapshot() for k, p in self.proxies.items()}
-        cpu_procs = [*cpu_procs, *(self.proxies[tool].proc for _ in [0] if tool)]
+        proxy = self.proxies.get(tool) if tool else None
+        p0 = {tool: proxy.snapshot()} if proxy else {}
+        cpu_procs = [*cpu_procs, *([proxy.proc] if proxy else [])]
         c0 = {p.name: p.cpu_seconds() for p in cpu_procs}
         own0 = sum(os.times()[:2])
         m0 = sum(t.messages for t in tabs) if tabs else 0
@@ -170,8 +171,8 @@ class Bench:
                         "bench-clients": round((sum(os.times()[:2]) - own0) / dt * 100, 1)},
             "loadavg_1m": round(os.getloadavg()[0], 2),
         }
-        if tool:
-            d = self.proxies[tool].snapshot()
+        if proxy:
+            d = proxy.snapshot()
             d.subtract(p0[tool])
             out["proxy_per_command"] = {k: round(v / dt, 2) for k, v in d.most_common() if v}
             out["proxy_cmds_per_s"] = round(sum(d.values()) / dt, 1)
@@ -206,9 +207,11 @@ class Bench:
         dashboard = RedisServer(self.procs, "redis-dashboard")
         self.servers = [monitored, dashboard]
         self.monitored_client = monitored.client()
+        self.dashboard_client = dashboard.client()
         log(f"monitored Redis on :{monitored.port}, dashboard Redis on :{dashboard.port}")
-        self.proxies = {"queuewatch": CountingProxy(self.procs, monitored.port, "queuewatch"),
-                        "bullboard": CountingProxy(self.procs, monitored.port, "bullboard")}
+        if not a.no_proxy:
+            self.proxies = {"queuewatch": CountingProxy(self.procs, monitored.port, "queuewatch"),
+                            "bullboard": CountingProxy(self.procs, monitored.port, "bullboard")}
 
         workload = self.procs.start("workload", ["node", "workload.mjs", "--redis", monitored.url(), "--queues", str(a.queues),
                                                  "--rate", str(a.rate), "--fail-every", str(a.fail_every)],
@@ -217,7 +220,7 @@ class Bench:
         queues = ready["queues"]
         log(f"workload steady: {a.rate} jobs/s over {len(queues)} queues")
 
-        app = QueuewatchApp(self.procs, monitored_url=monitored.url(port=self.proxies["queuewatch"].port),
+        app = QueuewatchApp(self.procs, monitored_url=self.url_for(monitored, "queuewatch"),
                             dashboard_url=dashboard.url(), workdir=self.tmp, tick_ms=a.tick_ms)
         cookie = app.session_cookie()
         log(f"Queuewatch (daphne) on {app.url}, logged in as {app.username}")
@@ -241,10 +244,14 @@ class Bench:
         self.procs.stop(workload)
         return self.report(queues, summary, closed_early)
 
+    def url_for(self, monitored: RedisServer, tool: str) -> str:
+        proxy = self.proxies.get(tool)
+        return monitored.url(port=proxy.port if proxy else None)
+
     async def run_bullboard(self, monitored: RedisServer, queues: list[str], workload) -> None:
         a = self.args
         bb_port = free_port()
-        bb_proc = self.procs.start("bullboard", ["node", "bullboard.mjs", "--redis", monitored.url(port=self.proxies["bullboard"].port),
+        bb_proc = self.procs.start("bullboard", ["node", "bullboard.mjs", "--redis", self.url_for(monitored, "bullboard"),
                                                  "--port", str(bb_port), "--queues", ",".join(queues)],
                                    cwd=BENCH_NODE, json_stdout=True)
         bb_proc.expect("listening", 30)
@@ -259,6 +266,8 @@ class Bench:
     async def run_queuewatch(self, app: QueuewatchApp, cookie: str, queues: list[str], workload) -> int:
         a = self.args
         monitor = app.start_monitor()
+        waited = await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
+        log(f"monitor leading; all {len(queues)} overview rows published after {waited:.1f} s")
         await asyncio.sleep(a.monitor_warmup)
         if not monitor.alive():
             raise RuntimeError("monitor exited:\n" + monitor.tail())
@@ -298,20 +307,28 @@ class Bench:
         base_cmds = set(pre["per_command"]) | set(post["per_command"])
         base = {c: (pre["per_command"].get(c, 0) + post["per_command"].get(c, 0)) / 2 for c in base_cmds}
         base_total = (pre["total_cmds_per_s"] + post["total_cmds_per_s"]) / 2
+        # The workload's own traffic scales with the jobs it actually pushed through in a window,
+        # which a busy machine can slow down. XADD (BullMQ's event writes, inside its scripts) is
+        # issued by the workload only -- neither dashboard writes to the monitored Redis -- so the
+        # baseline is scaled by each window's XADD rate relative to the baselines' mean.
+        base_xadd = base.get("xadd", 0)
 
-        def net(phase: dict) -> tuple[float, dict]:
+        def net(phase: dict) -> tuple[float, float, dict]:
+            scale = phase["per_command"].get("xadd", 0) / base_xadd if base_xadd else 1.0
             cmds = set(phase["per_command"]) | set(base)
-            per = {c: phase["per_command"].get(c, 0) - base.get(c, 0) for c in cmds}
+            per = {c: phase["per_command"].get(c, 0) - base.get(c, 0) * scale for c in cmds}
             top = {c: round(v, 1) for c, v in sorted(per.items(), key=lambda kv: -kv[1]) if abs(v) >= 0.5}
-            return phase["total_cmds_per_s"] - base_total, top
+            return phase["total_cmds_per_s"] - base_total * scale, scale, top
 
         result: dict = {"queuewatch": {}, "bullboard": {}}
         for label, phase in self.phases.items():
             if label.startswith("baseline"):
                 continue
             tool, n = label.rsplit("-", 1)
-            total, top = net(phase)
+            total, scale, top = net(phase)
             entry = {"net_cmds_per_s": round(total, 1), "proxy_cmds_per_s": phase.get("proxy_cmds_per_s"),
+                     "net_unscaled_cmds_per_s": round(phase["total_cmds_per_s"] - base_total, 1),
+                     "workload_scale": round(scale, 3),
                      "total_cmds_per_s": phase["total_cmds_per_s"], "net_per_command": dict(list(top.items())[:25]),
                      **{k: v for k, v in phase.items() if k not in ("per_command", "total_cmds_per_s", "proxy_cmds_per_s")}}
             result[tool][n] = entry
@@ -322,7 +339,8 @@ class Bench:
             if n in qw and n in bbr:
                 ratios[n] = {
                     "net": round(bbr[n]["net_cmds_per_s"] / qw[n]["net_cmds_per_s"], 2) if qw[n]["net_cmds_per_s"] > 0 else None,
-                    "proxy_top_level": round(bbr[n]["proxy_cmds_per_s"] / qw[n]["proxy_cmds_per_s"], 2) if qw[n]["proxy_cmds_per_s"] else None,
+                    "proxy_top_level": (round(bbr[n]["proxy_cmds_per_s"] / qw[n]["proxy_cmds_per_s"], 2)
+                                        if qw[n]["proxy_cmds_per_s"] and bbr[n]["proxy_cmds_per_s"] else None),
                 }
         lo, hi = str(min(a.clients)), str(max(a.clients))
         growth = growth_proxy = None
@@ -347,6 +365,7 @@ class Bench:
 
         out = {
             "bench": "redis_load",
+            "code": code_version(),
             "config": {
                 "queues": len(queues), "jobs_per_s": a.rate, "fail_every": a.fail_every, "retention": 100,
                 "clients": a.clients, "spread": a.spread, "seconds_per_window": a.seconds, "warmup_s": a.warmup,
@@ -404,12 +423,15 @@ def main() -> int:
     ap.add_argument("--baseline-seconds", type=float, default=15,
                     help="window of each workload-only baseline and of the monitor-without-clients phase")
     ap.add_argument("--warmup", type=float, default=5, help="seconds after clients change before measuring")
-    ap.add_argument("--monitor-warmup", type=float, default=8, help="seconds after the monitor starts")
+    ap.add_argument("--monitor-warmup", type=float, default=5,
+                    help="seconds after the monitor has published every overview row")
     ap.add_argument("--settle", type=float, default=5, help="seconds of steady workload before the first baseline")
     ap.add_argument("--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product default)")
     ap.add_argument("--spread", choices=("distinct", "same"), default="distinct")
     ap.add_argument("--time-limit", type=float, default=600, help="abort (and clean up) after this many seconds")
     ap.add_argument("--tools", default="bullboard,queuewatch", help="which tools to measure (default both)")
+    ap.add_argument("--no-proxy", action="store_true",
+                    help="connect both tools straight to the monitored Redis (no exact per-tool counts)")
     ap.add_argument("--keep-logs", default=None, metavar="DIR", help="copy the child processes' logs here at the end")
     args = ap.parse_args()
     args.clients = sorted(int(c) for c in args.clients.split(","))

@@ -34,9 +34,13 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="qw-redis-")
+        self.config = config
+        self._start(binary)
+
+    def _start(self, binary: str) -> None:
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning"]
-        for line in config:
+        for line in self.config:
             args += ["--" + line.split()[0], *line.split()[1:]]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
@@ -48,6 +52,15 @@ class RedisServer:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server did not start: {self.proc.stderr.read().decode()}")
                 time.sleep(0.05)
+
+    def start(self) -> None:
+        """Start again on the same port after kill() (data is not kept)."""
+        self._start(shutil.which("redis-server"))
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc.stderr.close()
 
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
