@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import sys
@@ -44,8 +45,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, Procs, QueuewatchApp, RedisServer, Tab, install_time_limit, log,  # noqa: E402
-                      percentile)
+from benchlib import (BENCH_NODE, Procs, QueuewatchApp, RedisServer, Tab, code_version, install_time_limit,  # noqa: E402
+                      log, percentile)
 
 QUEUE = "latency"
 JOB_ID_RE = re.compile(r'data-job-id="([^"]+)"')
@@ -105,6 +106,7 @@ class Bench:
         fragments0 = self.fragments
         log(f"{name}: client has the list ({len(before)} ids seen); failing {a.count} jobs, one every "
             f"{a.interval_min}-{a.interval_max} ms")
+        cpu0, t0 = self.app.monitor.cpu_seconds(), time.monotonic()
         failer.send_line("go")
         thrown: dict[str, float] = {}
         deadline = time.monotonic() + a.count * a.interval_max / 1000 + 60
@@ -148,6 +150,8 @@ class Bench:
             "thrown_to_event_ms": summarize(bullmq),
             "list_fragments_received": self.fragments - fragments0,
             "goal_p95_le_250ms": bool(e2e) and percentile(e2e, 95) <= 250 and not missing,
+            "monitor_cpu_pct": round((self.app.monitor.cpu_seconds() - cpu0) / (time.monotonic() - t0) * 100, 1),
+            "loadavg_1m": round(os.getloadavg()[0], 2),
         }
         s = res["thrown_to_arrival_ms"]
         log(f"{name}: {len(e2e)}/{len(thrown)} arrived; thrown->arrival p50 {s.get('p50')} ms, p95 {s.get('p95')} ms, "
@@ -181,6 +185,7 @@ class Bench:
         await self.tab.close()
         return {
             "bench": "live_latency",
+            "code": code_version(),
             "config": {"count": a.count, "interval_ms": [a.interval_min, a.interval_max],
                        "monitor_tick_ms": a.tick_ms or "default (2000)", "load_rate": a.load_rate,
                        "path": f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1"},
