@@ -173,6 +173,19 @@ def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | No
     return [QueueRef(connection, prefix, name) for prefix, name in json.loads(raw)]
 
 
+STATE_KEY = "queuewatch:state"
+
+
+def publish_state(client: redis.Redis, state: dict) -> None:
+    # Expires if no monitor refreshes it, so readers can tell "no monitor" from "all zero".
+    client.set(STATE_KEY, json.dumps(state), ex=60)
+
+
+def read_state(client: redis.Redis) -> dict | None:
+    raw = client.get(STATE_KEY)
+    return json.loads(raw) if raw else None
+
+
 def cached_fragments(client: redis.Redis, group: str) -> list[str]:
     return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
 

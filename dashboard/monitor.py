@@ -51,6 +51,7 @@ DIRTY_PUBLISH_INTERVAL = 0.1  # s: coalesce bursts of events into one refresh pe
 DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
+TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
 GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
 POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
 
@@ -140,6 +141,11 @@ class QueueState:
     display_key: tuple | None = None  # what the published fragments show (see display_key())
     fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
     job_states: dict[str, str] = field(default_factory=dict)  # last seen state of watched jobs
+    signals: QueueSignals | None = None  # the latest, for the published state (metrics, health)
+    # Events counted since this monitor started leading (Prometheus handles the reset when
+    # leadership moves), and how often the stream was trimmed before we read it.
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
+    gaps: int = 0
 
 
 class Monitor:
@@ -254,6 +260,8 @@ class Monitor:
                 if state is None:
                     continue
                 self.applied_cursors[ev.queue] = ev.stream_id
+                if ev.name in TOTALLED_EVENTS:
+                    state.totals[ev.name] += 1
                 if count_event(state.series, ev.name, ev.ts_ms, ev.fields):
                     state.dirty_minutes.add(minute_of(ev.ts_ms))
                 if ev.job_id:
@@ -261,6 +269,8 @@ class Monitor:
                 dirty.add(ev.queue)
             self.stats["events"] += len(events)
             for q, (lost_from, lost_to) in gaps.items():
+                if q in self.states:
+                    self.states[q].gaps += 1
                 log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling", self.name, q.prefix, q.name)
                 self.stats["gaps"] += 1
                 self.reconcile(q, since_ms=lost_from, until_ms=lost_to)
@@ -331,6 +341,7 @@ class Monitor:
                 st.snapshot = snap
                 st.stalled_now = stalled.get(snap.queue, [])
                 sig = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
+                st.signals = sig
                 changed = self.publish_queue(sig, watched, client, full=full)
                 if changed or st.gauge_minute != minute_of(now):
                     # Store gauges when they change, and at least once a minute.
@@ -339,6 +350,36 @@ class Monitor:
                 changed_overview |= changed
                 st.touched_jobs.clear()
         self.stats["publishes"] += int(changed_overview)
+        if full:
+            self.publish_state()
+
+    def publish_state(self) -> None:
+        """The latest figures of every queue as one JSON document in the dashboard Redis, for
+        readers that must not touch the monitored Redis themselves (Prometheus /metrics,
+        health checks). Written once per tick, whatever the number of readers."""
+        queues = []
+        for q, st in self.states.items():
+            sig = st.signals
+            if sig is None:
+                continue
+            queues.append({
+                **sig.snapshot.as_dict(),
+                "is_dlq": sig.is_dlq,
+                "rates_per_min": {
+                    "completed": sig.completed_per_min, "failed": sig.failed_per_min,
+                    "dead_letter": sig.dlq_growth_per_min, "stalled": sig.stalled_per_min,
+                },
+                "stalled_now": len(sig.stalled_now),
+                "stall_failed_15m": sig.stall_failed_15m,
+                "events_total": dict(st.totals),
+                "stream_gaps": st.gaps,
+            })
+        connections = {name: {"ok": name not in self.down, "error": self.down.get(name)} for name in self.registry.names}
+        try:
+            live.publish_state(self.dash, {"taken_at": now_ms(), "monitor": self.name,
+                                           "connections": connections, "queues": queues})
+        except redis.RedisError:
+            log.warning("%s: could not publish the state document", self.name)
 
     def publish_queue(self, sig: QueueSignals, watched, client, *, full: bool) -> bool:
         """Publish a queue's fragments if what they show changed, then what is watched of it:

@@ -63,6 +63,16 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
         and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)))
     await comm.disconnect()
 
+    # The state document (for /metrics and health) carries the same figures, once per tick.
+    from dashboard import live
+
+    def orders_state():
+        state = live.read_state(live.dashboard_redis()) or {"queues": []}
+        return next((q for q in state["queues"] if q["name"] == "orders" and q["counts"]["failed"] == 1), None)
+
+    orders = await sync_to_async(wait_for)(orders_state)
+    assert orders["events_total"]["failed"] == 1 and orders["rates_per_min"]["failed"]["1"] > 0
+
 
 @pytest.mark.asyncio
 async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_server, client, user):
