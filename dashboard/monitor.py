@@ -202,7 +202,10 @@ class Monitor:
             self._lead_loop(stop, events_in, followers, cursors)
         finally:
             follow_stop.set()
-            self.flush()
+            # A last flush on a clean stop only: after losing the lock, a standby already
+            # resumed from the stored cursors and is the one to write from now on.
+            if self.lock.held and self.lock.extend():
+                self.flush()
 
     def _lead_loop(self, stop, events_in, followers, cursors) -> None:
         next_extend = next_discovery = next_tick = next_flush = next_rollup = 0.0
