@@ -55,3 +55,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list:
+    """Comma-separated CIDRs (``10.0.0.0/8,127.0.0.1,::1``) as ``ipaddress`` networks; a bare
+    address is a /32 (or /128)."""
+    import ipaddress
+
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an IP address or CIDR network.") from None
+    return networks

@@ -51,6 +51,7 @@ DIRTY_PUBLISH_INTERVAL = 0.1  # s: coalesce bursts of events into one refresh pe
 DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
+HEALTH_INTERVAL = 60.0
 TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
 GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
 POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
@@ -209,6 +210,7 @@ class Monitor:
 
     def _lead_loop(self, stop, events_in, followers, cursors) -> None:
         next_extend = next_discovery = next_tick = next_flush = next_rollup = 0.0
+        next_health = time.monotonic() + 2 * self.tick  # after the first state document
         dirty: set[QueueRef] = set()
         last_dirty_refresh = 0.0
         extend_every = self.lock.ttl_ms / 1000 / 3
@@ -253,6 +255,9 @@ class Monitor:
             if t >= next_rollup:
                 self.rollup_and_prune()
                 next_rollup = t + ROLLUP_INTERVAL
+            if t >= next_health:
+                self.run_health_checks()
+                next_health = t + HEALTH_INTERVAL
 
     def handle(self, item, dirty: set[QueueRef]) -> None:
         kind, conn, payload = item
@@ -504,6 +509,16 @@ class Monitor:
             return
         for st in self.states.values():
             st.dirty_minutes.clear()
+
+    def run_health_checks(self) -> None:
+        """The production-readiness checks on the monitor's schedule; the stored report feeds
+        the health page's summary, the overview and /metrics."""
+        from dashboard import health
+
+        try:
+            health.run_and_store()
+        except Exception:
+            log.exception("%s: health checks failed; will retry", self.name)
 
     def rollup_and_prune(self) -> None:
         now = dt.datetime.now(dt.timezone.utc)

@@ -159,3 +159,13 @@ QUEUEWATCH_DLQ_MAP = dict(
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
 QUEUEWATCH_HISTORY_MINUTE_DAYS = env_int("QUEUEWATCH_HISTORY_MINUTE_DAYS", 7, minimum=1)
 QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minimum=1)
+
+# --- Health checks and Prometheus /metrics ----------------------------------------------------
+
+# A bearer token Prometheus sends (`authorization: {credentials: …}`), compared in constant
+# time; and/or an allow-list of client networks (CIDRs, matched against REMOTE_ADDR). With
+# both set, a scrape needs both. With neither, /metrics needs a logged-in user or an API token.
+from dashboard.env import env_networks  # noqa: E402
+
+QUEUEWATCH_METRICS_TOKEN = env_str("QUEUEWATCH_METRICS_TOKEN")
+QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")

@@ -4,6 +4,7 @@ from django.urls import path
 
 from dashboard import api, views
 from dashboard import views_history
+from dashboard import metrics, views_health
 
 queue = "q/<str:connection>/<str:prefix>/<str:name>/"
 api_queue = "api/v1/queues/<str:connection>/<str:prefix>/<str:name>"
@@ -13,6 +14,8 @@ urlpatterns = [
     path("login/", views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("schedulers/", views.schedulers, name="schedulers"),
+    path("health/", views_health.health_page, name="health"),
+    path("metrics", metrics.metrics, name="metrics"),
     path(queue, views.queue_detail, name="queue"),
     path(queue + "schedulers/", views.queue_schedulers, name="queue_schedulers"),
     path(queue + "history", views_history.queue_history, name="queue_history"),

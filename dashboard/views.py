@@ -34,6 +34,7 @@ def overview(request):
         conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)
     context = {
         "connections": connections,
+        "health": stored_health_summary(),
         "query": query,
         "sort": sort,
         "descending": descending,
@@ -41,6 +42,21 @@ def overview(request):
     }
     template = "overview.html#queue-tables" if request.headers.get("HX-Request") else "overview.html"
     return render(request, template, context)
+
+
+def stored_health_summary() -> dict | None:
+    """Failing checks from the last stored health report (the monitor runs them every minute)."""
+    from dashboard import health, live
+
+    try:
+        report = health.read_stored(live.dashboard_redis())
+    except Exception:
+        return None
+    if not report:
+        return None
+    failing = [r for c in report.get("connections", []) for r in c.get("results", []) if r.get("status") == "fail"]
+    worst = next((sev for sev in ("critical", "warning", "info") if any(r.get("severity") == sev for r in failing)), None)
+    return {"failing": len(failing), "worst": worst, "checked_at": report.get("checked_at")}
 
 
 @require_GET
