@@ -29,6 +29,7 @@ log = logging.getLogger("queuewatch.live")
 
 OVERVIEW = "overview"
 ALL = "all"  # every page: the connection-lost banner
+BATCHED_GROUPS = {OVERVIEW: 0.5}  # group -> seconds between messages (see Publisher)
 FRAGMENT_TYPE = "fragment.html"  # consumer method fragment_html
 CACHE_PREFIX = "queuewatch:frag:"
 WATCH_KEY = "queuewatch:watch"
@@ -103,6 +104,9 @@ class Publisher:
         self.client = client
         self.layer = get_channel_layer()
         self._last: dict[tuple[str, str], str] = {}
+        self._pending: dict[str, dict[str, str]] = {}  # batched groups: element id -> html
+        self._flush_scheduled: set[str] = set()
+        self._last_batch: dict[str, float] = {}
         self._loop = asyncio.new_event_loop()
         self._outbox: asyncio.Queue | None = None
         ready = threading.Event()
@@ -137,8 +141,32 @@ class Publisher:
         pipe.hset(CACHE_PREFIX + group, element_id, html)
         pipe.expire(CACHE_PREFIX + group, 24 * 3600)
         pipe.execute()
-        self._loop.call_soon_threadsafe(self._outbox.put_nowait, (group, html))
+        if group in BATCHED_GROUPS:
+            self._loop.call_soon_threadsafe(self._batch_add, group, element_id, html)
+        else:
+            self._loop.call_soon_threadsafe(self._outbox.put_nowait, (group, html))
         return True
+
+    # Groups with many members and many elements (the overview: every open overview tab, a
+    # row per queue) get at most one message per window holding every element changed in it.
+    # One message per changed row cost rows x tabs deliveries and overflowed channels_redis'
+    # per-process capacity (it then drops messages silently) on busy systems.
+
+    def _batch_add(self, group: str, element_id: str, html: str) -> None:
+        pending = self._pending.setdefault(group, {})
+        pending[element_id] = html  # a newer version of a row replaces the older one
+        if group not in self._flush_scheduled:
+            window = BATCHED_GROUPS[group]
+            delay = max(0.0, self._last_batch.get(group, 0.0) + window - self._loop.time())
+            self._flush_scheduled.add(group)
+            self._loop.call_later(delay, self._batch_flush, group)
+
+    def _batch_flush(self, group: str) -> None:
+        self._flush_scheduled.discard(group)
+        pending = self._pending.pop(group, {})
+        if pending:
+            self._last_batch[group] = self._loop.time()
+            self._outbox.put_nowait((group, "".join(pending.values())))
 
     def drain(self, timeout: float = 5.0) -> None:
         """Wait until every queued fragment has been handed to the channel layer."""

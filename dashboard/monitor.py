@@ -52,6 +52,7 @@ DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
+HUNG_AFTER = 60.0  # s without a loop iteration before the heartbeat gives up the lock
 TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
 GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
 POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
@@ -81,11 +82,13 @@ class FollowerThread(threading.Thread):
         self.block_ms = block_ms
         self._wanted: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
         self._lock = threading.Lock()
+        self._wake = threading.Event()
         self.follower: EventsFollower | None = None
 
     def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
         with self._lock:
             self._wanted = (list(queues), dict(start_ids))
+        self._wake.set()
 
     def run(self) -> None:
         backoff = 0.5
@@ -107,6 +110,10 @@ class FollowerThread(threading.Thread):
                         # Tell the monitor where counting starts for these queues, before any
                         # of their events (same hand-off queue, so the order is kept).
                         self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
+                if not self.follower.last_ids:
+                    self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
+                    self._wake.clear()
+                    continue
                 events, gaps = self.follower.read()
                 backoff = 0.5
                 if events or gaps:
@@ -199,33 +206,48 @@ class Monitor:
         cursors = self.load_state()
         for f in followers.values():
             f.start()
+        self.progress = time.monotonic()
+        heartbeat = threading.Thread(target=self._keep_lock, args=(follow_stop,), name="leader-heartbeat", daemon=True)
+        heartbeat.start()
         try:
             self._lead_loop(stop, events_in, followers, cursors)
         finally:
             follow_stop.set()
+            heartbeat.join(5)
             # A last flush on a clean stop only: after losing the lock, a standby already
             # resumed from the stored cursors and is the one to write from now on.
             if self.lock.held and self.lock.extend():
                 self.flush()
 
+    def _keep_lock(self, stop: threading.Event) -> None:
+        """Extend the leader lock from its own thread, so a long step (discovering thousands
+        of queues, a slow database) cannot let it lapse; but only while the main loop makes
+        progress, so a hung leader does lose leadership to a standby."""
+        every = self.lock.ttl_ms / 1000 / 3
+        while not stop.wait(every):
+            if time.monotonic() - self.progress > HUNG_AFTER:
+                log.error("%s: the leader loop made no progress for %.0f s; letting the lock lapse", self.name, HUNG_AFTER)
+                self.lock.held = False
+                return
+            if not self.lock.extend():
+                log.warning("%s: could not extend the leader lock", self.name)
+                return
+
     def _lead_loop(self, stop, events_in, followers, cursors) -> None:
-        next_extend = next_discovery = next_tick = next_flush = next_rollup = 0.0
+        next_discovery = next_tick = next_flush = next_rollup = 0.0
         next_health = time.monotonic() + 2 * self.tick  # after the first state document
         dirty: set[QueueRef] = set()
         last_dirty_refresh = 0.0
-        extend_every = self.lock.ttl_ms / 1000 / 3
         while not stop.is_set():
-            t = time.monotonic()
-            if t >= next_extend:
-                if not self.lock.extend():
-                    log.warning("%s: lost the leader lock; standing down", self.name)
-                    return
-                next_extend = t + extend_every
+            t = self.progress = time.monotonic()
+            if not self.lock.held:
+                log.warning("%s: lost the leader lock; standing down", self.name)
+                return
             if t >= next_discovery:
                 self.discover(followers, cursors)
                 cursors = {}
                 next_discovery = t + DISCOVERY_INTERVAL
-            timeout = max(0.0, min(next_tick, next_extend, next_flush) - time.monotonic())
+            timeout = max(0.0, min(next_tick, next_flush) - time.monotonic())
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
             try:
@@ -247,7 +269,7 @@ class Monitor:
                 dirty.clear()
                 last_dirty_refresh = t
             if t >= next_flush:
-                if not self.lock.extend():
+                if not self.lock.held:
                     log.warning("%s: lost the leader lock before a flush; standing down", self.name)
                     return
                 self.flush()
@@ -281,7 +303,7 @@ class Monitor:
                     self.states[q].gaps += 1
                 log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling", self.name, q.prefix, q.name)
                 self.stats["gaps"] += 1
-                self.reconcile(q, since_ms=lost_from, until_ms=lost_to)
+                self.reconcile([q], since_ms=lost_from, until_ms=lost_to)
                 dirty.add(q)
         elif kind == "down":
             if conn not in self.down:
@@ -306,17 +328,16 @@ class Monitor:
                 self.down[name] = str(exc)
                 self.publish_banner()
                 continue
-            for q in found:
-                if q not in self.states:
-                    self.states[q] = QueueState()
-                    self.restore_series(q)
-                    if q not in cursors:
-                        # Never followed before: start the rates from finish-time scores. A
-                        # queue with a cursor resumes from it instead (exact), and the gap check
-                        # reconciles if the stream was trimmed past it meanwhile.
-                        self.reconcile(q, since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
-            gone = [q for q in self.states if q.connection == name and q not in found]
-            for q in gone:
+            new = [q for q in found if q not in self.states]
+            for q in new:
+                self.states[q] = QueueState()
+            self.restore_series(new)
+            # Never followed before: start the rates from finish-time scores. A queue with a
+            # cursor resumes from it instead (exact), and the gap check reconciles if the
+            # stream was trimmed past it meanwhile.
+            self.reconcile([q for q in new if q not in cursors], since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
+            found_set = set(found)
+            for q in [q for q in self.states if q.connection == name and q not in found_set]:
                 del self.states[q]
                 self.applied_cursors.pop(q, None)
             follower.follow(found, {q: c for q, c in cursors.items() if q in found})
@@ -436,29 +457,33 @@ class Monitor:
     def publish_banner(self) -> None:
         self.publisher.publish(live.ALL, *fragments.banner(dict(self.down)))
 
-    def reconcile(self, q: QueueRef, *, since_ms: int, until_ms: int | None = None) -> None:
+    def reconcile(self, queues: list[QueueRef], *, since_ms: int, until_ms: int | None = None) -> None:
         """Rebuild per-minute completed/failed counts from finish-time scores for the minutes
         between ``since_ms`` and ``until_ms`` (at most RECONCILE_MINUTES back), keeping the
-        larger of the event count and the score count: neither overcounts, each may undercount."""
-        st = self.states.get(q)
-        if st is None:
-            return
+        larger of the event count and the score count: neither overcounts, each may undercount.
+        One pipeline per connection, however many queues."""
+        queues = [q for q in queues if q in self.states]
         end = minute_of(until_ms if until_ms is not None else now_ms())
         start = max(minute_of(since_ms), end - RECONCILE_MINUTES * MINUTE_MS)
         minutes = list(range(start, end + MINUTE_MS, MINUTE_MS))
-        client = self.registry.client(q.connection)
-        try:
-            pipe = client.pipeline(transaction=False)
-            for m in minutes:
-                pipe.zcount(q.key("completed"), m, m + MINUTE_MS - 1)
-                pipe.zcount(q.key("failed"), m, m + MINUTE_MS - 1)
-            counts = pipe.execute()
-        except redis.RedisError:
-            return
-        for i, m in enumerate(minutes):
-            scored = Minute(completed=counts[2 * i], failed=counts[2 * i + 1])
-            st.series.bucket(m).merge_max(scored)
-            st.dirty_minutes.add(m)
+        by_conn: dict[str, list[QueueRef]] = {}
+        for q in queues:
+            by_conn.setdefault(q.connection, []).append(q)
+        for name, qs in by_conn.items():
+            try:
+                pipe = self.registry.client(name).pipeline(transaction=False)
+                for q in qs:
+                    for m in minutes:
+                        pipe.zcount(q.key("completed"), m, m + MINUTE_MS - 1)
+                        pipe.zcount(q.key("failed"), m, m + MINUTE_MS - 1)
+                counts = iter(pipe.execute())
+            except redis.RedisError:
+                continue
+            for q in qs:
+                st = self.states[q]
+                for m in minutes:
+                    st.series.bucket(m).merge_max(Minute(completed=next(counts), failed=next(counts)))
+                    st.dirty_minutes.add(m)
 
     # --- persistence ------------------------------------------------------------------------
 
@@ -466,14 +491,19 @@ class Monitor:
         close_old_connections()
         return {QueueRef(c.connection, c.prefix, c.queue): c.last_id for c in StreamCursor.objects.all()}
 
-    def restore_series(self, q: QueueRef) -> None:
+    def restore_series(self, queues: list[QueueRef]) -> None:
+        """Recent minute counters of these queues from the database, in one query."""
+        if not queues:
+            return
         since = ms_to_dt(minute_of(now_ms()) - (RECONCILE_MINUTES + 1) * MINUTE_MS)
+        wanted = set(queues)
         rows = QueuePoint.objects.filter(
-            resolution=QueuePoint.MINUTE, connection=q.connection, prefix=q.prefix, queue=q.name, start__gte=since
-        )
-        series = self.states[q].series
-        for row in rows:
-            series.minutes[int(row.start.timestamp() * 1000)] = Minute(**{c: getattr(row, c) for c in COUNTERS})
+            resolution=QueuePoint.MINUTE, start__gte=since, queue__in={q.name for q in queues}
+        ).values_list("connection", "prefix", "queue", "start", *COUNTERS)
+        for conn, prefix, name, start, *counts in rows:
+            q = QueueRef(conn, prefix, name)
+            if q in wanted:
+                self.states[q].series.minutes[int(start.timestamp() * 1000)] = Minute(*counts)
 
     def flush(self) -> None:
         """Write dirty minutes and the applied stream cursors in one transaction."""

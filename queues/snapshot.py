@@ -71,12 +71,16 @@ def _resp(*args: bytes) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
 
 
-@functools.lru_cache(maxsize=32)
-def _packed_reads(queues: tuple[QueueRef, ...]) -> bytes:
-    """The whole snapshot pipeline as one RESP byte string, cached per queue list (it only
-    changes when discovery does). Building 12,000 commands through redis-py's Pipeline cost
-    ~4x more CPU than Redis spent answering them."""
-    return b"".join(_resp(cmd, q.base.encode() + suffix, *rest) for q in queues for cmd, suffix, *rest in _QUEUE_READS)
+@functools.lru_cache(maxsize=16384)
+def _packed_queue(queue: QueueRef) -> bytes:
+    """One queue's reads as RESP bytes, cached per queue: building 12,000 commands through
+    redis-py's Pipeline cost ~4x more CPU than Redis spent answering them. Cached per queue
+    (not per list of queues) so memory stays bounded whatever subsets get refreshed."""
+    return b"".join(_resp(cmd, queue.base.encode() + suffix, *rest) for cmd, suffix, *rest in _QUEUE_READS)
+
+
+def _packed_reads(queues: list[QueueRef]) -> bytes:
+    return b"".join(_packed_queue(q) for q in queues)
 
 
 def _raw_pipeline(client: redis.Redis, packed: bytes, replies: int) -> list:
@@ -114,7 +118,7 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
     decides how to show an unreachable connection."""
     if not queues:
         return []
-    raw = _raw_pipeline(client, _packed_reads(tuple(queues)), len(queues) * PER_QUEUE_COMMANDS)
+    raw = _raw_pipeline(client, _packed_reads(queues), len(queues) * PER_QUEUE_COMMANDS)
     now = int(time.time() * 1000)
 
     snapshots = []

@@ -16,7 +16,7 @@ from dashboard.health import run_and_store
 from dashboard.metrics import CONTENT_TYPE, render_metrics
 from dashboard.models import ApiToken
 from tests.servers import run_node
-from tests.test_health import followed_queues, make_queue, queue_state  # noqa: F401 (fixture)
+from tests.test_health import followed_queues, make_queue, queue_state, wait_followed  # noqa: F401 (fixture)
 from tests.test_live_monitor import wait_for
 
 TOKEN = "prom-secret-token-0123456789"
@@ -107,6 +107,7 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
                                                                           redis_server, client, settings):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
     url = redis_server.url(3)
+    wait_followed(running_monitor, "calm")  # events before the monitor follows are not totalled
     run_node("produce.mjs", "complete", url, "calm", "3")
     run_node("produce.mjs", "fail", url, "calm", "2")
     run_node("produce.mjs", "add", url, "calm", "4")
