@@ -265,14 +265,31 @@ class CountingProxy:
 # Queuewatch: daphne + monitor
 
 
-def manage(env: dict, *args: str) -> str:
-    return subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True,
+def manage(env: dict, *args: str, code_dir: Path = ROOT) -> str:
+    return subprocess.run([PY, "manage.py", *args], cwd=code_dir, env=env, check=True, capture_output=True,
                           text=True, timeout=120).stdout.strip()
 
 
+def resolve_ref(ref: str) -> str:
+    """The full commit hash of ``ref``, fixed at start (HEAD may move while a run is going on)."""
+    return subprocess.run(["git", "rev-parse", "--verify", ref + "^{commit}"], cwd=ROOT, check=True, capture_output=True,
+                          text=True, timeout=10).stdout.strip()
+
+
+def export_code(ref: str, dest: Path) -> Path:
+    """Extract the product code of commit ``ref`` (``git archive``, read-only on the repository)
+    into ``dest``, so a run measures a fixed commit even while the working tree is being edited."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, check=True, capture_output=True, timeout=60)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
+    return dest
+
+
 class QueuewatchApp:
-    def __init__(self, procs: Procs, *, monitored_url: str, dashboard_url: str, workdir: Path, tick_ms: int | None):
+    def __init__(self, procs: Procs, *, monitored_url: str, dashboard_url: str, workdir: Path, tick_ms: int | None,
+                 code_dir: Path = ROOT):
         self.procs = procs
+        self.code_dir = code_dir
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
             "DJANGO_SETTINGS_MODULE": "dashboard.settings",
@@ -285,12 +302,12 @@ class QueuewatchApp:
         }
         if tick_ms:
             self.env["QUEUEWATCH_MONITOR_TICK_MS"] = str(tick_ms)
-        manage(self.env, "migrate", "-v0")
-        self.username, self.password = manage(self.env, "demo_user", "--username", "bench").split(" / ")
+        manage(self.env, "migrate", "-v0", code_dir=code_dir)
+        self.username, self.password = manage(self.env, "demo_user", "--username", "bench", code_dir=code_dir).split(" / ")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.daphne = procs.start("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                             "dashboard.asgi:application"], env=self.env)
+                                             "dashboard.asgi:application"], env=self.env, cwd=code_dir)
         self.monitor: Proc | None = None
         deadline = time.monotonic() + 30
         while True:
@@ -302,9 +319,20 @@ class QueuewatchApp:
                     raise RuntimeError("daphne did not start:\n" + self.daphne.tail())
                 time.sleep(0.1)
 
-    def start_monitor(self) -> Proc:
-        self.monitor = self.procs.start("monitor", [PY, "manage.py", "monitor"], env=self.env)
+    def start_monitor(self, *, probe: bool = False) -> Proc:
+        """``manage.py monitor``; with ``probe``, the same monitor under ``bench/monitor_probe.py``
+        (timers around its steps, read with ``probe_snapshot()``)."""
+        args = [PY, str(ROOT / "bench" / "monitor_probe.py")] if probe else [PY, "manage.py", "monitor"]
+        self.monitor = self.procs.start("monitor", args, env=self.env, cwd=self.code_dir, json_stdout=probe)
+        self.probing = probe
         return self.monitor
+
+    def probe_snapshot(self) -> dict | None:
+        """The monitor's step timings since the previous call (None without ``probe``)."""
+        if not getattr(self, "probing", False) or self.monitor is None or not self.monitor.alive():
+            return None
+        self.monitor.send_line("snap")
+        return self.monitor.expect("probe", 10)["probe"]
 
     def stop_monitor(self) -> None:
         if self.monitor is not None:
@@ -406,15 +434,18 @@ class Tab:
                 self.transport.close()
 
 
-def code_version() -> dict:
-    """The commit measured, and any uncommitted changes to product files (figures depend on them)."""
+def code_version(ref: str | None = None) -> dict:
+    """The commit measured, and any uncommitted changes to product files (figures depend on them).
+    With ``ref`` (``--code-ref``) the code was exported from that commit, so nothing is uncommitted."""
     def git(*args):
         try:
             return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
+    if ref:
+        return {"commit": git("rev-parse", "--short", ref), "source": f"git archive {ref}", "uncommitted_product_files": []}
     dirty = [line[3:] for line in git("status", "--porcelain").splitlines() if not line[3:].startswith("bench/")]
-    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_product_files": dirty}
+    return {"commit": git("rev-parse", "--short", "HEAD"), "source": "working tree", "uncommitted_product_files": dirty}
 
 
 def wait_for_monitor(app: "QueuewatchApp", dash: redis.Redis, queues: int, timeout: float = 90) -> float:

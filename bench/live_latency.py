@@ -2,7 +2,7 @@
 fragment containing that job arriving at a websocket client.
 
     .venv/bin/python bench/live_latency.py [--count 220] [--interval-min 100] [--interval-max 200]
-                                           [--variants quiet,loaded] [--tick-ms N]
+                                           [--variants quiet,loaded] [--tabs N] [--tick-ms N] [--probe]
 
 What it starts (loopback only, free ports, all stopped at the end, also on Ctrl-C/SIGTERM/timeout):
 two private ``redis-server`` processes (monitored + dashboard), Queuewatch (daphne +
@@ -25,7 +25,9 @@ plus the split ``event - thrown`` (BullMQ's own work) and ``arrived - event`` (Q
 pipeline: XREAD, 100 ms coalescing, snapshot, list read, render, channel layer, daphne).
 
 Variants: ``quiet`` (only the latency queue), ``loaded`` (additionally ``bench/node/workload.mjs``:
-50 more queues, 100 jobs/s, every 5th failing, started before the measurement and left running).
+50 more queues, 100 jobs/s, every 5th failing, started before the measurement and left running;
+with ``--tabs N``, N more websocket clients are opened first: even ones on a workload queue's
+failed list, odd ones on the overview, like ``redis_load.py``'s clients).
 
 Prints progress to stderr and ONE JSON object with every figure as the last line of stdout.
 """
@@ -45,8 +47,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, Procs, QueuewatchApp, RedisServer, Tab, code_version, install_time_limit,  # noqa: E402
-                      log, percentile)
+from benchlib import (BENCH_NODE, ROOT, Procs, QueuewatchApp, RedisServer, Tab, code_version,  # noqa: E402
+                      export_code, install_time_limit, log, percentile, resolve_ref)
 
 QUEUE = "latency"
 JOB_ID_RE = re.compile(r'data-job-id="([^"]+)"')
@@ -73,6 +75,7 @@ class Bench:
         self.procs = Procs(self.tmp)
         self.servers: list[RedisServer] = []
         self.arrived: dict[str, float] = {}
+        self.extra_tabs: list[Tab] = []
         self.fragments = 0
 
     def on_message(self, tab, html: str, now: float) -> None:
@@ -107,6 +110,7 @@ class Bench:
         log(f"{name}: client has the list ({len(before)} ids seen); failing {a.count} jobs, one every "
             f"{a.interval_min}-{a.interval_max} ms")
         cpu0, t0 = self.app.monitor.cpu_seconds(), time.monotonic()
+        await asyncio.to_thread(self.app.probe_snapshot)  # (with --probe) start a fresh window
         failer.send_line("go")
         thrown: dict[str, float] = {}
         deadline = time.monotonic() + a.count * a.interval_max / 1000 + 60
@@ -121,6 +125,7 @@ class Bench:
             failer.other.clear()
             summary = obj["summary"]
         await asyncio.sleep(2)  # the last fragments
+        probe = await asyncio.to_thread(self.app.probe_snapshot)
         self.procs.stop(failer)
 
         # Redis' time of each failure: the id of its ``failed`` entry in the events stream.
@@ -153,6 +158,8 @@ class Bench:
             "monitor_cpu_pct": round((self.app.monitor.cpu_seconds() - cpu0) / (time.monotonic() - t0) * 100, 1),
             "loadavg_1m": round(os.getloadavg()[0], 2),
         }
+        if probe:
+            res["monitor_probe"] = probe
         s = res["thrown_to_arrival_ms"]
         log(f"{name}: {len(e2e)}/{len(thrown)} arrived; thrown->arrival p50 {s.get('p50')} ms, p95 {s.get('p95')} ms, "
             f"max {s.get('max')} ms; event->arrival p95 {res['event_to_arrival_ms'].get('p95')} ms; missing {len(missing)}")
@@ -164,9 +171,10 @@ class Bench:
         dashboard = RedisServer(self.procs, "redis-dashboard")
         self.servers = [monitored, dashboard]
         self.app = QueuewatchApp(self.procs, monitored_url=monitored.url(), dashboard_url=dashboard.url(),
-                                 workdir=self.tmp, tick_ms=a.tick_ms)
+                                 workdir=self.tmp, tick_ms=a.tick_ms,
+                            code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT)
         self.cookie = self.app.session_cookie()
-        self.app.start_monitor()
+        self.app.start_monitor(probe=a.probe)
         self.tab = None
         log(f"Queuewatch on {self.app.url}; monitored Redis :{monitored.port}, dashboard Redis :{dashboard.port}")
         results = {}
@@ -176,17 +184,30 @@ class Bench:
                 workload = self.procs.start("workload", ["node", "workload.mjs", "--redis", monitored.url(),
                                                          "--queues", "50", "--rate", str(a.load_rate)],
                                             cwd=BENCH_NODE, json_stdout=True)
-                await asyncio.to_thread(workload.expect, "ready", 180)
+                ready = await asyncio.to_thread(workload.expect, "ready", 180)
                 log(f"background workload steady ({a.load_rate} jobs/s over 50 queues); letting the monitor discover it")
                 await asyncio.sleep(15)
+                if a.tabs:
+                    # Other open tabs, laid out like redis_load.py's clients: even ones on a
+                    # workload queue's failed list, odd ones on the overview.
+                    queues = ready["queues"]
+                    for i in range(a.tabs):
+                        path = (f"/ws/queue/default/bull/{queues[(i // 2) % 50]}/?state=failed&list=1" if i % 2 == 0
+                                else "/ws/overview/")
+                        tab = Tab(self.app.url, path, self.cookie)
+                        await tab.connect()
+                        self.extra_tabs.append(tab)
+                    log(f"{a.tabs} more tabs open")
+                    await asyncio.sleep(5)
             results[variant] = await self.run_variant(variant, monitored, warmup_jobs=25 if self.tab is None else 0)
             if not self.app.monitor.alive():
                 raise RuntimeError("monitor exited:\n" + self.app.monitor.tail())
-        await self.tab.close()
+        for tab in [self.tab, *self.extra_tabs]:
+            await tab.close()
         return {
             "bench": "live_latency",
-            "code": code_version(),
-            "config": {"count": a.count, "interval_ms": [a.interval_min, a.interval_max],
+            "code": code_version(self.args.code_ref),
+            "config": {"count": a.count, "interval_ms": [a.interval_min, a.interval_max], "extra_tabs_when_loaded": a.tabs,
                        "monitor_tick_ms": a.tick_ms or "default (2000)", "load_rate": a.load_rate,
                        "path": f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1"},
             "variants": results,
@@ -207,11 +228,19 @@ def main() -> int:
     ap.add_argument("--interval-max", type=int, default=200)
     ap.add_argument("--variants", default="quiet,loaded")
     ap.add_argument("--load-rate", type=int, default=100, help="background jobs/s in the 'loaded' variant")
+    ap.add_argument("--tabs", type=int, default=0,
+                    help="in the 'loaded' variant, open this many more tabs (queue lists and overviews) first")
     ap.add_argument("--tick-ms", type=int, default=None)
+    ap.add_argument("--probe", action="store_true",
+                    help="run the monitor under bench/monitor_probe.py and report where its time goes")
+    ap.add_argument("--code-ref", default=None, metavar="REF",
+                    help="run Queuewatch from this commit (exported with git archive) instead of the working tree")
     ap.add_argument("--time-limit", type=float, default=420)
     args = ap.parse_args()
     args.variants = [v for v in args.variants.split(",") if v]
 
+    if args.code_ref:
+        args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
     bench = Bench(args)
     try:

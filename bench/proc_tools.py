@@ -80,6 +80,13 @@ class Child:
         except OSError:
             return ""
 
+    def log_count(self, needle: str) -> int:
+        try:
+            with open(self.log_path, "rb") as fh:
+                return fh.read().count(needle.encode())
+        except OSError:
+            return 0
+
     def stop(self, timeout: float = 15) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -96,8 +103,9 @@ def start_daphne(env: dict, port: int, logdir: str, app: str = "dashboard.asgi:a
     return Child("daphne", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app], env, logdir)
 
 
-def start_monitor(env: dict, logdir: str) -> Child:
-    return Child("monitor", [PYTHON, "manage.py", "monitor"], env, logdir)
+def start_monitor(env: dict, logdir: str, script: str | None = None, args: tuple[str, ...] = ()) -> Child:
+    """``manage.py monitor [args]``, or a bench script that runs the same command (a what-if variant)."""
+    return Child("monitor", ([PYTHON, script] if script else [PYTHON, "manage.py", "monitor"]) + list(args), env, logdir)
 
 
 def wait_http(url: str, child: Child, timeout: float = 30) -> None:

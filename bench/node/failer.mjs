@@ -19,7 +19,6 @@ const opts = parseArgs(process.argv.slice(2), {
 });
 const connection = connectionFromUrl(opts.redis);
 const queue = new Queue(opts.queue, { connection });
-let measuring = false;
 let failed = 0;
 let warmFailed = 0;
 const thrown = [];
@@ -55,7 +54,6 @@ emit({ ready: true });
 
 const rl = readline.createInterface({ input: process.stdin });
 await new Promise(resolve => rl.once('line', resolve));
-measuring = true;
 const t0 = Date.now();
 for (let seq = 0; seq < opts.count; seq++) {
   await queue.add('probe', { seq, measured: true }, { attempts: 1 });

@@ -1,0 +1,134 @@
+"""Run the Queuewatch monitor exactly like ``manage.py monitor`` does, with timers around its steps.
+
+    python bench/monitor_probe.py          (cwd: the Queuewatch code directory, env as for the monitor)
+
+Used by ``redis_load.py --probe`` and ``live_latency.py --probe`` to say what the monitor spends
+its time on. Nothing in the product is changed: methods are wrapped at run time. Every line
+``snap`` on stdin is answered with one JSON line ``{"probe": {step: {n, total_ms, p50_ms, p95_ms,
+max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
+
+* ``refresh_full`` / ``refresh_dirty``: ``Monitor.refresh`` (with ``queues``: queues per call);
+* ``read_snapshots``, ``currently_stalled``, ``list_jobs``, ``read_watched``: Redis reads;
+* ``render_*``: the fragment renders (Django templates);
+* ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
+* ``flush``, ``discover``, ``lock_extend``, ``handle``: the rest of the loop;
+* ``loop_gap``: the time between two lock extensions (> TTL means leadership is lost).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from dashboard import fragments, live  # noqa: E402
+from dashboard import monitor as mon  # noqa: E402
+from queues import leader  # noqa: E402
+
+_lock = threading.Lock()
+_samples: dict[str, list[float]] = collections.defaultdict(list)
+_sizes: dict[str, list[int]] = collections.defaultdict(list)
+
+
+def record(name: str, seconds: float, size: int | None = None) -> None:
+    with _lock:
+        _samples[name].append(seconds)
+        if size is not None:
+            _sizes[name].append(size)
+
+
+def timed(owner, attr: str, name: str, size=None) -> None:
+    orig = getattr(owner, attr)
+
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            label = name(args, kwargs) if callable(name) else name
+            record(label, time.perf_counter() - t, size(args, kwargs) if size else None)
+
+    setattr(owner, attr, wrapper)
+
+
+def _pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[max(0, min(len(s) - 1, int(-(-p * len(s) // 100)) - 1))]
+
+
+def snap() -> dict:
+    with _lock:
+        samples, sizes = dict(_samples), dict(_sizes)
+        _samples.clear()
+        _sizes.clear()
+    out = {}
+    for name, vals in samples.items():
+        out[name] = {"n": len(vals), "total_ms": round(sum(vals) * 1000, 1), "p50_ms": round(_pct(vals, 50) * 1000, 2),
+                     "p95_ms": round(_pct(vals, 95) * 1000, 2), "max_ms": round(max(vals) * 1000, 1)}
+        if sizes.get(name):
+            out[name]["mean_size"] = round(sum(sizes[name]) / len(sizes[name]), 1)
+    return out
+
+
+# --- wrap the monitor's steps --------------------------------------------------------------------
+M = mon.Monitor
+timed(M, "refresh", lambda a, kw: "refresh_full" if kw.get("full") else "refresh_dirty", size=lambda a, kw: len(a[1]))
+timed(M, "flush", "flush")
+timed(M, "discover", "discover")
+timed(M, "handle", "handle")
+timed(M, "read_watched", "read_watched")
+timed(mon, "read_snapshots", "read_snapshots", size=lambda a, kw: len(a[1]))
+timed(mon, "currently_stalled", "currently_stalled", size=lambda a, kw: len(a[1]))
+timed(mon, "list_jobs", "list_jobs")
+for fn in ("overview_row", "queue_live", "job_table", "job_live", "banner"):
+    if hasattr(fragments, fn):
+        timed(fragments, fn, f"render_{fn}")
+timed(live.Publisher, "publish", "publish")
+
+_last_extend = [None]
+_orig_extend = leader.LeaderLock.extend
+
+
+def _extend(self, *a, **kw):
+    now = time.perf_counter()
+    if _last_extend[0] is not None:
+        record("loop_gap", now - _last_extend[0])
+    t = time.perf_counter()
+    ok = _orig_extend(self, *a, **kw)
+    record("lock_extend", time.perf_counter() - t)
+    if not ok:
+        record("lock_lost", 0.0)
+    _last_extend[0] = time.perf_counter()
+    return ok
+
+
+leader.LeaderLock.extend = _extend
+
+
+def _commands() -> None:
+    for line in sys.stdin:
+        if line.strip() == "snap":
+            print(json.dumps({"probe": snap()}), flush=True)
+
+
+def main() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    threading.Thread(target=_commands, name="probe-commands", daemon=True).start()
+    mon.Monitor(name="monitor", lock_ttl_ms=5000).run(stop)
+
+
+if __name__ == "__main__":
+    main()
