@@ -12,7 +12,11 @@ max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
 * ``render_*``: the fragment renders (Django templates);
 * ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
 * ``flush``, ``discover``, ``lock_extend``, ``handle``: the rest of the loop;
-* ``loop_gap``: the time between two lock extensions (> TTL means leadership is lost).
+* ``lock_extend``/``lock_lost``: leader-lock extensions and failed ones;
+* ``loop_gap``: the time between two lock extensions (before the lock had its own heartbeat
+  thread, > TTL meant leadership was lost);
+* ``loop_stall``: sampled every 0.25 s when the monitor has ``progress`` (the heartbeat era): how
+  long ago the leader loop last started an iteration -- how stale the live view can get.
 """
 
 from __future__ import annotations
@@ -122,12 +126,21 @@ def _commands() -> None:
             print(json.dumps({"probe": snap()}), flush=True)
 
 
+def _sample_progress(m, stop: threading.Event) -> None:
+    while not stop.wait(0.25):
+        progress = getattr(m, "progress", None)
+        if progress is not None:
+            record("loop_stall", max(0.0, time.monotonic() - progress))
+
+
 def main() -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=_commands, name="probe-commands", daemon=True).start()
-    mon.Monitor(name="monitor", lock_ttl_ms=5000).run(stop)
+    m = mon.Monitor(name="monitor", lock_ttl_ms=5000)
+    threading.Thread(target=_sample_progress, args=(m, stop), name="probe-progress", daemon=True).start()
+    m.run(stop)
 
 
 if __name__ == "__main__":

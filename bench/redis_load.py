@@ -3,6 +3,7 @@ open browser tabs, 50 queues under a steady BullMQ workload.
 
     .venv/bin/python bench/redis_load.py [--queues 50] [--rate 100] [--clients 1,10,50]
                                          [--seconds 30] [--warmup 5] [--spread distinct|same]
+                                         [--probe] [--code-ref REF] [--tools bullboard,queuewatch]
 
 What it starts (all on loopback, free ports, stopped at the end, also on Ctrl-C/SIGTERM/timeout)
 ------------------------------------------------------------------------------------------------
@@ -45,11 +46,22 @@ with 1, 10, 50 tabs (tabs are added, never removed), bull-board stopped, Queuewa
 clients, then 1, 10, 50 clients, monitor stopped, baseline again. Each measured window is
 ``--seconds`` long and follows ``--warmup`` seconds after the client count changed.
 
-Primary figure: ``INFO commandstats`` call deltas on the monitored Redis over the window, INFO calls
-excluded, per second, minus the mean of the two baselines (per command and in total). Commands run
-inside Lua scripts are counted by ``commandstats`` too (verified on Redis 7.0), so bull-board's net
-figure includes what its ``getCounts`` etc. scripts execute; Queuewatch runs no Lua on the
-monitored Redis. The proxy counts (top-level commands only, no subtraction) are reported alongside.
+Primary figure (``net_cmds_per_s``): ``INFO commandstats`` call deltas on the monitored Redis over
+the window, INFO calls excluded, per second, minus the workload's own traffic. The workload part is
+the mean of the two baselines, scaled by the window's XADD rate over the baselines' (XADD -- BullMQ's
+event writes inside its scripts -- comes from the workload only; on a busy machine the workload can
+fall a little behind, and this keeps that out of the dashboards' figures). Commands run inside Lua
+scripts are counted by ``commandstats`` too (verified on Redis 7.0), so bull-board's net figure
+includes what its ``getCounts`` etc. scripts execute; Queuewatch runs no Lua on the monitored Redis.
+Cross-check (``proxy_cmds_per_s``): each tool reaches the monitored Redis through its own counting
+proxy (``resp_proxy.py``), which counts its top-level commands exactly, with no subtraction.
+
+Also reported: bull-board's cost per poll and the share of requested polls its server managed to
+serve; CPU of every process; and with ``--probe`` the monitor's step timings
+(``monitor_probe.py``: how long a refresh takes, how many queues it covers, renders, publishes,
+gaps between leader-lock extensions), which shows whether the monitor kept up. ``--code-ref REF``
+runs Queuewatch from a commit (``git archive``) instead of the working tree; ``--tools`` measures
+one tool only; ``--spread same`` puts every queue tab on one queue.
 
 Prints progress to stderr and ONE JSON object with every figure as the last line of stdout.
 """
@@ -387,7 +399,9 @@ class Bench:
                 saturated[n] = {"refresh_dirty_per_s": round(rd["n"] / e["seconds"], 2), "refresh_dirty_p50_ms": rd["p50_ms"],
                                 "refresh_dirty_p95_ms": rd["p95_ms"], "queues_per_refresh": rd.get("mean_size"),
                                 "lock_lost": pr.get("lock_lost", {}).get("n", 0),
-                                "max_gap_between_lock_extensions_ms": pr.get("loop_gap", {}).get("max_ms")}
+                                "max_gap_between_lock_extensions_ms": pr.get("loop_gap", {}).get("max_ms"),
+                                "loop_stall_p95_ms": pr.get("loop_stall", {}).get("p95_ms"),
+                                "loop_stall_max_ms": pr.get("loop_stall", {}).get("max_ms")}
 
         # Derived: what the monitor did per second (exact proxy counts; see dashboard/monitor.py).
         derived = {}
