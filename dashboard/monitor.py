@@ -39,7 +39,7 @@ from queues.events import EventsFollower
 from queues.jobs import read_job_live
 from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.leader import LeaderLock
-from queues.listing import list_jobs
+from queues.listing import first_page_ids, list_jobs
 from queues.signals import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot, read_snapshots
 from queues.stalls import currently_stalled
@@ -148,6 +148,7 @@ class QueueState:
     gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
     display_key: tuple | None = None  # what the published fragments show (see display_key())
     fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
+    list_keys: dict[str, tuple] = field(default_factory=dict)  # state -> what its page 1 showed
     job_states: dict[str, str] = field(default_factory=dict)  # last seen state of watched jobs
     signals: QueueSignals | None = None  # the latest, for the published state (metrics, health)
     # Events counted since this monitor started leading (Prometheus handles the reset when
@@ -432,10 +433,17 @@ class Monitor:
                 continue
             try:
                 if kind == "list" and parts[3] in BROWSABLE_STATES:
-                    if changed or st.touched_jobs or parts[3] not in st.fresh_lists:
-                        page = list_jobs(client, q, parts[3], page=1, page_size=fragments.LIVE_PAGE_SIZE)
-                        self.publisher.publish(live.list_group(q, parts[3]), *fragments.job_table(q, page, st.stalled_now))
-                        st.fresh_lists.add(parts[3])
+                    state = parts[3]
+                    if changed or st.touched_jobs or state not in st.fresh_lists:
+                        # Which jobs are on page 1 decides whether the list changed; only then
+                        # read their fields and render (most events touch other jobs).
+                        ids = first_page_ids(client, q, state, fragments.LIVE_PAGE_SIZE)
+                        list_key = (ids, tuple(st.stalled_now), sig.snapshot.counts.get(state))
+                        if state not in st.fresh_lists or st.list_keys.get(state) != list_key:
+                            page = list_jobs(client, q, state, page=1, page_size=fragments.LIVE_PAGE_SIZE)
+                            self.publisher.publish(live.list_group(q, state), *fragments.job_table(q, page, st.stalled_now))
+                            st.fresh_lists.add(state)
+                            st.list_keys[state] = list_key
                 elif kind == "job":
                     job_id = parts[3]
                     last_state = st.job_states.get(job_id)

@@ -34,6 +34,9 @@ class Event:
         return self.fields.get("jobId", "")
 
 
+GAP_CHECK_BATCH = 50
+
+
 def _id_tuple(stream_id: str) -> tuple[int, int]:
     ms, _, seq = stream_id.partition("-")
     return int(ms), int(seq or 0)
@@ -46,12 +49,15 @@ class EventsFollower:
         self.block_ms = block_ms
         self.count = count
         self.last_ids: dict[QueueRef, str] = {}
+        self._check_next: set[QueueRef] = set()  # queues whose next batch gets a gap check
 
     def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str] | None = None) -> list[QueueRef]:
         """Set the queues to follow. A queue not followed before starts at ``start_ids`` (a
         saved cursor) or at the current end of its stream. Returns newly added queues."""
         start_ids = start_ids or {}
         wanted = set(queues)
+        # Resuming from a saved cursor: the stream may have been trimmed past it meanwhile.
+        self._check_next.update(q for q in queues if q in start_ids and q not in self.last_ids)
         for q in list(self.last_ids):
             if q not in wanted:
                 del self.last_ids[q]
@@ -87,7 +93,12 @@ class EventsFollower:
                 decoded = {to_text(k): to_text(v) for k, v in fields.items()}
                 events.append(Event(q, sid, decoded.get("event", ""), decoded))
             self.last_ids[q] = to_text(entries[-1][0])
-            touched.append((q, previous))
+            # A gap needs the stream to outgrow its MAXLEN between two reads, so only a resumed
+            # cursor or a burst (a large batch) can have one: check those, not every batch,
+            # which would cost an XRANGE per active stream per read.
+            if q in self._check_next or len(entries) >= min(self.count, GAP_CHECK_BATCH):
+                touched.append((q, previous))
+                self._check_next.discard(q)
         return events, self._trimmed(touched)
 
     def _trimmed(self, touched: list[tuple[QueueRef, str]]) -> dict[QueueRef, tuple[int, int]]:
