@@ -22,7 +22,7 @@ from queues import health
 from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, run_checks
 from queues.keys import QueueRef
 from tests.servers import NODE_DIR, RedisServer, ensure_node_modules, free_port, run_node
-from tests.test_live_monitor import wait_for
+from tests.test_live_monitor import run_monitor_until, wait_for
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -474,16 +474,6 @@ def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_set
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
     q = QueueRef("default", "bull", "trimmy")
 
-    def run_monitor_until(predicate):
-        stop = threading.Event()
-        monitor = Monitor(tick=0.3, name="trim-monitor", lock_ttl_ms=2000)
-        thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-        thread.start()
-        try:
-            wait_for(lambda: predicate(monitor), timeout=20)
-        finally:
-            stop.set()
-            thread.join(15)
 
     run_monitor_until(lambda m: m.stats["ticks"] >= 2 and m.applied_cursors.get(q))
     r = result(run_checks(live_setup, [q], live.read_state(live_setup), now_ms()), "queue.events_trimmed")

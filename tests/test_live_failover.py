@@ -19,7 +19,7 @@ from dashboard.registry import get_registry
 from queues.keys import QueueRef
 from queues.snapshot import read_snapshots
 from tests.servers import ROOT, run_node
-from tests.test_live_monitor import wait_for
+from tests.test_live_monitor import run_monitor_until, wait_for
 
 pytestmark = pytest.mark.node
 
@@ -100,17 +100,6 @@ def test_trimmed_stream_is_detected_and_reconciled(live_setup, redis_server):
     url = redis_server.url(3)
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
 
-    def run_monitor_until(predicate):
-        stop = threading.Event()
-        monitor = Monitor(tick=0.3, name="trim-monitor", lock_ttl_ms=2000)
-        thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-        thread.start()
-        try:
-            wait_for(lambda: predicate(monitor), timeout=20)
-        finally:
-            stop.set()
-            thread.join(15)
-        return monitor
 
     def completed_total():
         return sum(QueuePoint.objects.filter(queue="trimmy", resolution=60).values_list("completed", flat=True))

@@ -43,6 +43,24 @@ def wait_for(predicate, timeout=15.0, interval=0.1):
         time.sleep(interval)
     raise AssertionError("condition not met in time")
 
+def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monitor", timeout=20):
+    """Run a Monitor in a thread until ``predicate(monitor)`` holds, then stop it cleanly."""
+    import threading
+
+    from dashboard.monitor import Monitor
+
+    stop = threading.Event()
+    monitor = Monitor(tick=tick, name=name, lock_ttl_ms=lock_ttl_ms)
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: predicate(monitor), timeout=timeout)
+    finally:
+        stop.set()
+        thread.join(15)
+    return monitor
+
+
 
 @pytest.mark.asyncio
 async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_server, client, user):
