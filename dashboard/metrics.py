@@ -97,19 +97,29 @@ def _queue_labels(q: dict) -> dict:
     return {"connection": q.get("connection", ""), "prefix": q.get("prefix", ""), "queue": q.get("name", "")}
 
 
+def freshness(x, name: str, doc: dict | None, time_field: str, now_ms: int, *, present: str, timestamp: str, age: str) -> None:
+    """``<name>_present``, and when the document exists its ``_timestamp_seconds`` and
+    ``_age_seconds``: how a scraper tells "no data" and "stale data" from "all zero"."""
+    x.family(f"{name}_present", "gauge", present)
+    x.sample(f"{name}_present", None, 1 if doc else 0)
+    if doc:
+        at = int(doc.get(time_field) or 0)
+        x.family(f"{name}_timestamp_seconds", "gauge", timestamp)
+        x.sample(f"{name}_timestamp_seconds", None, at / 1000)
+        x.family(f"{name}_age_seconds", "gauge", age)
+        x.sample(f"{name}_age_seconds", None, max(0, now_ms - at) / 1000)
+
+
 def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int) -> str:
     """The exposition text for a state document and a stored health report (either may be
     None). Pure: everything it shows comes from its arguments."""
     x = Exposition()
 
-    x.family("queuewatch_monitor_state_present", "gauge", "1 if a leading monitor's state document is available.")
-    x.sample("queuewatch_monitor_state_present", None, 1 if state else 0)
+    freshness(x, "queuewatch_monitor_state", state, "taken_at", now_ms,
+              present="1 if a leading monitor's state document is available.",
+              timestamp="When the monitor took the state document (Unix time).",
+              age="Age of the monitor's state document at scrape time.")
     if state:
-        taken = int(state.get("taken_at") or 0)
-        x.family("queuewatch_monitor_state_timestamp_seconds", "gauge", "When the monitor took the state document (Unix time).")
-        x.sample("queuewatch_monitor_state_timestamp_seconds", None, taken / 1000)
-        x.family("queuewatch_monitor_state_age_seconds", "gauge", "Age of the monitor's state document at scrape time.")
-        x.sample("queuewatch_monitor_state_age_seconds", None, max(0, now_ms - taken) / 1000)
         x.family("queuewatch_connection_up", "gauge", "1 if the monitor reaches the monitored Redis connection.")
         for name, conn in sorted((state.get("connections") or {}).items()):
             x.sample("queuewatch_connection_up", {"connection": name}, 1 if conn.get("ok") else 0)
@@ -153,14 +163,11 @@ def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int) -> 
             x.sample("queuewatch_queue_stream_gaps_total", labels, int(q.get("stream_gaps") or 0),
                      family="queuewatch_queue_stream_gaps")
 
-    x.family("queuewatch_health_present", "gauge", "1 if a stored health-check report is available.")
-    x.sample("queuewatch_health_present", None, 1 if health_doc else 0)
+    freshness(x, "queuewatch_health", health_doc, "checked_at", now_ms,
+              present="1 if a stored health-check report is available.",
+              timestamp="When the stored health checks ran (Unix time).",
+              age="Age of the stored health-check report at scrape time.")
     if health_doc:
-        checked = int(health_doc.get("checked_at") or 0)
-        x.family("queuewatch_health_timestamp_seconds", "gauge", "When the stored health checks ran (Unix time).")
-        x.sample("queuewatch_health_timestamp_seconds", None, checked / 1000)
-        x.family("queuewatch_health_age_seconds", "gauge", "Age of the stored health-check report at scrape time.")
-        x.sample("queuewatch_health_age_seconds", None, max(0, now_ms - checked) / 1000)
         x.family("queuewatch_check_failing", "gauge",
                  "1 if the check fails, 0 if it passes or is unknown (label kind: the check's stable id).")
         x.family("queuewatch_check_unknown", "gauge", "1 if the check could not be decided (e.g. no monitor state).")
