@@ -30,7 +30,7 @@ import redis
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
-from dashboard import fragments, live
+from dashboard import fragments, health, live
 from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
 from dashboard.signals import QueueSignals, build_signals, display_key
@@ -118,7 +118,9 @@ class FollowerThread(threading.Thread):
                 backoff = 0.5
                 if events or gaps:
                     self.out.put(("events", self.conn_name, (events, gaps)))
-            except redis.RedisError as exc:
+            except Exception as exc:  # noqa: BLE001 - a follower must never die silently
+                if not isinstance(exc, redis.RedisError):
+                    log.exception("follower %s: unexpected error; reconnecting", self.conn_name)
                 # Keep the cursors across reconnects: resume where we were and let the gap
                 # check tell us if the stream was trimmed meanwhile.
                 cursors = dict(self.follower.last_ids) if self.follower else {}
@@ -551,8 +553,6 @@ class Monitor:
     def run_health_checks(self) -> None:
         """The production-readiness checks on the monitor's schedule; the stored report feeds
         the health page's summary, the overview and /metrics."""
-        from dashboard import health
-
         try:
             health.run_and_store()
         except Exception:

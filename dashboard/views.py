@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import redis
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
@@ -9,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import reads
+from dashboard import health, live, reads
 from dashboard.errors import page_errors
 from dashboard.fragments import LIVE_PAGE_SIZE
 from dashboard.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
@@ -46,11 +47,9 @@ def overview(request):
 
 def stored_health_summary() -> dict | None:
     """Failing checks from the last stored health report (the monitor runs them every minute)."""
-    from dashboard import health, live
-
     try:
         report = health.read_stored(live.dashboard_redis())
-    except Exception:
+    except redis.RedisError:  # no dashboard Redis, or it is down: the page works without it
         return None
     if not report:
         return None

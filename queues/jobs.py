@@ -14,8 +14,9 @@ from typing import Any
 import redis
 
 from .errors import JobNotFound
-from .keys import QueueRef, STATE_KEYS
+from .keys import QueueRef
 from .redact import Redactor
+from .stalls import STALLED_LIMIT_REASON
 from .text import first_line, to_int, to_text
 
 # Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
@@ -24,7 +25,6 @@ SUMMARY_FIELDS = (
     "name", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc",
     "opts", "delay", "priority", "failedReason", "rjk", "deid", "parentKey", "defa",
 )
-STALLED_LIMIT_REASON = "job stalled more than allowable limit"
 
 
 @dataclass

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from .stalls import STALLED_LIMIT_REASON
+
 MINUTE_MS = 60_000
 COUNTERS = ("completed", "failed", "stalled", "added", "stall_failed")
 
@@ -68,7 +70,7 @@ def count_event(series: QueueSeries, name: str, ts_ms: int, fields_: dict) -> bo
         b.completed += 1
     elif name == "failed":
         b.failed += 1
-        if fields_.get("failedReason") == "job stalled more than allowable limit":
+        if fields_.get("failedReason") == STALLED_LIMIT_REASON:
             b.stall_failed += 1
     elif name == "stalled":
         b.stalled += 1

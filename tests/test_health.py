@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import select
 import subprocess
-import threading
 import time
 
 import pytest
@@ -17,7 +16,6 @@ from redis.retry import Retry
 from django.urls import reverse
 
 from dashboard import live
-from dashboard.monitor import Monitor
 from queues import health
 from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, run_checks
 from queues.keys import QueueRef

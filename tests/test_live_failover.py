@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from dashboard.monitor import Monitor
 from dashboard.models import QueuePoint
 from dashboard.registry import get_registry
 from queues.keys import QueueRef
