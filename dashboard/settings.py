@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "channels",
     "template_partials",
     "dashboard",
+    "dashboard.alerts",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class AlertsConfig(AppConfig):
+    name = "dashboard.alerts"
+    label = "alerts"
+    verbose_name = "Queuewatch alerting"
+    default_auto_field = "django.db.models.BigAutoField"
