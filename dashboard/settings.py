@@ -71,6 +71,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.roles.context",
             ],
         },
     },
@@ -157,6 +158,8 @@ QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq",
 QUEUEWATCH_DLQ_MAP = dict(
     pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair
 )
+# Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
+QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
 QUEUEWATCH_HISTORY_MINUTE_DAYS = env_int("QUEUEWATCH_HISTORY_MINUTE_DAYS", 7, minimum=1)
 QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minimum=1)
