@@ -161,6 +161,9 @@ QUEUEWATCH_DLQ_MAP = dict(
 # Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
 QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
+# Between exact snapshots the monitor keeps counts current from the events stream; a snapshot
+# corrects whatever events cannot tell (trimmed finished sets, prioritized vs waiting).
+QUEUEWATCH_RECONCILE_MS = env_int("QUEUEWATCH_RECONCILE_MS", 10000, minimum=200)
 QUEUEWATCH_HISTORY_MINUTE_DAYS = env_int("QUEUEWATCH_HISTORY_MINUTE_DAYS", 7, minimum=1)
 QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minimum=1)
 
