@@ -7,8 +7,12 @@ import datetime
 import hashlib
 import hmac
 import json
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -347,3 +351,37 @@ def test_unreachable_or_unconfigured_mail_server_is_retried(settings):
     assert sender.send_due(now=timezone.now() + sender.RETRY_CAP) == 0
     row.refresh_from_db()
     assert row.state == Notification.PENDING and "Cannot reach the mail server 127.0.0.1" in row.last_error
+
+
+def test_prune_outbox_drops_old_finished_rows_and_their_log_but_never_waiting_ones(receiver):
+    channel = webhook(receiver.url)
+    old = timezone.now() - sender.KEEP_FINISHED - datetime.timedelta(days=1)
+    sent, waiting, recent = notify(channel, 1, at=old), notify(channel, 2, at=old), notify(channel, 3)
+    sender.attempt(sender.Candidate(sent.id, channel.id, Notification.PENDING, 0), now=timezone.now())
+    Notification.objects.filter(id=recent.id).update(state=Notification.SENT)
+    assert DeliveryAttempt.objects.filter(notification=sent).exists()
+
+    assert sender.prune_outbox() == 1
+    assert set(Notification.objects.values_list("id", flat=True)) == {waiting.id, recent.id}
+    assert not DeliveryAttempt.objects.filter(notification_id=sent.id).exists()
+
+
+def _settings_in_a_fresh_process(tmp_path, **env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))}
+    code = ("import django, json; django.setup(); from django.conf import settings as s; print(json.dumps("
+            "[s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_HOST_PASSWORD, s.EMAIL_USE_TLS, s.EMAIL_USE_SSL, s.QUEUEWATCH_BASE_URL]))")
+    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent, capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",
+                               "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", **env})
+
+
+def test_smtp_settings_come_from_the_environment_with_the_password_from_a_file(tmp_path):
+    (tmp_path / "smtp-password").write_text("p4ss-from-file\n")
+    result = _settings_in_a_fresh_process(tmp_path, QUEUEWATCH_SMTP_HOST="mail.example.test", QUEUEWATCH_SMTP_PORT="465",
+                                          QUEUEWATCH_SMTP_PASSWORD_FILE=str(tmp_path / "smtp-password"),
+                                          QUEUEWATCH_BASE_URL="https://qw.example.test/")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ["mail.example.test", 465, "p4ss-from-file", False, True, "https://qw.example.test"]
+
+    bad = _settings_in_a_fresh_process(tmp_path, QUEUEWATCH_BASE_URL="qw.example.test")
+    assert bad.returncode != 0 and "QUEUEWATCH_BASE_URL must start with http:// or https://" in bad.stderr

@@ -188,3 +188,17 @@ def send_test(*, channel: Channel, requested_by: str, now: datetime.datetime | N
         created_at=now, next_attempt_at=now,
     )
     return _deliver_claimed(Notification.objects.select_related("channel").get(id=notification.id), now=now)
+
+
+KEEP_FINISHED = datetime.timedelta(days=30)
+
+
+def prune_outbox(*, now: datetime.datetime | None = None, keep: datetime.timedelta = KEEP_FINISHED) -> int:
+    """Delete sent and failed notifications older than ``keep``, with their delivery log (rows
+    still waiting are never touched). Returns how many notifications went. For the monitor's
+    scheduler, next to history pruning."""
+    now = now or timezone.now()
+    old = Notification.objects.filter(state__in=[Notification.SENT, Notification.FAILED], created_at__lt=now - keep)
+    ids = list(old.values_list("id", flat=True)[:10_000])  # bounded, so one run never holds a long lock
+    Notification.objects.filter(id__in=ids).delete()
+    return len(ids)
