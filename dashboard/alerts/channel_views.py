@@ -86,7 +86,7 @@ def channel_delete(request, channel):
         messages.success(request, f"Channel “{channel.name}” deleted, with its outbox and delivery log.")
         return redirect("channels")
     return render(request, "alerts/channel_delete.html",
-                  {"channel": channel, "queued": channel.notifications.exclude(state=Notification.SENT).count()})
+                  {"channel": channel, "queued": channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).count()})
 
 
 @role_required(ADMIN)

@@ -61,13 +61,14 @@ def message_for(notification) -> Message:
     first alert's page, else the overview), and the channel's name."""
     from django.conf import settings
 
-    alerts = [a for a in notification.payload.get("alerts") or [] if isinstance(a, dict)]
-    link = next((absolute_url(a["url"]) for a in alerts if a.get("url") and absolute_url(a["url"])), None)
+    payload = notification.payload if isinstance(notification.payload, dict) else {}
+    links = (absolute_url(a.get("url")) for a in payload.get("alerts") or [] if isinstance(a, dict))
+    link = next((url for url in links if url), None)
     return Message(
         idempotency_key=notification.idempotency_key,
         kind=notification.kind,
         subject=notification.subject,
-        payload=notification.payload if isinstance(notification.payload, dict) else {},
+        payload=payload,
         channel=notification.channel.name,
         created_at=notification.created_at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         link=link or absolute_url("/"),
