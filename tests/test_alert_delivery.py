@@ -213,7 +213,9 @@ def test_a_sender_that_lost_its_lease_cannot_overwrite_the_outcome(receiver):
     late = sender._deliver_claimed(hung, now=later)  # A wakes up: its result must not count
 
     row.refresh_from_db()
-    assert row.state == Notification.SENT and row.attempts == 2 and late.number == 1
+    channel.refresh_from_db()
+    assert row.state == Notification.SENT and row.attempts == 2 and late.number == 1 and not late.ok
+    assert channel.last_error == ""  # the stale failure is logged, but does not mark the channel
     assert receiver.keys() == [row.idempotency_key] * 2  # the only duplicate: same key
 
 

@@ -127,14 +127,19 @@ def _deliver_claimed(notification: Notification, *, now: datetime.datetime) -> D
     message = error.message + (f" (gave up after {notification.attempts} attempts)" if gave_up else "")
     if will_retry:
         next_at = now + retry_delay(attempts=notification.attempts, retry_after=error.retry_after)
-        mine.update(state=Notification.PENDING, next_attempt_at=next_at, claimed_until=None, last_error=message)
-        # The receiver is most likely down for every row of this channel: hold the others back
-        # to the same moment rather than spending a timeout on each of them now.
-        Notification.objects.filter(channel_id=notification.channel_id, state=Notification.PENDING,
-                                    next_attempt_at__lt=next_at).exclude(id=notification.id).update(next_attempt_at=next_at)
+        finished = mine.update(state=Notification.PENDING, next_attempt_at=next_at, claimed_until=None, last_error=message)
     else:
-        mine.update(state=Notification.FAILED, claimed_until=None, last_error=message)
-    channel_rows.update(last_error=message, last_error_at=now)
+        finished = mine.update(state=Notification.FAILED, claimed_until=None, last_error=message)
+    if not finished:
+        logger.warning("notification %s was re-claimed while being sent (lease ran out); this failure is only logged",
+                       notification.id)
+    else:
+        channel_rows.update(last_error=message, last_error_at=now)
+        if will_retry:
+            # The receiver is most likely down for every row of this channel: hold the others
+            # back to the same moment rather than spending a timeout on each of them now.
+            Notification.objects.filter(channel_id=notification.channel_id, state=Notification.PENDING,
+                                        next_attempt_at__lt=next_at).exclude(id=notification.id).update(next_attempt_at=next_at)
     return _log(notification, now=now, ok=False, will_retry=will_retry, detail=message, duration_ms=duration_ms)
 
 
