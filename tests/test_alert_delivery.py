@@ -229,6 +229,7 @@ def test_backoff_grows_exponentially_with_jitter_up_to_the_cap():
         assert len(delays) > 1  # jittered
     assert sender.retry_delay(attempts=1, retry_after=90).total_seconds() >= 90
     assert sender.retry_delay(attempts=1, retry_after=86400).total_seconds() == cap
+    assert cap / 2 <= sender.retry_delay(attempts=5000).total_seconds() <= cap  # a row sent again many times
 
 
 def test_gives_up_after_a_day():

@@ -60,13 +60,14 @@ class ChannelForm(forms.Form):
     to = forms.CharField(label="Recipients", required=False, widget=forms.Textarea(attrs={"rows": 3}),
                          help_text="Email addresses, one per line or separated by commas.")
     url = forms.CharField(label="URL", required=False, max_length=2000, help_text="http:// or https://")
-    shape = forms.ChoiceField(label="Payload", choices=SHAPE_CHOICES, initial="queuewatch")
+    shape = forms.ChoiceField(label="Payload", choices=SHAPE_CHOICES, initial="queuewatch", required=False)
     template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
                                help_text="For “Custom template”: " + ", ".join(f"${n}" for n in PLACEHOLDERS) + ".")
     content_type = forms.CharField(label="Content type", required=False, initial="application/json", max_length=100)
     headers = forms.CharField(label="Custom headers", required=False, widget=forms.Textarea(attrs={"rows": 3}),
                               help_text=f"One “Name: value” per line. Stored values are not shown: {KEEP} keeps one.")
-    timeout_s = forms.IntegerField(label="Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S, initial=DEFAULT_TIMEOUT_S)
+    timeout_s = forms.IntegerField(label="Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S, initial=DEFAULT_TIMEOUT_S,
+                                   required=False)
     secret = forms.CharField(label="Signing secret", required=False, max_length=200,
                              widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}))
     clear_secret = forms.BooleanField(label="Remove the stored secret", required=False)

@@ -52,7 +52,8 @@ def retry_delay(*, attempts: int, retry_after: float | None = None, rng: random.
     capped at ``RETRY_CAP``, times a random factor in [0.5, 1] so that many notifications
     failing together do not retry in lockstep; never less than the receiver's ``Retry-After``
     (itself capped)."""
-    ceiling = min(RETRY_BASE.total_seconds() * 2 ** max(attempts - 1, 0), RETRY_CAP.total_seconds())
+    doublings = min(max(attempts - 1, 0), 30)  # far past the cap already; avoids float overflow
+    ceiling = min(RETRY_BASE.total_seconds() * 2 ** doublings, RETRY_CAP.total_seconds())
     seconds = ceiling * (rng or random).uniform(0.5, 1.0)
     if retry_after is not None:
         seconds = max(seconds, min(retry_after, RETRY_CAP.total_seconds()))
