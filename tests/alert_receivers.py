@@ -21,14 +21,15 @@ class Received:
 
 class WebhookReceiver:
     """``answers`` is a queue of planned answers, one per request (an HTTP status, a
-    ``(status, headers)`` pair, or ``"drop"``: read the request, then close the connection
-    without answering, as a receiver does when it crashes after acting). When it is empty,
-    requests get 200."""
+    ``(status, headers)`` pair, ``"drop"``: read the request, then close the connection
+    without answering, as a receiver does when it crashes after acting, or ``"hang"``: do not
+    answer until ``release`` is set or 5 s pass). When it is empty, requests get 200."""
 
     def __init__(self):
         self.port = free_port()
         self.received: list[Received] = []
         self.answers: list = []
+        self.release = threading.Event()
         self._server = None
 
     @property
@@ -44,6 +45,10 @@ class WebhookReceiver:
                 receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 answer = receiver.answers.pop(0) if receiver.answers else 200
                 if answer == "drop":
+                    self.close_connection = True
+                    return
+                if answer == "hang":  # longer than the sender's timeout, then give up
+                    receiver.release.wait(5)
                     self.close_connection = True
                     return
                 status, headers = answer if isinstance(answer, tuple) else (answer, {})
@@ -63,6 +68,7 @@ class WebhookReceiver:
         return self
 
     def stop(self) -> None:
+        self.release.set()
         if self._server:
             self._server.shutdown()
             self._server.server_close()

@@ -388,3 +388,37 @@ def test_smtp_settings_come_from_the_environment_with_the_password_from_a_file(t
 
     bad = _settings_in_a_fresh_process(tmp_path, QUEUEWATCH_BASE_URL="qw.example.test")
     assert bad.returncode != 0 and "QUEUEWATCH_BASE_URL must start with http:// or https://" in bad.stderr
+
+
+def test_a_channel_deleted_while_sending_does_not_break_the_sender(receiver):
+    channel = webhook(receiver.url)
+    notify(channel)
+    now = timezone.now()
+    [candidate] = sender.due_candidates(now=now, limit=10)
+    claimed = sender._claim(candidate, now=now)
+    Channel.objects.filter(id=channel.id).delete()  # an admin deletes it mid-send
+
+    result = sender._deliver_claimed(claimed, now=now)
+    assert result.ok and result.pk is None and not DeliveryAttempt.objects.exists()
+    assert sender.attempt(candidate, now=now) is None  # nothing left to claim
+
+
+def test_a_receiver_that_hangs_times_out_and_is_retried(receiver):
+    channel = webhook(receiver.url, timeout_s=1)
+    row = notify(channel)
+    receiver.answers = ["hang"]
+    assert sender.send_due() == 0
+    row.refresh_from_db()
+    assert row.state == Notification.PENDING and row.last_error.startswith("No answer from http://127.0.0.1:")
+    assert "within 1 s" in row.last_error
+
+
+def test_retry_after_in_both_forms():
+    from email.utils import format_datetime
+
+    from dashboard.alerts.webhook_notifier import _retry_after
+
+    assert _retry_after("120") == 120
+    in_a_minute = format_datetime(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60), usegmt=True)
+    assert 50 < _retry_after(in_a_minute) <= 60
+    assert _retry_after("soon") is None and _retry_after(None) is None

@@ -30,6 +30,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -85,9 +86,8 @@ def _claim(candidate: Candidate, *, now: datetime.datetime) -> Notification | No
     """Take the row if nobody else has since the candidate was read; None if someone has."""
     rows = Notification.objects.filter(_due(now), id=candidate.id, state=candidate.state, attempts=candidate.attempts)
     won = rows.update(state=Notification.SENDING, attempts=F("attempts") + 1, claimed_until=now + CLAIM_LEASE)
-    if not won:
-        return None
-    return Notification.objects.select_related("channel").get(id=candidate.id)
+    # None too if the row was deleted (with its channel) between the claim and this read.
+    return Notification.objects.select_related("channel").filter(id=candidate.id).first() if won else None
 
 
 def _deliver(notification: Notification) -> tuple[str | None, DeliveryError | None]:
@@ -145,9 +145,18 @@ def _deliver_claimed(notification: Notification, *, now: datetime.datetime) -> D
 
 
 def _log(notification: Notification, *, now, ok: bool, detail: str, duration_ms: int, will_retry: bool = False) -> DeliveryAttempt:
-    return DeliveryAttempt.objects.create(notification=notification, channel_id=notification.channel_id,
-                                          number=notification.attempts, at=now, ok=ok, will_retry=will_retry,
-                                          detail=detail[:2000], duration_ms=duration_ms)
+    entry = DeliveryAttempt(notification_id=notification.id, channel_id=notification.channel_id,
+                            number=notification.attempts, at=now, ok=ok, will_retry=will_retry,
+                            detail=detail[:2000], duration_ms=duration_ms)
+    # The channel (and with it this row) may have been deleted while it was being sent: then the
+    # attempt is returned to the caller but not stored (there is no log left to store it in).
+    if Notification.objects.filter(id=notification.id).exists():
+        try:
+            with transaction.atomic():
+                entry.save()
+        except IntegrityError:
+            logger.info("notification %s was deleted while being sent; attempt not logged", notification.id)
+    return entry
 
 
 def send_due(*, now: datetime.datetime | None = None, limit: int = 100) -> int:
