@@ -422,3 +422,10 @@ def test_retry_after_in_both_forms():
     in_a_minute = format_datetime(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60), usegmt=True)
     assert 50 < _retry_after(in_a_minute) <= 60
     assert _retry_after("soon") is None and _retry_after(None) is None
+
+
+def test_origin_shows_no_credentials_path_or_query():
+    from dashboard.alerts.webhook_notifier import origin
+
+    assert origin("https://user:pw@hooks.example.test:8443/services/T0KEN?key=k") == "https://hooks.example.test:8443"
+    assert origin("http://hooks.example.test:notaport/x") == "http://hooks.example.test"

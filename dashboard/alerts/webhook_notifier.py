@@ -49,8 +49,14 @@ def retryable_status(status: int) -> bool:
 
 
 def origin(url: str) -> str:
+    """Scheme, host and port of a URL: what errors and pages may show of a webhook address
+    (never the user, password, path or query, where tokens live)."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: show none rather than fail
+        port = None
+    return f"{parts.scheme}://{parts.hostname or ''}" + (f":{port}" if port else "")
 
 
 def webhook_body(*, message: Message, config: dict) -> tuple[bytes, str]:
