@@ -237,3 +237,17 @@ def test_admin_lists_notifications_and_can_send_one_again(hook):
     client.post("/admin/alerts/notification/", {"action": "send_again", "_selected_action": [row.pk]})
     row.refresh_from_db()
     assert row.state == Notification.PENDING
+
+
+def test_django_admin_sets_the_secret_write_only(hook):
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    change = f"/admin/alerts/channel/{hook.pk}/change/"
+    assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": ""}).status_code == 302
+    hook.refresh_from_db()
+    assert hook.secret == SECRET and hook.config["headers"] == {"Authorization": TOKEN_HEADER}  # kept
+    assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": "rotated"}).status_code == 302
+    hook.refresh_from_db()
+    assert hook.secret == "rotated"
+    page = client.get(change).content.decode()
+    assert "rotated" not in page and "(hidden)" in page
