@@ -429,3 +429,12 @@ def test_origin_shows_no_credentials_path_or_query():
 
     assert origin("https://user:pw@hooks.example.test:8443/services/T0KEN?key=k") == "https://hooks.example.test:8443"
     assert origin("http://hooks.example.test:notaport/x") == "http://hooks.example.test"
+
+
+def test_a_time_budget_stops_new_deliveries_but_always_tries_one(receiver):
+    channel = webhook(receiver.url)
+    rows = [notify(channel, n) for n in range(3)]
+    assert sender.send_due(budget_s=0) == 1
+    assert sender.send_due(budget_s=0) == 1
+    assert sender.send_due() == 1
+    assert receiver.keys() == [r.idempotency_key for r in rows]

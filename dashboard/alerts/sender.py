@@ -159,17 +159,24 @@ def _log(notification: Notification, *, now, ok: bool, detail: str, duration_ms:
     return entry
 
 
-def send_due(*, now: datetime.datetime | None = None, limit: int = 100) -> int:
-    """Deliver up to ``limit`` due notifications; returns how many were delivered."""
+def send_due(*, now: datetime.datetime | None = None, limit: int = 100, budget_s: float | None = None) -> int:
+    """Deliver up to ``limit`` due notifications; returns how many were delivered. With
+    ``budget_s``, no new delivery starts once that many seconds have gone by (at least one is
+    always tried), so a caller on a loop that must keep ticking is held up by at most the budget
+    plus one delivery's timeout; what is left goes on the next call."""
     now = now or timezone.now()
-    delivered = 0
+    started = time.monotonic()
+    delivered = attempted = 0
     held_back: set[int] = set()
     for candidate in due_candidates(now=now, limit=limit):
+        if budget_s is not None and attempted and time.monotonic() - started >= budget_s:
+            break
         if candidate.channel_id in held_back:
             continue
         result = attempt(candidate, now=now)
         if result is None:
             continue
+        attempted += 1
         if result.ok:
             delivered += 1
         elif result.will_retry:
