@@ -15,7 +15,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 
-from dashboard.alerts.messages import PLACEHOLDERS, Message, template_values
+from dashboard.alerts.message_shapes import PLACEHOLDERS, Message, template_values
 from dashboard.alerts.models import Channel
 from dashboard.alerts.placeholders import fill_placeholders
 from dashboard.alerts.webhook_notifier import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, RESERVED_HEADERS

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.template.loader import render_to_string
 
-from dashboard.alerts.messages import alert_line
+from dashboard.alerts.message_shapes import alert_line
 from dashboard.alerts.notify import DeliveryError, message_for
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import Protocol
 
-from dashboard.alerts.messages import Message
+from dashboard.alerts.message_shapes import Message
 
 
 class DeliveryError(Exception):

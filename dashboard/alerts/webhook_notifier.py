@@ -25,7 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from dashboard.alerts.messages import SHAPES, Message, template_values
+from dashboard.alerts.message_shapes import SHAPES, Message, template_values
 from dashboard.alerts.notify import DeliveryError, message_for
 from dashboard.alerts.placeholders import fill_placeholders
 
