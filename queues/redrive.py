@@ -116,6 +116,7 @@ class BulkPlan:
 
 
 RUNNING, DONE_STATE, CANCELLED = "running", "done", "cancelled"
+GONE = "gone"  # skipped_by key: targeted, but moved elsewhere before the scan reached it
 
 
 @dataclass
@@ -155,6 +156,9 @@ class Progress:
         d.update(remaining=self.remaining, percent=round(self.percent, 1))
         return d
 
+    def copy(self) -> "Progress":
+        return Progress.from_dict(self.as_dict())
+
     @classmethod
     def from_dict(cls, d: Mapping) -> "Progress":
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
@@ -175,10 +179,10 @@ class MemoryStore:
         self.progress: Progress | None = None
 
     def load(self) -> Progress | None:
-        return Progress.from_dict(self.progress.as_dict()) if self.progress else None
+        return self.progress.copy() if self.progress else None
 
     def save(self, progress: Progress) -> None:
-        self.progress = Progress.from_dict(progress.as_dict())
+        self.progress = progress.copy()
 
 
 class RedisStore:
@@ -402,7 +406,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         if should_cancel():
             progress.state = CANCELLED
             store.save(progress)
-            on_progress(progress)
+            on_progress(progress.copy())
             return progress
         if lock is not None and not lock.extend():
             raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
@@ -431,20 +435,27 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             progress.cursor = cursor.as_dict()
         else:
             progress.position = next_position
+        # Pacing: a batch of n jobs takes at least n / rate seconds. Its paced end counts as
+        # its end, so the reported rate is the pace the user sees, not the burst speed.
         now = clock()
-        progress.elapsed_s = elapsed_before + (now - started)
-        run_time = now - started
+        paced_end = batch_started + len(items) / plan.rate if plan.rate is not None and items else now
+        run_time = max(now, paced_end) - started
+        progress.elapsed_s = elapsed_before + run_time
         progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0
         if exhausted:
             progress.state = DONE_STATE
+            # Targeted jobs the scan never met were moved or removed by someone else (a
+            # worker, another operator, removeOnFail) before we reached them: skipped.
+            gone = progress.total - progress.handled
+            if gone > 0:
+                progress.skipped += gone
+                progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
             progress.total = max(progress.total, progress.handled)
         progress.eta_s = progress.remaining / progress.rate if progress.rate > 0 and progress.state == RUNNING else None
         store.save(progress)
-        on_progress(progress)
+        on_progress(progress.copy())
         if exhausted:
             return progress
-        if plan.rate is not None and items:
-            # Pace by the batch: a batch of n jobs takes at least n / rate seconds.
-            wait = len(items) / plan.rate - (clock() - batch_started)
-            if wait > 0:
-                sleep(wait)
+        wait = paced_end - clock()
+        if wait > 0:
+            sleep(wait)
