@@ -30,13 +30,15 @@ for flows across queues.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from pathlib import Path
 
-import bullmq
 import redis
 from redis.commands.core import Script
 
-COMMANDS_DIR = Path(bullmq.__file__).resolve().parent / "commands"
+# Located without importing ``bullmq`` (which pulls in its asyncio client, workers and more):
+# only its script files are used.
+COMMANDS_DIR = Path(importlib.util.find_spec("bullmq").submodule_search_locations[0]).resolve() / "commands"
 
 
 @functools.cache

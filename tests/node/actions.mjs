@@ -1,9 +1,9 @@
 // Real Node BullMQ 6 producers and workers for Queuewatch's action tests.
 //
 // Usage (each prints one JSON object on its last stdout line):
-//   node actions.mjs fail <redisUrl> <queue> <count> <attempts> [prefix]
-//       add <count> jobs with `attempts`, run a worker that always throws until all of them
-//       are in `failed`; prints {ids}
+//   node actions.mjs fail <redisUrl> <queue[,queue...]> <count> <attempts> [prefix]
+//       add <count> jobs with `attempts` to each queue, run workers that always throw until all
+//       of them are in `failed`; prints {ids} (of the first queue) and {byQueue: {queue: ids}}
 //   node actions.mjs work <redisUrl> <queue> <behaviour> <expect> [prefix]
 //       run a worker (behaviour `fail` always throws, `complete` returns {done: true}) until
 //       `expect` jobs were finished by it in total (completed or failed for good); prints
@@ -18,15 +18,15 @@ const [mode, redisUrl, queueName, a, b, prefixArg] = process.argv.slice(2);
 const connection = connectionFromUrl(redisUrl);
 const prefix = prefixArg || 'bull';
 
-async function runUntil(behaviour, expect) {
+async function runUntil(behaviour, expect, name = queueName) {
   const finished = new Map();
   const worker = new Worker(
-    queueName,
+    name,
     async job => {
       if (behaviour === 'fail') throw new Error(`node failure for ${job.id}`);
       return { done: true };
     },
-    { connection, prefix, concurrency: 8, stalledInterval: 1000, lockDuration: 5000, name: 'actions-test' },
+    { connection, prefix, concurrency: 50, stalledInterval: 1000, lockDuration: 5000, name: 'actions-test' },
   );
   const note = async job => {
     const state = await job.getState();
@@ -45,13 +45,18 @@ async function runUntil(behaviour, expect) {
 
 async function main() {
   if (mode === 'fail') {
-    const queue = new Queue(queueName, { connection, prefix });
     const count = Number(a);
-    const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => (
-      { name: 'doomed', data: { i }, opts: { attempts: Number(b) } })));
-    await runUntil('fail', count);
-    await queue.close();
-    process.stdout.write(JSON.stringify({ ids: jobs.map(j => j.id) }) + '\n');
+    const byQueue = {};
+    await Promise.all(queueName.split(',').map(async name => {
+      const queue = new Queue(name, { connection, prefix });
+      const jobs = await queue.addBulk(Array.from({ length: count }, (_, i) => (
+        { name: 'doomed', data: { i }, opts: { attempts: Number(b) } })));
+      byQueue[name] = jobs.map(j => j.id);
+      await runUntil('fail', count, name);
+      await queue.close();
+    }));
+    const first = queueName.split(',')[0];
+    process.stdout.write(JSON.stringify({ ids: byQueue[first], byQueue }) + '\n');
   } else if (mode === 'work') {
     const finished = await runUntil(a, Number(b));
     process.stdout.write(JSON.stringify({ jobs: Object.fromEntries(finished) }) + '\n');
