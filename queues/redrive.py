@@ -49,7 +49,9 @@ from .selection import Cursor, JobFilter, Page, advance, next_page, preview
 from .text import to_text
 
 ACTIONS = ("retry", "discard", "promote", "redrive")
-ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting"),
+# The states each action looks for a job in. ``active`` only matters for explicit selections
+# (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
+ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
                  "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed")}
 DEFAULT_RATE = 100.0
 MAX_BATCH = 500
@@ -242,8 +244,8 @@ def plan_total(client: redis.Redis, plan: BulkPlan) -> int:
 
 
 def _state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:
-    if state == "waiting":
-        pipe.lpos(queue.state_key("waiting"), job_id, rank=-1)
+    if state in ("waiting", "active"):
+        pipe.lpos(queue.state_key(state), job_id, rank=-1)
     else:
         pipe.zscore(queue.state_key(state), job_id)
 
