@@ -34,15 +34,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Protocol
 
 import redis
 
 from . import actions
 from .actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, dlq_source, promote_call, promote_outcome,
-                      redrive_call, redrive_copy_from_fields, redrive_outcome, remove_call, remove_outcome,
-                      retry_call, retry_outcome)
+                      redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
 from .selection import Cursor, JobFilter, Page, advance, next_page, preview
@@ -54,7 +53,7 @@ ACTIONS = ("retry", "discard", "promote", "redrive")
 ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
                  "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed")}
 DEFAULT_RATE = 100.0
-MAX_BATCH = 500
+MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
 
 
 @dataclass(frozen=True)
@@ -154,12 +153,15 @@ class Progress:
         return min(100.0, 100.0 * self.handled / self.total)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d.update(remaining=self.remaining, percent=round(self.percent, 1))
+        # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        d.update(cursor=dict(self.cursor), in_flight=list(self.in_flight), skipped_by=dict(self.skipped_by),
+                 errors=list(self.errors), remaining=self.remaining, percent=round(self.percent, 1))
         return d
 
     def copy(self) -> "Progress":
-        return Progress.from_dict(self.as_dict())
+        return replace(self, cursor=dict(self.cursor), in_flight=list(self.in_flight),
+                       skipped_by=dict(self.skipped_by), errors=list(self.errors))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Progress":
@@ -285,58 +287,72 @@ def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
 
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
-    """Run the plan's action on a batch, pipelined: one round trip for the scripts (plus one
-    to read the dead-letter jobs for a redrive). Results in item order; a script error is
-    returned (not raised) so one bad job cannot stop the batch."""
-    scripts = scripts_for(client)
+    """Run the plan's action on a batch; results in item order. Retry, discard and promote run
+    as one batch script per state (one round trip, one atomic step); a redrive reads the
+    dead-letter jobs in one pipelined round trip and runs one composed script per job in a
+    second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
     results: list = [None] * len(items)
-    pipe = client.pipeline(transaction=False)
-    calls: list[tuple[int, Callable]] = []
-
-    copies, sources = {}, {}
-    if plan.action == "redrive":
-        read = client.pipeline(transaction=False)
-        for job_id, _ in items:
-            read.hmget(q.job_key(job_id), ["name", "data", "opts", "timestamp"])
-        for (job_id, _), (name, data, opts, ts) in zip(items, read.execute()):
-            if ts is not None or name is not None:
-                copies[job_id] = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
-                sources[job_id] = _resolve_source(plan, to_text(data, "{}"))
+    by_state: dict[str, list[int]] = {}
     for n, (job_id, state) in enumerate(items):
         if state is None:
             results[n] = ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to.")
-            continue
-        if plan.action == "retry":
-            keys, args = retry_call(q, job_id, state=state, reset_counters=plan.reset_counters)
-            scripts.retry(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id, s=state: retry_outcome(j, int(r), state=s)))
-        elif plan.action == "discard":
-            keys, args = remove_call(q, job_id, remove_children=plan.remove_children)
-            scripts.remove(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id: remove_outcome(j, int(r))))
-        elif plan.action == "promote":
-            keys, args = promote_call(q, job_id)
-            scripts.promote(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id: promote_outcome(j, int(r))))
         else:
-            copy = copies.get(job_id)
-            if copy is None:
-                results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-                continue
-            source_name = sources[job_id]
-            if not source_name:
-                results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
-                continue
-            source = QueueRef(q.connection, q.prefix, source_name)
-            keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
-            scripts.redrive(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id, s=source: redrive_outcome(j, r, dlq=q, source=s)))
-    if calls:
-        replies = pipe.execute(raise_on_error=False)
-        for (n, outcome), reply in zip(calls, replies):
-            results[n] = reply if isinstance(reply, Exception) else outcome(reply)
+            by_state.setdefault(state, []).append(n)
+    if plan.action == "redrive":
+        _redrive_batch(client, plan, items, [n for ns in by_state.values() for n in ns], results, now_ms=now_ms)
+        return results
+    scripts = scripts_for(client)
+    for state, positions in by_state.items():
+        ids = [items[n][0] for n in positions]
+        try:
+            if plan.action == "retry":
+                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
+                codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
+                                                            "1" if plan.reset_counters else "0", *ids])
+                made = [retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+            elif plan.action == "discard":
+                codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
+                made = [remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
+            else:
+                keys, _ = promote_call(q, "")
+                codes = scripts.promote_batch(keys=keys, args=[q.base, *ids])
+                made = [promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
+        except redis.ResponseError as exc:
+            made = [exc] * len(ids)
+        for n, result in zip(positions, made):
+            results[n] = result
     return results
+
+
+STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active"}
+
+
+def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[int], results: list, *, now_ms: int) -> None:
+    q = plan.queue
+    read = client.pipeline(transaction=False)
+    for n in positions:
+        read.hmget(q.job_key(items[n][0]), ["name", "data", "opts", "timestamp"])
+    pipe = client.pipeline(transaction=False)
+    calls = []
+    script = scripts_for(client).redrive
+    for n, (name, data, opts, ts) in zip(positions, read.execute() if positions else []):
+        job_id = items[n][0]
+        if ts is None and name is None:
+            results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+            continue
+        source_name = _resolve_source(plan, to_text(data, "{}"))
+        if not source_name:
+            results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
+            continue
+        source = QueueRef(q.connection, q.prefix, source_name)
+        copy = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
+        keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
+        script(keys=keys, args=args, client=pipe)
+        calls.append((n, job_id, source))
+    if calls:
+        for (n, job_id, source), reply in zip(calls, pipe.execute(raise_on_error=False)):
+            results[n] = reply if isinstance(reply, Exception) else redrive_outcome(job_id, reply, dlq=q, source=source)
 
 
 # ---------------------------------------------------------------------------------------------
