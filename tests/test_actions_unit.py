@@ -287,3 +287,29 @@ def test_plan_round_trips_and_rejects_nonsense():
         BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), rate=0)
     with pytest.raises(ValueError, match="Unknown"):
         BulkPlan(queue=Q, action="obliterate", before_ms=5, filt=JobFilter())
+
+
+def test_bulk_retry_keeps_priorities_and_steps_around_orphans(r):
+    seed_failed(r, Q, 6)
+    r.hset(Q.job_key("2"), "priority", 3)
+    r.zadd(Q.key("failed"), {"ghost": 1})  # a member without a job hash, oldest of all
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (6, 1, {"missing": 1})
+    assert [m.decode() for m in r.zrange(Q.key("prioritized"), 0, -1)] == ["2"]
+    assert sorted(m.decode() for m in r.lrange(Q.key("wait"), 0, -1)) == ["1", "3", "4", "5", "6"]
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]  # never pushed to wait by our hand
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "finishedOn"]) == [None, None, None] for i in range(1, 7))
+
+
+def test_the_fast_path_resets_counters_like_the_per_job_path(r):
+    seed_failed(r, Q, 1500)
+    r.hset(Q.job_key("1200"), "stc", 2)
+    exists_calls = lambda: r.info("commandstats").get("cmdstat_exists", {}).get("calls", 0)  # noqa: E731
+    before = exists_calls()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert final.moved == 1500 and r.zcard(Q.key("failed")) == 0
+    assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason"]) == [None, None, None, None]
+    assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
+    assert exists_calls() - before < 10  # reprocessJob (EXISTS per job) was not needed: the fast path ran
