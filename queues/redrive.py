@@ -298,7 +298,7 @@ def _fast_range_end(plan: BulkPlan, scores: list) -> str:
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int,
                   scores: Mapping[str, float] | None = None) -> list[ActionResult | Exception]:
-    """Run the plan's action on a batch; results in item order. Retry, discard and promote run
+    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
     as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
@@ -324,20 +324,24 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
                                                             "1" if plan.reset_counters else "0",
                                                             _fast_range_end(plan, [scores.get(i) for i in ids]), *ids])
-                made = [retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+                made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
-                made = [remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
+                made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
             else:
                 keys, _ = promote_call(q, "")
                 codes = scripts.promote_batch(keys=keys, args=[q.base, *ids])
-                made = [promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
+                made = [MOVED if c == 0 else promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
         except redis.ResponseError as exc:
             made = [exc] * len(ids)
         for n, result in zip(positions, made):
             results[n] = result
     return results
 
+
+# The result of every job a batch moved: one shared object (a message per job would cost more
+# than the move itself at bulk speed); refusals keep their own id and message.
+MOVED = ActionResult("", DONE, "moved")
 
 STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active"}
 
@@ -450,7 +454,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         else:
             page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
                              cursor=cursor, size=plan.batch_size)
-            items = [(j.id, plan.filt.state) for j in page.matches]
+            items = [(i, plan.filt.state) for i in page.match_ids]
             exhausted = page.exhausted
         if items:
             # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
@@ -463,7 +467,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             stayed = set()
         progress.in_flight = []
         if page is not None:
-            matched = {j.id for j in page.matches}
+            matched = set(page.match_ids)
             cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
             progress.cursor = cursor.as_dict()
         else:
