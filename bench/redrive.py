@@ -1,19 +1,20 @@
 """Redrive 100,000 failed jobs: Queuewatch's bulk engine against BullMQ's retryJobs and bull-board 9.
 
-    .venv/bin/python bench/redrive.py [--jobs 100000] [--small 10000]
+    .venv/bin/python bench/redrive.py [--jobs 100000] [--small 10000] [--rounds 3]
 
-On one private redis-server (started here) it fills four queues with failed jobs in BullMQ 6's
-layout (``attempts: 3``, attempts made 3, a stack trace) and empties each with one tool:
+On one private redis-server (started here), each round fills a fresh queue per tool with failed
+jobs in BullMQ 6's layout (``attempts: 3``, attempts made 3, a stack trace) and empties it:
 
 * **Queuewatch**: ``queues.redrive.run_bulk`` unpaced, retry with counters reset (``atm``, ``ats``
-  and ``stc`` deleted, one ``reprocessJob`` per job), in a child process so its peak RSS is its
-  own; also run on ``--small`` jobs to show that memory does not grow with the number of jobs;
+  and ``stc`` deleted), in a child process so its peak RSS is its own; one more run on
+  ``--small`` jobs shows whether memory grows with the number of jobs;
 * **BullMQ ``Queue.retryJobs``** (Node, ``bench/node/retry_jobs.mjs``): the in-Redis limit,
   1000 jobs per script call, which resets nothing and drops priorities;
 * **bull-board 9.10.1 "retry all"** (``PUT /api/queues/<q>/retry/failed``, ``bench/node``).
 
-Each result is checked: the failed set is empty and every job is in ``wait`` exactly once.
-Progress goes to stderr; the last stdout line is one JSON object.
+The machine is shared, so the tools take turns in a rotated order each round and the medians
+are compared. Each result is checked: the failed set is empty and every job is in ``wait``
+exactly once. Progress goes to stderr; the last stdout line is one JSON object.
 
 Needs ``(cd bench/node && npm ci)``.
 """
@@ -66,6 +67,13 @@ def check_moved(client, queue: str, n: int) -> None:
     distinct = len(set(client.lrange(base + "wait", 0, -1)))
     if failed or waiting != n or distinct != n:
         raise RuntimeError(f"{queue}: {failed} still failed, {waiting} waiting ({distinct} distinct), expected {n}")
+
+
+def _drop_jobs(client, queue: str, n: int) -> None:
+    """Free the moved jobs (a plain DEL of the bench's own data), so rounds do not add up."""
+    for start in range(0, n, SEED_BATCH):
+        client.delete(*[f"bull:{queue}:{i + 1}" for i in range(start, min(n, start + SEED_BATCH))])
+    client.delete(*[f"bull:{queue}:{k}" for k in ("wait", "meta", "id", "events", "marker")])
 
 
 def rss_mib() -> float:
@@ -140,6 +148,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--small", type=int, default=10_000, help="a second Queuewatch run, to compare memory")
+    ap.add_argument("--rounds", type=int, default=3, help="each tool runs once per round; medians are reported")
     args = ap.parse_args()
     if not (BENCH_NODE / "node_modules" / "@bull-board" / "api").exists():
         print("Run (cd bench/node && npm ci) first.", file=sys.stderr)
@@ -153,43 +162,54 @@ def main() -> int:
         client = rds.client()
         url = rds.url()
         n = args.jobs
-        plan = {"qw-small": args.small, "qw": n, "retryjobs": n, "bullboard": n}
-        for queue, count in plan.items():
-            log(f"seeding {count:,} failed jobs into {queue}")
-            seed_failed(client, queue, count)
-        results = {}
+        log(f"seeding {args.small:,} failed jobs into qw-small")
+        seed_failed(client, "qw-small", args.small)
         log("Queuewatch, small run (memory baseline)")
-        results["queuewatch_small"] = run_queuewatch(url, "qw-small")
+        small = run_queuewatch(url, "qw-small")
         check_moved(client, "qw-small", args.small)
-        log("Queuewatch bulk retry with counters reset, unpaced")
-        results["queuewatch"] = run_queuewatch(url, "qw")
-        check_moved(client, "qw", n)
-        sample = client.hmget("bull:qw:1", ["atm", "ats", "stc"])
-        if any(v is not None for v in sample):
-            raise RuntimeError(f"counters were not reset: {sample}")
-        log("BullMQ Queue.retryJobs")
-        results["retry_jobs"] = run_retry_jobs(procs, url, "retryjobs")
-        check_moved(client, "retryjobs", n)
-        log("bull-board 9 retry all")
-        results["bull_board"] = run_bullboard(procs, url, "bullboard")
-        check_moved(client, "bullboard", n)
-        for r in results.values():
-            r["jobs_per_s"] = round((args.small if r is results["queuewatch_small"] else n) / r["seconds"])
-            r["seconds"] = round(r["seconds"], 2)
-        qw, rj, bb = results["queuewatch"], results["retry_jobs"], results["bull_board"]
+        small["jobs_per_s"] = round(args.small / small["seconds"])
+        tools = {
+            "queuewatch": lambda q: run_queuewatch(url, q),
+            "retry_jobs": lambda q: run_retry_jobs(procs, url, q),
+            "bull_board": lambda q: run_bullboard(procs, url, q),
+        }
+        rounds: dict[str, list[dict]] = {k: [] for k in tools}
+        order = list(tools)
+        for rnd in range(args.rounds):
+            # The machine is shared: each round runs every tool on a fresh set, in a rotated
+            # order, and the medians are compared.
+            for name in order:
+                queue = f"{name}-{rnd}"
+                log(f"round {rnd + 1}: seeding {n:,} failed jobs into {queue}")
+                seed_failed(client, queue, n)
+                log(f"round {rnd + 1}: {name}")
+                result = tools[name](queue)
+                check_moved(client, queue, n)
+                if name == "queuewatch" and any(v is not None for v in client.hmget(f"bull:{queue}:1", ["atm", "ats", "stc"])):
+                    raise RuntimeError("Queuewatch did not reset the counters")
+                result["jobs_per_s"] = round(n / result["seconds"])
+                result["seconds"] = round(result["seconds"], 2)
+                rounds[name].append(result)
+                _drop_jobs(client, queue, n)
+            order = order[1:] + order[:1]
+
+        def median_rate(name: str) -> int:
+            return sorted(r["jobs_per_s"] for r in rounds[name])[len(rounds[name]) // 2]
+
+        qw, rj, bb = median_rate("queuewatch"), median_rate("retry_jobs"), median_rate("bull_board")
+        peak = max(r["peak_rss_mib"] for r in rounds["queuewatch"])
         summary = {
-            "benchmark": "redrive", "jobs": n, "load_average": os.getloadavg()[0],
-            "queuewatch": qw, "queuewatch_small": results["queuewatch_small"],
-            "retry_jobs": rj, "bull_board": bb,
-            "vs_retry_jobs": round(qw["jobs_per_s"] / rj["jobs_per_s"], 2),
-            "vs_bull_board": round(qw["jobs_per_s"] / bb["jobs_per_s"], 1),
-            "memory_growth_mib": round(qw["peak_rss_mib"] - results["queuewatch_small"]["peak_rss_mib"], 1),
-            "goals": {"half_of_retry_jobs": qw["jobs_per_s"] >= rj["jobs_per_s"] / 2,
-                      "ten_x_bull_board": qw["jobs_per_s"] >= 10 * bb["jobs_per_s"]},
+            "benchmark": "redrive", "jobs": n, "rounds": args.rounds, "load_average": os.getloadavg()[0],
+            "queuewatch_jobs_per_s": qw, "retry_jobs_jobs_per_s": rj, "bull_board_jobs_per_s": bb,
+            "vs_retry_jobs": round(qw / rj, 2), "vs_bull_board": round(qw / bb, 1),
+            "queuewatch_peak_rss_mib": peak, "queuewatch_small": small,
+            "memory_growth_mib": round(peak - small["peak_rss_mib"], 1),
+            "per_round": rounds,
+            "goals": {"half_of_retry_jobs": qw >= rj / 2, "ten_x_bull_board": qw >= 10 * bb},
             "code": code_version(),
         }
-        for k in ("queuewatch", "queuewatch_small", "retry_jobs", "bull_board"):
-            log(f"{k}: {summary[k]}")
+        log(f"median jobs/s: queuewatch {qw:,}, retryJobs {rj:,}, bull-board {bb:,}; "
+            f"Queuewatch peak RSS {peak} MiB ({args.small:,} jobs: {small['peak_rss_mib']} MiB)")
         print(json.dumps(summary))
         return 0
     finally:
