@@ -398,6 +398,10 @@ def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_m
     progress.in_flight = []
 
 
+# Refusals after which the job is no longer where the scan found it (so it cannot anchor it).
+LEFT_STATE = frozenset({MISSING, WRONG_STATE})
+
+
 def _tally(progress: Progress, results: list) -> set[str]:
     """Add a batch's results to the counts; return the ids that stay where they were."""
     stayed = set()
@@ -411,7 +415,8 @@ def _tally(progress: Progress, results: list) -> set[str]:
         else:
             progress.skipped += 1
             progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
-            stayed.add(r.job_id)
+            if r.outcome not in LEFT_STATE:
+                stayed.add(r.job_id)
     return stayed
 
 

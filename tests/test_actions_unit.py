@@ -313,3 +313,21 @@ def test_the_fast_path_resets_counters_like_the_per_job_path(r):
     assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason"]) == [None, None, None, None]
     assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
     assert exists_calls() - before < 10  # reprocessJob (EXISTS per job) was not needed: the fast path ran
+
+
+def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
+    dlq, source = QueueRef("default", "bull", "orders-dlq"), QueueRef("default", "bull", "orders")
+    for i in range(30):  # LPUSH: job 0 is the oldest, at the tail
+        r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
+                                             "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})
+        r.lpush(dlq.key("wait"), str(i))
+    for i in (0, 6, 7, 20, 28):  # copies still retained from an earlier redrive
+        r.hset(source.job_key(actions.redrive_job_id(dlq_name=dlq.name, job_id=str(i))), "name", "old")
+    t = FakeTime()
+    plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
+    final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
+    assert (final.total, final.moved, final.skipped, final.skipped_by) == (27, 22, 5, {"target_exists": 5})
+    left = sorted(int(m) for m in r.lrange(dlq.key("wait"), 0, -1))
+    assert left == [0, 3, 6, 7, 17, 20, 28, 29]
+    assert r.llen(source.key("wait")) == 22
+    assert [m.decode() for m in r.lrange(source.key("wait"), -2, -1)] == ["redrive-orders-dlq-2", "redrive-orders-dlq-1"]
