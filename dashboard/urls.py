@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from dashboard import api, views
 from dashboard import views_history
@@ -25,5 +25,6 @@ urlpatterns = [
     path(api_queue, api.queue, name="api_queue"),
     path(api_queue + "/jobs", api.jobs, name="api_jobs"),
     path(api_queue + "/jobs/<path:job_id>", api.job, name="api_job"),
+    path("alerts/channels/", include("dashboard.alerts.channel_urls")),
     path("admin/", admin.site.urls),
 ]
