@@ -69,36 +69,12 @@ return result
 # job; the engine keeps batches at or below 1000 jobs). Job keys are built from the queue's key
 # prefix inside Lua, as BullMQ's own multi-job scripts (moveJobsToWait, cleanJobsInSet) do.
 
-RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
--- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused
+RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+-- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
--- ARGV[5] "" or the highest finish time of the batch (see the fast path), ARGV[6..] job ids
--- Returns one code per job (reprocessJob's), or, when the fast path moved them all, their number.
-local n = #ARGV - 5
--- Fast path: when the ids are exactly the first n members of the set up to ARGV[5] and none
--- has a priority (moveJobsToWait would drop it), BullMQ's moveJobsToWait (Queue.retryJobs)
--- moves them in one go with the same effect as reprocessJob: same fields cleared, parent
--- dependencies restored, one "waiting" event each. Counters are reset first, in this script.
-if ARGV[5] ~= "" and n > 0 then
-  local head = redis.call("ZRANGEBYSCORE", KEYS[2], 0, ARGV[5], "LIMIT", 0, n)
-  local fast = #head == n
-  if fast then
-    for i = 1, n do
-      if head[i] ~= ARGV[i + 5] then fast = false break end
-      local f = redis.call("HMGET", ARGV[1] .. head[i], "priority", "timestamp")
-      if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
-    end
-  end
-  if fast then
-    if ARGV[4] == "1" then
-      for i = 1, n do redis.call("HDEL", ARGV[1] .. head[i], "atm", "ats", "stc") end
-    end
-    move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]}, {n, ARGV[5], ARGV[2]})
-    return n  -- all moved: a count, not n codes
-  end
-end
+-- ARGV[5..] job ids. Returns reprocessJob's code per job.
 local codes = {}
-for i = 6, #ARGV do
+for i = 5, #ARGV do
   local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},

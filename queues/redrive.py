@@ -296,23 +296,12 @@ def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
     return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping), job_data=data)
 
 
-def _fast_range_end(plan: BulkPlan, last_score: float | None) -> str:
-    """The batch's highest finish time (its last entry's: the scan is in score order) when the
-    retry script may try its fast path: the batch came from an unfiltered scan of a finished
-    set, so it may be the head of that set."""
-    if plan.filt is None or plan.filt.reads_jobs or plan.filt.finished_from_ms is not None or last_score is None:
-        return ""
-    return str(int(last_score))
-
-
-def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int,
-                  scores: Mapping[str, float] | None = None) -> list[ActionResult | Exception]:
+def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
     """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
     as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
-    scores = scores or {}
     results: list = [None] * len(items)
     by_state: dict[str, list[int]] = {}
     for n, (job_id, state) in enumerate(items):
@@ -328,13 +317,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         ids = [items[n][0] for n in positions]
         try:
             if plan.action == "retry":
-                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized",
-                                           "pc", "paused")]
+                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
-                                                            "1" if plan.reset_counters else "0",
-                                                            _fast_range_end(plan, scores.get(ids[-1])), *ids])
-                if not isinstance(codes, list):  # the fast path answers with the count it moved
-                    codes = [1] * int(codes)
+                                                            "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
@@ -534,8 +519,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
             progress.in_flight = [[i, s] for i, s in items]
             store.save(progress)  # the journal: see the module docstring
-            scores = {page.passed[-1][0]: page.passed[-1][1]} if page is not None else None
-            results = execute_batch(client, plan, items, now_ms=now_ms(), scores=scores)
+            results = execute_batch(client, plan, items, now_ms=now_ms())
             stayed = _tally(progress, results)
         else:
             stayed = set()
