@@ -154,7 +154,8 @@ class Progress:
 
     @property
     def remaining(self) -> int:
-        return 0 if self.state != RUNNING else max(0, self.total - self.handled)
+        """Targeted jobs not handled yet (for a cancelled task: those it left where they were)."""
+        return 0 if self.state == DONE_STATE else max(0, self.total - self.handled)
 
     @property
     def percent(self) -> float:

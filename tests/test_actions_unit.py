@@ -218,7 +218,7 @@ def test_cancel_keeps_what_moved_and_a_cancelled_task_stays_cancelled(r):
     plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)  # 10 per batch
     t = FakeTime()
     final = run_bulk(r, plan=plan, store=store, should_cancel=lambda: next(calls), clock=t.clock, sleep=t.sleep)
-    assert (final.state, final.moved, final.remaining) == ("cancelled", 20, 0)
+    assert (final.state, final.moved, final.remaining) == ("cancelled", 20, 80)
     assert r.zcard(Q.key("failed")) == 80 and r.llen(Q.key("wait")) == 20
     again = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
     assert again.state == "cancelled" and r.zcard(Q.key("failed")) == 80
