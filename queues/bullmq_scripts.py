@@ -182,30 +182,42 @@ return {1, tostring(added)}
 )
 
 
+def _script(source: str) -> Script:
+    # Bytes, so no client is needed to hash it; every call names its client (or pipeline).
+    return Script(None, source.encode("utf-8"))
+
+
+SCRIPTS = {
+    "retry": _script(RETRY_SRC),
+    "redrive": _script(REDRIVE_SRC),
+    "retry_batch": _script(RETRY_BATCH_SRC),
+    "retry_head": _script(RETRY_HEAD_SRC),
+    "remove_batch": _script(REMOVE_BATCH_SRC),
+    "promote_batch": _script(PROMOTE_BATCH_SRC),
+    "remove": _script(bullmq_source("removeJob-2.lua")),
+    "promote": _script(bullmq_source("promote-9.lua")),
+    "pause": _script(bullmq_source("pause-7.lua")),
+    "clean": _script(bullmq_source("cleanJobsInSet-3.lua")),
+}
+
+
+class _Bound:
+    def __init__(self, script: Script, client: redis.Redis):
+        self.script, self.client = script, client
+
+    def __call__(self, *, keys, args, client=None):
+        """EVALSHA (loading the script if Redis does not know it); ``client`` may be a
+        pipeline of the bound client, which loads its scripts before executing."""
+        return self.script(keys=keys, args=args, client=client if client is not None else self.client)
+
+
 class BullScripts:
-    """The scripts registered on one client (registration is per client object in redis-py)."""
+    """The scripts, bound to one client: ``scripts_for(client).retry(keys=..., args=...)``."""
 
     def __init__(self, client: redis.Redis):
-        self.retry: Script = client.register_script(RETRY_SRC)
-        self.redrive: Script = client.register_script(REDRIVE_SRC)
-        self.retry_batch: Script = client.register_script(RETRY_BATCH_SRC)
-        self.retry_head: Script = client.register_script(RETRY_HEAD_SRC)
-        self.remove_batch: Script = client.register_script(REMOVE_BATCH_SRC)
-        self.promote_batch: Script = client.register_script(PROMOTE_BATCH_SRC)
-        self.remove: Script = client.register_script(bullmq_source("removeJob-2.lua"))
-        self.promote: Script = client.register_script(bullmq_source("promote-9.lua"))
-        self.pause: Script = client.register_script(bullmq_source("pause-7.lua"))
-        self.clean: Script = client.register_script(bullmq_source("cleanJobsInSet-3.lua"))
-        self.move_jobs_to_wait: Script = client.register_script(bullmq_source("moveJobsToWait-8.lua"))
-
-
-_registered: "dict[int, tuple[redis.Redis, BullScripts]]" = {}
+        for name, script in SCRIPTS.items():
+            setattr(self, name, _Bound(script, client))
 
 
 def scripts_for(client: redis.Redis) -> BullScripts:
-    """Scripts for this client, registered once (keeps the client alive with its entry)."""
-    entry = _registered.get(id(client))
-    if entry is None or entry[0] is not client:
-        entry = (client, BullScripts(client))
-        _registered[id(client)] = entry
-    return entry[1]
+    return BullScripts(client)
