@@ -83,7 +83,7 @@ def job_action(request, connection, prefix, name, action, job_id):
     result = operations.job_action(user=request.user, via="api", queue=queue, job_id=job_id, action=action,
                                    reset_counters=flag(params.get("reset_counters"), True), reason=str(reason).strip())
     body = {"job_id": result.job_id, "outcome": result.outcome, "message": result.message}
-    return JsonResponse(body, status=200 if result.outcome == "ok" else 409)
+    return JsonResponse(body, status=200 if result.ok else 409)
 
 
 @api_mutation
@@ -101,7 +101,7 @@ def queue_action(request, connection, prefix, name, action):
     result = operations.queue_action(user=request.user, via="api", queue=queue, action=action,
                                      state=str(params.get("state") or ""), older_than_ms=older_than_ms, reason=reason)
     return JsonResponse({"outcome": result.outcome, "message": result.message, "affected": result.affected},
-                        status=200 if result.outcome == "ok" else 409)
+                        status=200 if result.ok else 409)
 
 
 @api_mutation

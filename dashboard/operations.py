@@ -31,10 +31,10 @@ JOB_ACTIONS = ("retry", "discard", "promote", "redrive")
 QUEUE_ACTIONS = ("pause", "resume", "clean")
 BULK_ACTIONS = ("retry", "discard", "promote", "redrive")
 CLEANABLE_STATES = ("completed", "failed")
-FILTER_STATES = ("failed", "completed", "delayed", "waiting", "prioritized")
+FILTER_STATES = selection.SELECTABLE_STATES
 # Which jobs a bulk action can act on at all; a selection in another state is refused up front.
 BULK_ACTION_STATES = {"retry": ("failed", "completed"), "discard": FILTER_STATES, "promote": ("delayed",),
-                      "redrive": ("failed", "waiting", "delayed", "prioritized", "completed")}
+                      "redrive": ("failed", "waiting", "delayed", "completed")}
 MAX_SELECTED_IDS = 10_000
 MAX_REASON = 2000
 DEFAULT_RATE = 100.0
@@ -78,7 +78,7 @@ def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, res
         else:
             source = _redrive_source(client, queue=queue, job_id=job_id)
             result = actions.job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
-    ok = result.outcome == "ok"
+    ok = result.ok
     audit.record(user=user, via=via, action=f"job.{action}", queue=queue, job_ids=[job_id], reason=reason,
                  selection={"reset_counters": reset_counters} if action == "retry" else {},
                  affected=int(ok), outcome=AuditEntry.OK if ok else AuditEntry.REFUSED, message=result.message)
@@ -102,9 +102,13 @@ def _redrive_source(client, *, queue: QueueRef, job_id: str) -> QueueRef:
 
 @dataclass
 class QueueActionResult:
-    outcome: str
+    outcome: str  # as ActionResult's: "done" or why not
     message: str
     affected: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == actions.DONE
 
 
 def queue_action(*, user, via: str, queue: QueueRef, action: str, state: str = "", older_than_ms: int | None = None,
@@ -121,16 +125,15 @@ def queue_action(*, user, via: str, queue: QueueRef, action: str, state: str = "
         details = {"state": state, "older_than_ms": older_than_ms, "limit": limit}
         with redis_errors(queue.connection):
             count = actions.queue_clean(client, queue=queue, state=state, older_than_ms=older_than_ms, limit=limit)
-        result = QueueActionResult("ok", f"Removed {count} {state} job{'s' if count != 1 else ''} older than "
+        result = QueueActionResult(actions.DONE, f"Removed {count} {state} job{'s' if count != 1 else ''} older than "
                                          f"{older_than_ms // 60000} min.", count)
     else:
         with redis_errors(queue.connection):
-            r = actions.queue_pause(client, queue=queue, paused=action == "pause")
-        message = getattr(r, "message", "") or ("Queue paused: workers finish active jobs and take no new ones."
-                                                if action == "pause" else "Queue resumed.")
-        result = QueueActionResult(getattr(r, "outcome", "ok"), message, 1)
+            actions.queue_pause(client, queue=queue, paused=action == "pause")
+        result = QueueActionResult(actions.DONE, "Queue paused: workers finish their active jobs and take no new ones."
+                                   if action == "pause" else "Queue resumed: workers take jobs again.", 1)
     audit.record(user=user, via=via, action=f"queue.{action}", queue=queue, selection=details, reason=reason,
-                 affected=result.affected, outcome=AuditEntry.OK if result.outcome == "ok" else AuditEntry.REFUSED,
+                 affected=result.affected, outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
                  message=result.message)
     return result
 
@@ -184,9 +187,13 @@ class Selection:
         return _iso_param(self.finished_to_ms)
 
     def job_filter(self) -> "selection.JobFilter":
-        return selection.JobFilter(state=self.state, name=self.name, reason_contains=self.reason_contains,
-                                   finished_from_ms=self.finished_from_ms, finished_to_ms=self.finished_to_ms,
-                                   fingerprint=self.fingerprint)
+        try:  # empty fields do not filter (JobFilter's None)
+            return selection.JobFilter(state=self.state, name=self.name or None,
+                                       reason_contains=self.reason_contains or None,
+                                       finished_from_ms=self.finished_from_ms, finished_to_ms=self.finished_to_ms,
+                                       fingerprint=self.fingerprint or None)
+        except ValueError as exc:
+            raise ActionRefused(str(exc)) from None
 
     def describe(self) -> str:
         if self.ids:
@@ -195,7 +202,7 @@ class Selection:
         if self.fingerprint:
             parts.append(f"in error group {self.fingerprint}")
         if self.name:
-            parts.append(f"named like “{self.name}”")
+            parts.append(f"named “{self.name}”")
         if self.reason_contains:
             parts.append(f"whose failure reason contains “{self.reason_contains}”")
         if self.finished_from_ms:

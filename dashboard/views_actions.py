@@ -60,7 +60,7 @@ def job_action(request, connection, prefix, name, action, job_id):
         reason = operations.clean_reason(reason)
     outcome = operations.job_action(user=request.user, via="page", queue=queue, job_id=job_id, action=action,
                                     reset_counters=request.POST.get("keep_counters") != "1", reason=reason.strip())
-    return result(request, ok=outcome.outcome == "ok", message=outcome.message, status=409)
+    return result(request, ok=outcome.ok, message=outcome.message, status=409)
 
 
 @require_POST
@@ -76,7 +76,7 @@ def queue_action(request, connection, prefix, name, action):
         older_than_ms = minutes_param(request.POST.get("older_than_minutes")) * 60_000
     outcome = operations.queue_action(user=request.user, via="page", queue=queue, action=action,
                                       state=request.POST.get("state", ""), older_than_ms=older_than_ms, reason=reason)
-    return result(request, ok=outcome.outcome == "ok", message=outcome.message, status=409)
+    return result(request, ok=outcome.ok, message=outcome.message, status=409)
 
 
 def minutes_param(value) -> int:
@@ -157,8 +157,8 @@ def task_cancel(request, task_id):
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     with redis_errors(connection):
-        groups = error_groups.error_groups(get_registry().client(connection), queue=queue)
-    return render(request, "error_groups.html", {"queue": queue, "groups": groups,
+        found = error_groups.error_groups(get_registry().client(connection), queue=queue)
+    return render(request, "error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
 
 
