@@ -9,6 +9,8 @@ import csv
 import datetime as dt
 from collections.abc import Iterator
 
+from django.db.models import QuerySet
+
 from dashboard.models import AuditEntry, BulkTask
 from queues.keys import QueueRef
 
@@ -33,7 +35,7 @@ def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affect
     )
 
 
-def filtered(params) -> "models.QuerySet[AuditEntry]":  # noqa: F821 - string annotation
+def filtered(params) -> QuerySet:
     """Audit rows matching the page's filters (user, action, queue, outcome, since, until)."""
     rows = AuditEntry.objects.all()
     for field in ("username", "action", "outcome", "via", "connection"):

@@ -23,7 +23,7 @@ from dashboard import audit
 from dashboard.models import AuditEntry, BulkTask
 from dashboard.registry import get_registry, redis_errors
 from dashboard.signals import is_dead_letter_queue
-from queues import actions, selection
+from queues import actions, redrive, selection
 from queues.jobs import read_summaries
 from queues.keys import QueueRef
 
@@ -32,9 +32,6 @@ QUEUE_ACTIONS = ("pause", "resume", "clean")
 BULK_ACTIONS = ("retry", "discard", "promote", "redrive")
 CLEANABLE_STATES = ("completed", "failed")
 FILTER_STATES = selection.SELECTABLE_STATES
-# Which jobs a bulk action can act on at all; a selection in another state is refused up front.
-BULK_ACTION_STATES = {"retry": ("failed", "completed"), "discard": FILTER_STATES, "promote": ("delayed",),
-                      "redrive": ("failed", "waiting", "delayed", "completed")}
 MAX_SELECTED_IDS = 10_000
 MAX_REASON = 2000
 DEFAULT_RATE = 100.0
@@ -258,10 +255,24 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection) -> BulkPrev
 def _check_bulk(*, queue: QueueRef, action: str, chosen: Selection) -> None:
     if action not in BULK_ACTIONS:
         raise ActionRefused(f"Unknown bulk action '{action}'. Choose one of: {', '.join(BULK_ACTIONS)}.")
-    if not chosen.ids and chosen.state not in BULK_ACTION_STATES[action]:
-        raise ActionRefused(f"'{action}' does not apply to {chosen.state} jobs.")
-    if action == "redrive" and not chosen.ids and chosen.state != "failed" and not is_dead_letter_queue(queue.name):
-        raise ActionRefused("On a queue that is not a dead-letter queue, redrive moves failed jobs back to work.")
+    bulk_plan(queue=queue, action=action, chosen=chosen, before_ms=now_ms(), rate=None, reset_counters=True)
+
+
+def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int, rate: float | None,
+              reset_counters: bool) -> "redrive.BulkPlan":
+    """The domain engine's plan (which jobs, fixed at ``before_ms``; what to do; how fast).
+    "Redrive" on a dead-letter queue moves its jobs to their source queue; on any other queue
+    it is the failed-set redrive: retry with the counters reset."""
+    dlq_move = action == "redrive" and is_dead_letter_queue(queue.name)
+    try:
+        return redrive.BulkPlan(
+            queue=queue, action="retry" if action == "redrive" and not dlq_move else action, before_ms=before_ms,
+            rate=rate, filt=None if chosen.ids else chosen.job_filter(),
+            job_ids=tuple(chosen.ids) if chosen.ids else None,
+            reset_counters=True if action == "redrive" else reset_counters,
+            dlq_patterns=tuple(settings.QUEUEWATCH_DLQ_PATTERNS), dlq_mapping=tuple(settings.QUEUEWATCH_DLQ_MAP.items()))
+    except ValueError as exc:
+        raise ActionRefused(str(exc)) from None
 
 
 def parse_rate(value) -> float | None:
