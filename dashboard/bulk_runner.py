@@ -34,7 +34,10 @@ from queues import redrive
 log = logging.getLogger("queuewatch.bulk")
 
 POLL_INTERVAL = 1.0  # s between looks for new tasks
-STALE_AFTER = 15.0  # s without a heartbeat (one per batch) before a running task is taken over
+# A task whose runner sent no heartbeat (one per batch) for this long is taken over. Only the
+# leader runs tasks, and a new leader exists only after the old lock (5 s) lapsed, so this
+# mainly guards against a frozen old leader; its late writes are refused by claimed_by anyway.
+STALE_AFTER = 5.0
 PROGRESS_INTERVAL = 0.5  # s between progress saves/publishes
 MAX_PARALLEL = 4  # tasks running at once (on different queues: one per queue by constraint)
 

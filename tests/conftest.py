@@ -73,14 +73,20 @@ LIVE_DB = 3
 
 
 @pytest.fixture
-def live_setup(settings, redis_server):
+def live_db():
+    """The Redis database of live_setup; a test module overrides it to get one of its own."""
+    return LIVE_DB
+
+
+@pytest.fixture
+def live_setup(settings, redis_server, live_db):
     """Monitored Redis, dashboard Redis and channel layer all on the (emptied) live database,
     with channels_redis exactly as configured in production (socket_timeout None)."""
     from channels.layers import channel_layers
 
-    client = redis_server.client(LIVE_DB)
+    client = redis_server.client(live_db)
     client.flushdb()
-    url = redis_server.url(LIVE_DB)
+    url = redis_server.url(live_db)
     point_at(settings, ConnectionSpec("default", url, ("bull",)))
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",

@@ -21,6 +21,7 @@ async function main() {
   const out = { failed: [], delayed: [], dlq: [] };
   const failedCount = Number(failedArg);
   if (failedCount) {
+    const before = (await queue.getJobCounts('failed')).failed;
     const jobs = await queue.addBulk(Array.from({ length: failedCount }, (_, i) => ({
       name, data: { i }, opts: { attempts: 2 },
     })));
@@ -30,7 +31,7 @@ async function main() {
     worker.on('error', err => log(`worker error: ${err.message}`));
     for (;;) {
       const { failed } = await queue.getJobCounts('failed');
-      if (failed >= failedCount) break;
+      if (failed - before >= failedCount) break;
       await sleep(20);
     }
     await worker.close();
