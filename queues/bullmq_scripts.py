@@ -1,0 +1,113 @@
+"""BullMQ's own Lua scripts, loaded from the pinned ``bullmq`` PyPI package, for a sync client.
+
+The Python package registers its scripts on an *asyncio* client (``RedisConnection``); our
+reader uses sync redis-py, so we load the same files (``bullmq/commands/*.lua``, byte-identical
+to Node BullMQ 6.4's flattened scripts) and register them on our client. The scripts are never
+edited: every state change a Node worker can see is made by BullMQ's own code.
+
+Two actions need more than one BullMQ script to run as one atomic step. Instead of MULTI (where
+EVALSHA cannot fall back to loading the script and the second step cannot see the first one's
+result), we *compose*: each BullMQ script's text is wrapped, unchanged, as a local Lua function
+taking its own ``KEYS``/``ARGV``, and a few lines of ours call them in order. Redis runs the
+whole composition atomically, so a crash of our process, a worker or another operator can
+never observe a half-done action:
+
+* ``RETRY`` = ``reprocessJob-9`` and, only when it returned 1 and a reset was asked for,
+  ``HDEL <job> stc``. This is the one documented exception to "never hand-edit": no stock
+  script resets the stall counter, and doing it in the same atomic step means no worker can
+  take the job with its old stall budget (a separate HDEL after the move could race a worker).
+* ``REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed it,
+  ``addStandardJob-9`` into the source queue with a deterministic id. Removal goes first
+  because it is the step that may refuse (locked, scheduler iteration); adding a new id with
+  stripped options cannot refuse. Either both happen or neither, so a repeat after a crash
+  can neither duplicate nor lose the job.
+
+On Redis Cluster a composition touches the keys of two queues (redrive) and needs both
+queues in one hash slot (a hash-tagged prefix such as ``{bull}``), which BullMQ needs anyway
+for flows across queues.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+import redis
+from redis.commands.core import Script
+
+# Located without importing ``bullmq`` (which pulls in its asyncio client, workers and more):
+# only its script files are used.
+COMMANDS_DIR = Path(importlib.util.find_spec("bullmq").submodule_search_locations[0]).resolve() / "commands"
+
+
+@functools.cache
+def bullmq_source(filename: str) -> str:
+    """The text of one of BullMQ's flattened scripts, e.g. ``reprocessJob-9.lua``."""
+    return (COMMANDS_DIR / filename).read_text(encoding="utf-8")
+
+
+def as_function(name: str, filename: str) -> str:
+    """BullMQ's script text, unchanged, as a local function ``name(KEYS, ARGV)``.
+
+    The parameters shadow the globals, so the script reads exactly the keys and arguments we
+    hand it; its ``return`` statements return from the function."""
+    return f"local function {name}(KEYS, ARGV)\n{bullmq_source(filename)}\nend\n"
+
+
+RETRY_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+-- KEYS/ARGV exactly as reprocessJob-9; ARGV[7] = "1" also resets the stall counter.
+local result = reprocess_job(KEYS, ARGV)
+if result == 1 and ARGV[7] == "1" then
+  redis.call("HDEL", KEYS[1], "stc")
+end
+return result
+"""
+
+REDRIVE_SRC = (
+    as_function("remove_job", "removeJob-2.lua")
+    + as_function("add_standard_job", "addStandardJob-9.lua")
+    + """
+-- KEYS[1..9]  addStandardJob-9 keys of the source queue
+-- KEYS[10]    dead-letter job key, KEYS[11] dead-letter queue's repeat key
+-- KEYS[12]    the job key the copy will have in the source queue
+-- ARGV[1..4]  addStandardJob-9 arguments; ARGV[5..7] removeJob-2 arguments
+-- ARGV[8]     the dead-letter job's timestamp as read by the caller, so a job removed and
+--             re-added under the same id in between is not moved with stale data
+-- Returns {code, id}: 1 moved, -1 no such job, -3 changed since read, -100 the target id
+-- already exists (a previous redrive still retained there), else removeJob's code (0, -8).
+if redis.call("EXISTS", KEYS[10]) == 0 then return {-1, ""} end
+if redis.call("HGET", KEYS[10], "timestamp") ~= ARGV[8] then return {-3, ""} end
+if redis.call("EXISTS", KEYS[12]) == 1 then return {-100, ""} end
+local removed = remove_job({KEYS[10], KEYS[11]}, {ARGV[5], ARGV[6], ARGV[7]})
+if removed ~= 1 then return {removed, ""} end
+local added = add_standard_job({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]},
+                               {ARGV[1], ARGV[2], ARGV[3], ARGV[4]})
+return {1, tostring(added)}
+"""
+)
+
+
+class BullScripts:
+    """The scripts registered on one client (registration is per client object in redis-py)."""
+
+    def __init__(self, client: redis.Redis):
+        self.retry: Script = client.register_script(RETRY_SRC)
+        self.redrive: Script = client.register_script(REDRIVE_SRC)
+        self.remove: Script = client.register_script(bullmq_source("removeJob-2.lua"))
+        self.promote: Script = client.register_script(bullmq_source("promote-9.lua"))
+        self.pause: Script = client.register_script(bullmq_source("pause-7.lua"))
+        self.clean: Script = client.register_script(bullmq_source("cleanJobsInSet-3.lua"))
+        self.move_jobs_to_wait: Script = client.register_script(bullmq_source("moveJobsToWait-8.lua"))
+
+
+_registered: "dict[int, tuple[redis.Redis, BullScripts]]" = {}
+
+
+def scripts_for(client: redis.Redis) -> BullScripts:
+    """Scripts for this client, registered once (keeps the client alive with its entry)."""
+    entry = _registered.get(id(client))
+    if entry is None or entry[0] is not client:
+        entry = (client, BullScripts(client))
+        _registered[id(client)] = entry
+    return entry[1]
