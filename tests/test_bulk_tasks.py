@@ -30,7 +30,7 @@ from tests.test_live_monitor import receive_until, wait_for
 pytestmark = [pytest.mark.node]
 
 ACTIONS_LIVE_DB = 12  # this module's own database (see the live_db fixture in conftest)
-CRASH_DB = 13
+CRASH_DB = 10  # 13-15 belong to the domain tests
 
 
 @pytest.fixture
