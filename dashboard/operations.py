@@ -12,6 +12,7 @@ moment of confirmation), stores a ``BulkTask`` row and the monitor runs it in th
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -83,8 +84,6 @@ def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, res
 
 
 def _redrive_source(client, *, queue: QueueRef, job_id: str) -> QueueRef:
-    import json
-
     raw = client.hget(queue.job_key(job_id), "data")
     try:
         data = json.loads(raw) if raw is not None else None

@@ -6,6 +6,7 @@ and the audit log. Each view checks the role, parses input, calls ``dashboard.op
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 from django.core.paginator import Paginator
 from django.http import StreamingHttpResponse
@@ -36,6 +37,7 @@ def result(request, *, ok: bool, message: str, status: int = 200):
 def refusals(view):
     """Bad input and refusals become a clear message instead of an error page."""
 
+    @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         try:
             return view(request, *args, **kwargs)
@@ -44,15 +46,16 @@ def refusals(view):
         except JobNotFound as exc:
             return result(request, ok=False, message=str(exc), status=404)
 
-    wrapper.__name__ = view.__name__
-    wrapper.__wrapped__ = view
     return wrapper
 
 
-@require_POST
-@role_required(OPERATOR, mutates_redis=True)
-@page_errors
-@refusals
+def operator_post(view):
+    """An htmx/form POST that changes the monitored Redis: operator role, not read-only (CSRF
+    by the middleware), unknown queues and Redis outages as error pages, refusals as messages."""
+    return require_POST(role_required(OPERATOR, mutates_redis=True)(page_errors(refusals(view))))
+
+
+@operator_post
 def job_action(request, connection, prefix, name, action, job_id):
     queue = reads.resolve(connection, prefix, name)
     reason = request.POST.get("reason", "")
@@ -63,10 +66,7 @@ def job_action(request, connection, prefix, name, action, job_id):
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
 
 
-@require_POST
-@role_required(OPERATOR, mutates_redis=True)
-@page_errors
-@refusals
+@operator_post
 def queue_action(request, connection, prefix, name, action):
     queue = reads.resolve(connection, prefix, name)
     reason = request.POST.get("reason", "").strip()
@@ -99,10 +99,7 @@ def chosen_from(request) -> operations.Selection:
     return chosen
 
 
-@require_POST
-@role_required(OPERATOR, mutates_redis=True)
-@page_errors
-@refusals
+@operator_post
 def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     action = request.POST.get("action", "")
@@ -121,10 +118,7 @@ def bulk_preview(request, connection, prefix, name):
     return render(request, "bulk_preview.html", context)
 
 
-@require_POST
-@role_required(OPERATOR, mutates_redis=True)
-@page_errors
-@refusals
+@operator_post
 def bulk_start(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     task = operations.bulk_start(

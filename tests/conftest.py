@@ -58,6 +58,20 @@ def scratch_queues(settings, redis_server, redis_client):
     reset_registry()
 
 
+ACTIONS_DB = 11
+
+
+@pytest.fixture
+def actions_redis(settings, redis_server):
+    """The app pointed at the (emptied) database of the action page tests; yields its URL."""
+    client = redis_server.client(ACTIONS_DB)
+    client.flushdb()
+    point_at(settings, ConnectionSpec("default", redis_server.url(ACTIONS_DB), ("bull",)))
+    yield redis_server.url(ACTIONS_DB)
+    reset_registry()
+    client.close()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("viewer", password="viewer-pass")

@@ -14,15 +14,13 @@ from django.urls import reverse
 
 from dashboard import operations
 from dashboard.models import AuditEntry, BulkTask
-from queues.connections import ConnectionSpec
 from queues.error_groups import fingerprint
 from queues.keys import QueueRef
-from tests.conftest import point_at
+from tests.conftest import ACTIONS_DB
 from tests.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
-ACTIONS_DB = 11  # shared with test_actions_permissions only (both flush it)
 HOSTILE_NAME = '<script>alert("n")</script>'
 HOSTILE_REASON = '<img src=x onerror=alert(1)> "quoted" & <b>bold</b>'
 HOSTILE_AUDIT = '</td><script>alert("audit")</script>'
@@ -30,15 +28,11 @@ Q = ("default", "bull", "hostile")
 
 
 @pytest.fixture
-def seeded(settings, redis_server):
-    client = redis_server.client(ACTIONS_DB)
-    client.flushdb()
-    point_at(settings, ConnectionSpec("default", redis_server.url(ACTIONS_DB), ("bull",)))
-    ids = run_node("seed_actions.mjs", redis_server.url(ACTIONS_DB), "hostile", "4", "1", "1", HOSTILE_NAME, HOSTILE_REASON)
+def seeded(actions_redis, redis_server):
+    ids = run_node("seed_actions.mjs", actions_redis, "hostile", "4", "1", "1", HOSTILE_NAME, HOSTILE_REASON)
     # A secret in a failed job's data, for the export's redaction.
-    client.hset(f"bull:hostile:{ids['failed'][0]}", "data", json.dumps({"password": "hunter2", "i": 0}))
-    yield ids
-    client.close()
+    redis_server.client(ACTIONS_DB).hset(f"bull:hostile:{ids['failed'][0]}", "data", json.dumps({"password": "hunter2", "i": 0}))
+    return ids
 
 
 @pytest.fixture

@@ -15,24 +15,16 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 
 from dashboard.models import AuditEntry, BulkTask
-from queues.connections import ConnectionSpec
-from tests.conftest import point_at
 from tests.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
-ACTIONS_DB = 11  # no other test module uses it
 Q = ("default", "bull", "perm")
 
 
 @pytest.fixture
-def seeded(settings, redis_server):
-    client = redis_server.client(ACTIONS_DB)
-    client.flushdb()
-    point_at(settings, ConnectionSpec("default", redis_server.url(ACTIONS_DB), ("bull",)))
-    ids = run_node("seed_actions.mjs", redis_server.url(ACTIONS_DB), "perm", "6", "3", "3")
-    yield ids
-    client.close()
+def seeded(actions_redis):
+    return run_node("seed_actions.mjs", actions_redis, "perm", "6", "3", "3")
 
 
 def user_with(role: str | None) -> User:
