@@ -32,9 +32,9 @@ def api_mutation(view):
     """POST only; bearer token or session (+CSRF); operator role; refused in read-only mode;
     bad input as 400 JSON."""
 
+    @csrf_exempt  # checked below for cookie sessions only
+    @api_auth  # before the method check: anonymous callers get 401 whatever the method
     @require_POST
-    @csrf_exempt
-    @api_auth
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if not request.headers.get("Authorization", "").startswith("Bearer "):
