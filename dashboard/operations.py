@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from dashboard.models import AuditEntry, BulkTask
 from dashboard.registry import get_registry, redis_errors
 from dashboard.signals import is_dead_letter_queue
 from queues import actions, redrive, selection
+from queues.errors import RedisUnavailable
 from queues.jobs import read_summaries
 from queues.keys import QueueRef
 
@@ -54,6 +56,18 @@ def client_for(queue: QueueRef):
 # --- single jobs and queues ---------------------------------------------------------------
 
 
+@contextmanager
+def audited_failure(**entry):
+    """Redis errors as ``RedisUnavailable`` (a clear message), and an ``error`` audit row for
+    the attempt: the log records attempts that failed, not only those that worked."""
+    try:
+        with redis_errors(entry["queue"].connection):
+            yield
+    except RedisUnavailable as exc:
+        audit.record(**entry, outcome=AuditEntry.ERROR, message=str(exc))
+        raise
+
+
 def dlq_source_of(*, queue: QueueRef, job_data) -> str | None:
     """The source queue a dead-letter queue's job belongs to (name pattern, explicit mapping or
     a field in the job's data), or None when ``queue`` is not an application DLQ."""
@@ -66,7 +80,7 @@ def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, res
     if action not in JOB_ACTIONS:
         raise ActionRefused(f"Unknown job action '{action}'. Choose one of: {', '.join(JOB_ACTIONS)}.")
     client = client_for(queue)
-    with redis_errors(queue.connection):
+    with audited_failure(user=user, via=via, action=f"job.{action}", queue=queue, job_ids=[job_id], reason=reason):
         if action == "retry":
             result = actions.job_retry(client, queue=queue, job_id=job_id, reset_counters=reset_counters)
         elif action == "discard":
@@ -119,12 +133,12 @@ def queue_action(*, user, via: str, queue: QueueRef, action: str, state: str = "
         if older_than_ms is None or older_than_ms < 0:
             raise ActionRefused("Give the age (in minutes, 0 or more) of the oldest jobs to keep.")
         details = {"state": state, "older_than_ms": older_than_ms, "limit": limit}
-        with redis_errors(queue.connection):
+        with audited_failure(user=user, via=via, action="queue.clean", queue=queue, selection=details, reason=reason):
             count = actions.queue_clean(client, queue=queue, state=state, older_than_ms=older_than_ms, limit=limit)
         result = QueueActionResult(actions.DONE, f"Removed {count} {state} job{'s' if count != 1 else ''} older than "
                                          f"{older_than_ms // 60000} min.", count)
     else:
-        with redis_errors(queue.connection):
+        with audited_failure(user=user, via=via, action=f"queue.{action}", queue=queue, reason=reason):
             actions.queue_pause(client, queue=queue, paused=action == "pause")
         result = QueueActionResult(actions.DONE, "Queue paused: workers finish their active jobs and take no new ones."
                                    if action == "pause" else "Queue resumed: workers take jobs again.", 1)

@@ -157,3 +157,15 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
     html = operator_client.get(reverse("task", args=[task.pk])).content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;" in html
     assert BulkTask.objects.get(pk=task.pk).state == BulkTask.PENDING  # no monitor in this test
+
+
+def test_unreachable_redis_gets_a_clear_503(operator_client, settings):
+    from queues.connections import ConnectionSpec
+    from tests.conftest import point_at
+    from tests.servers import free_port
+
+    point_at(settings, ConnectionSpec("default", f"redis://:s3cret@127.0.0.1:{free_port()}/0", ("bull",)))
+    r = operator_client.post(reverse("queue_action", args=[*Q, "pause"]))
+    assert r.status_code == 503 and "is unavailable" in r.content.decode() and "s3cret" not in r.content.decode()
+    r = operator_client.post(reverse("api_queue_action", args=[*Q, "pause"]), "{}", content_type="application/json")
+    assert r.status_code == 503 and r.json()["error"] == "redis_unavailable" and "s3cret" not in r.json()["message"]
