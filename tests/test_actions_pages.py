@@ -7,16 +7,21 @@ from __future__ import annotations
 import csv
 import io
 import json
+from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard import operations
 from dashboard.models import AuditEntry, BulkTask
+from queues.connections import ConnectionSpec
 from queues.error_groups import fingerprint
+from queues.errors import RedisUnavailable
 from queues.keys import QueueRef
-from tests.conftest import ACTIONS_DB
+from tests.conftest import ACTIONS_DB, point_at
+from tests.servers import RedisServer, free_port
 from tests.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
@@ -160,12 +165,51 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
 
 
 def test_unreachable_redis_gets_a_clear_503(operator_client, settings):
-    from queues.connections import ConnectionSpec
-    from tests.conftest import point_at
-    from tests.servers import free_port
-
     point_at(settings, ConnectionSpec("default", f"redis://:s3cret@127.0.0.1:{free_port()}/0", ("bull",)))
     r = operator_client.post(reverse("queue_action", args=[*Q, "pause"]))
     assert r.status_code == 503 and "is unavailable" in r.content.decode() and "s3cret" not in r.content.decode()
     r = operator_client.post(reverse("api_queue_action", args=[*Q, "pause"]), "{}", content_type="application/json")
     assert r.status_code == 503 and r.json()["error"] == "redis_unavailable" and "s3cret" not in r.json()["message"]
+
+
+def test_an_action_that_fails_on_redis_is_audited_as_an_error(operator_client, settings):
+    server = RedisServer()
+    try:
+        point_at(settings, ConnectionSpec("default", server.url(0), ("bull",)))
+        queue = QueueRef(*Q)
+        operations.queue_action(user=operator_client.user, via="page", queue=queue, action="pause")
+        server.kill()  # Redis goes away between two clicks
+        with pytest.raises(RedisUnavailable):
+            operations.queue_action(user=operator_client.user, via="page", queue=queue, action="resume")
+    finally:
+        server.stop()
+    ok, failed = AuditEntry.objects.order_by("pk")
+    assert (ok.action, ok.outcome) == ("queue.pause", "ok")
+    assert (failed.action, failed.outcome, failed.username) == ("queue.resume", "error", "op")
+    assert "unavailable" in failed.message
+
+
+def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
+    operator = User.objects.create_user("api-op", password="pw")
+    operator.groups.add(Group.objects.get(name="operator"))
+    out = StringIO()
+    call_command("api_token", "api-op", stdout=out)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
+    url = reverse("api_bulk_start", args=Q)
+    body = {"action": "discard", "ids": seeded["failed"][:3], "reason": "duplicates", "rate": 0}
+    r = client.post(url, json.dumps(body), content_type="application/json", **auth)
+    assert r.status_code == 202, r.content
+    task = r.json()
+    assert task["state"] == "pending" and task["selection"]["ids"] == seeded["failed"][:3] and task["rate"] is None
+    r = client.post(url, json.dumps(body), content_type="application/json", **auth)
+    assert r.status_code == 409 and r.json()["task"] == task["id"]
+    assert client.get(reverse("api_task", args=[task["id"]]), **auth).json()["id"] == task["id"]
+    assert client.get(reverse("api_task", args=[999999]), **auth).status_code == 404
+    r = client.post(url, "[1, 2", content_type="application/json", **auth)
+    assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
+    r = client.post(reverse("api_bulk_preview", args=Q), json.dumps({"action": "retry", "state": "active"}),
+                    content_type="application/json", **auth)
+    assert r.status_code == 400 and "Unknown state" in r.json()["message"]
+    r = client.post(reverse("api_job_action", args=[*Q, "discard", seeded["failed"][0]]), "{}",
+                    content_type="application/json", **auth)
+    assert r.status_code == 400 and "Say why" in r.json()["message"]
