@@ -64,3 +64,28 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, redis_server)
     rows = page.locator("tr.audit-row")
     assert rows.count() == 2  # started (page) and finished (task)
     assert "card processor fixed in v2" in rows.first.inner_text() and "moved 60" in rows.first.inner_text()
+
+
+def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, redis_server):
+    url = redis_server.url(NODE_FIXTURE_DB)
+    ids = run_node("seed_actions.mjs", url, "e2e-tick", "6", "0", "0")["failed"]
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-tick/?state=failed")
+    page.wait_for_selector("#live-status[data-state=live]")
+    for job_id in ids[:2]:
+        page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
+    page.select_option("#bulk-form select[name=action]", "discard")
+    page.click("#bulk-form button:has-text('Preview ticked jobs')")
+    preview = page.wait_for_selector("#bulk-panel .bulk-preview")
+    assert preview.get_attribute("data-count") == "2"
+    assert sorted(page.locator("#bulk-panel table.sample tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.jobId)")) == sorted(ids[:2])
+    page.fill("#bulk-panel input[name=rate]", "0")
+    page.fill("#bulk-panel input[name=reason]", "duplicates of 5 and 6")
+    page.click("#bulk-panel button:has-text('Confirm')")
+    page.wait_for_selector(".task-progress[data-state=done]", timeout=30_000)
+    assert page.locator(".task-progress .moved").inner_text() == "2"
+
+    client = redis_server.client(NODE_FIXTURE_DB)
+    assert client.zcard("bull:e2e-tick:failed") == 4
+    assert not client.exists(*(f"bull:e2e-tick:{i}" for i in ids[:2]))
