@@ -70,11 +70,17 @@ class ErrorGroup:
         return dict(self.__dict__)
 
 
-@dataclass
-class ErrorGroups:
-    groups: list[ErrorGroup]
-    scanned: int  # failed jobs examined (the newest ones)
-    total: int  # failed jobs in the set
+class ErrorGroups(list):
+    """The groups (a list, biggest first) plus how much of the failed set was read."""
+
+    def __init__(self, groups: list[ErrorGroup], *, scanned: int, total: int):
+        super().__init__(groups)
+        self.scanned = scanned  # failed jobs examined (the newest ones)
+        self.total = total  # failed jobs in the set
+
+    @property
+    def groups(self) -> list[ErrorGroup]:
+        return list(self)
 
     @property
     def complete(self) -> bool:
@@ -82,7 +88,7 @@ class ErrorGroups:
 
 
 def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = 20000, batch: int = 1000) -> ErrorGroups:
-    """Failed jobs grouped by fingerprint, biggest group first.
+    """Failed jobs grouped by fingerprint, biggest group first (a list of ``ErrorGroup``).
 
     Reads the newest ``scan_limit`` failed jobs: ZREVRANGE in batches plus one pipelined
     ``HMGET failedReason`` per job (never data or stack traces), then one HGET of a stack trace
@@ -121,7 +127,7 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = 2000
             cache.clear()  # bounded memory on hostile data where every reason differs
     ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
     _attach_stacks(client, queue, ordered)
-    return ErrorGroups(groups=ordered, scanned=scanned, total=total)
+    return ErrorGroups(ordered, scanned=scanned, total=total)
 
 
 STACK_CAP = 16384

@@ -41,14 +41,14 @@ def iter_job_records(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, b
     while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
         pipe = client.pipeline(transaction=False)
-        for job in page.matches:
-            pipe.hmget(queue.job_key(job.id), EXPORT_FIELDS)
-        for job, values in zip(page.matches, pipe.execute() if page.matches else []):
+        for job_id in page.match_ids:
+            pipe.hmget(queue.job_key(job_id), EXPORT_FIELDS)
+        for job_id, values in zip(page.match_ids, pipe.execute() if page.match_ids else []):
             f = dict(zip(EXPORT_FIELDS, values))
             if all(v is None for v in values):
                 continue  # removed since the page was read
             yield {
-                "id": job.id,
+                "id": job_id,
                 "name": to_text(f["name"]),
                 "timestamp": to_int(f["timestamp"]),
                 "processedOn": to_int(f["processedOn"]),

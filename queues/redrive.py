@@ -34,25 +34,26 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Mapping, Protocol
 
 import redis
 
 from . import actions
 from .actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, dlq_source, promote_call, promote_outcome,
-                      redrive_call, redrive_copy_from_fields, redrive_outcome, remove_call, remove_outcome,
-                      retry_call, retry_outcome)
+                      redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
 from .selection import Cursor, JobFilter, Page, advance, next_page, preview
 from .text import to_text
 
 ACTIONS = ("retry", "discard", "promote", "redrive")
-ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting"),
+# The states each action looks for a job in. ``active`` only matters for explicit selections
+# (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
+ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
                  "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed")}
 DEFAULT_RATE = 100.0
-MAX_BATCH = 500
+MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
 
 
 @dataclass(frozen=True)
@@ -152,12 +153,15 @@ class Progress:
         return min(100.0, 100.0 * self.handled / self.total)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d.update(remaining=self.remaining, percent=round(self.percent, 1))
+        # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        d.update(cursor=dict(self.cursor), in_flight=list(self.in_flight), skipped_by=dict(self.skipped_by),
+                 errors=list(self.errors), remaining=self.remaining, percent=round(self.percent, 1))
         return d
 
     def copy(self) -> "Progress":
-        return Progress.from_dict(self.as_dict())
+        return replace(self, cursor=dict(self.cursor), in_flight=list(self.in_flight),
+                       skipped_by=dict(self.skipped_by), errors=list(self.errors))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Progress":
@@ -242,8 +246,8 @@ def plan_total(client: redis.Redis, plan: BulkPlan) -> int:
 
 
 def _state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:
-    if state == "waiting":
-        pipe.lpos(queue.state_key("waiting"), job_id, rank=-1)
+    if state in ("waiting", "active"):
+        pipe.lpos(queue.state_key(state), job_id, rank=-1)
     else:
         pipe.zscore(queue.state_key(state), job_id)
 
@@ -282,59 +286,91 @@ def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
     return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping), job_data=data)
 
 
-def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
-    """Run the plan's action on a batch, pipelined: one round trip for the scripts (plus one
-    to read the dead-letter jobs for a redrive). Results in item order; a script error is
-    returned (not raised) so one bad job cannot stop the batch."""
-    scripts = scripts_for(client)
-    q = plan.queue
-    results: list = [None] * len(items)
-    pipe = client.pipeline(transaction=False)
-    calls: list[tuple[int, Callable]] = []
+def _fast_range_end(plan: BulkPlan, scores: list) -> str:
+    """The batch's highest finish time when the retry script may try its fast path: the batch
+    came from an unfiltered scan of a finished set, so it may be the head of that set."""
+    if plan.filt is None or plan.filt.reads_jobs or plan.filt.finished_from_ms is not None:
+        return ""
+    if not scores or any(s is None for s in scores):
+        return ""
+    return str(int(max(scores)))
 
-    copies, sources = {}, {}
-    if plan.action == "redrive":
-        read = client.pipeline(transaction=False)
-        for job_id, _ in items:
-            read.hmget(q.job_key(job_id), ["name", "data", "opts", "timestamp"])
-        for (job_id, _), (name, data, opts, ts) in zip(items, read.execute()):
-            if ts is not None or name is not None:
-                copies[job_id] = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
-                sources[job_id] = _resolve_source(plan, to_text(data, "{}"))
+
+def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int,
+                  scores: Mapping[str, float] | None = None) -> list[ActionResult | Exception]:
+    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
+    as one batch script per state (one round trip, one atomic step); a redrive reads the
+    dead-letter jobs in one pipelined round trip and runs one composed script per job in a
+    second. A script error is returned (not raised) so one bad job cannot stop the batch."""
+    q = plan.queue
+    scores = scores or {}
+    results: list = [None] * len(items)
+    by_state: dict[str, list[int]] = {}
     for n, (job_id, state) in enumerate(items):
         if state is None:
             results[n] = ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to.")
-            continue
-        if plan.action == "retry":
-            keys, args = retry_call(q, job_id, state=state, reset_counters=plan.reset_counters)
-            scripts.retry(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id, s=state: retry_outcome(j, int(r), state=s)))
-        elif plan.action == "discard":
-            keys, args = remove_call(q, job_id, remove_children=plan.remove_children)
-            scripts.remove(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id: remove_outcome(j, int(r))))
-        elif plan.action == "promote":
-            keys, args = promote_call(q, job_id)
-            scripts.promote(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id: promote_outcome(j, int(r))))
         else:
-            copy = copies.get(job_id)
-            if copy is None:
-                results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-                continue
-            source_name = sources[job_id]
-            if not source_name:
-                results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
-                continue
-            source = QueueRef(q.connection, q.prefix, source_name)
-            keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
-            scripts.redrive(keys=keys, args=args, client=pipe)
-            calls.append((n, lambda r, j=job_id, s=source: redrive_outcome(j, r, dlq=q, source=s)))
-    if calls:
-        replies = pipe.execute(raise_on_error=False)
-        for (n, outcome), reply in zip(calls, replies):
-            results[n] = reply if isinstance(reply, Exception) else outcome(reply)
+            by_state.setdefault(state, []).append(n)
+    if plan.action == "redrive":
+        _redrive_batch(client, plan, items, [n for ns in by_state.values() for n in ns], results, now_ms=now_ms)
+        return results
+    scripts = scripts_for(client)
+    for state, positions in by_state.items():
+        ids = [items[n][0] for n in positions]
+        try:
+            if plan.action == "retry":
+                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized",
+                                           "pc", "paused")]
+                codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
+                                                            "1" if plan.reset_counters else "0",
+                                                            _fast_range_end(plan, [scores.get(i) for i in ids]), *ids])
+                made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+            elif plan.action == "discard":
+                codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
+                made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
+            else:
+                keys, _ = promote_call(q, "")
+                codes = scripts.promote_batch(keys=keys, args=[q.base, *ids])
+                made = [MOVED if c == 0 else promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
+        except redis.ResponseError as exc:
+            made = [exc] * len(ids)
+        for n, result in zip(positions, made):
+            results[n] = result
     return results
+
+
+# The result of every job a batch moved: one shared object (a message per job would cost more
+# than the move itself at bulk speed); refusals keep their own id and message.
+MOVED = ActionResult("", DONE, "moved")
+
+STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active"}
+
+
+def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[int], results: list, *, now_ms: int) -> None:
+    q = plan.queue
+    read = client.pipeline(transaction=False)
+    for n in positions:
+        read.hmget(q.job_key(items[n][0]), ["name", "data", "opts", "timestamp"])
+    pipe = client.pipeline(transaction=False)
+    calls = []
+    script = scripts_for(client).redrive
+    for n, (name, data, opts, ts) in zip(positions, read.execute() if positions else []):
+        job_id = items[n][0]
+        if ts is None and name is None:
+            results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+            continue
+        source_name = _resolve_source(plan, to_text(data, "{}"))
+        if not source_name:
+            results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
+            continue
+        source = QueueRef(q.connection, q.prefix, source_name)
+        copy = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
+        keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
+        script(keys=keys, args=args, client=pipe)
+        calls.append((n, job_id, source))
+    if calls:
+        for (n, job_id, source), reply in zip(calls, pipe.execute(raise_on_error=False)):
+            results[n] = reply if isinstance(reply, Exception) else redrive_outcome(job_id, reply, dlq=q, source=source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +398,10 @@ def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_m
     progress.in_flight = []
 
 
+# Refusals after which the job is no longer where the scan found it (so it cannot anchor it).
+LEFT_STATE = frozenset({MISSING, WRONG_STATE})
+
+
 def _tally(progress: Progress, results: list) -> set[str]:
     """Add a batch's results to the counts; return the ids that stay where they were."""
     stayed = set()
@@ -375,7 +415,8 @@ def _tally(progress: Progress, results: list) -> set[str]:
         else:
             progress.skipped += 1
             progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
-            stayed.add(r.job_id)
+            if r.outcome not in LEFT_STATE:
+                stayed.add(r.job_id)
     return stayed
 
 
@@ -418,19 +459,20 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         else:
             page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
                              cursor=cursor, size=plan.batch_size)
-            items = [(j.id, plan.filt.state) for j in page.matches]
+            items = [(i, plan.filt.state) for i in page.match_ids]
             exhausted = page.exhausted
         if items:
             # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
             progress.in_flight = [[i, s] for i, s in items]
             store.save(progress)  # the journal: see the module docstring
-            results = execute_batch(client, plan, items, now_ms=now_ms())
+            scores = {i: s for i, s in page.passed} if page is not None else None
+            results = execute_batch(client, plan, items, now_ms=now_ms(), scores=scores)
             stayed = _tally(progress, results)
         else:
             stayed = set()
         progress.in_flight = []
         if page is not None:
-            matched = {j.id for j in page.matches}
+            matched = set(page.match_ids)
             cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
             progress.cursor = cursor.as_dict()
         else:

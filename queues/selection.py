@@ -85,9 +85,15 @@ class Cursor:
 @dataclass
 class Page:
     passed: list[tuple[str, float | None]]  # every id examined, in order, with its score
-    matches: list[JobSummary]
-    exhausted: bool
-    full_reasons: dict[str, str] = field(default_factory=dict)
+    match_ids: list[str]  # the ids that match, in order
+    summaries: dict[str, JobSummary] = field(default_factory=dict)  # read only when matching needed them
+    exhausted: bool = False
+
+    @property
+    def matches(self) -> list[JobSummary]:
+        """Matching jobs as summaries (light ones, with only the finish time, when the filter
+        did not need the job hashes)."""
+        return [self.summaries.get(i) or JobSummary(id=i, exists=True) for i in self.match_ids]
 
 
 def _member_key(member: str) -> bytes:
@@ -140,15 +146,14 @@ def next_page(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_m
     else:
         passed, exhausted = _zset_page(client, queue, filt, before_ms, cursor, size)
     if not passed:
-        return Page([], [], True)
+        return Page([], [], exhausted=True)
     ids = [i for i, _ in passed]
     if not filt.reads_jobs:
-        return Page(passed, [JobSummary(id=i, exists=True, finished_on=int(s) if s is not None else None)
-                             for i, s in passed], exhausted)
+        return Page(passed, ids, exhausted=exhausted)
     summaries = read_summaries(client, queue, ids, [s for _, s in passed])
     reasons = _full_reasons(client, queue, ids) if (filt.reason_contains or filt.fingerprint) else {}
     matches = [j for j in summaries if matches_filter(j, filt=filt, before_ms=before_ms, reason=reasons.get(j.id, ""))]
-    return Page(passed, matches, exhausted, reasons)
+    return Page(passed, [j.id for j in matches], {j.id: j for j in matches}, exhausted)
 
 
 def _full_reasons(client: redis.Redis, queue: QueueRef, ids: list[str]) -> dict[str, str]:
@@ -192,8 +197,7 @@ def matching_ids(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, befor
     cursor = Cursor()
     while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
-        for job in page.matches:
-            yield job.id
+        yield from page.match_ids
         if page.exhausted:
             return
         cursor = advance(cursor, page)
@@ -222,7 +226,7 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
     while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
         scanned += len(page.passed)
-        count += len(page.matches)
+        count += len(page.match_ids)
         jobs.extend(page.matches[: max(0, sample - len(jobs))])
         if page.exhausted:
             return Preview(count=count, sample=jobs, scanned=scanned)

@@ -4,13 +4,17 @@ Database 13 belongs to this module."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
+import time
 
 import pytest
 
 from queues import actions
 from queues.keys import QueueRef
-from tests.servers import node_available, run_node
+from queues.redrive import BulkPlan, MemoryStore, run_bulk
+from queues.selection import JobFilter
+from tests.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 
 DB = 13
 
@@ -176,3 +180,77 @@ def test_redrive_refuses_when_the_target_id_is_still_retained(r):
     assert result.outcome == "target_exists"
     assert r.exists(dlq.job_key("a:1"))  # left where it was, not lost
     assert r.exists(source.job_key("redrive-orders-dlq-a%3A1"))
+
+
+# --- bulk actions with live Node workers ------------------------------------------------------
+
+def test_bulk_retry_with_reset_then_node_processes_every_job_with_its_full_budget(r, url):
+    queue = q("bulk-budget")
+    ids = run_node("actions.mjs", "fail", url, queue.name, "40", "2")["ids"]
+    plan = BulkPlan(queue=queue, action="retry", before_ms=int(time.time() * 1000), filt=JobFilter(), rate=None)
+    progress = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (progress.state, progress.total, progress.moved, progress.skipped) == ("done", 40, 40, 0)
+    jobs = run_node("actions.mjs", "work", url, queue.name, "fail", "40")["jobs"]
+    assert sorted(jobs) == sorted(ids)
+    assert {j["atm"] for j in jobs.values()} == {2}  # two full attempts again, not one
+
+
+def test_bulk_redrive_of_a_dlq_then_node_completes_them_in_the_source(r, url):
+    dlq = q("emails-dlq")
+    ids = run_node("actions.mjs", "dlq", url, dlq.name, "25", "emails")["ids"]
+    plan = BulkPlan(queue=dlq, action="redrive", before_ms=int(time.time() * 1000) + 1,
+                    filt=JobFilter(state="waiting"), rate=None, payload_field="data")
+    progress = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (progress.moved, progress.skipped) == (25, 0)
+    jobs = run_node("actions.mjs", "work", url, "emails", "complete", "25")["jobs"]
+    assert sorted(jobs) == sorted(actions.redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids)
+    assert sorted(j["data"]["i"] for j in jobs.values()) == list(range(25))
+
+
+@pytest.fixture
+def stall_worker(url):
+    """Start tests/node/stall_worker.mjs on a queue: it takes one job, holds its lock ~2 s."""
+    procs = []
+
+    def start(queue_name: str) -> str:
+        ensure_node_modules()
+        proc = subprocess.Popen(["node", "stall_worker.mjs", url, queue_name], cwd=NODE_DIR,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(proc)
+        line = proc.stdout.readline().strip()
+        assert line.startswith("ACTIVE "), line
+        return line.split(" ", 1)[1]
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait(10)
+        proc.stdout.close()
+
+
+def test_a_job_a_worker_takes_during_a_bulk_action_is_skipped_and_counted(r, url, stall_worker):
+    queue = q("taken")
+    ids = run_node("produce.mjs", "add", url, queue.name, "6")["ids"]
+    taken = []
+
+    def sleep_then_worker_takes_next(seconds):
+        if not taken:  # between the first and second batch a worker picks up the oldest job
+            taken.append(stall_worker(queue.name))
+
+    plan = BulkPlan(queue=queue, action="discard", before_ms=int(time.time() * 1000) + 1,
+                    filt=JobFilter(state="waiting"), rate=4)  # one job per batch
+    progress = run_bulk(r, plan=plan, store=MemoryStore(), sleep=sleep_then_worker_takes_next)
+    assert taken == [ids[1]]
+    assert (progress.total, progress.moved, progress.skipped, progress.skipped_by) == (6, 5, 1, {"gone": 1})
+    assert r.exists(queue.job_key(ids[1])) and r.lrange(queue.key("active"), 0, -1) == [ids[1].encode()]
+    assert not any(r.exists(queue.job_key(i)) for i in ids if i != ids[1])
+
+
+def test_a_selected_job_that_is_locked_by_a_worker_is_skipped_and_counted(r, url, stall_worker):
+    queue = q("locked")
+    ids = run_node("produce.mjs", "add", url, queue.name, "3")["ids"]
+    active = stall_worker(queue.name)
+    plan = BulkPlan(queue=queue, action="discard", before_ms=int(time.time() * 1000) + 1, job_ids=tuple(ids), rate=None)
+    progress = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (progress.moved, progress.skipped, progress.skipped_by) == (2, 1, {"locked": 1})
+    assert r.exists(queue.job_key(active))

@@ -287,3 +287,47 @@ def test_plan_round_trips_and_rejects_nonsense():
         BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), rate=0)
     with pytest.raises(ValueError, match="Unknown"):
         BulkPlan(queue=Q, action="obliterate", before_ms=5, filt=JobFilter())
+
+
+def test_bulk_retry_keeps_priorities_and_steps_around_orphans(r):
+    seed_failed(r, Q, 6)
+    r.hset(Q.job_key("2"), "priority", 3)
+    r.zadd(Q.key("failed"), {"ghost": 1})  # a member without a job hash, oldest of all
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (6, 1, {"missing": 1})
+    assert [m.decode() for m in r.zrange(Q.key("prioritized"), 0, -1)] == ["2"]
+    assert sorted(m.decode() for m in r.lrange(Q.key("wait"), 0, -1)) == ["1", "3", "4", "5", "6"]
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]  # never pushed to wait by our hand
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "finishedOn"]) == [None, None, None] for i in range(1, 7))
+
+
+def test_the_fast_path_resets_counters_like_the_per_job_path(r):
+    seed_failed(r, Q, 1500)
+    r.hset(Q.job_key("1200"), "stc", 2)
+    exists_calls = lambda: r.info("commandstats").get("cmdstat_exists", {}).get("calls", 0)  # noqa: E731
+    before = exists_calls()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert final.moved == 1500 and r.zcard(Q.key("failed")) == 0
+    assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason"]) == [None, None, None, None]
+    assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
+    assert exists_calls() - before < 10  # reprocessJob (EXISTS per job) was not needed: the fast path ran
+
+
+def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
+    dlq, source = QueueRef("default", "bull", "orders-dlq"), QueueRef("default", "bull", "orders")
+    for i in range(30):  # LPUSH: job 0 is the oldest, at the tail
+        r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
+                                             "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})
+        r.lpush(dlq.key("wait"), str(i))
+    for i in (0, 6, 7, 20, 28):  # copies still retained from an earlier redrive
+        r.hset(source.job_key(actions.redrive_job_id(dlq_name=dlq.name, job_id=str(i))), "name", "old")
+    t = FakeTime()
+    plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
+    final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
+    assert (final.total, final.moved, final.skipped, final.skipped_by) == (27, 22, 5, {"target_exists": 5})
+    left = sorted(int(m) for m in r.lrange(dlq.key("wait"), 0, -1))
+    assert left == [0, 3, 6, 7, 17, 20, 28, 29]
+    assert r.llen(source.key("wait")) == 22
+    assert [m.decode() for m in r.lrange(source.key("wait"), -2, -1)] == ["redrive-orders-dlq-2", "redrive-orders-dlq-1"]
