@@ -22,6 +22,7 @@ from dashboard.api import api_auth
 from dashboard.errors import JsonResponse, api_errors
 from dashboard.models import BulkTask
 from dashboard.roles import OPERATOR, has_role, read_only
+from dashboard.views_actions import export_response
 
 
 def _forbidden(message: str) -> JsonResponse:
@@ -126,6 +127,14 @@ def bulk_start(request, connection, prefix, name):
     except operations.TaskAlreadyRunning as exc:
         return JsonResponse({"error": "conflict", "message": str(exc), "task": exc.task.pk if exc.task else None}, status=409)
     return JsonResponse(task_body(task), status=202)
+
+
+@require_GET
+@api_auth
+@api_errors
+def export(request, connection, prefix, name):
+    """The page's export (``views_actions.export_response``) for scripts: bearer token, JSON errors."""
+    return export_response(request, connection, prefix, name)
 
 
 def _no_task(task_id) -> JsonResponse:

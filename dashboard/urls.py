@@ -40,6 +40,7 @@ urlpatterns = [
     path(api_queue + "/actions/<str:action>", api_actions.queue_action, name="api_queue_action"),
     path(api_queue + "/bulk/preview", api_actions.bulk_preview, name="api_bulk_preview"),
     path(api_queue + "/bulk", api_actions.bulk_start, name="api_bulk_start"),
+    path(api_queue + "/export", api_actions.export, name="api_export"),
     path("api/v1/tasks/<int:task_id>", api_actions.task_detail, name="api_task"),
     path("api/v1/tasks/<int:task_id>/cancel", api_actions.task_cancel, name="api_task_cancel"),
     path(api_queue + "/jobs/<path:job_id>", api.job, name="api_job"),

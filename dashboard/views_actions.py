@@ -160,11 +160,9 @@ EXPORT_FORMATS = {"jsonl": ("application/x-ndjson; charset=utf-8", export.iter_j
                   "csv": ("text/csv; charset=utf-8", export.iter_jobs_csv)}
 
 
-@require_GET
-@page_errors
-@refusals
-def queue_export(request, connection, prefix, name):
-    """Failed jobs matching a filter, streamed (memory stays flat however many jobs), redacted."""
+def export_response(request, connection: str, prefix: str, name: str) -> StreamingHttpResponse:
+    """Jobs matching the query's filter (failed by default), streamed (memory stays flat however
+    many jobs) and redacted. Shared by the page and the API."""
     queue = reads.resolve(connection, prefix, name)
     fmt = request.GET.get("format", "jsonl")
     if fmt not in EXPORT_FORMATS:
@@ -178,6 +176,13 @@ def queue_export(request, connection, prefix, name):
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in queue.name)[:80]
     response["Content-Disposition"] = f'attachment; filename="{safe}-{chosen.state}-{stamp}.{fmt}"'
     return response
+
+
+@require_GET
+@page_errors
+@refusals
+def queue_export(request, connection, prefix, name):
+    return export_response(request, connection, prefix, name)
 
 
 @require_GET

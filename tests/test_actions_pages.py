@@ -213,3 +213,34 @@ def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
     r = client.post(reverse("api_job_action", args=[*Q, "discard", seeded["failed"][0]]), "{}",
                     content_type="application/json", **auth)
     assert r.status_code == 400 and "Say why" in r.json()["message"]
+
+
+def test_api_export_for_scripts(client, seeded):
+    viewer = User.objects.create_user("reader", password="pw")
+    out = StringIO()
+    call_command("api_token", "reader", stdout=out)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
+    r = client.get(reverse("api_export", args=Q), {"state": "failed", "format": "jsonl"}, **auth)
+    lines = b"".join(r.streaming_content).decode().splitlines()
+    assert r.status_code == 200 and len(lines) == 4 and "hunter2" not in "".join(lines)
+    r = client.get(reverse("api_export", args=Q), {"format": "xml"}, **auth)
+    assert r.status_code == 400 and r.json()["error"] == "bad_request"
+    assert client.get(reverse("api_export", args=Q)).status_code == 401
+    assert viewer.groups.count() == 0  # reading needs no more than the viewer role
+
+
+def test_set_role_command_gives_exactly_one_role():
+    from django.core.management.base import CommandError
+
+    from dashboard.roles import role_of
+
+    user = User.objects.create_user("carol", password="pw")
+    out = StringIO()
+    call_command("set_role", "carol", "admin", stdout=out)
+    assert role_of(user) == "admin" and "carol is now admin" in out.getvalue()
+    call_command("set_role", "carol", "operator", stdout=StringIO())
+    assert role_of(user) == "operator" and list(user.groups.values_list("name", flat=True)) == ["operator"]
+    call_command("set_role", "carol", "viewer", stdout=StringIO())
+    assert role_of(user) == "viewer" and not user.groups.exists()
+    with pytest.raises(CommandError, match="No user named 'ghost'"):
+        call_command("set_role", "ghost", "operator")
