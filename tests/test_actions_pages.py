@@ -158,7 +158,8 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
     rows = list(csv.reader(io.StringIO(b"".join(r.streaming_content).decode())))
     assert rows[0][:4] == ["at", "username", "via", "action"] and len(rows) == 2
     assert rows[1][3] == "bulk.retry" and rows[1][9].startswith("'=")  # no spreadsheet formula
-    # The task page shows the hostile filter and reason escaped too.
+    # The queue page links to the running task; the task page shows the filter escaped.
+    assert f'href="/tasks/{task.pk}/"' in operator_client.get(reverse("queue", args=Q)).content.decode()
     html = operator_client.get(reverse("task", args=[task.pk])).content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;" in html
     assert BulkTask.objects.get(pk=task.pk).state == BulkTask.PENDING  # no monitor in this test
