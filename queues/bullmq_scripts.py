@@ -73,6 +73,7 @@ RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_functi
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
 -- ARGV[5] "" or the highest finish time of the batch (see the fast path), ARGV[6..] job ids
+-- Returns one code per job (reprocessJob's), or, when the fast path moved them all, their number.
 local n = #ARGV - 5
 -- Fast path: when the ids are exactly the first n members of the set up to ARGV[5] and none
 -- has a priority (moveJobsToWait would drop it), BullMQ's moveJobsToWait (Queue.retryJobs)
@@ -93,9 +94,7 @@ if ARGV[5] ~= "" and n > 0 then
       for i = 1, n do redis.call("HDEL", ARGV[1] .. head[i], "atm", "ats", "stc") end
     end
     move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]}, {n, ARGV[5], ARGV[2]})
-    local codes = {}
-    for i = 1, n do codes[i] = 1 end
-    return codes
+    return n  -- all moved: a count, not n codes
   end
 end
 local codes = {}

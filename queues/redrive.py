@@ -286,14 +286,13 @@ def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
     return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping), job_data=data)
 
 
-def _fast_range_end(plan: BulkPlan, scores: list) -> str:
-    """The batch's highest finish time when the retry script may try its fast path: the batch
-    came from an unfiltered scan of a finished set, so it may be the head of that set."""
-    if plan.filt is None or plan.filt.reads_jobs or plan.filt.finished_from_ms is not None:
+def _fast_range_end(plan: BulkPlan, last_score: float | None) -> str:
+    """The batch's highest finish time (its last entry's: the scan is in score order) when the
+    retry script may try its fast path: the batch came from an unfiltered scan of a finished
+    set, so it may be the head of that set."""
+    if plan.filt is None or plan.filt.reads_jobs or plan.filt.finished_from_ms is not None or last_score is None:
         return ""
-    if not scores or any(s is None for s in scores):
-        return ""
-    return str(int(max(scores)))
+    return str(int(last_score))
 
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int,
@@ -323,7 +322,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                                            "pc", "paused")]
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
                                                             "1" if plan.reset_counters else "0",
-                                                            _fast_range_end(plan, [scores.get(i) for i in ids]), *ids])
+                                                            _fast_range_end(plan, scores.get(ids[-1])), *ids])
+                if not isinstance(codes, list):  # the fast path answers with the count it moved
+                    codes = [1] * int(codes)
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
@@ -465,7 +466,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
             progress.in_flight = [[i, s] for i, s in items]
             store.save(progress)  # the journal: see the module docstring
-            scores = {i: s for i, s in page.passed} if page is not None else None
+            scores = {page.passed[-1][0]: page.passed[-1][1]} if page is not None else None
             results = execute_batch(client, plan, items, now_ms=now_ms(), scores=scores)
             stayed = _tally(progress, results)
         else:

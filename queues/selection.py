@@ -84,7 +84,9 @@ class Cursor:
 
 @dataclass
 class Page:
-    passed: list[tuple[str, float | None]]  # every id examined, in order, with its score
+    # Every id examined, in order, with its score in a sorted set. Without a filter that reads
+    # jobs only the last entry's score is read (the others are None).
+    passed: list[tuple[str, float | None]]
     match_ids: list[str]  # the ids that match, in order
     summaries: dict[str, JobSummary] = field(default_factory=dict)  # read only when matching needed them
     exhausted: bool = False
@@ -122,6 +124,23 @@ def _zset_page(client: redis.Redis, queue: QueueRef, filt: JobFilter, before_ms:
         same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
         mark = _member_key(cursor.member or "")
         offset = below + sum(1 for m in same if m <= mark)
+    if filt.reads_jobs:
+        pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
+        return [(to_text(m), s) for m, s in pairs], len(pairs) < size
+    # Ids only, plus the last one's score (all the cursor needs): parsing a score per job
+    # costs more than the rest of a bulk retry's Python work.
+    members = client.zrangebyscore(key, lo, hi, start=offset, num=size)
+    if not members:
+        return [], True
+    last = client.zscore(key, members[-1])
+    if last is None:  # moved by someone else just now: read the scores after all
+        return _zset_page_with_scores(client, key, lo, hi, offset, size)
+    passed = [(m.decode("utf-8", "replace"), None) for m in members]
+    passed[-1] = (passed[-1][0], last)
+    return passed, len(members) < size
+
+
+def _zset_page_with_scores(client, key, lo, hi, offset, size):
     pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
     return [(to_text(m), s) for m, s in pairs], len(pairs) < size
 
