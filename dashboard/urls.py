@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from dashboard import api, views
 from dashboard import views_history
@@ -44,5 +44,6 @@ urlpatterns = [
     path("api/v1/tasks/<int:task_id>", api_actions.task_detail, name="api_task"),
     path("api/v1/tasks/<int:task_id>/cancel", api_actions.task_cancel, name="api_task_cancel"),
     path(api_queue + "/jobs/<path:job_id>", api.job, name="api_job"),
+    path("alerts/channels/", include("dashboard.alerts.channel_urls")),
     path("admin/", admin.site.urls),
 ]
