@@ -22,7 +22,8 @@ import time
 import uuid
 from collections.abc import Callable
 
-from django.db import close_old_connections
+import redis
+from django.db import DatabaseError, OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 from dashboard import audit, fragments, live
@@ -42,6 +43,18 @@ PROGRESS_INTERVAL = 0.5  # s between progress saves/publishes
 MAX_PARALLEL = 4  # tasks running at once (on different queues: one per queue by constraint)
 
 
+def db_retry(operation: Callable, attempts: int = 5):
+    """Run a small database operation, retrying briefly when SQLite reports a lock (several
+    threads write: the monitor's flush, this runner, web requests). Other errors propagate."""
+    for n in range(attempts):
+        try:
+            return operation()
+        except OperationalError:
+            if n == attempts - 1:
+                raise
+            time.sleep(0.05 * (n + 1))
+
+
 class TaskStore:
     """The domain engine's ``ProgressStore``, kept in the task's row: the engine's resumable
     progress as JSON plus the counts as columns (for pages, the API and the audit). Every save
@@ -58,9 +71,10 @@ class TaskStore:
 
     def save(self, progress: redrive.Progress) -> None:
         self.saved = progress.as_dict()
-        updated = BulkTask.objects.filter(pk=self.task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+        updated = db_retry(lambda: BulkTask.objects.filter(
+            pk=self.task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
             progress=self.saved, heartbeat_at=timezone.now(), total=progress.total, moved=progress.moved,
-            skipped=progress.skipped, failed=progress.failed, rate_now=round(progress.rate, 1))
+            skipped=progress.skipped, failed=progress.failed, rate_now=round(progress.rate, 1)))
         if not updated:
             raise Interrupted(f"task {self.task_id} is no longer ours")
 
@@ -145,7 +159,7 @@ class BulkRunner:
             if progress.state == redrive.RUNNING and time.monotonic() - last_publish[0] < PROGRESS_INTERVAL:
                 return
             last_publish[0] = time.monotonic()
-            task.refresh_from_db()
+            db_retry(task.refresh_from_db)
             self.publish(task)
 
         try:
@@ -153,8 +167,11 @@ class BulkRunner:
             final = redrive.run_bulk(client, plan=plan_for(task), store=TaskStore(task, self.owner),
                                      should_cancel=lambda: self.should_cancel(task.pk), on_progress=on_progress)
             self.finish(task, final)
-        except Interrupted as exc:
-            log.info("bulk runner: task %s interrupted (%s); it stays resumable", task.pk, exc)
+        except (Interrupted, DatabaseError, redis.ConnectionError, redis.TimeoutError) as exc:
+            # A busy database (SQLite under concurrent writers) or a Redis outage is not the
+            # task's fault: leave it running with its saved progress; its heartbeat goes stale
+            # and it is claimed again and resumed, exactly as after a crash.
+            log.warning("bulk runner: task %s interrupted (%s); it stays resumable", task.pk, exc)
         except Exception as exc:  # the task fails with a message; the runner carries on
             log.exception("bulk runner: task %s failed", task.pk)
             self.finish(task, None, error=f"{exc.__class__.__name__}: {exc}")
@@ -168,26 +185,35 @@ class BulkRunner:
         cancelled and the next leader resumes it."""
         if self.stop_event.is_set() or not self.leading():
             raise Interrupted("this monitor is stopping or no longer leads")
-        if not BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                heartbeat_at=timezone.now()):
+        if not db_retry(lambda: BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING)
+                        .update(heartbeat_at=timezone.now())):
             raise Interrupted("taken over by another runner")
-        return BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists()
+        return db_retry(BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists)
 
     def finish(self, task: BulkTask, final: "redrive.Progress | None", *, error: str = "") -> None:
+        """Close the task and write its audit row in one transaction: both or neither (if the
+        database refuses, the task stays running and is resumed, finding itself finished)."""
         cancelled = final is not None and final.state == redrive.CANCELLED
         state = BulkTask.FAILED if error else BulkTask.CANCELLED if cancelled else BulkTask.DONE
-        if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                state=state, finished_at=timezone.now(), error=error[:2000]):
-            return
-        task.refresh_from_db()
-        self.publish(task)
         skipped_by = ", ".join(f"{n} {why}" for why, n in sorted((final.skipped_by if final else {}).items()))
-        outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
-        audit.record(user=task.created_by, via="task", action=f"bulk.{task.action}", queue=task_queue(task),
-                     selection=task.selection, reason=task.reason, affected=task.moved, outcome=outcome, task=task,
-                     message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
-                              + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
-                              + (f" of {task.total}" if task.total is not None else "") + (f". {error}" if error else ".")))
+
+        def close() -> bool:
+            with transaction.atomic():
+                if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+                        state=state, finished_at=timezone.now(), error=error[:2000]):
+                    return False
+                task.refresh_from_db()
+                outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
+                audit.record(user=task.created_by, via="task", action=f"bulk.{task.action}", queue=task_queue(task),
+                             selection=task.selection, reason=task.reason, affected=task.moved, outcome=outcome, task=task,
+                             message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
+                                      + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
+                                      + (f" of {task.total}" if task.total is not None else "")
+                                      + (f". {error}" if error else ".")))
+                return True
+
+        if db_retry(close):
+            self.publish(task)
 
     def publish(self, task: BulkTask) -> None:
         try:
