@@ -245,3 +245,17 @@ def test_set_role_command_gives_exactly_one_role():
     assert role_of(user) == "viewer" and not user.groups.exists()
     with pytest.raises(CommandError, match="No user named 'ghost'"):
         call_command("set_role", "ghost", "operator")
+
+
+def test_clean_is_previewed_then_removes_what_was_counted(operator_client, actions_redis):
+    run_node("produce.mjs", "complete", actions_redis, "tidy", "3")
+    q = ("default", "bull", "tidy")
+    r = operator_client.post(reverse("bulk_preview", args=q), {"action": "clean", "state": "completed",
+                                                                "older_than_minutes": "0", "scope": "matching"})
+    html = r.content.decode()
+    assert 'data-count="3"' in html and reverse("queue_action", args=[*q, "clean"]) in html
+    r = operator_client.post(reverse("queue_action", args=[*q, "clean"]),
+                             {"state": "completed", "older_than_minutes": "0", "reason": "tidy up"}, HTTP_HX_REQUEST="true")
+    assert "Removed 3 completed jobs" in r.content.decode()
+    entry = AuditEntry.objects.get(action="queue.clean")
+    assert (entry.affected, entry.reason, entry.selection["state"]) == (3, "tidy up", "completed")
