@@ -69,36 +69,12 @@ return result
 # job; the engine keeps batches at or below 1000 jobs). Job keys are built from the queue's key
 # prefix inside Lua, as BullMQ's own multi-job scripts (moveJobsToWait, cleanJobsInSet) do.
 
-RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
--- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused
+RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+-- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
--- ARGV[5] "" or the highest finish time of the batch (see the fast path), ARGV[6..] job ids
--- Returns one code per job (reprocessJob's), or, when the fast path moved them all, their number.
-local n = #ARGV - 5
--- Fast path: when the ids are exactly the first n members of the set up to ARGV[5] and none
--- has a priority (moveJobsToWait would drop it), BullMQ's moveJobsToWait (Queue.retryJobs)
--- moves them in one go with the same effect as reprocessJob: same fields cleared, parent
--- dependencies restored, one "waiting" event each. Counters are reset first, in this script.
-if ARGV[5] ~= "" and n > 0 then
-  local head = redis.call("ZRANGEBYSCORE", KEYS[2], 0, ARGV[5], "LIMIT", 0, n)
-  local fast = #head == n
-  if fast then
-    for i = 1, n do
-      if head[i] ~= ARGV[i + 5] then fast = false break end
-      local f = redis.call("HMGET", ARGV[1] .. head[i], "priority", "timestamp")
-      if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
-    end
-  end
-  if fast then
-    if ARGV[4] == "1" then
-      for i = 1, n do redis.call("HDEL", ARGV[1] .. head[i], "atm", "ats", "stc") end
-    end
-    move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]}, {n, ARGV[5], ARGV[2]})
-    return n  -- all moved: a count, not n codes
-  end
-end
+-- ARGV[5..] job ids. Returns reprocessJob's code per job.
 local codes = {}
-for i = 6, #ARGV do
+for i = 5, #ARGV do
   local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
@@ -109,6 +85,59 @@ for i = 6, #ARGV do
   codes[#codes + 1] = code
 end
 return codes
+"""
+
+RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
+-- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
+-- ids never travel to the caller and back.
+-- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
+-- the task's receipt key. ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear,
+-- ARGV[4] reset "1"/"0", ARGV[5] range max (e.g. "(1700000000000"), ARGV[6] offset (entries
+-- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number.
+-- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
+-- head of the set (offset 0) and no job has a priority, moveJobsToWait moves it after the
+-- counters are reset; otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
+-- written in the same atomic step, so a caller that died before reading the reply can tell
+-- afterwards whether the batch ran and what it moved.
+-- Returns {taken, moved, last id, last score, id, code, id, code, ...} (jobs not moved).
+local entries = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[5], "WITHSCORES", "LIMIT", ARGV[6], ARGV[7])
+local n = #entries / 2
+if n == 0 then
+  redis.call("SET", KEYS[10], ARGV[8] .. ":0", "PX", 86400000)
+  return {0, 0, "", ""}
+end
+local fast = ARGV[6] == "0"
+if fast then
+  for i = 1, n do
+    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp")
+    if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
+  end
+end
+local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
+if fast then
+  if ARGV[4] == "1" then
+    for i = 1, n do redis.call("HDEL", ARGV[1] .. entries[2 * i - 1], "atm", "ats", "stc") end
+  end
+  move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
+                    {n, entries[2 * n], ARGV[2]})
+  reply[2] = n
+else
+  for i = 1, n do
+    local id = entries[2 * i - 1]
+    local jobKey = ARGV[1] .. id
+    local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+                               {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+    if code == 1 then
+      if ARGV[4] == "1" then redis.call("HDEL", jobKey, "stc") end
+      reply[2] = reply[2] + 1
+    else
+      reply[#reply + 1] = id
+      reply[#reply + 1] = code
+    end
+  end
+end
+redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
+return reply
 """
 
 REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + """
@@ -160,6 +189,7 @@ class BullScripts:
         self.retry: Script = client.register_script(RETRY_SRC)
         self.redrive: Script = client.register_script(REDRIVE_SRC)
         self.retry_batch: Script = client.register_script(RETRY_BATCH_SRC)
+        self.retry_head: Script = client.register_script(RETRY_HEAD_SRC)
         self.remove_batch: Script = client.register_script(REMOVE_BATCH_SRC)
         self.promote_batch: Script = client.register_script(PROMOTE_BATCH_SRC)
         self.remove: Script = client.register_script(bullmq_source("removeJob-2.lua"))

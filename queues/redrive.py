@@ -24,6 +24,13 @@ How "every job exactly once, none left behind" holds when the process dies at an
 Counts after a crash are exact except in one case: a job of the in-flight batch that another
 actor moved during that same batch is counted as moved rather than skipped.
 
+Retrying a whole finished set (the redrive of the failed set: no filter that reads the jobs)
+takes a faster road: the batch script picks the next batch itself, so ids never travel to
+Python and back, and writes a receipt (``<batch number>:<moved>``, our own key
+``queuewatch:bulk-receipt:<uuid>`` in the monitored Redis, expiring after a day, deleted when
+the task ends) in the same atomic step. The journal is then just the batch number: after a
+crash the receipt says whether that batch ran and how many it moved, so the counts stay exact.
+
 Pacing: ``rate`` jobs per second (default 100; ``None`` = as fast as Redis allows), in batches
 small enough for several progress updates per second. Memory holds one batch, whatever the
 number of jobs.
@@ -44,7 +51,7 @@ from .actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, dlq_s
                       redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
-from .selection import Cursor, JobFilter, Page, advance, next_page, preview
+from .selection import Cursor, JobFilter, Page, advance, next_page, preview, zset_bounds, zset_offset
 from .text import to_text
 
 ACTIONS = ("retry", "discard", "promote", "redrive")
@@ -134,6 +141,9 @@ class Progress:
     in_flight: list = field(default_factory=list)  # [[job_id, state], ...] sent, not yet counted
     skipped_by: dict = field(default_factory=dict)  # outcome -> count
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
+    receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
+    head_batch: int = 0  # whole-set retry: batches sent so far
+    head_pending: bool = False  # whole-set retry: a batch was sent and its result not yet counted
     elapsed_s: float = 0.0  # processing time across runs (resumes add up)
     rate: float = 0.0  # jobs handled per second over the current run
     eta_s: float | None = None
@@ -144,7 +154,8 @@ class Progress:
 
     @property
     def remaining(self) -> int:
-        return 0 if self.state != RUNNING else max(0, self.total - self.handled)
+        """Targeted jobs not handled yet (for a cancelled task: those it left where they were)."""
+        return 0 if self.state == DONE_STATE else max(0, self.total - self.handled)
 
     @property
     def percent(self) -> float:
@@ -286,23 +297,12 @@ def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
     return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping), job_data=data)
 
 
-def _fast_range_end(plan: BulkPlan, last_score: float | None) -> str:
-    """The batch's highest finish time (its last entry's: the scan is in score order) when the
-    retry script may try its fast path: the batch came from an unfiltered scan of a finished
-    set, so it may be the head of that set."""
-    if plan.filt is None or plan.filt.reads_jobs or plan.filt.finished_from_ms is not None or last_score is None:
-        return ""
-    return str(int(last_score))
-
-
-def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int,
-                  scores: Mapping[str, float] | None = None) -> list[ActionResult | Exception]:
+def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
     """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
     as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
-    scores = scores or {}
     results: list = [None] * len(items)
     by_state: dict[str, list[int]] = {}
     for n, (job_id, state) in enumerate(items):
@@ -318,13 +318,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         ids = [items[n][0] for n in positions]
         try:
             if plan.action == "retry":
-                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized",
-                                           "pc", "paused")]
+                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
-                                                            "1" if plan.reset_counters else "0",
-                                                            _fast_range_end(plan, scores.get(ids[-1])), *ids])
-                if not isinstance(codes, list):  # the fast path answers with the count it moved
-                    codes = [1] * int(codes)
+                                                            "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
@@ -376,6 +372,56 @@ def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[i
 
 # ---------------------------------------------------------------------------------------------
 # The loop
+
+
+RECEIPT_NAMESPACE = "queuewatch:bulk-receipt"
+
+
+def head_mode(plan: BulkPlan) -> bool:
+    """Whether the plan retries a whole finished set up to ``before_ms`` (no filter reading the
+    jobs, no lower time bound): then the batch script picks its own batches (``_head_batch``)."""
+    f = plan.filt
+    return (plan.action == "retry" and f is not None and f.state in ("failed", "completed")
+            and not f.reads_jobs and f.finished_from_ms is None)
+
+
+def _reconcile_head(client: redis.Redis, progress: Progress) -> None:
+    """After a crash during a whole-set batch: its receipt says whether it ran and what it moved
+    (the jobs it did not move are still ahead of the saved cursor)."""
+    if progress.head_pending:
+        raw = to_text(client.get(progress.receipt_key))
+        batch, _, moved = raw.partition(":")
+        if batch == str(progress.head_batch):
+            progress.moved += int(moved)
+        progress.head_pending = False
+
+
+def _head_batch(client: redis.Redis, plan: BulkPlan, progress: Progress, store: ProgressStore,
+                cursor: Cursor) -> tuple[int, bool, Cursor]:
+    """One batch of a whole-set retry; returns (jobs taken, exhausted, new cursor)."""
+    q, state = plan.queue, plan.filt.state
+    key = q.state_key(state)
+    lo, hi = zset_bounds(plan.filt, plan.before_ms)
+    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
+    progress.head_batch += 1
+    progress.head_pending = True
+    store.save(progress)  # the journal: the receipt of this batch number decides after a crash
+    keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc",
+                               "paused")] + [progress.receipt_key]
+    reply = scripts_for(client).retry_head(keys=keys, args=[
+        q.base, state, "failedReason" if state == "failed" else "returnvalue", "1" if plan.reset_counters else "0",
+        hi, offset, plan.batch_size, progress.head_batch])
+    taken, moved = int(reply[0]), int(reply[1])
+    progress.moved += moved
+    refused = reply[4:]
+    for job_id, code in zip(refused[0::2], refused[1::2]):
+        r = retry_outcome(to_text(job_id), int(code), state=state)
+        progress.skipped += 1
+        progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
+    progress.head_pending = False
+    if taken:
+        cursor = Cursor(score=float(reply[3]), member=to_text(reply[2]))
+    return taken, taken < plan.batch_size, cursor
 
 
 def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_ms: int) -> None:
@@ -439,6 +485,10 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         store.save(progress)
     if progress.state != RUNNING:
         return progress
+    head = head_mode(plan)
+    if head and not progress.receipt_key:
+        progress.receipt_key = f"{RECEIPT_NAMESPACE}:{uuid.uuid4().hex}"
+    _reconcile_head(client, progress)
     _reconcile(client, plan, progress, now_ms=now_ms())
     store.save(progress)
 
@@ -453,7 +503,11 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         if lock is not None and not lock.extend():
             raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
         batch_started = clock()
-        if plan.job_ids is not None:
+        if head:
+            taken, exhausted, cursor = _head_batch(client, plan, progress, store, cursor)
+            progress.cursor = cursor.as_dict()
+            items, page = [None] * taken, None  # only the number of jobs matters below
+        elif plan.job_ids is not None:
             items, next_position = _explicit_page(client, plan, progress.position)
             exhausted = next_position >= len(plan.job_ids)
             page: Page | None = None
@@ -462,17 +516,18 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                              cursor=cursor, size=plan.batch_size)
             items = [(i, plan.filt.state) for i in page.match_ids]
             exhausted = page.exhausted
-        if items:
+        if items and not head:
             # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
             progress.in_flight = [[i, s] for i, s in items]
             store.save(progress)  # the journal: see the module docstring
-            scores = {page.passed[-1][0]: page.passed[-1][1]} if page is not None else None
-            results = execute_batch(client, plan, items, now_ms=now_ms(), scores=scores)
+            results = execute_batch(client, plan, items, now_ms=now_ms())
             stayed = _tally(progress, results)
         else:
             stayed = set()
         progress.in_flight = []
-        if page is not None:
+        if head:
+            pass  # the cursor moved with the batch
+        elif page is not None:
             matched = set(page.match_ids)
             cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
             progress.cursor = cursor.as_dict()
@@ -487,6 +542,8 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0
         if exhausted:
             progress.state = DONE_STATE
+            if progress.receipt_key:
+                client.delete(progress.receipt_key)
             # Targeted jobs the scan never met were moved or removed by someone else (a
             # worker, another operator, removeOnFail) before we reached them: skipped.
             gone = progress.total - progress.handled

@@ -102,7 +102,7 @@ def _member_key(member: str) -> bytes:
     return member.encode("utf-8", "surrogateescape")
 
 
-def _zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
+def zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
     if filt.state in FINISHED_STATES:
         lo = str(filt.finished_from_ms) if filt.finished_from_ms is not None else "-inf"
         hi = f"({before_ms}"
@@ -112,18 +112,22 @@ def _zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
     return "-inf", "+inf"  # delayed: the score is the due time; before_ms applies to creation
 
 
+def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> int:
+    """How many entries of the range before ``cursor`` are still in the set: everything with a
+    lower score, plus the members at the cursor's score up to the cursor's member (Redis orders
+    equal scores by member bytes). Only the equal-score group is read, which is small."""
+    if cursor.score is None:
+        return 0
+    below = client.zcount(key, lo, f"({cursor.score!r}")
+    same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
+    mark = _member_key(cursor.member or "")
+    return below + sum(1 for m in same if m <= mark)
+
+
 def _zset_page(client: redis.Redis, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor, size: int):
     key = queue.state_key(filt.state)
-    lo, hi = _zset_bounds(filt, before_ms)
-    offset = 0
-    if cursor.score is not None:
-        # Entries before the cursor that are still there: everything with a lower score, plus
-        # the members at the cursor's score up to the cursor's member (Redis orders equal
-        # scores by member bytes). Only the equal-score group is read, which is small.
-        below = client.zcount(key, lo, f"({cursor.score!r}")
-        same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
-        mark = _member_key(cursor.member or "")
-        offset = below + sum(1 for m in same if m <= mark)
+    lo, hi = zset_bounds(filt, before_ms)
+    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
     if filt.reads_jobs:
         pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
         return [(to_text(m), s) for m, s in pairs], len(pairs) < size
@@ -235,7 +239,7 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
     Without name/reason/fingerprint conditions a finished state is counted with one ZCOUNT;
     otherwise the state is scanned (pipelined, one page at a time)."""
     if not filt.reads_jobs:
-        lo, hi = _zset_bounds(filt, before_ms)
+        lo, hi = zset_bounds(filt, before_ms)
         count = client.zcount(queue.state_key(filt.state), lo, hi)
         first = client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True)
         jobs = read_summaries(client, queue, [to_text(m) for m, _ in first], [s for _, s in first])

@@ -218,7 +218,7 @@ def test_cancel_keeps_what_moved_and_a_cancelled_task_stays_cancelled(r):
     plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)  # 10 per batch
     t = FakeTime()
     final = run_bulk(r, plan=plan, store=store, should_cancel=lambda: next(calls), clock=t.clock, sleep=t.sleep)
-    assert (final.state, final.moved, final.remaining) == ("cancelled", 20, 0)
+    assert (final.state, final.moved, final.remaining) == ("cancelled", 20, 80)
     assert r.zcard(Q.key("failed")) == 80 and r.llen(Q.key("wait")) == 20
     again = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
     assert again.state == "cancelled" and r.zcard(Q.key("failed")) == 80
@@ -331,3 +331,31 @@ def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
     assert left == [0, 3, 6, 7, 17, 20, 28, 29]
     assert r.llen(source.key("wait")) == 22
     assert [m.decode() for m in r.lrange(source.key("wait"), -2, -1)] == ["redrive-orders-dlq-2", "redrive-orders-dlq-1"]
+
+
+@pytest.mark.parametrize("batch_ran", [True, False])
+def test_whole_set_retry_resumes_exactly_from_its_receipt(r, batch_ran):
+    from queues.bullmq_scripts import scripts_for
+    from queues.redrive import head_mode
+    from queues.selection import Cursor
+
+    seed_failed(r, Q, 100)
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)  # 10 per batch
+    assert head_mode(plan)
+    store, t = MemoryStore(), FakeTime()
+    run_bulk(r, plan=plan, store=store, should_cancel=iter([False, False, True]).__next__, clock=t.clock, sleep=t.sleep)
+    crashed = store.load()
+    assert (crashed.moved, crashed.head_batch) == (20, 2) and crashed.receipt_key
+    # The runner dies during batch 3: journalled, and (maybe) run by Redis, reply never counted.
+    crashed.state, crashed.head_batch, crashed.head_pending = "running", 3, True
+    store.save(crashed)
+    if batch_ran:
+        cursor = Cursor.from_dict(crashed.cursor)
+        keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+        reply = scripts_for(r).retry_head(keys=keys + [crashed.receipt_key], args=[
+            Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 3])
+        assert reply[:2] == [10, 10] and cursor.member == "20"
+    final = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.skipped) == ("done", 100, 0)
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
+    assert not r.exists(crashed.receipt_key)  # cleaned up at the end
