@@ -29,6 +29,7 @@ urlpatterns = [
     path(queue + "bulk/start", views_actions.bulk_start, name="bulk_start"),
     path(queue + "errors/", views_actions.queue_error_groups, name="queue_errors"),
     path(queue + "export", views_actions.queue_export, name="queue_export"),
+    path("tasks/", views_actions.task_list, name="tasks"),
     path("tasks/<int:task_id>/", views_actions.task_detail, name="task"),
     path("tasks/<int:task_id>/cancel", views_actions.task_cancel, name="task_cancel"),
     path("audit/", views_actions.audit_log, name="audit"),

@@ -129,6 +129,14 @@ def bulk_start(request, connection, prefix, name):
 
 
 @require_GET
+def task_list(request):
+    """Bulk tasks, pending and running first, then the most recent."""
+    active = BulkTask.objects.filter(state__in=BulkTask.ACTIVE_STATES).order_by("pk")
+    recent = BulkTask.objects.exclude(state__in=BulkTask.ACTIVE_STATES).order_by("-pk")[:50]
+    return render(request, "tasks.html", {"active": active, "recent": recent})
+
+
+@require_GET
 @role_required(VIEWER)
 def task_detail(request, task_id):
     task = get_object_or_404(BulkTask, pk=task_id)

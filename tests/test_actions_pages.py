@@ -259,3 +259,15 @@ def test_clean_is_previewed_then_removes_what_was_counted(operator_client, actio
     assert "Removed 3 completed jobs" in r.content.decode()
     entry = AuditEntry.objects.get(action="queue.clean")
     assert (entry.affected, entry.reason, entry.selection["state"]) == (3, "tidy up", "completed")
+
+
+def test_task_list_shows_active_then_recent_escaped(client, seeded):
+    client.force_login(User.objects.create_user("viewer-t", password="pw"))
+    done = BulkTask.objects.create(action="discard", connection="default", prefix="bull", queue="old", before_ms=1,
+                                   reason=HOSTILE_AUDIT, state=BulkTask.DONE, total=3, moved=3)
+    running = BulkTask.objects.create(action="redrive", connection="default", prefix="bull", queue=HOSTILE_NAME,
+                                      before_ms=1, reason="r", state=BulkTask.RUNNING, total=10, moved=4)
+    html = client.get(reverse("tasks")).content.decode()
+    assert html.index(f'data-task-id="{running.pk}"') < html.index(f'data-task-id="{done.pk}"')
+    assert "40%" in html and "100%" in html
+    assert "<script>alert" not in html and "&lt;script&gt;" in html

@@ -65,7 +65,7 @@ def endpoints(ids: dict, task_id: int | None) -> list[tuple[str, str, list, dict
 
 
 ACTION_MODULES = ("dashboard.views_actions", "dashboard.api_actions")
-READ_ONLY_VIEWS = {"task_detail", "queue_error_groups", "queue_export", "audit_log", "audit_csv", "export"}
+READ_ONLY_VIEWS = {"task_list", "task_detail", "queue_error_groups", "queue_export", "audit_log", "audit_csv", "export"}
 
 
 def test_the_table_covers_every_action_url():
