@@ -168,7 +168,9 @@ class Selection:
     def from_params(cls, params) -> "Selection":
         """From form fields or JSON: ``ids`` (a list), or ``state``, ``name``, ``reason_contains``,
         ``finished_from`` / ``finished_to`` (ISO date-times, UTC) and ``fingerprint``."""
-        ids = params.getlist("ids") if hasattr(params, "getlist") else list(params.get("ids") or [])
+        ids = params.getlist("ids") if hasattr(params, "getlist") else params.get("ids") or []
+        if not isinstance(ids, list):
+            raise ActionRefused("'ids' must be a list of job ids.")
         ids = [str(i) for i in ids if str(i).strip()]
         if len(ids) > MAX_SELECTED_IDS:
             raise ActionRefused(f"At most {MAX_SELECTED_IDS} jobs can be selected one by one; use a filter instead.")

@@ -206,6 +206,8 @@ def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
     assert r.status_code == 409 and r.json()["task"] == task["id"]
     assert client.get(reverse("api_task", args=[task["id"]]), **auth).json()["id"] == task["id"]
     assert client.get(reverse("api_task", args=[999999]), **auth).status_code == 404
+    r = client.post(url, json.dumps({**body, "ids": "1,2"}), content_type="application/json", **auth)
+    assert r.status_code == 400 and "must be a list" in r.json()["message"]
     r = client.post(url, "[1, 2", content_type="application/json", **auth)
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
     r = client.post(reverse("api_bulk_preview", args=Q), json.dumps({"action": "retry", "state": "active"}),
