@@ -53,7 +53,12 @@ from queues.stalls import active_ids, without_lock
 log = logging.getLogger("queuewatch.monitor")
 
 RECONCILE_MINUTES = 15
-DIRTY_PUBLISH_INTERVAL = 0.1  # s: coalesce bursts of events into one refresh per queue
+DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
+# A queue's own fragments (overview row, queue header) are re-rendered at most this often:
+# people cannot read counts that change faster, the overview is batched at 0.5 s anyway, and
+# on a busy system rendering them is most of the monitor's CPU. Watched job lists and job
+# pages are not held back.
+FRAGMENT_MIN_INTERVAL = 0.5
 MIN_READ_INTERVAL = 0.05  # s between XREADs that returned events
 DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
@@ -178,6 +183,7 @@ class QueueState:
     touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
     gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
     display_key: tuple | None = None  # what the published fragments show (see display_key())
+    rendered_at: float = 0.0  # monotonic time of the last render of the queue's own fragments
     fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
     list_keys: dict[str, tuple] = field(default_factory=dict)  # state -> what its page 1 showed
     list_rows: dict[str, dict[str, JobSummary]] = field(default_factory=dict)  # state -> page-1 rows by id
@@ -230,6 +236,7 @@ class Monitor:
     def lead(self, stop: threading.Event) -> None:
         self.states: dict[QueueRef, QueueState] = {}
         self.known_jobs = JobStates()
+        self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
         self.down: dict[str, str] = {}
         # Stream id of the last event applied to the counters, per queue. Flushed in the same
         # transaction as the counters, so a takeover resumes exactly after what was stored.
@@ -289,6 +296,8 @@ class Monitor:
             timeout = max(0.0, min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic())
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
+            if self.held_back:
+                timeout = min(timeout, max(0.0, min(self.held_back.values()) - time.monotonic()))
             try:
                 item = events_in.get(timeout=timeout)
                 self.handle(item, dirty)
@@ -297,6 +306,9 @@ class Monitor:
             except queue_mod.Empty:
                 pass
             t = time.monotonic()
+            for q in [q for q, due in self.held_back.items() if due <= t]:
+                del self.held_back[q]
+                dirty.add(q)
             if t >= next_probe:
                 self.probe_stalls(dirty)
                 next_probe = t + STALL_PROBE_INTERVAL
@@ -529,8 +541,13 @@ class Monitor:
         moves, moves_lost = st.live.take_moves()
         key = display_key(sig)
         changed = key != st.display_key
+        since = time.monotonic() - st.rendered_at
+        if changed and not full and since < FRAGMENT_MIN_INTERVAL:
+            self.held_back.setdefault(q, st.rendered_at + FRAGMENT_MIN_INTERVAL)
+            changed = False
         if changed:
             st.display_key = key
+            st.rendered_at = time.monotonic()
             sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
             self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
             self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))

@@ -112,7 +112,9 @@ class LiveCounts:
                 self.moves_overflowed = True
 
     def apply(self, ev: Event, known: JobStates) -> set[str]:
-        """Apply one event; return the states whose membership it changed."""
+        """Apply one event. Returns the states whose membership it changed (for the job
+        lists to re-read), also for events the snapshot already counted: a list read before
+        the snapshot does not show them yet."""
         job = ev.job_id
         key = (ev.queue, job)
         after_snapshot = _id_tuple(ev.stream_id) > self.cutoff
@@ -120,44 +122,49 @@ class LiveCounts:
             known.set(key, NEW)
             return set()
         if ev.name in ("paused", "resumed"):
-            self.paused = ev.name == "paused"
-            return {"paused"} if after_snapshot else set()
+            if after_snapshot:
+                self.paused = ev.name == "paused"
+            return set()
         if ev.name == "cleaned":
-            self.needs_snapshot = after_snapshot
+            self.needs_snapshot = self.needs_snapshot or after_snapshot
             return set()
         if ev.name == "removed":
             old = PREV_STATE.get(ev.fields.get("prev"), ev.fields.get("prev")) or known.get(key)
             known.pop(key)
             self._record_move(job, old, None)
-            if not after_snapshot:
-                return set()
-            return self._leave(old, job)
+            if after_snapshot:
+                self._leave(old, job)
+            return self._lists_of(old)
         new = STATE_AFTER.get(ev.name)
         if new is None or not job:
             return set()
         old = ev.fields.get("prev") or known.get(key)
         known.set(key, new)
-        if old != new:
-            self._record_move(job, old, new)
-        if not after_snapshot or old == new:
+        if old == new:
             return set()
-        changed = self._leave(old, job)
-        if new in FINISHED:
-            self.finished_since[new] += 1
-            if not self.capped[new]:
+        self._record_move(job, old, new)
+        if after_snapshot:
+            self._leave(old, job)
+            if new in FINISHED:
+                self.finished_since[new] += 1
+                if not self.capped[new]:
+                    self.counts[new] += 1
+            else:
                 self.counts[new] += 1
-        else:
-            self.counts[new] += 1
-        if new == "waiting":
-            self.entered_waiting[job] = ev.ts_ms
-            if len(self.entered_waiting) > self.waiting_memory:
-                self.entered_waiting.popitem(last=False)
-        changed.add(new)
-        return changed
+            if new == "waiting":
+                self.entered_waiting[job] = ev.ts_ms
+                if len(self.entered_waiting) > self.waiting_memory:
+                    self.entered_waiting.popitem(last=False)
+        return self._lists_of(old) | self._lists_of(new)
 
-    def _leave(self, old: str | None, job: str) -> set[str]:
+    def _lists_of(self, state: str | None) -> set[str]:
+        if state == "waiting":
+            return {"waiting", "prioritized"}  # events do not tell them apart
+        return {state} if state in self.counts else set()
+
+    def _leave(self, old: str | None, job: str) -> None:
         if old is None or old == NEW or old not in self.counts:
-            return set()
+            return
         if old == "waiting":
             if self.counts["waiting"] == 0 and self.counts["prioritized"] > 0:
                 old = "prioritized"
@@ -165,9 +172,8 @@ class LiveCounts:
             if job == self.base.oldest_waiting_id:
                 self.oldest_taken = True
         if old in FINISHED and self.capped[old]:
-            return {old}
+            return
         self.counts[old] = max(0, self.counts[old] - 1)
-        return {old}
 
     def snapshot(self, now_ms: int) -> QueueSnapshot:
         """The current estimate, shaped like a snapshot taken now."""

@@ -31,7 +31,7 @@ def play(live, known, *events):
 
 def test_a_job_moves_from_count_to_count_as_its_events_say():
     live, known = LiveCounts(snap()), JobStates()
-    assert play(live, known, ev(11, "added", "1", jobName="x"), ev(11, "waiting", "1")) == {"waiting"}
+    assert play(live, known, ev(11, "added", "1", jobName="x"), ev(11, "waiting", "1")) == {"waiting", "prioritized"}
     assert live.counts["waiting"] == 1
     play(live, known, ev(12, "active", "1", prev="waiting"))
     assert (live.counts["waiting"], live.counts["active"]) == (0, 1)
@@ -52,8 +52,11 @@ def test_a_job_moves_from_count_to_count_as_its_events_say():
 
 def test_events_already_in_the_snapshot_are_not_counted_twice():
     live, known = LiveCounts(snap(last_event_id="20-0", active=1, failed=3)), JobStates()
-    play(live, known, ev(19, "active", "7", prev="waiting"), ev(20, "failed", "6", prev="active"))
+    changed = play(live, known, ev(19, "active", "7", prev="waiting"), ev(20, "failed", "6", prev="active"))
     assert live.counts == snap(active=1, failed=3).counts
+    # ...but the lists still hear of them: a list read before the snapshot lacks job 6.
+    assert changed == {"waiting", "prioritized", "active", "failed"}
+    assert live.take_moves()[0] == [("6", "active", "failed")]  # finished sets only
     play(live, known, ev(21, "failed", "7", prev="active"))  # known from its earlier event
     assert (live.counts["active"], live.counts["failed"]) == (0, 4)
 
