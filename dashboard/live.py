@@ -78,6 +78,15 @@ def job_live_id(queue: QueueRef, job_id: str) -> str:
     return job_group(queue, job_id) + "-live"
 
 
+def task_group(task_id: int) -> str:
+    """Progress of one background bulk task (a database id, so no hashing needed)."""
+    return f"task-{int(task_id)}"
+
+
+def task_progress_id(task_id: int) -> str:
+    return f"task-{int(task_id)}-progress"
+
+
 
 _clients: dict[str, redis.Redis] = {}
 
