@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from dashboard import fragments, health, live
+from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.bulk_runner import BulkRunner
 from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
@@ -254,11 +255,14 @@ class Monitor:
         # Bulk actions (retry/discard/redrive tasks) run beside the loop, only while leading.
         bulk = BulkRunner(registry=self.registry, publisher=self.publisher, name=self.name, leading=lambda: self.lock.held)
         bulk.start()
+        outbox = OutboxRunner(leading=lambda: self.lock.held)  # notifications, beside the loop too
+        outbox.start()
         try:
             self._lead_loop(stop, events_in, followers, cursors)
         finally:
             follow_stop.set()
             bulk.stop()
+            outbox.stop()
             heartbeat.join(5)
             # A last flush on a clean stop only: after losing the lock, a standby already
             # resumed from the stored cursors and is the one to write from now on.

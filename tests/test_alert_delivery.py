@@ -438,3 +438,17 @@ def test_a_time_budget_stops_new_deliveries_but_always_tries_one(receiver):
     assert sender.send_due(budget_s=0) == 1
     assert sender.send_due() == 1
     assert receiver.keys() == [r.idempotency_key for r in rows]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_leading_monitor_delivers_the_outbox_beside_its_loop(receiver, live_setup):
+    """Rows written to the outbox reach the receiver while a monitor leads, without anyone
+    calling send_due: the monitor runs the sender in a thread of its own."""
+    from tests.test_live_monitor import run_monitor_until
+
+    channel = webhook(receiver.url)
+    notify(channel, 1)
+    notify(channel, 2)
+    run_monitor_until(lambda m: len(receiver.received) == 2)
+    assert all(verify(r) for r in receiver.received)
+    assert set(Notification.objects.values_list("state", flat=True)) == {Notification.SENT}
