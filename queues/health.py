@@ -535,12 +535,10 @@ def _events_total(entry: dict, name: str) -> int:
 
 
 def stalls_last_15m(entry: dict) -> int:
-    """Stalls in the last 15 minutes, from the 15-minute stall rate (per minute, averaged over
-    the elapsed part of the window; see ``QueueSeries.per_minute``)."""
+    """Stalls in the last 15 minutes, from the 15-minute stall rate (per minute over a sliding
+    15-minute window; see ``QueueSeries.per_minute``)."""
     rate = float(((entry.get("rates_per_min") or {}).get("stalled") or {}).get("15") or 0)
-    taken_at = int(entry.get("taken_at") or 0)
-    elapsed = 14 + (taken_at % 60_000) / 60_000
-    return int(round(rate * max(elapsed, 1.0)))
+    return int(round(rate * 15))
 
 
 def check_repeated_stalls(q: QueueRef, state_entry: dict | None, th: Thresholds = DEFAULT_THRESHOLDS,

@@ -57,10 +57,14 @@ class QueueSeries:
         return sum(getattr(b, name) for m, b in self.minutes.items() if m >= since)
 
     def per_minute(self, name: str, *, now_ms: int, window_min: int) -> float:
-        """Average per minute over the window, counting the current partial minute as a
-        fraction so a burst shows up at once rather than at the next minute boundary."""
-        elapsed_min = (window_min - 1) + (now_ms % MINUTE_MS) / MINUTE_MS
-        return self.total(name, now_ms=now_ms, window_min=window_min) / max(elapsed_min, 1.0)
+        """Average per minute over the last ``window_min`` minutes, sliding: the current partial
+        minute counts in full (a burst shows at once) and the minute just leaving the window
+        counts for the part of it still inside. (Dividing by the elapsed part of the current
+        minute instead made the 1-minute rate drop to near zero at every minute boundary.)"""
+        inside = self.total(name, now_ms=now_ms, window_min=window_min)
+        leaving = self.minutes.get(minute_of(now_ms) - window_min * MINUTE_MS)
+        fraction_left = 1 - (now_ms % MINUTE_MS) / MINUTE_MS
+        return (inside + (getattr(leaving, name) * fraction_left if leaving else 0)) / window_min
 
 
 def count_event(series: QueueSeries, name: str, ts_ms: int, fields_: dict) -> bool:

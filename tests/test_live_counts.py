@@ -122,3 +122,15 @@ def test_counts_from_real_bullmq_events_match_a_fresh_snapshot(redis_server, red
     final = read_snapshots(redis_client, [q])[0]
     assert live.counts == final.counts
     assert final.counts["failed"] >= 5 and final.counts["completed"] >= 7
+
+
+def test_the_one_minute_rate_slides_across_minute_boundaries():
+    from queues.signals import MINUTE_MS, QueueSeries
+
+    series = QueueSeries()
+    start = 100 * MINUTE_MS
+    series.bucket(start).failed = 60  # a steady 60/min in the minute before
+    assert series.per_minute("failed", now_ms=start + MINUTE_MS + 1000, window_min=1) > 55  # 1 s into the next
+    series.bucket(start + MINUTE_MS).failed = 30  # ...and 30 in the first half of this one
+    assert series.per_minute("failed", now_ms=start + MINUTE_MS + MINUTE_MS // 2, window_min=1) == 60
+    assert series.per_minute("failed", now_ms=start + 3 * MINUTE_MS, window_min=1) == 0
