@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from dashboard import api, views
 from dashboard import views_history
@@ -38,5 +38,6 @@ urlpatterns = [
     path("alerts/windows/new", alerts.window_new, name="window_new"),
     path("alerts/windows/<int:window_id>/delete", alerts.window_delete, name="window_delete"),
     path("alerts/cron-preview", alerts.cron_preview, name="cron_preview"),
+    path("alerts/", include("dashboard.alerts.rule_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.urls import reverse
 
 from dashboard.alerts.models import Alert, AlertEvent, AlertRule, MaintenanceWindow, Notification, Silence
 from queues import alert_rules
@@ -209,14 +208,8 @@ def _iso(t: dt.datetime | None) -> str | None:
     return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if t else None
 
 
-def _url(path: str) -> str:
-    return getattr(settings, "QUEUEWATCH_BASE_URL", "").rstrip("/") + path
-
-
 def alert_url(alert: Alert) -> str:
-    if alert.queue:
-        return _url(reverse("queue", args=[alert.connection, alert.prefix, alert.queue]))
-    return _url(reverse("alert_history") + f"?rule={alert.rule_id}")
+    return getattr(settings, "QUEUEWATCH_BASE_URL", "").rstrip("/") + alert.get_absolute_url()
 
 
 def alert_payload(alert: Alert) -> dict:

@@ -9,10 +9,6 @@ from django import forms
 
 from dashboard.alerts.models import AlertRule, Channel, MaintenanceWindow, Silence
 from dashboard.registry import get_registry
-from queues import alert_rules
-from queues.cron import CronError, cron_validate
-
-PERCENT_KINDS = {"failure_ratio", "memory"}
 
 
 def _connection_choices():
@@ -26,7 +22,8 @@ class RuleForm(forms.ModelForm):
                   "window_minutes", "min_volume", "for_seconds", "keep_firing_seconds", "repeat_minutes",
                   "notify_resolved", "channels"]
         widgets = {"channels": forms.CheckboxSelectMultiple}
-        error_messages = {"threshold": {"invalid": "The threshold must be a number, e.g. 100 or 2.5."},
+        error_messages = {"threshold": {"invalid": "The threshold must be a number, e.g. 100 or 2.5.",
+                                        "min_value": "The threshold cannot be negative."},
                           "resolve_threshold": {"invalid": "The resolve threshold must be a number, or empty."}}
 
     def __init__(self, *args, **kwargs):
@@ -34,33 +31,8 @@ class RuleForm(forms.ModelForm):
         self.fields["connection"] = forms.ChoiceField(choices=_connection_choices(), required=False)
         self.fields["channels"].queryset = Channel.objects.order_by("name")
 
-    def clean(self):
-        data = super().clean()
-        kind, threshold, resolve = data.get("kind"), data.get("threshold"), data.get("resolve_threshold")
-        if kind in PERCENT_KINDS and threshold is not None and threshold > 100:
-            self.add_error("threshold", f"A percentage cannot be above 100 (got {threshold:g}).")
-        if threshold is not None and resolve is not None and resolve > threshold:
-            self.add_error("resolve_threshold", f"The resolve threshold ({resolve:g}) must be at or below the threshold "
-                                                f"({threshold:g}); otherwise the alert would resolve while still firing.")
-        if kind and not alert_rules.KINDS[kind].uses_min_volume and data.get("min_volume"):
-            self.add_error("min_volume", "The minimum volume only applies to failure-ratio rules.")
-        return data
 
-
-class CronFieldsMixin:
-    """Validates ``cron`` with ``time_zone`` through ``queues.cron`` (its messages are for users)."""
-
-    def clean(self):
-        data = super().clean()
-        cron, tz = data.get("cron"), data.get("time_zone") or "UTC"
-        try:
-            cron_validate(cron or "", tz)
-        except CronError as exc:
-            self.add_error("time_zone" if "time zone" in str(exc) else "cron", str(exc))
-        return data
-
-
-class MaintenanceWindowForm(CronFieldsMixin, forms.ModelForm):
+class MaintenanceWindowForm(forms.ModelForm):
     class Meta:
         model = MaintenanceWindow
         fields = ["name", "cron", "time_zone", "duration_minutes", "rule", "connection", "queue_glob", "enabled", "comment"]
@@ -94,6 +66,4 @@ class SilenceForm(forms.ModelForm):
             data["ends_at"] = end = start + dt.timedelta(hours=hours)
         if start and not end and "ends_at" not in self.errors:
             self.add_error("ends_at", "Give an end time or a duration in hours.")
-        elif start and end and end <= start:
-            self.add_error("ends_at", "The silence must end after it starts.")
         return data

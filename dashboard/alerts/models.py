@@ -75,9 +75,13 @@ class Notification(models.Model):
 # Owned by the rule engine (dashboard/alerts/engine.py). Evaluation itself is the pure
 # ``queues.alert_rules.rule_evaluate``; these rows are what it decided, over time.
 
+from django.core.exceptions import ValidationError  # noqa: E402
 from django.core.validators import MinValueValidator  # noqa: E402
 
 from queues import alert_rules  # noqa: E402
+from queues.cron import CronError, cron_validate  # noqa: E402
+
+PERCENT_KINDS = {"failure_ratio", "memory"}
 
 SEVERITIES = [("warning", "warning"), ("critical", "critical")]
 WINDOW_CHOICES = [(w, f"{w} min") for w in alert_rules.WINDOWS]
@@ -116,6 +120,19 @@ class AlertRule(models.Model):
     @property
     def condition(self) -> str:
         return alert_rules.describe_threshold(self)
+
+    def clean(self):
+        errors = {}
+        if self.kind in PERCENT_KINDS and self.threshold is not None and self.threshold > 100:
+            errors["threshold"] = f"A percentage cannot be above 100 (got {self.threshold:g})."
+        if self.threshold is not None and self.resolve_threshold is not None and self.resolve_threshold > self.threshold:
+            errors["resolve_threshold"] = (f"The resolve threshold ({self.resolve_threshold:g}) must be at or below the "
+                                           f"threshold ({self.threshold:g}); otherwise the alert would resolve while still firing.")
+        kind = alert_rules.KINDS.get(self.kind)
+        if kind is not None and not kind.uses_min_volume and self.min_volume:
+            errors["min_volume"] = "The minimum volume only applies to failure-ratio rules."
+        if errors:
+            raise ValidationError(errors)
 
 
 class Alert(models.Model):
@@ -161,6 +178,18 @@ class Alert(models.Model):
     def target(self) -> alert_rules.Target:
         return alert_rules.Target(self.connection, self.prefix, self.queue, self.item)
 
+    def get_absolute_url(self) -> str:
+        """The queue's page; the rule's history for connection alerts and for queue names no
+        URL can hold (e.g. with a slash)."""
+        from django.urls import NoReverseMatch, reverse
+
+        if self.queue:
+            try:
+                return reverse("queue", args=[self.connection, self.prefix, self.queue])
+            except NoReverseMatch:
+                pass
+        return reverse("alert_history") + f"?rule={self.rule_id}"
+
 
 class AlertEvent(models.Model):
     """One step of an alert, as it happened: the alert's ``version`` after the step is ``seq``."""
@@ -196,6 +225,10 @@ class Silence(models.Model):
     def __str__(self):
         return f"Silence by {self.author}: {self.comment[:60]}"
 
+    def clean(self):
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValidationError({"ends_at": "The silence must end after it starts."})
+
     def matcher(self) -> alert_rules.Matcher:
         return alert_rules.Matcher(rule_id=self.rule_id, connection=self.connection, queue_glob=self.queue_glob)
 
@@ -221,6 +254,12 @@ class MaintenanceWindow(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        try:
+            cron_validate(self.cron or "", self.time_zone or "UTC")
+        except CronError as exc:
+            raise ValidationError({"time_zone" if "time zone" in str(exc) else "cron": str(exc)}) from None
 
     def matcher(self) -> alert_rules.Matcher:
         return alert_rules.Matcher(rule_id=self.rule_id, connection=self.connection, queue_glob=self.queue_glob)

@@ -81,14 +81,21 @@ def history(request):
                                                    "rules": AlertRule.objects.all(), "states": [s for s, _ in Alert.STATES]})
 
 
+def next_starts(*, expr: str, tz: str, now: dt.datetime) -> list[str]:
+    """The next fire times as the people in ``tz`` read them (with the zone's abbreviation,
+    which shows a daylight-saving change between two of them)."""
+    return [t.astimezone(zone(tz)).strftime("%a %Y-%m-%d %H:%M %Z")
+            for t in cron_next(expr=expr, tz=tz, after=now, count=PREVIEW_FIRES)]
+
+
 def _silences_context(now: dt.datetime, **extra) -> dict:
     windows = []
     for w in MaintenanceWindow.objects.select_related("rule"):
         try:
-            upcoming = cron_next(expr=w.cron, tz=w.time_zone, after=now, count=PREVIEW_FIRES)
+            upcoming = next_starts(expr=w.cron, tz=w.time_zone, now=now)
         except CronError:
             upcoming = []
-        windows.append((w, [t.astimezone(zone(w.time_zone)) for t in upcoming]))
+        windows.append((w, upcoming))
     return {
         "active": Silence.objects.filter(ends_at__gt=now).select_related("rule").order_by("starts_at"),
         "expired": Silence.objects.filter(ends_at__lte=now).select_related("rule")[:20],
@@ -147,8 +154,7 @@ def cron_preview(request):
     """The next five fire times of a cron expression in its time zone (an htmx fragment)."""
     expr, tz = request.GET.get("cron", ""), request.GET.get("time_zone", "") or "UTC"
     try:
-        times = [t.astimezone(zone(tz)) for t in cron_next(expr=expr, tz=tz, after=timezone.now(), count=PREVIEW_FIRES)]
-        error = ""
+        times, error = next_starts(expr=expr, tz=tz, now=timezone.now()), ""
     except CronError as exc:
         times, error = [], str(exc)
     return render(request, "alerts/cron_preview.html", {"times": times, "error": error, "tz": tz})
