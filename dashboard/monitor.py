@@ -574,9 +574,10 @@ class Monitor:
         """Evaluate every alert rule on what the last tick saw (rows and outbox notifications
         are written by ``dashboard.alerts``), and refresh the firing-alerts banner."""
         signals = [st.signals for st in self.states.values() if st.signals is not None]
+        reachable = [st for q, st in self.states.items() if q.connection not in self.down]
         alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.down),
                                   report=self.health_report, now=dt.datetime.now(dt.timezone.utc),
-                                  publisher=self.publisher)
+                                  publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
 
     def write_digest(self) -> None:
         alert_monitoring.write_digest(now=dt.datetime.now(dt.timezone.utc))

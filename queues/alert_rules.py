@@ -138,6 +138,9 @@ class Facts:
     queues: list  # QueueSignals-like objects (``.snapshot.queue`` is a QueueRef)
     connections: dict[str, ConnectionFacts] = field(default_factory=dict)
     schedulers: dict = field(default_factory=dict)  # QueueRef -> list[queues.schedulers.Scheduler]
+    # Every queue of every reachable connection is in ``queues`` (false while a monitor that
+    # just took over has not read them all yet): only then does "absent" mean "gone".
+    complete: bool = True
 
 
 @dataclass
@@ -285,6 +288,21 @@ def rule_evaluate(*, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
         target = Target(q.connection, q.prefix, q.name)
         out.append(_flag(target, value > 0, summary) if kind.duration_threshold else _observe(rule, target, value, summary))
     return out
+
+
+GONE = "no longer present (the queue or scheduler was removed, or is out of the rule's scope now)"
+
+
+def vanished(*, rule, facts: Facts, target: Target, observed: set[Target]) -> Observation | None:
+    """An open alert whose target was not observed: resolved when that surely means it is
+    gone (a queue or scheduler kind, facts complete, its connection reachable), else None —
+    a target we merely could not see keeps its state."""
+    if KINDS[rule.kind].scope == "connection" or target in observed or not facts.complete:
+        return None
+    cf = facts.connections.get(target.connection)
+    if cf is None or not cf.reachable:
+        return None
+    return Observation(target, 0.0, False, True, GONE)
 
 
 def _connection_observation(rule, name: str, cf: ConnectionFacts) -> Observation | None:

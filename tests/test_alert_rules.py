@@ -35,7 +35,7 @@ CASES = {
                 lambda: facts(signals(counts={"waiting": 90}))),
     "oldest_waiting": ({"threshold": 300}, lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=301)),
                        lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=10))),
-    "no_completions": ({"threshold": 0}, lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 120)])),
+    "no_completions": ({"threshold": 60}, lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 120)])),
                        lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 5)]))),
     "paused": ({"threshold": 0}, lambda: facts(signals(paused=True)), lambda: facts(signals())),
     "redis_unreachable": ({}, lambda: facts(connections={"default": ConnectionFacts(reachable=False, error="refused")}),
@@ -223,3 +223,19 @@ def test_maintenance_window_across_a_daylight_saving_change():
     Alert.objects.all().delete()
     evaluate_rules(facts=bad, now=dt.datetime(2026, 10, 24, 2, 0, tzinfo=utc))
     assert Notification.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_alert_whose_queue_is_gone_resolves_but_not_while_its_connection_is_down_or_unread():
+    make_rule(channels=[make_channel()])
+    evaluate_rules(facts=facts(signals(counts={"waiting": 50})), now=T0)
+    down = facts(connections={"default": ConnectionFacts(reachable=False, error="refused")})
+    evaluate_rules(facts=down, now=T0 + MIN)
+    unread = facts()
+    unread.complete = False  # a monitor that just took over and has not read every queue yet
+    evaluate_rules(facts=unread, now=T0 + 2 * MIN)
+    assert Alert.objects.get().state == Alert.FIRING
+    evaluate_rules(facts=facts(), now=T0 + 3 * MIN)  # reachable, every queue read, no "orders"
+    alert = Alert.objects.get()
+    assert alert.state == Alert.RESOLVED and alert.summary.startswith("no longer present")
+    assert list(Notification.objects.order_by("id").values_list("kind", flat=True)) == ["firing", "resolved"]

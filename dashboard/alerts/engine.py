@@ -84,6 +84,9 @@ def evaluate_rules(*, facts: Facts, now: dt.datetime, rules: list[AlertRule] | N
         try:
             observations = alert_rules.rule_evaluate(rule=rule, facts=facts, now=now)
             open_alerts = load_open_alerts(rule)
+            observed = {o.target for o in observations}
+            observations += [gone for a in open_alerts.values()
+                             if (gone := alert_rules.vanished(rule=rule, facts=facts, target=a.target, observed=observed))]
             runs.append(apply_observations(rule=rule, observations=observations, open_alerts=open_alerts,
                                            silences=silences, now=now))
         except Exception:
@@ -166,7 +169,7 @@ def _advance(rule: AlertRule, alert: Alert, obs: Observation, silenced: str, now
     if step == alert_rules.RESOLVE:
         notify = Notification.RESOLVED if rule.notify_resolved and alert.notified else ""
         ok = _cas(alert, event=Alert.RESOLVED, value=obs.value, note=obs.summary, now=now, state=Alert.RESOLVED,
-                  resolved_at=now, value_end=obs.value, value_last=obs.value)
+                  resolved_at=now, value_end=obs.value, value_last=obs.value, summary=obs.summary)
         return Step(alert, notify) if ok else None
     if alert.state == Alert.FIRING and not obs.clear:
         return _still_firing(rule, alert, obs, silenced, now)

@@ -128,6 +128,9 @@ class AlertRule(models.Model):
         if self.threshold is not None and self.resolve_threshold is not None and self.resolve_threshold > self.threshold:
             errors["resolve_threshold"] = (f"The resolve threshold ({self.resolve_threshold:g}) must be at or below the "
                                            f"threshold ({self.threshold:g}); otherwise the alert would resolve while still firing.")
+        if self.kind == "no_completions" and self.threshold is not None and self.threshold < 60:
+            # Completions are counted per minute: a shorter T would fire between two of them.
+            errors["threshold"] = "“Nothing completing for T” needs T of at least 60 seconds."
         kind = alert_rules.KINDS.get(self.kind)
         if kind is not None and not kind.uses_min_volume and self.min_volume:
             errors["min_volume"] = "The minimum volume only applies to failure-ratio rules."

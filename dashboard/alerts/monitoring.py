@@ -53,10 +53,13 @@ def scheduler_facts(*, signals: list, registry, down: dict[str, str]) -> dict:
     return out
 
 
-def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None) -> list:
-    """One evaluation of every enabled rule, then the banner every page shows."""
+def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None,
+             complete: bool = True) -> list:
+    """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
+    ``signals`` covers every queue of every reachable connection (see ``Facts.complete``)."""
     rules = list(AlertRule.objects.filter(enabled=True).prefetch_related("channels"))
-    facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report))
+    facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report),
+                  complete=complete)
     if any(r.kind == "scheduler_missed" for r in rules):
         facts.schedulers = scheduler_facts(signals=signals, registry=registry, down=down)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
