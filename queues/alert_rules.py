@@ -86,7 +86,8 @@ KINDS: dict[str, Kind] = _kinds(
          "Stall events (a worker lost a job's lock) in the window.", uses_window=True),
     Kind("stalled_now", "Jobs stalled right now above N", "queue", "jobs",
          "Active jobs whose lock has expired (0 means: any stalled job)."),
-    Kind("backlog", "Backlog above N", "queue", "jobs", "Waiting plus prioritized jobs."),
+    Kind("backlog", "Backlog above N", "queue", "jobs",
+         "Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker)."),
     Kind("oldest_waiting", "Oldest waiting job older than T", "queue", "seconds",
          "Age of the oldest job still waiting to be picked up."),
     Kind("no_completions", "Work waiting, nothing completing for T", "queue", "seconds",
@@ -120,6 +121,7 @@ class RuleSpec:
     min_volume: int = 0
     connection: str = ""  # "" = every connection
     queue_glob: str = ""  # "" or "*" = every queue
+    include_due_delayed: bool = False  # backlog: count delayed jobs already due too
 
 
 @dataclass
@@ -138,6 +140,7 @@ class Facts:
     queues: list  # QueueSignals-like objects (``.snapshot.queue`` is a QueueRef)
     connections: dict[str, ConnectionFacts] = field(default_factory=dict)
     schedulers: dict = field(default_factory=dict)  # QueueRef -> list[queues.schedulers.Scheduler]
+    due_delayed: dict = field(default_factory=dict)  # QueueRef -> delayed jobs already due (not promoted yet)
     # Every queue of every reachable connection is in ``queues`` (false while a monitor that
     # just took over has not read them all yet): only then does "absent" mean "gone".
     complete: bool = True
@@ -175,7 +178,7 @@ def _window(rule) -> int:
     return rule.window_minutes if rule.window_minutes in WINDOWS else 5
 
 
-def _queue_value(rule, sig) -> tuple[float | None, str]:
+def _queue_value(rule, sig, *, due_delayed: int = 0) -> tuple[float | None, str]:
     """One queue's value for the rule's kind, and a sentence saying what it is."""
     snap = sig.snapshot
     counts = snap.counts
@@ -202,6 +205,8 @@ def _queue_value(rule, sig) -> tuple[float | None, str]:
         return n, f"{n} jobs stalled now"
     if kind == "backlog":
         n = counts.get("waiting", 0) + counts.get("prioritized", 0)
+        if getattr(rule, "include_due_delayed", False):
+            return n + due_delayed, f"{n + due_delayed} jobs waiting (incl. {due_delayed} delayed jobs already due)"
         return n, f"{n} jobs waiting"
     if kind == "oldest_waiting":
         age = snap.oldest_waiting_age_ms
@@ -284,7 +289,7 @@ def rule_evaluate(*, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
         cf = facts.connections.get(q.connection)
         if cf is not None and not cf.reachable:
             continue
-        value, summary = _queue_value(rule, sig)
+        value, summary = _queue_value(rule, sig, due_delayed=facts.due_delayed.get(q, 0))
         target = Target(q.connection, q.prefix, q.name)
         out.append(_flag(target, value > 0, summary) if kind.duration_threshold else _observe(rule, target, value, summary))
     return out

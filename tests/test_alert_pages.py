@@ -102,6 +102,7 @@ def test_csrf_is_enforced_on_changes(rows):
     ({"kind": "failure_ratio", "threshold": "150"}, "threshold", "A percentage cannot be above 100"),
     ({"min_volume": "5"}, "min_volume", "only applies to failure-ratio rules"),
     ({"kind": "no_completions", "threshold": "30"}, "threshold", "needs T of at least 60 seconds"),
+    ({"kind": "dlq_depth", "include_due_delayed": "on"}, "include_due_delayed", "Only backlog rules can count due delayed"),
     ({"connection": "nope"}, "connection", "Select a valid choice"),
 ])
 def test_rule_form_says_what_is_wrong(rows, changes, field, message):

@@ -103,6 +103,7 @@ class AlertRule(models.Model):
                                           help_text="Resolve only at or below this value (hysteresis). Empty: the threshold.")
     window_minutes = models.PositiveIntegerField(choices=WINDOW_CHOICES, default=5)
     min_volume = models.PositiveIntegerField(default=0, help_text="Failure ratio: finished jobs needed in the window.")
+    include_due_delayed = models.BooleanField(default=False, help_text="Backlog: also count delayed jobs that are already due.")
     for_seconds = models.PositiveIntegerField(default=0, help_text="Pending this long before firing.")
     keep_firing_seconds = models.PositiveIntegerField(default=0, help_text="Keep firing this long after the condition clears.")
     repeat_minutes = models.PositiveIntegerField(default=240, help_text="Notify again every this many minutes while firing; 0: never.")
@@ -134,6 +135,8 @@ class AlertRule(models.Model):
         kind = alert_rules.KINDS.get(self.kind)
         if kind is not None and not kind.uses_min_volume and self.min_volume:
             errors["min_volume"] = "The minimum volume only applies to failure-ratio rules."
+        if self.include_due_delayed and self.kind != "backlog":
+            errors["include_due_delayed"] = "Only backlog rules can count due delayed jobs."
         if errors:
             raise ValidationError(errors)
 

@@ -53,6 +53,28 @@ def scheduler_facts(*, signals: list, registry, down: dict[str, str]) -> dict:
     return out
 
 
+def due_delayed_facts(*, signals: list, registry, down: dict[str, str], now: dt.datetime) -> dict:
+    """Delayed jobs already due, per queue with delayed jobs: one ``ZCOUNT`` each, pipelined
+    per connection. (BullMQ scores delayed jobs ``due_ms * 4096 + seq``; a worker promotes
+    due ones, so a count that stays up means no worker is fetching.)"""
+    limit = int(now.timestamp() * 1000) * 4096 + 4095
+    by_conn: dict[str, list] = {}
+    for sig in signals:
+        q = sig.snapshot.queue
+        if sig.snapshot.counts.get("delayed") and q.connection not in down:
+            by_conn.setdefault(q.connection, []).append(q)
+    out = {}
+    for name, queues in by_conn.items():
+        try:
+            pipe = registry.client(name).pipeline(transaction=False)
+            for q in queues:
+                pipe.zcount(q.key("delayed"), "-inf", limit)
+            out.update(zip(queues, pipe.execute()))
+        except redis.RedisError:
+            log.warning("could not count due delayed jobs on %s; skipped this time", name)
+    return out
+
+
 def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None,
              complete: bool = True) -> list:
     """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
@@ -62,6 +84,8 @@ def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.d
                   complete=complete)
     if any(r.kind == "scheduler_missed" for r in rules):
         facts.schedulers = scheduler_facts(signals=signals, registry=registry, down=down)
+    if any(r.kind == "backlog" and r.include_due_delayed for r in rules):
+        facts.due_delayed = due_delayed_facts(signals=signals, registry=registry, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
     if publisher is not None:
         publisher.publish(live.ALL, *fragments.firing_alerts(firing_alerts()))

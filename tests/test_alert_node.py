@@ -1,7 +1,10 @@
-"""A missed-schedule alert against a real Node BullMQ 6.7 job scheduler whose worker stopped:
-while the worker ran, the scheduler kept moving on (no alert); once it stopped, the run that
-was due is never taken and the rule fires, with runs counted from the interval. Time is
-passed as ``now``; the Redis state is BullMQ's own."""
+"""Alert rules on Redis state written by real Node BullMQ 6.7 (time passed as ``now``):
+
+* a missed-schedule alert on a job scheduler whose worker stopped: while the worker ran, the
+  scheduler kept moving on (no alert); once it stopped, the run that was due is never taken
+  and the rule fires, with runs counted from the interval; a worker back resolves it;
+* a backlog rule that counts delayed jobs already due (nobody promoted them: no worker).
+"""
 
 from __future__ import annotations
 
@@ -26,12 +29,25 @@ pytestmark = [pytest.mark.django_db, pytest.mark.skipif(not node_available(), re
 SCHEDULER_DB = 11  # this module's own Redis database
 
 
-def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_is_back(settings, redis_server):
+@pytest.fixture
+def node_db(settings, redis_server):
     client = redis_server.client(SCHEDULER_DB)
     client.flushdb()
-    url = redis_server.url(SCHEDULER_DB)
-    point_at(settings, ConnectionSpec("default", url, ("bull",)))
+    point_at(settings, ConnectionSpec("default", redis_server.url(SCHEDULER_DB), ("bull",)))
+    yield redis_server.url(SCHEDULER_DB)
+    client.flushdb()
+
+
+def evaluate_queue(queue: QueueRef, now: dt.datetime):
+    """What the monitor does each evaluation, for one queue: snapshot, signals, rules."""
     registry = get_registry()
+    (snap,) = read_snapshots(registry.client(queue.connection), [queue])
+    sig = build_signals(snap, QueueSeries(), now_ms=int(now.timestamp() * 1000))
+    return monitoring.evaluate(signals=[sig], registry=registry, down={}, report=None, now=now)
+
+
+def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_is_back(node_db):
+    url = node_db
     queue = QueueRef("default", "bull", "reports")
     make_rule("missed runs", kind="scheduler_missed", threshold=30, channels=[make_channel()])
 
@@ -40,9 +56,7 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
     stopped_at = dt.datetime.now(dt.timezone.utc)
 
     def evaluate(now):
-        (snap,) = read_snapshots(registry.client("default"), [queue])
-        sig = build_signals(snap, QueueSeries(), now_ms=int(now.timestamp() * 1000))
-        return monitoring.evaluate(signals=[sig], registry=registry, down={}, report=None, now=now)
+        return evaluate_queue(queue, now)
 
     evaluate(stopped_at)  # right after the worker stopped: within the grace period
     assert not Alert.objects.exists()
@@ -64,4 +78,18 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
     alert.refresh_from_db()
     assert alert.state == Alert.RESOLVED
     assert list(Notification.objects.order_by("id").values_list("kind", flat=True)) == ["firing", "resolved"]
-    client.flushdb()
+
+
+def test_backlog_can_count_delayed_jobs_already_due(node_db):
+    queue = QueueRef("default", "bull", "mailer")
+    result = run_node("delayed.mjs", node_db, "mailer", "4", "60000")
+    assert result["counts"]["delayed"] == 4 and result["counts"]["waiting"] == 0
+    make_rule("plain backlog", queue_glob="mailer", threshold=2)
+    make_rule("backlog incl. due", queue_glob="mailer", threshold=2, include_due_delayed=True)
+    now = dt.datetime.now(dt.timezone.utc)
+    evaluate_queue(queue, now)  # not due yet
+    assert not Alert.objects.exists()
+    evaluate_queue(queue, now + dt.timedelta(minutes=2))  # due, and no worker promoted them
+    (alert,) = Alert.objects.all()
+    assert alert.rule.name == "backlog incl. due" and alert.state == Alert.FIRING
+    assert alert.summary == "4 jobs waiting (incl. 4 delayed jobs already due)"
