@@ -5,7 +5,6 @@ from django.urls import include, path
 from dashboard import api, views
 from dashboard import views_history
 from dashboard import metrics, views_health
-from dashboard.alerts import views as alerts
 
 queue = "q/<str:connection>/<str:prefix>/<str:name>/"
 api_queue = "api/v1/queues/<str:connection>/<str:prefix>/<str:name>"
@@ -26,18 +25,6 @@ urlpatterns = [
     path(api_queue, api.queue, name="api_queue"),
     path(api_queue + "/jobs", api.jobs, name="api_jobs"),
     path(api_queue + "/jobs/<path:job_id>", api.job, name="api_job"),
-    path("alerts/", alerts.history, name="alert_history"),
-    path("alerts/rules/", alerts.rules, name="alert_rules"),
-    path("alerts/rules/new", alerts.rule_edit, name="alert_rule_new"),
-    path("alerts/rules/<int:rule_id>/", alerts.rule_detail, name="alert_rule"),
-    path("alerts/rules/<int:rule_id>/edit", alerts.rule_edit, name="alert_rule_edit"),
-    path("alerts/rules/<int:rule_id>/delete", alerts.rule_delete, name="alert_rule_delete"),
-    path("alerts/silences/", alerts.silences, name="silences"),
-    path("alerts/silences/new", alerts.silence_new, name="silence_new"),
-    path("alerts/silences/<int:silence_id>/expire", alerts.silence_expire, name="silence_expire"),
-    path("alerts/windows/new", alerts.window_new, name="window_new"),
-    path("alerts/windows/<int:window_id>/delete", alerts.window_delete, name="window_delete"),
-    path("alerts/cron-preview", alerts.cron_preview, name="cron_preview"),
     path("alerts/", include("dashboard.alerts.rule_urls")),
     path("admin/", admin.site.urls),
 ]
