@@ -51,7 +51,7 @@ class RuleRun:
 
     rule: AlertRule
     steps: list[Step] = field(default_factory=list)
-    notifications: int = 0
+    notifications: int = 0  # rows offered to the outbox
 
 
 # --- silences ---------------------------------------------------------------------------------
@@ -95,7 +95,10 @@ def evaluate_rules(*, facts: Facts, now: dt.datetime, rules: list[AlertRule] | N
 
 
 def load_open_alerts(rule: AlertRule) -> dict[str, Alert]:
-    return {a.fingerprint: a for a in Alert.objects.filter(rule=rule, state__in=Alert.OPEN)}
+    alerts = list(Alert.objects.filter(rule=rule, state__in=Alert.OPEN))
+    for a in alerts:
+        a.rule = rule  # the payloads read it: no query per alert
+    return {a.fingerprint: a for a in alerts}
 
 
 def apply_observations(*, rule: AlertRule, observations: list[Observation], open_alerts: dict[str, Alert],
@@ -260,8 +263,9 @@ def _write_notifications(rule: AlertRule, steps: list[Step], now: dt.datetime) -
         }
         rows += [Notification(channel=c, idempotency_key=key[:200], kind=kind, subject=_subject(rule, kind, alerts),
                               payload=payload, next_attempt_at=now, created_at=now) for c in channels]
-    created = Notification.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(created)
+    # A row whose key is already there (written by another monitor) is skipped by the database.
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
 
 
 def firing_alerts() -> list[Alert]:
