@@ -143,10 +143,14 @@ def test_hostile_strings_are_escaped_on_every_alerting_page(rows):
     rule = make_rule(HOSTILE, queue_glob="*", channels=[make_channel(HOSTILE)])
     Silence.objects.create(queue_glob="nothing", ends_at=timezone.now() + dt.timedelta(hours=1), author=HOSTILE, comment=HOSTILE)
     MaintenanceWindow.objects.create(name=HOSTILE, cron="0 2 * * *", duration_minutes=5, author=HOSTILE, comment=HOSTILE)
-    evaluate_rules(facts=facts(signals(HOSTILE, counts={"waiting": 50})), now=timezone.now())
+    now = timezone.now()
+    for minutes_ago in range(5):
+        QueuePoint.objects.create(connection="default", prefix="bull", queue=HOSTILE, resolution=60, waiting=50,
+                                  start=(now - dt.timedelta(minutes=minutes_ago)).replace(second=0, microsecond=0))
+    evaluate_rules(facts=facts(signals(HOSTILE, counts={"waiting": 50})), now=now)
     assert Alert.objects.filter(state=Alert.FIRING, queue=HOSTILE).exists()
     client = login_as(None)
-    pages = [reverse(n) for n in ("alert_rules", "alert_history", "silences")] + [reverse("alert_rule", args=[rule.pk])]
+    pages = [reverse(n) for n in ("alert_rules", "alert_history", "silences")] + [reverse("alert_rule", args=[rule.pk]) + "?preview=1"]
     for url in pages:
         body = client.get(url).content.decode()
         assert HOSTILE not in body, url
@@ -176,3 +180,17 @@ def test_preview_replays_the_rule_over_stored_history(rows):
     # A rule that only needs 30 minutes of backlog would not have fired at all.
     response = client.post(reverse("alert_rule_new"), {**RULE_POST, "for_seconds": "1800", "preview": "1"})
     assert response.context["preview"].fired == []
+
+
+def test_preview_of_a_wide_rule_replays_a_bounded_number_of_queues(rows, monkeypatch):
+    from dashboard.alerts import preview
+
+    monkeypatch.setattr(preview, "MAX_QUEUES", 2)
+    start = timezone.now().replace(second=0, microsecond=0)
+    for name in ("a", "b", "c"):
+        QueuePoint.objects.create(connection="default", prefix="bull", queue=name, resolution=60, start=start, waiting=1)
+    client = login_as(None)
+    response = client.get(reverse("alert_rule", args=[rows[0].pk]))
+    assert response.context["preview"] is None  # only on request
+    result = client.get(reverse("alert_rule", args=[rows[0].pk]), {"preview": "1"}).context["preview"]
+    assert result.queues == 2 and result.note == "Replayed on the first 2 of the 3 queues this rule covers."

@@ -20,6 +20,7 @@ from queues.signals import COUNTERS, MINUTE_MS, Minute, QueueSeries
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 
 HOURS = 24
+MAX_QUEUES = 50  # a replay costs a day of minutes per queue; enough to judge a rule
 REPLAYABLE = {k.id for k in alert_rules.KINDS.values() if k.scope == "queue"}
 
 
@@ -63,18 +64,26 @@ def rule_preview(*, rule, now: dt.datetime) -> Preview:
     if rule.kind not in REPLAYABLE:
         return Preview(False, note="This kind of rule is about Redis itself or job schedulers, which stored history does not record.")
     start = now.replace(second=0, microsecond=0) - dt.timedelta(hours=HOURS)
-    rows = QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=start - dt.timedelta(minutes=15),
-                                     start__lte=now).order_by("start")
-    by_queue: dict[QueueRef, dict[int, QueuePoint]] = {}
-    for row in rows:
-        if alert_rules.in_scope(rule, connection=row.connection, queue=row.queue):
-            by_queue.setdefault(QueueRef(row.connection, row.prefix, row.queue), {})[int(row.start.timestamp() * 1000)] = row
+    recent = QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=start - dt.timedelta(minutes=15), start__lte=now)
+    # Which queues first (a small distinct list), then only their rows: a wide scope over many
+    # queues must not load a day of every queue's minutes.
+    names = sorted({QueueRef(*k) for k in recent.values_list("connection", "prefix", "queue").distinct()
+                    if alert_rules.in_scope(rule, connection=k[0], queue=k[2])},
+                   key=lambda q: (q.connection, q.prefix, q.name))
+    chosen = names[:MAX_QUEUES]
+    by_queue: dict[QueueRef, dict[int, QueuePoint]] = {q: {} for q in chosen}
+    for row in recent.filter(queue__in={q.name for q in chosen}).order_by("start"):
+        q = QueueRef(row.connection, row.prefix, row.queue)
+        if q in by_queue:
+            by_queue[q][int(row.start.timestamp() * 1000)] = row
     preview = Preview(True, minutes=HOURS * 60, queues=len(by_queue))
     for q, points in by_queue.items():
         preview.incidents += _replay(rule, q, points, start=start, now=now)
     preview.incidents.sort(key=lambda i: i.pending_at)
     if not by_queue:
         preview.note = "No stored history for the queues this rule covers (the monitor stores it while it runs)."
+    elif len(names) > MAX_QUEUES:
+        preview.note = f"Replayed on the first {MAX_QUEUES} of the {len(names)} queues this rule covers."
     return preview
 
 

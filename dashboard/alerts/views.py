@@ -54,8 +54,9 @@ def rule_edit(request, rule_id: int | None = None):
 @require_GET
 def rule_detail(request, rule_id: int):
     rule = get_object_or_404(AlertRule, pk=rule_id)
+    wanted = request.GET.get("preview") == "1"  # a replay is not free: on request only
     return render(request, "alerts/rule_detail.html", {
-        "rule": rule, "preview": rule_preview(rule=rule, now=timezone.now()),
+        "rule": rule, "preview": rule_preview(rule=rule, now=timezone.now()) if wanted else None,
         "open": Alert.objects.filter(rule=rule, state__in=Alert.OPEN),
     })
 
