@@ -194,3 +194,15 @@ def test_preview_of_a_wide_rule_replays_a_bounded_number_of_queues(rows, monkeyp
     assert response.context["preview"] is None  # only on request
     result = client.get(reverse("alert_rule", args=[rows[0].pk]), {"preview": "1"}).context["preview"]
     assert result.queues == 2 and result.note == "Replayed on the first 2 of the 3 queues this rule covers."
+
+
+def test_django_admin_lists_and_validates_rules_silences_and_windows(rows):
+    boss = User.objects.create_user("boss", password="x", is_superuser=True, is_staff=True)
+    client = Client()
+    client.force_login(boss)
+    for model in ("alertrule", "alert", "silence", "maintenancewindow"):
+        assert client.get(f"/admin/alerts/{model}/").status_code == 200, model
+    response = client.post("/admin/alerts/maintenancewindow/add/", {
+        "name": "bad", "cron": "0 2 * *", "time_zone": "UTC", "duration_minutes": "10", "author": "a", "comment": "c"})
+    assert response.status_code == 200 and "has 4 fields" in response.content.decode()
+    assert not MaintenanceWindow.objects.filter(name="bad").exists()
