@@ -239,3 +239,15 @@ def test_an_alert_whose_queue_is_gone_resolves_but_not_while_its_connection_is_d
     alert = Alert.objects.get()
     assert alert.state == Alert.RESOLVED and alert.summary.startswith("no longer present")
     assert list(Notification.objects.order_by("id").values_list("kind", flat=True)) == ["firing", "resolved"]
+
+
+@pytest.mark.django_db
+def test_a_firing_alerts_changing_value_is_stored_at_most_once_a_minute():
+    make_rule(kind="oldest_waiting", threshold=60)
+    for seconds in (0, 5, 10):
+        evaluate_rules(facts=facts(signals(counts={"waiting": 1}, oldest_age_s=100 + seconds)), now=T0 + seconds * S)
+    alert = Alert.objects.get()
+    assert alert.value_last == 100 and alert.observed_at == T0
+    evaluate_rules(facts=facts(signals(counts={"waiting": 1}, oldest_age_s=160)), now=T0 + 60 * S)
+    alert.refresh_from_db()
+    assert alert.value_last == 160 and alert.summary == "oldest waiting job is 160 s old"

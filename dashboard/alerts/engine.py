@@ -36,6 +36,8 @@ from queues.cron import CronError, window_open_at
 
 log = logging.getLogger("queuewatch.alerts")
 
+VALUE_REFRESH = dt.timedelta(minutes=1)
+
 
 @dataclass
 class Step:
@@ -133,7 +135,7 @@ def _open(rule: AlertRule, fp: str, obs: Observation, now: dt.datetime) -> Alert
         with transaction.atomic():  # a savepoint: the unique index may refuse a second open alert
             alert = Alert.objects.create(rule=rule, fingerprint=fp, connection=t.connection, prefix=t.prefix, queue=t.queue,
                                          item=t.item, state=Alert.PENDING, pending_since=now, value_start=obs.value,
-                                         value_last=obs.value, summary=obs.summary)
+                                         value_last=obs.value, summary=obs.summary, observed_at=now)
             AlertEvent.objects.create(alert=alert, seq=0, state=Alert.PENDING, at=now, value=obs.value, summary=obs.summary)
     except IntegrityError:
         return None
@@ -162,7 +164,7 @@ def _advance(rule: AlertRule, alert: Alert, obs: Observation, silenced: str, now
     if step == alert_rules.FIRE:
         notify = "" if silenced else Notification.FIRING
         ok = _cas(alert, event=Alert.FIRING, value=obs.value, note=obs.summary, now=now, state=Alert.FIRING,
-                  started_at=now, value_start=obs.value, value_last=obs.value, summary=obs.summary,
+                  started_at=now, value_start=obs.value, value_last=obs.value, summary=obs.summary, observed_at=now,
                   silenced_by=silenced, notified=bool(notify), last_notified_at=now if notify else None)
         return Step(alert, notify) if ok else None
     if step == alert_rules.START_CLEAR:
@@ -172,7 +174,7 @@ def _advance(rule: AlertRule, alert: Alert, obs: Observation, silenced: str, now
     if step == alert_rules.RESOLVE:
         notify = Notification.RESOLVED if rule.notify_resolved and alert.notified else ""
         ok = _cas(alert, event=Alert.RESOLVED, value=obs.value, note=obs.summary, now=now, state=Alert.RESOLVED,
-                  resolved_at=now, value_end=obs.value, value_last=obs.value, summary=obs.summary)
+                  resolved_at=now, value_end=obs.value, value_last=obs.value, summary=obs.summary, observed_at=now)
         return Step(alert, notify) if ok else None
     if alert.state == Alert.FIRING and not obs.clear:
         return _still_firing(rule, alert, obs, silenced, now)
@@ -187,8 +189,11 @@ def _still_firing(rule: AlertRule, alert: Alert, obs: Observation, silenced: str
         changes["clear_since"] = None  # bad again within keep-firing: the clock starts over
     if silenced != alert.silenced_by:
         changes["silenced_by"] = silenced
-    if obs.value != alert.value_last or obs.summary != alert.summary:
-        changes.update(value_last=obs.value, summary=obs.summary)
+    moved = obs.value != alert.value_last or obs.summary != alert.summary
+    # Values of a firing alert (an age, a rate) change on every evaluation: store them at most
+    # once a minute unless something else changes, not one UPDATE per alert every few seconds.
+    if moved and (changes or alert.observed_at is None or now - alert.observed_at >= VALUE_REFRESH):
+        changes.update(value_last=obs.value, summary=obs.summary, observed_at=now)
     notify = ""
     if not silenced:
         if not alert.notified:
@@ -196,6 +201,7 @@ def _still_firing(rule: AlertRule, alert: Alert, obs: Observation, silenced: str
         elif rule.repeat_minutes and now - alert.last_notified_at >= dt.timedelta(minutes=rule.repeat_minutes):
             notify = Notification.REPEAT
     if notify:
+        changes.update(value_last=obs.value, summary=obs.summary, observed_at=now)  # the notification shows them
         ok = _cas(alert, event=notify if notify == Notification.REPEAT else "notified", value=obs.value,
                   note=obs.summary, now=now, notified=True, last_notified_at=now, **changes)
         return Step(alert, notify) if ok else None

@@ -165,6 +165,7 @@ class Alert(models.Model):
     clear_since = models.DateTimeField(null=True, blank=True)  # condition cleared, keep-firing running
     value_start = models.FloatField(null=True)
     value_last = models.FloatField(null=True)
+    observed_at = models.DateTimeField(null=True, blank=True)  # when value_last was measured
     value_end = models.FloatField(null=True)
     summary = models.TextField(blank=True)
     silenced_by = models.CharField(max_length=300, blank=True)
