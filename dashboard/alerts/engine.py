@@ -109,37 +109,72 @@ def apply_observations(*, rule: AlertRule, observations: list[Observation], open
     transaction. ``open_alerts`` is this caller's view of the rule's open alerts; it may be
     stale (another monitor moved on): steps are then refused by the CAS and skipped."""
     run = RuleRun(rule)
+    by_target = {a.target: a for a in open_alerts.values()}
+    to_open: list[tuple[Observation, str]] = []
     with transaction.atomic():
         for obs in observations:
             if obs.value is None:
                 continue
-            fp = alert_rules.fingerprint(rule_id=rule.pk, target=obs.target)
-            silenced = alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target)
-            alert = open_alerts.get(fp)
+            alert = by_target.get(obs.target)
             if alert is None:
-                if alert_rules.next_step(rule=rule, phase=None, obs=obs, now=now) != alert_rules.OPEN:
-                    continue
-                alert = _open(rule, fp, obs, now)
-                if alert is None:
-                    continue  # another monitor opened it first
-            step = _advance(rule, alert, obs, silenced, now)
+                # The common case, every queue that is fine: decided without any further work.
+                if alert_rules.next_step(rule=rule, phase=None, obs=obs, now=now) == alert_rules.OPEN:
+                    to_open.append((obs, alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target)))
+                continue
+            step = _advance(rule, alert, obs, alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target), now)
             if step is not None:
                 run.steps.append(step)
+        run.steps += _open_alerts(rule, to_open, now)
         run.notifications = _write_notifications(rule, [s for s in run.steps if s.notify], now)
     return run
 
 
-def _open(rule: AlertRule, fp: str, obs: Observation, now: dt.datetime) -> Alert | None:
+def _new_alert(rule: AlertRule, obs: Observation, silenced: str, now: dt.datetime) -> Alert:
+    """An alert as it is once opened: pending, or firing at once when the rule has nothing to
+    wait for (so a mass incident costs a few bulk inserts, not a CAS per alert)."""
     t = obs.target
+    fire = alert_rules.next_step(rule=rule, phase=alert_rules.Phase(alert_rules.PENDING, now), obs=obs,
+                                 now=now) == alert_rules.FIRE
+    notify = fire and not silenced
+    return Alert(rule=rule, fingerprint=alert_rules.fingerprint(rule_id=rule.pk, target=t), connection=t.connection,
+                 prefix=t.prefix, queue=t.queue, item=t.item, state=Alert.FIRING if fire else Alert.PENDING,
+                 version=1 if fire else 0, pending_since=now, started_at=now if fire else None, value_start=obs.value,
+                 value_last=obs.value, summary=obs.summary, observed_at=now, silenced_by=silenced if fire else "",
+                 notified=notify, last_notified_at=now if notify else None)
+
+
+def _opening_events(alert: Alert, now: dt.datetime) -> list[AlertEvent]:
+    events = [AlertEvent(alert=alert, seq=0, state=Alert.PENDING, at=now, value=alert.value_start, summary=alert.summary)]
+    if alert.state == Alert.FIRING:
+        events.append(AlertEvent(alert=alert, seq=1, state=Alert.FIRING, at=now, value=alert.value_start, summary=alert.summary))
+    return events
+
+
+def _open_alerts(rule: AlertRule, items: list[tuple[Observation, str]], now: dt.datetime) -> list[Step]:
+    """Open new alerts in bulk. The unique index on open fingerprints refuses an alert another
+    monitor opened meanwhile; then each is opened on its own and the refused ones skipped."""
+    alerts = [_new_alert(rule, obs, silenced, now) for obs, silenced in items]
+    if not alerts:
+        return []
     try:
-        with transaction.atomic():  # a savepoint: the unique index may refuse a second open alert
-            alert = Alert.objects.create(rule=rule, fingerprint=fp, connection=t.connection, prefix=t.prefix, queue=t.queue,
-                                         item=t.item, state=Alert.PENDING, pending_since=now, value_start=obs.value,
-                                         value_last=obs.value, summary=obs.summary, observed_at=now)
-            AlertEvent.objects.create(alert=alert, seq=0, state=Alert.PENDING, at=now, value=obs.value, summary=obs.summary)
+        with transaction.atomic():  # a savepoint, so a refusal leaves the outer transaction usable
+            Alert.objects.bulk_create(alerts)
+            AlertEvent.objects.bulk_create([e for a in alerts for e in _opening_events(a, now)])
+        opened = alerts
     except IntegrityError:
-        return None
-    return alert
+        opened = [a for a in (_new_alert(rule, obs, silenced, now) for obs, silenced in items) if _open_one(a, now)]
+    return [Step(a, Notification.FIRING if a.notified else "") for a in opened if a.state == Alert.FIRING]
+
+
+def _open_one(alert: Alert, now: dt.datetime) -> bool:
+    try:
+        with transaction.atomic():
+            alert.save()
+            AlertEvent.objects.bulk_create(_opening_events(alert, now))
+    except IntegrityError:
+        log.info("alert %s was opened by another monitor; skipped", alert.fingerprint)
+        return False
+    return True
 
 
 def _cas(alert: Alert, *, event: str, value: float | None, note: str, now: dt.datetime, **changes) -> bool:
