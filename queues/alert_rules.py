@@ -372,6 +372,11 @@ def next_step(*, rule, phase: Phase | None, obs: Observation, now: dt.datetime) 
     return RESOLVE
 
 
+def repeat_due(*, rule, last_notified: dt.datetime | None, now: dt.datetime) -> bool:
+    """A firing alert is told again every ``repeat_minutes`` (0: never)."""
+    return bool(rule.repeat_minutes) and last_notified is not None and now - last_notified >= dt.timedelta(minutes=rule.repeat_minutes)
+
+
 # --- silences and maintenance windows -----------------------------------------------------
 
 

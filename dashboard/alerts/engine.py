@@ -233,7 +233,7 @@ def _still_firing(rule: AlertRule, alert: Alert, obs: Observation, silenced: str
     if not silenced:
         if not alert.notified:
             notify = Notification.FIRING
-        elif rule.repeat_minutes and now - alert.last_notified_at >= dt.timedelta(minutes=rule.repeat_minutes):
+        elif alert_rules.repeat_due(rule=rule, last_notified=alert.last_notified_at, now=now):
             notify = Notification.REPEAT
     if notify:
         changes.update(value_last=obs.value, summary=obs.summary, observed_at=now)  # the notification shows them

@@ -149,7 +149,7 @@ def _step(rule, phase, current, obs, t, incidents):
         return None, None
     elif phase is not None and phase.state == alert_rules.FIRING and not obs.clear:
         phase.clear_since = None
-        if rule.repeat_minutes and t - current.last_notified >= dt.timedelta(minutes=rule.repeat_minutes):
+        if alert_rules.repeat_due(rule=rule, last_notified=current.last_notified, now=t):
             current.notifications += 1
             current.last_notified = t
     return phase, current
