@@ -22,7 +22,7 @@ the same machine clock (CLOCK_REALTIME: Node ``Date.now()``, Python ``time.time(
 
 Reported: p50/p95/p99/max of ``arrived - thrown`` (the end-to-end figure, goal p95 <= 250 ms),
 plus the split ``event - thrown`` (BullMQ's own work) and ``arrived - event`` (Queuewatch's
-pipeline: XREAD, 100 ms coalescing, snapshot, list read, render, channel layer, daphne).
+pipeline: XREAD, 100 ms coalescing, the new row's read, render, channel layer, daphne).
 
 Variants: ``quiet`` (only the latency queue), ``loaded`` (additionally ``bench/node/workload.mjs``:
 50 more queues, 100 jobs/s, every 5th failing, started before the measurement and left running;

@@ -7,8 +7,8 @@ its time on. Nothing in the product is changed: methods are wrapped at run time.
 ``snap`` on stdin is answered with one JSON line ``{"probe": {step: {n, total_ms, p50_ms, p95_ms,
 max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
 
-* ``refresh_full`` / ``refresh_dirty``: ``Monitor.refresh`` (with ``queues``: queues per call);
-* ``read_snapshots``, ``currently_stalled``, ``list_jobs``, ``read_watched``: Redis reads;
+* ``refresh_exact`` / ``refresh_full`` / ``refresh_dirty``: ``Monitor.refresh`` (with ``queues``: queues per call);
+* ``read_snapshots``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
 * ``render_*``: the fragment renders (Django templates);
 * ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
 * ``flush``, ``discover``, ``lock_extend``, ``handle``: the rest of the loop;
@@ -87,14 +87,17 @@ def snap() -> dict:
 
 # --- wrap the monitor's steps --------------------------------------------------------------------
 M = mon.Monitor
-timed(M, "refresh", lambda a, kw: "refresh_full" if kw.get("full") else "refresh_dirty", size=lambda a, kw: len(a[1]))
+timed(M, "refresh", lambda a, kw: "refresh_exact" if kw.get("exact") else "refresh_full" if kw.get("full") else "refresh_dirty",
+      size=lambda a, kw: len(a[1]))
 timed(M, "flush", "flush")
 timed(M, "discover", "discover")
 timed(M, "handle", "handle")
 timed(M, "read_watched", "read_watched")
 timed(mon, "read_snapshots", "read_snapshots", size=lambda a, kw: len(a[1]))
-timed(mon, "currently_stalled", "currently_stalled", size=lambda a, kw: len(a[1]))
-timed(mon, "list_jobs", "list_jobs")
+timed(mon, "without_lock", "without_lock", size=lambda a, kw: sum(map(len, a[1].values())))
+timed(M, "probe_stalls", "probe_stalls")
+timed(M, "publish_list", "publish_list")
+timed(mon, "read_summaries", "read_summaries", size=lambda a, kw: len(a[2]))
 for fn in ("overview_row", "queue_live", "job_table", "job_live", "banner"):
     if hasattr(fragments, fn):
         timed(fragments, fn, f"render_{fn}")

@@ -2,7 +2,7 @@
 open browser tabs, 50 queues under a steady BullMQ workload.
 
     .venv/bin/python bench/redis_load.py [--queues 50] [--rate 100] [--clients 1,10,50]
-                                         [--seconds 30] [--warmup 5] [--spread distinct|same]
+                                         [--seconds 60] [--warmup 5] [--spread distinct|same]
                                          [--probe] [--code-ref REF] [--tools bullboard,queuewatch]
 
 What it starts (all on loopback, free ports, stopped at the end, also on Ctrl-C/SIGTERM/timeout)
@@ -44,7 +44,9 @@ Measurement
 Phases, in this order, with the workload running throughout: baseline (workload only), bull-board
 with 1, 10, 50 tabs (tabs are added, never removed), bull-board stopped, Queuewatch monitor with 0
 clients, then 1, 10, 50 clients, monitor stopped, baseline again. Each measured window is
-``--seconds`` long and follows ``--warmup`` seconds after the client count changed.
+``--seconds`` long (default 60: a multiple of the monitor's 10 s snapshot and 60 s health-check
+periods, so every window holds the same number of each) and follows ``--warmup`` seconds after
+the client count changed.
 
 Primary figure (``net_cmds_per_s``): ``INFO commandstats`` call deltas on the monitored Redis over
 the window, INFO calls excluded, per second, minus the workload's own traffic. The workload part is
@@ -409,7 +411,7 @@ class Bench:
             p = e.get("proxy_per_command", {})
             derived[n] = {
                 "queue_snapshots_per_s": p.get("hexists", 0),         # read_snapshots: 1 HEXISTS per queue
-                "watched_list_reads_per_s": p.get("zrevrange", 0),    # list_jobs(failed): ZCARD + ZREVRANGE + 25 HMGET
+                "watched_list_reads_per_s": p.get("zrevrange", 0),    # page-1 ids of a watched failed list (ZREVRANGE)
                 "hmget_per_s": p.get("hmget", 0),
                 "stall_check_cmds_per_s": round(p.get("lrange", 0) + p.get("exists", 0), 1),
                 "xread_per_s": p.get("xread", 0),
@@ -478,7 +480,9 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=100, help="jobs/s added in total (default 100)")
     ap.add_argument("--fail-every", type=int, default=5, help="every Nth job fails (default 5)")
     ap.add_argument("--clients", default="1,10,50", help="client counts, ascending (default 1,10,50)")
-    ap.add_argument("--seconds", type=float, default=30, help="measured window per client count")
+    ap.add_argument("--seconds", type=float, default=60,
+                    help="measured window per client count; keep it a multiple of 60 s, so every window holds as many "
+                         "of the monitor's exact snapshots (every 10 s) and health checks (every 60 s) as the others")
     ap.add_argument("--baseline-seconds", type=float, default=15,
                     help="window of each workload-only baseline and of the monitor-without-clients phase")
     ap.add_argument("--warmup", type=float, default=5, help="seconds after clients change before measuring")

@@ -112,3 +112,10 @@ class JobConsumer(LiveConsumer):
     def watches(self):
         q = self.queue()
         return [("job", q.connection, q.prefix, q.name, self.scope["url_route"]["kwargs"]["job_id"])]
+
+
+class TaskConsumer(LiveConsumer):
+    """Progress of one background bulk task; the runner publishes, nothing to watch."""
+
+    def groups_for_page(self):
+        return [live.task_group(self.scope["url_route"]["kwargs"]["task_id"])]

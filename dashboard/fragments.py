@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from dashboard.live import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id
+from dashboard.live import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
 from dashboard.signals import QueueSignals
 from queues.jobs import JobLive
 from queues.keys import BROWSABLE_STATES, QueueRef
@@ -50,3 +50,8 @@ def firing_alerts(alerts: list) -> tuple[str, str]:
 def banner(down: dict[str, str]) -> tuple[str, str]:
     """The connection-lost banner every page carries; empty when all connections are up."""
     return BANNER_ID, render_to_string("base.html#live-banner", {"down": down})
+
+
+def task_progress(task) -> tuple[str, str]:
+    """A background bulk task's progress (a ``BulkTask`` row), for its task group."""
+    return task_progress_id(task.pk), render_to_string("task.html#task-progress", {"task": task})

@@ -79,6 +79,15 @@ def job_live_id(queue: QueueRef, job_id: str) -> str:
     return job_group(queue, job_id) + "-live"
 
 
+def task_group(task_id: int) -> str:
+    """Progress of one background bulk task (a database id, so no hashing needed)."""
+    return f"task-{int(task_id)}"
+
+
+def task_progress_id(task_id: int) -> str:
+    return f"task-{int(task_id)}-progress"
+
+
 
 _clients: dict[str, redis.Redis] = {}
 
@@ -97,9 +106,12 @@ class Publisher:
     """Used by the monitor: send a fragment to a group once, and remember it for newcomers.
     Unchanged fragments are not re-sent.
 
-    Sends go through one long-lived event loop in a background thread, in order, without the
-    monitor waiting for them: ``async_to_sync`` would build a loop per call, which cost more
-    than rendering the fragment did."""
+    Cache writes and sends go through one long-lived event loop in a background thread, in
+    order, without the monitor waiting for them: ``async_to_sync`` would build a loop per call,
+    which cost more than rendering the fragment did, and a cache write per fragment cost the
+    monitor a round trip each. A fragment is cached before it is sent, and consumers join their
+    group before reading the cache, so a newcomer gets either the new fragment from the cache
+    or the message that follows it."""
 
     def __init__(self, client: redis.Redis):
         self.client = client
@@ -126,26 +138,43 @@ class Publisher:
 
     async def _sender(self) -> None:
         while True:
-            group, html = await self._outbox.get()
+            items = [await self._outbox.get()]
+            while not self._outbox.empty():
+                items.append(self._outbox.get_nowait())
             try:
-                await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
-            except Exception:  # a failed send must not stop later ones; the cache still heals
-                log.warning("group_send to %s failed", group, exc_info=True)
+                self._write_cache([item[1:] for item in items if item[0] == "cache"])
+                for kind, group, html in (item for item in items if item[0] == "send"):
+                    try:
+                        await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
+                    except Exception:  # a failed send must not stop later ones; the cache still heals
+                        log.warning("group_send to %s failed", group, exc_info=True)
             finally:
-                self._outbox.task_done()
+                for _ in items:
+                    self._outbox.task_done()
+
+    def _write_cache(self, entries: list[tuple[str, str, str]]) -> None:
+        """Every fragment of one batch in one round trip (the newest per element wins)."""
+        if not entries:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for group, element_id, html in entries:
+            pipe.hset(CACHE_PREFIX + group, element_id, html)
+        for group in {g for g, _, _ in entries}:
+            pipe.expire(CACHE_PREFIX + group, 24 * 3600)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            log.warning("could not cache %d fragments in the dashboard Redis", len(entries))
 
     def publish(self, group: str, element_id: str, html: str, *, force: bool = False) -> bool:
         if not force and self._last.get((group, element_id)) == html:
             return False
         self._last[(group, element_id)] = html
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hset(CACHE_PREFIX + group, element_id, html)
-        pipe.expire(CACHE_PREFIX + group, 24 * 3600)
-        pipe.execute()
+        self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("cache", group, element_id, html))
         if group in BATCHED_GROUPS:
             self._loop.call_soon_threadsafe(self._batch_add, group, element_id, html)
         else:
-            self._loop.call_soon_threadsafe(self._outbox.put_nowait, (group, html))
+            self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("send", group, html))
         return True
 
     # Groups with many members and many elements (the overview: every open overview tab, a
@@ -167,7 +196,7 @@ class Publisher:
         pending = self._pending.pop(group, {})
         if pending:
             self._last_batch[group] = self._loop.time()
-            self._outbox.put_nowait((group, "".join(pending.values())))
+            self._outbox.put_nowait(("send", group, "".join(pending.values())))
 
     def drain(self, timeout: float = 5.0) -> None:
         """Wait until every queued fragment has been handed to the channel layer."""

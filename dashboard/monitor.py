@@ -5,8 +5,12 @@ wait and take over within a lock TTL when the leader dies. The leader:
 
 * follows every queue's events stream (one thread per connection, blocking ``XREAD`` on a
   dedicated connection) and counts completions, failures, stalls and adds per minute;
-* takes a pipelined snapshot of every queue each tick (and of queues with new events at once),
-  detects currently stalled jobs, and renders each changed fragment once for its group;
+* keeps every queue's counts current from those events (``queues.live_counts``) and takes an
+  exact pipelined snapshot of every queue only every ``QUEUEWATCH_RECONCILE_MS`` to correct
+  them: reading counts on every change would cost the monitored Redis more than the polling
+  dashboards Queuewatch replaces;
+* checks the locks of jobs active for more than a second, so a stalled job shows within about
+  a second, and renders each changed fragment once for its group;
 * re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
 * flushes minute counters, gauges and stream cursors in one database transaction, so a
   standby that takes over continues exactly where the leader's last flush left off;
@@ -33,32 +37,55 @@ from django.db import close_old_connections, transaction
 
 from dashboard import fragments, health, live
 from dashboard.alerts import monitoring as alert_monitoring
+from dashboard.alerts.outbox_runner import OutboxRunner
+from dashboard.bulk_runner import BulkRunner
 from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
 from dashboard.signals import QueueSignals, build_signals, display_key
 from queues.connections import client_for
 from queues.cron import Job, Periodic
 from queues.events import EventsFollower
-from queues.jobs import read_job_live
+from queues.jobs import JobSummary, read_job_live, read_summaries
 from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.leader import LeaderLock
-from queues.listing import first_page_ids, list_jobs
+from queues.listing import JobPage, page_one_ids
+from queues.live_counts import FINISHED, STATE_AFTER, JobStates, LiveCounts
 from queues.signals import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot, read_snapshots
-from queues.stalls import currently_stalled
+from queues.stalls import active_ids, without_lock
 
 log = logging.getLogger("queuewatch.monitor")
 
 RECONCILE_MINUTES = 15
-DIRTY_PUBLISH_INTERVAL = 0.1  # s: coalesce bursts of events into one refresh per queue
+DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
+# A queue's own fragments (overview row, queue header) are re-rendered at most this often:
+# people cannot read counts that change faster, the overview is batched at 0.5 s anyway, and
+# on a busy system rendering them is most of the monitor's CPU. Watched job lists and job
+# pages are not held back.
+FRAGMENT_MIN_INTERVAL = 0.5
+MIN_READ_INTERVAL = 0.05  # s between XREADs that returned events
 DISCOVERY_INTERVAL = 10.0
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
+STALL_PROBE_INTERVAL = 1.0  # s between lock checks of long-active jobs
+STALL_PROBE_AFTER_MS = 1000  # a job's lock lives lockDuration from activation: no need to look sooner
 HUNG_AFTER = 60.0  # s without a loop iteration before the heartbeat gives up the lock
 TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
 GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
 POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
+
+
+def _apply_moves(ids: tuple[str, ...], moves, state: str) -> tuple[str, ...]:
+    """Page-1 ids of a finished set (newest first) after these moves, in event order."""
+    out = list(ids)
+    for job_id, old, new in moves:
+        if old == state or new == state:
+            if job_id in out:
+                out.remove(job_id)
+            if new == state:
+                out.insert(0, job_id)
+    return tuple(out)
 
 
 def now_ms() -> int:
@@ -117,10 +144,15 @@ class FollowerThread(threading.Thread):
                     self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
                     self._wake.clear()
                     continue
+                started = time.monotonic()
                 events, gaps = self.follower.read()
                 backoff = 0.5
                 if events or gaps:
                     self.out.put(("events", self.conn_name, (events, gaps)))
+                    # Under load every XREAD returns at once with a few events; pacing the
+                    # reads batches them, so the command rate stays bounded at a small cost
+                    # in latency (well inside the refresh coalescing below).
+                    self.stop_event.wait(max(0.0, MIN_READ_INTERVAL - (time.monotonic() - started)))
             except Exception as exc:  # noqa: BLE001 - a follower must never die silently
                 if not isinstance(exc, redis.RedisError):
                     log.exception("follower %s: unexpected error; reconnecting", self.conn_name)
@@ -146,14 +178,19 @@ class FollowerThread(threading.Thread):
 @dataclass
 class QueueState:
     series: QueueSeries = field(default_factory=lambda: QueueSeries(keep=RECONCILE_MINUTES + 5))
-    snapshot: QueueSnapshot | None = None
+    snapshot: QueueSnapshot | None = None  # the latest counts: exact, or estimated from events
+    live: LiveCounts | None = None  # counts kept current from events between exact snapshots
     stalled_now: list[str] = field(default_factory=list)
+    active_since: dict[str, int] = field(default_factory=dict)  # active job id -> ms it became active
+    touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh
     dirty_minutes: set[int] = field(default_factory=set)
     touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
     gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
     display_key: tuple | None = None  # what the published fragments show (see display_key())
+    rendered_at: float = 0.0  # monotonic time of the last render of the queue's own fragments
     fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
     list_keys: dict[str, tuple] = field(default_factory=dict)  # state -> what its page 1 showed
+    list_rows: dict[str, dict[str, JobSummary]] = field(default_factory=dict)  # state -> page-1 rows by id
     job_states: dict[str, str] = field(default_factory=dict)  # last seen state of watched jobs
     signals: QueueSignals | None = None  # the latest, for the published state (metrics, health)
     # Events counted since this monitor started leading (Prometheus handles the reset when
@@ -167,6 +204,7 @@ class Monitor:
                  name: str = "monitor"):
         self.registry = registry or get_registry()
         self.tick = tick if tick is not None else settings.QUEUEWATCH_MONITOR_TICK
+        self.snapshot_every = max(self.tick, settings.QUEUEWATCH_RECONCILE_MS / 1000)
         self.name = name
         self.dash = live.dashboard_redis()
         self.lock = LeaderLock(self.dash, ttl_ms=lock_ttl_ms)
@@ -202,6 +240,8 @@ class Monitor:
 
     def lead(self, stop: threading.Event) -> None:
         self.states: dict[QueueRef, QueueState] = {}
+        self.known_jobs = JobStates()
+        self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
         self.down: dict[str, str] = {}
         # Stream id of the last event applied to the counters, per queue. Flushed in the same
         # transaction as the counters, so a takeover resumes exactly after what was stored.
@@ -216,10 +256,17 @@ class Monitor:
         self.progress = time.monotonic()
         heartbeat = threading.Thread(target=self._keep_lock, args=(follow_stop,), name="leader-heartbeat", daemon=True)
         heartbeat.start()
+        # Bulk actions (retry/discard/redrive tasks) run beside the loop, only while leading.
+        bulk = BulkRunner(registry=self.registry, publisher=self.publisher, name=self.name, leading=lambda: self.lock.held)
+        bulk.start()
+        outbox = OutboxRunner(leading=lambda: self.lock.held)  # notifications, beside the loop too
+        outbox.start()
         try:
             self._lead_loop(stop, events_in, followers, cursors)
         finally:
             follow_stop.set()
+            bulk.stop()
+            outbox.stop()
             heartbeat.join(5)
             # A last flush on a clean stop only: after losing the lock, a standby already
             # resumed from the stored cursors and is the one to write from now on.
@@ -241,8 +288,9 @@ class Monitor:
                 return
 
     def periodic_jobs(self) -> list[Job]:
-        """Everything the leader runs on a schedule besides its tick and flush. The outbox
-        sender (``dashboard.alerts.sender.send_due``) is one more entry here."""
+        """Everything the leader runs on a schedule besides its tick, snapshots, probes and
+        flush. (The notification outbox is delivered by ``OutboxRunner``, a thread beside this
+        loop, so a slow receiver never holds it up.)"""
         jobs = [
             Job("rollup", self.rollup_and_prune, every=ROLLUP_INTERVAL),
             # Health checks and rules wait for the first ticks: they read what ticks gathered.
@@ -254,7 +302,7 @@ class Monitor:
         return jobs
 
     def _lead_loop(self, stop, events_in, followers, cursors) -> None:
-        next_discovery = next_tick = next_flush = 0.0
+        next_discovery = next_tick = next_snapshot = next_flush = next_probe = 0.0
         periodic = Periodic(self.periodic_jobs())
         dirty: set[QueueRef] = set()
         last_dirty_refresh = 0.0
@@ -267,9 +315,12 @@ class Monitor:
                 self.discover(followers, cursors)
                 cursors = {}
                 next_discovery = t + DISCOVERY_INTERVAL
-            timeout = max(0.0, min(min(next_tick, next_flush) - time.monotonic(), periodic.seconds_until_next()))
+            timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
+                                   periodic.seconds_until_next()))
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
+            if self.held_back:
+                timeout = min(timeout, max(0.0, min(self.held_back.values()) - time.monotonic()))
             try:
                 item = events_in.get(timeout=timeout)
                 self.handle(item, dirty)
@@ -278,14 +329,27 @@ class Monitor:
             except queue_mod.Empty:
                 pass
             t = time.monotonic()
-            if t >= next_tick:
-                self.refresh(list(self.states), full=True)
+            for q in [q for q, due in self.held_back.items() if due <= t]:
+                del self.held_back[q]
+                dirty.add(q)
+            if t >= next_probe:
+                self.probe_stalls(dirty)
+                next_probe = t + STALL_PROBE_INTERVAL
+            if t >= next_tick or t >= next_snapshot:
+                exact = t >= next_snapshot
+                self.refresh(list(self.states), full=True, exact=exact)
                 dirty.clear()
                 self.stats["ticks"] += 1
                 next_tick = t + self.tick
+                if exact:
+                    # On a fixed schedule, not "interval after the last one": the load a
+                    # snapshot puts on Redis stays exactly periodic.
+                    next_snapshot += self.snapshot_every
+                    if next_snapshot <= t:  # the first one, or we fell behind: restart the schedule
+                        next_snapshot = t + self.snapshot_every
                 close_old_connections()
             elif dirty and t - last_dirty_refresh >= DIRTY_PUBLISH_INTERVAL:
-                self.refresh(list(dirty), full=False)
+                self.refresh(list(dirty), full=False, exact=False)
                 dirty.clear()
                 last_dirty_refresh = t
             if t >= next_flush:
@@ -309,8 +373,14 @@ class Monitor:
                     state.totals[ev.name] += 1
                 if count_event(state.series, ev.name, ev.ts_ms, ev.fields):
                     state.dirty_minutes.add(minute_of(ev.ts_ms))
+                if state.live is not None:
+                    state.touched_states |= state.live.apply(ev, self.known_jobs)
                 if ev.job_id:
                     state.touched_jobs.add(ev.job_id)
+                    if ev.name == "active":
+                        state.active_since[ev.job_id] = ev.ts_ms
+                    elif ev.name in STATE_AFTER or ev.name == "removed":
+                        state.active_since.pop(ev.job_id, None)
                 dirty.add(ev.queue)
             self.stats["events"] += len(events)
             for q, (lost_from, lost_to) in gaps.items():
@@ -319,6 +389,8 @@ class Monitor:
                 log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling", self.name, q.prefix, q.name)
                 self.stats["gaps"] += 1
                 self.reconcile([q], since_ms=lost_from, until_ms=lost_to)
+                if q in self.states and self.states[q].live is not None:
+                    self.states[q].live.needs_snapshot = True  # moves were lost with the events
                 dirty.add(q)
         elif kind == "down":
             if conn not in self.down:
@@ -331,6 +403,10 @@ class Monitor:
         elif kind == "followed":
             for q, start_id in payload.items():
                 self.applied_cursors.setdefault(q, start_id)
+                live_counts = self.states[q].live if q in self.states else None
+                if live_counts is not None and live_counts.read_before(start_id):
+                    # Events between that snapshot and where following starts were missed.
+                    live_counts.needs_snapshot = True
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -357,8 +433,10 @@ class Monitor:
                 self.applied_cursors.pop(q, None)
             follower.follow(found, {q: c for q, c in cursors.items() if q in found})
 
-    def refresh(self, queues: list[QueueRef], *, full: bool) -> None:
-        """Snapshot these queues and publish whatever changed."""
+    def refresh(self, queues: list[QueueRef], *, full: bool, exact: bool) -> None:
+        """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
+        and for queues whose estimate cannot be trusted (new, stream gap, ``cleaned``), read an
+        exact snapshot first; otherwise use the counts kept current from events."""
         by_conn: dict[str, list[QueueRef]] = {}
         for q in queues:
             if q in self.states:
@@ -368,22 +446,23 @@ class Monitor:
         changed_overview = False
         for name, qs in by_conn.items():
             client = self.registry.client(name)
+            to_read = [q for q in qs if exact or self.states[q].live is None or self.states[q].live.needs_snapshot]
             try:
-                snaps = read_snapshots(client, qs)
-                with_active = [s.queue for s in snaps if s.counts["active"]]
-                stalled = currently_stalled(client, with_active)
+                self.take_snapshots(client, to_read, now)
             except redis.RedisError as exc:
                 if name not in self.down:
                     self.down[name] = str(exc) or exc.__class__.__name__
                     self.publish_banner()
                 continue
-            if name in self.down and full:
+            if name in self.down and exact:
                 self.down.pop(name)
                 self.publish_banner()
-            for snap in snaps:
-                st = self.states[snap.queue]
-                st.snapshot = snap
-                st.stalled_now = stalled.get(snap.queue, [])
+            for q in qs:
+                st = self.states[q]
+                if st.live is None:
+                    continue
+                st.snapshot = snap = st.live.snapshot(now)
+                st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
                 sig = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
                 st.signals = sig
                 changed = self.publish_queue(sig, watched, client, full=full)
@@ -393,9 +472,51 @@ class Monitor:
                     st.gauge_minute = minute_of(now)
                 changed_overview |= changed
                 st.touched_jobs.clear()
+                st.touched_states.clear()
         self.stats["publishes"] += int(changed_overview)
         if full:
             self.publish_state()
+
+    def take_snapshots(self, client, queues: list[QueueRef], now: int) -> None:
+        """Exact counts of these queues, and which of their active jobs have lost their lock
+        (all of them, not only those active for a while: this also learns about jobs that
+        became active before we followed the stream)."""
+        if not queues:
+            return
+        snaps = read_snapshots(client, queues)
+        actives = active_ids(client, [s.queue for s in snaps if s.counts["active"]])
+        stalled = without_lock(client, actives)
+        for snap in snaps:
+            st = self.states[snap.queue]
+            if st.live is None:
+                st.live = LiveCounts(snap)
+            else:
+                st.live.reset(snap)
+            ids = actives.get(snap.queue, [])
+            st.active_since = {j: st.active_since.get(j, now) for j in ids}
+            st.stalled_now = stalled.get(snap.queue, [])
+
+    def probe_stalls(self, dirty: set[QueueRef]) -> None:
+        """Between snapshots: check the locks of jobs active for more than a second, one
+        EXISTS each. A lock lives lockDuration from activation and is renewed while the
+        worker is alive, so younger jobs cannot have lost theirs yet."""
+        cutoff = now_ms() - STALL_PROBE_AFTER_MS
+        by_conn: dict[str, dict[QueueRef, list[str]]] = {}
+        for q, st in self.states.items():
+            old = [j for j, since in st.active_since.items() if since <= cutoff]
+            if old:
+                by_conn.setdefault(q.connection, {})[q] = old
+        for name, jobs in by_conn.items():
+            try:
+                lockless = without_lock(self.registry.client(name), jobs)
+            except redis.RedisError:
+                continue  # the next refresh reports the connection
+            for q in jobs:
+                st = self.states.get(q)
+                stalled = lockless.get(q, [])
+                if st is not None and stalled != st.stalled_now:
+                    st.stalled_now = stalled
+                    dirty.add(q)
 
     def publish_state(self) -> None:
         """The latest figures of every queue as one JSON document in the dashboard Redis, for
@@ -427,18 +548,24 @@ class Monitor:
 
     def publish_queue(self, sig: QueueSignals, watched, client, *, full: bool) -> bool:
         """Publish a queue's fragments if what they show changed, then what is watched of it:
-        job lists when the queue changed, job pages when their job had events (or, on full
-        ticks, while it is active: log lines arrive without events)."""
+        job lists whose state jobs entered or left, job pages when their job had events (or,
+        on full ticks, while it is active: log lines arrive without events)."""
         q = sig.snapshot.queue
         st = self.states[q]
         mine = [(kind, *parts) for kind, *parts in watched if tuple(parts[:3]) == (q.connection, q.prefix, q.name)]
         # Forget what nobody watches any more: a returning watcher must get a fresh render.
         st.fresh_lists &= {w[4] for w in mine if w[0] == "list" and len(w) == 5}
         st.job_states = {k: v for k, v in st.job_states.items() if ("job", q.connection, q.prefix, q.name, k) in mine}
+        moves, moves_lost = st.live.take_moves()
         key = display_key(sig)
         changed = key != st.display_key
+        since = time.monotonic() - st.rendered_at
+        if changed and not full and since < FRAGMENT_MIN_INTERVAL:
+            self.held_back.setdefault(q, st.rendered_at + FRAGMENT_MIN_INTERVAL)
+            changed = False
         if changed:
             st.display_key = key
+            st.rendered_at = time.monotonic()
             sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
             self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
             self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
@@ -447,17 +574,7 @@ class Monitor:
                 continue
             try:
                 if kind == "list" and parts[3] in BROWSABLE_STATES:
-                    state = parts[3]
-                    if changed or st.touched_jobs or state not in st.fresh_lists:
-                        # Which jobs are on page 1 decides whether the list changed; only then
-                        # read their fields and render (most events touch other jobs).
-                        ids = first_page_ids(client, q, state, fragments.LIVE_PAGE_SIZE)
-                        list_key = (ids, tuple(st.stalled_now), sig.snapshot.counts.get(state))
-                        if state not in st.fresh_lists or st.list_keys.get(state) != list_key:
-                            page = list_jobs(client, q, state, page=1, page_size=fragments.LIVE_PAGE_SIZE)
-                            self.publisher.publish(live.list_group(q, state), *fragments.job_table(q, page, st.stalled_now))
-                            st.fresh_lists.add(state)
-                            st.list_keys[state] = list_key
+                    self.publish_list(q, parts[3], sig, client, moves=None if moves_lost else moves)
                 elif kind == "job":
                     job_id = parts[3]
                     last_state = st.job_states.get(job_id)
@@ -469,6 +586,45 @@ class Monitor:
             except redis.RedisError:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
         return changed
+
+    def publish_list(self, q: QueueRef, state: str, sig: QueueSignals, client, *, moves) -> None:
+        """Page 1 of a watched job list, re-rendered when its ids, stalled markers or count
+        change. The ids of a finished list follow from the moves the events describe (a new
+        failure goes on top, a retried job leaves); other lists are re-read when jobs entered
+        or left them. Rows are read only for jobs not already on the page, so a new failure
+        costs one read however long the list."""
+        st = self.states[q]
+        size = fragments.LIVE_PAGE_SIZE
+        count = sig.snapshot.counts.get(state, 0)
+        fresh = state in st.fresh_lists
+        ids = scores = None
+        if fresh and state not in st.touched_states and moves is not None:
+            ids = st.list_keys[state][0]
+        elif fresh and state in FINISHED and moves is not None:
+            ids = _apply_moves(st.list_keys[state][0], moves, state)[:size]
+        if ids is not None and len(ids) != min(size, count):
+            # Jobs left page 1 and we do not know which move up, or retention trimmed a short
+            # list without events: the ids no longer agree with the count, so read them.
+            ids = None
+        if ids is None:
+            ids, scores = page_one_ids(client, q, state, size)
+            ids = tuple(ids)
+        list_key = (ids, tuple(st.stalled_now), count)
+        if fresh and st.list_keys.get(state) == list_key:
+            return
+        rows = st.list_rows.setdefault(state, {})
+        for job_id in st.touched_jobs:
+            rows.pop(job_id, None)  # its fields may have changed (e.g. a new delay)
+        missing = [i for i in ids if i not in rows]
+        if missing:
+            by_id = dict(zip(ids, scores)) if scores else {}
+            got = read_summaries(client, q, missing, [by_id.get(i) for i in missing] if scores else None)
+            rows.update((job.id, job) for job in got)
+        st.list_rows[state] = {i: rows[i] for i in ids}
+        page = JobPage(state, [rows[i] for i in ids], count, 1, size, has_next=count > size)
+        self.publisher.publish(live.list_group(q, state), *fragments.job_table(q, page, st.stalled_now))
+        st.fresh_lists.add(state)
+        st.list_keys[state] = list_key
 
     def read_watched(self) -> list[tuple[str, ...]]:
         try:

@@ -9,5 +9,6 @@ websocket_urlpatterns = [
     path("ws/overview/", consumers.OverviewConsumer.as_asgi(), name="ws_overview"),
     path(queue, consumers.QueueConsumer.as_asgi(), name="ws_queue"),
     path(queue + "jobs/<path:job_id>", consumers.JobConsumer.as_asgi(), name="ws_job"),
+    path("ws/tasks/<int:task_id>/", consumers.TaskConsumer.as_asgi(), name="ws_task"),
 ]
 urlpatterns = websocket_urlpatterns  # lets django.urls.reverse() build websocket paths for templates

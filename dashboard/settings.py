@@ -161,6 +161,9 @@ QUEUEWATCH_DLQ_MAP = dict(
 # Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
 QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
+# Between exact snapshots the monitor keeps counts current from the events stream; a snapshot
+# corrects whatever events cannot tell (trimmed finished sets, prioritized vs waiting).
+QUEUEWATCH_RECONCILE_MS = env_int("QUEUEWATCH_RECONCILE_MS", 10000, minimum=200)
 QUEUEWATCH_HISTORY_MINUTE_DAYS = env_int("QUEUEWATCH_HISTORY_MINUTE_DAYS", 7, minimum=1)
 QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minimum=1)
 
@@ -190,3 +193,20 @@ if QUEUEWATCH_DIGEST_CRON:
         cron_validate(QUEUEWATCH_DIGEST_CRON, QUEUEWATCH_DIGEST_TZ)
     except CronError as exc:
         raise ImproperlyConfigured(f"QUEUEWATCH_DIGEST_CRON / QUEUEWATCH_DIGEST_TZ: {exc}") from None
+# --- Alert notifications: email (SMTP) and links ----------------------------------------------
+
+# The dashboard's public address (https://queues.example.com), for links in emails and webhooks.
+QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
+if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+EMAIL_BACKEND = env_str("QUEUEWATCH_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("QUEUEWATCH_SMTP_HOST", "")  # unset: email channels report "not configured"
+EMAIL_PORT = env_int("QUEUEWATCH_SMTP_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("QUEUEWATCH_SMTP_USER", "")
+EMAIL_HOST_PASSWORD = env_str("QUEUEWATCH_SMTP_PASSWORD", "")  # or QUEUEWATCH_SMTP_PASSWORD_FILE
+EMAIL_USE_TLS = env_bool("QUEUEWATCH_SMTP_STARTTLS", EMAIL_PORT == 587)
+EMAIL_USE_SSL = env_bool("QUEUEWATCH_SMTP_SSL", EMAIL_PORT == 465)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("QUEUEWATCH_SMTP_STARTTLS and QUEUEWATCH_SMTP_SSL cannot both be true.")
+EMAIL_TIMEOUT = env_int("QUEUEWATCH_SMTP_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("QUEUEWATCH_EMAIL_FROM", "queuewatch@localhost")

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from dashboard import health, live, reads
 from dashboard.errors import page_errors
 from dashboard.fragments import LIVE_PAGE_SIZE
+from dashboard.signals import is_dead_letter_queue
 from dashboard.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
 from queues.errors import JobNotFound
 from queues.keys import BROWSABLE_STATES
@@ -105,6 +106,7 @@ def job_detail(request, connection, prefix, name, job_id):
         "queue": queue,
         "job": job,
         "live": job,  # the live partial reads the same fields from the full detail
+        "is_dlq": is_dead_letter_queue(queue.name),  # offers "redrive to source"
         "parent": link(job.parent) if job.parent else None,
         "children": {
             "pending": [link(k) for k in job.children_pending],

@@ -78,10 +78,10 @@ def _tail_first(client: redis.Redis, key: str, start: int, stop: int) -> list[st
     return [i.decode("utf-8", "replace") for i in reversed(raw) if not i.startswith(b"0:")]
 
 
-def first_page_ids(client: redis.Redis, queue: QueueRef, state: str, page_size: int) -> tuple[str, ...]:
-    """The ids on page 1 of a state, in display order: a cheap way (one or two commands) to
-    tell whether a list changed before reading its jobs."""
-    return tuple(_range_ids(client, queue, state, 0, page_size - 1)[0])
+def page_one_ids(client: redis.Redis, queue: QueueRef, state: str, page_size: int) -> tuple[list[str], list[float] | None]:
+    """The ids on page 1 of a state, in display order, with their scores for sorted sets: a
+    cheap read (one or two commands) that lets a caller read only the rows it lacks."""
+    return _range_ids(client, queue, state, 0, page_size - 1)
 
 
 def list_jobs(

@@ -6,6 +6,11 @@ or the active list's contents. Cost is O(queues): round trip one reads every cou
 at the tail of ``wait`` (the oldest waiting job, since producers LPUSH and workers take from
 the tail); round trip two reads those jobs' creation timestamps. Two round trips per connection
 whatever the number of queues or jobs.
+
+Round trip one is a MULTI/EXEC transaction (in chunks of queues, so a huge install never blocks
+Redis for long) and also reads the id of the newest entry of each queue's events stream: the
+counts are then exactly "the state after that event", which is what lets the monitor keep
+counts current from later events without counting any of them twice.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class QueueSnapshot:
     legacy_paused_jobs: int = 0
     oldest_waiting_id: str | None = None
     oldest_waiting_ts: int | None = None  # ms since epoch
+    last_event_id: str | None = None  # newest events-stream entry when the counts were read
     taken_at: int = field(default_factory=lambda: int(time.time() * 1000))
 
     @property
@@ -63,7 +69,9 @@ _QUEUE_READS = (
     (b"LLEN", b"wait"), (b"LINDEX", b"wait", b"-1"), (b"LLEN", b"paused"), (b"LINDEX", b"paused", b"-1"),
     (b"LLEN", b"active"), (b"ZCARD", b"delayed"), (b"ZCARD", b"prioritized"), (b"ZCARD", b"waiting-children"),
     (b"ZCARD", b"completed"), (b"ZCARD", b"failed"), (b"HEXISTS", b"meta", b"paused"), (b"ZCARD", b"repeat"),
+    (b"XREVRANGE", b"events", b"+", b"-", b"COUNT", b"1"),
 )
+TRANSACTION_CHUNK = 250  # queues per MULTI/EXEC
 PER_QUEUE_COMMANDS = len(_QUEUE_READS)
 
 
@@ -83,20 +91,26 @@ def _packed_reads(queues: list[QueueRef]) -> bytes:
     return b"".join(_packed_queue(q) for q in queues)
 
 
-def _raw_pipeline(client: redis.Redis, packed: bytes, replies: int) -> list:
-    """Send pre-packed commands on one pooled connection and read every reply. An error reply
-    (e.g. a foreign key of the wrong type under the prefix) is returned in place, not raised,
-    so one odd key cannot hide every other queue of the connection."""
+_MULTI, _EXEC = _resp(b"MULTI"), _resp(b"EXEC")
+
+
+def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int]]) -> list:
+    """Send each chunk of pre-packed commands as one MULTI/EXEC on one pooled connection and
+    return every command's reply, in order. An error reply (e.g. a foreign key of the wrong
+    type under the prefix) comes back in place, not raised, so one odd key cannot hide every
+    other queue of the connection."""
     pool = client.connection_pool
     conn = pool.get_connection()
     try:
-        conn.send_packed_command([packed])
+        conn.send_packed_command([part for packed, _ in chunks for part in (_MULTI, packed, _EXEC)])
         out = []
-        for _ in range(replies):
-            try:
-                out.append(conn.read_response())
-            except redis.ResponseError as exc:  # the error reply was consumed: still in sync
-                out.append(exc)
+        for _, replies in chunks:
+            for _ in range(replies + 1):  # +OK for MULTI, then +QUEUED per command
+                conn.read_response()
+            executed = conn.read_response()  # nested error replies are returned, not raised
+            if executed is None or len(executed) != replies:
+                raise redis.ResponseError("snapshot transaction was aborted")
+            out.extend(executed)
         return out
     except BaseException:
         conn.disconnect()  # a half-read connection must never go back to the pool
@@ -113,12 +127,19 @@ def _tail(value) -> bytes | None:
     return value if isinstance(value, bytes) else None
 
 
+def _newest_id(value) -> str | None:
+    if isinstance(value, list) and value and isinstance(value[0], (list, tuple)):
+        return value[0][0].decode("ascii", "replace")
+    return None
+
+
 def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSnapshot]:
     """Snapshot every queue of one connection. Raises redis errors to the caller, which
     decides how to show an unreachable connection."""
     if not queues:
         return []
-    raw = _raw_pipeline(client, _packed_reads(queues), len(queues) * PER_QUEUE_COMMANDS)
+    chunks = [queues[i:i + TRANSACTION_CHUNK] for i in range(0, len(queues), TRANSACTION_CHUNK)]
+    raw = _raw_transactions(client, [(_packed_reads(c), len(c) * PER_QUEUE_COMMANDS) for c in chunks])
     now = int(time.time() * 1000)
 
     snapshots = []
@@ -148,6 +169,7 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
                 schedulers=repeat,
                 legacy_paused_jobs=legacy,
                 oldest_waiting_id=oldest.decode("utf-8", errors="replace") if oldest else None,
+                last_event_id=_newest_id(replies[12]),
                 taken_at=now,
             )
         )

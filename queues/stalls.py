@@ -16,21 +16,30 @@ from .text import to_text
 STALLED_LIMIT_REASON = "job stalled more than allowable limit"
 
 
-def currently_stalled(client: redis.Redis, queues: list[QueueRef], *, limit: int = 100) -> dict[QueueRef, list[str]]:
+def active_ids(client: redis.Redis, queues: list[QueueRef], *, limit: int = 100) -> dict[QueueRef, list[str]]:
+    """The ids at the head of each queue's ``active`` list (at most ``limit``)."""
     if not queues:
         return {}
     pipe = client.pipeline(transaction=False)
     for q in queues:
         pipe.lrange(q.key("active"), 0, limit - 1)
-    actives = [[to_text(i) for i in ids if not i.startswith(b"0:")] for ids in pipe.execute()]
+    return {q: [to_text(i) for i in ids if not i.startswith(b"0:")] for q, ids in zip(queues, pipe.execute())}
+
+
+def without_lock(client: redis.Redis, jobs: dict[QueueRef, list[str]]) -> dict[QueueRef, list[str]]:
+    """Of these active jobs, those whose lock is gone (one EXISTS each, one round trip)."""
     pipe = client.pipeline(transaction=False)
-    for q, ids in zip(queues, actives):
+    for q, ids in jobs.items():
         for job_id in ids:
             pipe.exists(q.job_key(job_id) + ":lock")
-    flags = iter(pipe.execute())
+    flags = iter(pipe.execute()) if len(pipe) else iter(())
     result = {}
-    for q, ids in zip(queues, actives):
+    for q, ids in jobs.items():
         stalled = [job_id for job_id in ids if not next(flags)]
         if stalled:
             result[q] = stalled
     return result
+
+
+def currently_stalled(client: redis.Redis, queues: list[QueueRef], *, limit: int = 100) -> dict[QueueRef, list[str]]:
+    return without_lock(client, active_ids(client, queues, limit=limit))

@@ -73,3 +73,25 @@
   document.addEventListener("htmx:afterSettle", markTab);
   document.addEventListener("htmx:oobAfterSwap", markTab);
 })();
+
+// Ticked jobs survive live re-renders of a job list: remember ticks by job id and tick them
+// again after each swap (the monitor's fragment knows nothing of this browser's choices).
+(function () {
+  "use strict";
+  var ticked = new Set();
+  document.addEventListener("change", function (ev) {
+    var box = ev.target;
+    if (box.matches && box.matches("input[type=checkbox][form=bulk-form]")) {
+      if (box.checked) ticked.add(box.value); else ticked.delete(box.value);
+    }
+  });
+  function restore() {
+    document.querySelectorAll("input[type=checkbox][form=bulk-form]").forEach(function (box) {
+      if (ticked.has(box.value)) box.checked = true;
+    });
+  }
+  document.addEventListener("htmx:oobAfterSwap", restore);
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    if (ev.target && ev.target.id === "job-list") ticked.clear(); else restore();
+  });
+})();

@@ -58,6 +58,20 @@ def scratch_queues(settings, redis_server, redis_client):
     reset_registry()
 
 
+ACTIONS_DB = 11
+
+
+@pytest.fixture
+def actions_redis(settings, redis_server):
+    """The app pointed at the (emptied) database of the action page tests; yields its URL."""
+    client = redis_server.client(ACTIONS_DB)
+    client.flushdb()
+    point_at(settings, ConnectionSpec("default", redis_server.url(ACTIONS_DB), ("bull",)))
+    yield redis_server.url(ACTIONS_DB)
+    reset_registry()
+    client.close()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("viewer", password="viewer-pass")
@@ -73,14 +87,20 @@ LIVE_DB = 3
 
 
 @pytest.fixture
-def live_setup(settings, redis_server):
+def live_db():
+    """The Redis database of live_setup; a test module overrides it to get one of its own."""
+    return LIVE_DB
+
+
+@pytest.fixture
+def live_setup(settings, redis_server, live_db):
     """Monitored Redis, dashboard Redis and channel layer all on the (emptied) live database,
     with channels_redis exactly as configured in production (socket_timeout None)."""
     from channels.layers import channel_layers
 
-    client = redis_server.client(LIVE_DB)
+    client = redis_server.client(live_db)
     client.flushdb()
-    url = redis_server.url(LIVE_DB)
+    url = redis_server.url(live_db)
     point_at(settings, ConnectionSpec("default", url, ("bull",)))
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",

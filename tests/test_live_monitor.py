@@ -134,3 +134,38 @@ async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(runnin
 
     assert await sync_to_async(wait_for)(lambda: stalled_total() == 1, timeout=10)
     await comm.disconnect()
+
+
+def test_between_snapshots_counts_follow_events_without_reading_them(live_setup, redis_server, settings, monkeypatch):
+    """The monitor reads a queue's counts once, then keeps them current from events alone:
+    after real Node workers fail, retry and complete jobs, its counts equal getJobCounts()
+    without another snapshot read."""
+    import threading
+
+    from dashboard import monitor as mon
+
+    settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
+    url = redis_server.url(3)
+    run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
+    reads = []
+    real = mon.read_snapshots
+    monkeypatch.setattr(mon, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
+    stop = threading.Event()
+    monitor = mon.Monitor(tick=0.3, name="test-monitor")
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        def evq():
+            return next((st for q, st in getattr(monitor, "states", {}).items() if q.name == "evq" and st.live), None)
+
+        wait_for(lambda: evq() is not None and any(q.name == "evq" for q in monitor.applied_cursors))
+        reads_before = len(reads)
+        run_node("produce.mjs", "fail", url, "evq", "4")
+        expected = run_node("produce.mjs", "complete", url, "evq", "5")["counts"]
+        want = {s: expected[s] for s in ("waiting", "active", "delayed", "prioritized", "completed", "failed")}
+        wait_for(lambda: {s: evq().live.counts[s] for s in want} == want)
+        assert want["failed"] >= 4 and want["completed"] >= 5
+        assert len(reads) == reads_before, "events, not snapshots, moved the counts"
+    finally:
+        stop.set()
+        thread.join(15)

@@ -27,10 +27,16 @@ class Channel(models.Model):
     enabled = models.BooleanField(default=True)
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self):
         return f"{self.name} ({self.kind})"
+
+    @property
+    def failing(self) -> bool:
+        """The last delivery attempt failed (an error newer than the last success)."""
+        return self.last_error_at is not None and (self.last_sent_at is None or self.last_error_at > self.last_sent_at)
 
 
 class Notification(models.Model):
@@ -69,6 +75,29 @@ class Notification(models.Model):
 
     def __str__(self):
         return f"{self.kind} → {self.channel}: {self.subject}"
+
+
+class DeliveryAttempt(models.Model):
+    """One try at delivering one notification: the channel's delivery log. Written for every
+    attempt, successful or not, so an admin can see what a receiver answered and when."""
+
+    notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="attempt_log")
+    # Denormalised from the notification so the per-channel log is one indexed query.
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    at = models.DateTimeField()
+    ok = models.BooleanField()
+    # For failures: whether the sender will try again (False for permanent errors and give-ups).
+    will_retry = models.BooleanField(default=False)
+    detail = models.TextField(blank=True)  # "HTTP 202", "250 OK", or the error message
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["channel", "-at"])]
+        ordering = ["-at", "-id"]
+
+    def __str__(self):
+        return f"attempt {self.number} of {self.notification_id}: {'ok' if self.ok else 'failed'}"
 
 
 # --- Rules, alert states and silences ---------------------------------------------------------

@@ -149,6 +149,7 @@ register.filter("row_id", live.row_id)
 register.filter("queue_live_id", live.queue_live_id)
 register.filter("job_table_id", live.job_table_id)
 register.filter("job_live_id", live.job_live_id)
+register.filter("task_progress_id", live.task_progress_id)
 
 
 @register.simple_tag

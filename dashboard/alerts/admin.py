@@ -1,0 +1,82 @@
+"""Django admin for channels and the outbox. The signing secret is write-only here too: never
+shown, replaced by typing a new one. A channel's settings (``config``) are shown with header
+values hidden and edited on the Channels page, which validates them."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.utils import timezone
+
+from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
+
+
+class ChannelAdminForm(forms.ModelForm):
+    new_secret = forms.CharField(label="Signing secret", required=False,
+                                 widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+                                 help_text="Never shown. Type a value to replace the stored one; leave empty to keep it.")
+    clear_secret = forms.BooleanField(label="Remove the stored secret", required=False)
+
+    class Meta:
+        model = Channel
+        fields = ["name", "kind", "enabled"]
+
+    def save(self, commit=True):
+        channel = super().save(commit=False)
+        if self.cleaned_data.get("clear_secret"):
+            channel.secret = ""
+        elif self.cleaned_data.get("new_secret"):
+            channel.secret = self.cleaned_data["new_secret"]
+        if commit:
+            channel.save()
+        return channel
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelAdminForm
+    list_display = ["name", "kind", "enabled", "has_secret", "last_sent_at", "last_error_at"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name"]
+    readonly_fields = ["settings", "last_error", "last_error_at", "last_sent_at", "created_at"]
+
+    @admin.display(boolean=True, description="secret set")
+    def has_secret(self, channel):
+        return bool(channel.secret)
+
+    @admin.display(description="settings")
+    def settings(self, channel):
+        config = dict(channel.config or {})
+        if config.get("headers"):
+            config["headers"] = {name: "(hidden)" for name in config["headers"]}
+        return config
+
+
+class AttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    fk_name = "notification"
+    fields = readonly_fields = ["number", "at", "ok", "will_retry", "detail", "duration_ms"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ["id", "channel", "kind", "state", "attempts", "next_attempt_at", "created_at", "subject"]
+    list_filter = ["state", "kind", "channel"]
+    search_fields = ["subject", "idempotency_key"]
+    readonly_fields = ["channel", "idempotency_key", "kind", "subject", "payload", "attempts", "claimed_until",
+                       "last_error", "created_at", "sent_at"]
+    fields = readonly_fields[:4] + ["state", "next_attempt_at"] + readonly_fields[4:]
+    inlines = [AttemptInline]
+    actions = ["send_again"]
+
+    @admin.action(description="Send again (back to pending, due now)")
+    def send_again(self, request, queryset):
+        # Pending rows are left alone: a sender may be about to claim them with their attempt count.
+        count = queryset.filter(state__in=[Notification.FAILED, Notification.SENT]).update(
+            state=Notification.PENDING, next_attempt_at=timezone.now(), claimed_until=None)
+        self.message_user(request, f"{count} notification(s) queued again; the monitor sends them on its next run.")

@@ -1,0 +1,115 @@
+"""Channel pages: list, create, edit, delete, "send test", and the delivery log. Anyone logged in
+may look; only admins change channels or send tests (``role_required(ADMIN)``; CSRF from the
+middleware). Secrets are never put in a page."""
+
+from __future__ import annotations
+
+import functools
+import urllib.parse
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.alerts.channel_forms import ChannelForm
+from dashboard.alerts.models import Channel, Notification
+from dashboard.alerts.sender import send_test
+from dashboard.alerts.webhook_notifier import origin
+from dashboard.roles import ADMIN, role_required
+
+LOG_PAGE_SIZE = 50
+
+
+def with_channel(view):
+    """Resolve ``channel_id`` to the channel, or answer 404 with a message saying so."""
+
+    @functools.wraps(view)
+    def wrapper(request, channel_id):
+        channel = Channel.objects.filter(pk=channel_id).first()
+        if channel is None:
+            return render(request, "error.html", {"title": "Channel not found", "message":
+                          f"There is no channel {channel_id}; it may have been deleted."}, status=404)
+        return view(request, channel)
+
+    return wrapper
+
+
+def destination(channel: Channel) -> str:
+    """Where a channel sends, without anything secret: webhook URLs often hold tokens in their
+    path or query, so only the scheme, host and port are shown."""
+    config = channel.config or {}
+    if channel.kind == Channel.EMAIL:
+        return ", ".join(config.get("to") or [])
+    url = config.get("url") or ""
+    return origin(url) if urllib.parse.urlsplit(url).scheme else ""
+
+
+@require_GET
+def channel_list(request):
+    channels = Channel.objects.order_by("name").annotate(
+        pending=Count("notifications", filter=Q(notifications__state__in=[Notification.PENDING, Notification.SENDING])),
+        failed=Count("notifications", filter=Q(notifications__state=Notification.FAILED)))
+    rows = [{"c": c, "destination": destination(c)} for c in channels]
+    return render(request, "alerts/channels.html", {"rows": rows})
+
+
+def _channel_form(request, channel: Channel | None):
+    form = ChannelForm(request.POST or None, channel=channel)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save()
+        messages.success(request, f"Channel “{saved.name}” {'saved' if channel else 'created'}.")
+        return redirect("channels")
+    return render(request, "alerts/channel_form.html", {"form": form, "channel": channel})
+
+
+@role_required(ADMIN)
+@require_http_methods(["GET", "POST"])
+def channel_create(request):
+    return _channel_form(request, None)
+
+
+@role_required(ADMIN)
+@require_http_methods(["GET", "POST"])
+@with_channel
+def channel_edit(request, channel):
+    return _channel_form(request, channel)
+
+
+@role_required(ADMIN)
+@require_http_methods(["GET", "POST"])
+@with_channel
+def channel_delete(request, channel):
+    if request.method == "POST":
+        channel.delete()
+        messages.success(request, f"Channel “{channel.name}” deleted, with its outbox and delivery log.")
+        return redirect("channels")
+    return render(request, "alerts/channel_delete.html",
+                  {"channel": channel, "queued": channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).count()})
+
+
+@role_required(ADMIN)
+@require_POST
+@with_channel
+def channel_send_test(request, channel):
+    result = send_test(channel=channel, requested_by=request.user.get_username())
+    if result.ok:
+        messages.success(request, f"Test sent to “{channel.name}”: {result.detail}.")
+    else:
+        retry = " It stays in the outbox and will be retried." if result.will_retry else ""
+        messages.error(request, f"Test to “{channel.name}” failed: {result.detail}.{retry}")
+    return redirect("channel_log", channel_id=channel.pk)
+
+
+@require_GET
+@with_channel
+def channel_log(request, channel):
+    attempts = channel.attempt_log.select_related("notification").order_by("-at", "-id")
+    page = Paginator(attempts, LOG_PAGE_SIZE).get_page(request.GET.get("page"))
+    waiting = channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).order_by("next_attempt_at")
+    return render(request, "alerts/channel_log.html", {
+        "channel": channel, "destination": destination(channel), "page": page,
+        "waiting": waiting[:20], "waiting_count": waiting.count(),
+        "failed_count": channel.notifications.filter(state=Notification.FAILED).count(),
+    })

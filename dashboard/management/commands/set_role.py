@@ -1,0 +1,25 @@
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandError
+
+from dashboard.roles import ROLES
+
+
+class Command(BaseCommand):
+    help = "Give USERNAME exactly one Queuewatch role (viewer, operator or admin)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("role", choices=ROLES)
+
+    def handle(self, *args, username, role, **options):
+        try:
+            user = get_user_model().objects.get(username=username)
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.")
+        # One role at a time: roles include the ones below, so extra groups would only confuse.
+        user.groups.remove(*Group.objects.filter(name__in=ROLES))
+        if role != "viewer":  # every logged-in user is at least a viewer
+            user.groups.add(Group.objects.get(name=role))
+        note = " (a superuser stays admin whatever the groups say)" if user.is_superuser and role != "admin" else ""
+        self.stdout.write(f"{username} is now {role}{note}")

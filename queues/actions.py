@@ -1,0 +1,351 @@
+"""Operator actions on jobs and queues: retry, discard, promote, pause, clean, redrive.
+
+Every state change goes through BullMQ's own Lua scripts (``queues.bullmq_scripts``), so Node
+and Python workers see exactly what their own library would have done; the only write of ours
+is the stall-counter reset, made inside the same atomic script as the retry. Each per-job
+action is atomic and self-guarding: it acts only if the job is still where the caller saw it,
+and otherwise reports what it found (``ActionResult.outcome``) instead of raising. That is
+what makes the bulk engine (``queues.redrive``) safe to repeat after a crash.
+
+No Django imports; a client is a sync ``redis.Redis`` (bytes or text responses both work).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import msgpack
+import redis
+
+from .bullmq_scripts import scripts_for
+from .keys import QueueRef
+from .text import to_text
+
+# ActionResult.outcome values
+DONE = "done"
+MISSING = "missing"  # the job hash does not exist (removed, pruned, never existed)
+LOCKED = "locked"  # a worker holds the job's lock
+WRONG_STATE = "wrong_state"  # the job is not in the state the action needs (someone moved it)
+SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job scheduler
+TARGET_EXISTS = "target_exists"  # redrive: the deterministic id is taken in the source queue
+CHANGED = "changed"  # redrive: the job was replaced between read and move
+NO_SOURCE = "no_source"  # redrive: no source queue could be determined
+
+RETRYABLE_STATES = ("failed", "completed")
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    job_id: str
+    outcome: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == DONE
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Retry
+
+
+def retry_call(queue: QueueRef, job_id: str, *, state: str, reset_counters: bool, lifo: bool = False) -> tuple[list[str], list]:
+    """KEYS and ARGV for the composed retry script (``reprocessJob-9`` + stall-counter reset)."""
+    keys = [queue.job_key(job_id), queue.key("events"), queue.key(state), queue.key("wait"), queue.key("meta"),
+            queue.key("active"), queue.key("marker"), queue.key("prioritized"), queue.key("pc")]
+    flag = "1" if reset_counters else "0"
+    args = [job_id, "RPUSH" if lifo else "LPUSH", "failedReason" if state == "failed" else "returnvalue",
+            state, flag, flag, flag]
+    return keys, args
+
+
+def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
+    if code == 1:
+        return ActionResult(job_id, DONE, f"Job {job_id} moved from {state} back to waiting.")
+    if code == -1:
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer {state}; it was left as it is.")
+
+
+def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
+    raw = client.hget(queue.job_key(job_id), "opts")
+    try:
+        opts = json.loads(to_text(raw, "{}"))
+    except ValueError:
+        return False
+    return isinstance(opts, dict) and bool(opts.get("lifo"))
+
+
+def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counters: bool = True) -> ActionResult:
+    """Move a failed or completed job back to waiting (or ``prioritized`` if it has a priority).
+
+    With ``reset_counters`` (the default, SQS-redrive semantics) ``atm`` (attempts made),
+    ``ats`` (attempts started) and ``stc`` (stall counter) are deleted in the same atomic
+    script as the move, so the job gets its full ``attempts`` budget and stall budget again.
+    Without it, BullMQ's plain ``Job.retry`` semantics apply (one more try for an exhausted job).
+
+    Concurrent retries of one job: exactly one returns ``done``, the others ``wrong_state``.
+    """
+    pipe = client.pipeline(transaction=False)
+    for st in RETRYABLE_STATES:
+        pipe.zscore(queue.key(st), job_id)
+    pipe.exists(queue.job_key(job_id))
+    failed_score, completed_score, exists = pipe.execute()
+    if not exists:
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    if failed_score is None and completed_score is None:
+        return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is neither failed nor completed, so it cannot be retried.")
+    state = "failed" if failed_score is not None else "completed"
+    keys, args = retry_call(queue, job_id, state=state, reset_counters=reset_counters,
+                            lifo=_lifo(client, queue, job_id))
+    return retry_outcome(job_id, int(scripts_for(client).retry(keys=keys, args=args)), state=state)
+
+
+# ---------------------------------------------------------------------------------------------
+# Discard (remove)
+
+
+def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple[list[str], list]:
+    return [queue.job_key(job_id), queue.key("repeat")], [job_id, "1" if remove_children else "0", queue.base]
+
+
+def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
+    if code == 1:
+        return ActionResult(job_id, DONE, f"Job {job_id} removed.{children_note}")
+    if code == 0:
+        return ActionResult(job_id, LOCKED, f"Job {job_id} is being processed by a worker (it holds the lock); "
+                                            "it was not removed. Try again when it has finished.")
+    if code == -8:
+        return ActionResult(job_id, SCHEDULER_ITERATION, f"Job {job_id} is the next iteration of its job scheduler "
+                                                         "and cannot be removed on its own; remove the scheduler instead.")
+    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} was not removed (BullMQ returned {code}).")
+
+
+def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool) -> str:
+    """What removing this job does to its flow relatives, in words, read before the removal."""
+    key = queue.job_key(job_id)
+    pipe = client.pipeline(transaction=False)
+    pipe.scard(key + ":dependencies")
+    pipe.hlen(key + ":processed")
+    pipe.hget(key, "parentKey")
+    pending, processed, parent = pipe.execute()
+    parts = []
+    if pending or processed:
+        if remove_children:
+            parts.append(f" Its {pending + processed} child job(s) were removed with it (unless a worker held one).")
+        else:
+            parts.append(f" Its {pending} unfinished and {processed} finished child job(s) were kept; "
+                         "they run on, with no parent left to report to.")
+    if parent:
+        parts.append(f" It was also taken off its parent {to_text(parent)}'s dependencies; the parent moves "
+                     "to waiting if this was its last pending child.")
+    return "".join(parts)
+
+
+def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool = False) -> ActionResult:
+    """Remove a job in any state with BullMQ's ``removeJob``.
+
+    Refused (not raised) when a worker holds the job's lock (``locked``) or it is a job
+    scheduler's current iteration (``scheduler_iteration``). Children are kept unless
+    ``remove_children``; the message says what happens to them and to the parent.
+    """
+    if not client.exists(queue.job_key(job_id)):
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    note = children_note(client, queue=queue, job_id=job_id, remove_children=remove_children)
+    keys, args = remove_call(queue, job_id, remove_children=remove_children)
+    return remove_outcome(job_id, int(scripts_for(client).remove(keys=keys, args=args)), children_note=note)
+
+
+# ---------------------------------------------------------------------------------------------
+# Promote
+
+
+def promote_call(queue: QueueRef, job_id: str) -> tuple[list[str], list]:
+    keys = [queue.key(s) for s in ("delayed", "wait", "paused", "meta", "prioritized", "active", "pc", "events", "marker")]
+    return keys, [queue.base, job_id]
+
+
+def promote_outcome(job_id: str, code: int) -> ActionResult:
+    if code == 0:
+        return ActionResult(job_id, DONE, f"Job {job_id} promoted: it runs as soon as a worker is free.")
+    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer delayed; nothing to promote.")
+
+
+def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionResult:
+    """Move a delayed job to waiting now (BullMQ's ``promote``)."""
+    if not client.exists(queue.job_key(job_id)):
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    keys, args = promote_call(queue, job_id)
+    return promote_outcome(job_id, int(scripts_for(client).promote(keys=keys, args=args)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Queue-level
+
+
+def queue_pause(client: redis.Redis, *, queue: QueueRef, paused: bool) -> None:
+    """Pause (``paused=True``) or resume a queue with BullMQ's ``pause`` script. Resume loops
+    while the script reports legacy v5 ``paused``-list entries still to move (7000 per call),
+    as Node's ``Queue.resume`` does."""
+    script = scripts_for(client).pause
+    src, dst = ("wait", "paused") if paused else ("paused", "wait")
+    keys = [queue.key(s) for s in (src, dst, "meta", "prioritized", "events", "delayed", "marker")]
+    while True:
+        left = script(keys=keys, args=["paused" if paused else "resumed", "1"])
+        if paused or not left or int(left) <= 0:
+            return
+
+
+CLEANABLE_STATES = ("completed", "failed", "delayed", "waiting", "prioritized")
+
+
+def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_ms: int, limit: int = 0) -> int:
+    """Delete jobs of ``state`` older than ``older_than_ms`` (finishedOn for finished jobs),
+    at most ``limit`` (0 = all) with BullMQ's ``cleanJobsInSet``. Returns how many went.
+    Scheduler iterations and locked jobs are skipped by the script itself."""
+    if state not in CLEANABLE_STATES:
+        raise ValueError(f"Cannot clean state {state!r}; choose one of {', '.join(CLEANABLE_STATES)}.")
+    if older_than_ms < 0 or limit < 0:
+        raise ValueError("older_than_ms and limit must not be negative.")
+    set_name = "wait" if state == "waiting" else state
+    keys = [queue.key(set_name), queue.key("events"), queue.key("repeat")]
+    removed = scripts_for(client).clean(keys=keys, args=[queue.base, _now_ms() - older_than_ms, limit, set_name])
+    return len(removed or [])
+
+
+# ---------------------------------------------------------------------------------------------
+# Redrive from an application dead-letter queue to its source queue
+
+DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
+SOURCE_FIELDS = ("source", "sourceQueue", "source_queue", "queue")
+
+# Options that belong to the dead-letter job's placement, not to the work: the copy is a fresh
+# standard job in the source queue, so ids, delays, priorities, scheduler and flow links,
+# deduplication and telemetry are dropped.
+DROPPED_OPTS = frozenset({"jobId", "delay", "priority", "repeat", "prevMillis", "repeatJobKey", "timestamp",
+                          "de", "deduplication", "debounce", "parent", "fpof", "cpof", "idof", "rdof",
+                          "failParentOnFailure", "continueParentOnFailure", "ignoreDependencyOnFailure",
+                          "removeDependencyOnFailure", "tm", "omc"})
+
+
+def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
+               mapping: Mapping[str, str] | None = None, job_data: Any = None,
+               source_fields: Sequence[str] = SOURCE_FIELDS) -> str | None:
+    """The source queue of a dead-letter job, or ``None`` if it cannot be told.
+
+    Precedence: a data field naming the source (``source`` etc., the most specific: one DLQ
+    may collect several sources), then the explicit ``mapping`` (``{"graveyard": "orders"}``),
+    then a name pattern: ``orders-dlq`` with ``*-dlq`` gives ``orders`` (the part ``*`` matched).
+    """
+    if isinstance(job_data, dict):
+        for name in source_fields:
+            value = job_data.get(name)
+            if isinstance(value, str) and value.strip() and ":" not in value:
+                return value.strip()
+    if mapping and dlq_name in mapping:
+        return mapping[dlq_name]
+    for pattern in patterns:
+        if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
+            head, tail = pattern.split("*")
+            source = dlq_name[len(head): len(dlq_name) - len(tail)]
+            if source:
+                return source
+    return None
+
+
+def redrive_job_id(*, dlq_name: str, job_id: str) -> str:
+    """The deterministic id of a dead-letter job's copy in its source queue.
+
+    Never an integer string and without ``:`` (Node rejects most ids with ``:``): ``%`` and
+    ``:`` are percent-escaped, which keeps the mapping one-to-one."""
+    escaped = job_id.replace("%", "%25").replace(":", "%3A")
+    return f"redrive-{dlq_name}-{escaped}"
+
+
+@dataclass(frozen=True)
+class RedriveCopy:
+    """What the copy in the source queue will carry, read from the dead-letter job."""
+
+    name: str
+    data_json: str
+    opts: dict
+    timestamp_raw: str  # the dead-letter job's ``timestamp`` field, as stored
+
+
+def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payload_field: str | None = None) -> RedriveCopy | None:
+    name, data, opts, ts = client.hmget(dlq.job_key(job_id), ["name", "data", "opts", "timestamp"])
+    if ts is None and name is None and data is None:
+        return None
+    return redrive_copy_from_fields(name, data, opts, ts, payload_field=payload_field)
+
+
+def redrive_copy_from_fields(name, data, opts, ts, *, payload_field: str | None = None) -> RedriveCopy:
+    data_text = to_text(data, "{}")
+    if payload_field:
+        try:
+            parsed = json.loads(data_text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and payload_field in parsed:
+            data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
+    try:
+        parsed_opts = json.loads(to_text(opts, "{}"))
+    except ValueError:
+        parsed_opts = {}
+    if not isinstance(parsed_opts, dict):
+        parsed_opts = {}
+    kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
+    return RedriveCopy(name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts))
+
+
+def redrive_call(*, dlq: QueueRef, job_id: str, source: QueueRef, copy: RedriveCopy, now_ms: int) -> tuple[list[str], list]:
+    """KEYS and ARGV for the composed redrive script (``removeJob-2`` then ``addStandardJob-9``)."""
+    new_id = redrive_job_id(dlq_name=dlq.name, job_id=job_id)
+    add_keys = [source.key(s) for s in ("wait", "paused", "meta", "id", "completed", "delayed", "active", "events", "marker")]
+    keys = add_keys + [dlq.job_key(job_id), dlq.key("repeat"), source.job_key(new_id)]
+    packed = msgpack.packb([source.base, new_id, copy.name, now_ms, None, None, None, None, None], use_bin_type=True)
+    args = [packed, copy.data_json, msgpack.packb(copy.opts, use_bin_type=True), now_ms,
+            job_id, "0", dlq.base, copy.timestamp_raw]
+    return keys, args
+
+
+def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef) -> ActionResult:
+    code = int(reply[0])
+    new_id = to_text(reply[1]) if len(reply) > 1 else ""
+    if code == 1:
+        return ActionResult(job_id, DONE, f"Job {job_id} moved from {dlq.name} to {source.name} as job {new_id}.")
+    if code == -100:
+        return ActionResult(job_id, TARGET_EXISTS, f"Job {job_id} was not moved: {source.name} still holds job "
+                            f"{redrive_job_id(dlq_name=dlq.name, job_id=job_id)} from an earlier redrive of it.")
+    if code == -3:
+        return ActionResult(job_id, CHANGED, f"Job {job_id} changed while being redriven; it was left in {dlq.name}.")
+    if code == -1:
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    return remove_outcome(job_id, code)
+
+
+def job_redrive_to_source(client: redis.Redis, *, dlq: QueueRef, job_id: str, source: QueueRef,
+                          payload_field: str | None = None) -> ActionResult:
+    """Move one job of an application dead-letter queue into its source queue.
+
+    The copy gets the deterministic id ``redrive_job_id(...)``, the dead-letter job's name,
+    data (or, with ``payload_field``, the value of that field of its data: for envelopes such
+    as ``{"source": ..., "data": {...}}``) and options minus ``DROPPED_OPTS``; attempt counters
+    start from zero. Removing the dead-letter job and adding the copy are one atomic script,
+    so a repeat can neither duplicate nor lose it. ``source`` must be on the same connection.
+    """
+    if source.connection != dlq.connection:
+        raise ValueError("A dead-letter job can only be redriven to a queue on the same Redis connection.")
+    copy = read_redrive_copy(client, dlq=dlq, job_id=job_id, payload_field=payload_field)
+    if copy is None:
+        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    keys, args = redrive_call(dlq=dlq, job_id=job_id, source=source, copy=copy, now_ms=_now_ms())
+    return redrive_outcome(job_id, scripts_for(client).redrive(keys=keys, args=args), dlq=dlq, source=source)

@@ -1,0 +1,223 @@
+"""BullMQ's own Lua scripts, loaded from the pinned ``bullmq`` PyPI package, for a sync client.
+
+The Python package registers its scripts on an *asyncio* client (``RedisConnection``); our
+reader uses sync redis-py, so we load the same files (``bullmq/commands/*.lua``, byte-identical
+to Node BullMQ 6.4's flattened scripts) and register them on our client. The scripts are never
+edited: every state change a Node worker can see is made by BullMQ's own code.
+
+Two actions need more than one BullMQ script to run as one atomic step. Instead of MULTI (where
+EVALSHA cannot fall back to loading the script and the second step cannot see the first one's
+result), we *compose*: each BullMQ script's text is wrapped, unchanged, as a local Lua function
+taking its own ``KEYS``/``ARGV``, and a few lines of ours call them in order. Redis runs the
+whole composition atomically, so a crash of our process, a worker or another operator can
+never observe a half-done action:
+
+* ``RETRY`` = ``reprocessJob-9`` and, only when it returned 1 and a reset was asked for,
+  ``HDEL <job> stc``. This is the one documented exception to "never hand-edit": no stock
+  script resets the stall counter, and doing it in the same atomic step means no worker can
+  take the job with its old stall budget (a separate HDEL after the move could race a worker).
+* ``REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed it,
+  ``addStandardJob-9`` into the source queue with a deterministic id. Removal goes first
+  because it is the step that may refuse (locked, scheduler iteration); adding a new id with
+  stripped options cannot refuse. Either both happen or neither, so a repeat after a crash
+  can neither duplicate nor lose the job.
+
+On Redis Cluster a composition touches the keys of two queues (redrive) and needs both
+queues in one hash slot (a hash-tagged prefix such as ``{bull}``), which BullMQ needs anyway
+for flows across queues.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+import redis
+from redis.commands.core import Script
+
+# Located without importing ``bullmq`` (which pulls in its asyncio client, workers and more):
+# only its script files are used.
+COMMANDS_DIR = Path(importlib.util.find_spec("bullmq").submodule_search_locations[0]).resolve() / "commands"
+
+
+@functools.cache
+def bullmq_source(filename: str) -> str:
+    """The text of one of BullMQ's flattened scripts, e.g. ``reprocessJob-9.lua``."""
+    return (COMMANDS_DIR / filename).read_text(encoding="utf-8")
+
+
+def as_function(name: str, filename: str) -> str:
+    """BullMQ's script text, unchanged, as a local function ``name(KEYS, ARGV)``.
+
+    The parameters shadow the globals, so the script reads exactly the keys and arguments we
+    hand it; its ``return`` statements return from the function."""
+    return f"local function {name}(KEYS, ARGV)\n{bullmq_source(filename)}\nend\n"
+
+
+RETRY_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+-- KEYS/ARGV exactly as reprocessJob-9; ARGV[7] = "1" also resets the stall counter.
+local result = reprocess_job(KEYS, ARGV)
+if result == 1 and ARGV[7] == "1" then
+  redis.call("HDEL", KEYS[1], "stc")
+end
+return result
+"""
+
+# Batch forms for the bulk engine: one EVALSHA runs BullMQ's script once per job id, in order,
+# and returns each job's code. A batch is one atomic step (it blocks Redis for about 15 us per
+# job; the engine keeps batches at or below 1000 jobs). Job keys are built from the queue's key
+# prefix inside Lua, as BullMQ's own multi-job scripts (moveJobsToWait, cleanJobsInSet) do.
+
+RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+-- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
+-- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
+-- ARGV[5..] job ids. Returns reprocessJob's code per job.
+local codes = {}
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  local jobKey = ARGV[1] .. id
+  local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+                             {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+  if code == 1 and ARGV[4] == "1" then
+    redis.call("HDEL", jobKey, "stc")
+  end
+  codes[#codes + 1] = code
+end
+return codes
+"""
+
+RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
+-- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
+-- ids never travel to the caller and back.
+-- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
+-- the task's receipt key. ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear,
+-- ARGV[4] reset "1"/"0", ARGV[5] range max (e.g. "(1700000000000"), ARGV[6] offset (entries
+-- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number.
+-- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
+-- head of the set (offset 0) and no job has a priority, moveJobsToWait moves it after the
+-- counters are reset; otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
+-- written in the same atomic step, so a caller that died before reading the reply can tell
+-- afterwards whether the batch ran and what it moved.
+-- Returns {taken, moved, last id, last score, id, code, id, code, ...} (jobs not moved).
+local entries = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[5], "WITHSCORES", "LIMIT", ARGV[6], ARGV[7])
+local n = #entries / 2
+if n == 0 then
+  redis.call("SET", KEYS[10], ARGV[8] .. ":0", "PX", 86400000)
+  return {0, 0, "", ""}
+end
+local fast = ARGV[6] == "0"
+if fast then
+  for i = 1, n do
+    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp")
+    if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
+  end
+end
+local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
+if fast then
+  if ARGV[4] == "1" then
+    for i = 1, n do redis.call("HDEL", ARGV[1] .. entries[2 * i - 1], "atm", "ats", "stc") end
+  end
+  move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
+                    {n, entries[2 * n], ARGV[2]})
+  reply[2] = n
+else
+  for i = 1, n do
+    local id = entries[2 * i - 1]
+    local jobKey = ARGV[1] .. id
+    local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+                               {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+    if code == 1 then
+      if ARGV[4] == "1" then redis.call("HDEL", jobKey, "stc") end
+      reply[2] = reply[2] + 1
+    else
+      reply[#reply + 1] = id
+      reply[#reply + 1] = code
+    end
+  end
+end
+redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
+return reply
+"""
+
+REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + """
+-- KEYS[1] repeat key; ARGV[1] queue key prefix, ARGV[2] remove children "1"/"0", ARGV[3..] ids
+local codes = {}
+for i = 3, #ARGV do
+  codes[#codes + 1] = remove_job({ARGV[1] .. ARGV[i], KEYS[1]}, {ARGV[i], ARGV[2], ARGV[1]})
+end
+return codes
+"""
+
+PROMOTE_BATCH_SRC = as_function("promote_job", "promote-9.lua") + """
+-- KEYS[1..9] promote-9's keys; ARGV[1] queue key prefix, ARGV[2..] job ids
+local codes = {}
+for i = 2, #ARGV do
+  codes[#codes + 1] = promote_job(KEYS, {ARGV[1], ARGV[i]})
+end
+return codes
+"""
+
+REDRIVE_SRC = (
+    as_function("remove_job", "removeJob-2.lua")
+    + as_function("add_standard_job", "addStandardJob-9.lua")
+    + """
+-- KEYS[1..9]  addStandardJob-9 keys of the source queue
+-- KEYS[10]    dead-letter job key, KEYS[11] dead-letter queue's repeat key
+-- KEYS[12]    the job key the copy will have in the source queue
+-- ARGV[1..4]  addStandardJob-9 arguments; ARGV[5..7] removeJob-2 arguments
+-- ARGV[8]     the dead-letter job's timestamp as read by the caller, so a job removed and
+--             re-added under the same id in between is not moved with stale data
+-- Returns {code, id}: 1 moved, -1 no such job, -3 changed since read, -100 the target id
+-- already exists (a previous redrive still retained there), else removeJob's code (0, -8).
+if redis.call("EXISTS", KEYS[10]) == 0 then return {-1, ""} end
+if redis.call("HGET", KEYS[10], "timestamp") ~= ARGV[8] then return {-3, ""} end
+if redis.call("EXISTS", KEYS[12]) == 1 then return {-100, ""} end
+local removed = remove_job({KEYS[10], KEYS[11]}, {ARGV[5], ARGV[6], ARGV[7]})
+if removed ~= 1 then return {removed, ""} end
+local added = add_standard_job({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]},
+                               {ARGV[1], ARGV[2], ARGV[3], ARGV[4]})
+return {1, tostring(added)}
+"""
+)
+
+
+def _script(source: str) -> Script:
+    # Bytes, so no client is needed to hash it; every call names its client (or pipeline).
+    return Script(None, source.encode("utf-8"))
+
+
+SCRIPTS = {
+    "retry": _script(RETRY_SRC),
+    "redrive": _script(REDRIVE_SRC),
+    "retry_batch": _script(RETRY_BATCH_SRC),
+    "retry_head": _script(RETRY_HEAD_SRC),
+    "remove_batch": _script(REMOVE_BATCH_SRC),
+    "promote_batch": _script(PROMOTE_BATCH_SRC),
+    "remove": _script(bullmq_source("removeJob-2.lua")),
+    "promote": _script(bullmq_source("promote-9.lua")),
+    "pause": _script(bullmq_source("pause-7.lua")),
+    "clean": _script(bullmq_source("cleanJobsInSet-3.lua")),
+}
+
+
+class _Bound:
+    def __init__(self, script: Script, client: redis.Redis):
+        self.script, self.client = script, client
+
+    def __call__(self, *, keys, args, client=None):
+        """EVALSHA (loading the script if Redis does not know it); ``client`` may be a
+        pipeline of the bound client, which loads its scripts before executing."""
+        return self.script(keys=keys, args=args, client=client if client is not None else self.client)
+
+
+class BullScripts:
+    """The scripts, bound to one client: ``scripts_for(client).retry(keys=..., args=...)``."""
+
+    def __init__(self, client: redis.Redis):
+        for name, script in SCRIPTS.items():
+            setattr(self, name, _Bound(script, client))
+
+
+def scripts_for(client: redis.Redis) -> BullScripts:
+    return BullScripts(client)

@@ -1,0 +1,147 @@
+"""Failed jobs grouped by a normalised failure fingerprint.
+
+"Connection to 10.0.0.7:5432 timed out after 3001 ms" and "... 10.0.0.9:5432 ... 2999 ms" are
+one problem. ``fingerprint`` replaces the parts that vary between occurrences (numbers, ids,
+UUIDs, hex, addresses, e-mails, URLs' query strings, quoted values, dates) with placeholders and
+hashes the result; ``error_groups`` counts the newest failed jobs per fingerprint.
+
+Only the first line of a failure reason is used: it is the error message; further lines are
+stack frames or wrapped output that would split one error into many groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+
+import redis
+
+from .keys import QueueRef
+from .text import to_int, to_text
+
+# Order matters: the specific shapes go first, so a UUID is not eaten as hex runs and numbers.
+_RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
+    (r"\b\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?", "<time>"),
+    (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+    (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<email>"),
+    (r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", "<url>"),
+    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "<ip>"),
+    (r"\[?\b(?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{1,4}\b\]?(?::\d+)?", "<ip>"),
+    (r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", "<mac>"),
+    (r"\b0x[0-9a-f]+\b", "<hex>"),
+    (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
+    (r"\"(?:[^\"\\]|\\.)*\"", "\"<value>\""),
+    (r"'(?:[^'\\]|\\.)*'", "'<value>'"),
+    (r"`[^`]*`", "`<value>`"),
+    (r"\b[a-z]+_[a-z0-9]*\d[a-z0-9]*\b", "<id>"),  # prefixed ids: cus_8f3K2, ord_123
+    (r"(?<![a-z])[-+]?\d+(?:[.,]\d+)*(?![a-z])", "<n>"),
+    (r"\b(?=[a-z0-9]*\d)[a-z0-9]{12,}\b", "<id>"),  # long mixed tokens (ids, hashes, keys)
+))
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(reason: str) -> str:
+    """The first line of a failure reason with its varying parts replaced by placeholders."""
+    line = to_text(reason).strip().split("\n", 1)[0][:2000]
+    for pattern, replacement in _RULES:
+        line = pattern.sub(replacement, line)
+    return _SPACE.sub(" ", line).strip()
+
+
+def fingerprint(reason: str) -> str:
+    """A short stable id of the normalised reason (12 hex characters)."""
+    return hashlib.sha1(normalize(reason).encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class ErrorGroup:
+    fingerprint: str
+    normalized: str
+    count: int
+    first_seen_ms: int | None
+    last_seen_ms: int | None
+    sample_job_id: str
+    sample_stack: str  # the last stack trace of the newest job in the group ("" if none)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class ErrorGroups(list):
+    """The groups (a list, biggest first) plus how much of the failed set was read."""
+
+    def __init__(self, groups: list[ErrorGroup], *, scanned: int, total: int):
+        super().__init__(groups)
+        self.scanned = scanned  # failed jobs examined (the newest ones)
+        self.total = total  # failed jobs in the set
+
+    @property
+    def groups(self) -> list[ErrorGroup]:
+        return list(self)
+
+    @property
+    def complete(self) -> bool:
+        return self.scanned >= self.total
+
+
+def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = 20000, batch: int = 1000) -> ErrorGroups:
+    """Failed jobs grouped by fingerprint, biggest group first (a list of ``ErrorGroup``).
+
+    Reads the newest ``scan_limit`` failed jobs: ZREVRANGE in batches plus one pipelined
+    ``HMGET failedReason`` per job (never data or stack traces), then one HGET of a stack trace
+    per group for the sample. ``scanned``/``total`` say whether every failed job was seen."""
+    key = queue.state_key("failed")
+    total = client.zcard(key)
+    groups: dict[str, ErrorGroup] = {}
+    cache: dict[str, tuple[str, str]] = {}  # reason -> (fingerprint, normalized): reasons repeat
+    scanned = 0
+    while scanned < min(total, scan_limit):
+        pairs = client.zrevrange(key, scanned, min(scanned + batch, scan_limit) - 1, withscores=True)
+        if not pairs:
+            break
+        pipe = client.pipeline(transaction=False)
+        for member, _ in pairs:
+            pipe.hget(queue.job_key(to_text(member)), "failedReason")
+        for (member, score), raw in zip(pairs, pipe.execute()):
+            if raw is None:
+                continue  # removed since the range read
+            reason = to_text(raw)
+            if reason not in cache:
+                cache[reason] = (fingerprint(reason), normalize(reason))
+            fp, norm = cache[reason]
+            at = to_int(score)
+            g = groups.get(fp)
+            if g is None:
+                # Newest first, so the first job seen is the newest: it is the sample.
+                groups[fp] = ErrorGroup(fp, norm, 1, at, at, to_text(member), "")
+            else:
+                g.count += 1
+                if at is not None:
+                    g.first_seen_ms = at if g.first_seen_ms is None else min(g.first_seen_ms, at)
+                    g.last_seen_ms = at if g.last_seen_ms is None else max(g.last_seen_ms, at)
+        scanned += len(pairs)
+        if len(cache) > 50000:
+            cache.clear()  # bounded memory on hostile data where every reason differs
+    ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
+    _attach_stacks(client, queue, ordered)
+    return ErrorGroups(ordered, scanned=scanned, total=total)
+
+
+STACK_CAP = 16384
+
+
+def _attach_stacks(client: redis.Redis, queue: QueueRef, groups: list[ErrorGroup]) -> None:
+    pipe = client.pipeline(transaction=False)
+    for g in groups:
+        pipe.hget(queue.job_key(g.sample_job_id), "stacktrace")
+    for g, raw in zip(groups, pipe.execute() if groups else []):
+        text = to_text(raw, "[]")
+        try:
+            stacks = json.loads(text)
+        except ValueError:
+            stacks = [text]
+        last = stacks[-1] if isinstance(stacks, list) and stacks else ""
+        g.sample_stack = (last if isinstance(last, str) else json.dumps(last))[:STACK_CAP]

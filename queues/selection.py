@@ -1,0 +1,257 @@
+"""Choosing jobs: "all jobs matching this filter", oldest first, fixed at confirmation.
+
+A filter is evaluated over one state, oldest first: failed/completed by finish time (the ZSET
+score), delayed by due time, waiting from the list's tail (the next to run). The target set is
+fixed by ``before_ms`` (the confirmation time): only jobs that finished before it (failed and
+completed), or were created before it (delayed, waiting), match, so jobs that fail after the
+start are not swept in, and a job we retried that fails again is not picked up twice.
+
+The scan is resumable from a small ``Cursor`` (the bulk engine persists it) and never holds
+more than one page of ids: memory does not grow with the number of jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import redis
+
+from .error_groups import fingerprint as reason_fingerprint
+from .jobs import JobSummary, read_summaries
+from .keys import QueueRef
+from .text import to_text
+
+SELECTABLE_STATES = ("failed", "completed", "delayed", "waiting")
+FINISHED_STATES = ("failed", "completed")
+PAGE = 500
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Which jobs of one state an action applies to. ``None`` fields do not filter.
+
+    ``name`` matches the job name exactly; ``reason_contains`` is a case-insensitive substring
+    of the failure reason; ``finished_from_ms``/``finished_to_ms`` bound the finish time
+    (inclusive; finished states only); ``fingerprint`` is an error group
+    (``queues.error_groups.fingerprint`` of the reason)."""
+
+    state: str = "failed"
+    name: str | None = None
+    reason_contains: str | None = None
+    finished_from_ms: int | None = None
+    finished_to_ms: int | None = None
+    fingerprint: str | None = None
+
+    def __post_init__(self):
+        if self.state not in SELECTABLE_STATES:
+            raise ValueError(f"Jobs can be selected by filter in these states: {', '.join(SELECTABLE_STATES)} "
+                             f"(got {self.state!r}).")
+        if (self.finished_from_ms is not None or self.finished_to_ms is not None) and self.state not in FINISHED_STATES:
+            raise ValueError("'finished between' only applies to failed or completed jobs.")
+        if (self.finished_from_ms is not None and self.finished_to_ms is not None
+                and self.finished_from_ms > self.finished_to_ms):
+            raise ValueError("'finished from' is after 'finished to'.")
+
+    @property
+    def reads_jobs(self) -> bool:
+        """Whether matching needs the job hashes (not just set membership and scores)."""
+        return bool(self.name or self.reason_contains or self.fingerprint) or self.state not in FINISHED_STATES
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class Cursor:
+    """Where a resumable scan stands. For sorted sets: the score and member of the last entry
+    passed (entries that left the set since are simply gone; the offset of the next page is
+    recomputed from what is still there). For the waiting list: the last passed id that is
+    still in the list (``anchor``), since passed jobs that were moved leave the list."""
+
+    score: float | None = None
+    member: str | None = None
+    anchor: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"score": self.score, "member": self.member, "anchor": self.anchor}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "Cursor":
+        d = d or {}
+        return cls(score=d.get("score"), member=d.get("member"), anchor=d.get("anchor"))
+
+
+@dataclass
+class Page:
+    # Every id examined, in order, with its score in a sorted set. Without a filter that reads
+    # jobs only the last entry's score is read (the others are None).
+    passed: list[tuple[str, float | None]]
+    match_ids: list[str]  # the ids that match, in order
+    summaries: dict[str, JobSummary] = field(default_factory=dict)  # read only when matching needed them
+    exhausted: bool = False
+
+    @property
+    def matches(self) -> list[JobSummary]:
+        """Matching jobs as summaries (light ones, with only the finish time, when the filter
+        did not need the job hashes)."""
+        return [self.summaries.get(i) or JobSummary(id=i, exists=True) for i in self.match_ids]
+
+
+def _member_key(member: str) -> bytes:
+    return member.encode("utf-8", "surrogateescape")
+
+
+def zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
+    if filt.state in FINISHED_STATES:
+        lo = str(filt.finished_from_ms) if filt.finished_from_ms is not None else "-inf"
+        hi = f"({before_ms}"
+        if filt.finished_to_ms is not None and filt.finished_to_ms < before_ms:
+            hi = str(filt.finished_to_ms)
+        return lo, hi
+    return "-inf", "+inf"  # delayed: the score is the due time; before_ms applies to creation
+
+
+def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> int:
+    """How many entries of the range before ``cursor`` are still in the set: everything with a
+    lower score, plus the members at the cursor's score up to the cursor's member (Redis orders
+    equal scores by member bytes). Only the equal-score group is read, which is small."""
+    if cursor.score is None:
+        return 0
+    below = client.zcount(key, lo, f"({cursor.score!r}")
+    same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
+    mark = _member_key(cursor.member or "")
+    return below + sum(1 for m in same if m <= mark)
+
+
+def _zset_page(client: redis.Redis, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor, size: int):
+    key = queue.state_key(filt.state)
+    lo, hi = zset_bounds(filt, before_ms)
+    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
+    if filt.reads_jobs:
+        pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
+        return [(to_text(m), s) for m, s in pairs], len(pairs) < size
+    # Ids only, plus the last one's score (all the cursor needs): parsing a score per job
+    # costs more than the rest of a bulk retry's Python work.
+    members = client.zrangebyscore(key, lo, hi, start=offset, num=size)
+    if not members:
+        return [], True
+    last = client.zscore(key, members[-1])
+    if last is None:  # moved by someone else just now: read the scores after all
+        return _zset_page_with_scores(client, key, lo, hi, offset, size)
+    passed = [(m.decode("utf-8", "replace"), None) for m in members]
+    passed[-1] = (passed[-1][0], last)
+    return passed, len(members) < size
+
+
+def _zset_page_with_scores(client, key, lo, hi, offset, size):
+    pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
+    return [(to_text(m), s) for m, s in pairs], len(pairs) < size
+
+
+def _list_page(client: redis.Redis, queue: QueueRef, cursor: Cursor, size: int):
+    key = queue.state_key("waiting")
+    skip = 0
+    if cursor.anchor is not None:
+        pos = client.lpos(key, cursor.anchor, rank=-1)
+        if pos is not None:
+            skip = client.llen(key) - pos  # entries from the tail up to and including the anchor
+    raw = client.lrange(key, -(skip + size), -(skip + 1)) if skip + size > 0 else []
+    ids = [to_text(i) for i in reversed(raw) if not i.startswith(b"0:")]
+    return [(i, None) for i in ids], len(raw) < size
+
+
+def next_page(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor,
+              size: int = PAGE) -> Page:
+    """The next ``size`` entries after ``cursor``, oldest first, with those that match."""
+    if filt.state == "waiting":
+        passed, exhausted = _list_page(client, queue, cursor, size)
+    else:
+        passed, exhausted = _zset_page(client, queue, filt, before_ms, cursor, size)
+    if not passed:
+        return Page([], [], exhausted=True)
+    ids = [i for i, _ in passed]
+    if not filt.reads_jobs:
+        return Page(passed, ids, exhausted=exhausted)
+    summaries = read_summaries(client, queue, ids, [s for _, s in passed])
+    reasons = _full_reasons(client, queue, ids) if (filt.reason_contains or filt.fingerprint) else {}
+    matches = [j for j in summaries if matches_filter(j, filt=filt, before_ms=before_ms, reason=reasons.get(j.id, ""))]
+    return Page(passed, [j.id for j in matches], {j.id: j for j in matches}, exhausted)
+
+
+def _full_reasons(client: redis.Redis, queue: QueueRef, ids: list[str]) -> dict[str, str]:
+    pipe = client.pipeline(transaction=False)
+    for i in ids:
+        pipe.hget(queue.job_key(i), "failedReason")
+    return {i: to_text(r) for i, r in zip(ids, pipe.execute())}
+
+
+def matches_filter(job: JobSummary, *, filt: JobFilter, before_ms: int, reason: str = "") -> bool:
+    if not job.exists:
+        return False
+    if filt.state not in FINISHED_STATES and (job.timestamp is None or job.timestamp >= before_ms):
+        return False
+    if filt.name is not None and job.name != filt.name:
+        return False
+    reason = reason or job.failed_reason
+    if filt.reason_contains and filt.reason_contains.lower() not in reason.lower():
+        return False
+    if filt.fingerprint and reason_fingerprint(reason) != filt.fingerprint:
+        return False
+    return True
+
+
+def advance(cursor: Cursor, page: Page, *, remaining: set[str] | None = None) -> Cursor:
+    """The cursor after ``page`` was handled. ``remaining``: ids of the page known to still be
+    in the list (not matched, or refused); only used for the waiting list."""
+    if not page.passed:
+        return cursor
+    last_id, last_score = page.passed[-1]
+    if last_score is not None:
+        return Cursor(score=last_score, member=last_id)
+    keep = remaining if remaining is not None else {i for i, _ in page.passed}
+    anchor = next((i for i, _ in reversed(page.passed) if i in keep), cursor.anchor)
+    return Cursor(anchor=anchor)
+
+
+def matching_ids(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int) -> Iterator[str]:
+    """Every matching id, oldest first, one page in memory at a time. Read-only: for a
+    consumer that moves jobs while iterating, use ``next_page``/``advance`` (``queues.redrive``)."""
+    cursor = Cursor()
+    while True:
+        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
+        yield from page.match_ids
+        if page.exhausted:
+            return
+        cursor = advance(cursor, page)
+
+
+@dataclass
+class Preview:
+    count: int
+    sample: list[JobSummary]
+    scanned: int = 0
+
+
+def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, sample: int = 10) -> Preview:
+    """How many jobs an action on this filter would touch, and the oldest ``sample`` of them.
+
+    Without name/reason/fingerprint conditions a finished state is counted with one ZCOUNT;
+    otherwise the state is scanned (pipelined, one page at a time)."""
+    if not filt.reads_jobs:
+        lo, hi = zset_bounds(filt, before_ms)
+        count = client.zcount(queue.state_key(filt.state), lo, hi)
+        first = client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True)
+        jobs = read_summaries(client, queue, [to_text(m) for m, _ in first], [s for _, s in first])
+        return Preview(count=count, sample=[j for j in jobs if j.exists], scanned=count)
+    count, scanned, jobs = 0, 0, []
+    cursor = Cursor()
+    while True:
+        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
+        scanned += len(page.passed)
+        count += len(page.match_ids)
+        jobs.extend(page.matches[: max(0, sample - len(jobs))])
+        if page.exhausted:
+            return Preview(count=count, sample=jobs, scanned=scanned)
+        cursor = advance(cursor, page)
+
