@@ -14,7 +14,7 @@ import pytest
 
 from dashboard.alerts import monitoring
 from dashboard.alerts.models import Alert, Notification
-from dashboard.registry import get_registry
+from dashboard.registry import get_registry, reset_registry
 from dashboard.signals import build_signals
 from queues.keys import QueueRef
 from queues.signals import QueueSeries
@@ -26,7 +26,7 @@ from queues.connections import ConnectionSpec
 
 pytestmark = [pytest.mark.django_db, pytest.mark.skipif(not node_available(), reason="needs node and npm")]
 
-SCHEDULER_DB = 11  # this module's own Redis database
+SCHEDULER_DB = 14  # this module's own Redis database (no other test module uses it)
 
 
 @pytest.fixture
@@ -36,6 +36,8 @@ def node_db(settings, redis_server):
     point_at(settings, ConnectionSpec("default", redis_server.url(SCHEDULER_DB), ("bull",)))
     yield redis_server.url(SCHEDULER_DB)
     client.flushdb()
+    reset_registry()
+    client.close()
 
 
 def evaluate_queue(queue: QueueRef, now: dt.datetime):
