@@ -115,13 +115,18 @@ def silences(request):
 @role_required(ADMIN)
 @require_POST
 def silence_new(request):
-    form = SilenceForm(request.POST)
+    return _save_authored(request, SilenceForm(request.POST), "silence_form")
+
+
+def _save_authored(request, form, form_name: str):
+    """Save a silence or a window with the logged-in user as its author, or show the page
+    again with the form's messages."""
     if form.is_valid():
-        silence = form.save(commit=False)
-        silence.author = request.user.get_username()
-        silence.save()
+        row = form.save(commit=False)
+        row.author = request.user.get_username()
+        row.save()
         return redirect("silences")
-    return render(request, "alerts/silences.html", _silences_context(timezone.now(), silence_form=form), status=400)
+    return render(request, "alerts/silences.html", _silences_context(timezone.now(), **{form_name: form}), status=400)
 
 
 @role_required(ADMIN)
@@ -134,13 +139,7 @@ def silence_expire(request, silence_id: int):
 @role_required(ADMIN)
 @require_POST
 def window_new(request):
-    form = MaintenanceWindowForm(request.POST)
-    if form.is_valid():
-        window = form.save(commit=False)
-        window.author = request.user.get_username()
-        window.save()
-        return redirect("silences")
-    return render(request, "alerts/silences.html", _silences_context(timezone.now(), window_form=form), status=400)
+    return _save_authored(request, MaintenanceWindowForm(request.POST), "window_form")
 
 
 @role_required(ADMIN)
