@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from dashboard.live import BANNER_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
+from dashboard.live import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
 from dashboard.signals import QueueSignals
 from queues.jobs import JobLive
 from queues.keys import BROWSABLE_STATES, QueueRef
@@ -40,6 +40,11 @@ def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[s
 def job_live(job: JobLive) -> tuple[str, str]:
     element = job_live_id(job.queue, job.id)
     return element, render_to_string("job.html#job-live", {"live": job, "queue": job.queue})
+
+
+def firing_alerts(alerts: list) -> tuple[str, str]:
+    """The firing-alerts banner every page carries; empty when nothing fires."""
+    return FIRING_ALERTS_ID, render_to_string("base.html#firing-alerts", {"firing": alerts})
 
 
 def banner(down: dict[str, str]) -> tuple[str, str]:

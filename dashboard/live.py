@@ -60,6 +60,7 @@ def job_group(queue: QueueRef, job_id: str) -> str:
 
 # Element ids of live fragments, used by templates (through filters) and by the monitor.
 BANNER_ID = "live-banner"
+FIRING_ALERTS_ID = "firing-alerts"
 
 
 def row_id(queue: QueueRef) -> str:

@@ -7,7 +7,9 @@ monitored Redis, whatever the scrape interval or the number of Prometheus server
   once per tick by the leading monitor;
 * check results from the last stored health report (``queuewatch:health``, written by
   whoever last ran the checks: the health page, ``manage.py check_queues``, or the monitor
-  through ``dashboard.health.run_and_store``), with its age, so a stale result is visible.
+  through ``dashboard.health.run_and_store``), with its age, so a stale result is visible;
+* open alerts (``ALERTS{alertname, alertstate}``, as Prometheus exposes its own) from the
+  database the monitor writes them to.
 
 Counters (``*_total``) count events since the leading monitor started leading; Prometheus'
 ``rate()``/``increase()`` handle the reset when leadership moves.
@@ -35,6 +37,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard import health as health_glue
 from dashboard import live
+from dashboard.alerts.models import Alert
 from dashboard.models import ApiToken
 from queues.snapshot import COUNT_STATES
 
@@ -110,10 +113,17 @@ def freshness(x, name: str, doc: dict | None, time_field: str, now_ms: int, *, p
         x.sample(f"{name}_age_seconds", None, max(0, now_ms - at) / 1000)
 
 
-def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int) -> str:
-    """The exposition text for a state document and a stored health report (either may be
-    None). Pure: everything it shows comes from its arguments."""
+def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int, alerts: list[dict] | None = None) -> str:
+    """The exposition text for a state document, a stored health report (either may be None)
+    and the open alerts. Pure: everything it shows comes from its arguments."""
     x = Exposition()
+    if alerts is not None:
+        # Prometheus' own shape: one ALERTS sample per pending or firing alert.
+        x.family("ALERTS", "gauge", "Open Queuewatch alerts, as Prometheus shows its own (alertstate pending or firing).")
+        for a in alerts:
+            x.sample("ALERTS", {"alertname": a["rule__name"], "alertstate": a["state"], "severity": a["rule__severity"],
+                                "connection": a["connection"], "prefix": a["prefix"], "queue": a["queue"], "item": a["item"],
+                                "silenced": "true" if a["silenced_by"] else "false"}, 1)
 
     freshness(x, "queuewatch_monitor_state", state, "taken_at", now_ms,
               present="1 if a leading monitor's state document is available.",
@@ -249,6 +259,8 @@ def metrics(request):
         health_doc = health_glue.read_stored(client)
     except redis.RedisError as exc:
         return _text(f"dashboard Redis unavailable: {exc.__class__.__name__}", 503)
-    response = HttpResponse(render_metrics(state, health_doc, int(time.time() * 1000)), content_type=CONTENT_TYPE)
+    alerts = list(Alert.objects.filter(state__in=Alert.OPEN).order_by("rule__name", "fingerprint").values(
+        "rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by"))
+    response = HttpResponse(render_metrics(state, health_doc, int(time.time() * 1000), alerts), content_type=CONTENT_TYPE)
     response["Cache-Control"] = "no-store"
     return response

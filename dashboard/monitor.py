@@ -14,7 +14,8 @@ wait and take over within a lock TTL when the leader dies. The leader:
 * re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
 * flushes minute counters, gauges and stream cursors in one database transaction, so a
   standby that takes over continues exactly where the leader's last flush left off;
-* rolls minutes up into hours and prunes history.
+* rolls minutes up into hours and prunes history, runs health checks, evaluates alert rules
+  and (optionally) writes a daily digest — all through one scheduler (``queues.cron.Periodic``).
 
 Loops are defensive: a failing queue or connection is logged and skipped, Redis reconnects back
 off, leadership is dropped the moment a lock extension fails, and database connections are
@@ -35,12 +36,14 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from dashboard import fragments, health, live
+from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.bulk_runner import BulkRunner
 from dashboard.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
 from dashboard.signals import QueueSignals, build_signals, display_key
 from queues.connections import client_for
+from queues.cron import Job, Periodic
 from queues.events import EventsFollower
 from queues.jobs import JobSummary, read_job_live, read_summaries
 from queues.keys import BROWSABLE_STATES, QueueRef
@@ -208,6 +211,7 @@ class Monitor:
         self.publisher = live.Publisher(self.dash)
         self.redactor = get_redactor()
         self.stats = {"gaps": 0, "events": 0, "ticks": 0, "publishes": 0}
+        self.health_report: health.HealthReport | None = None  # the last one, for the Redis alert rules
 
     # --- outer loop -------------------------------------------------------------------------
 
@@ -283,9 +287,23 @@ class Monitor:
                 log.warning("%s: could not extend the leader lock", self.name)
                 return
 
+    def periodic_jobs(self) -> list[Job]:
+        """Everything the leader runs on a schedule besides its tick, snapshots, probes and
+        flush. (The notification outbox is delivered by ``OutboxRunner``, a thread beside this
+        loop, so a slow receiver never holds it up.)"""
+        jobs = [
+            Job("rollup", self.rollup_and_prune, every=ROLLUP_INTERVAL),
+            # Health checks and rules wait for the first ticks: they read what ticks gathered.
+            Job("health", self.run_health_checks, every=HEALTH_INTERVAL, first_after=2 * self.tick),
+            Job("alerts", self.evaluate_alerts, every=settings.QUEUEWATCH_ALERT_INTERVAL_S, first_after=2 * self.tick),
+        ]
+        if settings.QUEUEWATCH_DIGEST_CRON:
+            jobs.append(Job("digest", self.write_digest, cron=settings.QUEUEWATCH_DIGEST_CRON, tz=settings.QUEUEWATCH_DIGEST_TZ))
+        return jobs
+
     def _lead_loop(self, stop, events_in, followers, cursors) -> None:
-        next_discovery = next_tick = next_snapshot = next_flush = next_rollup = next_probe = 0.0
-        next_health = time.monotonic() + 2 * self.tick  # after the first state document
+        next_discovery = next_tick = next_snapshot = next_flush = next_probe = 0.0
+        periodic = Periodic(self.periodic_jobs())
         dirty: set[QueueRef] = set()
         last_dirty_refresh = 0.0
         while not stop.is_set():
@@ -297,7 +315,8 @@ class Monitor:
                 self.discover(followers, cursors)
                 cursors = {}
                 next_discovery = t + DISCOVERY_INTERVAL
-            timeout = max(0.0, min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic())
+            timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
+                                   periodic.seconds_until_next()))
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
             if self.held_back:
@@ -339,12 +358,7 @@ class Monitor:
                     return
                 self.flush()
                 next_flush = t + FLUSH_INTERVAL
-            if t >= next_rollup:
-                self.rollup_and_prune()
-                next_rollup = t + ROLLUP_INTERVAL
-            if t >= next_health:
-                self.run_health_checks()
-                next_health = t + HEALTH_INTERVAL
+            periodic.run_due()
 
     def handle(self, item, dirty: set[QueueRef]) -> None:
         kind, conn, payload = item
@@ -706,11 +720,23 @@ class Monitor:
 
     def run_health_checks(self) -> None:
         """The production-readiness checks on the monitor's schedule; the stored report feeds
-        the health page's summary, the overview and /metrics."""
+        the health page's summary, the overview and /metrics (and the Redis alert rules)."""
         try:
-            health.run_and_store()
+            self.health_report = health.run_and_store()
         except Exception:
             log.exception("%s: health checks failed; will retry", self.name)
+
+    def evaluate_alerts(self) -> None:
+        """Evaluate every alert rule on what the last tick saw (rows and outbox notifications
+        are written by ``dashboard.alerts``), and refresh the firing-alerts banner."""
+        signals = [st.signals for st in self.states.values() if st.signals is not None]
+        reachable = [st for q, st in self.states.items() if q.connection not in self.down]
+        alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.down),
+                                  report=self.health_report, now=dt.datetime.now(dt.timezone.utc),
+                                  publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
+
+    def write_digest(self) -> None:
+        alert_monitoring.write_digest(now=dt.datetime.now(dt.timezone.utc))
 
     def rollup_and_prune(self) -> None:
         now = dt.datetime.now(dt.timezone.utc)

@@ -5,6 +5,7 @@ from dashboard import consumers
 queue = "ws/queue/<str:connection>/<str:prefix>/<str:name>/"
 
 websocket_urlpatterns = [
+    path("ws/all/", consumers.LiveConsumer.as_asgi(), name="ws_all"),  # pages without live content of their own
     path("ws/overview/", consumers.OverviewConsumer.as_asgi(), name="ws_overview"),
     path(queue, consumers.QueueConsumer.as_asgi(), name="ws_queue"),
     path(queue + "jobs/<path:job_id>", consumers.JobConsumer.as_asgi(), name="ws_job"),

@@ -177,6 +177,22 @@ from dashboard.env import env_networks  # noqa: E402
 QUEUEWATCH_METRICS_TOKEN = env_str("QUEUEWATCH_METRICS_TOKEN")
 QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
 
+# --- Alerting: rule evaluation and the daily digest -------------------------------------------
+
+# How often the monitor evaluates alert rules (seconds).
+QUEUEWATCH_ALERT_INTERVAL_S = env_int("QUEUEWATCH_ALERT_INTERVAL_S", 5, minimum=1)
+# Optional digest of the last day's alerts, on a cron schedule in a time zone, to the named
+# channels (e.g. QUEUEWATCH_DIGEST_CRON="0 8 * * 1-5", QUEUEWATCH_DIGEST_TZ=Europe/Paris).
+QUEUEWATCH_DIGEST_CRON = env_str("QUEUEWATCH_DIGEST_CRON") or ""
+QUEUEWATCH_DIGEST_TZ = env_str("QUEUEWATCH_DIGEST_TZ") or "UTC"
+QUEUEWATCH_DIGEST_CHANNELS = env_list("QUEUEWATCH_DIGEST_CHANNELS", [])
+if QUEUEWATCH_DIGEST_CRON:
+    from queues.cron import CronError, cron_validate  # noqa: E402
+
+    try:
+        cron_validate(QUEUEWATCH_DIGEST_CRON, QUEUEWATCH_DIGEST_TZ)
+    except CronError as exc:
+        raise ImproperlyConfigured(f"QUEUEWATCH_DIGEST_CRON / QUEUEWATCH_DIGEST_TZ: {exc}") from None
 # --- Alert notifications: email (SMTP) and links ----------------------------------------------
 
 # The dashboard's public address (https://queues.example.com), for links in emails and webhooks.

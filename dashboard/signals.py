@@ -36,6 +36,8 @@ class QueueSignals:
     stall_failed_15m: int = 0
     is_dlq: bool = False
     spark: dict = field(default_factory=dict)  # last hour per minute, for the overview sparkline
+    # Event counts per window, e.g. totals["failed"][5] (alert rules need counts, not rates)
+    totals: dict[str, dict[int, int]] = field(default_factory=dict)
 
     @property
     def spark_json(self) -> str:
@@ -65,6 +67,8 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
         stalled_now=stalled_now or [],
         stall_failed_15m=series.total("stall_failed", now_ms=now_ms, window_min=15),
         is_dlq=dlq,
+        totals={name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in WINDOWS}
+                for name in ("completed", "failed", "stalled")},
     )
 
 

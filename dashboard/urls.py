@@ -45,6 +45,7 @@ urlpatterns = [
     path("api/v1/tasks/<int:task_id>", api_actions.task_detail, name="api_task"),
     path("api/v1/tasks/<int:task_id>/cancel", api_actions.task_cancel, name="api_task_cancel"),
     path(api_queue + "/jobs/<path:job_id>", api.job, name="api_job"),
+    path("alerts/", include("dashboard.alerts.rule_urls")),
     path("alerts/channels/", include("dashboard.alerts.channel_urls")),
     path("admin/", admin.site.urls),
 ]

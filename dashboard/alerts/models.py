@@ -98,3 +98,204 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of {self.notification_id}: {'ok' if self.ok else 'failed'}"
+
+
+# --- Rules, alert states and silences ---------------------------------------------------------
+# Owned by the rule engine (dashboard/alerts/engine.py). Evaluation itself is the pure
+# ``queues.alert_rules.rule_evaluate``; these rows are what it decided, over time.
+
+from django.core.exceptions import ValidationError  # noqa: E402
+from django.core.validators import MinValueValidator  # noqa: E402
+
+from queues import alert_rules  # noqa: E402
+from queues.cron import CronError, cron_validate  # noqa: E402
+
+PERCENT_KINDS = {"failure_ratio", "memory"}
+
+SEVERITIES = [("warning", "warning"), ("critical", "critical")]
+WINDOW_CHOICES = [(w, f"{w} min") for w in alert_rules.WINDOWS]
+
+
+class AlertRule(models.Model):
+    """One condition to watch, scoped to a connection and/or a glob of queue names (empty
+    means every one). ``for_seconds`` is the pending period before firing; a resolve threshold
+    or ``keep_firing_seconds`` stop flapping; ``repeat_minutes`` re-notifies while firing."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=30, choices=alert_rules.KIND_CHOICES)
+    enabled = models.BooleanField(default=True)
+    severity = models.CharField(max_length=10, choices=SEVERITIES, default="warning")
+    connection = models.CharField(max_length=40, blank=True, help_text="Empty: every connection.")
+    queue_glob = models.CharField(max_length=200, blank=True, help_text="Queue name or glob, e.g. orders-*. Empty: every queue.")
+    threshold = models.FloatField(default=0, validators=[MinValueValidator(0)])
+    resolve_threshold = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)],
+                                          help_text="Resolve only at or below this value (hysteresis). Empty: the threshold.")
+    window_minutes = models.PositiveIntegerField(choices=WINDOW_CHOICES, default=5)
+    min_volume = models.PositiveIntegerField(default=0, help_text="Failure ratio: finished jobs needed in the window.")
+    include_due_delayed = models.BooleanField(default=False, help_text="Backlog: also count delayed jobs that are already due.")
+    for_seconds = models.PositiveIntegerField(default=0, help_text="Pending this long before firing.")
+    keep_firing_seconds = models.PositiveIntegerField(default=0, help_text="Keep firing this long after the condition clears.")
+    repeat_minutes = models.PositiveIntegerField(default=240, help_text="Notify again every this many minutes while firing; 0: never.")
+    notify_resolved = models.BooleanField(default=True)
+    channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def condition(self) -> str:
+        return alert_rules.describe_threshold(self)
+
+    def clean(self):
+        errors = {}
+        if self.kind in PERCENT_KINDS and self.threshold is not None and self.threshold > 100:
+            errors["threshold"] = f"A percentage cannot be above 100 (got {self.threshold:g})."
+        if self.threshold is not None and self.resolve_threshold is not None and self.resolve_threshold > self.threshold:
+            errors["resolve_threshold"] = (f"The resolve threshold ({self.resolve_threshold:g}) must be at or below the "
+                                           f"threshold ({self.threshold:g}); otherwise the alert would resolve while still firing.")
+        if self.kind == "no_completions" and self.threshold is not None and self.threshold < 60:
+            # Completions are counted per minute: a shorter T would fire between two of them.
+            errors["threshold"] = "“Nothing completing for T” needs T of at least 60 seconds."
+        kind = alert_rules.KINDS.get(self.kind)
+        if kind is not None and not kind.uses_min_volume and self.min_volume:
+            errors["min_volume"] = "The minimum volume only applies to failure-ratio rules."
+        if self.include_due_delayed and self.kind != "backlog":
+            errors["include_due_delayed"] = "Only backlog rules can count due delayed jobs."
+        if errors:
+            raise ValidationError(errors)
+
+
+class Alert(models.Model):
+    """One incident of one rule on one target: pending → firing → resolved, with the times and
+    values that caused each step. At most one open (pending or firing) incident per fingerprint,
+    enforced by the database, and every step is a compare-and-swap on ``version``: two monitors
+    after a failover cannot both take the same step."""
+
+    PENDING, FIRING, RESOLVED = "pending", "firing", "resolved"
+    STATES = [(s, s) for s in (PENDING, FIRING, RESOLVED)]
+    OPEN = (PENDING, FIRING)
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    fingerprint = models.CharField(max_length=40, db_index=True)
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200, blank=True)
+    queue = models.CharField(max_length=200, blank=True)
+    item = models.CharField(max_length=300, blank=True)
+    state = models.CharField(max_length=10, choices=STATES, default=PENDING)
+    version = models.PositiveIntegerField(default=0)
+    pending_since = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)  # when it started firing
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    clear_since = models.DateTimeField(null=True, blank=True)  # condition cleared, keep-firing running
+    value_start = models.FloatField(null=True)
+    value_last = models.FloatField(null=True)
+    observed_at = models.DateTimeField(null=True, blank=True)  # when value_last was measured
+    value_end = models.FloatField(null=True)
+    summary = models.TextField(blank=True)
+    silenced_by = models.CharField(max_length=300, blank=True)
+    notified = models.BooleanField(default=False)  # a firing notification was written
+    last_notified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["fingerprint"], condition=models.Q(state__in=["pending", "firing"]),
+                                               name="one_open_alert_per_fingerprint")]
+        indexes = [models.Index(fields=["state", "rule"])]
+        ordering = ["-pending_since"]
+
+    def __str__(self):
+        return f"{self.rule} on {self.target.label()} ({self.state})"
+
+    @property
+    def target(self) -> alert_rules.Target:
+        return alert_rules.Target(self.connection, self.prefix, self.queue, self.item)
+
+    def get_absolute_url(self) -> str:
+        """The queue's page; the rule's history for connection alerts and for queue names no
+        URL can hold (e.g. with a slash)."""
+        from django.urls import NoReverseMatch, reverse
+
+        if self.queue:
+            try:
+                return reverse("queue", args=[self.connection, self.prefix, self.queue])
+            except NoReverseMatch:
+                pass
+        return reverse("alert_history") + f"?rule={self.rule_id}"
+
+
+class AlertEvent(models.Model):
+    """One step of an alert, as it happened: the alert's ``version`` after the step is ``seq``."""
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    state = models.CharField(max_length=20)  # pending, firing, resolved, or notified (repeat)
+    at = models.DateTimeField()
+    value = models.FloatField(null=True)
+    summary = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["alert", "seq"], name="uniq_alert_event_seq")]
+        ordering = ["alert", "seq"]
+
+
+class Silence(models.Model):
+    """Mute matching alerts from ``starts_at`` to ``ends_at``. They are still recorded and shown
+    as silenced; only notifications are held back. Empty matchers match everything."""
+
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="silences")
+    connection = models.CharField(max_length=40, blank=True)
+    queue_glob = models.CharField(max_length=200, blank=True)
+    starts_at = models.DateTimeField(default=timezone.now)
+    ends_at = models.DateTimeField()
+    author = models.CharField(max_length=150)
+    comment = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-ends_at"]
+
+    def __str__(self):
+        return f"Silence by {self.author}: {self.comment[:60]}"
+
+    def clean(self):
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise ValidationError({"ends_at": "The silence must end after it starts."})
+
+    def matcher(self) -> alert_rules.Matcher:
+        return alert_rules.Matcher(rule_id=self.rule_id, connection=self.connection, queue_glob=self.queue_glob)
+
+
+class MaintenanceWindow(models.Model):
+    """A recurring silence: starts on a cron schedule in ``time_zone`` and lasts
+    ``duration_minutes`` of wall-clock time there (see ``queues.cron.window_open_at``)."""
+
+    name = models.CharField(max_length=100)
+    cron = models.CharField(max_length=100, help_text="When each window starts, e.g. 0 2 * * 0 (Sundays 02:00).")
+    time_zone = models.CharField(max_length=64, default="UTC")
+    duration_minutes = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    rule = models.ForeignKey(AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="windows")
+    connection = models.CharField(max_length=40, blank=True)
+    queue_glob = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+    author = models.CharField(max_length=150)
+    comment = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        try:
+            cron_validate(self.cron or "", self.time_zone or "UTC")
+        except CronError as exc:
+            raise ValidationError({"time_zone" if "time zone" in str(exc) else "cron": str(exc)}) from None
+
+    def matcher(self) -> alert_rules.Matcher:
+        return alert_rules.Matcher(rule_id=self.rule_id, connection=self.connection, queue_glob=self.queue_glob)

@@ -1,0 +1,117 @@
+"""Alerting work the monitor runs on its schedule (see ``Monitor.periodic_jobs``): gather the
+facts rules need from what the leader already knows, evaluate, publish the firing-alerts
+banner to every page; and the optional daily digest.
+
+Facts come from the leader's state: per-queue signals of its last tick, the connections it
+found down, its last health report (eviction policy, memory), and — only when a rule needs
+them — the job schedulers of queues that have any (one small pipeline per such queue).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import redis
+from django.conf import settings
+
+from dashboard import fragments, live
+from dashboard.alerts.engine import evaluate_rules, firing_alerts
+from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
+from queues import health
+from queues.alert_rules import ConnectionFacts, Facts
+from queues.schedulers import read_schedulers
+
+log = logging.getLogger("queuewatch.alerts")
+
+
+def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[str, ConnectionFacts]:
+    """Reachability from the monitor (current), server settings from the last health report."""
+    out = {n: ConnectionFacts(reachable=n not in down, error=down.get(n, "")) for n in names}
+    for result in (report.results if report is not None else []):
+        cf = out.get(result.connection)
+        if cf is None or result.status == health.UNKNOWN:
+            continue
+        if result.kind == "redis.eviction_policy":
+            cf.eviction_policy = result.details.get("policy")
+        elif result.kind == "redis.memory":
+            cf.used_memory, cf.maxmemory = result.details.get("used_memory"), result.details.get("maxmemory")
+    return out
+
+
+def scheduler_facts(*, signals: list, registry, down: dict[str, str]) -> dict:
+    """Job schedulers of every queue that has any, on reachable connections."""
+    out = {}
+    for sig in signals:
+        q = sig.snapshot.queue
+        if not sig.snapshot.schedulers or q.connection in down:
+            continue
+        try:
+            out[q] = read_schedulers(registry.client(q.connection), q)
+        except redis.RedisError:
+            log.warning("could not read the job schedulers of %s/%s; skipped this time", q.connection, q.name)
+    return out
+
+
+def due_delayed_facts(*, signals: list, registry, down: dict[str, str], now: dt.datetime) -> dict:
+    """Delayed jobs already due, per queue with delayed jobs: one ``ZCOUNT`` each, pipelined
+    per connection. (BullMQ scores delayed jobs ``due_ms * 4096 + seq``; a worker promotes
+    due ones, so a count that stays up means no worker is fetching.)"""
+    limit = int(now.timestamp() * 1000) * 4096 + 4095
+    by_conn: dict[str, list] = {}
+    for sig in signals:
+        q = sig.snapshot.queue
+        if sig.snapshot.counts.get("delayed") and q.connection not in down:
+            by_conn.setdefault(q.connection, []).append(q)
+    out = {}
+    for name, queues in by_conn.items():
+        try:
+            pipe = registry.client(name).pipeline(transaction=False)
+            for q in queues:
+                pipe.zcount(q.key("delayed"), "-inf", limit)
+            out.update(zip(queues, pipe.execute()))
+        except redis.RedisError:
+            log.warning("could not count due delayed jobs on %s; skipped this time", name)
+    return out
+
+
+def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None,
+             complete: bool = True) -> list:
+    """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
+    ``signals`` covers every queue of every reachable connection (see ``Facts.complete``)."""
+    rules = list(AlertRule.objects.filter(enabled=True).prefetch_related("channels"))
+    facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report),
+                  complete=complete)
+    if any(r.kind == "scheduler_missed" for r in rules):
+        facts.schedulers = scheduler_facts(signals=signals, registry=registry, down=down)
+    if any(r.kind == "backlog" and r.include_due_delayed for r in rules):
+        facts.due_delayed = due_delayed_facts(signals=signals, registry=registry, down=down, now=now)
+    runs = evaluate_rules(facts=facts, now=now, rules=rules)
+    if publisher is not None:
+        publisher.publish(live.ALL, *fragments.firing_alerts(firing_alerts()))
+    return runs
+
+
+def write_digest(*, now: dt.datetime, channel_names: list[str] | None = None) -> int:
+    """The last day's alerts as one DIGEST notification per named channel. The idempotency key
+    is the digest's day, so a second monitor (or a restart) does not send it twice."""
+    names = channel_names if channel_names is not None else settings.QUEUEWATCH_DIGEST_CHANNELS
+    channels = list(Channel.objects.filter(name__in=names, enabled=True))
+    if not channels:
+        return 0
+    since = now - dt.timedelta(days=1)
+    alerts = list(Alert.objects.filter(started_at__gte=since).select_related("rule").order_by("started_at"))
+    still = Alert.objects.filter(state=Alert.FIRING).count()
+    payload = {
+        "status": "digest", "kind": Notification.DIGEST, "group_key": "digest",
+        "since": since.isoformat(), "until": now.isoformat(), "firing_now": still,
+        "alerts": [{"rule": a.rule.name, "target": a.target.as_dict(), "state": a.state, "summary": a.summary,
+                    "started_at": a.started_at.isoformat(), "ended_at": a.resolved_at.isoformat() if a.resolved_at else None}
+                   for a in alerts],
+    }
+    subject = f"Queuewatch digest: {len(alerts)} alert{'s' if len(alerts) != 1 else ''} in the last 24 h, {still} firing now"
+    key = f"digest:{now:%Y-%m-%d}"
+    rows = [Notification(channel=c, idempotency_key=key, kind=Notification.DIGEST, subject=subject, payload=payload,
+                         next_attempt_at=now, created_at=now) for c in channels]
+    Notification.objects.bulk_create(rows, ignore_conflicts=True)
+    return Notification.objects.filter(idempotency_key=key).count()

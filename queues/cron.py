@@ -1,0 +1,172 @@
+"""Cron maths and the periodic-work scheduler: the one module that wraps croniter.
+
+Time is UTC everywhere else. A cron expression means wall-clock times in its own time zone, so
+the maths happens here, in that zone, and the results go straight back to UTC:
+
+* croniter walks *naive local* wall-clock times (it never sees an offset, so a daylight-saving
+  change cannot shift its arithmetic by an hour);
+* each local time is then given its zone with ``fold=0``: a time skipped by a spring-forward
+  change (02:30 on a night that jumps 02:00 → 03:00) runs at the equivalent instant just after
+  the jump, and a time repeated by a fall-back change runs once, at its first occurrence —
+  what Vixie cron users expect.
+
+``Periodic`` runs the monitor's periodic work (rule evaluation, history roll-up, health checks,
+the outbox sender, a daily digest): each job every N seconds or on a cron schedule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+log = logging.getLogger("queuewatch.cron")
+
+UTC = dt.timezone.utc
+# Enough steps to cross a fall-back hour in which every result is an already-passed instant.
+_MAX_SKIPS = 1000
+
+
+class CronError(ValueError):
+    """A cron expression or time zone that cannot be used; the message says why, for users."""
+
+
+def zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CronError(f"Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.") from None
+
+
+def cron_validate(expr: str, tz: str = "UTC") -> None:
+    """Raise ``CronError`` with a message for users if the expression or zone is unusable."""
+    zone(tz)
+    text = (expr or "").strip()
+    if not text:
+        raise CronError("Enter a cron expression, e.g. “0 2 * * *” (every day at 02:00).")
+    if len(text.split()) not in (5, 6):
+        raise CronError(f"“{text}” has {len(text.split())} fields; a cron expression has 5 "
+                        "(minute hour day-of-month month day-of-week), optionally 6 with seconds.")
+    if not croniter.is_valid(text):
+        raise CronError(f"“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).")
+
+
+def _local(at: dt.datetime, tz: ZoneInfo) -> dt.datetime:
+    if at.tzinfo is None:
+        raise ValueError("cron maths needs aware datetimes (UTC)")
+    return at.astimezone(tz).replace(tzinfo=None)
+
+
+def _to_utc(naive_local: dt.datetime, tz: ZoneInfo) -> dt.datetime:
+    return naive_local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+
+
+def cron_next(*, expr: str, tz: str, after: dt.datetime, count: int = 1) -> list[dt.datetime]:
+    """The next ``count`` fire times strictly after ``after``, in UTC."""
+    cron_validate(expr, tz)
+    zi = zone(tz)
+    it = croniter(expr.strip(), _local(after, zi) - dt.timedelta(microseconds=1))
+    out: list[dt.datetime] = []
+    skips = 0
+    while len(out) < count and skips < _MAX_SKIPS:
+        at = _to_utc(it.get_next(dt.datetime), zi)
+        # After a fall-back change, local times can map to instants we already passed (the
+        # first occurrence of the repeated hour); and two local times can map to one instant.
+        if at <= after or (out and at <= out[-1]):
+            skips += 1
+            continue
+        out.append(at)
+    return out
+
+
+def cron_prev(*, expr: str, tz: str, at: dt.datetime) -> dt.datetime | None:
+    """The latest fire time at or before ``at``, in UTC (None if none in reach)."""
+    cron_validate(expr, tz)
+    zi = zone(tz)
+    it = croniter(expr.strip(), _local(at, zi) + dt.timedelta(microseconds=1))
+    for _ in range(_MAX_SKIPS):
+        fire = _to_utc(it.get_prev(dt.datetime), zi)
+        if fire <= at:
+            return fire
+    return None
+
+
+def window_open_at(*, expr: str, tz: str, duration: dt.timedelta, at: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+    """For a recurring window that starts on the cron schedule and lasts ``duration`` of
+    *wall-clock* time in ``tz`` (so "01:00 for 3 h" ends at 04:00 local even on the night the
+    clocks change, as the people who planned it expect): the (start, end) in UTC of the window
+    containing ``at``, or None. Only the latest start is considered; windows are not meant to
+    overlap."""
+    start = cron_prev(expr=expr, tz=tz, at=at)
+    if start is None:
+        return None
+    zi = zone(tz)
+    end = _to_utc(_local(start, zi) + duration, zi)
+    return (start, end) if at < end else None
+
+
+# ------------------------------------------------------------------------------------------
+# Periodic work
+
+
+@dataclass
+class Job:
+    """One piece of periodic work: every ``every`` seconds, or on a ``cron`` schedule in
+    ``tz``. ``first_after`` delays the first run of an interval job (seconds)."""
+
+    name: str
+    run: Callable[[], object]
+    every: float | None = None
+    cron: str = ""
+    tz: str = "UTC"
+    first_after: float = 0.0
+    next_at: float = field(default=0.0, init=False)  # monotonic seconds
+
+    def __post_init__(self):
+        if (self.every is None) == (not self.cron):
+            raise ValueError(f"job {self.name}: give exactly one of every= or cron=")
+        if self.cron:
+            cron_validate(self.cron, self.tz)
+
+
+class Periodic:
+    """Runs due jobs when asked (``run_due``), never in a thread of its own: the monitor's
+    loop calls it, so periodic work stops the moment leadership is lost. A failing job is
+    logged and rescheduled; it never stops the others."""
+
+    def __init__(self, jobs: list[Job], *, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC)):
+        self.jobs = list(jobs)
+        self.clock, self.wall = clock, wall
+        start = self.clock()
+        for job in self.jobs:
+            job.next_at = start + job.first_after if job.every is not None else self._next_cron(job, start)
+
+    def _next_cron(self, job: Job, mono_now: float) -> float:
+        now = self.wall()
+        fire = cron_next(expr=job.cron, tz=job.tz, after=now)[0]
+        return mono_now + (fire - now).total_seconds()
+
+    def seconds_until_next(self) -> float:
+        return max(0.0, min((j.next_at for j in self.jobs), default=60.0) - self.clock())
+
+    def run_due(self) -> list[str]:
+        """Run every job that is due; returns the names of the jobs run."""
+        ran = []
+        for job in self.jobs:
+            t = self.clock()
+            if t < job.next_at:
+                continue
+            try:
+                job.run()
+            except Exception:  # one failing job must not stop the others or the loop
+                log.exception("periodic job %s failed; will run again on schedule", job.name)
+            ran.append(job.name)
+            done = self.clock()
+            job.next_at = done + job.every if job.every is not None else self._next_cron(job, done)
+        return ran
