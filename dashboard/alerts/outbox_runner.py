@@ -7,16 +7,13 @@ take up to its timeout (30 s at most) to answer: live updates must not wait for 
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from typing import Callable
 
 from django.db import close_old_connections
 
 from dashboard.alerts.sender import prune_outbox, send_due
-
-log = logging.getLogger("queuewatch.outbox")
+from queues.cron import Job, Periodic
 
 SEND_INTERVAL = 1.0  # s between looks at the outbox when it is empty
 SEND_BUDGET = 5.0  # s a call may keep starting deliveries; what is left goes on the next
@@ -24,11 +21,16 @@ PRUNE_INTERVAL = 24 * 3600.0
 
 
 class OutboxRunner:
+    """Sends the outbox every second and prunes it daily, on the monitor's one scheduler
+    (``queues.cron.Periodic``), in a thread of its own."""
+
     def __init__(self, *, leading: Callable[[], bool], interval: float = SEND_INTERVAL):
         self.leading = leading
-        self.interval = interval
         self.stop_event = threading.Event()
-        self.next_prune = time.monotonic() + 60.0  # not in the middle of a takeover
+        self.periodic = Periodic([
+            Job("send-outbox", lambda: send_due(budget_s=SEND_BUDGET), every=interval),
+            Job("prune-outbox", prune_outbox, every=PRUNE_INTERVAL, first_after=60.0),  # not mid-takeover
+        ])
         self.thread = threading.Thread(target=self._loop, name="outbox-runner", daemon=True)
 
     def start(self) -> None:
@@ -39,17 +41,10 @@ class OutboxRunner:
         self.thread.join(timeout)
 
     def _loop(self) -> None:
-        while not self.stop_event.is_set():
-            delivered = 0
+        while not self.stop_event.wait(self.periodic.seconds_until_next()):
+            if not self.leading():
+                continue
             try:
-                if self.leading():
-                    delivered = send_due(budget_s=SEND_BUDGET)
-                    if time.monotonic() >= self.next_prune:
-                        prune_outbox()
-                        self.next_prune = time.monotonic() + PRUNE_INTERVAL
-            except Exception:  # a bug or a database hiccup must not end the sender
-                log.exception("outbox runner: sending failed; retrying")
+                self.periodic.run_due()  # logs and reschedules a failing job
             finally:
                 close_old_connections()
-            # A full batch may mean more are due: look again at once.
-            self.stop_event.wait(0 if delivered >= 100 else self.interval)
