@@ -76,3 +76,15 @@ def test_demo_workload_produces_every_state(redis_server, clean_prefix):
         assert r.llen(key(queue, "active")) == 0, queue
     client_names = [_s(c.get("name", "")) for c in r.client_list()]
     assert not [n for n in client_names if n.startswith(PREFIX + ":")]
+
+
+@pytest.mark.django_db
+def test_demo_alert_rules_are_valid_and_created_once():
+    from dashboard.alerts.models import AlertRule
+
+    call_command("demo_alerts")
+    names = sorted(AlertRule.objects.values_list("name", flat=True))
+    assert names == ["Demo: dead letters growing", "Demo: jobs stalling"]
+    AlertRule.objects.filter(name="Demo: jobs stalling").update(threshold=3)  # an admin's edit stays
+    call_command("demo_alerts")
+    assert AlertRule.objects.count() == 2 and AlertRule.objects.get(name="Demo: jobs stalling").threshold == 3
