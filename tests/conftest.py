@@ -3,6 +3,8 @@ use separate database numbers (or prefixes) so they do not see each other's keys
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from dashboard.registry import reset_registry
@@ -20,13 +22,34 @@ def redis_server():
     server.stop()
 
 
+@contextlib.contextmanager
+def emptied_db(redis_server, db: int):
+    """A client on Redis database ``db`` (each test module that needs one owns a number),
+    emptied first."""
+    client = redis_server.client(db)
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def app_on_db(settings, redis_server, db: int):
+    """The app pointed at Redis database ``db`` (emptied first, prefix 'bull'); yields its URL."""
+    with emptied_db(redis_server, db):
+        point_at(settings, ConnectionSpec("default", redis_server.url(db), ("bull",)))
+        try:
+            yield redis_server.url(db)
+        finally:
+            reset_registry()
+
+
 @pytest.fixture
 def redis_client(redis_server):
     """A client on the scratch database, emptied before each test."""
-    client = redis_server.client(SCRATCH_DB)
-    client.flushdb()
-    yield client
-    client.close()
+    with emptied_db(redis_server, SCRATCH_DB) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")
@@ -64,12 +87,8 @@ ACTIONS_DB = 11
 @pytest.fixture
 def actions_redis(settings, redis_server):
     """The app pointed at the (emptied) database of the action page tests; yields its URL."""
-    client = redis_server.client(ACTIONS_DB)
-    client.flushdb()
-    point_at(settings, ConnectionSpec("default", redis_server.url(ACTIONS_DB), ("bull",)))
-    yield redis_server.url(ACTIONS_DB)
-    reset_registry()
-    client.close()
+    with app_on_db(settings, redis_server, ACTIONS_DB) as url:
+        yield url
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from queues import actions
 from queues.keys import QueueRef
 from queues.redrive import BulkPlan, MemoryStore, run_bulk
 from queues.selection import JobFilter
+from tests.conftest import emptied_db
 from tests.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 
 DB = 13
@@ -23,10 +24,8 @@ pytestmark = pytest.mark.skipif(not node_available(), reason="Node.js and npm ar
 
 @pytest.fixture
 def r(redis_server):
-    client = redis_server.client(DB)
-    client.flushdb()
-    yield client
-    client.close()
+    with emptied_db(redis_server, DB) as client:
+        yield client
 
 
 @pytest.fixture

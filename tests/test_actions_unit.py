@@ -18,6 +18,7 @@ from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.redrive import BulkLock, BulkPlan, MemoryStore, Progress, RedisStore, run_bulk
 from queues.selection import JobFilter, matching_ids, preview
+from tests.conftest import emptied_db
 
 DB = 14
 Q = QueueRef("default", "bull", "unit")
@@ -25,10 +26,8 @@ Q = QueueRef("default", "bull", "unit")
 
 @pytest.fixture
 def r(redis_server):
-    client = redis_server.client(DB)
-    client.flushdb()
-    yield client
-    client.close()
+    with emptied_db(redis_server, DB) as client:
+        yield client
 
 
 def seed_failed(r, queue: QueueRef, n: int, *, start_ms: int = 1_000_000, reason=lambda i: f"boom {i}",

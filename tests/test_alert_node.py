@@ -14,30 +14,24 @@ import pytest
 
 from dashboard.alerts import monitoring
 from dashboard.alerts.models import Alert, Notification
-from dashboard.registry import get_registry, reset_registry
+from dashboard.registry import get_registry
 from dashboard.signals import build_signals
 from queues.keys import QueueRef
 from queues.signals import QueueSeries
 from queues.snapshot import read_snapshots
 from tests.alerting import make_channel, make_rule
-from tests.conftest import point_at
+from tests.conftest import app_on_db
 from tests.servers import node_available, run_node
-from queues.connections import ConnectionSpec
 
 pytestmark = [pytest.mark.django_db, pytest.mark.skipif(not node_available(), reason="needs node and npm")]
 
-SCHEDULER_DB = 14  # this module's own Redis database (no other test module uses it)
+SCHEDULER_DB = 9  # this module's own Redis database (no other test module uses it)
 
 
 @pytest.fixture
 def node_db(settings, redis_server):
-    client = redis_server.client(SCHEDULER_DB)
-    client.flushdb()
-    point_at(settings, ConnectionSpec("default", redis_server.url(SCHEDULER_DB), ("bull",)))
-    yield redis_server.url(SCHEDULER_DB)
-    client.flushdb()
-    reset_registry()
-    client.close()
+    with app_on_db(settings, redis_server, SCHEDULER_DB) as url:
+        yield url
 
 
 def evaluate_queue(queue: QueueRef, now: dt.datetime):

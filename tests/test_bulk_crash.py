@@ -20,6 +20,7 @@ from queues.actions import redrive_job_id
 from queues.keys import QueueRef
 from queues.redrive import BulkPlan, RedisStore
 from queues.selection import JobFilter
+from tests.conftest import emptied_db
 from tests.servers import ROOT, node_available, run_node
 
 DB = 15
@@ -31,10 +32,8 @@ pytestmark = pytest.mark.skipif(not node_available(), reason="Node.js and npm ar
 
 @pytest.fixture
 def r(redis_server):
-    client = redis_server.client(DB)
-    client.flushdb()
-    yield client
-    client.close()
+    with emptied_db(redis_server, DB) as client:
+        yield client
 
 
 def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills: int) -> tuple[dict, int]:
