@@ -439,7 +439,8 @@ def code_version(ref: str | None = None) -> dict:
     With ``ref`` (``--code-ref``) the code was exported from that commit, so nothing is uncommitted."""
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            # Only the final newline: porcelain lines start with a meaningful space (" M path").
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return ""
     if ref:
@@ -472,3 +473,22 @@ def install_time_limit(seconds: float) -> None:
     signal.signal(signal.SIGALRM, _expired)
     signal.signal(signal.SIGTERM, _terminated)
     signal.alarm(int(seconds))
+
+
+def run_bench(bench, *, show_logs_of) -> int:
+    """Run ``bench.run()`` (a coroutine), clean up, and print its result as ONE JSON line on
+    stdout. On failure, log the tails of the processes ``show_logs_of(name)`` picks, clean up
+    and re-raise."""
+    try:
+        result = asyncio.run(bench.run())
+    except BaseException as exc:
+        log(f"FAILED: {exc!r}")
+        for p in bench.procs.running:
+            if show_logs_of(p.name):
+                log(f"--- {p.name} log tail ---\n{p.tail(1500)}")
+        bench.cleanup()
+        raise
+    bench.cleanup()
+    log("done")
+    print(json.dumps(result))
+    return 0

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -47,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, ROOT, Procs, QueuewatchApp, RedisServer, Tab, code_version,  # noqa: E402
+from benchlib import (run_bench, BENCH_NODE, ROOT, Procs, QueuewatchApp, RedisServer, Tab, code_version,  # noqa: E402
                       export_code, install_time_limit, log, percentile, resolve_ref)
 
 QUEUE = "latency"
@@ -242,21 +241,7 @@ def main() -> int:
     if args.code_ref:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
-    bench = Bench(args)
-    try:
-        result = asyncio.run(bench.run())
-    except BaseException as exc:
-        log(f"FAILED: {exc!r}")
-        for p in bench.procs.running:
-            if p.name in ("monitor", "daphne") or p.name.startswith("failer"):
-                log(f"--- {p.name} log tail ---\n{p.tail(1500)}")
-        bench.cleanup()
-        raise
-    bench.cleanup()
-    log("done")
-    print(json.dumps(result))
-    return 0
-
+    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne") or name.startswith("failer"))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -85,7 +85,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, ROOT, CountingProxy, Procs, QueuewatchApp, RedisServer, Tab,  # noqa: E402
+from benchlib import (run_bench, BENCH_NODE, ROOT, CountingProxy, Procs, QueuewatchApp, RedisServer, Tab,  # noqa: E402
                       code_version, commandstats, export_code, free_port, install_time_limit, log, percentile,
                       rates, resolve_ref, wait_for_monitor)
 
@@ -507,21 +507,7 @@ def main() -> int:
     if args.code_ref:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
-    bench = Bench(args)
-    try:
-        result = asyncio.run(bench.run())
-    except BaseException as exc:
-        log(f"FAILED: {exc!r}")
-        for p in bench.procs.running:
-            if p.name in ("monitor", "daphne", "workload", "bullboard"):
-                log(f"--- {p.name} log tail ---\n{p.tail(1500)}")
-        bench.cleanup()
-        raise
-    bench.cleanup()
-    log("done")
-    print(json.dumps(result))
-    return 0
-
+    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne", "workload", "bullboard"))
 
 if __name__ == "__main__":
     sys.exit(main())
