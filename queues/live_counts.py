@@ -65,11 +65,14 @@ class LiveCounts:
     def __init__(self, snapshot: QueueSnapshot, *, waiting_memory: int = 10_000):
         self.capped = dict.fromkeys(FINISHED, False)
         self.waiting_memory = waiting_memory
+        self.moves: list[tuple[str, str | None, str | None]] = []
+        self.moves_overflowed = False
+        self.base: QueueSnapshot | None = None
         self.reset(snapshot)
 
     def reset(self, snapshot: QueueSnapshot) -> None:
         """Take an exact snapshot as the new base."""
-        previous = getattr(self, "base", None)
+        previous = self.base
         if previous is not None:
             for s in FINISHED:
                 grew = self.finished_since[s] > 0
@@ -87,9 +90,6 @@ class LiveCounts:
         self.entered_waiting: OrderedDict[str, int] = OrderedDict()
         self.oldest_taken = False
         self.needs_snapshot = False
-        if previous is None:
-            self.moves: list[tuple[str, str | None, str | None]] = []
-            self.moves_overflowed = False
 
     def read_before(self, stream_id: str) -> bool:
         """Whether the snapshot predates this stream entry (so events up to it are missing)."""
