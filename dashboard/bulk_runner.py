@@ -23,10 +23,11 @@ import uuid
 from collections.abc import Callable
 
 import redis
-from django.db import DatabaseError, OperationalError, close_old_connections, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
 from dashboard import audit, fragments, live
+from dashboard.db import db_retry
 from dashboard.models import AuditEntry, BulkTask
 from dashboard.operations import Selection, bulk_plan, task_queue
 from dashboard.registry import Registry
@@ -41,18 +42,6 @@ POLL_INTERVAL = 1.0  # s between looks for new tasks
 STALE_AFTER = 5.0
 PROGRESS_INTERVAL = 0.5  # s between progress saves/publishes
 MAX_PARALLEL = 4  # tasks running at once (on different queues: one per queue by constraint)
-
-
-def db_retry(operation: Callable, attempts: int = 5):
-    """Run a small database operation, retrying briefly when SQLite reports a lock (several
-    threads write: the monitor's flush, this runner, web requests). Other errors propagate."""
-    for n in range(attempts):
-        try:
-            return operation()
-        except OperationalError:
-            if n == attempts - 1:
-                raise
-            time.sleep(0.05 * (n + 1))
 
 
 class TaskStore:

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
 from dashboard.alerts.notify import DeliveryError, absolute_url, notifier_for
+from dashboard.db import db_retry
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,18 @@ def _deliver_claimed(notification: Notification, *, now: datetime.datetime) -> D
     started = time.monotonic()
     detail, error = _deliver(notification)
     duration_ms = int((time.monotonic() - started) * 1000)
+
+    # The delivery has happened: a passing database lock (SQLite, several writing threads) must
+    # not lose its outcome, or the row would be sent again once its lease ran out.
+    def record() -> DeliveryAttempt:
+        with transaction.atomic():
+            return _record(notification, now=now, detail=detail, error=error, duration_ms=duration_ms)
+
+    return db_retry(record)
+
+
+def _record(notification: Notification, *, now: datetime.datetime, detail: str | None, error: DeliveryError | None,
+            duration_ms: int) -> DeliveryAttempt:
     # Only the claim we hold may be finished: if the lease ran out and another sender took the
     # row, this update matches nothing and that sender's outcome stands.
     mine = Notification.objects.filter(id=notification.id, state=Notification.SENDING, attempts=notification.attempts)

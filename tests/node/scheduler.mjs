@@ -3,7 +3,8 @@
 //
 // Usage:
 //   node scheduler.mjs <redisUrl> <queue> <workerSeconds>
-//       upsert an "every second" scheduler and an hourly cron scheduler (Europe/Paris), run a
+//       upsert an "every second" scheduler and a cron scheduler (Europe/Paris) whose next run is
+//       months away (noon on 1 January: a test's minutes never cross it), run a
 //       worker for <workerSeconds>, stop it, exit
 // Prints one JSON line on stdout at the end: {"schedulers": getJobSchedulers(), "processed": n}.
 
@@ -16,7 +17,7 @@ const queue = new Queue(queueName, { connection });
 
 async function main() {
   await queue.upsertJobScheduler('every-second', { every: 1000 }, { name: 'tick', data: {} });
-  await queue.upsertJobScheduler('hourly', { pattern: '0 * * * *', tz: 'Europe/Paris' }, { name: 'report', data: {} });
+  await queue.upsertJobScheduler('new-year', { pattern: '0 12 1 1 *', tz: 'Europe/Paris' }, { name: 'report', data: {} });
   let processed = 0;
   const worker = new Worker(queueName, async () => { processed += 1; }, { connection, concurrency: 2 });
   worker.on('error', err => log(`worker error: ${err.message}`));
