@@ -4,7 +4,7 @@
 
 What it does: a fresh SQLite database in a temp dir (migrated), ``--rules`` rules of
 different kinds scoped to every queue, and per-queue signals built the way the monitor builds
-them (``dashboard.signals.build_signals``). ``--firing`` of the queues are over every rule's
+them (``dashboard.live.rates.build_signals``). ``--firing`` of the queues are over every rule's
 threshold. It then times ``dashboard.alerts.engine.evaluate_rules`` — what the monitor's
 "alerts" periodic job runs every ``QUEUEWATCH_ALERT_INTERVAL_S`` seconds — in three phases:
 
@@ -52,10 +52,10 @@ def main() -> None:
 
     from dashboard.alerts.engine import evaluate_rules
     from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
-    from dashboard.signals import build_signals
+    from dashboard.live.rates import build_signals
     from queues.alert_rules import ConnectionFacts, Facts
     from queues.keys import QueueRef
-    from queues.signals import QueueSeries, count_event
+    from queues.rates import QueueSeries, count_event
     from queues.snapshot import COUNT_STATES, QueueSnapshot
 
     channel = Channel.objects.create(name="bench", kind=Channel.WEBHOOK, config={"url": "http://127.0.0.1:9/"})

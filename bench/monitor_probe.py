@@ -36,8 +36,9 @@ import django  # noqa: E402
 
 django.setup()
 
-from dashboard import fragments, live  # noqa: E402
-from dashboard import monitor as mon  # noqa: E402
+from dashboard.live import channels as live  # noqa: E402
+from dashboard.live import fragments  # noqa: E402
+from dashboard.live import monitor as mon  # noqa: E402
 from queues import leader  # noqa: E402
 
 _lock = threading.Lock()

@@ -405,7 +405,7 @@ class Bench:
                                 "loop_stall_p95_ms": pr.get("loop_stall", {}).get("p95_ms"),
                                 "loop_stall_max_ms": pr.get("loop_stall", {}).get("max_ms")}
 
-        # Derived: what the monitor did per second (exact proxy counts; see dashboard/monitor.py).
+        # Derived: what the monitor did per second (exact proxy counts; see dashboard/live/monitor.py).
         derived = {}
         for n, e in qw.items():
             p = e.get("proxy_per_command", {})

@@ -74,7 +74,7 @@ class Registry:
         """The queue list the monitor published (it scans anyway), so page loads do not SCAN
         a large production keyspace themselves; None when no monitor has published lately."""
         try:
-            from dashboard.live import dashboard_redis, read_queue_list
+            from dashboard.live.channels import dashboard_redis, read_queue_list
 
             return read_queue_list(dashboard_redis(), name)
         except redis.RedisError:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import consumers
+from dashboard.live import consumers
 
 queue = "ws/queue/<str:connection>/<str:prefix>/<str:name>/"
 

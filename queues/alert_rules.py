@@ -8,7 +8,7 @@ firing → resolved, rows, notifications) lives in ``dashboard.alerts.engine``; 
 says what is true now.
 
 ``rule`` is anything with the attributes of ``RuleSpec`` (the Django model has them).
-Queue signals are duck-typed like ``dashboard.signals.QueueSignals``.
+Queue signals are duck-typed like ``dashboard.live.rates.QueueSignals``.
 
 Thresholds compare with "above" (``value > threshold``). A separate resolve threshold gives
 hysteresis: once firing, the alert only resolves when ``value <= resolve_threshold``; between

@@ -12,7 +12,7 @@ Framework-free, like the rest of ``queues/``. Two layers:
   the refusal and the checks fall back to ``INFO`` fields, to the monitor's state, or answer
   ``unknown`` — they never crash.
 * **Checks** (``check_*``): pure functions of those facts and of the monitor's state document
-  (plain dicts, see ``publish_state`` in ``dashboard/monitor.py``). Each returns one
+  (plain dicts, see ``publish_state`` in ``dashboard/live/monitor.py``). Each returns one
   ``CheckResult`` with a stable ``kind`` id (the keys of ``CHECKS``), a severity, a status
   (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was found, the failure it
   causes and the fix.

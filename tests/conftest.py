@@ -9,7 +9,7 @@ import pytest
 
 from dashboard.registry import reset_registry
 from queues.connections import ConnectionSpec
-from tests.servers import RedisServer, run_node
+from tests.support.servers import RedisServer, run_node
 
 NODE_FIXTURE_DB = 1
 SCRATCH_DB = 2
@@ -137,7 +137,7 @@ def running_monitor(live_setup):
     """A leading monitor in a thread of the test process, with a short tick."""
     import threading
 
-    from dashboard.monitor import Monitor
+    from dashboard.live.monitor import Monitor
 
     stop = threading.Event()
     monitor = Monitor(tick=0.5, name="test-monitor")

@@ -1,4 +1,5 @@
-"""Django admin for channels and the outbox. The signing secret is write-only here too: never
+"""Django admin for alerting: rules, alerts, silences and maintenance windows (alerts and their
+steps are written by the monitor only: read-only here), channels and the outbox. The signing secret is write-only here too: never
 shown, replaced by typing a new one. A channel's settings (``config``) are shown with header
 values hidden and edited on the Channels page, which validates them."""
 
@@ -8,7 +9,8 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
-from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
+from dashboard.alerts.models import (Alert, AlertEvent, AlertRule, Channel, DeliveryAttempt, MaintenanceWindow,
+                                     Notification, Silence)
 
 
 class ChannelAdminForm(forms.ModelForm):
@@ -80,3 +82,41 @@ class NotificationAdmin(admin.ModelAdmin):
         count = queryset.filter(state__in=[Notification.FAILED, Notification.SENT]).update(
             state=Notification.PENDING, next_attempt_at=timezone.now(), claimed_until=None)
         self.message_user(request, f"{count} notification(s) queued again; the monitor sends them on its next run.")
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "severity", "enabled", "connection", "queue_glob", "threshold", "for_seconds"]
+    list_filter = ["kind", "severity", "enabled"]
+    search_fields = ["name", "queue_glob"]
+    filter_horizontal = ["channels"]
+
+
+class AlertEventInline(admin.TabularInline):
+    model = AlertEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ["seq", "state", "at", "value", "summary"]
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ["rule", "state", "connection", "queue", "item", "pending_since", "started_at", "resolved_at", "silenced_by"]
+    list_filter = ["state", "rule"]
+    search_fields = ["queue", "item", "fingerprint"]
+    inlines = [AlertEventInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Silence)
+class SilenceAdmin(admin.ModelAdmin):
+    list_display = ["author", "comment", "rule", "connection", "queue_glob", "starts_at", "ends_at"]
+
+
+@admin.register(MaintenanceWindow)
+class MaintenanceWindowAdmin(admin.ModelAdmin):
+    list_display = ["name", "cron", "time_zone", "duration_minutes", "rule", "connection", "queue_glob", "enabled"]

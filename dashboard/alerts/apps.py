@@ -6,6 +6,3 @@ class AlertsConfig(AppConfig):
     label = "alerts"
     verbose_name = "Queuewatch alerting"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self):
-        from dashboard.alerts import rules_admin  # noqa: F401  (registers the rule engine's admin)

@@ -8,8 +8,13 @@ updates and delivers them, at least once, with the idempotency key as a header.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
+
+from queues import alert_rules
+from queues.cron import CronError, cron_validate
 
 
 class Channel(models.Model):
@@ -104,11 +109,6 @@ class DeliveryAttempt(models.Model):
 # Owned by the rule engine (dashboard/alerts/engine.py). Evaluation itself is the pure
 # ``queues.alert_rules.rule_evaluate``; these rows are what it decided, over time.
 
-from django.core.exceptions import ValidationError  # noqa: E402
-from django.core.validators import MinValueValidator  # noqa: E402
-
-from queues import alert_rules  # noqa: E402
-from queues.cron import CronError, cron_validate  # noqa: E402
 
 PERCENT_KINDS = {"failure_ratio", "memory"}
 

@@ -15,7 +15,8 @@ import logging
 import redis
 from django.conf import settings
 
-from dashboard import fragments, live
+from dashboard.live import fragments
+from dashboard.live import channels as live
 from dashboard.alerts.engine import evaluate_rules, firing_alerts
 from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
 from queues import health

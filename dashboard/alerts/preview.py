@@ -12,11 +12,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from dashboard.models import QueuePoint
-from dashboard.signals import build_signals
+from dashboard.live.models import QueuePoint
+from dashboard.live.rates import build_signals
 from queues import alert_rules
 from queues.keys import QueueRef
-from queues.signals import COUNTERS, MINUTE_MS, Minute, QueueSeries
+from queues.rates import COUNTERS, MINUTE_MS, Minute, QueueSeries
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 
 HOURS = 24

@@ -1,6 +1,6 @@
 from django import template
 
-from dashboard.models import BulkTask
+from dashboard.actions.models import BulkTask
 
 register = template.Library()
 

@@ -12,7 +12,7 @@ from django import template
 from django.urls import reverse
 from django.utils.html import format_html
 
-from dashboard import live
+from dashboard.live import channels as live
 
 register = template.Library()
 

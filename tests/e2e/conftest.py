@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import NODE_FIXTURE_DB
-from tests.servers import ROOT, free_port
+from tests.support.servers import ROOT, free_port
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.

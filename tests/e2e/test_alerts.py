@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import NODE_FIXTURE_DB
 from tests.e2e.conftest import log_in
-from tests.servers import run_node
+from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 

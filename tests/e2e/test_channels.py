@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.alert_receivers import WebhookReceiver
+from tests.support.receivers import WebhookReceiver
 from tests.e2e.conftest import log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import NODE_FIXTURE_DB
 from tests.e2e.conftest import log_in
-from tests.servers import NODE_DIR, run_node
+from tests.support.servers import NODE_DIR, run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 

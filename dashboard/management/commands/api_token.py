@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard.models import ApiToken
+from dashboard.accounts.models import ApiToken
 
 
 class Command(BaseCommand):

@@ -17,7 +17,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard import health as health_glue
+from dashboard.health import checks as health_glue
 from dashboard.registry import get_registry
 from queues import health
 

@@ -3,7 +3,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
-from dashboard.monitor import Monitor
+from dashboard.live.monitor import Monitor
 
 
 class Command(BaseCommand):

@@ -1,0 +1,218 @@
+"""Runs confirmed bulk actions (``BulkTask`` rows) in the leading monitor process.
+
+* Claiming is a compare-and-swap on the row (``state`` pending → running, or a running row
+  whose heartbeat went stale because the process that ran it died), so two monitors can
+  never run one task, and a restarted monitor resumes what a killed one left.
+* The domain engine (``queues.bulk.run_bulk``) does the moving, oldest first, paced, and
+  keeps its resumable cursor in the row through ``TaskStore``: after a crash it continues
+  from the last saved cursor, and because every per-job move is atomic and self-guarding
+  (a job already moved is skipped, a DLQ copy has a deterministic id) nothing is moved twice.
+* A task stops when cancelled (what moved stays moved), when this process stops leading, or
+  when another process took it over (its ``claimed_by`` changed).
+* Progress is saved and published to the task's websocket group at most every
+  ``PROGRESS_INTERVAL`` seconds, rendered once by ``fragments.task_progress``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import redis
+from django.db import DatabaseError, close_old_connections, transaction
+from django.utils import timezone
+
+from dashboard.actions import audit
+from dashboard.live import fragments
+from dashboard.live import channels as live
+from dashboard.db import db_retry
+from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.services import Selection, bulk_plan, task_queue
+from dashboard.registry import Registry
+from queues import bulk
+
+log = logging.getLogger("queuewatch.bulk")
+
+POLL_INTERVAL = 1.0  # s between looks for new tasks
+# A task whose runner sent no heartbeat (one per batch) for this long is taken over. Only the
+# leader runs tasks, and a new leader exists only after the old lock (5 s) lapsed, so this
+# mainly guards against a frozen old leader; its late writes are refused by claimed_by anyway.
+STALE_AFTER = 5.0
+PROGRESS_INTERVAL = 0.5  # s between progress saves/publishes
+MAX_PARALLEL = 4  # tasks running at once (on different queues: one per queue by constraint)
+
+
+class TaskStore:
+    """The domain engine's ``ProgressStore``, kept in the task's row: the engine's resumable
+    progress as JSON plus the counts as columns (for pages, the API and the audit). Every save
+    is conditional on this runner still owning the running task, so a runner that lost it can
+    never overwrite the new owner's cursor; it is told with ``Interrupted``."""
+
+    def __init__(self, task: BulkTask, owner: str):
+        self.task_id = task.pk
+        self.owner = owner
+        self.saved = dict(task.progress or {})
+
+    def load(self) -> bulk.Progress | None:
+        return bulk.Progress.from_dict(self.saved) if self.saved else None
+
+    def save(self, progress: bulk.Progress) -> None:
+        self.saved = progress.as_dict()
+        updated = db_retry(lambda: BulkTask.objects.filter(
+            pk=self.task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+            progress=self.saved, heartbeat_at=timezone.now(), total=progress.total, moved=progress.moved,
+            skipped=progress.skipped, failed=progress.failed, rate_now=round(progress.rate, 1)))
+        if not updated:
+            raise Interrupted(f"task {self.task_id} is no longer ours")
+
+
+class Interrupted(Exception):
+    """Stop running this task but leave it resumable: shutting down, leadership lost, or the
+    task was taken over by another runner."""
+
+
+class BulkRunner:
+    def __init__(self, *, registry: Registry, publisher: live.Publisher, name: str, leading: Callable[[], bool]):
+        self.registry = registry
+        self.publisher = publisher
+        self.owner = f"{name}:{uuid.uuid4().hex[:8]}"  # unique per process start
+        self.leading = leading
+        self.stop_event = threading.Event()
+        self.running: dict[int, threading.Thread] = {}
+        self.thread = threading.Thread(target=self._loop, name="bulk-runner", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout)
+        for t in list(self.running.values()):
+            t.join(timeout)
+        try:
+            # Interrupted tasks stay "running" with their saved cursor; mark them stale at once
+            # so the next leader resumes them without waiting STALE_AFTER.
+            BulkTask.objects.filter(claimed_by=self.owner, state=BulkTask.RUNNING).update(
+                heartbeat_at=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+        except Exception:
+            log.warning("bulk runner: could not release interrupted tasks; they resume after %s s", STALE_AFTER)
+        finally:
+            close_old_connections()
+
+    # --- claiming -------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self.running = {pk: t for pk, t in self.running.items() if t.is_alive()}
+                if len(self.running) < MAX_PARALLEL and self.leading():
+                    task = self.claim_next()
+                    if task is not None:
+                        t = threading.Thread(target=self._run_task, args=(task,), name=f"bulk-{task.pk}", daemon=True)
+                        self.running[task.pk] = t
+                        t.start()
+                        continue  # look for more at once
+            except Exception:  # a bug or a database hiccup must not end the runner
+                log.exception("bulk runner: claiming failed; retrying")
+            finally:
+                close_old_connections()
+            self.stop_event.wait(POLL_INTERVAL)
+
+    def claim_next(self) -> BulkTask | None:
+        now = timezone.now()
+        stale = now - dt.timedelta(seconds=STALE_AFTER)
+        candidates = BulkTask.objects.filter(state=BulkTask.PENDING).order_by("pk")[:10]
+        for task in candidates:
+            if BulkTask.objects.filter(pk=task.pk, state=BulkTask.PENDING, cancel_requested=False).update(
+                    state=BulkTask.RUNNING, claimed_by=self.owner, heartbeat_at=now, started_at=now):
+                return BulkTask.objects.get(pk=task.pk)
+        # A running task whose runner died (killed monitor, lost leadership): take it over.
+        for task in BulkTask.objects.filter(state=BulkTask.RUNNING, heartbeat_at__lt=stale).exclude(
+                pk__in=list(self.running)).order_by("pk")[:10]:
+            if BulkTask.objects.filter(pk=task.pk, state=BulkTask.RUNNING, claimed_by=task.claimed_by,
+                                       heartbeat_at=task.heartbeat_at).update(claimed_by=self.owner, heartbeat_at=now):
+                log.info("bulk runner: resuming task %s left by %s", task.pk, task.claimed_by or "?")
+                return BulkTask.objects.get(pk=task.pk)
+        return None
+
+    # --- running --------------------------------------------------------------------------
+
+    def _run_task(self, task: BulkTask) -> None:
+        queue = task_queue(task)
+        last_publish = [0.0]
+
+        def on_progress(progress: bulk.Progress) -> None:
+            # The store already saved the counts; publish at most every PROGRESS_INTERVAL.
+            if progress.state == bulk.RUNNING and time.monotonic() - last_publish[0] < PROGRESS_INTERVAL:
+                return
+            last_publish[0] = time.monotonic()
+            db_retry(task.refresh_from_db)
+            self.publish(task)
+
+        try:
+            client = self.registry.client(queue.connection)
+            final = bulk.run_bulk(client, plan=plan_for(task), store=TaskStore(task, self.owner),
+                                     should_cancel=lambda: self.should_cancel(task.pk), on_progress=on_progress)
+            self.finish(task, final)
+        except (Interrupted, DatabaseError, redis.ConnectionError, redis.TimeoutError) as exc:
+            # A busy database (SQLite under concurrent writers) or a Redis outage is not the
+            # task's fault: leave it running with its saved progress; its heartbeat goes stale
+            # and it is claimed again and resumed, exactly as after a crash.
+            log.warning("bulk runner: task %s interrupted (%s); it stays resumable", task.pk, exc)
+        except Exception as exc:  # the task fails with a message; the runner carries on
+            log.exception("bulk runner: task %s failed", task.pk)
+            self.finish(task, None, error=f"{exc.__class__.__name__}: {exc}")
+        finally:
+            close_old_connections()
+
+    def should_cancel(self, task_id: int) -> bool:
+        """Checked by the engine before every batch; also the task's heartbeat. A cancel
+        request ends the task (what moved stays moved). Shutting down, lost leadership or a
+        takeover raise ``Interrupted`` instead, so the engine stops without marking the task
+        cancelled and the next leader resumes it."""
+        if self.stop_event.is_set() or not self.leading():
+            raise Interrupted("this monitor is stopping or no longer leads")
+        if not db_retry(lambda: BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING)
+                        .update(heartbeat_at=timezone.now())):
+            raise Interrupted("taken over by another runner")
+        return db_retry(BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists)
+
+    def finish(self, task: BulkTask, final: "bulk.Progress | None", *, error: str = "") -> None:
+        """Close the task and write its audit row in one transaction: both or neither (if the
+        database refuses, the task stays running and is resumed, finding itself finished)."""
+        cancelled = final is not None and final.state == bulk.CANCELLED
+        state = BulkTask.FAILED if error else BulkTask.CANCELLED if cancelled else BulkTask.DONE
+        skipped_by = ", ".join(f"{n} {why}" for why, n in sorted((final.skipped_by if final else {}).items()))
+
+        def close() -> bool:
+            with transaction.atomic():
+                if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+                        state=state, finished_at=timezone.now(), error=error[:2000]):
+                    return False
+                task.refresh_from_db()
+                outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
+                audit.record(user=task.created_by, via="task", action=f"bulk.{task.action}", queue=task_queue(task),
+                             selection=task.selection, reason=task.reason, affected=task.moved, outcome=outcome, task=task,
+                             message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
+                                      + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
+                                      + (f" of {task.total}" if task.total is not None else "")
+                                      + (f". {error}" if error else ".")))
+                return True
+
+        if db_retry(close):
+            self.publish(task)
+
+    def publish(self, task: BulkTask) -> None:
+        try:
+            self.publisher.publish(live.task_group(task.pk), *fragments.task_progress(task))
+        except Exception:  # progress display must never stop the work
+            log.warning("bulk runner: publishing progress of task %s failed", task.pk, exc_info=True)
+
+
+def plan_for(task: BulkTask) -> "bulk.BulkPlan":
+    return bulk_plan(queue=task_queue(task), action=task.action, chosen=Selection.from_stored(task.selection),
+                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters)

@@ -1,0 +1,104 @@
+"""Bulk tasks and the audit log: the database rows of acting on jobs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class BulkTask(models.Model):
+    """A bulk action (retry, discard, promote, redrive…) over a fixed set of jobs, run in the
+    background by the monitor. The row is the task's whole state: who claimed it (compare-and-
+    swap on ``state``), its progress, and the domain runner's resumable cursor (``progress``),
+    so a monitor killed half-way is replaced by one that resumes where the last save left off.
+    At most one pending or running task per queue (a database constraint, not a check-then-act).
+    """
+
+    PENDING, RUNNING, DONE, CANCELLED, FAILED = "pending", "running", "done", "cancelled", "failed"
+    STATES = [(s, s) for s in (PENDING, RUNNING, DONE, CANCELLED, FAILED)]
+    ACTIVE_STATES = (PENDING, RUNNING)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=20)
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200)
+    # What was chosen: {"ids": [...]} or a filter ({"state", "name", "reason_contains", ...}).
+    selection = models.JSONField(default=dict)
+    before_ms = models.BigIntegerField(help_text="Only jobs finished before this time (the confirmation).")
+    rate = models.FloatField(null=True, blank=True, help_text="Jobs per second; empty means unpaced.")
+    reset_counters = models.BooleanField(default=True)
+    reason = models.TextField()
+    state = models.CharField(max_length=10, choices=STATES, default=PENDING)
+    cancel_requested = models.BooleanField(default=False)
+    claimed_by = models.CharField(max_length=100, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    total = models.PositiveIntegerField(null=True, blank=True)
+    moved = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    rate_now = models.FloatField(default=0.0)
+    progress = models.JSONField(default=dict, blank=True)  # the domain runner's resumable state
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "prefix", "queue"], condition=models.Q(state__in=("pending", "running")),
+                                    name="one_active_bulk_task_per_queue"),
+        ]
+        indexes = [models.Index(fields=["state"])]
+
+    @property
+    def done_count(self) -> int:
+        return self.moved + self.skipped + self.failed
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self.total is None else max(0, self.total - self.done_count)
+
+    @property
+    def percent(self) -> int:
+        if not self.total:
+            return 100 if self.state == self.DONE else 0
+        return min(100, int(100 * self.done_count / self.total))
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.state != self.RUNNING or not self.rate_now or self.remaining is None:
+            return None
+        return self.remaining / self.rate_now
+
+    @property
+    def finished(self) -> bool:
+        return self.state not in self.ACTIVE_STATES
+
+
+class AuditEntry(models.Model):
+    """One row per mutation attempt that reached the monitored Redis (or was refused by it):
+    who, when, what, why, how many and how it went. Written for pages, the API and tasks."""
+
+    OK, PARTIAL, REFUSED, ERROR, STARTED = "ok", "partial", "refused", "error", "started"
+    OUTCOMES = [(s, s) for s in (OK, PARTIAL, REFUSED, ERROR, STARTED)]
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    username = models.CharField(max_length=150, help_text="Kept if the user is deleted.")
+    via = models.CharField(max_length=10)  # "page", "api" or "task"
+    action = models.CharField(max_length=30, db_index=True)
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200, db_index=True)
+    job_ids = models.JSONField(default=list, blank=True)
+    selection = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True)
+    affected = models.IntegerField(default=0)
+    outcome = models.CharField(max_length=10, choices=OUTCOMES)
+    message = models.TextField(blank=True)
+    task = models.ForeignKey(BulkTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+
+    class Meta:
+        ordering = ["-at", "-id"]

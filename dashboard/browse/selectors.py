@@ -1,0 +1,123 @@
+"""What the pages and the API read, in one place so both show the same thing.
+
+Each function resolves names through the registry, calls the framework-free reader in
+``queues/`` and converts Redis failures into ``RedisUnavailable``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from dashboard.registry import get_redactor, get_registry, redis_errors
+from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
+from queues import jobs, listing, schedulers, snapshot
+from queues.errors import RedisUnavailable
+from queues.keys import QueueRef, parse_job_key
+
+
+@dataclass
+class ConnectionView:
+    name: str
+    display_url: str
+    snapshots: list[snapshot.QueueSnapshot]
+    error: str = ""
+    signals: list = field(default_factory=list)  # QueueSignals, filled by with_signals()
+
+
+def overview() -> list[ConnectionView]:
+    """Every connection with its queue snapshots; a failing connection carries its error and
+    does not stop the others from being shown."""
+    registry = get_registry()
+    result = []
+    for name in registry.names:
+        conn = registry.connection(name)
+        try:
+            queues = registry.queues(name)
+            with redis_errors(name):
+                snaps = snapshot.read_snapshots(conn.client, queues)
+            result.append(ConnectionView(name, conn.spec.display_url, snaps))
+        except RedisUnavailable as exc:
+            result.append(ConnectionView(name, conn.spec.display_url, [], error=exc.reason))
+    return result
+
+
+def resolve(connection: str, prefix: str, name: str) -> QueueRef:
+    return get_registry().queue(connection, prefix, name)
+
+
+def queue_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
+    with redis_errors(queue.connection):
+        return snapshot.read_snapshots(get_registry().client(queue.connection), [queue])[0]
+
+
+def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str) -> listing.JobPage:
+    with redis_errors(queue.connection):
+        return listing.list_jobs(
+            get_registry().client(queue.connection), queue, state,
+            page=page, page_size=page_size, name_filter=name_filter,
+        )
+
+
+def job_detail(queue: QueueRef, job_id: str) -> jobs.JobDetail:
+    with redis_errors(queue.connection):
+        return jobs.read_job(
+            get_registry().client(queue.connection), queue, job_id,
+            cap=settings.QUEUEWATCH_PAYLOAD_CAP, redactor=get_redactor(),
+        )
+
+
+def job_raw_field(queue: QueueRef, job_id: str, field: str) -> str:
+    with redis_errors(queue.connection):
+        return jobs.read_raw_field(get_registry().client(queue.connection), queue, job_id, field, redactor=get_redactor())
+
+
+def job_exists(queue: QueueRef, job_id: str) -> bool:
+    with redis_errors(queue.connection):
+        return bool(get_registry().client(queue.connection).exists(queue.job_key(job_id)))
+
+
+def queue_schedulers(queue: QueueRef) -> list[schedulers.Scheduler]:
+    with redis_errors(queue.connection):
+        return schedulers.read_schedulers(get_registry().client(queue.connection), queue)
+
+
+def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[schedulers.Scheduler]]]]]:
+    """Schedulers of every queue that has any, per connection."""
+    out = []
+    for conn in overview():
+        per_queue = []
+        if not conn.error:
+            for snap in conn.snapshots:
+                if snap.schedulers:
+                    try:
+                        per_queue.append((snap.queue, queue_schedulers(snap.queue)))
+                    except RedisUnavailable as exc:
+                        conn.error = exc.reason
+                        break
+        out.append((conn, per_queue))
+    return out
+
+
+def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | None:
+    """(prefix, queue, id) for a full job key under one of this connection's prefixes."""
+    return parse_job_key(full_key, get_registry().all_prefixes(connection))
+
+
+def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
+    """Rates for each snapshot from the minute counters the monitor has stored."""
+    now = dt.datetime.now(dt.timezone.utc)
+    queues = [s.queue for s in snapshots]
+    series = stored_series(queues, now=now)
+    sparks = spark_series(queues, now=now) if spark else {}
+    now_ms = int(time.time() * 1000)
+    result = []
+    for snap in snapshots:
+        sig = build_signals(snap, series[snap.queue], now_ms=now_ms)
+        sig.spark = sparks.get(snap.queue, {})
+        result.append(sig)
+    return result
+

@@ -1,0 +1,149 @@
+"""Server-rendered pages. Each view validates parameters, calls one read, renders."""
+
+from __future__ import annotations
+
+import redis
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from dashboard.health import checks as health
+from dashboard.live import channels as live
+from dashboard.browse import selectors as reads
+from dashboard.errors import page_errors
+from dashboard.live.fragments import LIVE_PAGE_SIZE
+from dashboard.live.rates import is_dead_letter_queue
+from dashboard.browse.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
+from queues.errors import JobNotFound
+from queues.keys import BROWSABLE_STATES
+from queues.listing import PAGE_SIZES
+
+RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
+
+login = login_not_required(auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True))
+
+
+@require_GET
+def overview(request):
+    query = request.GET.get("q", "").strip()
+    sort = request.GET.get("sort", "connection")
+    sort = sort if sort in OVERVIEW_SORTS else "connection"
+    descending = request.GET.get("dir") == "desc"
+    connections = reads.overview()
+    for conn in connections:
+        snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
+        conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)
+    context = {
+        "connections": connections,
+        "health": stored_health_summary(),
+        "query": query,
+        "sort": sort,
+        "descending": descending,
+        "states": BROWSABLE_STATES,
+    }
+    template = "browse/overview.html#queue-tables" if request.headers.get("HX-Request") else "browse/overview.html"
+    return render(request, template, context)
+
+
+def stored_health_summary() -> dict | None:
+    """Failing checks from the last stored health report (the monitor runs them every minute)."""
+    try:
+        report = health.read_stored(live.dashboard_redis())
+    except redis.RedisError:  # no dashboard Redis, or it is down: the page works without it
+        return None
+    if not report:
+        return None
+    failing = [r for c in report.get("connections", []) for r in c.get("results", []) if r.get("status") == "fail"]
+    worst = next((sev for sev in ("critical", "warning", "info") if any(r.get("severity") == sev for r in failing)), None)
+    return {"failing": len(failing), "worst": worst, "checked_at": report.get("checked_at")}
+
+
+@require_GET
+@page_errors
+def queue_detail(request, connection, prefix, name):
+    queue = reads.resolve(connection, prefix, name)
+    job_id = request.GET.get("job", "").strip()
+    if job_id:
+        # "Open a job by id": go to it if it exists, otherwise say so on the 404 page.
+        if not reads.job_exists(queue, job_id):
+            raise JobNotFound(queue.name, job_id)
+        return redirect(reverse("job", args=[connection, prefix, name, job_id]))
+
+    state = state_param(request)
+    page = reads.job_page(
+        queue, state,
+        page=int_param(request, "page", 1),
+        page_size=page_size_param(request),
+        name_filter=request.GET.get("name", "").strip()[:200],
+    )
+    snap = reads.queue_snapshot(queue)
+    context = {
+        "queue": queue,
+        "snap": snap,
+        "sig": reads.with_signals([snap])[0],
+        "job_page": page,
+        "state": state,
+        "states": BROWSABLE_STATES,
+        "page_sizes": PAGE_SIZES,
+        # Only the first page at the default size without a filter is kept live.
+        "live_list": page.page == 1 and page.page_size == LIVE_PAGE_SIZE and not page.name_filter,
+    }
+    template = "browse/queue.html#job-list" if request.headers.get("HX-Request") else "browse/queue.html"
+    return render(request, template, context)
+
+
+@require_GET
+@page_errors
+def job_detail(request, connection, prefix, name, job_id):
+    queue = reads.resolve(connection, prefix, name)
+    job = reads.job_detail(queue, job_id)
+
+    def link(full_key):
+        return {"key": full_key, "parts": reads.link_for_job_key(connection, full_key)}
+
+    context = {
+        "queue": queue,
+        "job": job,
+        "live": job,  # the live partial reads the same fields from the full detail
+        "is_dlq": is_dead_letter_queue(queue.name),  # offers "redrive to source"
+        "parent": link(job.parent) if job.parent else None,
+        "children": {
+            "pending": [link(k) for k in job.children_pending],
+            "processed": [link(k) for k in job.children_processed],
+            "failed": [link(k) for k in job.children_failed],
+        },
+    }
+    return render(request, "browse/job.html", context)
+
+
+@require_GET
+@page_errors
+def job_raw(request, connection, prefix, name, job_id, field):
+    queue = reads.resolve(connection, prefix, name)
+    if field not in RAW_FIELDS:
+        return render(request, "error.html", {"title": "Not found", "message": f"No downloadable field '{field}'."}, status=404)
+    body = reads.job_raw_field(queue, job_id, field)
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    safe_id = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in job_id)[:80]
+    response["Content-Disposition"] = f'attachment; filename="{queue.name}-{safe_id}-{field}.json"'
+    return response
+
+
+@require_GET
+@page_errors
+def queue_schedulers(request, connection, prefix, name):
+    queue = reads.resolve(connection, prefix, name)
+    return render(request, "browse/schedulers.html", {"groups": [(queue, reads.queue_schedulers(queue))], "single": queue})
+
+
+@require_GET
+def schedulers(request):
+    groups, errors = [], []
+    for conn, per_queue in reads.all_schedulers():
+        if conn.error:
+            errors.append(conn)
+        groups.extend(per_queue)
+    return render(request, "browse/schedulers.html", {"groups": groups, "errors": errors})

@@ -1,0 +1,150 @@
+"""Health checks for the web edge: runs ``queues.health`` over every configured connection,
+and keeps the latest result in the dashboard Redis for ``/metrics``.
+
+Who runs the checks: the health page (on request — they are cheap: a few plain commands per
+queue), ``manage.py check_queues``, and anything else that calls ``run_and_store`` (the monitor
+can, on its schedule). Every run stores its result as one JSON document, ``queuewatch:health``,
+with the time it was taken. ``/metrics`` only *reads* that document, so a scrape never touches
+the monitored Redis; its ``queuewatch_health_age_seconds`` says how old the results are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import redis
+from django.conf import settings
+
+from dashboard.live import channels as live
+from dashboard.registry import get_registry
+from dashboard.live.rates import is_dead_letter_queue
+from queues import health
+from queues.errors import RedisUnavailable
+
+log = logging.getLogger("queuewatch.health")
+
+HEALTH_KEY = "queuewatch:health"
+HEALTH_TTL_S = 3600  # stored results older than this disappear from /metrics altogether
+
+
+@dataclass
+class ConnectionHealth:
+    name: str
+    display_url: str
+    results: list[health.CheckResult] = field(default_factory=list)
+
+    @property
+    def failing(self) -> list[health.CheckResult]:
+        return [r for r in self.results if r.failed]
+
+    @property
+    def unknown(self) -> list[health.CheckResult]:
+        return [r for r in self.results if r.status == health.UNKNOWN]
+
+    @property
+    def passing(self) -> list[health.CheckResult]:
+        return [r for r in self.results if r.status == health.PASS]
+
+    @property
+    def worst(self) -> str:
+        """``ok``, or the highest severity among failing results."""
+        failing = self.failing
+        if not failing:
+            return "ok"
+        return max((r.severity for r in failing), key=health.SEVERITY_RANK.__getitem__)
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "display_url": self.display_url, "worst": self.worst,
+                "results": [r.as_dict() for r in self.results]}
+
+
+@dataclass
+class HealthReport:
+    checked_at: int  # ms since epoch
+    connections: list[ConnectionHealth]
+    state_taken_at: int | None  # the monitor state used, None when missing or stale
+    state_note: str  # why state-based checks are unknown ("" when the state was used)
+    monitor: str | None = None
+
+    @property
+    def results(self) -> list[health.CheckResult]:
+        return [r for c in self.connections for r in c.results]
+
+    def failing_at(self, severity: str) -> list[health.CheckResult]:
+        return [r for r in self.results if r.fails_at(severity)]
+
+    def as_dict(self) -> dict:
+        return {
+            "checked_at": self.checked_at,
+            "monitor_state": {
+                "present": self.state_taken_at is not None,
+                "taken_at": self.state_taken_at,
+                "age_ms": None if self.state_taken_at is None else max(0, self.checked_at - self.state_taken_at),
+                "monitor": self.monitor,
+                "note": self.state_note or None,
+            },
+            "connections": [c.as_dict() for c in self.connections],
+        }
+
+
+def read_monitor_state() -> dict | None:
+    try:
+        return live.read_state(live.dashboard_redis())
+    except (redis.RedisError, ValueError):
+        return None
+
+
+def run_all(*, now: int | None = None, connections: list[str] | None = None,
+            thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS) -> HealthReport:
+    """Run every check on every configured connection (or the named ones)."""
+    now = now if now is not None else int(time.time() * 1000)
+    registry = get_registry()
+    state = read_monitor_state()
+    fresh, note = health.usable_state(state, now)
+    out = []
+    for name in connections or registry.names:
+        conn = registry.connection(name)
+        report = ConnectionHealth(name=name, display_url=conn.spec.display_url)
+        try:
+            queues = registry.queues(name)
+        except RedisUnavailable as exc:
+            report.results = [health.check_reachable(name, exc.reason)]
+            out.append(report)
+            continue
+        report.results = health.run_checks(conn.client, queues, fresh, now, connection=name, thresholds=thresholds,
+                                           is_dead_letter=is_dead_letter_queue)
+        out.append(report)
+    return HealthReport(
+        checked_at=now, connections=out,
+        state_taken_at=int(fresh["taken_at"]) if fresh else None, state_note=note,
+        monitor=fresh.get("monitor") if fresh else None,
+    )
+
+
+def store(report: HealthReport) -> bool:
+    """Keep the report for /metrics; False when the dashboard Redis is unavailable."""
+    if not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
+        return False
+    try:
+        live.dashboard_redis().set(HEALTH_KEY, json.dumps(report.as_dict()), ex=HEALTH_TTL_S)
+        return True
+    except redis.RedisError:
+        log.warning("could not store the health report in the dashboard Redis")
+        return False
+
+
+def read_stored(client: redis.Redis) -> dict | None:
+    raw = client.get(HEALTH_KEY)
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def run_and_store(**kwargs) -> HealthReport:
+    report = run_all(**kwargs)
+    store(report)
+    return report

@@ -1,0 +1,44 @@
+"""The health page: production-readiness checks per connection, worst first, with the fix.
+
+The checks run on request (a few plain commands per queue, no Lua, nothing O(jobs)); each run
+is also stored for ``/metrics`` (see ``dashboard/health/checks.py``). Checks that need the monitor's
+state document say so when no monitor is leading.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.shortcuts import render
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+
+from dashboard.health import checks as health_glue
+from queues import health
+
+_WORST_RANK = {"ok": 0, **health.SEVERITY_RANK}
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def code_spans(text: str) -> str:
+    """Escape the text, then show `quoted` parts (option names, commands) as <code>."""
+    return mark_safe(_CODE.sub(r"<code>\1</code>", escape(text)))
+
+
+def _item(r: health.CheckResult) -> dict:
+    return {"r": r, "summary": code_spans(r.summary), "explanation": code_spans(r.explanation), "fix": code_spans(r.fix)}
+
+
+@require_GET
+def health_page(request):
+    report = health_glue.run_all()
+    health_glue.store(report)
+    connections = sorted(report.connections, key=lambda c: (-_WORST_RANK[c.worst], len(c.unknown) == 0))
+    return render(request, "health/health.html", {
+        "report": report,
+        "state_note": code_spans(report.state_note),
+        "connections": [{"conn": c, "failing": [_item(r) for r in c.failing], "unknown": [_item(r) for r in c.unknown],
+                         "passing": [_item(r) for r in c.passing]} for c in connections],
+        "state_kinds": [health.CHECKS[k].title for k in health.STATE_KINDS],
+    })

@@ -1,0 +1,121 @@
+"""Websocket consumers: authorise, join groups, send the latest fragments, relay.
+
+They never read the monitored Redis: everything they send was rendered once by the monitor,
+so the number of open tabs does not change the load on production Redis. A consumer for a job
+or a job list also keeps a "watch" entry fresh so the monitor knows what to render.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from dashboard.live import channels as live
+from queues.keys import BROWSABLE_STATES, QueueRef
+
+UNAUTHORISED = 4401
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHORISED)
+            return
+        self.joined = [live.ALL, *self.groups_for_page()]
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        if self.watches():
+            await self.register_watches()  # before accepting, so the monitor knows at once
+            self.heartbeat = asyncio.create_task(self.keep_watching())
+        await self.accept()
+        # A fresh snapshot on every (re)connect, so a dropped message or a gap heals itself.
+        for group in self.joined:
+            for html in await sync_to_async(live.cached_fragments)(self.redis(), group):
+                await self.send(text_data=html)
+
+    async def disconnect(self, code):
+        for group in getattr(self, "joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        task = getattr(self, "heartbeat", None)
+        if task:
+            task.cancel()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        pass  # the page sends nothing; htmx's ws extension may send form data we ignore
+
+    async def dispatch(self, message):
+        # Fragments touch no database, so skip Channels' per-message close_old_connections()
+        # thread hop: with hundreds of sockets it was a quarter of the server's time per update.
+        if message["type"] == live.FRAGMENT_TYPE:
+            await self.send(text_data=message["html"])
+        else:
+            await super().dispatch(message)
+
+    async def fragment_html(self, event):
+        await self.send(text_data=event["html"])
+
+    # --- per page ---------------------------------------------------------------------------
+
+    def groups_for_page(self) -> list[str]:
+        return []
+
+    def watches(self) -> list[tuple[str, ...]]:
+        return []
+
+    def queue(self) -> QueueRef:
+        kw = self.scope["url_route"]["kwargs"]
+        return QueueRef(kw["connection"], kw["prefix"], kw["name"])
+
+    def redis(self):
+        if not hasattr(self, "_redis"):
+            self._redis = live.dashboard_redis()
+        return self._redis
+
+    async def register_watches(self):
+        for kind, *parts in self.watches():
+            await sync_to_async(live.watch)(self.redis(), kind, *parts)
+
+    async def keep_watching(self):
+        while True:
+            await asyncio.sleep(live.WATCH_TTL_S / 3)
+            await self.register_watches()
+
+
+class OverviewConsumer(LiveConsumer):
+    def groups_for_page(self):
+        return [live.OVERVIEW]
+
+
+class QueueConsumer(LiveConsumer):
+    def list_state(self) -> str | None:
+        query = dict(pair.split("=", 1) for pair in self.scope.get("query_string", b"").decode().split("&") if "=" in pair)
+        state = query.get("state")
+        return state if query.get("list") == "1" and state in BROWSABLE_STATES else None
+
+    def groups_for_page(self):
+        q = self.queue()
+        state = self.list_state()
+        return [live.queue_group(q)] + ([live.list_group(q, state)] if state else [])
+
+    def watches(self):
+        q, state = self.queue(), self.list_state()
+        return [("list", q.connection, q.prefix, q.name, state)] if state else []
+
+
+class JobConsumer(LiveConsumer):
+    def groups_for_page(self):
+        return [live.job_group(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
+
+    def watches(self):
+        q = self.queue()
+        return [("job", q.connection, q.prefix, q.name, self.scope["url_route"]["kwargs"]["job_id"])]
+
+
+class TaskConsumer(LiveConsumer):
+    """Progress of one background bulk task; the runner publishes, nothing to watch."""
+
+    def groups_for_page(self):
+        return [live.task_group(self.scope["url_route"]["kwargs"]["task_id"])]

@@ -1,0 +1,57 @@
+"""Rendering the live fragments. Each function renders one template partial — the same
+partial the full page includes — and returns ``(element_id, html)``. The monitor calls these
+once per change and fans the result out; pages call them through their templates."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
+from dashboard.live.rates import QueueSignals
+from queues.jobs import JobLive
+from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.listing import JobPage
+
+LIVE_PAGE_SIZE = 25  # only page 1 at the default size is kept live
+
+
+
+
+def overview_row(sig: QueueSignals) -> tuple[str, str]:
+    q = sig.snapshot.queue
+    return row_id(q), render_to_string("browse/overview.html#queue-row", {"sig": sig, "s": sig.snapshot, "states": BROWSABLE_STATES})
+
+
+def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
+    q = sig.snapshot.queue
+    return queue_live_id(q), render_to_string(
+        "browse/queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES}
+    )
+
+
+def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[str, str]:
+    element = job_table_id(queue, page.state)
+    return element, render_to_string(
+        "browse/queue.html#job-table",
+        {"queue": queue, "job_page": page, "state": page.state, "stalled_ids": set(stalled_ids)},
+    )
+
+
+def job_live(job: JobLive) -> tuple[str, str]:
+    element = job_live_id(job.queue, job.id)
+    return element, render_to_string("browse/job.html#job-live", {"live": job, "queue": job.queue})
+
+
+def firing_alerts(alerts: list) -> tuple[str, str]:
+    """The firing-alerts banner every page carries; empty when nothing fires."""
+    return FIRING_ALERTS_ID, render_to_string("base.html#firing-alerts", {"firing": alerts})
+
+
+def banner(down: dict[str, str]) -> tuple[str, str]:
+    """The connection-lost banner every page carries; empty when all connections are up."""
+    return BANNER_ID, render_to_string("base.html#live-banner", {"down": down})
+
+
+def task_progress(task) -> tuple[str, str]:
+    """A background bulk task's progress (a ``BulkTask`` row), for its task group."""
+    return task_progress_id(task.pk), render_to_string("actions/task.html#task-progress", {"task": task})

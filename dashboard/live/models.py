@@ -1,0 +1,52 @@
+"""What the monitor persists: per-minute/hour queue series and stream cursors (resume points)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class QueuePoint(models.Model):
+    """One queue's signals over one minute (``resolution=60``) or one hour (``3600``).
+
+    Counters (completed, failed, stalled, added, stall_failed) are totals over the period;
+    gauges (waiting … oldest_age_ms) are the last value seen in it. Written by the monitor in
+    the same transaction as its stream cursors, so a takeover resumes without double counting.
+    """
+
+    MINUTE, HOUR = 60, 3600
+
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200)
+    resolution = models.PositiveIntegerField()
+    start = models.DateTimeField()
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    stalled = models.PositiveIntegerField(default=0)
+    added = models.PositiveIntegerField(default=0)
+    stall_failed = models.PositiveIntegerField(default=0)
+    waiting = models.PositiveIntegerField(default=0)
+    active = models.PositiveIntegerField(default=0)
+    delayed = models.PositiveIntegerField(default=0)
+    prioritized = models.PositiveIntegerField(default=0)
+    failed_depth = models.PositiveIntegerField(default=0)
+    stalled_now = models.PositiveIntegerField(default=0)
+    oldest_age_ms = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "prefix", "queue", "resolution", "start"], name="uniq_queue_point"),
+        ]
+        indexes = [models.Index(fields=["resolution", "start"])]
+
+
+class StreamCursor(models.Model):
+    """The last events-stream id the monitor has counted, per queue."""
+
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200)
+    last_id = models.CharField(max_length=40)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["connection", "prefix", "queue"], name="uniq_stream_cursor")]

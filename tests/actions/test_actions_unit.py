@@ -1,0 +1,360 @@
+"""Unit tests of the actions domain: fingerprints, filters, previews, error groups, export, the
+bulk engine's pacing/cancel/resume with a fake clock. Real Redis (database 14 belongs to this
+module); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
+same code paths against jobs failed by real Node workers)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from queues import actions
+from queues.error_groups import error_groups, fingerprint, normalize
+from queues.export import iter_jobs_csv, iter_jobs_jsonl
+from queues.keys import QueueRef
+from queues.redact import Redactor
+from queues.bulk import BulkLock, BulkPlan, MemoryStore, Progress, RedisStore, run_bulk
+from queues.selection import JobFilter, matching_ids, preview
+from tests.conftest import emptied_db
+
+DB = 14
+Q = QueueRef("default", "bull", "unit")
+
+
+@pytest.fixture
+def r(redis_server):
+    with emptied_db(redis_server, DB) as client:
+        yield client
+
+
+def seed_failed(r, queue: QueueRef, n: int, *, start_ms: int = 1_000_000, reason=lambda i: f"boom {i}",
+                name=lambda i: "job", data=lambda i: {"i": i}) -> list[str]:
+    pipe = r.pipeline(transaction=False)
+    ids = []
+    for i in range(n):
+        job_id = str(i + 1)
+        ids.append(job_id)
+        pipe.hset(queue.job_key(job_id), mapping={
+            "name": name(i), "data": json.dumps(data(i)), "opts": '{"attempts":2}', "timestamp": start_ms - 10,
+            "processedOn": start_ms + i, "finishedOn": start_ms + i, "atm": 2, "ats": 2,
+            "failedReason": reason(i), "stacktrace": json.dumps([f"Error: {reason(i)}\n    at work (w.js:{i}:1)"])})
+        pipe.zadd(queue.key("failed"), {job_id: start_ms + i})
+    pipe.execute()
+    return ids
+
+
+# --- fingerprints -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a,b", [
+    ("Connection to 10.0.0.7:5432 timed out after 3001 ms", "Connection to 10.0.0.9:5432 timed out after 12 ms"),
+    ("User 8f0c2a8e-1b2c-4d3e-9f00-0123456789ab not found", "User 00000000-1111-2222-3333-444444444444 not found"),
+    ('payment 4711 failed: "insufficient funds"', 'payment 12 failed: "card expired"'),
+    ("Order ord_12345 for cus_8f3K2 declined", "Order ord_9 for cus_77aa declined"),
+    ("bad object at 0x7ffe12ab", "bad object at 0xdeadbeef"),
+    ("commit 3f9a2c1e7b8d failed", "commit a1b2c3d4e5f6 failed"),
+    ("mail to bob@example.com bounced", "mail to alice@mail.example.org bounced"),
+    ("GET https://api.example.com/v1/u?id=3 returned 503", "GET https://api.example.com/v1/u?id=4 returned 502"),
+    ("Timeout at 2026-11-30T02:00:00Z", "Timeout at 2025-01-01T13:14:15.123+01:00"),
+    ("first line 1\n  at a (x.js:1:1)", "first line 2\n  at b (y.js:9:9)"),
+])
+def test_fingerprint_ignores_what_varies(a, b):
+    assert fingerprint(a) == fingerprint(b), (normalize(a), normalize(b))
+
+
+@pytest.mark.parametrize("a,b", [
+    ("Connection refused", "Connection reset"),
+    ("TypeError: x is undefined", "RangeError: x is undefined"),
+    ("payment failed", "refund failed"),
+])
+def test_fingerprint_keeps_what_differs(a, b):
+    assert fingerprint(a) != fingerprint(b)
+
+
+def test_normalize_reads_well():
+    assert normalize("Connection to 10.0.0.7:5432 timed out after 3001 ms") == "Connection to <ip> timed out after <n> ms"
+    assert normalize("") == ""
+
+
+# --- dlq source, ids -----------------------------------------------------------------------------
+
+def test_dlq_source_precedence():
+    assert actions.dlq_source(dlq_name="orders-dlq") == "orders"
+    assert actions.dlq_source(dlq_name="orders.dlq") == "orders"
+    assert actions.dlq_source(dlq_name="graveyard") is None
+    assert actions.dlq_source(dlq_name="graveyard", mapping={"graveyard": "billing"}) == "billing"
+    assert actions.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "x"}, job_data={"source": "emails"}) == "emails"
+    assert actions.dlq_source(dlq_name="orders-dlq", job_data={"source": "a:b"}) == "orders"  # not a queue name
+    assert actions.dlq_source(dlq_name="-dlq") is None
+    assert actions.dlq_source(dlq_name="dead-x", patterns=("dead-*",)) == "x"
+
+
+def test_redrive_ids_are_deterministic_and_one_to_one():
+    ids = ["1", "a:b", "a%3Ab", "a%b", "repeat:x:1"]
+    made = [actions.redrive_job_id(dlq_name="q-dlq", job_id=i) for i in ids]
+    assert len(set(made)) == len(ids) and all(":" not in m and not m.isdigit() for m in made)
+    assert made[0] == actions.redrive_job_id(dlq_name="q-dlq", job_id="1") == "redrive-q-dlq-1"
+
+
+# --- filters and previews -----------------------------------------------------------------------
+
+def test_filter_validation_messages():
+    with pytest.raises(ValueError, match="states"):
+        JobFilter(state="active")
+    with pytest.raises(ValueError, match="finished"):
+        JobFilter(state="delayed", finished_from_ms=1)
+    with pytest.raises(ValueError, match="after"):
+        JobFilter(finished_from_ms=5, finished_to_ms=1)
+
+
+def test_matching_is_oldest_first_and_fixed_at_confirmation(r):
+    seed_failed(r, Q, 30, reason=lambda i: f"timeout after {i} ms" if i % 3 else f"card {i} declined",
+                name=lambda i: "pay" if i % 2 else "mail")
+    before = 1_000_000 + 20  # jobs 21..30 finished after confirmation
+    assert list(matching_ids(r, queue=Q, filt=JobFilter(), before_ms=before)) == [str(i) for i in range(1, 21)]
+    declined = JobFilter(fingerprint=fingerprint("card 1 declined"))
+    assert list(matching_ids(r, queue=Q, filt=declined, before_ms=before)) == ["1", "4", "7", "10", "13", "16", "19"]
+    named = JobFilter(name="pay", reason_contains="TIMEOUT")
+    assert list(matching_ids(r, queue=Q, filt=named, before_ms=before)) == ["2", "6", "8", "12", "14", "18", "20"]
+    ranged = JobFilter(finished_from_ms=1_000_005, finished_to_ms=1_000_007)
+    assert list(matching_ids(r, queue=Q, filt=ranged, before_ms=before)) == ["6", "7", "8"]
+
+    p = preview(r, queue=Q, filt=JobFilter(), before_ms=before, sample=3)
+    assert p.count == 20 and [j.id for j in p.sample] == ["1", "2", "3"]
+    p = preview(r, queue=Q, filt=declined, before_ms=before, sample=2)
+    assert p.count == 7 and [j.id for j in p.sample] == ["1", "4"] and p.scanned == 20
+
+
+def test_scan_cursor_survives_equal_scores_and_jobs_leaving(r):
+    # 1200 jobs with the same finish time: the page offset is recomputed from member order.
+    pipe = r.pipeline()
+    for i in range(1200):
+        pipe.hset(Q.job_key(f"j{i:04}"), mapping={"name": "n", "failedReason": "x", "timestamp": 1})
+        pipe.zadd(Q.key("failed"), {f"j{i:04}": 5})
+    pipe.execute()
+    store = MemoryStore()
+    plan = BulkPlan(queue=Q, action="discard", before_ms=10, filt=JobFilter(name="n"), rate=None)
+    progress = run_bulk(r, plan=plan, store=store)
+    assert (progress.state, progress.moved, progress.skipped) == ("done", 1200, 0)
+    assert r.zcard(Q.key("failed")) == 0
+
+
+# --- error groups --------------------------------------------------------------------------------
+
+def test_error_groups_count_and_sample(r):
+    seed_failed(r, Q, 10, reason=lambda i: f"timeout after {i} ms" if i < 7 else f"card {i} declined")
+    groups = error_groups(r, queue=Q)
+    assert groups.complete and groups.total == 10
+    top, second = groups.groups
+    assert (top.count, top.normalized, top.first_seen_ms, top.last_seen_ms) == (7, "timeout after <n> ms", 1_000_000, 1_000_006)
+    assert top.sample_job_id == "7" and "w.js:6" in top.sample_stack  # the newest job of the group
+    assert (second.count, second.fingerprint) == (3, fingerprint("card 1 declined"))
+    partial = error_groups(r, queue=Q, scan_limit=4, batch=3)
+    assert partial.scanned == 4 and not partial.complete and partial.groups[0].count == 3
+
+
+# --- export --------------------------------------------------------------------------------------
+
+def test_export_streams_redacted_jsonl_and_csv(r):
+    seed_failed(r, Q, 3, data=lambda i: {"i": i, "password": "hunter2", "note": "=HYPERLINK(1)"})
+    lines = list(iter_jobs_jsonl(r, queue=Q, filt=JobFilter(), before_ms=2_000_000, redactor=Redactor()))
+    assert len(lines) == 3 and all(line.endswith("\n") for line in lines)
+    first = json.loads(lines[0])
+    assert first["id"] == "1" and first["data"]["password"] == "[redacted]" and first["attemptsMade"] == 2
+    assert "hunter2" not in "".join(lines)
+    rows = list(csv.reader(io.StringIO("".join(iter_jobs_csv(r, queue=Q, filt=JobFilter(), before_ms=2_000_000,
+                                                             redactor=Redactor())))))
+    assert rows[0][0] == "id" and len(rows) == 4
+    assert "hunter2" not in json.dumps(rows) and json.loads(rows[1][rows[0].index("data")])["note"] == "=HYPERLINK(1)"
+    assert rows[1][rows[0].index("failedReason")] == "boom 0"
+
+
+# --- the bulk engine: pacing, cancel, resume, lock ----------------------------------------------
+
+class FakeTime:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_paced_bulk_retry_keeps_the_rate_and_reports_progress(r):
+    seed_failed(r, Q, 250)
+    t = FakeTime()
+    seen: list[Progress] = []
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=100)
+    final = run_bulk(r, plan=plan, store=MemoryStore(), on_progress=seen.append, clock=t.clock, sleep=t.sleep)
+    assert plan.batch_size == 25
+    assert t.sleeps == [pytest.approx(0.25)] * 10  # 25 jobs per 0.25 s = 100 jobs/s
+    assert (final.state, final.moved, final.skipped, final.remaining, final.percent) == ("done", 250, 0, 0, 100.0)
+    assert final.rate == pytest.approx(100)
+    assert [p.moved for p in seen[:3]] == [25, 50, 75] and seen[2].remaining == 175
+    assert seen[4].rate == pytest.approx(100) and seen[4].eta_s == pytest.approx(125 / 100)  # 125 left
+    assert r.llen(Q.key("wait")) == 250 and r.hget(Q.job_key("1"), "atm") is None
+    assert [m.decode() for m in r.lrange(Q.key("wait"), -3, -1)] == ["3", "2", "1"]  # oldest runs first
+
+
+def test_unpaced_bulk_never_sleeps(r):
+    seed_failed(r, Q, 1100)
+    t = FakeTime()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore(), clock=t.clock, sleep=t.sleep)
+    assert t.sleeps == [] and final.moved == 1100
+
+
+def test_cancel_keeps_what_moved_and_a_cancelled_task_stays_cancelled(r):
+    seed_failed(r, Q, 100)
+    store = RedisStore(r, "test:progress")
+    calls = iter([False, False, True])
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)  # 10 per batch
+    t = FakeTime()
+    final = run_bulk(r, plan=plan, store=store, should_cancel=lambda: next(calls), clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.remaining) == ("cancelled", 20, 80)
+    assert r.zcard(Q.key("failed")) == 80 and r.llen(Q.key("wait")) == 20
+    again = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert again.state == "cancelled" and r.zcard(Q.key("failed")) == 80
+
+
+def test_resume_after_an_interrupted_batch_counts_every_job_once(r):
+    seed_failed(r, Q, 60)
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)
+    store = MemoryStore()
+    t = FakeTime()
+    # Simulate a crash right after the journal write of the second batch and its Redis work:
+    # the store holds the first batch's counts plus the second batch in flight.
+    run_bulk(r, plan=plan, store=store, should_cancel=iter([False, True]).__next__, clock=t.clock, sleep=t.sleep)
+    crashed = store.load()
+    crashed.state = "running"
+    crashed.in_flight = [[str(i), "failed"] for i in range(11, 21)]
+    for i in range(11, 16):  # half of the in-flight batch reached Redis before the crash
+        actions.job_retry(r, queue=Q, job_id=str(i))
+    store.save(crashed)
+    final = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.skipped) == ("done", 60, 0)
+    waiting = [m.decode() for m in r.lrange(Q.key("wait"), 0, -1)]
+    assert sorted(waiting, key=int) == [str(i) for i in range(1, 61)]
+
+
+def test_explicit_selection_skips_and_counts_what_it_cannot_touch(r):
+    seed_failed(r, Q, 5)
+    r.hset(Q.job_key("busy"), mapping={"name": "x", "timestamp": 1})
+    r.lpush(Q.key("active"), "busy")
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, job_ids=("1", "busy", "3", "gone", "5"), rate=None)
+    final = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (3, 2, {"wrong_state": 2})
+    assert r.zcard(Q.key("failed")) == 2
+
+
+def test_one_bulk_task_per_queue(r):
+    a = BulkLock(r, queue=Q, owner="a", ttl_ms=10000)
+    b = BulkLock(r, queue=Q, owner="b", ttl_ms=10000)
+    assert a.acquire() and not b.acquire() and b.holder() == "a"
+    assert a.extend() and not b.extend()
+    b.release()
+    assert a.holder() == "a"
+    a.release()
+    assert a.holder() is None and b.acquire()
+
+
+def test_a_runner_that_lost_its_lock_stops(r):
+    from queues.bulk import LockLost
+    seed_failed(r, Q, 10)
+    lock = BulkLock(r, queue=Q, owner="me")
+    with pytest.raises(LockLost):
+        run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter()),
+                 store=MemoryStore(), lock=lock)  # never acquired
+    assert r.zcard(Q.key("failed")) == 10
+
+
+def test_plan_round_trips_and_rejects_nonsense():
+    plan = BulkPlan(queue=Q, action="redrive", before_ms=5, filt=JobFilter(state="waiting", name="x"), rate=None,
+                    dlq_mapping=(("g", "orders"),), payload_field="data")
+    assert BulkPlan.from_dict(json.loads(json.dumps(plan.as_dict()))) == plan
+    with pytest.raises(ValueError, match="cannot act on"):
+        BulkPlan(queue=Q, action="promote", before_ms=5, filt=JobFilter())
+    with pytest.raises(ValueError, match="either"):
+        BulkPlan(queue=Q, action="retry", before_ms=5)
+    with pytest.raises(ValueError, match="rate"):
+        BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), rate=0)
+    with pytest.raises(ValueError, match="Unknown"):
+        BulkPlan(queue=Q, action="obliterate", before_ms=5, filt=JobFilter())
+
+
+def test_bulk_retry_keeps_priorities_and_steps_around_orphans(r):
+    seed_failed(r, Q, 6)
+    r.hset(Q.job_key("2"), "priority", 3)
+    r.zadd(Q.key("failed"), {"ghost": 1})  # a member without a job hash, oldest of all
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (6, 1, {"missing": 1})
+    assert [m.decode() for m in r.zrange(Q.key("prioritized"), 0, -1)] == ["2"]
+    assert sorted(m.decode() for m in r.lrange(Q.key("wait"), 0, -1)) == ["1", "3", "4", "5", "6"]
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]  # never pushed to wait by our hand
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "finishedOn"]) == [None, None, None] for i in range(1, 7))
+
+
+def test_the_fast_path_resets_counters_like_the_per_job_path(r):
+    seed_failed(r, Q, 1500)
+    r.hset(Q.job_key("1200"), "stc", 2)
+    exists_calls = lambda: r.info("commandstats").get("cmdstat_exists", {}).get("calls", 0)  # noqa: E731
+    before = exists_calls()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None),
+                     store=MemoryStore())
+    assert final.moved == 1500 and r.zcard(Q.key("failed")) == 0
+    assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason"]) == [None, None, None, None]
+    assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
+    assert exists_calls() - before < 10  # reprocessJob (EXISTS per job) was not needed: the fast path ran
+
+
+def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
+    dlq, source = QueueRef("default", "bull", "orders-dlq"), QueueRef("default", "bull", "orders")
+    for i in range(30):  # LPUSH: job 0 is the oldest, at the tail
+        r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
+                                             "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})
+        r.lpush(dlq.key("wait"), str(i))
+    for i in (0, 6, 7, 20, 28):  # copies still retained from an earlier redrive
+        r.hset(source.job_key(actions.redrive_job_id(dlq_name=dlq.name, job_id=str(i))), "name", "old")
+    t = FakeTime()
+    plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
+    final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
+    assert (final.total, final.moved, final.skipped, final.skipped_by) == (27, 22, 5, {"target_exists": 5})
+    left = sorted(int(m) for m in r.lrange(dlq.key("wait"), 0, -1))
+    assert left == [0, 3, 6, 7, 17, 20, 28, 29]
+    assert r.llen(source.key("wait")) == 22
+    assert [m.decode() for m in r.lrange(source.key("wait"), -2, -1)] == ["redrive-orders-dlq-2", "redrive-orders-dlq-1"]
+
+
+@pytest.mark.parametrize("batch_ran", [True, False])
+def test_whole_set_retry_resumes_exactly_from_its_receipt(r, batch_ran):
+    from queues.bullmq_scripts import scripts_for
+    from queues.bulk import head_mode
+    from queues.selection import Cursor
+
+    seed_failed(r, Q, 100)
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40)  # 10 per batch
+    assert head_mode(plan)
+    store, t = MemoryStore(), FakeTime()
+    run_bulk(r, plan=plan, store=store, should_cancel=iter([False, False, True]).__next__, clock=t.clock, sleep=t.sleep)
+    crashed = store.load()
+    assert (crashed.moved, crashed.head_batch) == (20, 2) and crashed.receipt_key
+    # The runner dies during batch 3: journalled, and (maybe) run by Redis, reply never counted.
+    crashed.state, crashed.head_batch, crashed.head_pending = "running", 3, True
+    store.save(crashed)
+    if batch_ran:
+        cursor = Cursor.from_dict(crashed.cursor)
+        keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+        reply = scripts_for(r).retry_head(keys=keys + [crashed.receipt_key], args=[
+            Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 3])
+        assert reply[:2] == [10, 10] and cursor.member == "20"
+    final = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.skipped) == ("done", 100, 0)
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
+    assert not r.exists(crashed.receipt_key)  # cleaned up at the end

@@ -1,0 +1,120 @@
+"""Crash safety of the bulk engine: a runner subprocess is SIGKILLed at random moments and
+restarted until it finishes; afterwards every job is in the target exactly once and none is
+left behind, for failed -> waiting (retry with counters reset) and dead-letter queue -> source
+(redrive). Jobs are failed and dead-lettered by real Node BullMQ. Database 15 belongs here."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from queues.actions import redrive_job_id
+from queues.keys import QueueRef
+from queues.bulk import BulkPlan, RedisStore
+from queues.selection import JobFilter
+from tests.conftest import emptied_db
+from tests.support.servers import ROOT, node_available, run_node
+
+DB = 15
+JOBS_PER_TRIAL = 300
+RATE = 300  # jobs/s: a trial runs about a second, in batches of 75, so kills land mid-run
+
+pytestmark = pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")
+
+
+@pytest.fixture
+def r(redis_server):
+    with emptied_db(redis_server, DB) as client:
+        yield client
+
+
+def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills: int) -> tuple[dict, int]:
+    """Start the runner, SIGKILL it ``kills`` times at random moments, then let it finish.
+    Returns the final progress and how many kills landed while it was still working."""
+    landed = 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "tests.support.bulk_runner", url, json.dumps(plan.as_dict()), key]
+    for attempt in range(kills + 1):
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+        if attempt < kills:
+            time.sleep(rng.uniform(0, JOBS_PER_TRIAL / RATE / (kills + 1)))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                landed += 1
+            proc.wait(30)
+            proc.stdout.close()
+            proc.stderr.close()
+            continue
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        return json.loads(out.strip().splitlines()[-1]), landed
+    raise AssertionError("unreachable")
+
+
+def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(r, redis_server):
+    url = redis_server.url(DB)
+    names = [f"crash-{n}" for n in range(6)]
+    seeded = run_node("actions.mjs", "fail", url, ",".join(names), str(JOBS_PER_TRIAL), "1", timeout=180)["byQueue"]
+    seed = random.randrange(1 << 30)
+    rngs = [random.Random(seed + n) for n in range(len(names))]
+
+    def trial(n: int):
+        queue = QueueRef("default", "bull", names[n])
+        plan = BulkPlan(queue=queue, action="retry", before_ms=int(time.time() * 1000), filt=JobFilter(), rate=RATE)
+        return run_with_kills(url, plan, f"test:crash:{queue.name}", rngs[n], kills=1 + n % 3)
+
+    with ThreadPoolExecutor(3) as pool:  # trials are independent queues; pacing leaves room
+        outcomes = list(pool.map(trial, range(len(names))))
+    for name, (progress, _) in zip(names, outcomes):
+        queue = QueueRef("default", "bull", name)
+        ids = seeded[name]
+        waiting = [m.decode() for m in r.lrange(queue.key("wait"), 0, -1)]
+        assert sorted(waiting) == sorted(ids), f"seed {seed}, {name}: duplicated or missing jobs"
+        assert r.zcard(queue.key("failed")) == 0, f"seed {seed}, {name}: jobs left behind"
+        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == \
+            ("done", len(ids), 0, 0), f"seed {seed}, {name}: {progress}"
+        pipe = r.pipeline()
+        for i in ids:
+            pipe.hmget(queue.job_key(i), ["atm", "ats", "finishedOn"])
+        assert all(v == [None, None, None] for v in pipe.execute())  # counters reset on each job
+        assert RedisStore(r, f"test:crash:{name}").load().in_flight == []
+    landed = sum(n for _, n in outcomes)
+    assert landed >= 6, f"seed {seed}: only {landed} kills landed mid-run"
+
+
+def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(r, redis_server):
+    url = redis_server.url(DB)
+    seed = random.randrange(1 << 30)
+    pairs = [(QueueRef("default", "bull", f"orders{n}-dlq"), QueueRef("default", "bull", f"orders{n}")) for n in range(5)]
+    seeded = {dlq.name: run_node("actions.mjs", "dlq", url, dlq.name, str(JOBS_PER_TRIAL), source.name)["ids"]
+              for dlq, source in pairs}
+
+    def trial(n: int):
+        dlq = pairs[n][0]
+        plan = BulkPlan(queue=dlq, action="redrive", before_ms=int(time.time() * 1000) + 1,
+                        filt=JobFilter(state="waiting"), rate=RATE, payload_field="data")
+        return run_with_kills(url, plan, f"test:crash:{dlq.name}", random.Random(seed + n), kills=1 + n % 3)
+
+    with ThreadPoolExecutor(3) as pool:
+        outcomes = list(pool.map(trial, range(len(pairs))))
+    for (dlq, source), (progress, _) in zip(pairs, outcomes):
+        ids = seeded[dlq.name]
+        expected = sorted(redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids)
+        in_source = [m.decode() for m in r.lrange(source.key("wait"), 0, -1)]
+        assert sorted(in_source) == expected, f"seed {seed}, {dlq.name}: duplicated or missing jobs"
+        assert r.llen(dlq.key("wait")) == 0 and not any(r.exists(dlq.job_key(i)) for i in ids), \
+            f"seed {seed}, {dlq.name}: jobs left behind"
+        assert json.loads(r.hget(source.job_key(expected[0]), "data"))["i"] in range(JOBS_PER_TRIAL)
+        assert (progress["state"], progress["moved"], progress["skipped"]) == ("done", len(ids), 0), \
+            f"seed {seed}, {dlq.name}: {progress}"
+    landed = sum(n for _, n in outcomes)
+    assert landed >= 5, f"seed {seed}: only {landed} kills landed mid-run"

@@ -1,0 +1,71 @@
+"""Alerting in the running monitor, end to end: real Node BullMQ jobs pile up, the monitor's
+periodic rule evaluation fires the alert, the firing banner reaches a page over the
+websocket (the every-page socket), /metrics shows it the Prometheus way, a standby that
+takes over writes no second notification, and the alert resolves when the backlog drains."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from dashboard.alerts.models import Alert, Notification
+from dashboard.asgi import application
+from tests.support.alerting import make_channel, make_rule
+from tests.support.servers import run_node
+from tests.live.test_live_consumers import session_headers
+from tests.live.test_live_monitor import run_monitor_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node, pytest.mark.asyncio]
+
+
+def firing_orders(_monitor=None):
+    return Alert.objects.filter(state=Alert.FIRING, queue="orders").exists()
+
+
+async def receive_until(comm, predicate, limit=50):
+    for _ in range(limit):
+        html = await comm.receive_from(timeout=10)
+        if predicate(html):
+            return html
+    raise AssertionError("no matching fragment")
+
+
+async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(live_setup, settings, redis_server, client, user):
+    settings.QUEUEWATCH_ALERT_INTERVAL_S = 1
+    await sync_to_async(lambda: make_rule("orders backlog", queue_glob="orders", threshold=3, channels=[make_channel()]))()
+    await sync_to_async(run_node)("produce.mjs", "add", redis_server.url(3), "orders", "5")  # no worker: they wait
+
+    await sync_to_async(run_monitor_until)(firing_orders, name="monitor-a")
+    alert = await sync_to_async(Alert.objects.get)(queue="orders")
+    assert alert.value_start == 5 and alert.summary == "5 jobs waiting"
+
+    # Any page (here one with no live content of its own) gets the banner on connect.
+    headers = await sync_to_async(session_headers)(client, user)
+    comm = WebsocketCommunicator(application, "/ws/all/", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+    html = await receive_until(comm, lambda h: 'id="firing-alerts"' in h)
+    assert "1 alert firing" in html and "orders backlog" in html and "default/orders" in html
+    await comm.disconnect()
+
+    body = (await sync_to_async(client.get)("/metrics")).content.decode()
+    assert 'ALERTS{alertname="orders backlog",alertstate="firing",severity="warning",connection="default",prefix="bull",' \
+           'queue="orders",item="",silenced="false"} 1' in body
+
+    # A standby taking over after the first monitor stopped evaluates the same firing alert:
+    # no second notification for the same state change.
+    await sync_to_async(run_monitor_until)(lambda m: m.stats["ticks"] >= 8, name="monitor-b")
+    kinds = await sync_to_async(lambda: list(Notification.objects.values_list("kind", flat=True)))()
+    assert kinds == ["firing"]
+
+    # The backlog drains (a worker completes the jobs); the alert resolves and the banner empties.
+    await sync_to_async(run_node)("produce.mjs", "recover", redis_server.url(3), "orders", "2")
+    await sync_to_async(run_monitor_until)(lambda m: Alert.objects.filter(queue="orders", state=Alert.RESOLVED).exists(),
+                                           name="monitor-c")
+    kinds = await sync_to_async(lambda: list(Notification.objects.order_by("id").values_list("kind", flat=True)))()
+    assert kinds == ["firing", "resolved"]
+    comm = WebsocketCommunicator(application, "/ws/all/", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+    html = await receive_until(comm, lambda h: 'id="firing-alerts"' in h)
+    assert html == '<div id="firing-alerts"></div>'
+    await comm.disconnect()

@@ -1,0 +1,67 @@
+"""Websocket consumers: login and origin required, snapshot on connect, group relay."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from dashboard.live import channels as live
+from dashboard.asgi import application
+from queues.keys import QueueRef
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+QUEUE = QueueRef("default", "bull", "orders")
+
+
+def session_headers(client, user, origin=b"http://localhost"):
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    return [(b"origin", origin), (b"cookie", cookie), (b"host", b"localhost")]
+
+
+async def connect(path, headers):
+    comm = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await comm.connect(timeout=5)
+    return comm, connected, code
+
+
+async def test_anonymous_connect_is_refused(live_setup):
+    comm, connected, code = await connect("/ws/overview/", [(b"origin", b"http://localhost"), (b"host", b"localhost")])
+    assert not connected and code == 4401
+
+
+async def test_cross_origin_connect_is_refused(live_setup, client, user):
+    headers = await sync_to_async(session_headers)(client, user, origin=b"http://evil.example")
+    comm, connected, _ = await connect("/ws/overview/", headers)
+    assert not connected
+
+
+async def test_snapshot_on_connect_then_group_messages_are_relayed(live_setup, client, user):
+    publisher = await sync_to_async(live.Publisher)(live.dashboard_redis())
+    await sync_to_async(publisher.publish)(live.queue_group(QUEUE), "live-x", '<section id="live-x">3 failed</section>')
+    headers = await sync_to_async(session_headers)(client, user)
+    comm, connected, _ = await connect("/ws/queue/default/bull/orders/?state=failed&list=1", headers)
+    assert connected
+    assert await comm.receive_from(timeout=5) == '<section id="live-x">3 failed</section>'
+    # A later change to the same group reaches the connected client...
+    await sync_to_async(publisher.publish)(live.queue_group(QUEUE), "live-x", '<section id="live-x">4 failed</section>')
+    assert await comm.receive_from(timeout=5) == '<section id="live-x">4 failed</section>'
+    # ...an identical fragment is not re-sent, and other queues' groups are not received.
+    await sync_to_async(publisher.publish)(live.queue_group(QUEUE), "live-x", '<section id="live-x">4 failed</section>')
+    await sync_to_async(publisher.publish)(live.queue_group(QueueRef("default", "bull", "other")), "live-y", "<p id='live-y'></p>")
+    assert await comm.receive_nothing(timeout=0.5)
+    # The list watch was registered for the monitor.
+    watched = await sync_to_async(live.watched)(live.dashboard_redis())
+    assert ("list", "default", "bull", "orders", "failed") in watched
+    await comm.disconnect()
+
+
+async def test_job_page_consumer_registers_a_watch(live_setup, client, user):
+    headers = await sync_to_async(session_headers)(client, user)
+    comm, connected, _ = await connect("/ws/queue/default/bull/orders/jobs/a:b/c", headers)
+    assert connected
+    watched = await sync_to_async(live.watched)(live.dashboard_redis())
+    assert ("job", "default", "bull", "orders", "a:b/c") in watched
+    await comm.disconnect()

@@ -1,0 +1,171 @@
+"""The monitor with real Node BullMQ workers: failures and stalls reach a connected websocket
+client; rates and history come from events; stream trimming is detected and reconciled."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from dashboard.asgi import application
+from dashboard.live.models import QueuePoint
+from tests.support.servers import NODE_DIR, ensure_node_modules, run_node
+from tests.live.test_live_consumers import session_headers
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
+
+
+async def receive_until(comm, predicate, timeout=15.0):
+    """Receive fragments until one satisfies predicate; returns it (fails on timeout)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            html = await comm.receive_from(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:
+            break
+        seen.append(html)
+        if predicate(html):
+            return html
+    raise AssertionError(f"no matching fragment within {timeout}s; got {len(seen)}: {seen[-3:]}")
+
+
+def wait_for(predicate, timeout=15.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monitor", timeout=20):
+    """Run a Monitor in a thread until ``predicate(monitor)`` holds, then stop it cleanly."""
+    import threading
+
+    from dashboard.live.monitor import Monitor
+
+    stop = threading.Event()
+    monitor = Monitor(tick=tick, name=name, lock_ttl_ms=lock_ttl_ms)
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: predicate(monitor), timeout=timeout)
+    finally:
+        stop.set()
+        thread.join(15)
+    return monitor
+
+
+
+@pytest.mark.asyncio
+async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_server, client, user):
+    # The queue exists before the page opens (as a user would see it).
+    await sync_to_async(run_node)("produce.mjs", "complete", redis_server.url(3), "orders", "1")
+    await sync_to_async(wait_for)(lambda: running_monitor.stats["ticks"] >= 2 and any(q.name == "orders" for q in running_monitor.states))
+    headers = await sync_to_async(session_headers)(client, user)
+    comm = WebsocketCommunicator(application, "/ws/queue/default/bull/orders/?state=failed&list=1", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+
+    result = await sync_to_async(run_node)("produce.mjs", "fail", redis_server.url(3), "orders", "1")
+    failed_id = result["ids"][0]
+
+    # The failed tab's count moves and the failed job row appears, without a reload.
+    seen = []
+    await receive_until(comm, lambda h: seen.append(h) or (
+        any('class="queue-live"' in x and re.search(r'failed <span class="count">1</span>', x) for x in seen)
+        and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)))
+    await comm.disconnect()
+
+    # The state document (for /metrics and health) carries the same figures, once per tick.
+    from dashboard.live import channels as live
+
+    def orders_state():
+        state = live.read_state(live.dashboard_redis()) or {"queues": []}
+        # The count comes from the snapshot, the totals from events: one tick may see the
+        # first before the second, the next tick sees both.
+        return next((q for q in state["queues"] if q["name"] == "orders" and q["counts"]["failed"] == 1
+                     and q["events_total"]["failed"] == 1), None)
+
+    orders = await sync_to_async(wait_for)(orders_state)
+    assert orders["rates_per_min"]["failed"]["1"] > 0
+
+
+@pytest.mark.asyncio
+async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_server, client, user):
+    ensure_node_modules()
+    url = redis_server.url(3)
+    await sync_to_async(run_node)("produce.mjs", "complete", url, "stally", "1")
+    headers = await sync_to_async(session_headers)(client, user)
+    comm = WebsocketCommunicator(application, "/ws/queue/default/bull/stally/?state=active&list=1", headers=headers)
+    assert (await comm.connect(timeout=5))[0]
+
+    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "stally"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        live_setup.lpush("bull:stally:wait", "placeholder")  # never processed: removed below
+        live_setup.lrem("bull:stally:wait", 0, "placeholder")
+        # Add the job the stuck worker will take (through BullMQ, from Python).
+        from bullmq import Queue
+
+        q = Queue("stally", {"connection": url})
+        job = await q.add("slow", {"n": 1}, {"attempts": 3})
+        await q.close()
+        line = await sync_to_async(stuck.stdout.readline)()
+        assert line.strip() == f"ACTIVE {job.id}"
+        stuck.kill()  # SIGKILL: the lock expires ~2 s later while the job stays in active
+
+        html = await receive_until(comm, lambda h: "stalled now" in h, timeout=20)
+        assert "1 stalled now" in html
+        await receive_until(comm, lambda h: f'data-job-id="{job.id}"' in h and "badge stalled" in h, timeout=10)
+    finally:
+        stuck.kill()
+        stuck.wait()
+
+    # A healthy worker's stall check recovers it; the `stalled` event is counted once.
+    await sync_to_async(run_node)("produce.mjs", "recover", url, "stally", "4")
+    await receive_until(comm, lambda h: 'class="queue-live"' in h and "stalled now" not in h, timeout=15)
+
+    def stalled_total():
+        return sum(QueuePoint.objects.filter(queue="stally").values_list("stalled", flat=True))
+
+    assert await sync_to_async(wait_for)(lambda: stalled_total() == 1, timeout=10)
+    await comm.disconnect()
+
+
+def test_between_snapshots_counts_follow_events_without_reading_them(live_setup, redis_server, settings, monkeypatch):
+    """The monitor reads a queue's counts once, then keeps them current from events alone:
+    after real Node workers fail, retry and complete jobs, its counts equal getJobCounts()
+    without another snapshot read."""
+    import threading
+
+    from dashboard.live import monitor as mon
+
+    settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
+    url = redis_server.url(3)
+    run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
+    reads = []
+    real = mon.read_snapshots
+    monkeypatch.setattr(mon, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
+    stop = threading.Event()
+    monitor = mon.Monitor(tick=0.3, name="test-monitor")
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        def evq():
+            return next((st for q, st in getattr(monitor, "states", {}).items() if q.name == "evq" and st.live), None)
+
+        wait_for(lambda: evq() is not None and any(q.name == "evq" for q in monitor.applied_cursors))
+        reads_before = len(reads)
+        run_node("produce.mjs", "fail", url, "evq", "4")
+        expected = run_node("produce.mjs", "complete", url, "evq", "5")["counts"]
+        want = {s: expected[s] for s in ("waiting", "active", "delayed", "prioritized", "completed", "failed")}
+        wait_for(lambda: {s: evq().live.counts[s] for s in want} == want)
+        assert want["failed"] >= 4 and want["completed"] >= 5
+        assert len(reads) == reads_before, "events, not snapshots, moved the counts"
+    finally:
+        stop.set()
+        thread.join(15)
