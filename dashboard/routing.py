@@ -1,8 +1,10 @@
 from django.urls import path
 
+import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
+
 from dashboard.live import consumers
 
-queue = "ws/queue/<str:connection>/<str:prefix>/<str:name>/"
+queue = "ws/queue/<seg:connection>/<seg:prefix>/<seg:name>/"
 
 websocket_urlpatterns = [
     path("ws/all/", consumers.LiveConsumer.as_asgi(), name="ws_all"),  # pages without live content of their own

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
+
 from dashboard.actions import api as actions_api
 from dashboard.actions import views as actions_views
 from dashboard.browse import api as browse_api
@@ -10,8 +12,8 @@ from dashboard.browse import views as browse_views
 from dashboard.health import metrics
 from dashboard.health import views as health_views
 
-queue = "q/<str:connection>/<str:prefix>/<str:name>/"
-api_queue = "api/v1/queues/<str:connection>/<str:prefix>/<str:name>"
+queue = "q/<seg:connection>/<seg:prefix>/<seg:name>/"
+api_queue = "api/v1/queues/<seg:connection>/<seg:prefix>/<seg:name>"
 
 urlpatterns = [
     path("", browse_views.overview, name="overview"),
