@@ -18,10 +18,10 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Iterable
 
-from .alert_kinds import KINDS, kind_of
-from .alert_kinds.base import (WINDOWS, ConnectionFacts, Facts, Observation, Target, fingerprint,  # noqa: F401 (the API)
-                               in_scope)
-from .alert_kinds.base import CONNECTION
+# Re-exported: callers of evaluation use these names from here (KINDS is the kinds registry).
+from .alert_kinds import KINDS, kind_of  # noqa: F401
+from .alert_kinds.base import (CONNECTION, WINDOWS, ConnectionFacts, Facts, Observation, Target,  # noqa: F401
+                               fingerprint, in_scope)
 
 
 @dataclass
