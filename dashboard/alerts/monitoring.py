@@ -22,7 +22,6 @@ from queues import alert_kinds, health
 from queues.alert_rules import ConnectionFacts, Facts
 
 
-
 def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[str, ConnectionFacts]:
     """Reachability from the monitor (current), server settings from the last health report."""
     out = {n: ConnectionFacts(reachable=n not in down, error=down.get(n, "")) for n in names}
