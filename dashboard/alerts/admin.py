@@ -9,6 +9,9 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
+from queues import alert_kinds
+
+from dashboard.alerts import notifiers
 from dashboard.alerts.models import (Alert, AlertEvent, AlertRule, Channel, DeliveryAttempt, MaintenanceWindow,
                                      Notification, Silence)
 
@@ -22,6 +25,10 @@ class ChannelAdminForm(forms.ModelForm):
     class Meta:
         model = Channel
         fields = ["name", "kind", "enabled"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"] = forms.ChoiceField(choices=notifiers.choices())  # the registry's kinds
 
     def save(self, commit=True):
         channel = super().save(commit=False)
@@ -83,8 +90,20 @@ class NotificationAdmin(admin.ModelAdmin):
             state=Notification.PENDING, next_attempt_at=timezone.now(), claimed_until=None)
         self.message_user(request, f"{count} notification(s) queued again; the monitor sends them on its next run.")
 
+
+class AlertRuleAdminForm(forms.ModelForm):
+    class Meta:
+        model = AlertRule
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"] = forms.ChoiceField(choices=alert_kinds.choices())  # the registry's kinds
+
+
 @admin.register(AlertRule)
 class AlertRuleAdmin(admin.ModelAdmin):
+    form = AlertRuleAdminForm
     list_display = ["name", "kind", "severity", "enabled", "connection", "queue_glob", "threshold", "for_seconds"]
     list_filter = ["kind", "severity", "enabled"]
     search_fields = ["name", "queue_glob"]

@@ -5,7 +5,6 @@ middleware). Secrets are never put in a page."""
 from __future__ import annotations
 
 import functools
-import urllib.parse
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -13,10 +12,10 @@ from django.db.models import Count, Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.alerts import notifiers
 from dashboard.alerts.channel_forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
 from dashboard.alerts.sender import send_test
-from dashboard.alerts.webhook_notifier import origin
 from dashboard.accounts.roles import ADMIN, role_required
 
 LOG_PAGE_SIZE = 50
@@ -37,13 +36,14 @@ def with_channel(view):
 
 
 def destination(channel: Channel) -> str:
-    """Where a channel sends, without anything secret: webhook URLs often hold tokens in their
-    path or query, so only the scheme, host and port are shown."""
-    config = channel.config or {}
-    if channel.kind == Channel.EMAIL:
-        return ", ".join(config.get("to") or [])
-    url = config.get("url") or ""
-    return origin(url) if urllib.parse.urlsplit(url).scheme else ""
+    """Where a channel sends, without anything secret (its kind says what that is)."""
+    notifier = notifiers.NOTIFIERS.get(channel.kind)
+    return notifier.destination(channel.config or {}) if notifier else ""
+
+
+def variant(channel: Channel) -> str:
+    notifier = notifiers.NOTIFIERS.get(channel.kind)
+    return notifier.variant(channel.config or {}) if notifier else ""
 
 
 @require_GET
@@ -51,7 +51,7 @@ def channel_list(request):
     channels = Channel.objects.order_by("name").annotate(
         pending=Count("notifications", filter=Q(notifications__state__in=[Notification.PENDING, Notification.SENDING])),
         failed=Count("notifications", filter=Q(notifications__state=Notification.FAILED)))
-    rows = [{"c": c, "destination": destination(c)} for c in channels]
+    rows = [{"c": c, "destination": destination(c), "variant": variant(c)} for c in channels]
     return render(request, "alerts/channels.html", {"rows": rows})
 
 

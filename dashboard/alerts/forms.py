@@ -9,6 +9,7 @@ from django import forms
 
 from dashboard.alerts.models import AlertRule, Channel, MaintenanceWindow, Silence
 from dashboard.registry import get_registry
+from queues import alert_kinds
 
 
 def _connection_choices():
@@ -28,6 +29,7 @@ class RuleForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["kind"] = forms.ChoiceField(choices=alert_kinds.choices())  # the registry's kinds, as they are now
         self.fields["connection"] = forms.ChoiceField(choices=_connection_choices(), required=False)
         self.fields["channels"].queryset = Channel.objects.order_by("name")
 

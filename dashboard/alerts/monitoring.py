@@ -3,27 +3,23 @@ facts rules need from what the leader already knows, evaluate, publish the firin
 banner to every page; and the optional daily digest.
 
 Facts come from the leader's state: per-queue signals of its last tick, the connections it
-found down, its last health report (eviction policy, memory), and — only when a rule needs
-them — the job schedulers of queues that have any (one small pipeline per such queue).
+found down, its last health report (eviction policy, memory), and — only when an enabled rule's
+kind needs it (``RuleKind.needs``) — data read for it, e.g. the job schedulers of queues that
+have any (one small pipeline per such queue).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 
-import redis
 from django.conf import settings
 
 from dashboard.live import fragments
 from dashboard.live import channels as live
 from dashboard.alerts.engine import evaluate_rules, firing_alerts
 from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
-from queues import health
+from queues import alert_kinds, health
 from queues.alert_rules import ConnectionFacts, Facts
-from queues.schedulers import read_schedulers
-
-log = logging.getLogger("queuewatch.alerts")
 
 
 def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[str, ConnectionFacts]:
@@ -40,42 +36,6 @@ def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[
     return out
 
 
-def scheduler_facts(*, signals: list, registry, down: dict[str, str]) -> dict:
-    """Job schedulers of every queue that has any, on reachable connections."""
-    out = {}
-    for sig in signals:
-        q = sig.snapshot.queue
-        if not sig.snapshot.schedulers or q.connection in down:
-            continue
-        try:
-            out[q] = read_schedulers(registry.client(q.connection), q)
-        except redis.RedisError:
-            log.warning("could not read the job schedulers of %s/%s; skipped this time", q.connection, q.name)
-    return out
-
-
-def due_delayed_facts(*, signals: list, registry, down: dict[str, str], now: dt.datetime) -> dict:
-    """Delayed jobs already due, per queue with delayed jobs: one ``ZCOUNT`` each, pipelined
-    per connection. (BullMQ scores delayed jobs ``due_ms * 4096 + seq``; a worker promotes
-    due ones, so a count that stays up means no worker is fetching.)"""
-    limit = int(now.timestamp() * 1000) * 4096 + 4095
-    by_conn: dict[str, list] = {}
-    for sig in signals:
-        q = sig.snapshot.queue
-        if sig.snapshot.counts.get("delayed") and q.connection not in down:
-            by_conn.setdefault(q.connection, []).append(q)
-    out = {}
-    for name, queues in by_conn.items():
-        try:
-            pipe = registry.client(name).pipeline(transaction=False)
-            for q in queues:
-                pipe.zcount(q.key("delayed"), "-inf", limit)
-            out.update(zip(queues, pipe.execute()))
-        except redis.RedisError:
-            log.warning("could not count due delayed jobs on %s; skipped this time", name)
-    return out
-
-
 def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None,
              complete: bool = True) -> list:
     """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
@@ -83,10 +43,8 @@ def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.d
     rules = list(AlertRule.objects.filter(enabled=True).prefetch_related("channels"))
     facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report),
                   complete=complete)
-    if any(r.kind == "scheduler_missed" for r in rules):
-        facts.schedulers = scheduler_facts(signals=signals, registry=registry, down=down)
-    if any(r.kind == "backlog" and r.include_due_delayed for r in rules):
-        facts.due_delayed = due_delayed_facts(signals=signals, registry=registry, down=down, now=now)
+    for need in alert_kinds.needs_of(rules):
+        facts.needs[need.name] = need.gather(signals=signals, client_for=registry.client, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
     if publisher is not None:
         publisher.publish(live.ALL, *fragments.firing_alerts(firing_alerts()))

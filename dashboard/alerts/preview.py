@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 
 from dashboard.live.models import QueuePoint
 from dashboard.live.rates import build_signals
-from queues import alert_rules
+from queues import alert_kinds, alert_rules
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, MINUTE_MS, Minute, QueueSeries
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 
 HOURS = 24
 MAX_QUEUES = 20  # a replay costs ~0.2 s of CPU per queue (a day of minutes); enough to judge a rule
-REPLAYABLE = {k.id for k in alert_rules.KINDS.values() if k.scope == "queue"}
 
 
 @dataclass
@@ -61,7 +60,8 @@ def _snapshot(q: QueueRef, row: QueuePoint, at_ms: int) -> QueueSnapshot:
 
 
 def rule_preview(*, rule, now: dt.datetime) -> Preview:
-    if rule.kind not in REPLAYABLE:
+    kind = alert_kinds.KINDS.get(rule.kind)
+    if kind is None or not kind.replayable:
         return Preview(False, note="This kind of rule is about Redis itself or job schedulers, which stored history does not record.")
     start = now.replace(second=0, microsecond=0) - dt.timedelta(hours=HOURS)
     recent = QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=start - dt.timedelta(minutes=15), start__lte=now)

@@ -36,7 +36,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
-from dashboard.alerts.notify import DeliveryError, absolute_url, notifier_for
+from dashboard.alerts.notifiers import DeliveryError, notifier_for
+from dashboard.alerts.notifiers.base import absolute_url
 from dashboard.db import db_retry
 
 logger = logging.getLogger(__name__)

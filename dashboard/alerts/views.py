@@ -14,7 +14,7 @@ from dashboard.alerts.forms import MaintenanceWindowForm, RuleForm, SilenceForm
 from dashboard.alerts.models import Alert, AlertRule, MaintenanceWindow, Silence
 from dashboard.alerts.preview import rule_preview
 from dashboard.accounts.roles import ADMIN, role_required
-from queues import alert_rules
+from queues import alert_kinds
 from queues.cron import CronError, cron_next, zone
 
 PREVIEW_FIRES = 5
@@ -24,7 +24,7 @@ PREVIEW_FIRES = 5
 def rules(request):
     firing = {r["rule"]: r["n"] for r in _count_firing()}
     items = [(r, firing.get(r.pk, 0)) for r in AlertRule.objects.prefetch_related("channels")]
-    return render(request, "alerts/rules.html", {"items": items, "kinds": alert_rules.KINDS.values()})
+    return render(request, "alerts/rules.html", {"items": items, "kinds": alert_kinds.KINDS.values()})
 
 
 def _count_firing():
@@ -48,7 +48,7 @@ def rule_edit(request, rule_id: int | None = None):
             form.save()
             return redirect("alert_rules")
     return render(request, "alerts/rule_form.html", {"form": form, "rule": rule, "preview": preview,
-                                                     "kinds": alert_rules.KINDS.values()})
+                                                     "kinds": alert_kinds.KINDS.values()})
 
 
 @require_GET

@@ -416,7 +416,7 @@ def test_a_receiver_that_hangs_times_out_and_is_retried(receiver):
 def test_retry_after_in_both_forms():
     from email.utils import format_datetime
 
-    from dashboard.alerts.webhook_notifier import _retry_after
+    from dashboard.alerts.notifiers.webhook import _retry_after
 
     assert _retry_after("120") == 120
     in_a_minute = format_datetime(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60), usegmt=True)
@@ -425,7 +425,7 @@ def test_retry_after_in_both_forms():
 
 
 def test_origin_shows_no_credentials_path_or_query():
-    from dashboard.alerts.webhook_notifier import origin
+    from dashboard.alerts.notifiers.webhook import origin
 
     assert origin("https://user:pw@hooks.example.test:8443/services/T0KEN?key=k") == "https://hooks.example.test:8443"
     assert origin("http://hooks.example.test:notaport/x") == "http://hooks.example.test"

@@ -6,6 +6,7 @@ import datetime as dt
 
 from dashboard.alerts.models import AlertRule, Channel
 from dashboard.live.rates import build_signals
+from queues.alert_kinds.needs import SCHEDULERS
 from queues.alert_rules import ConnectionFacts, Facts
 from queues.keys import QueueRef
 from queues.rates import QueueSeries, count_event
@@ -30,7 +31,8 @@ def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=No
 
 
 def facts(*sigs, connections=None, schedulers=None) -> Facts:
-    return Facts(queues=list(sigs), connections=connections or {"default": ConnectionFacts()}, schedulers=schedulers or {})
+    return Facts(queues=list(sigs), connections=connections or {"default": ConnectionFacts()},
+                 needs={SCHEDULERS.name: schedulers or {}})
 
 
 def make_rule(name="rule", *, channels=(), **fields) -> AlertRule:

@@ -9,14 +9,18 @@ the same id and mail systems that deduplicate on it show the message once.
 from __future__ import annotations
 
 import hashlib
+import re
 import smtplib
 
+from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.validators import validate_email
 from django.template.loader import render_to_string
 
 from dashboard.alerts.message_shapes import alert_line
-from dashboard.alerts.notify import DeliveryError, message_for
+from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 
@@ -46,12 +50,37 @@ def _smtp_error(exc: smtplib.SMTPException) -> DeliveryError:
     return DeliveryError(f"SMTP error {code or ''}: {detail}".replace("  ", " "), retry=not _permanent_code(code))
 
 
-class EmailNotifier:
-    def __init__(self, channel):
-        self.channel = channel
+class EmailNotifier(Notifier):
+    kind, label = "email", "Email"
+    form_note = "The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README)."
+
+    @classmethod
+    def form_fields(cls):
+        return {"to": forms.CharField(label="Recipients", required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                      help_text="Email addresses, one per line or separated by commas.")}
+
+    @classmethod
+    def clean_config(cls, *, data, stored, add_error):
+        addresses = [a.strip() for a in re.split(r"[,\s]+", data.get("to") or "") if a.strip()]
+        if not addresses:
+            add_error("to", "Give at least one address.")
+        for address in addresses:
+            try:
+                validate_email(address)
+            except ValidationError:
+                add_error("to", f"“{address}” is not an email address.")
+        return {"to": addresses}
+
+    @classmethod
+    def initial(cls, config):
+        return {"to": "\n".join(config.get("to") or [])}
+
+    @classmethod
+    def destination(cls, config):
+        return ", ".join(config.get("to") or [])
 
     def send(self, notification) -> str:
-        to = email_recipients(self.channel.config or {})
+        to = email_recipients(self.config)
         if not to:
             raise DeliveryError("This channel has no recipient addresses.", retry=False)
         if settings.EMAIL_BACKEND == SMTP_BACKEND and not settings.EMAIL_HOST:

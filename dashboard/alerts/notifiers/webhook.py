@@ -1,0 +1,234 @@
+"""Webhook delivery: one signed HTTP POST per notification, with the standard library's urllib.
+
+Headers sent with every request:
+
+* ``Content-Type`` — ``application/json`` (or the custom template's content type);
+* ``Idempotency-Key`` — the notification's key: a retry after a timeout sends the same key
+  (and the same body), so a receiver can drop the duplicate;
+* ``X-Queuewatch-Signature: sha256=<hex>`` — HMAC-SHA256 of the exact body bytes with the
+  channel's secret (only when a secret is set);
+* ``X-Queuewatch-Event`` — the notification kind; plus the channel's own custom headers.
+
+Redirects are not followed (a POST turned into a GET would silently lose the body), and errors
+name only the receiver's scheme, host and port: webhook URLs often carry tokens in their path.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import hmac
+import http.client
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+
+from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
+from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
+from dashboard.alerts.placeholders import fill_placeholders
+
+DEFAULT_TIMEOUT_S = 10
+MAX_TIMEOUT_S = 30
+SIGNATURE_HEADER = "X-Queuewatch-Signature"
+# Headers we set ourselves; a channel's custom headers may not replace them.
+RESERVED_HEADERS = frozenset({"idempotency-key", SIGNATURE_HEADER.lower(), "x-queuewatch-event", "content-length",
+                              "host", "connection", "transfer-encoding"})
+
+
+# --- settings (the channel form) ----------------------------------------------------------------
+# Custom header values are write-only: on edit each shows ``KEEP``, which keeps the stored value.
+
+KEEP = "(unchanged)"
+SHAPE_CHOICES = [("queuewatch", "Queuewatch JSON"), ("alertmanager", "Alertmanager webhook (version 4)"),
+                 ("slack", "Slack incoming webhook"), ("custom", "Custom template")]
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_SAMPLE = Message(idempotency_key="sample-key", kind="firing", subject='Sample "subject" with \\ and \n',
+                  payload={"status": "firing", "rule": {"name": "Sample rule", "kind": "backlog"},
+                           "alerts": [{"target": {"connection": "default", "prefix": "bull", "queue": "q\"1"},
+                                       "state": "firing", "value": 1, "threshold": 0, "summary": "sample \"quoted\""}]},
+                  channel="sample", created_at="2026-01-01T00:00:00Z", link="https://example.test/", base_url="")
+
+
+def parse_headers(text: str, *, stored: dict[str, str]) -> dict[str, str]:
+    """``Name: value`` lines into a dict; a value of ``KEEP`` keeps the stored value."""
+    headers = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not _HEADER_NAME.match(name):
+            raise ValidationError(f"Line {number}: write each header as “Name: value”.")
+        if name.lower() in RESERVED_HEADERS:
+            raise ValidationError(f"Line {number}: {name} is set by Queuewatch and cannot be replaced.")
+        if value == KEEP:
+            if name not in stored:
+                raise ValidationError(f"Line {number}: there is no stored value for {name} to keep; type the value.")
+            value = stored[name]
+        if not value.isascii() or not value.isprintable():
+            raise ValidationError(f"Line {number}: header values must be printable ASCII.")
+        headers[name] = value
+    return headers
+
+
+def _check_template(config: dict, add_error) -> None:
+    if not config["template"].strip():
+        add_error("template", "A custom payload needs a template.")
+    elif "json" in config["content_type"].lower():
+        filled = fill_placeholders(config["template"], values=template_values(_SAMPLE, json_escape=True))
+        try:
+            json.loads(filled)
+        except ValueError as exc:
+            add_error("template", f"With sample values this is not valid JSON ({exc}). Put text "
+                                  "placeholders inside quotes, and $ALERTS_JSON outside them.")
+
+
+# --- delivery ----------------------------------------------------------------------------------
+
+
+def signature(*, secret: str, body: bytes) -> str:
+    """The signature header's value: ``sha256=`` and the hex HMAC-SHA256 of the body."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def retryable_status(status: int) -> bool:
+    """Worth trying again: timeouts, rate limits and server errors. Any other 4xx means the
+    request itself is wrong and will be refused again (bad URL, auth, payload)."""
+    return status in (408, 425, 429) or status >= 500
+
+
+def origin(url: str) -> str:
+    """Scheme, host and port of a URL: what errors and pages may show of a webhook address
+    (never the user, password, path or query, where tokens live)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: show none rather than fail
+        port = None
+    return f"{parts.scheme}://{parts.hostname or ''}" + (f":{port}" if port else "")
+
+
+def webhook_body(*, message: Message, config: dict) -> tuple[bytes, str]:
+    """The request body and its content type, for the channel's shape."""
+    shape = config.get("shape") or "queuewatch"
+    if shape == "custom":
+        content_type = config.get("content_type") or "application/json"
+        values = template_values(message, json_escape="json" in content_type.lower())
+        return fill_placeholders(config.get("template") or "", values=values).encode(), content_type
+    if shape not in SHAPES:
+        raise DeliveryError(f"Unknown webhook shape {shape!r}.", retry=False)
+    return json.dumps(SHAPES[shape](message), ensure_ascii=False).encode(), "application/json"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds, from either of its forms (seconds, or an HTTP date)."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises HTTPError with the 3xx status
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+class WebhookNotifier(Notifier):
+    kind, label = "webhook", "Webhook"
+    uses_secret = True  # signs each body
+
+    @classmethod
+    def form_fields(cls):
+        return {
+            "url": forms.CharField(label="URL", required=False, max_length=2000, help_text="http:// or https://"),
+            "shape": forms.ChoiceField(label="Payload", choices=SHAPE_CHOICES, initial="queuewatch", required=False),
+            "template": forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
+                                        help_text="For “Custom template”: " + ", ".join(f"${n}" for n in PLACEHOLDERS) + "."),
+            "content_type": forms.CharField(label="Content type", required=False, initial="application/json", max_length=100),
+            "headers": forms.CharField(label="Custom headers", required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                       help_text=f"One “Name: value” per line. Stored values are not shown: {KEEP} keeps one."),
+            "timeout_s": forms.IntegerField(label="Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S,
+                                            initial=DEFAULT_TIMEOUT_S, required=False),
+        }
+
+    @classmethod
+    def clean_config(cls, *, data, stored, add_error):
+        url = (data.get("url") or "").strip()
+        try:
+            URLValidator(schemes=["http", "https"])(url)
+        except ValidationError:
+            add_error("url", "Give a full http:// or https:// URL.")
+        try:
+            headers = parse_headers(data.get("headers") or "", stored=stored.get("headers") or {})
+        except ValidationError as exc:
+            add_error("headers", exc)
+            headers = {}
+        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": headers,
+                  "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S}
+        if config["shape"] == "custom":
+            config["template"] = data.get("template") or ""
+            config["content_type"] = (data.get("content_type") or "application/json").strip()
+            _check_template(config, add_error)
+        return config
+
+    @classmethod
+    def initial(cls, config):
+        return {"url": config.get("url", ""), "shape": config.get("shape", "queuewatch"),
+                "template": config.get("template", ""), "content_type": config.get("content_type", "application/json"),
+                "headers": "\n".join(f"{name}: {KEEP}" for name in (config.get("headers") or {})),
+                "timeout_s": config.get("timeout_s", DEFAULT_TIMEOUT_S)}
+
+    @classmethod
+    def destination(cls, config):
+        url = config.get("url") or ""
+        return origin(url) if urllib.parse.urlsplit(url).scheme else ""
+
+    @classmethod
+    def variant(cls, config):
+        return config.get("shape") or "queuewatch"
+
+    def send(self, notification) -> str:
+        url = self.config.get("url") or ""
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            raise DeliveryError("The webhook URL must start with http:// or https://.", retry=False)
+        body, content_type = webhook_body(message=message_for(notification), config=self.config)
+        headers = {"Content-Type": content_type, "User-Agent": "Queuewatch-Webhook/1"}
+        headers.update({k: v for k, v in (self.config.get("headers") or {}).items() if k.lower() not in RESERVED_HEADERS})
+        headers["Idempotency-Key"] = notification.idempotency_key
+        headers["X-Queuewatch-Event"] = notification.kind
+        if self.channel.secret:
+            headers[SIGNATURE_HEADER] = signature(secret=self.channel.secret, body=body)
+        timeout = min(max(int(self.config.get("timeout_s") or DEFAULT_TIMEOUT_S), 1), MAX_TIMEOUT_S)
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        where = origin(url)
+        try:
+            with _opener.open(request, timeout=timeout) as response:
+                response.read(4096)  # let the receiver finish; the body is not needed
+                return f"HTTP {response.status} from {where}"
+        except urllib.error.HTTPError as exc:
+            snippet = exc.read(300).decode("utf-8", "replace").strip()
+            message = f"HTTP {exc.code} from {where}" + (f": {snippet}" if snippet else "")
+            if 300 <= exc.code < 400:
+                raise DeliveryError(message + " (redirects are not followed; use the final URL)", retry=False) from None
+            raise DeliveryError(message, retry=retryable_status(exc.code),
+                                retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
+        except urllib.error.URLError as exc:
+            raise DeliveryError(f"Cannot reach {where}: {exc.reason}", retry=True) from None
+        except TimeoutError:
+            raise DeliveryError(f"No answer from {where} within {timeout} s", retry=True) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise DeliveryError(f"Connection to {where} failed: {type(exc).__name__}: {exc}", retry=True) from None

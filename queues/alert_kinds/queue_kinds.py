@@ -1,0 +1,127 @@
+"""Rule kinds measured on each queue's signals (counts, event totals over windows, stalls)."""
+
+from __future__ import annotations
+
+from .. import health
+from .base import DUE_DELAYED_PARAM, MIN_VOLUME, WINDOW, QueueKind, window_of
+from .needs import DUE_DELAYED
+
+
+class DlqDepth(QueueKind):
+    id, title, unit = "dlq_depth", "Dead-letter depth above N", "jobs"
+    help = "Jobs in the failed set (or waiting in a dead-letter queue)."
+
+    def measure(self, rule, sig, facts):
+        counts = sig.snapshot.counts
+        depth = counts.get("waiting", 0) if sig.is_dlq else counts.get("failed", 0)
+        return depth, f"{depth} jobs in the dead-letter set"
+
+
+class DlqGrowth(QueueKind):
+    id, title, unit = "dlq_growth", "Dead-letter growth above N per minute", "jobs/min"
+    help = "Jobs entering the dead-letter set per minute over the window."
+    params = frozenset({WINDOW})
+
+    def measure(self, rule, sig, facts):
+        w = window_of(rule)
+        rate = sig.dlq_growth_per_min[w]
+        return round(rate, 2), f"dead letters growing by {rate:.1f}/min over {w} min"
+
+
+class FailureRatio(QueueKind):
+    id, title, unit = "failure_ratio", "Failure ratio above X %", "%"
+    help = "Failed ÷ (completed + failed) over the window; needs at least the minimum volume of finished jobs."
+    params = frozenset({WINDOW, MIN_VOLUME})
+    percent = True
+
+    def measure(self, rule, sig, facts):
+        w = window_of(rule)
+        failed, completed = sig.totals["failed"][w], sig.totals["completed"][w]
+        finished = failed + completed
+        if finished == 0 or finished < rule.min_volume:
+            return 0.0, f"{finished} jobs finished in {w} min (below the minimum volume of {rule.min_volume})"
+        pct = 100.0 * failed / finished
+        return round(pct, 1), f"{pct:.1f}% of {finished} jobs failed over {w} min"
+
+
+class StalledWindow(QueueKind):
+    id, title, unit = "stalled_window", "Stalled jobs above N over a window", "jobs"
+    help = "Stall events (a worker lost a job's lock) in the window."
+    params = frozenset({WINDOW})
+
+    def measure(self, rule, sig, facts):
+        w = window_of(rule)
+        n = sig.totals["stalled"][w]
+        return n, f"{n} stall events in {w} min"
+
+
+class StalledNow(QueueKind):
+    id, title, unit = "stalled_now", "Jobs stalled right now above N", "jobs"
+    help = "Active jobs whose lock has expired (0 means: any stalled job)."
+
+    def measure(self, rule, sig, facts):
+        n = len(sig.stalled_now)
+        return n, f"{n} jobs stalled now"
+
+
+def waiting(counts: dict) -> int:
+    """Jobs waiting to be picked up: the wait list plus prioritized jobs."""
+    return counts.get("waiting", 0) + counts.get("prioritized", 0)
+
+
+class Backlog(QueueKind):
+    id, title, unit = "backlog", "Backlog above N", "jobs"
+    help = "Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker)."
+    params = frozenset({DUE_DELAYED_PARAM})
+
+    def needs(self, rule):
+        return (DUE_DELAYED,) if getattr(rule, "include_due_delayed", False) else ()
+
+    def measure(self, rule, sig, facts):
+        n = waiting(sig.snapshot.counts)
+        if getattr(rule, "include_due_delayed", False):
+            due = facts.of(DUE_DELAYED).get(sig.snapshot.queue, 0)
+            return n + due, f"{n + due} jobs waiting (incl. {due} delayed jobs already due)"
+        return n, f"{n} jobs waiting"
+
+
+class OldestWaiting(QueueKind):
+    id, title, unit = "oldest_waiting", "Oldest waiting job older than T", "seconds"
+    help = "Age of the oldest job still waiting to be picked up."
+
+    def measure(self, rule, sig, facts):
+        age = sig.snapshot.oldest_waiting_age_ms
+        if age is None:
+            return 0.0, "no job waiting"
+        return round(age / 1000, 1), f"oldest waiting job is {age / 1000:.0f} s old"
+
+
+class NoCompletions(QueueKind):
+    id, title, unit = "no_completions", "Work waiting, nothing completing for T", "seconds"
+    help = "Jobs are waiting and none completed for T seconds: workers down or stuck."
+    duration_threshold = True
+
+    def validate(self, rule):
+        errors = super().validate(rule)
+        if rule.threshold is not None and rule.threshold < 60:
+            # Completions are counted per minute: a shorter T would fire between two of them.
+            errors["threshold"] = "“Nothing completing for T” needs T of at least 60 seconds."
+        return errors
+
+    def measure(self, rule, sig, facts):
+        snap = sig.snapshot
+        n = waiting(snap.counts)
+        done = sig.totals["completed"][1]
+        stuck = n > 0 and done == 0 and not snap.paused
+        return (1.0 if stuck else 0.0), f"{n} jobs waiting, {done} completed in the last minute"
+
+
+class Paused(QueueKind):
+    id, title, unit = "paused", "Queue paused for longer than T", "seconds"
+    help = "The queue has been paused for T seconds."
+    duration_threshold = True
+
+    def measure(self, rule, sig, facts):
+        paused = health.check_paused(sig.snapshot).failed  # the health check says what "paused" is
+        return (1.0 if paused else 0.0), "queue paused" if paused else "queue running"
+

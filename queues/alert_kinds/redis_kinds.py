@@ -1,0 +1,54 @@
+"""Rule kinds about a Redis server. They do not judge the server themselves: each asks the
+health check of the same condition (``queues.health``), so an alert and the health page never
+disagree about what "unreachable" or "evicting" means."""
+
+from __future__ import annotations
+
+from .. import health
+from .base import ConnectionFacts, ConnectionKind, Target, compare, flag
+
+
+def server_facts(cf: ConnectionFacts) -> health.ServerFacts:
+    """The connection's last known settings in the shape the health checks read (as INFO
+    reports them: the monitor keeps the checks' findings, not the raw CONFIG replies)."""
+    info = {"maxmemory_policy": cf.eviction_policy, "used_memory": cf.used_memory, "maxmemory": cf.maxmemory}
+    return health.ServerFacts(info={k: v for k, v in info.items() if v is not None}, config={})
+
+
+class RedisUnreachable(ConnectionKind):
+    id, title = "redis_unreachable", "Redis unreachable"
+    help = "The monitor cannot run commands on this Redis."
+    has_threshold = False
+
+    def observe_connection(self, rule, name, cf):
+        down = health.check_reachable(name, None if cf.reachable else cf.error or "unreachable").failed
+        return flag(Target(name), down, f"unreachable: {cf.error}" if down else "reachable")
+
+
+class EvictionPolicy(ConnectionKind):
+    id, title = "eviction_policy", "Eviction policy is not noeviction"
+    help = "Redis may delete job keys when memory runs out."
+    has_threshold = False
+
+    def observe_connection(self, rule, name, cf):
+        if not cf.reachable:
+            return None
+        result = health.check_eviction_policy(name, server_facts(cf))
+        if result.status == health.UNKNOWN:
+            return None  # not reported (yet): no change
+        return flag(Target(name), result.failed, f"maxmemory-policy is {result.details['policy']}")
+
+
+class Memory(ConnectionKind):
+    id, title, unit = "memory", "Memory above X % of maxmemory", "%"
+    help = "used_memory ÷ maxmemory (never fires when maxmemory is not set)."
+    percent = True
+
+    def observe_connection(self, rule, name, cf):
+        if not cf.reachable:
+            return None
+        ratio = health.check_memory(name, server_facts(cf)).details.get("ratio")
+        if ratio is None:  # no maxmemory set (or not reported)
+            return compare(rule, Target(name), 0.0, "no maxmemory set")
+        pct = 100.0 * ratio
+        return compare(rule, Target(name), round(pct, 1), f"memory at {pct:.1f}% of maxmemory")
