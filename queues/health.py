@@ -17,9 +17,8 @@ Framework-free, like the rest of ``queues/``. Two layers:
   (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was found, the failure it
   causes and the fix.
 
-Alerting rules do not exist yet. These functions are meant to be usable as alert rule kinds: a
-future rule engine can call ``check_*`` (or filter ``run_checks`` results) by ``kind`` and
-``severity`` and rely on both staying the same; results serialise with ``as_dict()``.
+The alert rule kinds that watch Redis (``queues/alert_kinds/redis_kinds.py``) call these checks,
+so ``kind`` and ``severity`` stay stable; results serialise with ``as_dict()``.
 
 ``run_checks(client, queues, state, now)`` reads the facts of one connection and runs every
 check.
