@@ -40,7 +40,7 @@ class Monitored:
     @property
     def client(self) -> redis.Redis:
         """The source's raw client (transitional: see ``Source.client``)."""
-        return self.source.client
+        return self.source.raw_client()
 
 
 class Registry:
@@ -64,7 +64,7 @@ class Registry:
 
     def client(self, name: str) -> redis.Redis:
         """The connection's raw Redis client, for features not yet moved to ``source(name)``."""
-        return self.source(name).client
+        return self.source(name).raw_client()
 
     def queues(self, name: str, *, refresh: bool = False) -> list[QueueRef]:
         conn = self.connection(name)

@@ -96,10 +96,11 @@ class Source(Protocol):
         connection, never its URL or password."""
         ...
 
-    @property
-    def client(self) -> Any:
+    def raw_client(self) -> Any:
         """The raw client, for reads not yet behind this interface (job pages, actions). Kinds
-        without one raise ``UnsupportedBySource``. Transitional: new code uses the methods."""
+        without one raise ``UnsupportedBySource``. Transitional: new code uses the methods.
+        (A method, not a property: ``isinstance(x, Source)`` reads every member, and must not
+        raise for such kinds.)"""
         ...
 
     def close(self) -> None:

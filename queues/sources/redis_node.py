@@ -49,8 +49,7 @@ class RedisNodeSource:
     def check_url(cls, url: str) -> None:
         redis.connection.parse_url(url)  # raises ValueError with redis-py's reason
 
-    @property
-    def client(self) -> redis.Redis:
+    def raw_client(self) -> redis.Redis:
         return self._client
 
     def discover(self) -> list[QueueRef]:
