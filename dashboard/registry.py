@@ -4,8 +4,9 @@ built once; discovery results are cached for ``QUEUEWATCH_DISCOVERY_TTL`` second
 do not SCAN on every request.
 
 Features ask ``get_registry().source(name)`` for what a connection can do (discover, snapshot,
-follow events, scripts). ``client(name)`` and ``redis_errors`` remain for the reads and actions
-that still take a raw Redis client; they go through the connection's source too.
+follow events, scripts). Two accessors remain for the reads and actions that still take a raw
+Redis client: ``client(name)``, which is the source's ``raw_client()``, and ``redis_errors``,
+which is what a Redis node source's ``errors()`` does (docs/sources.md lists those call sites).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Monitored:
 
     @property
     def client(self) -> redis.Redis:
-        """The source's raw client (transitional: see ``Source.client``)."""
+        """The source's raw client (transitional: see ``Source.raw_client``)."""
         return self.source.raw_client()
 
 

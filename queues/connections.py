@@ -1,4 +1,6 @@
-"""Named monitored Redis connections, configured from environment variables.
+"""Named monitored connections, configured from environment variables. Which URL schemes are
+accepted, and what makes a URL well-formed, is decided by the source kinds in
+``queues.sources.factory`` (today: a Redis node, ``redis://``, ``rediss://``, ``unix://``).
 
 ``QUEUEWATCH_REDIS_URL`` and ``QUEUEWATCH_PREFIXES`` configure the connection named ``default``.
 More connections are declared with ``QUEUEWATCH_CONNECTIONS=orders,billing`` plus
