@@ -1,43 +1,54 @@
-"""The monitored connections and their discovered queues, shared by views (and later the
-monitor). One pooled Redis client per connection; discovery results are cached for
-``QUEUEWATCH_DISCOVERY_TTL`` seconds so page loads do not SCAN on every request.
+"""The monitored connections, as sources, and their discovered queues; shared by the pages,
+the API, the monitor and the alert engine. One source per connection (``queues.sources``),
+built once; discovery results are cached for ``QUEUEWATCH_DISCOVERY_TTL`` seconds so page loads
+do not SCAN on every request.
 
-Every Redis error raised through here is turned into ``RedisUnavailable`` with a message that
-names the connection but never its URL or password.
+Features ask ``get_registry().source(name)`` for what a connection can do (discover, snapshot,
+follow events, scripts). Two accessors remain for the reads and actions that still take a raw
+Redis client: ``client(name)``, which is the source's ``raw_client()``, and ``redis_errors``,
+which is what a Redis node source's ``errors()`` does (docs/sources.md lists those call sites).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import redis
 from django.conf import settings
 
-from queues.connections import ConnectionSpec, client_for
-from queues.discovery import discover_queue_names
-from queues.errors import QueueNotFound, RedisUnavailable
+from queues.connections import ConnectionSpec
+from queues.errors import QueueNotFound
 from queues.keys import QueueRef
 from queues.redact import Redactor
+from queues.sources import Source, source_for
+from queues.sources.redis_node import redis_errors
+
+__all__ = ["Monitored", "Registry", "get_redactor", "get_registry", "redis_errors", "reset_registry"]
 
 
 @dataclass
 class Monitored:
-    spec: ConnectionSpec
-    client: redis.Redis
+    source: Source
     queues: list[QueueRef]
     discovered_at: float | None = None  # time.monotonic() of the last scan; None = never
+
+    @property
+    def spec(self) -> ConnectionSpec:
+        return self.source.spec
+
+    @property
+    def client(self) -> redis.Redis:
+        """The source's raw client (transitional: see ``Source.raw_client``)."""
+        return self.source.raw_client()
 
 
 class Registry:
     def __init__(self, specs: list[ConnectionSpec], *, discovery_ttl: float, timeout: float):
         self.discovery_ttl = discovery_ttl
         self._lock = threading.Lock()
-        self._conns = {
-            s.name: Monitored(spec=s, client=client_for(s, socket_timeout=timeout), queues=[]) for s in specs
-        }
+        self._conns = {s.name: Monitored(source=source_for(s, socket_timeout=timeout), queues=[]) for s in specs}
 
     @property
     def names(self) -> list[str]:
@@ -49,8 +60,12 @@ class Registry:
         except KeyError:
             raise QueueNotFound(name, "", "") from None
 
+    def source(self, name: str) -> Source:
+        return self.connection(name).source
+
     def client(self, name: str) -> redis.Redis:
-        return self.connection(name).client
+        """The connection's raw Redis client, for features not yet moved to ``source(name)``."""
+        return self.source(name).raw_client()
 
     def queues(self, name: str, *, refresh: bool = False) -> list[QueueRef]:
         conn = self.connection(name)
@@ -60,15 +75,15 @@ class Registry:
                 return conn.queues
         found = None if refresh else self._published(name)
         if found is None:
-            with redis_errors(name):
-                found = self.scan(name)
+            with conn.source.errors():
+                found = conn.source.discover()
         with self._lock:
             conn.queues, conn.discovered_at = found, time.monotonic()
         return found
 
     def scan(self, name: str) -> list[QueueRef]:
-        conn = self.connection(name)
-        return [QueueRef(name, prefix, q) for prefix in conn.spec.prefixes for q in discover_queue_names(conn.client, prefix)]
+        """Discover now, uncached; raises the backend's own errors (the monitor handles them)."""
+        return self.source(name).discover()
 
     def _published(self, name: str) -> list[QueueRef] | None:
         """The queue list the monitor published (it scans anyway), so page loads do not SCAN
@@ -93,26 +108,6 @@ class Registry:
 
     def all_prefixes(self, connection: str) -> list[str]:
         return list(self.connection(connection).spec.prefixes)
-
-
-@contextmanager
-def redis_errors(connection: str):
-    try:
-        yield
-    except (redis.AuthenticationError, redis.exceptions.AuthorizationError):
-        # Checked before ConnectionError, which these subclass in redis-py.
-        raise RedisUnavailable(connection, "authentication failed (check the user and password)") from None
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise RedisUnavailable(connection, _describe(exc)) from None
-    except redis.ResponseError as exc:
-        raise RedisUnavailable(connection, f"Redis refused a command: {exc}") from None
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, redis.TimeoutError):
-        return "timed out waiting for Redis to answer"
-    text = str(exc) or exc.__class__.__name__
-    return text if len(text) < 300 else text[:300] + "…"
 
 
 _registry: Registry | None = None

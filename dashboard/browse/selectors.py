@@ -37,8 +37,8 @@ def overview() -> list[ConnectionView]:
         conn = registry.connection(name)
         try:
             queues = registry.queues(name)
-            with redis_errors(name):
-                snaps = snapshot.read_snapshots(conn.client, queues)
+            with conn.source.errors():
+                snaps = conn.source.snapshots(queues)
             result.append(ConnectionView(name, conn.spec.display_url, snaps))
         except RedisUnavailable as exc:
             result.append(ConnectionView(name, conn.spec.display_url, [], error=exc.reason))
@@ -50,8 +50,9 @@ def resolve(connection: str, prefix: str, name: str) -> QueueRef:
 
 
 def queue_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
-    with redis_errors(queue.connection):
-        return snapshot.read_snapshots(get_registry().client(queue.connection), [queue])[0]
+    source = get_registry().source(queue.connection)
+    with source.errors():
+        return source.snapshots([queue])[0]
 
 
 def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str) -> listing.JobPage:

@@ -1,0 +1,60 @@
+"""Which source kind serves a connection, decided by its URL scheme, in one table.
+
+Adding a kind is one module (a class following ``queues.sources.base.Source``) and one entry in
+``SOURCE_KINDS``; nothing in the features changes.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ..errors import ConfigurationError
+from .base import Source
+from .redis_node import RedisNodeSource
+from .spec import ConnectionSpec
+
+SOURCE_KINDS: tuple[type[Source], ...] = (
+    RedisNodeSource,
+)
+
+
+def kind_for_scheme(scheme: str) -> type[Source] | None:
+    for kind in SOURCE_KINDS:
+        if scheme in kind.schemes:
+            return kind
+    return None
+
+
+def known_schemes() -> list[str]:
+    return [scheme for kind in SOURCE_KINDS for scheme in kind.schemes]
+
+
+def check_url(url: str, var: str) -> str:
+    """``url`` if a source kind serves its scheme and finds it well-formed; otherwise a
+    ``ConfigurationError`` naming the variable ``var`` (never the URL: it may hold a password)."""
+    scheme = urlsplit(url).scheme
+    kind = kind_for_scheme(scheme)
+    if kind is None:
+        raise ConfigurationError(f"{var} must be {_one_of(known_schemes())} URL (got scheme {scheme!r}).")
+    try:
+        kind.check_url(url)
+    except ValueError as exc:
+        raise ConfigurationError(f"{var} is not a valid {kind.label} URL: {exc}") from None
+    return url
+
+
+def source_for(spec: ConnectionSpec, *, socket_timeout: float = 5.0) -> Source:
+    """The source serving ``spec``. Specs from the environment were checked when settings
+    loaded; one built in code with a scheme no kind serves fails here just as clearly."""
+    kind = kind_for_scheme(spec.scheme)
+    if kind is None:
+        raise ConfigurationError(
+            f"Connection '{spec.name}' must be {_one_of(known_schemes())} URL (got scheme {spec.scheme!r})."
+        )
+    return kind(spec, socket_timeout=socket_timeout)
+
+
+def _one_of(schemes: list[str]) -> str:
+    """'a redis://, rediss:// or unix://' — the wording the settings errors have always used."""
+    urls = [f"{s}://" for s in schemes]
+    return "a " + (", ".join(urls[:-1]) + " or " + urls[-1] if len(urls) > 1 else urls[0])

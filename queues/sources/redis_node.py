@@ -1,0 +1,100 @@
+"""A single Redis node (``redis://``, ``rediss://``, ``unix://``): the source kind every
+connection has been so far. Reads and writes use the framework-free readers in ``queues/``
+unchanged; this module only decides which client each of them gets.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import ClassVar, Iterator
+
+import redis
+
+from ..bullmq_scripts import BullScripts, scripts_for
+from ..discovery import discover_queue_names
+from ..errors import RedisUnavailable
+from ..events import EventsFollower
+from ..keys import QueueRef
+from ..snapshot import QueueSnapshot, read_snapshots
+from .spec import ConnectionSpec
+
+# Extra seconds a follower's socket waits beyond its XREAD BLOCK, so redis-py never mistakes an
+# idle block for a dead server.
+FOLLOWER_SOCKET_MARGIN_S = 5
+
+
+def redis_client(url: str, *, socket_timeout: float = 5.0, connect_timeout: float = 2.0) -> redis.Redis:
+    """A pooled client returning bytes (job hashes may hold anything), with timeouts so a slow
+    or unreachable Redis gives a clear error instead of a hung page."""
+    return redis.Redis.from_url(
+        url,
+        decode_responses=False,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=connect_timeout,
+        health_check_interval=30,
+        client_name="queuewatch",
+    )
+
+
+class RedisNodeSource:
+    kind: ClassVar[str] = "redis"
+    label: ClassVar[str] = "Redis"
+    schemes: ClassVar[tuple[str, ...]] = ("redis", "rediss", "unix")
+
+    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
+        self.spec = spec
+        self._client = redis_client(spec.url, socket_timeout=socket_timeout)  # connects on first use
+
+    @classmethod
+    def check_url(cls, url: str) -> None:
+        redis.connection.parse_url(url)  # raises ValueError with redis-py's reason
+
+    def raw_client(self) -> redis.Redis:
+        return self._client
+
+    def discover(self) -> list[QueueRef]:
+        return [
+            QueueRef(self.spec.name, prefix, name)
+            for prefix in self.spec.prefixes
+            for name in discover_queue_names(self._client, prefix)
+        ]
+
+    def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        return read_snapshots(self._client, queues)
+
+    def events_follower(self, *, block_ms: int) -> EventsFollower:
+        # A dedicated client: XREAD BLOCK holds its connection for up to block_ms.
+        client = redis_client(self.spec.url, socket_timeout=block_ms / 1000 + FOLLOWER_SOCKET_MARGIN_S)
+        client.ping()
+        return EventsFollower(client, block_ms=block_ms)
+
+    def scripts(self) -> BullScripts:
+        return scripts_for(self._client)
+
+    def errors(self):
+        return redis_errors(self.spec.name)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@contextmanager
+def redis_errors(connection: str) -> Iterator[None]:
+    """Turn redis-py's failures into ``RedisUnavailable`` with a message that names the
+    connection but never its URL or password."""
+    try:
+        yield
+    except (redis.AuthenticationError, redis.exceptions.AuthorizationError):
+        # Checked before ConnectionError, which these subclass in redis-py.
+        raise RedisUnavailable(connection, "authentication failed (check the user and password)") from None
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise RedisUnavailable(connection, _describe(exc)) from None
+    except redis.ResponseError as exc:
+        raise RedisUnavailable(connection, f"Redis refused a command: {exc}") from None
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, redis.TimeoutError):
+        return "timed out waiting for Redis to answer"
+    text = str(exc) or exc.__class__.__name__
+    return text if len(text) < 300 else text[:300] + "…"

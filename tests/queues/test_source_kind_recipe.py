@@ -1,0 +1,142 @@
+"""The recipe in docs/sources.md is true: a new source kind is one class plus one entry in
+``queues.sources.factory.SOURCE_KINDS``, and the features then read through it end to end
+(settings, registry, overview page, JSON API, error banner) without any feature module knowing.
+
+The kind here keeps its queues in memory; no Redis is involved at all, which also proves the
+overview no longer reaches for a raw Redis client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from io import StringIO
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from dashboard.registry import get_registry, reset_registry
+from queues.connections import ConnectionSpec, connection_specs_from_env
+from queues.errors import ConfigurationError, RedisUnavailable
+from queues.keys import QueueRef
+from queues.snapshot import COUNT_STATES, QueueSnapshot
+from queues.sources import Source, UnsupportedBySource, factory
+from tests.conftest import point_at
+
+pytestmark = pytest.mark.django_db
+
+# Counts nobody would type by accident, so finding them in a page proves where they came from.
+STORED = {"orders": {"waiting": 9173, "failed": 4421}, "emails": {"completed": 55501}}
+
+
+class StoreOffline(Exception):
+    """The in-memory kind's own failure, which only its ``errors()`` knows how to translate."""
+
+
+class MemorySource:
+    kind = "memory"
+    label = "in-memory store"
+    schemes = ("memory",)
+
+    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
+        self.spec = spec
+        self.offline = urlsplit(spec.url).netloc == "offline"
+
+    @classmethod
+    def check_url(cls, url: str) -> None:
+        if not urlsplit(url).netloc:
+            raise ValueError("name the store, e.g. memory://shop")
+
+    def discover(self) -> list[QueueRef]:
+        if self.offline:
+            raise StoreOffline()
+        return [QueueRef(self.spec.name, prefix, name) for prefix in self.spec.prefixes for name in sorted(STORED)]
+
+    def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        if self.offline:
+            raise StoreOffline()
+        return [
+            QueueSnapshot(queue=q, counts={s: STORED[q.name].get(s, 0) for s in COUNT_STATES}, paused=False, schedulers=0)
+            for q in queues
+        ]
+
+    def events_follower(self, *, block_ms: int):
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower")
+
+    def scripts(self):
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="BullMQ scripts")
+
+    @contextlib.contextmanager
+    def errors(self):
+        try:
+            yield
+        except StoreOffline:
+            raise RedisUnavailable(self.spec.name, "the in-memory store is offline") from None
+
+    def raw_client(self):
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="raw Redis client")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def memory_kind(monkeypatch):
+    """The one line of the recipe: the kind's entry in the factory's table."""
+    monkeypatch.setattr(factory, "SOURCE_KINDS", (*factory.SOURCE_KINDS, MemorySource))
+
+
+@pytest.fixture
+def memory_connections(settings, memory_kind):
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = None  # no monitor has published a queue list
+    point_at(settings, *connection_specs_from_env({
+        "QUEUEWATCH_REDIS_URL": "memory://shop",
+        "QUEUEWATCH_CONNECTIONS": "archive",
+        "QUEUEWATCH_REDIS_URL_ARCHIVE": "memory://offline",
+    }, default_url=None))
+    yield
+    reset_registry()
+
+
+def test_settings_accept_the_new_scheme_only_once_the_kind_is_registered(monkeypatch):
+    env = {"QUEUEWATCH_REDIS_URL": "memory://shop"}
+    with pytest.raises(ConfigurationError, match=r"got scheme 'memory'"):
+        connection_specs_from_env(env, default_url=None)
+    monkeypatch.setattr(factory, "SOURCE_KINDS", (*factory.SOURCE_KINDS, MemorySource))
+    assert [s.scheme for s in connection_specs_from_env(env, default_url=None)] == ["memory"]
+    with pytest.raises(ConfigurationError, match=r"must be a redis://, rediss://, unix:// or memory:// URL"):
+        connection_specs_from_env({"QUEUEWATCH_REDIS_URL": "http://x"}, default_url=None)
+    with pytest.raises(ConfigurationError, match="not a valid in-memory store URL: name the store"):
+        connection_specs_from_env({"QUEUEWATCH_REDIS_URL": "memory:///"}, default_url=None)
+
+
+def test_registry_holds_the_new_kind_and_discovers_through_it(memory_connections):
+    registry = get_registry()
+    source = registry.source("default")
+    assert isinstance(source, MemorySource) and isinstance(source, Source)
+    assert [q.name for q in registry.queues("default")] == ["emails", "orders"]
+    with pytest.raises(UnsupportedBySource, match="'default' is a memory source, which has no raw Redis client"):
+        registry.client("default")
+
+
+def test_overview_page_reads_the_new_kind_and_shows_its_own_failure(logged_in, memory_connections):
+    response = logged_in.get(reverse("overview"))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert ">orders</a>" in html and ">emails</a>" in html
+    for counts in STORED.values():
+        for n in counts.values():
+            assert f">{n}</a>" in html
+    assert "“archive”: the in-memory store is offline" in html
+
+
+def test_api_queue_list_reads_the_new_kind(client, user, memory_connections):
+    out = StringIO()
+    call_command("api_token", user.username, stdout=out)
+    body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
+    assert {q["name"]: q["counts"]["waiting"] for q in body["queues"]} == {"emails": 0, "orders": 9173}
+    assert body["connections"] == [
+        {"name": "default", "ok": True, "error": None},
+        {"name": "archive", "ok": False, "error": "the in-memory store is offline"},
+    ]
