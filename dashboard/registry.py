@@ -1,7 +1,14 @@
 """The monitored connections, as sources, and their discovered queues; shared by the pages,
 the API, the monitor and the alert engine. One source per connection (``queues.sources``),
-built once; discovery results are cached for ``QUEUEWATCH_DISCOVERY_TTL`` seconds so page loads
-do not SCAN on every request.
+built once.
+
+Who discovers: the monitor (it scans anyway, and publishes the queue list in the dashboard
+Redis). Requests read that list; they never make the monitored Redis walk its keyspace:
+
+* a queue named in a URL that is not on the list yet costs one ``EXISTS <prefix>:<name>:meta``,
+  coalesced (concurrent requests for the same name share one answer, kept a few seconds);
+* only when no monitor has published a list (none running) does a web process discover by
+  itself — once per ``QUEUEWATCH_DISCOVERY_TTL``, one scan at a time, shared by its requests.
 
 Features ask ``get_registry().source(name)`` for what a connection can do (discover, snapshot,
 follow events, scripts). Two accessors remain for the reads and actions that still take a raw
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 from django.conf import settings
@@ -28,11 +35,19 @@ from queues.sources.redis_node import redis_errors
 __all__ = ["Monitored", "Registry", "get_redactor", "get_registry", "redis_errors", "reset_registry"]
 
 
+EXISTS_ANSWER_TTL_S = 5.0  # how long "that queue exists / does not" is reused
+EXISTS_ANSWERS_MAX = 10_000
+
+
 @dataclass
 class Monitored:
     source: Source
     queues: list[QueueRef]
-    discovered_at: float | None = None  # time.monotonic() of the last scan; None = never
+    discovered_at: float | None = None  # time.monotonic() of the last discovery; None = never
+    scans: int = 0  # scans this process finished: requests that waited for one reuse its result
+    discovery_lock: threading.Lock = field(default_factory=threading.Lock)
+    exists_answers: dict[QueueRef, tuple[bool, float]] = field(default_factory=dict)  # ref -> (exists, until)
+    exists_pending: dict[QueueRef, threading.Event] = field(default_factory=dict)
 
     @property
     def spec(self) -> ConnectionSpec:
@@ -47,6 +62,7 @@ class Monitored:
 class Registry:
     def __init__(self, specs: list[ConnectionSpec], *, discovery_ttl: float, timeout: float):
         self.discovery_ttl = discovery_ttl
+        self.exists_wait_s = timeout  # a request sharing another's EXISTS waits at most this
         self._lock = threading.Lock()
         self._conns = {s.name: Monitored(source=source_for(s, socket_timeout=timeout), queues=[]) for s in specs}
 
@@ -68,18 +84,33 @@ class Registry:
         return self.source(name).raw_client()
 
     def queues(self, name: str, *, refresh: bool = False) -> list[QueueRef]:
+        """The connection's queues: the monitor's published list, cached for the discovery
+        TTL; ``refresh`` skips the cache (not the published list)."""
         conn = self.connection(name)
         with self._lock:
-            fresh = conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
-            if fresh and not refresh:
+            if not refresh and self._fresh(conn):
                 return conn.queues
-        found = None if refresh else self._published(name)
+        found = self._published(name)
         if found is None:
-            with conn.source.errors():
-                found = conn.source.discover()
+            # No monitor has published: discover here, one scan at a time per connection, and
+            # let the requests that waited for it reuse its result.
+            generation = conn.scans
+            with conn.discovery_lock:
+                with self._lock:
+                    if conn.scans != generation:  # a scan finished while this request waited
+                        return conn.queues
+                with conn.source.errors():
+                    found = conn.source.discover()
+                with self._lock:
+                    conn.queues, conn.discovered_at = found, time.monotonic()
+                    conn.scans += 1
+                return found
         with self._lock:
             conn.queues, conn.discovered_at = found, time.monotonic()
         return found
+
+    def _fresh(self, conn: Monitored) -> bool:
+        return conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
 
     def scan(self, name: str) -> list[QueueRef]:
         """Discover now, uncached; raises the backend's own errors (the monitor handles them)."""
@@ -96,15 +127,44 @@ class Registry:
             return None
 
     def queue(self, connection: str, prefix: str, name: str) -> QueueRef:
-        """Resolve a queue from URL parts; a queue created since the last scan is found by
-        rescanning once before answering 404."""
+        """Resolve a queue from URL parts. One not on the list yet (created since the last
+        discovery) is confirmed by ``source.queue_exists`` — O(1) on the server, never a scan."""
         conn = self.connection(connection)
         if prefix not in conn.spec.prefixes:
             raise QueueNotFound(connection, prefix, name)
         ref = QueueRef(connection, prefix, name)
-        if ref in self.queues(connection) or ref in self.queues(connection, refresh=True):
+        if ref in self.queues(connection) or self._exists(conn, ref):
             return ref
         raise QueueNotFound(connection, prefix, name)
+
+    def _exists(self, conn: Monitored, ref: QueueRef) -> bool:
+        with self._lock:
+            known = conn.exists_answers.get(ref)
+            if known is not None and time.monotonic() < known[1]:
+                return known[0]
+            pending = conn.exists_pending.get(ref)
+            asking = pending is None
+            if asking:
+                pending = conn.exists_pending[ref] = threading.Event()
+        if not asking:  # another request is asking the same question: share its answer
+            pending.wait(self.exists_wait_s)
+            with self._lock:
+                known = conn.exists_answers.get(ref)
+            return bool(known and known[0])
+        try:
+            with conn.source.errors():
+                found = conn.source.queue_exists(ref)
+            with self._lock:
+                if len(conn.exists_answers) >= EXISTS_ANSWERS_MAX:
+                    conn.exists_answers.clear()  # bounded: names come from URLs anyone can type
+                conn.exists_answers[ref] = (found, time.monotonic() + EXISTS_ANSWER_TTL_S)
+                if found and ref not in conn.queues:
+                    conn.queues = [*conn.queues, ref]
+            return found
+        finally:
+            with self._lock:
+                conn.exists_pending.pop(ref, None)
+            pending.set()
 
     def all_prefixes(self, connection: str) -> list[str]:
         return list(self.connection(connection).spec.prefixes)

@@ -78,6 +78,11 @@ class Source(Protocol):
         within each. Must not block the server (no KEYS on Redis)."""
         ...
 
+    def queue_exists(self, queue: QueueRef) -> bool:
+        """Whether ``queue`` exists now, in O(1) on the server (a page naming a queue that is
+        not on the discovered list yet asks this instead of discovering again)."""
+        ...
+
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         """The cheap snapshot of each queue, in the order given; cost O(queues), not O(jobs).
         ``last_event_id`` is the newest event the counts already include."""

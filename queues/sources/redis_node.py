@@ -59,6 +59,10 @@ class RedisNodeSource:
             for name in discover_queue_names(self._client, prefix)
         ]
 
+    def queue_exists(self, queue: QueueRef) -> bool:
+        # The key discovery looks for: every queue ends up with it (see queues/discovery.py).
+        return bool(self._client.exists(f"{queue.prefix}:{queue.name}:meta"))
+
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         return read_snapshots(self._client, queues)
 

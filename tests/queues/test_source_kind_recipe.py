@@ -53,6 +53,9 @@ class MemorySource:
             raise StoreOffline()
         return [QueueRef(self.spec.name, prefix, name) for prefix in self.spec.prefixes for name in sorted(STORED)]
 
+    def queue_exists(self, queue: QueueRef) -> bool:
+        return queue in self.discover()
+
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         if self.offline:
             raise StoreOffline()

@@ -1,0 +1,95 @@
+"""Issue #12 rows 4 and 16: requests never make the monitored Redis walk its keyspace.
+
+The monitor publishes the queue list; pages read it. A queue named in a URL that is not on the
+list costs one EXISTS (shared by concurrent requests), not a rescan; and with no monitor
+running, a web process scans once per discovery TTL whatever the number of requests."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.urls import reverse
+
+from dashboard.live.channels import publish_queue_list
+from dashboard.registry import get_registry
+from queues.keys import QueueRef
+
+pytestmark = pytest.mark.django_db
+
+
+def calls(client, command: str) -> int:
+    return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+def make_queue(r, name: str) -> None:
+    r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
+
+
+def test_pages_and_unknown_queues_do_not_scan(live_setup, logged_in):
+    r = live_setup
+    for i in range(20):
+        make_queue(r, f"q{i}")
+    publish_queue_list(r, "default", [QueueRef("default", "bull", f"q{i}") for i in range(20)])
+    make_queue(r, "created-later")  # exists, but the monitor has not published it yet
+    scans, exists = calls(r, "scan"), calls(r, "exists")
+
+    assert logged_in.get(reverse("overview")).status_code == 200
+    assert logged_in.get(reverse("queue", args=["default", "bull", "q3"])).status_code == 200
+    for _ in range(5):  # the attack: five requests for a queue that does not exist
+        assert logged_in.get(reverse("queue", args=["default", "bull", "no-such-queue"])).status_code == 404
+    assert logged_in.get(reverse("api_queue", args=["default", "bull", "no-such-queue"])).status_code == 404
+    assert logged_in.get(reverse("queue", args=["default", "bull", "created-later"])).status_code == 200
+
+    assert calls(r, "scan") == scans, "a request scanned the monitored Redis"
+    # one EXISTS for the missing name (its answer is reused), one for the new queue
+    assert calls(r, "exists") - exists == 2
+
+
+def test_concurrent_requests_share_one_exists(live_setup):
+    r = live_setup
+    publish_queue_list(r, "default", [])
+    registry = get_registry()
+    before = calls(r, "exists")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(_resolves(registry, "ghost"))) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [False] * 10
+    # the first asks; the others wait for its answer or find it kept
+    assert calls(r, "exists") - before == 1
+
+
+def _resolves(registry, name: str) -> bool:
+    from queues.errors import QueueNotFound
+
+    try:
+        registry.queue("default", "bull", name)
+        return True
+    except QueueNotFound:
+        return False
+
+
+def test_without_a_monitor_one_scan_serves_concurrent_requests(live_setup, settings):
+    """With the default discovery TTL, one scan per TTL: requests that wait for a scan in
+    progress take its result, later ones the cached list."""
+    from dashboard.registry import reset_registry
+
+    settings.QUEUEWATCH_DISCOVERY_TTL = 10
+    reset_registry()
+    r = live_setup
+    for i in range(5):
+        make_queue(r, f"q{i}")
+    assert r.get("queuewatch:queues:default") is None  # no monitor has published
+    registry = get_registry()
+    before = calls(r, "scan")
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(len(registry.queues("default")))) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == [5] * 10
+    assert calls(r, "scan") - before == 1  # one pass (a tiny keyspace is one SCAN call)
