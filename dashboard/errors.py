@@ -1,15 +1,30 @@
-"""Turning reader errors into responses: one decorator for pages, one for the API."""
+"""Errors a request can end in, and turning them into responses: one decorator for pages,
+one for the API. Only these types become 4xx/5xx answers; anything else is a bug and
+surfaces as one (a stray ``ValueError`` is not a user's fault)."""
 
 from __future__ import annotations
 
 import functools
-
 import json
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from queues.errors import JobNotFound, QueueNotFound, RedisUnavailable
+from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnavailable
+
+
+class InvalidInput(QueuewatchError):
+    """Input a request cannot run with (400); the message is shown to the user as is."""
+
+
+class Conflict(QueuewatchError):
+    """The request is fine but the current state refuses it (409), e.g. a task already running.
+    ``details`` are extra fields for the JSON answer."""
+
+    def __init__(self, message: str, **details):
+        self.details = details
+        super().__init__(message)
 
 
 _HTML_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
@@ -53,7 +68,11 @@ def api_errors(view):
             return JsonResponse({"error": "not_found", "message": _not_found_message(exc)}, status=404)
         except RedisUnavailable as exc:
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
-        except ValueError as exc:
+        except InvalidInput as exc:
             return JsonResponse({"error": "bad_request", "message": str(exc)}, status=400)
+        except Conflict as exc:
+            return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)
+        except PermissionDenied as exc:
+            return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
 
     return wrapper

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
-
+from dashboard.accounts import views as accounts_views
 from dashboard.actions import api as actions_api
 from dashboard.actions import views as actions_views
 from dashboard.browse import api as browse_api
@@ -17,7 +17,7 @@ api_queue = "api/v1/queues/<seg:connection>/<seg:prefix>/<seg:name>"
 
 urlpatterns = [
     path("", browse_views.overview, name="overview"),
-    path("login/", browse_views.login, name="login"),
+    path("login/", accounts_views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("schedulers/", browse_views.schedulers, name="schedulers"),
     path("health/", health_views.health_page, name="health"),

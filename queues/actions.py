@@ -12,11 +12,9 @@ No Django imports; a client is a sync ``redis.Redis`` (bytes or text responses b
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
 
 import msgpack
 import redis
@@ -222,10 +220,8 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
 
 
 # ---------------------------------------------------------------------------------------------
-# Redrive from an application dead-letter queue to its source queue
-
-DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
-SOURCE_FIELDS = ("source", "sourceQueue", "source_queue", "queue")
+# Redrive from an application dead-letter queue to its source queue (which queue that is:
+# ``queues.dead_letters``; the caller resolves it and passes it in).
 
 # Options that belong to the dead-letter job's placement, not to the work: the copy is a fresh
 # standard job in the source queue, so ids, delays, priorities, scheduler and flow links,
@@ -234,31 +230,6 @@ DROPPED_OPTS = frozenset({"jobId", "delay", "priority", "repeat", "prevMillis", 
                           "de", "deduplication", "debounce", "parent", "fpof", "cpof", "idof", "rdof",
                           "failParentOnFailure", "continueParentOnFailure", "ignoreDependencyOnFailure",
                           "removeDependencyOnFailure", "tm", "omc"})
-
-
-def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
-               mapping: Mapping[str, str] | None = None, job_data: Any = None,
-               source_fields: Sequence[str] = SOURCE_FIELDS) -> str | None:
-    """The source queue of a dead-letter job, or ``None`` if it cannot be told.
-
-    Precedence: a data field naming the source (``source`` etc., the most specific: one DLQ
-    may collect several sources), then the explicit ``mapping`` (``{"graveyard": "orders"}``),
-    then a name pattern: ``orders-dlq`` with ``*-dlq`` gives ``orders`` (the part ``*`` matched).
-    """
-    if isinstance(job_data, dict):
-        for name in source_fields:
-            value = job_data.get(name)
-            if isinstance(value, str) and value.strip() and ":" not in value:
-                return value.strip()
-    if mapping and dlq_name in mapping:
-        return mapping[dlq_name]
-    for pattern in patterns:
-        if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
-            head, tail = pattern.split("*")
-            source = dlq_name[len(head): len(dlq_name) - len(tail)]
-            if source:
-                return source
-    return None
 
 
 def redrive_job_id(*, dlq_name: str, job_id: str) -> str:

@@ -46,10 +46,10 @@ from typing import Callable, Mapping, Protocol
 
 import redis
 
-from . import actions
-from .actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, dlq_source, promote_call, promote_outcome,
+from .actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, promote_call, promote_outcome,
                       redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
 from .bullmq_scripts import scripts_for
+from .dead_letters import DEFAULT_DLQ_PATTERNS, dlq_source
 from .keys import QueueRef
 from .selection import Cursor, JobFilter, Page, advance, next_page, preview, zset_bounds, zset_offset
 from .text import to_text
@@ -71,7 +71,7 @@ class BulkPlan:
     ``before_ms``: only jobs finished (failed/completed) or created (delayed/waiting) before
     this instant are touched. ``rate``: jobs per second, ``None`` for unpaced. For ``redrive``
     the queue is the dead-letter queue; the source is ``source`` if given, else resolved per job
-    with ``actions.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field."""
+    with ``dead_letters.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field."""
 
     queue: QueueRef
     action: str
@@ -82,7 +82,7 @@ class BulkPlan:
     reset_counters: bool = True
     remove_children: bool = False
     source: str | None = None
-    dlq_patterns: tuple[str, ...] = actions.DEFAULT_DLQ_PATTERNS
+    dlq_patterns: tuple[str, ...] = DEFAULT_DLQ_PATTERNS
     dlq_mapping: tuple[tuple[str, str], ...] = ()
     payload_field: str | None = None
 
@@ -118,7 +118,7 @@ class BulkPlan:
         d["queue"] = QueueRef(**d["queue"])
         d["filt"] = JobFilter(**d["filt"]) if d.get("filt") else None
         d["job_ids"] = tuple(d["job_ids"]) if d.get("job_ids") is not None else None
-        d["dlq_patterns"] = tuple(d.get("dlq_patterns") or actions.DEFAULT_DLQ_PATTERNS)
+        d["dlq_patterns"] = tuple(d.get("dlq_patterns") or DEFAULT_DLQ_PATTERNS)
         d["dlq_mapping"] = tuple(tuple(p) for p in d.get("dlq_mapping") or ())
         return cls(**d)
 

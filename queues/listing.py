@@ -20,7 +20,8 @@ from .keys import QueueRef
 LIST_STATES = {"waiting", "active"}
 ZSET_ASCENDING = {"prioritized", "delayed"}
 ZSET_DESCENDING = {"completed", "failed", "waiting-children"}
-PAGE_SIZES = (10, 25, 50, 100, 200)
+DEFAULT_PAGE_SIZE = 25  # pages, the API and the live job list (only page 1 at this size is kept live)
+PAGE_SIZES = (10, DEFAULT_PAGE_SIZE, 50, 100, 200)
 NAME_FILTER_BATCH = 500
 
 
@@ -90,7 +91,7 @@ def list_jobs(
     state: str,
     *,
     page: int = 1,
-    page_size: int = 25,
+    page_size: int = DEFAULT_PAGE_SIZE,
     name_filter: str = "",
     scan_limit: int = 20000,
 ) -> JobPage:

@@ -9,51 +9,30 @@ session cookie instead must pass Django's CSRF check like any form post. Refusal
 
 from __future__ import annotations
 
-import functools
 import json
 
 from django.http import QueryDict
-from django.middleware.csrf import CsrfViewMiddleware
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.accounts.auth import OPERATOR, api_auth, api_csrf, api_role_required
+from dashboard.actions import registry, runners
 from dashboard.actions import services as operations
-from dashboard.browse import selectors as reads
-from dashboard.browse.api import api_auth
-from dashboard.errors import JsonResponse, api_errors
+from dashboard.actions.exporting import export_response
+from dashboard.actions.inputs import BulkInput
 from dashboard.actions.models import BulkTask
-from dashboard.accounts.roles import OPERATOR, has_role, read_only
-from dashboard.actions.views import export_response
+from dashboard.browse import selectors as reads
+from dashboard.errors import InvalidInput, JsonResponse, api_errors
 
 
-def _forbidden(message: str) -> JsonResponse:
-    return JsonResponse({"error": "forbidden", "message": message}, status=403)
+def api_post(view):
+    """POST only; bearer token or session (+CSRF); errors as JSON. The role is the action's
+    own (checked by the view through the registry) or ``api_mutation``'s."""
+    return api_auth(require_POST(api_csrf(api_errors(view))))  # 401 before 405: anonymous callers learn nothing
 
 
 def api_mutation(view):
-    """POST only; bearer token or session (+CSRF); operator role; refused in read-only mode;
-    bad input as 400 JSON."""
-
-    @csrf_exempt  # checked below for cookie sessions only
-    @api_auth  # before the method check: anonymous callers get 401 whatever the method
-    @require_POST
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if not request.headers.get("Authorization", "").startswith("Bearer "):
-            refusal = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-            if refusal is not None:
-                return _forbidden("CSRF check failed: send the X-CSRFToken header, or use a bearer token.")
-        if not has_role(request.user, OPERATOR):
-            return _forbidden("This needs the operator role.")
-        if read_only():
-            return _forbidden("Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY).")
-        try:
-            request.body_params = body_params(request)
-            return api_errors(view)(request, *args, **kwargs)
-        except operations.ActionRefused as exc:
-            return JsonResponse({"error": "bad_request", "message": str(exc)}, status=400)
-
-    return wrapper
+    """``api_post`` for the bulk endpoints: operator role, refused in read-only mode."""
+    return api_post(api_role_required(OPERATOR, mutates_redis=True)(view))
 
 
 def body_params(request):
@@ -62,56 +41,38 @@ def body_params(request):
         try:
             data = json.loads(request.body or b"{}")
         except ValueError:
-            raise operations.ActionRefused("The body is not valid JSON.") from None
+            raise InvalidInput("The body is not valid JSON.") from None
         if not isinstance(data, dict):
-            raise operations.ActionRefused("The body must be a JSON object.")
+            raise InvalidInput("The body must be a JSON object.")
         return data
     return request.POST if request.POST else QueryDict()
 
 
-def flag(value, default: bool) -> bool:
-    if value in (None, ""):
-        return default
-    return value is True or str(value).lower() in ("1", "true", "yes", "on")
-
-
-@api_mutation
+@api_post
 def job_action(request, connection, prefix, name, action, job_id):
+    found = registry.authorized(request.user, scope=registry.JOB, name=action)
     queue = reads.resolve(connection, prefix, name)
-    params = request.body_params
-    reason = params.get("reason") or ""
-    if action in ("discard", "redrive"):
-        reason = operations.clean_reason(reason)
-    result = operations.job_action(user=request.user, via="api", queue=queue, job_id=job_id, action=action,
-                                   reset_counters=flag(params.get("reset_counters"), True), reason=str(reason).strip())
-    body = {"job_id": result.job_id, "outcome": result.outcome, "message": result.message}
+    result = operations.perform(user=request.user, via="api", action=found, queue=queue, job_id=job_id,
+                                given=found.parse(body_params(request)))
+    body = {"job_id": job_id, "outcome": result.outcome, "message": result.message}
     return JsonResponse(body, status=200 if result.ok else 409)
 
 
-@api_mutation
+@api_post
 def queue_action(request, connection, prefix, name, action):
+    found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
     queue = reads.resolve(connection, prefix, name)
-    params = request.body_params
-    reason = str(params.get("reason") or "").strip()
-    older_than_ms = None
-    if action == "clean":
-        reason = operations.clean_reason(reason)
-        try:
-            older_than_ms = int(params.get("older_than_minutes")) * 60_000
-        except (TypeError, ValueError):
-            raise operations.ActionRefused("'older_than_minutes' must be a whole number of minutes.") from None
-    result = operations.queue_action(user=request.user, via="api", queue=queue, action=action,
-                                     state=str(params.get("state") or ""), older_than_ms=older_than_ms, reason=reason)
-    return JsonResponse({"outcome": result.outcome, "message": result.message, "affected": result.affected},
-                        status=200 if result.ok else 409)
+    result = operations.perform(user=request.user, via="api", action=found, queue=queue,
+                                given=found.parse(body_params(request)))
+    return JsonResponse({"outcome": result.outcome, "message": result.message,
+                         "affected": runners.affected_by(result)}, status=200 if result.ok else 409)
 
 
 @api_mutation
 def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    params = request.body_params
-    preview = operations.bulk_preview(queue=queue, action=str(params.get("action") or ""),
-                                      chosen=operations.Selection.from_params(params))
+    given = BulkInput.from_params(body_params(request), confirming=False)
+    preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection)
     return JsonResponse({"action": preview.action, "selection": preview.selection.as_dict(), "count": preview.count,
                          "sample": [j.as_dict() for j in preview.sample]})
 
@@ -119,14 +80,10 @@ def bulk_preview(request, connection, prefix, name):
 @api_mutation
 def bulk_start(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    params = request.body_params
-    try:
-        task = operations.bulk_start(
-            user=request.user, via="api", queue=queue, action=str(params.get("action") or ""),
-            chosen=operations.Selection.from_params(params), reason=params.get("reason") or "",
-            rate=operations.parse_rate(params.get("rate")), reset_counters=flag(params.get("reset_counters"), True))
-    except operations.TaskAlreadyRunning as exc:
-        return JsonResponse({"error": "conflict", "message": str(exc), "task": exc.task.pk if exc.task else None}, status=409)
+    given = BulkInput.from_params(body_params(request), confirming=True)
+    task = operations.bulk_start(user=request.user, via="api", queue=queue, action=given.action,
+                                 chosen=given.selection, reason=given.reason, rate=given.rate,
+                                 reset_counters=given.reset_counters)
     return JsonResponse(task_body(task), status=202)
 
 
@@ -134,7 +91,7 @@ def bulk_start(request, connection, prefix, name):
 @api_auth
 @api_errors
 def export(request, connection, prefix, name):
-    """The page's export (``views_actions.export_response``) for scripts: bearer token, JSON errors."""
+    """The page's export for scripts: bearer token, JSON errors."""
     return export_response(request, connection, prefix, name)
 
 

@@ -31,7 +31,8 @@ from dashboard.live import fragments
 from dashboard.live import channels as live
 from dashboard.db import db_retry
 from dashboard.actions.models import AuditEntry, BulkTask
-from dashboard.actions.services import Selection, bulk_plan, task_queue
+from dashboard.actions.inputs import Selection
+from dashboard.actions.services import bulk_plan, task_queue
 from dashboard.registry import Registry
 from queues import bulk
 

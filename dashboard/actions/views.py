@@ -1,11 +1,11 @@
 """Pages and htmx endpoints for acting on jobs: per-job and per-queue actions, choosing jobs
 (checkboxes, filters, error groups), preview and confirm, background task progress, export
-and the audit log. Each view checks the role, parses input, calls ``dashboard.actions.services``
-(which audits) and renders a small result."""
+and the audit log. Each view checks the role (the action's own, from the registry), parses
+its input object (``dashboard.actions.inputs``), calls ``dashboard.actions.services`` (which
+audits) and renders a small result."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 
 from django.core.paginator import Paginator
@@ -13,15 +13,17 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.actions import audit
+from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard.actions import audit, registry
 from dashboard.actions import services as operations
-from dashboard.browse import selectors as reads
-from dashboard.errors import page_errors
+from dashboard.actions.exporting import export_response
+from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
 from dashboard.actions.models import AuditEntry, BulkTask
-from dashboard.registry import get_redactor, get_registry, redis_errors
-from dashboard.accounts.roles import OPERATOR, VIEWER, role_required
-from dashboard.live.rates import is_dead_letter_queue
-from queues import error_groups, export
+from dashboard.browse import selectors as reads
+from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.errors import Conflict, InvalidInput, page_errors
+from dashboard.registry import get_registry, redis_errors
+from queues import error_groups
 from queues.errors import JobNotFound
 
 RESULT = "actions/action_result.html"
@@ -43,79 +45,59 @@ def refusals(view):
     def wrapper(request, *args, **kwargs):
         try:
             return view(request, *args, **kwargs)
-        except operations.ActionRefused as exc:
+        except InvalidInput as exc:
             return result(request, ok=False, message=str(exc), status=400)
+        except Conflict as exc:
+            return result(request, ok=False, message=str(exc), status=409)
         except JobNotFound as exc:
             return result(request, ok=False, message=str(exc), status=404)
 
     return wrapper
 
 
+def action_post(view):
+    """An htmx/form POST of a registered action (CSRF by the middleware): the view checks the
+    action's own role; unknown queues and Redis outages as error pages, refusals as messages."""
+    return require_POST(page_errors(refusals(view)))
+
+
 def operator_post(view):
-    """An htmx/form POST that changes the monitored Redis: operator role, not read-only (CSRF
-    by the middleware), unknown queues and Redis outages as error pages, refusals as messages."""
+    """Like ``action_post`` for the bulk views: operator role, not read-only."""
     return require_POST(role_required(OPERATOR, mutates_redis=True)(page_errors(refusals(view))))
 
 
-@operator_post
+@action_post
 def job_action(request, connection, prefix, name, action, job_id):
+    found = registry.authorized(request.user, scope=registry.JOB, name=action)
     queue = reads.resolve(connection, prefix, name)
-    reason = request.POST.get("reason", "")
-    if action in ("discard", "redrive"):  # destructive or moving across queues: say why
-        reason = operations.clean_reason(reason)
-    outcome = operations.job_action(user=request.user, via="page", queue=queue, job_id=job_id, action=action,
-                                    reset_counters=request.POST.get("keep_counters") != "1", reason=reason.strip())
+    outcome = operations.perform(user=request.user, via="page", action=found, queue=queue, job_id=job_id,
+                                 given=found.parse(request.POST))
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
 
 
-@operator_post
+@action_post
 def queue_action(request, connection, prefix, name, action):
+    found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
     queue = reads.resolve(connection, prefix, name)
-    reason = request.POST.get("reason", "").strip()
-    older_than_ms = None
-    if action == "clean":
-        reason = operations.clean_reason(reason)
-        older_than_ms = minutes_param(request.POST.get("older_than_minutes")) * 60_000
-    outcome = operations.queue_action(user=request.user, via="page", queue=queue, action=action,
-                                      state=request.POST.get("state", ""), older_than_ms=older_than_ms, reason=reason)
+    outcome = operations.perform(user=request.user, via="page", action=found, queue=queue,
+                                 given=found.parse(request.POST))
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
-
-
-def minutes_param(value) -> int:
-    try:
-        minutes = int(str(value).strip())
-    except (TypeError, ValueError):
-        raise operations.ActionRefused("The age must be a whole number of minutes.") from None
-    if minutes < 0:
-        raise operations.ActionRefused("The age must be 0 minutes or more.")
-    return minutes
-
-
-def chosen_from(request) -> operations.Selection:
-    """The selection of a bulk form: ticked ids, unless "all matching this filter" was pressed."""
-    chosen = operations.Selection.from_params(request.POST)
-    if request.POST.get("scope") == "matching":
-        chosen.ids = []
-    elif request.POST.get("scope") == "selected" and not chosen.ids:
-        raise operations.ActionRefused("No jobs are ticked. Tick some, or choose “all matching this filter”.")
-    return chosen
 
 
 @operator_post
 def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    action = request.POST.get("action", "")
-    chosen = chosen_from(request)
-    if action == "clean":
+    given = BulkInput.from_params(request.POST, confirming=False)
+    if given.action == "clean":
         # Clean is previewed like the bulk actions (same filter, by age) but runs at once.
-        age = minutes_param(request.POST.get("older_than_minutes"))
-        chosen = operations.Selection(state=chosen.state, finished_to_ms=operations.now_ms() - age * 60_000)
+        age = minutes_from(request.POST)
+        chosen = Selection(state=given.selection.state, finished_to_ms=operations.now_ms() - age * 60_000)
         preview = operations.bulk_preview(queue=queue, action="discard", chosen=chosen)
         preview.action, preview.selection = "clean", chosen
         context = {"queue": queue, "preview": preview, "older_than_minutes": age}
     else:
-        preview = operations.bulk_preview(queue=queue, action=action, chosen=chosen)
-        context = {"queue": queue, "preview": preview, "default_rate": int(operations.DEFAULT_RATE),
+        preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection)
+        context = {"queue": queue, "preview": preview, "default_rate": int(DEFAULT_RATE),
                    "is_dlq": is_dead_letter_queue(queue.name)}
     return render(request, "actions/bulk_preview.html", context)
 
@@ -123,10 +105,10 @@ def bulk_preview(request, connection, prefix, name):
 @operator_post
 def bulk_start(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    task = operations.bulk_start(
-        user=request.user, via="page", queue=queue, action=request.POST.get("action", ""),
-        chosen=operations.Selection.from_params(request.POST), reason=request.POST.get("reason", ""),
-        rate=operations.parse_rate(request.POST.get("rate")), reset_counters=request.POST.get("keep_counters") != "1")
+    given = BulkInput.from_params(request.POST, confirming=True)
+    task = operations.bulk_start(user=request.user, via="page", queue=queue, action=given.action,
+                                 chosen=given.selection, reason=given.reason, rate=given.rate,
+                                 reset_counters=given.reset_counters)
     return render(request, "actions/task.html#task-panel", {"task": task})
 
 
@@ -143,7 +125,7 @@ def task_list(request):
 def task_detail(request, task_id):
     task = get_object_or_404(BulkTask, pk=task_id)
     return render(request, "actions/task.html", {"task": task, "queue": operations.task_queue(task),
-                                         "selection": operations.Selection.from_stored(task.selection)})
+                                         "selection": Selection.from_stored(task.selection)})
 
 
 @require_POST
@@ -164,28 +146,6 @@ def queue_error_groups(request, connection, prefix, name):
         found = error_groups.error_groups(get_registry().client(connection), queue=queue)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
-
-
-EXPORT_FORMATS = {"jsonl": ("application/x-ndjson; charset=utf-8", export.iter_jobs_jsonl),
-                  "csv": ("text/csv; charset=utf-8", export.iter_jobs_csv)}
-
-
-def export_response(request, connection: str, prefix: str, name: str) -> StreamingHttpResponse:
-    """Jobs matching the query's filter (failed by default), streamed (memory stays flat however
-    many jobs) and redacted. Shared by the page and the API."""
-    queue = reads.resolve(connection, prefix, name)
-    fmt = request.GET.get("format", "jsonl")
-    if fmt not in EXPORT_FORMATS:
-        raise operations.ActionRefused("Export format must be 'jsonl' or 'csv'.")
-    chosen = operations.Selection.from_params(request.GET)
-    content_type, writer = EXPORT_FORMATS[fmt]
-    client = get_registry().client(connection)
-    lines = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=operations.now_ms(), redactor=get_redactor())
-    response = StreamingHttpResponse(lines, content_type=content_type)
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in queue.name)[:80]
-    response["Content-Disposition"] = f'attachment; filename="{safe}-{chosen.state}-{stamp}.{fmt}"'
-    return response
 
 
 @require_GET

@@ -16,7 +16,7 @@ from dashboard.alerts import notifiers
 from dashboard.alerts.channel_forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
 from dashboard.alerts.sender import send_test
-from dashboard.accounts.roles import ADMIN, role_required
+from dashboard.accounts.auth import ADMIN, role_required
 
 LOG_PAGE_SIZE = 50
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dashboard.alerts.forms import MaintenanceWindowForm, RuleForm, SilenceForm
 from dashboard.alerts.models import Alert, AlertRule, MaintenanceWindow, Silence
 from dashboard.alerts.preview import rule_preview
-from dashboard.accounts.roles import ADMIN, role_required
+from dashboard.accounts.auth import ADMIN, role_required
 from queues import alert_kinds
 from queues.cron import CronError, cron_next, zone
 

@@ -1,44 +1,18 @@
 """Read-only JSON API, version 1.
 
 Authenticated by ``Authorization: Bearer <token>`` (tokens from ``manage.py api_token``) or a
-logged-in session. Anonymous requests get 401 JSON rather than a login redirect, which is why
-these views opt out of the login middleware and check for themselves.
+logged-in session (``dashboard.accounts.auth.api_auth``). Anonymous requests get 401 JSON
+rather than a login redirect.
 """
 
 from __future__ import annotations
 
-import functools
-
-from django.contrib.auth.decorators import login_not_required
 from django.views.decorators.http import require_GET
 
+from dashboard.accounts.auth import api_auth
 from dashboard.browse import selectors as reads
 from dashboard.errors import JsonResponse, api_errors
-from dashboard.accounts.models import ApiToken
 from dashboard.browse.params import int_param, page_size_param, state_param
-
-
-def api_auth(view):
-    @login_not_required
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        header = request.headers.get("Authorization", "")
-        if header.startswith("Bearer "):
-            user = ApiToken.user_for(header[len("Bearer "):].strip())
-            if user is None:
-                return _unauthorized("invalid or revoked token")
-            request.user = user
-        elif not request.user.is_authenticated:
-            return _unauthorized("authentication required")
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _unauthorized(message: str) -> JsonResponse:
-    response = JsonResponse({"error": "unauthorized", "message": message}, status=401)
-    response["WWW-Authenticate"] = 'Bearer realm="queuewatch"'
-    return response
 
 
 @require_GET

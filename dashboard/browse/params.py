@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from queues.keys import BROWSABLE_STATES
-from queues.listing import PAGE_SIZES
+from queues.listing import DEFAULT_PAGE_SIZE, PAGE_SIZES
 
 OVERVIEW_SORTS = ("connection", "name", "paused", "oldest", *BROWSABLE_STATES)
 
@@ -22,8 +22,8 @@ def state_param(request, default: str = "waiting") -> str:
 
 
 def page_size_param(request) -> int:
-    size = int_param(request, "size", 25)
-    return size if size in PAGE_SIZES else 25
+    size = int_param(request, "size", DEFAULT_PAGE_SIZE)
+    return size if size in PAGE_SIZES else DEFAULT_PAGE_SIZE
 
 
 def sort_snapshots(snaps, sort: str, descending: bool):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import redis
-from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -15,16 +13,13 @@ from dashboard.live import channels as live
 from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
 from dashboard.live.fragments import LIVE_PAGE_SIZE
-from dashboard.live.rates import is_dead_letter_queue
+from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
 from queues.errors import JobNotFound
 from queues.keys import BROWSABLE_STATES
 from queues.listing import PAGE_SIZES
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
-
-login = login_not_required(auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True))
-
 
 @require_GET
 def overview(request):

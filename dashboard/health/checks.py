@@ -20,7 +20,7 @@ from django.conf import settings
 
 from dashboard.live import channels as live
 from dashboard.registry import get_registry
-from dashboard.live.rates import is_dead_letter_queue
+from dashboard.dead_letters import is_dead_letter_queue
 from queues import health
 from queues.errors import RedisUnavailable
 

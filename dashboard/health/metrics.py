@@ -38,7 +38,7 @@ from django.views.decorators.http import require_GET
 from dashboard.health import checks as health_glue
 from dashboard.live import channels as live
 from dashboard.alerts.models import Alert
-from dashboard.accounts.models import ApiToken
+from dashboard.accounts.auth import authenticate, bearer_token
 from queues.snapshot import COUNT_STATES
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -205,13 +205,6 @@ def _unauthorized(message: str) -> HttpResponse:
     return response
 
 
-def _bearer(request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    if not header.startswith("Bearer "):
-        return None
-    return header[len("Bearer "):].strip()
-
-
 def client_allowed(remote_addr: str, networks: list) -> bool:
     try:
         ip = ipaddress.ip_address((remote_addr or "").strip())
@@ -229,7 +222,7 @@ def check_access(request) -> HttpResponse | None:
     allow = settings.QUEUEWATCH_METRICS_ALLOW
     if allow and not client_allowed(request.META.get("REMOTE_ADDR", ""), allow):
         return _text("forbidden: this address is not in QUEUEWATCH_METRICS_ALLOW", 403)
-    given = _bearer(request)
+    given = bearer_token(request)
     if token:
         if not given:
             return _unauthorized("a bearer token is required")
@@ -239,12 +232,10 @@ def check_access(request) -> HttpResponse | None:
     if allow:
         return None
     # Neither configured: the same credentials as the JSON API.
-    if given is not None:
-        user = ApiToken.user_for(given) if given else None
-        return None if user is not None else _unauthorized("invalid or revoked token")
-    if request.user.is_authenticated:
+    why = authenticate(request)
+    if why is None:
         return None
-    return _unauthorized("authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)")
+    return _unauthorized(why if given is not None else "authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)")
 
 
 @login_not_required

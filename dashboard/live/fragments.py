@@ -10,9 +10,9 @@ from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, jo
 from dashboard.live.rates import QueueSignals
 from queues.jobs import JobLive
 from queues.keys import BROWSABLE_STATES, QueueRef
-from queues.listing import JobPage
+from queues.listing import DEFAULT_PAGE_SIZE, JobPage
 
-LIVE_PAGE_SIZE = 25  # only page 1 at the default size is kept live
+LIVE_PAGE_SIZE = DEFAULT_PAGE_SIZE  # only page 1 at the default size is kept live
 
 
 

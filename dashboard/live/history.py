@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from dashboard.live.models import QueuePoint
-from dashboard.live.rates import is_dead_letter_queue
+from dashboard.dead_letters import is_dead_letter_queue
 from queues.keys import QueueRef
 
 

@@ -7,22 +7,16 @@ from stored history by a page view, so both show the same numbers.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import json
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
+from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.live.models import QueuePoint
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, Minute, QueueSeries
 from queues.snapshot import QueueSnapshot
 
 WINDOWS = (1, 5, 15)
-
-
-def is_dead_letter_queue(name: str) -> bool:
-    return name in settings.QUEUEWATCH_DLQ_MAP or any(fnmatch.fnmatchcase(name, p) for p in settings.QUEUEWATCH_DLQ_PATTERNS)
 
 
 @dataclass

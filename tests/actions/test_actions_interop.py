@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from queues import actions
+from queues import actions, dead_letters
 from queues.keys import QueueRef
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.selection import JobFilter
@@ -152,7 +152,7 @@ def test_a_dlq_job_lands_in_its_source_queue_and_completes(r, url):
     dlq = q("payments-dlq")
     ids = run_node("actions.mjs", "dlq", url, dlq.name, "3", "payments")["ids"]
     data = [r.hget(dlq.job_key(i), "data") for i in ids]
-    source_name = actions.dlq_source(dlq_name=dlq.name, job_data=None)
+    source_name = dead_letters.dlq_source(dlq_name=dlq.name, job_data=None)
     assert source_name == "payments"
     source = q(source_name)
     first = actions.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")

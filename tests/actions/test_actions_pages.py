@@ -235,7 +235,7 @@ def test_api_export_for_scripts(client, seeded):
 def test_set_role_command_gives_exactly_one_role():
     from django.core.management.base import CommandError
 
-    from dashboard.accounts.roles import role_of
+    from dashboard.accounts.auth import role_of
 
     user = User.objects.create_user("carol", password="pw")
     out = StringIO()

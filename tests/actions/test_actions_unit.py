@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from queues import actions
+from queues import actions, dead_letters
 from queues.error_groups import error_groups, fingerprint, normalize
 from queues.export import iter_jobs_csv, iter_jobs_jsonl
 from queues.keys import QueueRef
@@ -81,14 +81,14 @@ def test_normalize_reads_well():
 # --- dlq source, ids -----------------------------------------------------------------------------
 
 def test_dlq_source_precedence():
-    assert actions.dlq_source(dlq_name="orders-dlq") == "orders"
-    assert actions.dlq_source(dlq_name="orders.dlq") == "orders"
-    assert actions.dlq_source(dlq_name="graveyard") is None
-    assert actions.dlq_source(dlq_name="graveyard", mapping={"graveyard": "billing"}) == "billing"
-    assert actions.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "x"}, job_data={"source": "emails"}) == "emails"
-    assert actions.dlq_source(dlq_name="orders-dlq", job_data={"source": "a:b"}) == "orders"  # not a queue name
-    assert actions.dlq_source(dlq_name="-dlq") is None
-    assert actions.dlq_source(dlq_name="dead-x", patterns=("dead-*",)) == "x"
+    assert dead_letters.dlq_source(dlq_name="orders-dlq") == "orders"
+    assert dead_letters.dlq_source(dlq_name="orders.dlq") == "orders"
+    assert dead_letters.dlq_source(dlq_name="graveyard") is None
+    assert dead_letters.dlq_source(dlq_name="graveyard", mapping={"graveyard": "billing"}) == "billing"
+    assert dead_letters.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "x"}, job_data={"source": "emails"}) == "emails"
+    assert dead_letters.dlq_source(dlq_name="orders-dlq", job_data={"source": "a:b"}) == "orders"  # not a queue name
+    assert dead_letters.dlq_source(dlq_name="-dlq") is None
+    assert dead_letters.dlq_source(dlq_name="dead-x", patterns=("dead-*",)) == "x"
 
 
 def test_redrive_ids_are_deterministic_and_one_to_one():

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard.accounts.roles import ROLES
+from dashboard.accounts.auth import ROLES
 
 
 class Command(BaseCommand):

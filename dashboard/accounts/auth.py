@@ -1,0 +1,183 @@
+"""Who a request is and what it may do: the one home of every access rule.
+
+* **Session.** Pages use Django's login session. ``LoginRequiredMiddleware`` makes every URL
+  need it, except views marked ``login_not_required``: the login page, and the JSON API and
+  ``/metrics``, which answer 401 themselves instead of redirecting (``api_auth``).
+* **Bearer token.** The API (and ``/metrics``) also accept ``Authorization: Bearer <token>``,
+  tokens from ``manage.py api_token`` (stored hashed: ``ApiToken``). ``bearer_token`` is the
+  only parser of that header. Token calls carry no cookie, so they are exempt from CSRF; an
+  API call authenticated by a session cookie must pass Django's CSRF check like a form post.
+* **Roles.** Three, as Django groups, each including the ones before it: viewer (read
+  everything; every logged-in user), operator (act on jobs and queues), admin (alert rules,
+  channels, users; superusers are admins).
+* **Read-only mode.** ``QUEUEWATCH_READ_ONLY=1`` refuses every mutation of the monitored Redis,
+  whatever the role.
+
+``refusal`` is the one rule for roles and read-only mode; pages apply it with ``role_required``
+(403 page), the API with ``api_role_required`` (403 JSON), per-action checks with ``require``
+(the actions registry says which role each action needs), and templates read it through
+``context`` (to hide controls; the views still check).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from dashboard.accounts.models import ApiToken
+from dashboard.errors import JsonResponse
+
+VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
+ROLES = (VIEWER, OPERATOR, ADMIN)  # in increasing order of power
+BEARER = "Bearer "
+
+
+# --- roles and read-only mode -------------------------------------------------------------
+
+
+def role_of(user) -> str | None:
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return None
+    if user.is_superuser:
+        return ADMIN
+    names = set(user.groups.values_list("name", flat=True))
+    for role in reversed(ROLES):
+        if role in names:
+            return role
+    return VIEWER
+
+
+def has_role(user, role: str) -> bool:
+    mine = role_of(user)
+    return mine is not None and ROLES.index(mine) >= ROLES.index(role)
+
+
+def read_only() -> bool:
+    return bool(getattr(settings, "QUEUEWATCH_READ_ONLY", False))
+
+
+def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
+    """Why ``user`` may not do something that needs ``role`` (and, with ``mutates_redis``,
+    writes to the monitored Redis); None when they may."""
+    if not has_role(user, role):
+        return f"This needs the {role} role."
+    if mutates_redis and read_only():
+        return "Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY)."
+    return None
+
+
+def require(user, *, role: str, mutates_redis: bool = False) -> None:
+    """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON)."""
+    why = refusal(user, role=role, mutates_redis=mutates_redis)
+    if why:
+        raise PermissionDenied(why)
+
+
+def role_required(role: str, *, mutates_redis: bool = False):
+    """Page views: 403 unless the user passes ``refusal``. (Login itself is enforced by the
+    login middleware.)"""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            require(request.user, role=role, mutates_redis=mutates_redis)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def context(request) -> dict:
+    """Template context processor: which controls to show."""
+    user = getattr(request, "user", None)
+    return {
+        "can_operate": refusal(user, role=OPERATOR, mutates_redis=True) is None,
+        "can_admin": has_role(user, ADMIN),
+        "read_only": read_only(),
+    }
+
+
+# --- bearer tokens and the API ------------------------------------------------------------
+
+
+def bearer_token(request) -> str | None:
+    """The token of an ``Authorization: Bearer …`` header ("" if empty), None without one."""
+    header = request.headers.get("Authorization", "")
+    if not header.startswith(BEARER):
+        return None
+    return header[len(BEARER):].strip()
+
+
+def authenticate(request) -> str | None:
+    """Bearer token or session: sets ``request.user`` from a token when one is sent (a token
+    wins over a cookie). None when the request is authenticated, else why not."""
+    token = bearer_token(request)
+    if token is not None:
+        user = ApiToken.user_for(token) if token else None
+        if user is None:
+            return "invalid or revoked token"
+        request.user = user
+        return None
+    return None if request.user.is_authenticated else "authentication required"
+
+
+def unauthorized(message: str) -> JsonResponse:
+    response = JsonResponse({"error": "unauthorized", "message": message}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="queuewatch"'
+    return response
+
+
+def forbidden(message: str) -> JsonResponse:
+    return JsonResponse({"error": "forbidden", "message": message}, status=403)
+
+
+def api_auth(view):
+    """API views: 401 JSON unless authenticated by a bearer token or a session."""
+
+    @login_not_required
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        why = authenticate(request)
+        if why:
+            return unauthorized(why)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def api_csrf(view):
+    """API views that change something: a caller authenticated by a session cookie must pass
+    Django's CSRF check (403 JSON); token calls carry no cookie, so a forged cross-site request
+    cannot use them. CSRF-exempt for the middleware because the check happens here, after
+    ``api_auth`` has answered anonymous callers with 401."""
+
+    @csrf_exempt
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if bearer_token(request) is None and CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
+            return forbidden("CSRF check failed: send the X-CSRFToken header, or use a bearer token.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def api_role_required(role: str, *, mutates_redis: bool = False):
+    """API views: ``refusal`` as 403 JSON."""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            why = refusal(request.user, role=role, mutates_redis=mutates_redis)
+            if why:
+                return forbidden(why)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate

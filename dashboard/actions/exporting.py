@@ -1,0 +1,37 @@
+"""Export of a queue's jobs as JSON lines or CSV: one response builder for the page
+(``views.queue_export``) and the API (``api.export``), which differ only in how they answer
+errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.http import StreamingHttpResponse
+
+from dashboard.actions.inputs import Selection
+from dashboard.actions.services import now_ms
+from dashboard.browse import selectors as reads
+from dashboard.errors import InvalidInput
+from dashboard.registry import get_redactor, get_registry
+from queues import export
+
+EXPORT_FORMATS = {"jsonl": ("application/x-ndjson; charset=utf-8", export.iter_jobs_jsonl),
+                  "csv": ("text/csv; charset=utf-8", export.iter_jobs_csv)}
+
+
+def export_response(request, connection: str, prefix: str, name: str) -> StreamingHttpResponse:
+    """Jobs matching the query's filter (failed by default), streamed (memory stays flat however
+    many jobs) and redacted."""
+    queue = reads.resolve(connection, prefix, name)
+    fmt = request.GET.get("format", "jsonl")
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput("Export format must be 'jsonl' or 'csv'.")
+    chosen = Selection.from_params(request.GET)
+    content_type, writer = EXPORT_FORMATS[fmt]
+    client = get_registry().client(connection)
+    lines = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
+    response = StreamingHttpResponse(lines, content_type=content_type)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in queue.name)[:80]
+    response["Content-Disposition"] = f'attachment; filename="{safe}-{chosen.state}-{stamp}.{fmt}"'
+    return response

@@ -1,0 +1,129 @@
+"""The actions an operator can take on one job or one queue, declared once.
+
+Each ``Action`` says everything the rest of the app needs: its name (the URL segment), the
+input it reads (``dashboard.actions.inputs``), the role it needs and whether it writes to
+the monitored Redis (``dashboard.accounts.auth``), what it runs (``dashboard.actions.runners``,
+over ``queues.actions``), the label the audit log keeps, and where it is offered (a button on
+the job or queue page when ``offered`` says so). The page views, the API views, the audit
+rows and the page templates (``{% offered_actions %}``) all read this table: adding an action
+is one ``register`` call here (plus its input class and domain function, if new ones).
+
+Bulk actions are not here: they run in the background through the bulk engine
+(``queues.bulk``, ``dashboard.actions.services.bulk_start``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from dashboard.accounts.auth import OPERATOR, refusal, require
+from dashboard.actions import runners
+from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
+from dashboard.errors import InvalidInput
+from queues.keys import QueueRef
+
+JOB, QUEUE = "job", "queue"  # what an action acts on: posted to the job_action or queue_action URL
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The page an action might be offered on: a job's page (``job`` is its detail) or a
+    queue's page (``snap`` is its snapshot)."""
+
+    queue: QueueRef
+    is_dlq: bool
+    job: Any = None
+    snap: Any = None
+
+
+def always(where: Offer) -> bool:
+    return True
+
+
+def never(where: Offer) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    scope: str  # JOB or QUEUE
+    label: str  # the button
+    input: type[ActionInput]
+    run: Callable  # runners' signature for the scope
+    offered: Callable[[Offer], bool] = always
+    role: str = OPERATOR
+    mutates_redis: bool = True
+    danger: bool = False  # drawn as a destructive button
+    note: str = ""  # a line of help next to the button
+    fields: str = ""  # template with extra form fields, shown after the button
+
+    @property
+    def audit_label(self) -> str:
+        return f"{self.scope}.{self.name}"
+
+    @property
+    def needs_reason(self) -> bool:
+        return self.input.needs_reason
+
+    def parse(self, params) -> ActionInput:
+        return self.input.from_params(params)
+
+
+_ACTIONS: dict[tuple[str, str], Action] = {}
+
+
+def register(action: Action) -> Action:
+    key = (action.scope, action.name)
+    if key in _ACTIONS:
+        raise KeyError(f"{action.audit_label} is already registered")
+    _ACTIONS[key] = action
+    return action
+
+
+def unregister(scope: str, name: str) -> None:
+    del _ACTIONS[(scope, name)]
+
+
+def names(scope: str) -> tuple[str, ...]:
+    return tuple(name for s, name in _ACTIONS if s == scope)
+
+
+def lookup(scope: str, name: str) -> Action:
+    try:
+        return _ACTIONS[(scope, name)]
+    except KeyError:
+        raise InvalidInput(f"Unknown {scope} action '{name}'. Choose one of: {', '.join(names(scope))}.") from None
+
+
+def authorized(user, *, scope: str, name: str) -> Action:
+    """The action, if ``user`` may take it (else ``PermissionDenied``: its role, read-only mode)."""
+    action = lookup(scope, name)
+    require(user, role=action.role, mutates_redis=action.mutates_redis)
+    return action
+
+
+def offered(scope: str, where: Offer, *, user) -> list[Action]:
+    """The actions of ``scope`` to offer ``user`` here: those offered at ``where`` that the
+    user may take (no button that could only answer 403)."""
+    return [a for (s, _), a in _ACTIONS.items()
+            if s == scope and a.offered(where) and refusal(user, role=a.role, mutates_redis=a.mutates_redis) is None]
+
+
+for _action in (
+    Action("retry", JOB, "Retry", RetryInput, runners.retry, fields="actions/partials/keep_counters.html",
+           offered=lambda where: where.job.state in ("failed", "completed")),
+    Action("promote", JOB, "Promote (run now)", ActionInput, runners.promote,
+           offered=lambda where: where.job.state == "delayed"),
+    Action("redrive", JOB, "Redrive to source queue", ReasonedInput, runners.redrive,
+           offered=lambda where: where.is_dlq),
+    Action("discard", JOB, "Discard", ReasonedInput, runners.discard, danger=True,
+           note="Removes the job (the result says what happened to its children); refused while a worker holds "
+                "its lock or if it is a scheduler's current iteration."),
+    Action("pause", QUEUE, "Pause queue", ActionInput, runners.pause, offered=lambda where: not where.snap.paused),
+    Action("resume", QUEUE, "Resume queue", ActionInput, runners.resume, offered=lambda where: where.snap.paused),
+    # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
+    Action("clean", QUEUE, "Clean", CleanInput, runners.clean, offered=never),
+):
+    register(_action)

@@ -1,0 +1,87 @@
+"""What each built-in action does: a thin adapter from its validated input
+(``dashboard.actions.inputs``) to one framework-free function of ``queues.actions``.
+
+A job action is ``run(client, *, queue, job_id, given)`` and returns ``queues.actions.ActionResult``;
+a queue action is ``run(client, *, queue, given)`` and returns a ``QueueActionResult``. Either
+result says ``ok``, ``outcome`` and ``message``; the services audit it (``affected`` when the
+result has it, else 1 for a job that was acted on).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from dashboard import dead_letters
+from dashboard.errors import InvalidInput
+from queues import actions
+from queues.keys import QueueRef
+
+
+@dataclass
+class QueueActionResult:
+    outcome: str  # as ActionResult's: "done" or why not
+    message: str
+    affected: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == actions.DONE
+
+
+def affected_by(result) -> int:
+    """How many jobs (or queues) a result says were acted on, for the audit row and the API."""
+    return getattr(result, "affected", int(result.ok))
+
+
+# --- jobs -------------------------------------------------------------------------------------
+
+
+def retry(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return actions.job_retry(client, queue=queue, job_id=job_id, reset_counters=given.reset_counters)
+
+
+def discard(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return actions.job_discard(client, queue=queue, job_id=job_id)
+
+
+def promote(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return actions.job_promote(client, queue=queue, job_id=job_id)
+
+
+def redrive(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    source = redrive_source(client, queue=queue, job_id=job_id)
+    return actions.job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
+
+
+def redrive_source(client, *, queue: QueueRef, job_id: str) -> QueueRef:
+    raw = client.hget(queue.job_key(job_id), "data")
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
+        data = None
+    name = dead_letters.rules().source_of(queue.name, data)
+    if not name:
+        raise InvalidInput(f"'{queue.name}' is not a dead-letter queue with a known source queue "
+                           "(see QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")
+    return QueueRef(queue.connection, queue.prefix, name)
+
+
+# --- queues -----------------------------------------------------------------------------------
+
+
+def pause(client, *, queue: QueueRef, given) -> QueueActionResult:
+    actions.queue_pause(client, queue=queue, paused=True)
+    return QueueActionResult(actions.DONE, "Queue paused: workers finish their active jobs and take no new ones.", 1)
+
+
+def resume(client, *, queue: QueueRef, given) -> QueueActionResult:
+    actions.queue_pause(client, queue=queue, paused=False)
+    return QueueActionResult(actions.DONE, "Queue resumed: workers take jobs again.", 1)
+
+
+def clean(client, *, queue: QueueRef, given) -> QueueActionResult:
+    count = actions.queue_clean(client, queue=queue, state=given.state, older_than_ms=given.older_than_ms,
+                                limit=given.limit)
+    return QueueActionResult(actions.DONE, f"Removed {count} {given.state} job{'s' if count != 1 else ''} older than "
+                                           f"{given.older_than_ms // 60000} min.", count)
