@@ -11,7 +11,7 @@ max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
 * ``read_snapshots``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
 * ``render_*``: the fragment renders (Django templates);
 * ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
-* ``flush``, ``discover``, ``lock_extend``, ``handle``: the rest of the loop;
+* ``flush``, ``discover``, ``lock_extend``, ``handle`` (one item from the event intake): the rest of the loop;
 * ``lock_extend``/``lock_lost``: leader-lock extensions and failed ones;
 * ``loop_gap``: the time between two lock extensions (before the lock had its own heartbeat
   thread, > TTL meant leadership was lost);
@@ -38,6 +38,7 @@ django.setup()
 
 from dashboard.live import channels as live  # noqa: E402
 from dashboard.live import fragments  # noqa: E402
+from dashboard.live import intake, publishing, tracking  # noqa: E402
 from dashboard.live import monitor as mon  # noqa: E402
 from queues import leader  # noqa: E402
 
@@ -92,13 +93,13 @@ timed(M, "refresh", lambda a, kw: "refresh_exact" if kw.get("exact") else "refre
       size=lambda a, kw: len(a[1]))
 timed(M, "flush", "flush")
 timed(M, "discover", "discover")
-timed(M, "handle", "handle")
+timed(intake.EventIntake, "handle", "handle")
 timed(M, "read_watched", "read_watched")
-timed(mon, "read_snapshots", "read_snapshots", size=lambda a, kw: len(a[1]))
-timed(mon, "without_lock", "without_lock", size=lambda a, kw: sum(map(len, a[1].values())))
-timed(M, "probe_stalls", "probe_stalls")
-timed(M, "publish_list", "publish_list")
-timed(mon, "read_summaries", "read_summaries", size=lambda a, kw: len(a[2]))
+timed(tracking, "read_snapshots", "read_snapshots", size=lambda a, kw: len(a[1]))
+timed(tracking, "without_lock", "without_lock", size=lambda a, kw: sum(map(len, a[1].values())))
+timed(tracking.CountTracker, "probe_stalls", "probe_stalls")
+timed(publishing.QueuePublisher, "publish_list", "publish_list")
+timed(publishing, "read_summaries", "read_summaries", size=lambda a, kw: len(a[2]))
 for fn in ("overview_row", "queue_live", "job_table", "job_live", "banner"):
     if hasattr(fragments, fn):
         timed(fragments, fn, f"render_{fn}")

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
+from dashboard.browse import columns
 from queues.keys import BROWSABLE_STATES
 from queues.listing import DEFAULT_PAGE_SIZE, PAGE_SIZES
-
-OVERVIEW_SORTS = ("connection", "name", "paused", "oldest", *BROWSABLE_STATES)
 
 
 def int_param(request, name: str, default: int, *, minimum: int = 1, maximum: int = 10**9) -> int:
@@ -26,16 +25,11 @@ def page_size_param(request) -> int:
     return size if size in PAGE_SIZES else DEFAULT_PAGE_SIZE
 
 
-def sort_snapshots(snaps, sort: str, descending: bool):
-    def key(s):
-        if sort == "connection":
-            return (s.queue.connection, s.queue.prefix, s.queue.name)
-        if sort == "name":
-            return (s.queue.name.lower(), s.queue.prefix)
-        if sort == "paused":
-            return (s.paused, s.queue.name)
-        if sort == "oldest":
-            return (s.oldest_waiting_age_ms or -1, s.queue.name)
-        return (s.counts.get(sort, 0), s.queue.name)
+def sort_param(request) -> str:
+    """An overview column to sort by (see ``dashboard.browse.columns``), else the default."""
+    sort = request.GET.get("sort", columns.DEFAULT_SORT)
+    return sort if columns.sort_key(sort) else columns.DEFAULT_SORT
 
-    return sorted(snaps, key=key, reverse=descending)
+
+def sort_snapshots(snaps, sort: str, descending: bool):
+    return sorted(snaps, key=columns.sort_key(sort) or columns.sort_key(columns.DEFAULT_SORT), reverse=descending)

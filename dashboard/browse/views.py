@@ -14,7 +14,7 @@ from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
 from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.dead_letters import is_dead_letter_queue
-from dashboard.browse.params import OVERVIEW_SORTS, int_param, page_size_param, sort_snapshots, state_param
+from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
 from queues.errors import JobNotFound
 from queues.keys import BROWSABLE_STATES
 from queues.listing import PAGE_SIZES
@@ -24,8 +24,7 @@ RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
 @require_GET
 def overview(request):
     query = request.GET.get("q", "").strip()
-    sort = request.GET.get("sort", "connection")
-    sort = sort if sort in OVERVIEW_SORTS else "connection"
+    sort = sort_param(request)
     descending = request.GET.get("dir") == "desc"
     connections = reads.overview()
     for conn in connections:

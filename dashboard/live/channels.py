@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 import redis
 from channels.layers import get_channel_layer
@@ -248,14 +249,50 @@ def cached_fragments(client: redis.Redis, group: str) -> list[str]:
     return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
 
 
-def watch(client: redis.Redis, kind: str, *parts: str) -> None:
+@dataclass(frozen=True)
+class Watch:
+    """Someone is looking at a job list (``kind="list"``, ``target`` its state) or a job page
+    (``kind="job"``, ``target`` the job id). Stored as one member of the ``WATCH_KEY`` sorted
+    set; this class is the only place that knows that member's format."""
+
+    LIST = "list"
+    JOB = "job"
+
+    kind: str
+    queue: QueueRef
+    target: str
+
+    @classmethod
+    def job_list(cls, queue: QueueRef, state: str) -> "Watch":
+        return cls(cls.LIST, queue, state)
+
+    @classmethod
+    def job(cls, queue: QueueRef, job_id: str) -> "Watch":
+        return cls(cls.JOB, queue, job_id)
+
+    def member(self) -> str:
+        return SEP.join((self.kind, self.queue.connection, self.queue.prefix, self.queue.name, self.target))
+
+    @classmethod
+    def parse(cls, member: str) -> "Watch | None":
+        """The watch a set member stands for; ``None`` for anything malformed (a member
+        written by another version, a job id that contains the separator)."""
+        parts = member.split(SEP)
+        if len(parts) != 5 or parts[0] not in (cls.LIST, cls.JOB):
+            return None
+        kind, connection, prefix, name, target = parts
+        return cls(kind, QueueRef(connection, prefix, name), target)
+
+
+def watch(client: redis.Redis, item: Watch) -> None:
     """Record that someone is looking at a job or a job list, for ``WATCH_TTL_S`` seconds.
     The monitor reads this set once per tick, so its work follows what is watched, not how
     many tabs watch it."""
-    client.zadd(WATCH_KEY, {SEP.join((kind, *parts)): time.time() + WATCH_TTL_S})
+    client.zadd(WATCH_KEY, {item.member(): time.time() + WATCH_TTL_S})
 
 
-def watched(client: redis.Redis) -> list[tuple[str, ...]]:
+def watched(client: redis.Redis) -> list[Watch]:
     now = time.time()
     client.zremrangebyscore(WATCH_KEY, "-inf", now)
-    return [tuple(m.decode("utf-8").split(SEP)) for m in client.zrangebyscore(WATCH_KEY, now, "+inf")]
+    items = (Watch.parse(m.decode("utf-8")) for m in client.zrangebyscore(WATCH_KEY, now, "+inf"))
+    return [item for item in items if item is not None]

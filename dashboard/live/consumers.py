@@ -62,7 +62,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def groups_for_page(self) -> list[str]:
         return []
 
-    def watches(self) -> list[tuple[str, ...]]:
+    def watches(self) -> list[live.Watch]:
         return []
 
     def queue(self) -> QueueRef:
@@ -75,8 +75,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return self._redis
 
     async def register_watches(self):
-        for kind, *parts in self.watches():
-            await sync_to_async(live.watch)(self.redis(), kind, *parts)
+        for item in self.watches():
+            await sync_to_async(live.watch)(self.redis(), item)
 
     async def keep_watching(self):
         while True:
@@ -102,7 +102,7 @@ class QueueConsumer(LiveConsumer):
 
     def watches(self):
         q, state = self.queue(), self.list_state()
-        return [("list", q.connection, q.prefix, q.name, state)] if state else []
+        return [live.Watch.job_list(q, state)] if state else []
 
 
 class JobConsumer(LiveConsumer):
@@ -110,8 +110,7 @@ class JobConsumer(LiveConsumer):
         return [live.job_group(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
 
     def watches(self):
-        q = self.queue()
-        return [("job", q.connection, q.prefix, q.name, self.scope["url_route"]["kwargs"]["job_id"])]
+        return [live.Watch.job(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
 
 
 class TaskConsumer(LiveConsumer):

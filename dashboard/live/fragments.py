@@ -7,7 +7,8 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
-from dashboard.live.rates import QueueSignals
+from dashboard.live.rates import WINDOWS, QueueSignals
+from dashboard.templatetags.qw import percent, rate
 from queues.jobs import JobLive
 from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage
@@ -18,8 +19,10 @@ LIVE_PAGE_SIZE = DEFAULT_PAGE_SIZE  # only page 1 at the default size is kept li
 
 
 def overview_row(sig: QueueSignals) -> tuple[str, str]:
+    """A queue's overview row; its cells are declared in ``dashboard.browse.columns``, which
+    also says when the row changes (``columns.row_key``)."""
     q = sig.snapshot.queue
-    return row_id(q), render_to_string("browse/overview.html#queue-row", {"sig": sig, "s": sig.snapshot, "states": BROWSABLE_STATES})
+    return row_id(q), render_to_string("browse/overview.html#queue-row", {"sig": sig, "s": sig.snapshot})
 
 
 def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
@@ -27,6 +30,17 @@ def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
     return queue_live_id(q), render_to_string(
         "browse/queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES}
     )
+
+
+def queue_live_key(sig: QueueSignals) -> tuple:
+    """Everything ``queue_live`` shows, as displayed: equal keys mean identical fragments, so
+    the monitor skips rendering (the costly part) for unchanged queues."""
+    s = sig.snapshot
+    rates = tuple(rate(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.dlq_growth_per_min, sig.stalled_per_min)
+                  for w in WINDOWS)
+    ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)
+    return (tuple(s.counts.items()), s.paused, s.schedulers, s.legacy_paused_jobs, s.oldest_waiting_ts,
+            rates, ratio, tuple(sig.stalled_now), sig.stall_failed_15m, sig.is_dlq)
 
 
 def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""Chart series for one queue from stored history (``QueuePoint``), JSON-ready.
+"""Stored history (``QueuePoint``): chart series for one queue, and the roll-up of minutes
+into hours with pruning of old points (run by the monitor on its schedule).
 
 No request or response here: the view validates nothing but the queue, this module turns a
 range key and "now" into aligned series, one value per period, ``None`` where the monitor
@@ -8,11 +9,18 @@ stored no point (uPlot draws a gap there).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 
-from dashboard.live.models import QueuePoint
+from django.conf import settings
+from django.db import transaction
+
 from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint
 from queues.keys import QueueRef
+from queues.rates import COUNTERS
+
+log = logging.getLogger("queuewatch.monitor")
 
 
 @dataclass(frozen=True)
@@ -90,3 +98,32 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
         "t": [first_ts + k * step for k in range(rng.points)],
         **series,
     }
+
+
+def rollup_and_prune(now: dt.datetime | None = None) -> None:
+    """Sum the minute points of the last two hours and this one into hour points (counters
+    summed, gauges the last value in the hour), then drop minute and hour points older than
+    ``QUEUEWATCH_HISTORY_MINUTE_DAYS`` / ``QUEUEWATCH_HISTORY_HOUR_DAYS``. Idempotent: hours
+    are rewritten whole, so running it again (or on a standby after a takeover) is harmless."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    hour_start = now.replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=2)
+    try:
+        buckets: dict[tuple, dict] = {}
+        for row in QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=hour_start).order_by("start"):
+            key = (row.connection, row.prefix, row.queue, row.start.replace(minute=0))
+            b = buckets.setdefault(key, {c: 0 for c in COUNTERS})
+            for c in COUNTERS:
+                b[c] += getattr(row, c)
+            for g in POINT_GAUGES:
+                b[g] = getattr(row, g)  # last value in the hour
+        rows = [QueuePoint(connection=k[0], prefix=k[1], queue=k[2], resolution=QueuePoint.HOUR, start=k[3], **v)
+                for k, v in buckets.items()]
+        with transaction.atomic():
+            QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY,
+                                           update_fields=list(COUNTERS) + POINT_GAUGES)
+            QueuePoint.objects.filter(resolution=QueuePoint.MINUTE,
+                                      start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)).delete()
+            QueuePoint.objects.filter(resolution=QueuePoint.HOUR,
+                                      start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)).delete()
+    except Exception:
+        log.exception("history roll-up failed; will retry")

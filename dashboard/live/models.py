@@ -40,6 +40,11 @@ class QueuePoint(models.Model):
         indexes = [models.Index(fields=["resolution", "start"])]
 
 
+# QueuePoint's gauges (the counters are ``queues.rates.COUNTERS``) and its unique key.
+POINT_GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
+POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
+
+
 class StreamCursor(models.Model):
     """The last events-stream id the monitor has counted, per queue."""
 

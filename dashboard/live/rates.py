@@ -107,14 +107,3 @@ def spark_series(queues: list[QueueRef], *, now: dt.datetime) -> dict[QueueRef, 
         s["d"][i] = waiting if is_dead_letter_queue(name) else depth
     return result
 
-
-def display_key(sig: QueueSignals) -> tuple:
-    """Everything a queue's live fragments show, as displayed. Equal keys mean identical
-    fragments, so the monitor can skip rendering (the costly part) for unchanged queues."""
-    from dashboard.templatetags.qw import percent, rate
-
-    s = sig.snapshot
-    rates = tuple(rate(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.dlq_growth_per_min, sig.stalled_per_min) for w in WINDOWS)
-    ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)
-    return (tuple(s.counts.items()), s.paused, s.schedulers, s.legacy_paused_jobs, s.oldest_waiting_ts,
-            rates, ratio, tuple(sig.stalled_now), sig.stall_failed_15m, sig.is_dlq)

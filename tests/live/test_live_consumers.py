@@ -54,7 +54,7 @@ async def test_snapshot_on_connect_then_group_messages_are_relayed(live_setup, c
     assert await comm.receive_nothing(timeout=0.5)
     # The list watch was registered for the monitor.
     watched = await sync_to_async(live.watched)(live.dashboard_redis())
-    assert ("list", "default", "bull", "orders", "failed") in watched
+    assert live.Watch.job_list(QUEUE, "failed") in watched
     await comm.disconnect()
 
 
@@ -63,5 +63,5 @@ async def test_job_page_consumer_registers_a_watch(live_setup, client, user):
     comm, connected, _ = await connect("/ws/queue/default/bull/orders/jobs/a:b/c", headers)
     assert connected
     watched = await sync_to_async(live.watched)(live.dashboard_redis())
-    assert ("job", "default", "bull", "orders", "a:b/c") in watched
+    assert live.Watch.job(QUEUE, "a:b/c") in watched
     await comm.disconnect()

@@ -143,13 +143,14 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     import threading
 
     from dashboard.live import monitor as mon
+    from dashboard.live import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
     url = redis_server.url(3)
     run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
     reads = []
-    real = mon.read_snapshots
-    monkeypatch.setattr(mon, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
+    real = tracking.read_snapshots
+    monkeypatch.setattr(tracking, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
     stop = threading.Event()
     monitor = mon.Monitor(tick=0.3, name="test-monitor")
     thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)

@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
+from dashboard.live.history import rollup_and_prune
 from dashboard.live.models import QueuePoint
 from dashboard.live.monitor import Monitor
 from queues.connections import ConnectionSpec
@@ -70,9 +71,7 @@ def test_minutes_roll_up_into_hours_and_old_history_is_pruned(live_setup, settin
     QueuePoint.objects.create(**common, resolution=60, start=now - dt.timedelta(days=8), failed=1)
     QueuePoint.objects.create(**common, resolution=3600, start=hour - dt.timedelta(days=91), failed=1)
 
-    monitor = Monitor(name="rollup")
-    monitor.rollup_and_prune()
-    monitor.publisher.close()
+    rollup_and_prune()
 
     rolled = QueuePoint.objects.get(**common, resolution=3600, start=hour)
     assert rolled.failed == 6 and rolled.waiting == 12  # counters summed, gauges last value

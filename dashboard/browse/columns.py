@@ -1,0 +1,152 @@
+"""The overview's columns, declared once.
+
+Each ``OverviewColumn`` says what its header is, what its cell shows (``value``: read from the
+queue's signals, formatted as displayed), how the cell is drawn (a template snippet that gets
+that value) and, if the column sorts, by what. Everything else is derived from ``COLUMNS``:
+
+* the overview page's header row and its row partial (``{% overview_headers %}`` and
+  ``{% overview_cells sig %}`` in ``templates/browse/overview.html``), which is also the
+  fragment the monitor sends over the websocket;
+* the sort parameters the overview accepts (``sort_key``);
+* the monitor's change detection (``row_key``): a row is re-rendered when any column's value
+  changes, and only then. A cell must therefore show nothing but its ``value`` and the
+  queue's identity (which never changes for a row); anything else it shows would not update
+  live.
+
+See docs/recipe-column.md for adding one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from django.template import engines
+from django.utils.safestring import SafeString
+
+from dashboard.live.rates import QueueSignals
+from dashboard.templatetags.qw import queue_url, rate
+from queues.keys import BROWSABLE_STATES
+from queues.snapshot import QueueSnapshot
+
+RATE_WINDOW = 5  # minutes: the overview's rates are over the last five
+
+
+@dataclass(frozen=True)
+class OverviewColumn:
+    name: str  # unique; the ``sort`` URL parameter when the column sorts
+    header: str
+    value: Callable[[QueueSignals], Hashable]  # what the cell shows, as displayed
+    # The cell, a Django template snippet (``qw`` tags loaded) rendered with ``value``, ``col``
+    # (this column), ``sig`` and ``s`` (the snapshot) and ``qurl`` (the queue page's URL).
+    cell: str
+    sort: Callable[[QueueSnapshot], Any] | None = None  # sort key; overview sorts before signals exist
+    numeric: bool = False  # right-aligned header
+    title: str = ""  # header tooltip
+
+    @property
+    def sortable(self) -> bool:
+        return self.sort is not None
+
+
+def _state_column(state: str) -> OverviewColumn:
+    return OverviewColumn(
+        name=state, header=state, numeric=True,
+        value=lambda sig: sig.snapshot.counts.get(state),
+        # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
+        cell=f'<td class="num state-{state}"><a href="{{{{ qurl }}}}?state={state}">{{{{ value }}}}</a></td>',
+        sort=lambda s: (s.counts.get(state, 0), s.queue.name),
+    )
+
+
+COLUMNS: list[OverviewColumn] = [
+    OverviewColumn(
+        name="name", header="Queue",
+        value=lambda sig: sig.is_dlq,
+        cell='<td><a href="{{ qurl }}">{{ s.queue.name }}</a>{% if value %} '
+             '<span class="badge dlq" title="application dead-letter queue">DLQ</span>{% endif %}</td>',
+        sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
+    ),
+    OverviewColumn(
+        name="prefix", header="Prefix",
+        value=lambda sig: None,  # part of the queue's identity
+        cell="<td><code>{{ s.queue.prefix }}</code></td>",
+    ),
+    *(_state_column(state) for state in BROWSABLE_STATES),
+    OverviewColumn(
+        name="oldest", header="Oldest waiting", numeric=True,
+        # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js).
+        value=lambda sig: sig.snapshot.oldest_waiting_ts,
+        cell='<td class="num">{% age_since value %}</td>',
+        sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
+    ),
+    OverviewColumn(
+        name="throughput", header="Throughput /min", numeric=True,
+        title="completed / failed per minute, last 5 minutes",
+        value=lambda sig: (rate(sig.completed_per_min[RATE_WINDOW]), rate(sig.failed_per_min[RATE_WINDOW])),
+        cell='<td class="num">{{ value.0 }} / <span class="bad">{{ value.1 }}</span></td>',
+    ),
+    OverviewColumn(
+        name="dead_letters", header="Dead letters /min", numeric=True,
+        title="jobs entering the dead-letter set per minute, last 5 minutes",
+        value=lambda sig: (rate(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
+        cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0 }}</td>',
+    ),
+    OverviewColumn(
+        name="spark", header="Last hour", title="last hour: completed, failed, dead-letter depth",
+        # Drawn from stored history on page load; live rows carry none and keep the page's.
+        value=lambda sig: None,
+        cell='<td class="spark-cell"><span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
+    ),
+    OverviewColumn(
+        # Sorts by the paused flag: ``sort=paused`` is the parameter bookmarks already carry.
+        name="paused", header="Status",
+        value=lambda sig: (sig.snapshot.paused, len(sig.stalled_now)),
+        cell='<td>{% if value.0 %}<span class="badge paused">paused</span>{% endif %}{% if value.1 %} '
+             '<span class="badge stalled" title="in active without a lock">{{ value.1 }} stalled</span>{% endif %}</td>',
+        sort=lambda s: (s.paused, s.queue.name),
+    ),
+]
+
+DEFAULT_SORT = "connection"
+
+
+def _by_connection(s: QueueSnapshot):
+    return (s.queue.connection, s.queue.prefix, s.queue.name)
+
+
+def sort_key(name: str) -> Callable[[QueueSnapshot], Any] | None:
+    """The sort key for an overview ``sort`` parameter; ``None`` if nothing sorts by it."""
+    if name == DEFAULT_SORT:
+        return _by_connection
+    return next((col.sort for col in COLUMNS if col.name == name and col.sort is not None), None)
+
+
+def row_key(sig: QueueSignals) -> tuple:
+    """Everything a queue's overview row shows, as displayed. Equal keys mean identical rows,
+    so the monitor skips rendering (the costly part) for unchanged queues."""
+    return tuple(col.value(sig) for col in COLUMNS)
+
+
+@functools.lru_cache(maxsize=8)
+def _cells_template(columns: tuple[OverviewColumn, ...]):
+    # One template for the whole row, compiled once per set of columns: one render per row,
+    # as cheap as a hand-written row. Each cell sees its own column and value as ``col`` and
+    # ``value`` (passed as plain context names: index lookups in templates are slow).
+    source = "{% load qw %}" + "".join(
+        f"{{% with col=col_{i} value=value_{i} %}}{col.cell}{{% endwith %}}" for i, col in enumerate(columns)
+    )
+    return engines["django"].from_string(source)
+
+
+def render_cells(sig: QueueSignals) -> SafeString:
+    """The row's cells (``<td>``s) for this queue."""
+    columns = tuple(COLUMNS)
+    s = sig.snapshot
+    context = {"sig": sig, "s": s, "qurl": queue_url(s.queue)}
+    for i, col in enumerate(columns):
+        context[f"col_{i}"] = col
+        context[f"value_{i}"] = col.value(sig)
+    return SafeString(_cells_template(columns).render(context))

@@ -1,0 +1,165 @@
+"""Event intake: following every queue's events stream, and handing what arrives to the tracker.
+
+One ``FollowerThread`` per connection reads its streams with a blocking ``XREAD`` on a
+dedicated connection and puts what it reads on one hand-off queue, in order:
+
+* ``("followed", connection, {queue: start id})`` before any event of newly followed queues;
+* ``("events", connection, (events, gaps))``;
+* ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
+
+``EventIntake`` owns the threads for one term of leadership and applies those items on the
+leader's loop thread: events to the ``CountTracker``, connection changes to the banner.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_mod
+import threading
+import time
+
+import redis
+
+from dashboard.live.publishing import ConnectionBanner
+from dashboard.live.tracking import CountTracker
+from dashboard.registry import Registry
+from queues.connections import client_for
+from queues.events import EventsFollower
+from queues.keys import QueueRef
+
+log = logging.getLogger("queuewatch.monitor")
+
+MIN_READ_INTERVAL = 0.05  # s between XREADs that returned events
+
+
+class FollowerThread(threading.Thread):
+    """Reads one connection's event streams and hands batches to the intake's queue."""
+
+    def __init__(self, name: str, registry: Registry, out: queue_mod.Queue, stop: threading.Event, block_ms: int = 1000):
+        super().__init__(name=f"follow-{name}", daemon=True)
+        self.conn_name = name
+        self.spec = registry.connection(name).spec
+        self.out = out
+        self.stop_event = stop
+        self.block_ms = block_ms
+        self._wanted: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self.follower: EventsFollower | None = None
+
+    def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
+        with self._lock:
+            self._wanted = (list(queues), dict(start_ids))
+        self._wake.set()
+
+    def run(self) -> None:
+        backoff = 0.5
+        while not self.stop_event.is_set():
+            try:
+                if self.follower is None:
+                    # Dedicated connection; its socket timeout must exceed the XREAD block.
+                    client = client_for(self.spec, socket_timeout=self.block_ms / 1000 + 5)
+                    client.ping()
+                    self.follower = EventsFollower(client, block_ms=self.block_ms)
+                    if backoff > 0.5:
+                        self.out.put(("up", self.conn_name, None))
+                with self._lock:
+                    wanted, self._wanted = self._wanted, None
+                if wanted is not None:
+                    queues, starts = wanted
+                    added = self.follower.follow(queues, starts)
+                    if added:
+                        # Tell the monitor where counting starts for these queues, before any
+                        # of their events (same hand-off queue, so the order is kept).
+                        self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
+                if not self.follower.last_ids:
+                    self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
+                    self._wake.clear()
+                    continue
+                started = time.monotonic()
+                events, gaps = self.follower.read()
+                backoff = 0.5
+                if events or gaps:
+                    self.out.put(("events", self.conn_name, (events, gaps)))
+                    # Under load every XREAD returns at once with a few events; pacing the
+                    # reads batches them, so the command rate stays bounded at a small cost
+                    # in latency (well inside the refresh coalescing of the leader's loop).
+                    self.stop_event.wait(max(0.0, MIN_READ_INTERVAL - (time.monotonic() - started)))
+            except Exception as exc:  # noqa: BLE001 - a follower must never die silently
+                if not isinstance(exc, redis.RedisError):
+                    log.exception("follower %s: unexpected error; reconnecting", self.conn_name)
+                # Keep the cursors across reconnects: resume where we were and let the gap
+                # check tell us if the stream was trimmed meanwhile.
+                cursors = dict(self.follower.last_ids) if self.follower else {}
+                self.follower = None
+                if cursors:
+                    with self._lock:
+                        if self._wanted is None:
+                            self._wanted = (list(cursors), cursors)
+                        else:
+                            self._wanted[1].update({q: c for q, c in cursors.items() if q not in self._wanted[1]})
+                self.out.put(("down", self.conn_name, str(exc) or exc.__class__.__name__))
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 15.0)
+
+
+class EventIntake:
+    def __init__(self, *, registry: Registry, tracker: CountTracker, banner: ConnectionBanner, monitor_name: str):
+        self.registry = registry
+        self.tracker = tracker
+        self.banner = banner
+        self.monitor_name = monitor_name
+        self.inbox: queue_mod.Queue = queue_mod.Queue()
+        self.followers: dict[str, FollowerThread] = {}
+        self._stop = threading.Event()
+        self.events_seen = 0  # since this monitor started
+        self.gaps_seen = 0
+
+    # --- the threads, for one term of leadership ----------------------------------------------
+
+    def start(self) -> None:
+        self.inbox = queue_mod.Queue()
+        self._stop = threading.Event()
+        self.followers = {n: FollowerThread(n, self.registry, self.inbox, self._stop) for n in self.registry.names}
+        for follower in self.followers.values():
+            follower.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def follow(self, connection: str, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
+        """Follow exactly these queues of the connection, from these ids where given."""
+        self.followers[connection].follow(queues, start_ids)
+
+    # --- applying what arrives ----------------------------------------------------------------
+
+    def take(self, timeout: float, dirty: set[QueueRef]) -> None:
+        """Wait up to ``timeout`` for something to arrive, then apply all that is waiting;
+        queues whose figures may have changed are added to ``dirty``."""
+        try:
+            self.handle(self.inbox.get(timeout=timeout), dirty)
+            while True:
+                self.handle(self.inbox.get_nowait(), dirty)
+        except queue_mod.Empty:
+            pass
+
+    def handle(self, item, dirty: set[QueueRef]) -> None:
+        kind, conn, payload = item
+        if kind == "events":
+            events, gaps = payload
+            dirty |= self.tracker.apply_events(events)
+            self.events_seen += len(events)
+            for q, (lost_from, lost_to) in gaps.items():
+                log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling",
+                            self.monitor_name, q.prefix, q.name)
+                self.gaps_seen += 1
+                self.tracker.stream_gap(q, lost_from=lost_from, lost_to=lost_to)
+                dirty.add(q)
+        elif kind == "down":
+            if not self.banner.is_down(conn):
+                log.warning("%s: connection %s lost: %s", self.monitor_name, conn, payload)
+            self.banner.set_down(conn, payload)
+        elif kind == "up":
+            self.banner.set_up(conn)
+        elif kind == "followed":
+            self.tracker.following_from(payload)

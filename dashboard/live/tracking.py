@@ -1,0 +1,252 @@
+"""Count tracking: what the leading monitor knows of each queue between exact snapshots.
+
+Per queue (``QueueState``): its counts kept current from events (``queues.live_counts``), the
+minute counters its rates come from, which active jobs have lost their lock, and what changed
+since the last refresh. ``CountTracker`` owns every queue's state and is the only writer of
+it: the event intake hands it events, the loop asks it for snapshots, stall probes and the
+signals to publish; persistence reads the dirty minutes it marks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import redis
+
+from dashboard.live.rates import QueueSignals, build_signals
+from dashboard.registry import Registry
+from queues.events import Event
+from queues.keys import QueueRef
+from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
+from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
+from queues.snapshot import QueueSnapshot, read_snapshots
+from queues.stalls import active_ids, without_lock
+
+log = logging.getLogger("queuewatch.monitor")
+
+RECONCILE_MINUTES = 15
+STALL_PROBE_AFTER_MS = 1000  # a job's lock lives lockDuration from activation: no need to look sooner
+TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
+
+Move = tuple[str, "str | None", "str | None"]  # (job id, old state, new state), see LiveCounts
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class QueueState:
+    series: QueueSeries = field(default_factory=lambda: QueueSeries(keep=RECONCILE_MINUTES + 5))
+    snapshot: QueueSnapshot | None = None  # the latest counts: exact, or estimated from events
+    live: LiveCounts | None = None  # counts kept current from events between exact snapshots
+    stalled_now: list[str] = field(default_factory=list)
+    active_since: dict[str, int] = field(default_factory=dict)  # active job id -> ms it became active
+    touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh
+    touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
+    dirty_minutes: set[int] = field(default_factory=set)  # minutes to write at the next flush
+    gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
+    signals: QueueSignals | None = None  # the latest, for the published state (metrics, health, alerts)
+    # Events counted since this monitor started leading (Prometheus handles the reset when
+    # leadership moves), and how often the stream was trimmed before we read it.
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
+    gaps: int = 0
+
+
+@dataclass(frozen=True)
+class QueueChanges:
+    """What moved in a queue since its last refresh, for the publisher: which jobs had events,
+    which states jobs entered or left, and the finished-set moves in event order (``None``
+    when some were lost, e.g. with a trimmed stream: then lists must be re-read)."""
+
+    jobs: frozenset[str]
+    states: frozenset[str]
+    moves: list[Move] | None
+
+
+class CountTracker:
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        self.states: dict[QueueRef, QueueState] = {}
+        self.known_jobs = JobStates()
+        # Stream id of the last event applied to the counters, per queue. Flushed in the same
+        # transaction as the counters, so a takeover resumes exactly after what was stored.
+        self.applied_cursors: dict[QueueRef, str] = {}
+
+    def reset(self) -> None:
+        """Forget everything: a new term of leadership starts from the stored cursors."""
+        self.states = {}
+        self.known_jobs = JobStates()
+        self.applied_cursors = {}
+
+    # --- which queues -----------------------------------------------------------------------
+
+    def add_queues(self, found: list[QueueRef]) -> list[QueueRef]:
+        """Start tracking the queues not tracked yet; returns them."""
+        new = [q for q in found if q not in self.states]
+        for q in new:
+            self.states[q] = QueueState()
+        return new
+
+    def drop_missing(self, connection: str, found: list[QueueRef]) -> list[QueueRef]:
+        """Stop tracking this connection's queues that discovery no longer finds; returns them."""
+        found_set = set(found)
+        gone = [q for q in self.states if q.connection == connection and q not in found_set]
+        for q in gone:
+            del self.states[q]
+            self.applied_cursors.pop(q, None)
+        return gone
+
+    # --- events -----------------------------------------------------------------------------
+
+    def apply_events(self, events: list[Event]) -> set[QueueRef]:
+        """Count events into their queues' minutes, totals and live counts; returns the queues
+        they touched."""
+        touched: set[QueueRef] = set()
+        for ev in events:
+            st = self.states.get(ev.queue)
+            if st is None:
+                continue
+            self.applied_cursors[ev.queue] = ev.stream_id
+            if ev.name in TOTALLED_EVENTS:
+                st.totals[ev.name] += 1
+            if count_event(st.series, ev.name, ev.ts_ms, ev.fields):
+                st.dirty_minutes.add(minute_of(ev.ts_ms))
+            if st.live is not None:
+                st.touched_states |= st.live.apply(ev, self.known_jobs)
+            if ev.job_id:
+                st.touched_jobs.add(ev.job_id)
+                if ev.name == "active":
+                    st.active_since[ev.job_id] = ev.ts_ms
+                elif ev.name in STATE_AFTER or ev.name == "removed":
+                    st.active_since.pop(ev.job_id, None)
+            touched.add(ev.queue)
+        return touched
+
+    def stream_gap(self, q: QueueRef, *, lost_from: int, lost_to: int) -> None:
+        """The queue's events stream was trimmed past our cursor: rebuild the lost minutes
+        from finish-time scores and take a snapshot, since the moves were lost too."""
+        if q in self.states:
+            self.states[q].gaps += 1
+        self.reconcile([q], since_ms=lost_from, until_ms=lost_to)
+        if q in self.states and self.states[q].live is not None:
+            self.states[q].live.needs_snapshot = True
+
+    def following_from(self, starts: dict[QueueRef, str]) -> None:
+        """Following these queues starts at these stream ids."""
+        for q, start_id in starts.items():
+            self.applied_cursors.setdefault(q, start_id)
+            live_counts = self.states[q].live if q in self.states else None
+            if live_counts is not None and live_counts.read_before(start_id):
+                # Events between that snapshot and where following starts were missed.
+                live_counts.needs_snapshot = True
+
+    # --- reads of the monitored Redis ---------------------------------------------------------
+
+    def needs_snapshot(self, q: QueueRef) -> bool:
+        """Whether the estimate of this queue cannot be trusted (new, stream gap, ``cleaned``)."""
+        live_counts = self.states[q].live
+        return live_counts is None or live_counts.needs_snapshot
+
+    def take_snapshots(self, client, queues: list[QueueRef], now: int) -> None:
+        """Exact counts of these queues, and which of their active jobs have lost their lock
+        (all of them, not only those active for a while: this also learns about jobs that
+        became active before we followed the stream)."""
+        if not queues:
+            return
+        snaps = read_snapshots(client, queues)
+        actives = active_ids(client, [s.queue for s in snaps if s.counts["active"]])
+        stalled = without_lock(client, actives)
+        for snap in snaps:
+            st = self.states[snap.queue]
+            if st.live is None:
+                st.live = LiveCounts(snap)
+            else:
+                st.live.reset(snap)
+            ids = actives.get(snap.queue, [])
+            st.active_since = {j: st.active_since.get(j, now) for j in ids}
+            st.stalled_now = stalled.get(snap.queue, [])
+
+    def probe_stalls(self) -> set[QueueRef]:
+        """Between snapshots: check the locks of jobs active for more than a second, one
+        EXISTS each. A lock lives lockDuration from activation and is renewed while the
+        worker is alive, so younger jobs cannot have lost theirs yet. Returns the queues
+        whose stalled jobs changed."""
+        cutoff = now_ms() - STALL_PROBE_AFTER_MS
+        by_conn: dict[str, dict[QueueRef, list[str]]] = {}
+        for q, st in self.states.items():
+            old = [j for j, since in st.active_since.items() if since <= cutoff]
+            if old:
+                by_conn.setdefault(q.connection, {})[q] = old
+        changed: set[QueueRef] = set()
+        for name, jobs in by_conn.items():
+            try:
+                lockless = without_lock(self.registry.client(name), jobs)
+            except redis.RedisError:
+                continue  # the next refresh reports the connection
+            for q in jobs:
+                st = self.states.get(q)
+                stalled = lockless.get(q, [])
+                if st is not None and stalled != st.stalled_now:
+                    st.stalled_now = stalled
+                    changed.add(q)
+        return changed
+
+    def reconcile(self, queues: list[QueueRef], *, since_ms: int, until_ms: int | None = None) -> None:
+        """Rebuild per-minute completed/failed counts from finish-time scores for the minutes
+        between ``since_ms`` and ``until_ms`` (at most RECONCILE_MINUTES back), keeping the
+        larger of the event count and the score count: neither overcounts, each may undercount.
+        One pipeline per connection, however many queues."""
+        queues = [q for q in queues if q in self.states]
+        end = minute_of(until_ms if until_ms is not None else now_ms())
+        start = max(minute_of(since_ms), end - RECONCILE_MINUTES * MINUTE_MS)
+        minutes = list(range(start, end + MINUTE_MS, MINUTE_MS))
+        by_conn: dict[str, list[QueueRef]] = {}
+        for q in queues:
+            by_conn.setdefault(q.connection, []).append(q)
+        for name, qs in by_conn.items():
+            try:
+                pipe = self.registry.client(name).pipeline(transaction=False)
+                for q in qs:
+                    for m in minutes:
+                        pipe.zcount(q.key("completed"), m, m + MINUTE_MS - 1)
+                        pipe.zcount(q.key("failed"), m, m + MINUTE_MS - 1)
+                counts = iter(pipe.execute())
+            except redis.RedisError:
+                continue
+            for q in qs:
+                st = self.states[q]
+                for m in minutes:
+                    st.series.bucket(m).merge_max(Minute(completed=next(counts), failed=next(counts)))
+                    st.dirty_minutes.add(m)
+
+    # --- what to publish ----------------------------------------------------------------------
+
+    def current_signals(self, q: QueueRef, now: int) -> QueueSignals | None:
+        """The queue's figures as of ``now`` (``None`` before its first snapshot)."""
+        st = self.states[q]
+        if st.live is None:
+            return None
+        st.snapshot = snap = st.live.snapshot(now)
+        st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
+        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
+        return st.signals
+
+    def take_changes(self, q: QueueRef) -> QueueChanges:
+        """What moved in the queue since the last call, and start collecting afresh."""
+        st = self.states[q]
+        moves, moves_lost = st.live.take_moves()
+        changes = QueueChanges(jobs=frozenset(st.touched_jobs), states=frozenset(st.touched_states),
+                               moves=None if moves_lost else moves)
+        st.touched_jobs.clear()
+        st.touched_states.clear()
+        return changes
+
+    def mark_gauges(self, q: QueueRef, now: int, *, changed: bool) -> None:
+        """Store the queue's gauges when what it shows changed, and at least once a minute."""
+        st = self.states[q]
+        if changed or st.gauge_minute != minute_of(now):
+            st.dirty_minutes.add(minute_of(now))
+            st.gauge_minute = minute_of(now)
