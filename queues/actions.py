@@ -23,6 +23,7 @@ import redis
 
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
+from .safe_json import loads_or
 from .text import to_text
 
 # ActionResult.outcome values
@@ -76,11 +77,7 @@ def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
 
 
 def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
-    raw = client.hget(queue.job_key(job_id), "opts")
-    try:
-        opts = json.loads(to_text(raw, "{}"))
-    except ValueError:
-        return False
+    opts = loads_or(to_text(client.hget(queue.job_key(job_id), "opts"), "{}"), None)
     return isinstance(opts, dict) and bool(opts.get("lifo"))
 
 
@@ -290,16 +287,10 @@ def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payloa
 def redrive_copy_from_fields(name, data, opts, ts, *, payload_field: str | None = None) -> RedriveCopy:
     data_text = to_text(data, "{}")
     if payload_field:
-        try:
-            parsed = json.loads(data_text)
-        except ValueError:
-            parsed = None
+        parsed = loads_or(data_text, None)
         if isinstance(parsed, dict) and payload_field in parsed:
             data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
-    try:
-        parsed_opts = json.loads(to_text(opts, "{}"))
-    except ValueError:
-        parsed_opts = {}
+    parsed_opts = loads_or(to_text(opts, "{}"), {})
     if not isinstance(parsed_opts, dict):
         parsed_opts = {}
     kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}

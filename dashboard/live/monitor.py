@@ -214,6 +214,7 @@ class Monitor:
         self.redactor = get_redactor()
         self.stats = {"gaps": 0, "events": 0, "ticks": 0, "publishes": 0}
         self.health_report: health.HealthReport | None = None  # the last one, for the Redis alert rules
+        self.failed_items: set[tuple[str, ...]] = set()  # watched items already logged as failing
 
     # --- outer loop -------------------------------------------------------------------------
 
@@ -587,7 +588,15 @@ class Monitor:
                             self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
             except redis.RedisError:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
+            except Exception:  # noqa: BLE001 - a hostile job costs its own watched item, never the loop
+                self.item_failed((kind, *parts))
         return changed
+
+    def item_failed(self, item: tuple[str, ...]) -> None:
+        """Log a watched item that cannot be read or rendered, once (it fails every tick)."""
+        if item not in self.failed_items:
+            self.failed_items.add(item)
+            log.exception("%s: cannot read or render %s; skipping it while it fails", self.name, "/".join(item)[:300])
 
     def publish_list(self, q: QueueRef, state: str, sig: QueueSignals, client, *, moves) -> None:
         """Page 1 of a watched job list, re-rendered when its ids, stalled markers or count
