@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import msgpack
 import redis
 
+from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
 from .safe_json import loads_or
@@ -35,6 +36,7 @@ SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job sc
 TARGET_EXISTS = "target_exists"  # redrive: the deterministic id is taken in the source queue
 CHANGED = "changed"  # redrive: the job was replaced between read and move
 NO_SOURCE = "no_source"  # redrive: no source queue could be determined
+NOT_A_JOB = "not_a_job"  # the id names a key of the queue that is in none of its states (meta, repeat:<id>, ...)
 
 RETRYABLE_STATES = ("failed", "completed")
 
@@ -114,7 +116,16 @@ def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple
     return [queue.job_key(job_id), queue.key("repeat")], [job_id, "1" if remove_children else "0", queue.base]
 
 
+def not_a_job(job_id: str) -> ActionResult:
+    return ActionResult(job_id, NOT_A_JOB, f"{job_id!r} is not a job: it is in none of this queue's states (waiting, "
+                                           "active, delayed, prioritized, waiting-children, completed, failed). It may "
+                                           "be one of the queue's own keys (meta, events, a scheduler or deduplication "
+                                           "key). Nothing was done.")
+
+
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
+    if code == NOT_A_JOB_CODE:
+        return not_a_job(job_id)
     if code == 1:
         return ActionResult(job_id, DONE, f"Job {job_id} removed.{children_note}")
     if code == 0:
@@ -154,8 +165,11 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
     scheduler's current iteration (``scheduler_iteration``). Children are kept unless
     ``remove_children``; the message says what happens to them and to the parent.
     """
-    if not client.exists(queue.job_key(job_id)):
+    kind = to_text(client.type(queue.job_key(job_id)))
+    if kind == "none":
         return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    if kind != "hash":  # a stream, list or string under the queue (events, de:<id>, ...): never a job
+        return not_a_job(job_id)
     note = children_note(client, queue=queue, job_id=job_id, remove_children=remove_children)
     keys, args = remove_call(queue, job_id, remove_children=remove_children)
     return remove_outcome(job_id, int(scripts_for(client).remove(keys=keys, args=args)), children_note=note)
