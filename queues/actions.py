@@ -36,6 +36,7 @@ SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job sc
 TARGET_EXISTS = "target_exists"  # redrive: the deterministic id is taken in the source queue
 CHANGED = "changed"  # redrive: the job was replaced between read and move
 NO_SOURCE = "no_source"  # redrive: no source queue could be determined
+UNKNOWN_TARGET = "unknown_target"  # redrive: the source queue does not exist (no <prefix>:<queue>:meta)
 NOT_A_JOB = "not_a_job"  # the id names a key of the queue that is in none of its states (meta, repeat:<id>, ...)
 
 RETRYABLE_STATES = ("failed", "completed")
@@ -236,7 +237,6 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
 # Redrive from an application dead-letter queue to its source queue
 
 DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
-SOURCE_FIELDS = ("source", "sourceQueue", "source_queue", "queue")
 
 # Options that belong to the dead-letter job's placement, not to the work: the copy is a fresh
 # standard job in the source queue, so ids, delays, priorities, scheduler and flow links,
@@ -248,28 +248,24 @@ DROPPED_OPTS = frozenset({"jobId", "delay", "priority", "repeat", "prevMillis", 
 
 
 def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
-               mapping: Mapping[str, str] | None = None, job_data: Any = None,
-               source_fields: Sequence[str] = SOURCE_FIELDS) -> str | None:
-    """The source queue of a dead-letter job, or ``None`` if it cannot be told.
+               mapping: Mapping[str, str] | None = None) -> str | None:
+    """The source queue of a dead-letter queue, or ``None`` if it cannot be told.
 
-    Precedence: a data field naming the source (``source`` etc., the most specific: one DLQ
-    may collect several sources), then the explicit ``mapping`` (``{"graveyard": "orders"}``),
-    then a name pattern: ``orders-dlq`` with ``*-dlq`` gives ``orders`` (the part ``*`` matched).
+    The operator's configuration decides, never the job: the explicit ``mapping``
+    (``{"graveyard": "orders"}``) first, then a name pattern: ``orders-dlq`` with ``*-dlq``
+    gives ``orders`` (the part ``*`` matched). Job data (a ``source`` field, say) is written by
+    producers we do not control and must not choose where an action writes. A name with ``:``
+    is never a queue. The redrive script also refuses a target queue that does not exist.
     """
-    if isinstance(job_data, dict):
-        for name in source_fields:
-            value = job_data.get(name)
-            if isinstance(value, str) and value.strip() and ":" not in value:
-                return value.strip()
-    if mapping and dlq_name in mapping:
-        return mapping[dlq_name]
-    for pattern in patterns:
-        if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
-            head, tail = pattern.split("*")
-            source = dlq_name[len(head): len(dlq_name) - len(tail)]
-            if source:
-                return source
-    return None
+    source = mapping.get(dlq_name) if mapping else None
+    if source is None:
+        for pattern in patterns:
+            if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
+                head, tail = pattern.split("*")
+                source = dlq_name[len(head): len(dlq_name) - len(tail)] or None
+                if source:
+                    break
+    return source if source and ":" not in source else None
 
 
 def redrive_job_id(*, dlq_name: str, job_id: str) -> str:
@@ -334,6 +330,9 @@ def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef
         return ActionResult(job_id, CHANGED, f"Job {job_id} changed while being redriven; it was left in {dlq.name}.")
     if code == -1:
         return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    if code == -102:
+        return ActionResult(job_id, UNKNOWN_TARGET, f"Job {job_id} was not moved: there is no queue {source.name} "
+                            "(it has no meta key), so it was left in " + f"{dlq.name}. Check QUEUEWATCH_DLQ_MAP.")
     return remove_outcome(job_id, code)
 
 

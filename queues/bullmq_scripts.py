@@ -201,9 +201,11 @@ REDRIVE_SRC = (
 --             re-added under the same id in between is not moved with stale data
 -- Returns {code, id}: 1 moved, -1 no such job, -3 changed since read, -100 the target id
 -- already exists (a previous redrive still retained there), -101 the id is in none of the
--- dead-letter queue's states (not a job), else removeJob's code (0, -8).
+-- dead-letter queue's states (not a job), -102 the source queue does not exist (no meta
+-- key: a redrive never creates a queue), else removeJob's code (0, -8).
 if redis.call("EXISTS", KEYS[10]) == 0 then return {-1, ""} end
 if not in_a_state(ARGV[7], ARGV[5]) then return {-101, ""} end
+if redis.call("EXISTS", KEYS[3]) == 0 then return {-102, ""} end
 if redis.call("HGET", KEYS[10], "timestamp") ~= ARGV[8] then return {-3, ""} end
 if redis.call("EXISTS", KEYS[12]) == 1 then return {-100, ""} end
 local removed = remove_job({KEYS[10], KEYS[11]}, {ARGV[5], ARGV[6], ARGV[7]})

@@ -12,7 +12,6 @@ moment of confirmation), stores a ``BulkTask`` row and the monitor runs it in th
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,11 +68,11 @@ def audited_failure(**entry):
         raise
 
 
-def dlq_source_of(*, queue: QueueRef, job_data) -> str | None:
-    """The source queue a dead-letter queue's job belongs to (name pattern, explicit mapping or
-    a field in the job's data), or None when ``queue`` is not an application DLQ."""
+def dlq_source_of(*, queue: QueueRef) -> str | None:
+    """The source queue of a dead-letter queue (explicit mapping or name pattern; never a job's
+    data), or None when ``queue`` is not an application DLQ."""
     return actions.dlq_source(dlq_name=queue.name, patterns=settings.QUEUEWATCH_DLQ_PATTERNS,
-                              mapping=settings.QUEUEWATCH_DLQ_MAP, job_data=job_data)
+                              mapping=settings.QUEUEWATCH_DLQ_MAP)
 
 
 def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, reset_counters: bool = True,
@@ -99,12 +98,7 @@ def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, res
 
 
 def _redrive_source(client, *, queue: QueueRef, job_id: str) -> QueueRef:
-    raw = client.hget(queue.job_key(job_id), "data")
-    try:
-        data = json.loads(raw) if raw is not None else None
-    except ValueError:
-        data = None
-    name = dlq_source_of(queue=queue, job_data=data)
+    name = dlq_source_of(queue=queue)
     if not name:
         raise ActionRefused(f"'{queue.name}' is not a dead-letter queue with a known source queue "
                             "(see QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")
