@@ -285,7 +285,7 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
         progress=payload("progress"),
         failed_reason=redactor.text(to_text(f.get("failedReason"))),
         stacktrace=[redactor.text(s) for s in stacktrace],
-        logs=[to_text(line) for line in logs],
+        logs=[redactor.text(to_text(line)) for line in logs],
         logs_total=logs_total,
         parent=to_text(f.get("parentKey")),
         children_pending=sorted(to_text(k) for k in pending)[:LIST_CAP],
@@ -336,5 +336,5 @@ def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor
     return JobLive(
         queue=queue, id=job_id, state=state, summary=summary,
         progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
-        logs=[to_text(line) for line in logs], logs_total=logs_total,
+        logs=[redactor.text(to_text(line)) for line in logs], logs_total=logs_total,
     )
