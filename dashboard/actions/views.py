@@ -13,6 +13,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard import downloads
 from dashboard.actions import audit
 from dashboard.actions import services as operations
 from dashboard.browse import selectors as reads
@@ -183,8 +184,7 @@ def export_response(request, connection: str, prefix: str, name: str) -> Streami
     lines = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=operations.now_ms(), redactor=get_redactor())
     response = StreamingHttpResponse(lines, content_type=content_type)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in queue.name)[:80]
-    response["Content-Disposition"] = f'attachment; filename="{safe}-{chosen.state}-{stamp}.{fmt}"'
+    response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response
 
 
