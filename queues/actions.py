@@ -19,8 +19,10 @@ from dataclasses import dataclass
 import msgpack
 import redis
 
+from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
+from .safe_json import loads_or
 from .text import to_text
 
 # ActionResult.outcome values
@@ -32,6 +34,8 @@ SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job sc
 TARGET_EXISTS = "target_exists"  # redrive: the deterministic id is taken in the source queue
 CHANGED = "changed"  # redrive: the job was replaced between read and move
 NO_SOURCE = "no_source"  # redrive: no source queue could be determined
+UNKNOWN_TARGET = "unknown_target"  # redrive: the source queue does not exist (no <prefix>:<queue>:meta)
+NOT_A_JOB = "not_a_job"  # the id names a key of the queue that is in none of its states (meta, repeat:<id>, ...)
 
 RETRYABLE_STATES = ("failed", "completed")
 
@@ -74,11 +78,7 @@ def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
 
 
 def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
-    raw = client.hget(queue.job_key(job_id), "opts")
-    try:
-        opts = json.loads(to_text(raw, "{}"))
-    except ValueError:
-        return False
+    opts = loads_or(to_text(client.hget(queue.job_key(job_id), "opts"), "{}"), None)
     return isinstance(opts, dict) and bool(opts.get("lifo"))
 
 
@@ -115,7 +115,16 @@ def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple
     return [queue.job_key(job_id), queue.key("repeat")], [job_id, "1" if remove_children else "0", queue.base]
 
 
+def not_a_job(job_id: str) -> ActionResult:
+    return ActionResult(job_id, NOT_A_JOB, f"{job_id!r} is not a job: it is in none of this queue's states (waiting, "
+                                           "active, delayed, prioritized, waiting-children, completed, failed). It may "
+                                           "be one of the queue's own keys (meta, events, a scheduler or deduplication "
+                                           "key). Nothing was done.")
+
+
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
+    if code == NOT_A_JOB_CODE:
+        return not_a_job(job_id)
     if code == 1:
         return ActionResult(job_id, DONE, f"Job {job_id} removed.{children_note}")
     if code == 0:
@@ -155,8 +164,11 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
     scheduler's current iteration (``scheduler_iteration``). Children are kept unless
     ``remove_children``; the message says what happens to them and to the parent.
     """
-    if not client.exists(queue.job_key(job_id)):
+    kind = to_text(client.type(queue.job_key(job_id)))
+    if kind == "none":
         return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    if kind != "hash":  # a stream, list or string under the queue (events, de:<id>, ...): never a job
+        return not_a_job(job_id)
     note = children_note(client, queue=queue, job_id=job_id, remove_children=remove_children)
     keys, args = remove_call(queue, job_id, remove_children=remove_children)
     return remove_outcome(job_id, int(scripts_for(client).remove(keys=keys, args=args)), children_note=note)
@@ -261,16 +273,10 @@ def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payloa
 def redrive_copy_from_fields(name, data, opts, ts, *, payload_field: str | None = None) -> RedriveCopy:
     data_text = to_text(data, "{}")
     if payload_field:
-        try:
-            parsed = json.loads(data_text)
-        except ValueError:
-            parsed = None
+        parsed = loads_or(data_text, None)
         if isinstance(parsed, dict) and payload_field in parsed:
             data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
-    try:
-        parsed_opts = json.loads(to_text(opts, "{}"))
-    except ValueError:
-        parsed_opts = {}
+    parsed_opts = loads_or(to_text(opts, "{}"), {})
     if not isinstance(parsed_opts, dict):
         parsed_opts = {}
     kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
@@ -300,6 +306,9 @@ def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef
         return ActionResult(job_id, CHANGED, f"Job {job_id} changed while being redriven; it was left in {dlq.name}.")
     if code == -1:
         return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+    if code == -102:
+        return ActionResult(job_id, UNKNOWN_TARGET, f"Job {job_id} was not moved: there is no queue {source.name} "
+                            "(it has no meta key), so it was left in " + f"{dlq.name}. Check QUEUEWATCH_DLQ_MAP.")
     return remove_outcome(job_id, code)
 
 

@@ -287,14 +287,11 @@ def _explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[
     return items, position + len(ids)
 
 
-def _resolve_source(plan: BulkPlan, data_text: str) -> str | None:
+def _resolve_source(plan: BulkPlan) -> str | None:
+    """The operator's choice or configuration; never the job's data (see ``dlq_source``)."""
     if plan.source:
         return plan.source
-    try:
-        data = json.loads(data_text)
-    except ValueError:
-        data = None
-    return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping), job_data=data)
+    return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping))
 
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
@@ -356,7 +353,7 @@ def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[i
         if ts is None and name is None:
             results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
             continue
-        source_name = _resolve_source(plan, to_text(data, "{}"))
+        source_name = _resolve_source(plan)
         if not source_name:
             results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
             continue

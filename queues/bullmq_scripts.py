@@ -55,6 +55,31 @@ def as_function(name: str, filename: str) -> str:
     return f"local function {name}(KEYS, ARGV)\n{bullmq_source(filename)}\nend\n"
 
 
+# A job id comes from a user or a producer, and every key under a queue looks like a job key
+# (``<prefix>:<queue>:<id>``): ``meta``, ``events``, a scheduler's ``repeat:<id>`` hash, a
+# deduplication key ``de:<id>``. An action acts on an id only if the id sits in one of the
+# queue's state structures, checked inside the same script as the action, so nothing can move
+# in between. (BullMQ's reprocessJob and promote check their own state set already;
+# removeJob checks nothing, so discard and redrive add this.)
+NOT_A_JOB = -101
+IN_A_STATE = """
+local function in_a_state(prefix, id)
+  for _, s in ipairs({"completed", "failed", "delayed", "prioritized", "waiting-children"}) do
+    if redis.call("ZSCORE", prefix .. s, id) then return true end
+  end
+  for _, s in ipairs({"wait", "paused", "active"}) do
+    if redis.call("LPOS", prefix .. s, id) then return true end
+  end
+  return false
+end
+"""
+
+REMOVE_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
+-- KEYS/ARGV exactly as removeJob-2 (ARGV[3] is the queue key prefix). -101: not a job.
+if not in_a_state(ARGV[3], ARGV[1]) then return -101 end
+return remove_job(KEYS, ARGV)
+"""
+
 RETRY_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
 -- KEYS/ARGV exactly as reprocessJob-9; ARGV[7] = "1" also resets the stall counter.
 local result = reprocess_job(KEYS, ARGV)
@@ -140,11 +165,16 @@ redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
 return reply
 """
 
-REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + """
+REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
 -- KEYS[1] repeat key; ARGV[1] queue key prefix, ARGV[2] remove children "1"/"0", ARGV[3..] ids
+-- Returns removeJob's code per job, or -101 for an id that is in none of the queue's states.
 local codes = {}
 for i = 3, #ARGV do
-  codes[#codes + 1] = remove_job({ARGV[1] .. ARGV[i], KEYS[1]}, {ARGV[i], ARGV[2], ARGV[1]})
+  if in_a_state(ARGV[1], ARGV[i]) then
+    codes[#codes + 1] = remove_job({ARGV[1] .. ARGV[i], KEYS[1]}, {ARGV[i], ARGV[2], ARGV[1]})
+  else
+    codes[#codes + 1] = -101
+  end
 end
 return codes
 """
@@ -161,6 +191,7 @@ return codes
 REDRIVE_SRC = (
     as_function("remove_job", "removeJob-2.lua")
     + as_function("add_standard_job", "addStandardJob-9.lua")
+    + IN_A_STATE
     + """
 -- KEYS[1..9]  addStandardJob-9 keys of the source queue
 -- KEYS[10]    dead-letter job key, KEYS[11] dead-letter queue's repeat key
@@ -169,8 +200,12 @@ REDRIVE_SRC = (
 -- ARGV[8]     the dead-letter job's timestamp as read by the caller, so a job removed and
 --             re-added under the same id in between is not moved with stale data
 -- Returns {code, id}: 1 moved, -1 no such job, -3 changed since read, -100 the target id
--- already exists (a previous redrive still retained there), else removeJob's code (0, -8).
+-- already exists (a previous redrive still retained there), -101 the id is in none of the
+-- dead-letter queue's states (not a job), -102 the source queue does not exist (no meta
+-- key: a redrive never creates a queue), else removeJob's code (0, -8).
 if redis.call("EXISTS", KEYS[10]) == 0 then return {-1, ""} end
+if not in_a_state(ARGV[7], ARGV[5]) then return {-101, ""} end
+if redis.call("EXISTS", KEYS[3]) == 0 then return {-102, ""} end
 if redis.call("HGET", KEYS[10], "timestamp") ~= ARGV[8] then return {-3, ""} end
 if redis.call("EXISTS", KEYS[12]) == 1 then return {-100, ""} end
 local removed = remove_job({KEYS[10], KEYS[11]}, {ARGV[5], ARGV[6], ARGV[7]})
@@ -194,7 +229,7 @@ SCRIPTS = {
     "retry_head": _script(RETRY_HEAD_SRC),
     "remove_batch": _script(REMOVE_BATCH_SRC),
     "promote_batch": _script(PROMOTE_BATCH_SRC),
-    "remove": _script(bullmq_source("removeJob-2.lua")),
+    "remove": _script(REMOVE_SRC),
     "promote": _script(bullmq_source("promote-9.lua")),
     "pause": _script(bullmq_source("pause-7.lua")),
     "clean": _script(bullmq_source("cleanJobsInSet-3.lua")),

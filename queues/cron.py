@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 log = logging.getLogger("queuewatch.cron")
 
@@ -54,6 +54,11 @@ def cron_validate(expr: str, tz: str = "UTC") -> None:
                         "(minute hour day-of-month month day-of-week), optionally 6 with seconds.")
     if not croniter.is_valid(text):
         raise CronError(f"“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).")
+    try:  # valid fields can still name a date that never comes (30 February)
+        croniter(text, dt.datetime(2000, 1, 1)).get_next(dt.datetime)
+    except CroniterBadDateError:
+        raise CronError(f"“{text}” never fires: no date matches its day-of-month, month and day-of-week "
+                        "(e.g. 30 February).") from None
 
 
 def _local(at: dt.datetime, tz: ZoneInfo) -> dt.datetime:
@@ -74,7 +79,10 @@ def cron_next(*, expr: str, tz: str, after: dt.datetime, count: int = 1) -> list
     out: list[dt.datetime] = []
     skips = 0
     while len(out) < count and skips < _MAX_SKIPS:
-        at = _to_utc(it.get_next(dt.datetime), zi)
+        try:
+            at = _to_utc(it.get_next(dt.datetime), zi)
+        except CroniterBadDateError:  # no further date matches (saved before validation caught it)
+            break
         # After a fall-back change, local times can map to instants we already passed (the
         # first occurrence of the repeated hour); and two local times can map to one instant.
         if at <= after or (out and at <= out[-1]):
@@ -90,7 +98,10 @@ def cron_prev(*, expr: str, tz: str, at: dt.datetime) -> dt.datetime | None:
     zi = zone(tz)
     it = croniter(expr.strip(), _local(at, zi) + dt.timedelta(microseconds=1))
     for _ in range(_MAX_SKIPS):
-        fire = _to_utc(it.get_prev(dt.datetime), zi)
+        try:
+            fire = _to_utc(it.get_prev(dt.datetime), zi)
+        except CroniterBadDateError:  # no earlier date matches (saved before validation caught it)
+            return None
         if fire <= at:
             return fire
     return None

@@ -3,7 +3,8 @@
 BullMQ has no dead-letter queue of its own; applications move jobs that failed for good into
 a queue of their own naming (``orders-dlq``). Two questions follow, answered here and nowhere
 else: *is this queue a dead-letter queue?* (pages show its growth as "dead letters", offer
-"redrive to source") and *which queue did this dead letter come from?* (the redrive target).
+"redrive to source") and *which queue did this dead letter come from?* (the redrive target: from configuration only,
+never from the job's data).
 
 Both read the same rules: an explicit ``mapping`` (``{"graveyard": "orders"}``) and name
 ``patterns`` with one ``*`` (``*-dlq``: ``orders-dlq`` came from ``orders``). The dashboard
@@ -14,10 +15,9 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
-SOURCE_FIELDS = ("source", "sourceQueue", "source_queue", "queue")
 
 
 def is_dead_letter(name: str, *, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
@@ -27,28 +27,24 @@ def is_dead_letter(name: str, *, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
 
 
 def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
-               mapping: Mapping[str, str] | None = None, job_data: Any = None,
-               source_fields: Sequence[str] = SOURCE_FIELDS) -> str | None:
-    """The source queue of a dead-letter job, or ``None`` if it cannot be told.
+               mapping: Mapping[str, str] | None = None) -> str | None:
+    """The source queue of a dead-letter queue, or ``None`` if it cannot be told.
 
-    Precedence: a data field naming the source (``source`` etc., the most specific: one DLQ
-    may collect several sources), then the explicit ``mapping`` (``{"graveyard": "orders"}``),
-    then a name pattern: ``orders-dlq`` with ``*-dlq`` gives ``orders`` (the part ``*`` matched).
+    The operator's configuration decides, never the job: the explicit ``mapping``
+    (``{"graveyard": "orders"}``) first, then a name pattern: ``orders-dlq`` with ``*-dlq``
+    gives ``orders`` (the part ``*`` matched). Job data (a ``source`` field, say) is written by
+    producers we do not control and must not choose where an action writes. A name with ``:``
+    is never a queue. The redrive script also refuses a target queue that does not exist.
     """
-    if isinstance(job_data, dict):
-        for name in source_fields:
-            value = job_data.get(name)
-            if isinstance(value, str) and value.strip() and ":" not in value:
-                return value.strip()
-    if mapping and dlq_name in mapping:
-        return mapping[dlq_name]
-    for pattern in patterns:
-        if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
-            head, tail = pattern.split("*")
-            source = dlq_name[len(head): len(dlq_name) - len(tail)]
-            if source:
-                return source
-    return None
+    source = mapping.get(dlq_name) if mapping else None
+    if source is None:
+        for pattern in patterns:
+            if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
+                head, tail = pattern.split("*")
+                source = dlq_name[len(head): len(dlq_name) - len(tail)] or None
+                if source:
+                    break
+    return source if source and ":" not in source else None
 
 
 @dataclass(frozen=True)
@@ -61,5 +57,5 @@ class DeadLetterRules:
     def is_dead_letter(self, name: str) -> bool:
         return is_dead_letter(name, patterns=self.patterns, mapping=self.mapping)
 
-    def source_of(self, name: str, job_data: Any = None) -> str | None:
-        return dlq_source(dlq_name=name, patterns=self.patterns, mapping=self.mapping, job_data=job_data)
+    def source_of(self, name: str) -> str | None:
+        return dlq_source(dlq_name=name, patterns=self.patterns, mapping=self.mapping)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import redis
 
 from .keys import QueueRef
+from .safe_json import loads_or
 from .text import to_int, to_text
 
 # Order matters: the specific shapes go first, so a UUID is not eaten as hex runs and numbers.
@@ -139,9 +140,6 @@ def _attach_stacks(client: redis.Redis, queue: QueueRef, groups: list[ErrorGroup
         pipe.hget(queue.job_key(g.sample_job_id), "stacktrace")
     for g, raw in zip(groups, pipe.execute() if groups else []):
         text = to_text(raw, "[]")
-        try:
-            stacks = json.loads(text)
-        except ValueError:
-            stacks = [text]
+        stacks = loads_or(text, [text])
         last = stacks[-1] if isinstance(stacks, list) and stacks else ""
         g.sample_stack = (last if isinstance(last, str) else json.dumps(last))[:STACK_CAP]

@@ -14,9 +14,9 @@ from typing import Iterator
 
 import redis
 
-from .jobs import parse_json
 from .keys import QueueRef
 from .redact import Redactor
+from .safe_json import parse_json
 from .selection import Cursor, JobFilter, advance, next_page
 from .text import to_int, to_text
 

@@ -8,6 +8,7 @@ text rather than raising. Nothing here writes to Redis.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,11 @@ import redis
 from .errors import JobNotFound
 from .keys import QueueRef
 from .redact import Redactor
+from .safe_json import parse_json
 from .stalls import STALLED_LIMIT_REASON
-from .text import first_line, to_int, to_text
+from .text import finite, first_line, to_int, to_ms, to_text
+
+log = logging.getLogger(__name__)
 
 # Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
 # (which may be megabytes); failedReason is included but only its first line is kept.
@@ -47,11 +51,14 @@ class JobSummary:
     parent_key: str = ""
     deferred_failure: str = ""
     score: float | None = None  # delayed: due time encoded; prioritized: priority encoded
+    # Fields that hold a value we could not read (``1e400``, ``inf``, text where a number
+    # belongs, an impossible time): shown as unreadable, never raised.
+    unreadable: tuple[str, ...] = ()
 
     @property
     def due_at(self) -> int | None:
         """For delayed jobs: when the job becomes due (score = due_ms * 4096 + seq)."""
-        return int(self.score // 4096) if self.score is not None else None
+        return to_ms(self.score // 4096) if finite(self.score) is not None else None
 
     def as_dict(self) -> dict:
         return {
@@ -71,13 +78,6 @@ class JobSummary:
         }
 
 
-def parse_json(raw: str) -> tuple[bool, Any]:
-    try:
-        return True, json.loads(raw)
-    except (ValueError, RecursionError):
-        return False, raw
-
-
 def attempts_allowed(opts: Any) -> int:
     """BullMQ stores ``attempts`` in opts; 0 or missing means a single try."""
     if isinstance(opts, dict):
@@ -86,19 +86,33 @@ def attempts_allowed(opts: Any) -> int:
     return 1
 
 
+TIME_FIELDS = ("timestamp", "processedOn", "finishedOn")
+COUNT_FIELDS = ("atm", "attemptsMade", "ats", "stc", "delay", "priority")
+
+
+def _unreadable_fields(f: dict) -> tuple[str, ...]:
+    """Numeric fields that hold something (not missing, not empty) we cannot read."""
+    bad = [n for n in TIME_FIELDS if f[n] not in (None, b"", "") and to_ms(f[n]) is None]
+    bad += [n for n in COUNT_FIELDS if f[n] not in (None, b"", "") and to_int(f[n]) is None]
+    return tuple(bad)
+
+
 def summary_from_fields(job_id: str, values: list[bytes | None], score: float | None = None) -> JobSummary:
     f = dict(zip(SUMMARY_FIELDS, values))
     if all(v is None for v in values):
-        return JobSummary(id=job_id, exists=False, score=score)
+        return JobSummary(id=job_id, exists=False, score=finite(score))
     opts_raw = to_text(f["opts"], "{}")
     _, opts = parse_json(opts_raw) if len(opts_raw) < 65536 else (False, None)
+    unreadable = _unreadable_fields(f)
+    if score is not None and finite(score) is None:
+        unreadable += ("score",)
     return JobSummary(
         id=job_id,
         exists=True,
         name=to_text(f["name"]),
-        timestamp=to_int(f["timestamp"]),
-        processed_on=to_int(f["processedOn"]),
-        finished_on=to_int(f["finishedOn"]),
+        timestamp=to_ms(f["timestamp"]),
+        processed_on=to_ms(f["processedOn"]),
+        finished_on=to_ms(f["finishedOn"]),
         attempts_made=to_int(f["atm"]) or to_int(f["attemptsMade"]) or 0,
         attempts_started=to_int(f["ats"], 0),
         attempts_allowed=attempts_allowed(opts),
@@ -110,8 +124,19 @@ def summary_from_fields(job_id: str, values: list[bytes | None], score: float | 
         dedup_id=to_text(f["deid"]),
         parent_key=to_text(f["parentKey"]),
         deferred_failure=to_text(f["defa"]),
-        score=score,
+        score=finite(score),
+        unreadable=unreadable,
     )
+
+
+def summary_or_unreadable(job_id: str, values: list[bytes | None], score: float | None = None) -> JobSummary:
+    """``summary_from_fields``, isolated: whatever a hostile hash does to the parsing above,
+    it costs only its own row, which lists as unreadable."""
+    try:
+        return summary_from_fields(job_id, values, score)
+    except Exception:  # noqa: BLE001 - one job must never take its list down
+        log.warning("job %r could not be read; listed as unreadable", job_id[:200], exc_info=True)
+        return JobSummary(id=job_id, exists=True, unreadable=("job",))
 
 
 def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]:
@@ -120,7 +145,7 @@ def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores:
         pipe.hmget(queue.job_key(job_id), SUMMARY_FIELDS)
     rows = pipe.execute() if ids else []
     scores = scores or [None] * len(ids)
-    return [summary_from_fields(i, r, s) for i, r, s in zip(ids, rows, scores)]
+    return [summary_or_unreadable(i, r, s) for i, r, s in zip(ids, rows, scores)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +285,7 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
         progress=payload("progress"),
         failed_reason=redactor.text(to_text(f.get("failedReason"))),
         stacktrace=[redactor.text(s) for s in stacktrace],
-        logs=[to_text(line) for line in logs],
+        logs=[redactor.text(to_text(line)) for line in logs],
         logs_total=logs_total,
         parent=to_text(f.get("parentKey")),
         children_pending=sorted(to_text(k) for k in pending)[:LIST_CAP],
@@ -307,9 +332,9 @@ def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor
     if not summary.exists:
         return None
     state, score = job_state(client, queue, job_id)
-    summary.score = score
+    summary.score = finite(score)
     return JobLive(
         queue=queue, id=job_id, state=state, summary=summary,
         progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
-        logs=[to_text(line) for line in logs], logs_total=logs_total,
+        logs=[redactor.text(to_text(line)) for line in logs], logs_total=logs_total,
     )

@@ -1,46 +1,86 @@
-"""Redaction of secret-looking keys in job payloads.
+"""Redaction of secret-looking keys in job payloads, logs and free text.
 
-Applied everywhere a payload is shown or exported. Parsed JSON is walked and values under
-secret-looking keys replaced; text that cannot be parsed (truncated or malformed payloads) gets
-a conservative regex pass over ``"key": value`` pairs so a half-shown payload leaks nothing.
+Applied everywhere a payload, stack trace or log line is shown or exported. Parsed JSON is
+walked and values under secret-looking keys replaced; a string that itself holds JSON (a
+producer that stored ``JSON.stringify(obj)`` inside an object) is parsed and walked the same
+way; every other string, and text that cannot be parsed (truncated or malformed payloads,
+stack traces, log lines), gets a conservative regex pass over ``"key": value`` pairs and
+``key=value`` / ``key: value`` in free text, so a half-shown payload leaks nothing.
+
+Long key names match anywhere in a key (``userPassword``, ``x-api-key``); short ones (``pwd``,
+``auth``) only as a whole word of it (``basicAuth``, ``auth_token``), so ``author`` stays.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
 
-DEFAULT_SECRET_KEYS = ("password", "passwd", "token", "secret", "authorization", "cookie", "api_key", "apikey")
+from .safe_json import parse_json
+
+DEFAULT_SECRET_KEYS = ("password", "passwd", "pwd", "token", "secret", "authorization", "auth", "cookie",
+                       "api_key", "apikey", "credentials", "private_key")
 REDACTED = "[redacted]"
+SHORT = 5  # needles shorter than this match whole words of a key only
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
 def _normalise(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def _words(key: str) -> set[str]:
+    """``basicAuth`` → {basic, auth}; ``X_API_KEY`` → {x, api, key}; joined neighbours too."""
+    words = [w.lower() for w in _WORD.findall(key)]
+    return {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + 3) + 1)}
+
+
 class Redactor:
     def __init__(self, secret_keys: Iterable[str] = DEFAULT_SECRET_KEYS):
-        self.needles = tuple(sorted({_normalise(k) for k in secret_keys if _normalise(k)}))
-        # In raw text we match a quoted key containing any needle (separators ignored as in
-        # _normalise by allowing any non-quote characters around it), then redact the value:
-        # a string, or any scalar run up to the next comma/brace.
-        fuzzy = "|".join(r"[-_ ]?".join(re.escape(ch) for ch in n) for n in self.needles) or r"(?!)"
+        needles = {_normalise(k) for k in secret_keys if _normalise(k)}
+        # "credentials" also covers "credential"; plural forms are common either way.
+        needles |= {n[:-1] for n in needles if n.endswith("s") and len(n) > SHORT + 1}
+        self.needles = tuple(sorted(n for n in needles if len(n) >= SHORT))
+        self.words = frozenset(n for n in needles if len(n) < SHORT)
+        long_keys = "|".join(r"[-_ ]?".join(re.escape(ch) for ch in n) for n in self.needles)
+        short_keys = "|".join(r"(?<![A-Za-z])" + re.escape(w) + r"(?![a-z])" for w in self.words)
+        key = "|".join(k for k in (long_keys, short_keys) if k) or r"(?!)"
+        # A quoted key containing a needle, then its value: a string, or any scalar run up to
+        # the next comma/brace.
         self.text_re = re.compile(
-            r'("(?:[^"\\]|\\.)*?(?:' + fuzzy + r')(?:[^"\\]|\\.)*?"\s*:\s*)'
+            r'("(?:[^"\\]|\\.)*?(?:' + key + r')(?:[^"\\]|\\.)*?"\s*:\s*)'
             r'("(?:[^"\\]|\\.)*"?|[^,}\]\s]+)',
+            re.IGNORECASE,
+        )
+        # Free text: ``password=hunter2``, ``token: abc``, ``Authorization: Bearer x`` (the
+        # value runs to the end of the line for authorization headers, else to a separator).
+        self.free_re = re.compile(
+            r'((?:' + key + r')[A-Za-z0-9_-]*[ \t]*[=:][ \t]*)(?!\[redacted\])'
+            r'((?:Bearer|Basic)[ \t]+\S+|"[^"\n]*"|\'[^\'\n]*\'|[^\s&,;"\']+)',
             re.IGNORECASE,
         )
 
     def is_secret(self, key: str) -> bool:
         norm = _normalise(key)
-        return any(n in norm for n in self.needles)
+        return any(n in norm for n in self.needles) or bool(self.words and self.words & _words(key))
 
     def value(self, data: Any) -> Any:
         if isinstance(data, dict):
             return {k: (REDACTED if isinstance(k, str) and self.is_secret(k) else self.value(v)) for k, v in data.items()}
         if isinstance(data, list):
             return [self.value(v) for v in data]
+        if isinstance(data, str):
+            return self._string(data)
         return data
 
+    def _string(self, text: str) -> str:
+        if text[:1] in ("{", "[") and text.rstrip()[-1:] in ("}", "]"):
+            ok, inner = parse_json(text)
+            if ok:
+                return json.dumps(self.value(inner), ensure_ascii=False, separators=(",", ":"))
+        return self.text(text)
+
     def text(self, raw: str) -> str:
-        return self.text_re.sub(lambda m: m.group(1) + '"' + REDACTED + '"', raw)
+        redacted = self.text_re.sub(lambda m: m.group(1) + '"' + REDACTED + '"', raw)
+        return self.free_re.sub(lambda m: m.group(1) + REDACTED, redacted)

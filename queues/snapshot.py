@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import redis
 
 from .keys import QueueRef
-from .text import to_int
+from .text import to_ms
 
 COUNT_STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
@@ -180,7 +180,7 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
         for s in with_oldest:
             pipe.hget(s.queue.job_key(s.oldest_waiting_id), "timestamp")
         for s, ts in zip(with_oldest, pipe.execute()):
-            s.oldest_waiting_ts = to_int(ts)
+            s.oldest_waiting_ts = to_ms(ts)
     return snapshots
 
 

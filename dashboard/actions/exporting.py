@@ -8,6 +8,7 @@ import datetime as dt
 
 from django.http import StreamingHttpResponse
 
+from dashboard import downloads
 from dashboard.actions.inputs import Selection
 from dashboard.actions.services import now_ms
 from dashboard.browse import selectors as reads
@@ -32,6 +33,5 @@ def export_response(request, connection: str, prefix: str, name: str) -> Streami
     lines = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
     response = StreamingHttpResponse(lines, content_type=content_type)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in queue.name)[:80]
-    response["Content-Disposition"] = f'attachment; filename="{safe}-{chosen.state}-{stamp}.{fmt}"'
+    response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response

@@ -50,17 +50,13 @@ def promote(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionRes
 
 
 def redrive(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    source = redrive_source(client, queue=queue, job_id=job_id)
+    source = redrive_source(queue=queue)
     return actions.job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
 
 
-def redrive_source(client, *, queue: QueueRef, job_id: str) -> QueueRef:
-    raw = client.hget(queue.job_key(job_id), "data")
-    try:
-        data = json.loads(raw) if raw is not None else None
-    except ValueError:
-        data = None
-    name = dead_letters.rules().source_of(queue.name, data)
+def redrive_source(*, queue: QueueRef) -> QueueRef:
+    """From configuration only: a job's data never chooses where an action writes."""
+    name = dead_letters.rules().source_of(queue.name)
     if not name:
         raise InvalidInput(f"'{queue.name}' is not a dead-letter queue with a known source queue "
                            "(see QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")

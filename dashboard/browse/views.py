@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from dashboard import downloads
 from dashboard.health import checks as health
 from dashboard.live import channels as live
 from dashboard.browse import selectors as reads
@@ -121,8 +122,7 @@ def job_raw(request, connection, prefix, name, job_id, field):
         return render(request, "error.html", {"title": "Not found", "message": f"No downloadable field '{field}'."}, status=404)
     body = reads.job_raw_field(queue, job_id, field)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
-    safe_id = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in job_id)[:80]
-    response["Content-Disposition"] = f'attachment; filename="{queue.name}-{safe_id}-{field}.json"'
+    response["Content-Disposition"] = downloads.attachment(f"{queue.name}-{job_id[:80]}-{field}.json")
     return response
 
 

@@ -67,6 +67,7 @@ class QueuePublisher:
         self.redactor = redactor
         self.shown: dict[QueueRef, Shown] = {}
         self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
+        self.failed_items: set[live.Watch] = set()  # watched items already logged as failing
 
     def reset(self) -> None:
         """Forget what was published (e.g. after a takeover), so everything is sent afresh."""
@@ -124,7 +125,15 @@ class QueuePublisher:
                     self.publish_job(q, item.target, client, changes=changes, full=full)
             except redis.RedisError:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
+            except Exception:  # noqa: BLE001 - a hostile job costs its own watched item, never the loop
+                self.item_failed(item)
         return changed
+
+    def item_failed(self, item: live.Watch) -> None:
+        """Log a watched item that cannot be read or rendered, once (it fails every tick)."""
+        if item not in self.failed_items:
+            self.failed_items.add(item)
+            log.exception("cannot read or render %s; skipping it while it fails", str(item)[:300])
 
     def publish_job(self, q: QueueRef, job_id: str, client, *, changes: QueueChanges, full: bool) -> None:
         """A watched job page, read when its job had events, is new to us, or (on full ticks)

@@ -152,7 +152,7 @@ def test_a_dlq_job_lands_in_its_source_queue_and_completes(r, url):
     dlq = q("payments-dlq")
     ids = run_node("actions.mjs", "dlq", url, dlq.name, "3", "payments")["ids"]
     data = [r.hget(dlq.job_key(i), "data") for i in ids]
-    source_name = dead_letters.dlq_source(dlq_name=dlq.name, job_data=None)
+    source_name = dead_letters.dlq_source(dlq_name=dlq.name)
     assert source_name == "payments"
     source = q(source_name)
     first = actions.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")
@@ -172,6 +172,7 @@ def test_a_dlq_job_lands_in_its_source_queue_and_completes(r, url):
 
 def test_redrive_refuses_when_the_target_id_is_still_retained(r):
     dlq, source = q("orders-dlq"), q("orders")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)  # the source queue exists (a redrive never creates one)
     for _ in range(2):
         r.hset(dlq.job_key("a:1"), mapping={"name": "x", "data": '{"k":1}', "opts": "{}", "timestamp": 5})
         r.lpush(dlq.key("wait"), "a:1")

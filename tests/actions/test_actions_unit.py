@@ -85,8 +85,8 @@ def test_dlq_source_precedence():
     assert dead_letters.dlq_source(dlq_name="orders.dlq") == "orders"
     assert dead_letters.dlq_source(dlq_name="graveyard") is None
     assert dead_letters.dlq_source(dlq_name="graveyard", mapping={"graveyard": "billing"}) == "billing"
-    assert dead_letters.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "x"}, job_data={"source": "emails"}) == "emails"
-    assert dead_letters.dlq_source(dlq_name="orders-dlq", job_data={"source": "a:b"}) == "orders"  # not a queue name
+    assert dead_letters.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "x"}) == "x"
+    assert dead_letters.dlq_source(dlq_name="orders-dlq", mapping={"orders-dlq": "a:b"}) is None  # not a queue name
     assert dead_letters.dlq_source(dlq_name="-dlq") is None
     assert dead_letters.dlq_source(dlq_name="dead-x", patterns=("dead-*",)) == "x"
 
@@ -316,6 +316,7 @@ def test_the_fast_path_resets_counters_like_the_per_job_path(r):
 
 def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
     dlq, source = QueueRef("default", "bull", "orders-dlq"), QueueRef("default", "bull", "orders")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)  # the source queue exists (a redrive never creates one)
     for i in range(30):  # LPUSH: job 0 is the oldest, at the tail
         r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
                                              "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})

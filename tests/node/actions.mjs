@@ -61,6 +61,10 @@ async function main() {
     const finished = await runUntil(a, Number(b));
     process.stdout.write(JSON.stringify({ jobs: Object.fromEntries(finished) }) + '\n');
   } else if (mode === 'dlq') {
+    // The source queue exists, as it does for real dead letters (a redrive never creates one).
+    const source = new Queue(b, { connection, prefix });
+    await source.waitUntilReady();
+    await source.close();
     const queue = new Queue(queueName, { connection, prefix });
     const jobs = await queue.addBulk(Array.from({ length: Number(a) }, (_, i) => ({
       name: 'dead-letter', data: { source: b, original_id: String(i), data: { i } },

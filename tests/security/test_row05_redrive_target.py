@@ -1,0 +1,56 @@
+"""Row 5: job data used to choose a redrive's target (``data.source``, ``queue``, ``sourceQueue``
+overrode the DLQ map and name patterns) and the target need not exist, so a producer could
+inject jobs into any queue, even one that did not exist. The target now comes from the
+operator's configuration only, and must be an existing queue (checked in the same script)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from queues import actions, dead_letters
+from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.keys import QueueRef
+from queues.selection import JobFilter
+
+DLQ, ORDERS, VICTIM = (QueueRef("default", "bull", n) for n in ("orders-dlq", "orders", "victim"))
+STEERING = {"source": "victim", "queue": "victim", "sourceQueue": "victim", "source_queue": "victim", "i": 1}
+
+
+def dead_letter(r, dlq: QueueRef, job_id: str) -> None:
+    r.hset(dlq.job_key(job_id), mapping={"name": "x", "data": json.dumps(STEERING), "opts": "{}", "timestamp": 5})
+    r.lpush(dlq.key("wait"), job_id)
+
+
+def exists(r, queue: QueueRef) -> None:
+    r.hset(queue.key("meta"), "opts.maxLenEvents", 10000)
+
+
+def test_job_data_cannot_choose_the_target(redis_client):
+    r = redis_client
+    exists(r, ORDERS), exists(r, VICTIM)
+    dead_letter(r, DLQ, "1")
+    source = dead_letters.dlq_source(dlq_name=DLQ.name)
+    assert source == "orders"
+    assert actions.job_redrive_to_source(r, dlq=DLQ, job_id="1", source=QueueRef("default", "bull", source)).ok
+    dead_letter(r, DLQ, "2")
+    plan = BulkPlan(queue=DLQ, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
+    assert run_bulk(r, plan=plan, store=MemoryStore()).moved == 1
+    assert r.llen(ORDERS.key("wait")) == 2 and r.llen(VICTIM.key("wait")) == 0
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_target_queue_that_does_not_exist_is_refused(redis_client, bulk):
+    r = redis_client
+    ghost_dlq, ghost = QueueRef("default", "bull", "ghost-dlq"), QueueRef("default", "bull", "ghost")
+    dead_letter(r, ghost_dlq, "1")
+    if bulk:
+        plan = BulkPlan(queue=ghost_dlq, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
+        progress = run_bulk(r, plan=plan, store=MemoryStore())
+        assert progress.moved == 0 and progress.skipped_by == {actions.UNKNOWN_TARGET: 1}
+    else:
+        result = actions.job_redrive_to_source(r, dlq=ghost_dlq, job_id="1", source=ghost)
+        assert result.outcome == actions.UNKNOWN_TARGET and "no queue ghost" in result.message
+    assert r.exists(ghost_dlq.job_key("1"))  # left where it was
+    assert r.keys("bull:ghost:*") == []  # nothing was created
