@@ -17,6 +17,7 @@ from dashboard.actions import audit
 from dashboard.actions import services as operations
 from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
+from dashboard.htmx import vary_on_htmx, wants_fragment
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from dashboard.accounts.roles import OPERATOR, VIEWER, role_required
@@ -31,9 +32,9 @@ def result(request, *, ok: bool, message: str, status: int = 200):
     """The outcome of an action: a fragment for htmx (always 200, so htmx swaps it in and the
     user reads why), a small page otherwise (with a 4xx status when refused)."""
     context = {"ok": ok, "message": message}
-    if request.headers.get("HX-Request"):
-        return render(request, RESULT + "#result", context)
-    return render(request, RESULT, context, status=status if not ok else 200)
+    if wants_fragment(request):
+        return vary_on_htmx(render(request, RESULT + "#result", context))
+    return vary_on_htmx(render(request, RESULT, context, status=status if not ok else 200))
 
 
 def refusals(view):
