@@ -13,6 +13,7 @@ from dashboard.health import checks as health
 from dashboard.live import channels as live
 from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
+from dashboard.htmx import render_page_or_fragment
 from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
@@ -39,8 +40,8 @@ def overview(request):
         "descending": descending,
         "states": BROWSABLE_STATES,
     }
-    template = "browse/overview.html#queue-tables" if request.headers.get("HX-Request") else "browse/overview.html"
-    return render(request, template, context)
+    return render_page_or_fragment(request, page="browse/overview.html", fragment="browse/overview.html#queue-tables",
+                                   context=context)
 
 
 def stored_health_summary() -> dict | None:
@@ -86,8 +87,8 @@ def queue_detail(request, connection, prefix, name):
         # Only the first page at the default size without a filter is kept live.
         "live_list": page.page == 1 and page.page_size == LIVE_PAGE_SIZE and not page.name_filter,
     }
-    template = "browse/queue.html#job-list" if request.headers.get("HX-Request") else "browse/queue.html"
-    return render(request, template, context)
+    return render_page_or_fragment(request, page="browse/queue.html", fragment="browse/queue.html#job-list",
+                                   context=context)
 
 
 @require_GET

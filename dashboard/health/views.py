@@ -14,7 +14,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from dashboard.health import checks as health_glue
+from dashboard.health import checks as health_checks
 from queues import health
 
 _WORST_RANK = {"ok": 0, **health.SEVERITY_RANK}
@@ -32,8 +32,8 @@ def _item(r: health.CheckResult) -> dict:
 
 @require_GET
 def health_page(request):
-    report = health_glue.run_all()
-    health_glue.store(report)
+    report = health_checks.run_all()
+    health_checks.store(report)
     connections = sorted(report.connections, key=lambda c: (-_WORST_RANK[c.worst], len(c.unknown) == 0))
     return render(request, "health/health.html", {
         "report": report,

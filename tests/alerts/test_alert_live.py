@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.alerts.models import Alert, Notification
 from dashboard.asgi import application
@@ -49,8 +50,9 @@ async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(liv
     await comm.disconnect()
 
     body = (await sync_to_async(client.get)("/metrics")).content.decode()
-    assert 'ALERTS{alertname="orders backlog",alertstate="firing",severity="warning",connection="default",prefix="bull",' \
-           'queue="orders",item="",silenced="false"} 1' in body
+    shown = [(s.labels, s.value) for f in text_string_to_metric_families(body) for s in f.samples if s.name == "ALERTS"]
+    assert ({"alertname": "orders backlog", "alertstate": "firing", "severity": "warning", "connection": "default",
+             "prefix": "bull", "queue": "orders", "item": "", "silenced": "false"}, 1) in shown
 
     # A standby taking over after the first monitor stopped evaluates the same firing alert:
     # no second notification for the same state change.

@@ -1,0 +1,187 @@
+"""The metric families of ``/metrics``, as a ``prometheus_client`` custom collector.
+
+Built only from documents already in the dashboard Redis (and the database), so a scrape never
+reads the monitored Redis, whatever the scrape interval or the number of Prometheus servers:
+
+* queue figures from the monitor's state document (``dashboard.live.channels.read_state``),
+  written once per tick by the leading monitor;
+* check results from the last stored health report (``queuewatch:health``, written by whoever
+  last ran the checks: the health page, ``manage.py check_queues``, or the monitor through
+  ``dashboard.health.checks.run_and_store``), with its age, so a stale result is visible;
+* open alerts (``ALERTS{alertname, alertstate}``, as Prometheus exposes its own) from the
+  database the monitor writes them to.
+
+Counters (``*_total``) count events since the leading monitor started leading; Prometheus'
+``rate()``/``increase()`` handle the reset when leadership moves.
+
+Names, types, HELP texts and labels are fixed by ``tests/health/golden/metrics.txt``; the
+families are listed, one line each, in ``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from queues.snapshot import COUNT_STATES
+
+# The text format 0.0.4, as before prometheus_client; no content negotiation (OpenMetrics
+# or the 1.0.0 text format would change what a scraper sees).
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+COUNTED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
+WINDOWS = ("1", "5", "15")
+QUEUE_LABELS = ("connection", "prefix", "queue")
+CHECK_LABELS = ("connection", "prefix", "queue", "kind")
+ALERT_LABELS = ("alertname", "alertstate", "severity", "connection", "prefix", "queue", "item", "silenced")
+
+QUEUE_GAUGES = (
+    # (name, HELP, value from the queue's entry in the state document)
+    ("queuewatch_queue_paused", "1 if the queue is paused.", lambda q: 1 if q.get("paused") else 0),
+    ("queuewatch_queue_oldest_waiting_age_seconds", "Age of the oldest waiting job; 0 when none is waiting.",
+     lambda q: (q.get("oldest_waiting_age_ms") or 0) / 1000),
+    ("queuewatch_queue_stalled_now", "Jobs in active whose lock is gone: the next stall check re-runs them.",
+     lambda q: int(q.get("stalled_now") or 0)),
+    ("queuewatch_queue_stall_failed_15m", "Jobs failed in the last 15 minutes for stalling more than allowed.",
+     lambda q: int(q.get("stall_failed_15m") or 0)),
+)
+
+
+@dataclass(frozen=True)
+class ScrapeSources:
+    """Everything one scrape shows; any document may be missing (None)."""
+
+    state: dict | None  # the monitor's state document
+    health: dict | None  # the stored health report
+    alerts: list[dict] | None  # open alerts (values of Alert rows), None: not shown at all
+    now_ms: int  # the scrape's clock, for the documents' ages
+
+
+class QueuewatchCollector:
+    """A custom collector over one scrape's sources. Pure: everything it yields comes from
+    ``sources``, so it is tested without Redis, a database or a clock."""
+
+    def __init__(self, sources: ScrapeSources):
+        self.sources = sources
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.sources
+        if s.alerts is not None:
+            yield alert_family(s.alerts)
+        yield from freshness_families(
+            "queuewatch_monitor_state", s.state, "taken_at", s.now_ms,
+            present="1 if a leading monitor's state document is available.",
+            timestamp="When the monitor took the state document (Unix time).",
+            age="Age of the monitor's state document at scrape time.")
+        if s.state:
+            yield from state_families(s.state)
+        yield from freshness_families(
+            "queuewatch_health", s.health, "checked_at", s.now_ms,
+            present="1 if a stored health-check report is available.",
+            timestamp="When the stored health checks ran (Unix time).",
+            age="Age of the stored health-check report at scrape time.")
+        if s.health:
+            yield from check_families(s.health)
+
+
+def render_metrics(*, state: dict | None, health: dict | None, now_ms: int, alerts: list[dict] | None = None) -> str:
+    """The exposition text of one scrape. A private registry per scrape: the collector holds
+    that scrape's documents, and nothing is shared with prometheus_client's global registry."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueuewatchCollector(ScrapeSources(state=state, health=health, alerts=alerts, now_ms=now_ms)))
+    return generate_latest(registry).decode("utf-8")
+
+
+def alert_family(alerts: list[dict]) -> GaugeMetricFamily:
+    # Prometheus' own shape: one ALERTS sample per pending or firing alert.
+    family = GaugeMetricFamily("ALERTS", "Open Queuewatch alerts, as Prometheus shows its own (alertstate pending or firing).",
+                               labels=ALERT_LABELS)
+    for a in alerts:
+        family.add_metric([a["rule__name"], a["state"], a["rule__severity"], a["connection"], a["prefix"], a["queue"],
+                           a["item"], "true" if a["silenced_by"] else "false"], 1)
+    return family
+
+
+def freshness_families(name: str, doc: dict | None, time_field: str, now_ms: int, *,
+                       present: str, timestamp: str, age: str) -> Iterator[GaugeMetricFamily]:
+    """``<name>_present``, and when the document exists its ``_timestamp_seconds`` and
+    ``_age_seconds``: how a scraper tells "no data" and "stale data" from "all zero"."""
+    yield GaugeMetricFamily(f"{name}_present", present, value=1 if doc else 0)
+    if doc:
+        at = int(doc.get(time_field) or 0)
+        yield GaugeMetricFamily(f"{name}_timestamp_seconds", timestamp, value=at / 1000)
+        yield GaugeMetricFamily(f"{name}_age_seconds", age, value=max(0, now_ms - at) / 1000)
+
+
+def queue_label_values(q: dict) -> list[str]:
+    return [str(q.get("connection", "")), str(q.get("prefix", "")), str(q.get("name", ""))]
+
+
+def state_families(state: dict) -> Iterator[Metric]:
+    """Connection reachability and every queue's figures from the monitor's state document."""
+    up = GaugeMetricFamily("queuewatch_connection_up", "1 if the monitor reaches the monitored Redis connection.",
+                           labels=["connection"])
+    for name, conn in sorted((state.get("connections") or {}).items()):
+        up.add_metric([name], 1 if conn.get("ok") else 0)
+    yield up
+
+    queues = state.get("queues") or []
+    jobs = GaugeMetricFamily("queuewatch_queue_jobs", "Jobs in each state (waiting includes the legacy paused list).",
+                             labels=[*QUEUE_LABELS, "state"])
+    for q in queues:
+        counts = q.get("counts") or {}
+        for st in COUNT_STATES:
+            jobs.add_metric([*queue_label_values(q), st], int(counts.get(st) or 0))
+    yield jobs
+
+    for name, help_text, value in QUEUE_GAUGES:
+        family = GaugeMetricFamily(name, help_text, labels=QUEUE_LABELS)
+        for q in queues:
+            family.add_metric(queue_label_values(q), value(q))
+        yield family
+
+    growth = GaugeMetricFamily(
+        "queuewatch_queue_dead_letter_growth_per_minute",
+        "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), averaged over the window.",
+        labels=[*QUEUE_LABELS, "window"])
+    for q in queues:
+        dead = (q.get("rates_per_min") or {}).get("dead_letter") or {}
+        for w in WINDOWS:
+            growth.add_metric([*queue_label_values(q), f"{w}m"], float(dead.get(w) or 0.0))
+    yield growth
+
+    for event in COUNTED_EVENTS:
+        family = CounterMetricFamily(f"queuewatch_queue_{event}",
+                                     f"'{event}' events of the queue counted since the leading monitor started leading.",
+                                     labels=QUEUE_LABELS)
+        for q in queues:
+            family.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get(event) or 0))
+        yield family
+
+    gaps = CounterMetricFamily("queuewatch_queue_stream_gaps",
+                               "Times the events stream was trimmed past the monitor's position since it started leading.",
+                               labels=QUEUE_LABELS)
+    for q in queues:
+        gaps.add_metric(queue_label_values(q), int(q.get("stream_gaps") or 0))
+    yield gaps
+
+
+def check_families(health: dict) -> Iterator[GaugeMetricFamily]:
+    """Each stored check result as failing (with its severity) and unknown."""
+    failing = GaugeMetricFamily(
+        "queuewatch_check_failing",
+        "1 if the check fails, 0 if it passes or is unknown (label kind: the check's stable id).",
+        labels=[*CHECK_LABELS, "severity"])
+    unknown = GaugeMetricFamily("queuewatch_check_unknown", "1 if the check could not be decided (e.g. no monitor state).",
+                                labels=CHECK_LABELS)
+    for conn in health.get("connections") or []:
+        for r in conn.get("results") or []:
+            labels = [str(r.get("connection") or conn.get("name", "")), str(r.get("prefix") or ""),
+                      str(r.get("queue") or ""), str(r.get("kind", ""))]
+            failing.add_metric([*labels, str(r.get("severity", ""))], 1 if r.get("status") == "fail" else 0)
+            unknown.add_metric(labels, 1 if r.get("status") == "unknown" else 0)
+    yield failing
+    yield unknown

@@ -1,0 +1,149 @@
+"""/metrics against a golden file: every family's name, type and HELP, and every sample's name,
+labels and value, in order (samples as Prometheus' own parser reads them), from a fixed setup (a
+published monitor state document, a stored health report and open alerts in the database).
+
+The golden file was captured from the hand-written exposition before it moved to
+``prometheus_client``, so this test is what keeps names, types, HELP and labels identical.
+Only the ``*_age_seconds`` values depend on the clock; they are compared as "present".
+Regenerate (only for an intended change of the exposition) with
+``QUEUEWATCH_UPDATE_GOLDEN=1 pytest tests/health/test_metrics_golden.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from prometheus_client.parser import text_string_to_metric_families
+
+from dashboard.alerts.models import Alert
+from dashboard.health.checks import HEALTH_KEY
+from dashboard.live import channels as live
+from tests.support.alerting import make_rule
+
+GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"
+TOKEN = "golden-metrics-token"
+TAKEN_AT = 1_780_000_000_000  # ms; fixed, so the timestamps are too
+COUNTS = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
+
+
+def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None, stalled_now=0, stall_failed=0,
+              dead_letter=(0.0, 0.0, 0.0), totals=(0, 0, 0, 0, 0), gaps=0) -> dict:
+    return {
+        "connection": connection, "prefix": prefix, "name": name, "paused": paused,
+        "counts": dict(zip(COUNTS, counts)), "oldest_waiting_age_ms": oldest_ms,
+        "is_dlq": False,
+        "rates_per_min": {"dead_letter": dict(zip(("1", "5", "15"), dead_letter)), "completed": {}, "failed": {}},
+        "stalled_now": stalled_now, "stall_failed_15m": stall_failed,
+        "events_total": dict(zip(("completed", "failed", "stalled", "added", "duplicated"), totals)),
+        "stream_gaps": gaps,
+    }
+
+
+STATE = {
+    "taken_at": TAKEN_AT, "monitor": "golden-monitor",
+    "connections": {"default": {"ok": True, "error": None}, "replica": {"ok": False, "error": "connection refused"}},
+    "queues": [
+        queue_doc("default", "bull", "orders", counts=(12, 3, 4, 1, 0, 250, 7), oldest_ms=4250, stalled_now=1,
+                  stall_failed=2, dead_letter=(1.5, 0.75, 0.2), totals=(250, 7, 2, 270, 3), gaps=1),
+        queue_doc("default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True),
+        queue_doc("default", "bull", 'we"ird\\name\nline', counts=(1, 0, 0, 0, 0, 0, 1), oldest_ms=1000,
+                  totals=(0, 1, 0, 2, 0)),
+    ],
+}
+
+
+def result(kind, status, severity, *, connection="default", prefix=None, queue=None) -> dict:
+    return {"kind": kind, "scope": "queue" if queue else "connection", "status": status, "severity": severity,
+            "connection": connection, "prefix": prefix, "queue": queue, "title": kind, "summary": "",
+            "explanation": "", "fix": "", "details": {}}
+
+
+HEALTH = {
+    "checked_at": TAKEN_AT + 5_000,
+    "monitor_state": {"present": True, "taken_at": TAKEN_AT, "age_ms": 5_000, "monitor": "golden-monitor", "note": None},
+    "connections": [
+        {"name": "default", "display_url": "redis://localhost:6379/0", "worst": "critical", "results": [
+            result("queue.no_workers", "fail", "critical", prefix="bull", queue="orders"),
+            result("queue.paused", "fail", "warning", prefix="{app:bull}", queue="emails"),
+            result("redis.persistence", "unknown", "warning"),
+            result("redis.maxmemory_policy", "pass", "critical"),
+        ]},
+        {"name": "replica", "display_url": "redis://replica:6379/0", "worst": "critical", "results": [
+            result("redis.reachable", "fail", "critical", connection="replica"),
+        ]},
+    ],
+}
+
+
+def open_alerts():
+    now = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+    backlog = make_rule("orders backlog", severity="warning")
+    stalls = make_rule("stalls", kind="stalled_now", severity="critical")
+    Alert.objects.create(rule=backlog, fingerprint="f-orders", connection="default", prefix="bull", queue="orders",
+                         state=Alert.FIRING, pending_since=now, started_at=now)
+    Alert.objects.create(rule=stalls, fingerprint="f-stall", connection="default", prefix="bull", queue="orders",
+                         item="job-7", state=Alert.PENDING, pending_since=now, silenced_by="deploy window")
+    Alert.objects.create(rule=backlog, fingerprint="f-old", connection="default", prefix="bull", queue="emails",
+                         state=Alert.RESOLVED, pending_since=now, resolved_at=now)  # not open: not shown
+
+
+def declarations(text: str) -> list[tuple[str, str, str]]:
+    """Each family's (name, type, HELP), in order. A counter's family is named without
+    ``_total``: the hand-written text declared ``queuewatch_queue_completed`` for samples named
+    ``queuewatch_queue_completed_total``; prometheus_client declares the sample name (what the
+    0.0.4 text format wants, and what lets Prometheus attach the type to the samples)."""
+    helps, out = {}, []
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name, _, help_text = line[len("# HELP "):].partition(" ")
+            helps[name] = help_text
+        elif line.startswith("# TYPE "):
+            name, _, kind = line[len("# TYPE "):].partition(" ")
+            family = name.removesuffix("_total") if kind == "counter" else name
+            out.append((family, kind, helps[name]))
+    return out
+
+
+def samples(text: str) -> list[tuple[str, dict, object]]:
+    """Every sample as a Prometheus parser reads it, in order; the values that depend on the
+    clock replaced by a marker. Number formatting ("1" vs "1.0") is the parser's business."""
+    return [(s.name, s.labels, "<age>" if s.name.endswith("_age_seconds") else s.value)
+            for family in text_string_to_metric_families(text) for s in family.samples]
+
+
+@pytest.mark.django_db
+def test_metrics_match_the_golden_file(live_setup, settings, client):
+    settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
+    live.publish_state(live_setup, STATE)
+    live_setup.set(HEALTH_KEY, json.dumps(HEALTH))
+    open_alerts()
+
+    response = client.get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    text = response.content.decode()
+    if os.environ.get("QUEUEWATCH_UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text)
+        pytest.skip("golden file rewritten")
+
+    golden = GOLDEN.read_text()
+    assert declarations(text) == declarations(golden)
+    assert samples(text) == samples(golden)
+    assert len(samples(text)) == 80  # the comparison is not vacuous
+
+
+def test_before_any_queue_exists_the_same_families_are_declared():
+    """A state document with no queues yet still declares every queue family (with no
+    samples), as the golden file's: dashboards and alerts see the names from the first scrape."""
+    from dashboard.health.collector import render_metrics
+
+    empty = render_metrics(state={**STATE, "queues": []}, health=HEALTH, now_ms=TAKEN_AT + 10_000)
+    golden = [d for d in declarations(GOLDEN.read_text()) if d[0] != "ALERTS"]
+    assert declarations(empty) == golden
+    assert not [s for s in samples(empty) if s[0].startswith("queuewatch_queue_")]
