@@ -65,8 +65,8 @@ def _watch_hostile_then_update_another_queue(live_setup):
     evil = QueueRef(*EVIL)
     dash = live.dashboard_redis()
     for state in ("failed", "delayed"):
-        live.watch(dash, "list", *EVIL, state)
-    live.watch(dash, "job", *EVIL, "inf")
+        live.watch(dash, live.Watch(live.Watch.LIST, QueueRef(*EVIL), state))
+    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "inf"))
 
     def rendered(group):
         return "".join(live.cached_fragments(dash, group))
@@ -109,8 +109,8 @@ def test_an_item_that_fails_to_render_costs_only_itself_and_is_logged_once(live_
         live_setup.hset(f"bull:evil:{job_id}", mapping={"name": job_id, "timestamp": 1700000000000})
         live_setup.rpush("bull:evil:wait", job_id)
     dash = live.dashboard_redis()
-    live.watch(dash, "job", *EVIL, "boom")
-    live.watch(dash, "job", *EVIL, "fine")
+    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "boom"))
+    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "fine"))
     evil = QueueRef(*EVIL)
 
     with monitor_log() as messages:
