@@ -47,9 +47,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: the cookie set by the switcher, else Accept-Language (dashboard/i18n.py
+    # then prefers the logged-in user's saved choice).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "dashboard.i18n.UserLanguageMiddleware",
     # Every URL requires login unless its view is explicitly marked otherwise (login page,
     # and the API, which answers 401 JSON through its own bearer-token check).
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
@@ -72,6 +76,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.accounts.auth.context",
@@ -96,9 +101,16 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# Arabic and English (docs/arabic-glossary.md says how translations are kept up to date).
+# QUEUEWATCH_LANGUAGE is the language of visitors whose browser asks for neither, and of
+# alert emails whose channel does not choose one.
+LANGUAGES = [("en", "English"), ("ar", "العربية")]
+LANGUAGE_CODE = env_str("QUEUEWATCH_LANGUAGE", "en")
+if LANGUAGE_CODE not in dict(LANGUAGES):
+    raise ImproperlyConfigured(f"QUEUEWATCH_LANGUAGE must be one of {', '.join(dict(LANGUAGES))} (got {LANGUAGE_CODE!r}).")
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"

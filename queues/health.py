@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 import redis
 
 from .keys import QueueRef
+from .messages import Joined, Message, _
 from .schedulers import Scheduler, read_schedulers
 from .snapshot import QueueSnapshot, read_snapshots
 from .text import to_int, to_text
@@ -63,118 +64,118 @@ def _checks(*items: Check) -> dict[str, Check]:
 
 CHECKS: dict[str, Check] = _checks(
     Check(
-        "redis.reachable", "connection", "Redis reachable", "critical",
-        "Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
-        "added, processed or finished.",
-        "Check that the server is up and the URL, user, password and TLS settings are right.",
+        "redis.reachable", "connection", _("Redis reachable"), "critical",
+        _("Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
+        "added, processed or finished."),
+        _("Check that the server is up and the URL, user, password and TLS settings are right."),
     ),
     Check(
-        "redis.eviction_policy", "connection", "Eviction policy", "critical",
-        "With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
+        "redis.eviction_policy", "connection", _("Eviction policy"), "critical",
+        _("With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
         "out — job hashes, the wait list, locks. Jobs then vanish without failing, and a lost "
         "lock makes a running job run a second time. The setting is instance-wide, so a Redis "
-        "shared with a cache is a problem even if the queues are small.",
-        "Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
+        "shared with a cache is a problem even if the queues are small."),
+        _("Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
         "or your provider's parameter group). Give the queues their own Redis if another "
-        "application needs eviction for its cache.",
+        "application needs eviction for its cache."),
     ),
     Check(
-        "redis.persistence", "connection", "Persistence", "warning",
-        "With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
-        "or failover loses every waiting, delayed and scheduled job.",
-        "Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
-        "(`save 60 1000`). On a managed service, turn on its persistence/backup option.",
+        "redis.persistence", "connection", _("Persistence"), "warning",
+        _("With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
+        "or failover loses every waiting, delayed and scheduled job."),
+        _("Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
+        "(`save 60 1000`). On a managed service, turn on its persistence/backup option."),
     ),
     Check(
-        "redis.version", "connection", "Redis version", "warning",
-        "BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
+        "redis.version", "connection", _("Redis version"), "warning",
+        _("BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
         "older servers run slower fallback scripts and lack features BullMQ uses (SET KEEPTTL "
-        "for deduplication replace, fractional block timeouts, SCAN TYPE).",
-        "Upgrade Redis to 6.2 or newer (7.x recommended).",
+        "for deduplication replace, fractional block timeouts, SCAN TYPE)."),
+        _("Upgrade Redis to 6.2 or newer (7.x recommended)."),
     ),
     Check(
-        "redis.memory", "connection", "Memory headroom", "warning",
-        "Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
+        "redis.memory", "connection", _("Memory headroom"), "warning",
+        _("Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
         "fail, and workers cannot move jobs to completed or failed, so jobs stall and run again. "
-        "With an eviction policy, keys are deleted instead.",
-        "Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
-        "kept forever (set removeOnComplete / removeOnFail) or large payloads.",
+        "With an eviction policy, keys are deleted instead."),
+        _("Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
+        "kept forever (set removeOnComplete / removeOnFail) or large payloads."),
     ),
     Check(
-        "queue.finished_retention", "queue", "Finished-job retention", "warning",
-        "Without removeOnComplete / removeOnFail, every finished job stays in Redis forever: "
+        "queue.finished_retention", "queue", _("Finished-job retention"), "warning",
+        _("Without removeOnComplete / removeOnFail, every finished job stays in Redis forever: "
         "the completed and failed sets grow without bound until memory runs out, and a re-add "
-        "with the same custom jobId is silently ignored for as long as the old job is kept.",
-        "Add `removeOnComplete: {age: 3600, count: 1000}` and `removeOnFail: {age: 7 * 24 * "
+        "with the same custom jobId is silently ignored for as long as the old job is kept."),
+        _("Add `removeOnComplete: {age: 3600, count: 1000}` and `removeOnFail: {age: 7 * 24 * "
         "3600}` (or counts) to the job options (Queue `defaultJobOptions`). Old jobs can be "
-        "cleaned once with `queue.clean(grace, limit, 'completed')`.",
+        "cleaned once with `queue.clean(grace, limit, 'completed')`."),
     ),
     Check(
-        "queue.legacy_repeat", "queue", "Legacy repeat metadata", "warning",
-        "Legacy repeatable-job metadata blocks the upgrade to BullMQ 6: for the old key shape "
+        "queue.legacy_repeat", "queue", _("Legacy repeat metadata"), "warning",
+        _("Legacy repeatable-job metadata blocks the upgrade to BullMQ 6: for the old key shape "
         "(`name:jobId:endDate:tz:pattern`) BullMQ 6 throws in getJobSchedulers() and workers "
         "stop scheduling the next run; v5 hashes without `ic` are silently adopted and should "
-        "be migrated too.",
-        "1. While still on BullMQ v5, create an equivalent job scheduler for each entry with "
+        "be migrated too."),
+        _("1. While still on BullMQ v5, create an equivalent job scheduler for each entry with "
         "`queue.upsertJobScheduler(id, {pattern | every, tz}, template)`. "
         "2. Remove the legacy entry with `queue.removeRepeatableByKey(key)`. "
-        "3. Then upgrade the workers and producers to BullMQ 6.",
+        "3. Then upgrade the workers and producers to BullMQ 6."),
     ),
     Check(
-        "queue.repeated_stalls", "queue", "Repeated stalls", "warning",
-        "A job stalls when its worker stops renewing the job lock (lockDuration, 30 s by "
+        "queue.repeated_stalls", "queue", _("Repeated stalls"), "warning",
+        _("A job stalls when its worker stops renewing the job lock (lockDuration, 30 s by "
         "default): a crashed process, or a processor that blocks Node's event loop with CPU-bound "
         "or synchronous work, so the renewal timer cannot fire. BullMQ then moves the job back "
         "to wait and another worker runs it again — the job runs twice, with its side effects "
         "twice — and after maxStalledCount stalls it fails with \"job stalled more than "
-        "allowable limit\".",
-        "Run CPU-heavy processors sandboxed (give the Worker a processor file path, optionally "
+        "allowable limit\"."),
+        _("Run CPU-heavy processors sandboxed (give the Worker a processor file path, optionally "
         "with useWorkerThreads) so the main event loop keeps renewing locks. A longer "
         "lockDuration is not the fix: it only delays the detection of real crashes. Make "
-        "processors idempotent, since a stalled job runs again.",
+        "processors idempotent, since a stalled job runs again."),
     ),
     Check(
-        "queue.duplicated_adds", "queue", "Adds dropped as duplicates", "warning",
-        "An add with a custom jobId does nothing while a job with that id still exists in any "
+        "queue.duplicated_adds", "queue", _("Adds dropped as duplicates"), "warning",
+        _("An add with a custom jobId does nothing while a job with that id still exists in any "
         "state — including completed and failed jobs that are kept (removeOnComplete / "
         "removeOnFail). BullMQ returns the existing job id and emits `duplicated`; no new job "
         "runs. Code that uses jobId for \"one at a time\" silently loses work. (A job scheduler "
-        "slot collision emits `duplicated` too.)",
-        "For \"at most one pending job per key\" use the `deduplication: {id, ttl?}` option: "
+        "slot collision emits `duplicated` too.)"),
+        _("For \"at most one pending job per key\" use the `deduplication: {id, ttl?}` option: "
         "its window ends when the job finishes (or after ttl), and duplicates are reported as "
         "`deduplicated`. If you keep custom ids, make them unique per intended run, or prune "
-        "finished jobs so old ids are freed.",
+        "finished jobs so old ids are freed."),
     ),
     Check(
-        "queue.events_trimmed", "queue", "Events stream trimmed before read", "warning",
-        "Each queue's events stream is capped (`maxLenEvents`, about 10000 entries by default; "
+        "queue.events_trimmed", "queue", _("Events stream trimmed before read"), "warning",
+        _("Each queue's events stream is capped (`maxLenEvents`, about 10000 entries by default; "
         "QueueEventsProducer trims to 1000). It was trimmed past what the monitor had read: "
         "QueueEvents listeners and Queuewatch missed those events. Queuewatch rebuilt completed "
-        "and failed counts from the sets, but stalls, adds and duplicates in the gap are lost.",
-        "Raise the cap with the Queue option `streams: {events: {maxLen: 50000}}`, avoid custom "
-        "publishers that trim to 1000, and make sure a monitor is always leading.",
+        "and failed counts from the sets, but stalls, adds and duplicates in the gap are lost."),
+        _("Raise the cap with the Queue option `streams: {events: {maxLen: 50000}}`, avoid custom "
+        "publishers that trim to 1000, and make sure a monitor is always leading."),
     ),
     Check(
-        "queue.no_workers", "queue", "Workers connected", "critical",
-        "Jobs are waiting and no worker is connected to this queue, so nothing will process "
-        "them: the backlog grows and delayed jobs are never promoted.",
-        "Start (or fix the crash loop of) the workers for this queue, and check they use the "
-        "same prefix and Redis database as the producers.",
+        "queue.no_workers", "queue", _("Workers connected"), "critical",
+        _("Jobs are waiting and no worker is connected to this queue, so nothing will process "
+        "them: the backlog grows and delayed jobs are never promoted."),
+        _("Start (or fix the crash loop of) the workers for this queue, and check they use the "
+        "same prefix and Redis database as the producers."),
     ),
     Check(
-        "queue.paused", "queue", "Paused queue", "warning",
-        "The queue is paused: workers take no new jobs from it until it is resumed; waiting "
-        "jobs pile up.",
-        "Resume it with `queue.resume()` if the pause was not intended.",
+        "queue.paused", "queue", _("Paused queue"), "warning",
+        _("The queue is paused: workers take no new jobs from it until it is resumed; waiting "
+        "jobs pile up."),
+        _("Resume it with `queue.resume()` if the pause was not intended."),
     ),
     Check(
-        "queue.rate_limited", "queue", "Global rate limit", "info",
-        "The queue's global rate limit (`setGlobalRateLimit(max, duration)`) or a manual "
+        "queue.rate_limited", "queue", _("Global rate limit"), "info",
+        _("The queue's global rate limit (`setGlobalRateLimit(max, duration)`) or a manual "
         "`queue.rateLimit(ms)` is in force: workers take no job until the window ends, so jobs "
-        "wait even though workers are idle.",
-        "If the backlog keeps growing, raise the limit (`queue.setGlobalRateLimit(max, "
+        "wait even though workers are idle."),
+        _("If the backlog keeps growing, raise the limit (`queue.setGlobalRateLimit(max, "
         "duration)`) or remove it (`queue.removeGlobalRateLimit()`); end a manual limit with "
-        "`queue.removeRateLimitKey()`.",
+        "`queue.removeRateLimitKey()`."),
     ),
 )
 
@@ -374,8 +375,8 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
 
 def check_reachable(connection: str, error: str | None) -> CheckResult:
     if error:
-        return CheckResult("redis.reachable", FAIL, connection, f"Cannot reach Redis: {error}.")
-    return CheckResult("redis.reachable", PASS, connection, "Redis answers.")
+        return CheckResult("redis.reachable", FAIL, connection, _("Cannot reach Redis: {error}.", error=error))
+    return CheckResult("redis.reachable", PASS, connection, _("Redis answers."))
 
 
 def check_eviction_policy(connection: str, server: ServerFacts) -> CheckResult:
@@ -383,14 +384,14 @@ def check_eviction_policy(connection: str, server: ServerFacts) -> CheckResult:
     source = "CONFIG" if server.config.get("maxmemory-policy") else "INFO"
     if not policy:
         return CheckResult("redis.eviction_policy", UNKNOWN, connection,
-                           "The server does not report its maxmemory-policy (CONFIG refused and INFO has no "
-                           "maxmemory_policy); verify it is noeviction in your provider's settings.",
+                           _("The server does not report its maxmemory-policy (CONFIG refused and INFO has no "
+                             "maxmemory_policy); verify it is noeviction in your provider's settings."),
                            details={"policy": None})
     if policy == "noeviction":
-        return CheckResult("redis.eviction_policy", PASS, connection, "maxmemory-policy is noeviction.",
+        return CheckResult("redis.eviction_policy", PASS, connection, _("maxmemory-policy is noeviction."),
                            details={"policy": policy, "source": source})
     return CheckResult("redis.eviction_policy", FAIL, connection,
-                       f"maxmemory-policy is {policy}: Redis may evict queue keys, and jobs vanish without failing.",
+                       _("maxmemory-policy is {policy}: Redis may evict queue keys, and jobs vanish without failing.", policy=policy),
                        details={"policy": policy, "source": source})
 
 
@@ -401,22 +402,22 @@ def check_persistence(connection: str, server: ServerFacts) -> CheckResult:
     save = server.config.get("save") if "save" in server.config else None
     details = {"appendonly": aof, "save": save, "config_available": not server.config_error}
     if aof == "yes":
-        return CheckResult("redis.persistence", PASS, connection, "AOF persistence is on.", details=details)
+        return CheckResult("redis.persistence", PASS, connection, _("AOF persistence is on."), details=details)
     if save is None:
         # Without CONFIG, INFO does not tell whether RDB save points are configured.
         return CheckResult("redis.persistence", UNKNOWN, connection,
-                           f"AOF is {_onoff(aof)}; RDB save points cannot be read because CONFIG is "
-                           f"refused ({server.config_error or 'not available'}). Check your provider's "
-                           "persistence setting.", details=details)
+                           _("AOF is {state}; RDB save points cannot be read because CONFIG is refused ({error}). "
+                             "Check your provider's persistence setting.",
+                             state=_onoff(aof), error=server.config_error or _("not available")), details=details)
     if save.strip():
-        return CheckResult("redis.persistence", PASS, connection, f"AOF is off; RDB snapshots are taken (save {save}).",
+        return CheckResult("redis.persistence", PASS, connection, _("AOF is off; RDB snapshots are taken (save {save}).", save=save),
                            details=details)
     return CheckResult("redis.persistence", FAIL, connection,
-                       "AOF is off and no RDB save points are set: a restart loses every waiting job.", details=details)
+                       _("AOF is off and no RDB save points are set: a restart loses every waiting job."), details=details)
 
 
 def _onoff(value: str | None) -> str:
-    return {"yes": "on", "no": "off"}.get(value or "", "unknown")
+    return {"yes": _("on"), "no": _("off")}.get(value or "", _("unknown"))
 
 
 def check_version(connection: str, server: ServerFacts) -> CheckResult:
@@ -427,15 +428,15 @@ def check_version(connection: str, server: ServerFacts) -> CheckResult:
         if other in server.info:
             details[other] = server.info[other]
     if version is None:
-        return CheckResult("redis.version", UNKNOWN, connection, "The server does not report a Redis version.", details=details)
+        return CheckResult("redis.version", UNKNOWN, connection, _("The server does not report a Redis version."), details=details)
     if version < (5, 0, 0):
         return CheckResult("redis.version", FAIL, connection,
-                           f"Redis {text} is older than 5.0.0: BullMQ 6 refuses to connect.", severity="critical",
+                           _("Redis {version} is older than 5.0.0: BullMQ 6 refuses to connect.", version=text), severity="critical",
                            details=details)
     if version < (6, 2, 0):
         return CheckResult("redis.version", FAIL, connection,
-                           f"Redis {text} is older than 6.2.0, the minimum BullMQ recommends.", details=details)
-    return CheckResult("redis.version", PASS, connection, f"Redis {text}.", details=details)
+                           _("Redis {version} is older than 6.2.0, the minimum BullMQ recommends.", version=text), details=details)
+    return CheckResult("redis.version", PASS, connection, _("Redis {version}.", version=text), details=details)
 
 
 def check_memory(connection: str, server: ServerFacts, th: Thresholds = DEFAULT_THRESHOLDS) -> CheckResult:
@@ -443,15 +444,15 @@ def check_memory(connection: str, server: ServerFacts, th: Thresholds = DEFAULT_
     limit = to_int(server.config.get("maxmemory")) if "maxmemory" in server.config else to_int(server.info.get("maxmemory"))
     details = {"used_memory": used, "maxmemory": limit}
     if used is None or limit is None:
-        return CheckResult("redis.memory", UNKNOWN, connection, "The server does not report its memory use and limit.",
+        return CheckResult("redis.memory", UNKNOWN, connection, _("The server does not report its memory use and limit."),
                            details=details)
     if limit == 0:
         return CheckResult("redis.memory", PASS, connection,
-                           f"No maxmemory is set ({_bytes(used)} used): Redis grows until the machine runs out of memory.",
+                           _("No maxmemory is set ({used} used): Redis grows until the machine runs out of memory.", used=_bytes(used)),
                            details=details)
     ratio = used / limit
     details["ratio"] = round(ratio, 4)
-    text = f"{_bytes(used)} of {_bytes(limit)} maxmemory used ({ratio:.0%})."
+    text = _("{used} of {limit} maxmemory used ({ratio}).", used=_bytes(used), limit=_bytes(limit), ratio=f"{ratio:.0%}")
     if ratio >= th.memory_critical:
         return CheckResult("redis.memory", FAIL, connection, text, severity="critical", details=details)
     if ratio >= th.memory_warning:
@@ -468,17 +469,17 @@ def _bytes(n: int) -> str:
 
 
 def _jobs(n: int) -> str:
-    return f"{n} job" if n == 1 else f"{n} jobs"
+    return _("1 job") if n == 1 else _("{n} jobs", n=n)
 
 
 def _age(ms: int | None) -> str:
     if ms is None:
-        return "unknown"
+        return _("unknown")
     s = ms / 1000
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+    for size, unit in ((86400, _("{n} d")), (3600, _("{n} h")), (60, _("{n} min"))):
         if s >= size:
-            return f"{s / size:.1f} {unit}"
-    return f"{s:.0f} s"
+            return Message(unit.msgid, n=f"{s / size:.1f}")
+    return _("{n} s", n=f"{s:.0f}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -497,13 +498,16 @@ def check_finished_retention(facts: QueueFacts, now: int, th: Thresholds = DEFAU
         age = None if oldest is None else max(0, now - oldest)
         details[state] = {"count": counts[state], "oldest_age_ms": age}
         if counts[state] >= th.finished_count and age is not None and age >= th.finished_age_ms:
-            found.append(f"{counts[state]} {state} jobs, the oldest finished {_age(age)} ago")
+            found.append(_("{n} completed jobs, the oldest finished {age} ago", n=counts[state], age=_age(age))
+                         if state == "completed" else
+                         _("{n} failed jobs, the oldest finished {age} ago", n=counts[state], age=_age(age)))
     details["thresholds"] = {"count": th.finished_count, "age_ms": th.finished_age_ms}
     if found:
         return _qr("queue.finished_retention", FAIL, q,
-                   "Finished jobs look kept forever: " + "; ".join(found) + ".", details=details)
+                   _("Finished jobs look kept forever: {found}.", found=Joined(found, "; ")), details=details)
     return _qr("queue.finished_retention", PASS, q,
-               f"{counts['completed']} completed and {counts['failed']} failed jobs kept.", details=details)
+               _("{completed} completed and {failed} failed jobs kept.", completed=counts["completed"], failed=counts["failed"]),
+               details=details)
 
 
 def check_legacy_repeat(facts: QueueFacts) -> CheckResult:
@@ -511,20 +515,23 @@ def check_legacy_repeat(facts: QueueFacts) -> CheckResult:
     legacy = [s for s in facts.schedulers if s.legacy]
     if not legacy:
         n = len(facts.schedulers)
-        return _qr("queue.legacy_repeat", PASS, q, f"{n} job scheduler{'' if n == 1 else 's'}, none legacy.")
+        return _qr("queue.legacy_repeat", PASS, q, _("1 job scheduler, none legacy.") if n == 1
+                   else _("{n} job schedulers, none legacy.", n=n))
     shapes = sorted({s.legacy for s in legacy})
     entries = [{"id": s.id, "layout": s.legacy, "name": s.name, "pattern": s.pattern or None, "every": s.every} for s in legacy]
     severity = "critical" if "key-shape" in shapes else "warning"
     listed = ", ".join(f"`{s.id}` ({s.legacy})" for s in legacy[:5]) + (" …" if len(legacy) > 5 else "")
-    entries_word = "entry" if len(legacy) == 1 else "entries"
-    return _qr("queue.legacy_repeat", FAIL, q, f"{len(legacy)} legacy repeatable {entries_word}: {listed}.",
+    found = (_("1 legacy repeatable entry: {listed}.", listed=listed) if len(legacy) == 1
+             else _("{n} legacy repeatable entries: {listed}.", n=len(legacy), listed=listed))
+    return _qr("queue.legacy_repeat", FAIL, q, found,
                severity=severity, details={"entries": entries})
 
 
 def _state_missing(kind: str, q: QueueRef, state_entry, state_note: str) -> CheckResult | None:
     if state_entry is None:
-        reason = state_note or "This queue is not in the monitor's state yet."
-        return _qr(kind, UNKNOWN, q, reason + " This check needs the monitor's event counts, so the result is unknown.",
+        reason = state_note or _("This queue is not in the monitor's state yet.")
+        return _qr(kind, UNKNOWN, q, _("{reason} This check needs the monitor's event counts, so the result is unknown.",
+                                      reason=reason),
                    details={"state": None})
     return None
 
@@ -551,12 +558,15 @@ def check_repeated_stalls(q: QueueRef, state_entry: dict | None, th: Thresholds 
     details = {"stalls_15m": recent, "stall_failed_15m": stall_failed, "stalled_total": total,
                "stalled_now": int(state_entry.get("stalled_now") or 0)}
     if recent >= th.stalls_15m or stall_failed:
-        extra = f", and {stall_failed} failed for stalling more than allowed" if stall_failed else ""
-        return _qr("queue.repeated_stalls", FAIL, q,
-                   f"{recent} stalls in the last 15 minutes{extra} ({total} since the monitor started leading): "
-                   "these jobs ran more than once.", details=details)
+        found = (_("{recent} stalls in the last 15 minutes, and {failed} failed for stalling more than allowed "
+                   "({total} since the monitor started leading): these jobs ran more than once.",
+                   recent=recent, failed=stall_failed, total=total) if stall_failed else
+                 _("{recent} stalls in the last 15 minutes ({total} since the monitor started leading): "
+                   "these jobs ran more than once.", recent=recent, total=total))
+        return _qr("queue.repeated_stalls", FAIL, q, found, details=details)
     return _qr("queue.repeated_stalls", PASS, q,
-               f"{recent} stalls in the last 15 minutes ({total} since the monitor started leading).", details=details)
+               _("{recent} stalls in the last 15 minutes ({total} since the monitor started leading).",
+                 recent=recent, total=total), details=details)
 
 
 def check_duplicated_adds(q: QueueRef, state_entry: dict | None, state_note: str = "") -> CheckResult:
@@ -567,9 +577,9 @@ def check_duplicated_adds(q: QueueRef, state_entry: dict | None, state_note: str
     details = {"duplicated_total": dup, "added_total": added}
     if dup:
         return _qr("queue.duplicated_adds", FAIL, q,
-                   f"{dup} adds were dropped because a job with the same custom jobId still existed "
-                   f"({added} jobs were added) since the monitor started leading.", details=details)
-    return _qr("queue.duplicated_adds", PASS, q, "No add was dropped as a duplicate since the monitor started leading.",
+                   _("{dup} adds were dropped because a job with the same custom jobId still existed "
+                     "({added} jobs were added) since the monitor started leading.", dup=dup, added=added), details=details)
+    return _qr("queue.duplicated_adds", PASS, q, _("No add was dropped as a duplicate since the monitor started leading."),
                details=details)
 
 
@@ -580,9 +590,10 @@ def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str 
     gaps = int(state_entry.get("stream_gaps") or 0)
     if gaps:
         return _qr("queue.events_trimmed", FAIL, q,
-                   f"The events stream was trimmed past the monitor's position {gaps} time(s) since it started leading.",
+                   _("The events stream was trimmed past the monitor's position {gaps} time(s) since it started leading.",
+                     gaps=gaps),
                    details={"stream_gaps": gaps})
-    return _qr("queue.events_trimmed", PASS, q, "The monitor has read every event before it was trimmed.",
+    return _qr("queue.events_trimmed", PASS, q, _("The monitor has read every event before it was trimmed."),
                details={"stream_gaps": 0})
 
 
@@ -606,36 +617,40 @@ def check_workers(snapshot: QueueSnapshot, client_names: list[str] | None, state
     backlog = _backlog(counts)
     details = {"backlog": backlog, "source": "client-list" if client_names is not None else "activity"}
     if is_dead_letter:
-        return _qr("queue.no_workers", PASS, q, "Dead-letter queue: no workers expected.", details=details)
+        return _qr("queue.no_workers", PASS, q, _("Dead-letter queue: no workers expected."), details=details)
     if client_names is not None:
         workers = worker_names_for(q, client_names)
         details.update(workers=len(workers), names=workers[:5])
         if workers:
-            return _qr("queue.no_workers", PASS, q, f"{len(workers)} worker connection(s).", details=details)
+            return _qr("queue.no_workers", PASS, q, _("{n} worker connection(s).", n=len(workers)), details=details)
         if backlog:
-            return _qr("queue.no_workers", FAIL, q, f"{_jobs(backlog)} waiting and no worker is connected.",
+            return _qr("queue.no_workers", FAIL, q, _("{jobs} waiting and no worker is connected.", jobs=_jobs(backlog)),
                        details=details)
-        return _qr("queue.no_workers", PASS, q, "No worker is connected, but no job is waiting either.", details=details)
+        return _qr("queue.no_workers", PASS, q, _("No worker is connected, but no job is waiting either."), details=details)
     # CLIENT LIST refused (some managed services): judge from activity.
-    note = f"CLIENT LIST is not allowed ({clients_error or 'refused'}), so this is judged from activity: "
+    def judged(finding):
+        return _("CLIENT LIST is not allowed ({error}), so this is judged from activity: {finding}",
+                 error=clients_error or _("refused"), finding=finding)
+
     active = int(counts.get("active", 0))
     if active:
-        return _qr("queue.no_workers", PASS, q, note + f"{_jobs(active)} active.", details=details)
+        return _qr("queue.no_workers", PASS, q, judged(_("{jobs} active.", jobs=_jobs(active))), details=details)
     if not backlog:
-        return _qr("queue.no_workers", PASS, q, note + "no job is waiting.", details=details)
+        return _qr("queue.no_workers", PASS, q, judged(_("no job is waiting.")), details=details)
     if state_entry is None:
         return _qr("queue.no_workers", UNKNOWN, q,
-                   note + f"{_jobs(backlog)} waiting, and without the monitor's rates it cannot tell whether "
-                   "workers are processing them.", details=details)
+                   judged(_("{jobs} waiting, and without the monitor's rates it cannot tell whether "
+                            "workers are processing them.", jobs=_jobs(backlog))), details=details)
     rates = state_entry.get("rates_per_min") or {}
     recent = sum(float((rates.get(k) or {}).get("5") or 0) for k in ("completed", "failed"))
     age = snapshot.oldest_waiting_age_ms
     details.update(finished_per_min_5m=recent, oldest_waiting_age_ms=age)
     if recent == 0 and age is not None and age >= th.idle_ms:
         return _qr("queue.no_workers", FAIL, q,
-                   note + f"{_jobs(backlog)} waiting, the oldest for {_age(age)}, and none finished in 5 minutes.",
+                   judged(_("{jobs} waiting, the oldest for {age}, and none finished in 5 minutes.",
+                            jobs=_jobs(backlog), age=_age(age))),
                    details=details)
-    return _qr("queue.no_workers", PASS, q, note + f"jobs are finishing ({recent:.1f}/min over 5 minutes).",
+    return _qr("queue.no_workers", PASS, q, judged(_("jobs are finishing ({rate}/min over 5 minutes).", rate=f"{recent:.1f}")),
                details=details)
 
 
@@ -644,10 +659,10 @@ def check_paused(snapshot: QueueSnapshot) -> CheckResult:
     backlog = _backlog(snapshot.counts)
     details = {"paused": snapshot.paused, "backlog": backlog, "legacy_paused_jobs": snapshot.legacy_paused_jobs}
     if not snapshot.paused:
-        return _qr("queue.paused", PASS, q, "Not paused.", details=details)
+        return _qr("queue.paused", PASS, q, _("Not paused."), details=details)
     if backlog:
-        return _qr("queue.paused", FAIL, q, f"The queue is paused with {_jobs(backlog)} waiting.", details=details)
-    return _qr("queue.paused", FAIL, q, "The queue is paused (no job is waiting yet).", severity="info", details=details)
+        return _qr("queue.paused", FAIL, q, _("The queue is paused with {jobs} waiting.", jobs=_jobs(backlog)), details=details)
+    return _qr("queue.paused", FAIL, q, _("The queue is paused (no job is waiting yet)."), severity="info", details=details)
 
 
 def check_rate_limit(facts: QueueFacts) -> CheckResult:
@@ -659,17 +674,18 @@ def check_rate_limit(facts: QueueFacts) -> CheckResult:
     if count is not None and pttl is not None and pttl > 0:
         if count >= MAX_SAFE_INTEGER:
             return _qr("queue.rate_limited", FAIL, q,
-                       f"The queue was rate-limited by hand (queue.rateLimit) for another {_age(pttl)}; "
-                       f"{_jobs(backlog)} waiting.", severity=severity, details=details)
+                       _("The queue was rate-limited by hand (queue.rateLimit) for another {age}; {jobs} waiting.",
+                         age=_age(pttl), jobs=_jobs(backlog)), severity=severity, details=details)
         if facts.rate_max is not None and count >= facts.rate_max:
             return _qr("queue.rate_limited", FAIL, q,
-                       f"The global rate limit ({facts.rate_max} jobs per {_age(facts.rate_duration_ms)}) is hit: "
-                       f"no job starts for another {_age(pttl)}; {_jobs(backlog)} waiting.", severity=severity, details=details)
+                       _("The global rate limit ({max} jobs per {duration}) is hit: no job starts for another {age}; "
+                         "{jobs} waiting.", max=facts.rate_max, duration=_age(facts.rate_duration_ms), age=_age(pttl),
+                         jobs=_jobs(backlog)), severity=severity, details=details)
     if facts.rate_max is None:
-        return _qr("queue.rate_limited", PASS, q, "No global rate limit is set.", details=details)
+        return _qr("queue.rate_limited", PASS, q, _("No global rate limit is set."), details=details)
     return _qr("queue.rate_limited", PASS, q,
-               f"Global rate limit {facts.rate_max} per {_age(facts.rate_duration_ms)}, not hit "
-               f"({count or 0} in the current window).", details=details)
+               _("Global rate limit {max} per {duration}, not hit ({count} in the current window).",
+                 max=facts.rate_max, duration=_age(facts.rate_duration_ms), count=count or 0), details=details)
 
 
 # ------------------------------------------------------------------------------------------
@@ -685,10 +701,10 @@ def state_index(state: dict | None) -> dict[tuple[str, str, str], dict]:
 def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
     """The state document if it is fresh enough to trust, and a note saying why not."""
     if not state:
-        return None, "No monitor state: `manage.py monitor` is not running (or not leading)."
+        return None, _("No monitor state: `manage.py monitor` is not running (or not leading).")
     age = now - int(state.get("taken_at") or 0)
     if age > STATE_MAX_AGE_MS:
-        return None, f"The monitor state is {_age(age)} old: no monitor is leading."
+        return None, _("The monitor state is {age} old: no monitor is leading.", age=_age(age))
     return state, ""
 
 

@@ -16,6 +16,7 @@ import redis
 
 from .errors import JobNotFound
 from .keys import QueueRef
+from .messages import _
 from .redact import Redactor
 from .safe_json import parse_json
 from .stalls import STALLED_LIMIT_REASON
@@ -209,13 +210,14 @@ class JobDetail:
         s = self.summary
         events = []
         if s.timestamp:
-            events.append(("created", s.timestamp))
+            events.append((_("created"), s.timestamp))
         if s.delay and s.timestamp and self.state == "delayed" and s.due_at:
-            events.append(("due", s.due_at))
+            events.append((_("due"), s.due_at))
         if s.processed_on:
-            events.append(("started (last attempt)", s.processed_on))
+            events.append((_("started (last attempt)"), s.processed_on))
         if s.finished_on:
-            events.append((f"finished ({self.state})" if self.state in ("completed", "failed") else "finished", s.finished_on))
+            finished = {"completed": _("finished (completed)"), "failed": _("finished (failed)")}.get(self.state, _("finished"))
+            events.append((finished, s.finished_on))
         return sorted(events, key=lambda e: e[1])
 
 

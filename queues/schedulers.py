@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import redis
 
 from .keys import QueueRef
+from .messages import _
 from .text import to_int, to_text
 
 MAX_SCHEDULERS = 1000
 
-MIGRATION_HINT = (
+MIGRATION_HINT = _(
     "Upsert an equivalent job scheduler while still on BullMQ v5 (queue.upsertJobScheduler), "
     "remove the legacy repeatable entry (queue.removeRepeatableByKey), then upgrade to v6."
 )
@@ -41,9 +42,10 @@ class Scheduler:
     @property
     def legacy_hint(self) -> str:
         if self.legacy == "key-shape":
-            return "Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. " + MIGRATION_HINT
+            return _("Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. {hint}", hint=MIGRATION_HINT)
         if self.legacy == "v5-hash":
-            return "v5 repeatable without an iteration count: BullMQ 6 adopts it silently, but it should be migrated. " + MIGRATION_HINT
+            return _("v5 repeatable without an iteration count: BullMQ 6 adopts it silently, but it should be migrated. {hint}",
+                     hint=MIGRATION_HINT)
         return ""
 
     def as_dict(self) -> dict:

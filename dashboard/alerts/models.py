@@ -12,8 +12,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from dashboard.alerts import notifiers
+from dashboard.i18n import translate
 from queues import alert_kinds, alert_rules
 from queues.cron import CronError, cron_validate
 
@@ -167,14 +169,14 @@ class AlertRule(models.Model):
         read (each kind lists them): set on another kind, they would silently do nothing."""
         kind = alert_kinds.KINDS.get(self.kind)
         if kind is None:
-            raise ValidationError({"kind": "Choose one of the rule kinds."})
-        errors = kind.validate(self)
-        unused = {"min_volume": "The minimum volume only applies to {} rules.",
-                  "include_due_delayed": "Only {} rules can count due delayed jobs."}
+            raise ValidationError({"kind": gettext("Choose one of the rule kinds.")})
+        errors = {field: translate(message) for field, message in kind.validate(self).items()}
+        unused = {"min_volume": gettext("The minimum volume only applies to {} rules."),
+                  "include_due_delayed": gettext("Only {} rules can count due delayed jobs.")}
         for name, message in unused.items():
             if getattr(self, name) and name not in kind.params and name not in errors:
                 users = [k.id.replace("_", "-") for k in alert_kinds.KINDS.values() if name in k.params]
-                errors[name] = message.format(" or ".join(users) or "no")
+                errors[name] = message.format(gettext(" or ").join(users) or gettext("no"))
         if errors:
             raise ValidationError(errors)
 

@@ -25,6 +25,10 @@ from typing import Any
 
 from django.template import engines
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop, ngettext_lazy
+
+from dashboard.labels import LABELS
 
 from dashboard.live.rates import QueueSignals
 from dashboard.templatetags.qw import queue_url, rate
@@ -37,10 +41,11 @@ RATE_WINDOW = 5  # minutes: the overview's rates are over the last five
 @dataclass(frozen=True)
 class OverviewColumn:
     name: str  # unique; the ``sort`` URL parameter when the column sorts
-    header: str
+    header: str  # translatable (``gettext_lazy``): shown in the viewer's language
     value: Callable[[QueueSignals], Hashable]  # what the cell shows, as displayed
     # The cell, a Django template snippet (``qw`` tags loaded) rendered with ``value``, ``col``
-    # (this column), ``sig`` and ``s`` (the snapshot) and ``qurl`` (the queue page's URL).
+    # (this column), ``sig`` and ``s`` (the snapshot) and ``qurl`` (the queue page's URL);
+    # ``qw`` and ``i18n`` tags are loaded, so mark the cell's words with ``{% translate %}``.
     cell: str
     sort: Callable[[QueueSnapshot], Any] | None = None  # sort key; overview sorts before signals exist
     numeric: bool = False  # right-aligned header
@@ -53,7 +58,7 @@ class OverviewColumn:
 
 def _state_column(state: str) -> OverviewColumn:
     return OverviewColumn(
-        name=state, header=state, numeric=True,
+        name=state, header=LABELS[state], numeric=True,
         value=lambda sig: sig.snapshot.counts.get(state),
         # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
         cell=f'<td class="num state-{state}"><a href="{{{{ qurl }}}}?state={state}">{{{{ value }}}}</a></td>',
@@ -63,52 +68,58 @@ def _state_column(state: str) -> OverviewColumn:
 
 COLUMNS: list[OverviewColumn] = [
     OverviewColumn(
-        name="name", header="Queue",
+        name="name", header=_("Queue"),
         value=lambda sig: sig.is_dlq,
-        cell='<td><a href="{{ qurl }}">{{ s.queue.name }}</a>{% if value %} '
-             '<span class="badge dlq" title="application dead-letter queue">DLQ</span>{% endif %}</td>',
+        cell='<td><a href="{{ qurl }}"><bdi>{{ s.queue.name }}</bdi></a>{% if value %} '
+             '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">{% translate "DLQ" %}</span>{% endif %}</td>',
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
     OverviewColumn(
-        name="prefix", header="Prefix",
+        name="prefix", header=_("Prefix"),
         value=lambda sig: None,  # part of the queue's identity
-        cell="<td><code>{{ s.queue.prefix }}</code></td>",
+        cell='<td><code dir="ltr">{{ s.queue.prefix }}</code></td>',
     ),
     *(_state_column(state) for state in BROWSABLE_STATES),
     OverviewColumn(
-        name="oldest", header="Oldest waiting", numeric=True,
+        name="oldest", header=_("Oldest waiting"), numeric=True,
         # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js).
         value=lambda sig: sig.snapshot.oldest_waiting_ts,
         cell='<td class="num">{% age_since value %}</td>',
         sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
     ),
     OverviewColumn(
-        name="throughput", header="Throughput /min", numeric=True,
-        title="completed / failed per minute, last 5 minutes",
+        name="throughput", header=_("Throughput /min"), numeric=True,
+        title=_("completed / failed per minute, last 5 minutes"),
         value=lambda sig: (rate(sig.completed_per_min[RATE_WINDOW]), rate(sig.failed_per_min[RATE_WINDOW])),
         cell='<td class="num">{{ value.0 }} / <span class="bad">{{ value.1 }}</span></td>',
     ),
     OverviewColumn(
-        name="dead_letters", header="Dead letters /min", numeric=True,
-        title="jobs entering the dead-letter set per minute, last 5 minutes",
+        name="dead_letters", header=_("Dead letters /min"), numeric=True,
+        title=_("jobs entering the dead-letter set per minute, last 5 minutes"),
         value=lambda sig: (rate(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
         cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0 }}</td>',
     ),
     OverviewColumn(
-        name="spark", header="Last hour", title="last hour: completed, failed, dead-letter depth",
+        name="spark", header=_("Last hour"), title=_("last hour: completed, failed, dead-letter depth"),
         # Drawn from stored history on page load; live rows carry none and keep the page's.
         value=lambda sig: None,
         cell='<td class="spark-cell"><span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
     ),
     OverviewColumn(
         # Sorts by the paused flag: ``sort=paused`` is the parameter bookmarks already carry.
-        name="paused", header="Status",
+        name="paused", header=_("Status"),
         value=lambda sig: (sig.snapshot.paused, len(sig.stalled_now)),
-        cell='<td>{% if value.0 %}<span class="badge paused">paused</span>{% endif %}{% if value.1 %} '
-             '<span class="badge stalled" title="in active without a lock">{{ value.1 }} stalled</span>{% endif %}</td>',
+        cell='<td>{% if value.0 %}<span class="badge paused">{% translate "paused" context "job state" %}</span>{% endif %}{% if value.1 %} '
+             '<span class="badge stalled" title="{% translate "in active without a lock" %}">'
+             '{% blocktranslate count counter=value.1 %}{{ counter }} stalled{% plural %}{{ counter }} stalled{% endblocktranslate %}</span>{% endif %}</td>',
         sort=lambda s: (s.paused, s.queue.name),
     ),
 ]
+
+# The words the cell snippets above translate with {% translate %}: makemessages reads this
+# file as Python, not as a template, so they are marked here too for extraction.
+CELL_WORDS = (gettext_noop("application dead-letter queue"), gettext_noop("DLQ"), gettext_noop("in active without a lock"),
+              ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1))
 
 DEFAULT_SORT = "connection"
 
@@ -135,7 +146,7 @@ def _cells_template(columns: tuple[OverviewColumn, ...]):
     # One template for the whole row, compiled once per set of columns: one render per row,
     # as cheap as a hand-written row. Each cell sees its own column and value as ``col`` and
     # ``value`` (passed as plain context names: index lookups in templates are slow).
-    source = "{% load qw %}" + "".join(
+    source = "{% load qw i18n %}" + "".join(
         f"{{% with col=col_{i} value=value_{i} %}}{col.cell}{{% endwith %}}" for i, col in enumerate(columns)
     )
     return engines["django"].from_string(source)

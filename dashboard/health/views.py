@@ -15,6 +15,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from dashboard.health import checks as health_checks
+from dashboard.i18n import translate
 from queues import health
 
 _WORST_RANK = {"ok": 0, **health.SEVERITY_RANK}
@@ -22,12 +23,14 @@ _CODE = re.compile(r"`([^`]+)`")
 
 
 def code_spans(text: str) -> str:
-    """Escape the text, then show `quoted` parts (option names, commands) as <code>."""
-    return mark_safe(_CODE.sub(r"<code>\1</code>", escape(text)))
+    """Translate the text (checks mark theirs with ``queues.messages._``), escape it, then show
+    `quoted` parts (option names, commands) as left-to-right <code>."""
+    return mark_safe(_CODE.sub(r'<code dir="ltr">\1</code>', escape(translate(text))))
 
 
 def _item(r: health.CheckResult) -> dict:
-    return {"r": r, "summary": code_spans(r.summary), "explanation": code_spans(r.explanation), "fix": code_spans(r.fix)}
+    return {"r": r, "title": translate(r.title), "summary": code_spans(r.summary),
+            "explanation": code_spans(r.explanation), "fix": code_spans(r.fix)}
 
 
 @require_GET
@@ -40,5 +43,5 @@ def health_page(request):
         "state_note": code_spans(report.state_note),
         "connections": [{"conn": c, "failing": [_item(r) for r in c.failing], "unknown": [_item(r) for r in c.unknown],
                          "passing": [_item(r) for r in c.passing]} for c in connections],
-        "state_kinds": [health.CHECKS[k].title for k in health.STATE_KINDS],
+        "state_kinds": [translate(health.CHECKS[k].title) for k in health.STATE_KINDS],
     })

@@ -22,6 +22,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+from ..messages import _
+
 WINDOWS = (1, 5, 15)  # minutes; the monitor keeps rates over these
 QUEUE, CONNECTION, SCHEDULER = "queue", "connection", "scheduler"
 
@@ -168,10 +170,11 @@ class RuleKind:
         errors = {}
         threshold, resolve = rule.threshold, rule.resolve_threshold
         if self.percent and threshold is not None and threshold > 100:
-            errors["threshold"] = f"A percentage cannot be above 100 (got {threshold:g})."
+            errors["threshold"] = _("A percentage cannot be above 100 (got {threshold}).", threshold=f"{threshold:g}")
         if threshold is not None and resolve is not None and resolve > threshold:
-            errors["resolve_threshold"] = (f"The resolve threshold ({resolve:g}) must be at or below the "
-                                           f"threshold ({threshold:g}); otherwise the alert would resolve while still firing.")
+            errors["resolve_threshold"] = _("The resolve threshold ({resolve}) must be at or below the threshold "
+                                            "({threshold}); otherwise the alert would resolve while still firing.",
+                                            resolve=f"{resolve:g}", threshold=f"{threshold:g}")
         return errors
 
     def observe(self, *, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
@@ -187,8 +190,12 @@ class RuleKind:
         """The rule's condition in plain words, e.g. "Backlog above N: 100 jobs over 5 min"."""
         if not self.has_threshold:
             return self.title
-        text = f"{self.title}: {rule.threshold:g} {self.unit}".rstrip()
-        return text + (f" over {window_of(rule)} min" if self.uses_window else "")
+        if self.uses_window:
+            return _("{title}: {threshold} {unit} over {window} min", title=self.title, threshold=f"{rule.threshold:g}",
+                     unit=self.unit, window=window_of(rule))
+        if self.unit:
+            return _("{title}: {threshold} {unit}", title=self.title, threshold=f"{rule.threshold:g}", unit=self.unit)
+        return _("{title}: {threshold}", title=self.title, threshold=f"{rule.threshold:g}")
 
     def __repr__(self) -> str:
         return f"<rule kind {self.id}>"

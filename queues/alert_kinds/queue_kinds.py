@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .. import health
+from ..messages import _
 from .base import DUE_DELAYED_PARAM, MIN_VOLUME, WINDOW, QueueKind, window_of
 from .needs import DUE_DELAYED
 
 
 class DlqDepth(QueueKind):
-    id, title, unit = "dlq_depth", "Dead-letter depth above N", "jobs"
-    help = "Jobs in the failed set (or waiting in a dead-letter queue)."
+    id, title, unit = "dlq_depth", _("Dead-letter depth above N"), _("jobs")
+    help = _("Jobs in the failed set (or waiting in a dead-letter queue).")
 
     def measure(self, rule, sig, facts):
         counts = sig.snapshot.counts
@@ -18,8 +19,8 @@ class DlqDepth(QueueKind):
 
 
 class DlqGrowth(QueueKind):
-    id, title, unit = "dlq_growth", "Dead-letter growth above N per minute", "jobs/min"
-    help = "Jobs entering the dead-letter set per minute over the window."
+    id, title, unit = "dlq_growth", _("Dead-letter growth above N per minute"), _("jobs/min")
+    help = _("Jobs entering the dead-letter set per minute over the window.")
     params = frozenset({WINDOW})
 
     def measure(self, rule, sig, facts):
@@ -29,8 +30,8 @@ class DlqGrowth(QueueKind):
 
 
 class FailureRatio(QueueKind):
-    id, title, unit = "failure_ratio", "Failure ratio above X %", "%"
-    help = "Failed ÷ (completed + failed) over the window; needs at least the minimum volume of finished jobs."
+    id, title, unit = "failure_ratio", _("Failure ratio above X %"), _("%")
+    help = _("Failed ÷ (completed + failed) over the window; needs at least the minimum volume of finished jobs.")
     params = frozenset({WINDOW, MIN_VOLUME})
     percent = True
 
@@ -45,8 +46,8 @@ class FailureRatio(QueueKind):
 
 
 class StalledWindow(QueueKind):
-    id, title, unit = "stalled_window", "Stalled jobs above N over a window", "jobs"
-    help = "Stall events (a worker lost a job's lock) in the window."
+    id, title, unit = "stalled_window", _("Stalled jobs above N over a window"), _("jobs")
+    help = _("Stall events (a worker lost a job's lock) in the window.")
     params = frozenset({WINDOW})
 
     def measure(self, rule, sig, facts):
@@ -56,8 +57,8 @@ class StalledWindow(QueueKind):
 
 
 class StalledNow(QueueKind):
-    id, title, unit = "stalled_now", "Jobs stalled right now above N", "jobs"
-    help = "Active jobs whose lock has expired (0 means: any stalled job)."
+    id, title, unit = "stalled_now", _("Jobs stalled right now above N"), _("jobs")
+    help = _("Active jobs whose lock has expired (0 means: any stalled job).")
 
     def measure(self, rule, sig, facts):
         n = len(sig.stalled_now)
@@ -70,8 +71,8 @@ def waiting(counts: dict) -> int:
 
 
 class Backlog(QueueKind):
-    id, title, unit = "backlog", "Backlog above N", "jobs"
-    help = "Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker)."
+    id, title, unit = "backlog", _("Backlog above N"), _("jobs")
+    help = _("Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker).")
     params = frozenset({DUE_DELAYED_PARAM})
 
     def needs(self, rule):
@@ -86,8 +87,8 @@ class Backlog(QueueKind):
 
 
 class OldestWaiting(QueueKind):
-    id, title, unit = "oldest_waiting", "Oldest waiting job older than T", "seconds"
-    help = "Age of the oldest job still waiting to be picked up."
+    id, title, unit = "oldest_waiting", _("Oldest waiting job older than T"), _("seconds")
+    help = _("Age of the oldest job still waiting to be picked up.")
 
     def measure(self, rule, sig, facts):
         age = sig.snapshot.oldest_waiting_age_ms
@@ -97,15 +98,15 @@ class OldestWaiting(QueueKind):
 
 
 class NoCompletions(QueueKind):
-    id, title, unit = "no_completions", "Work waiting, nothing completing for T", "seconds"
-    help = "Jobs are waiting and none completed for T seconds: workers down or stuck."
+    id, title, unit = "no_completions", _("Work waiting, nothing completing for T"), _("seconds")
+    help = _("Jobs are waiting and none completed for T seconds: workers down or stuck.")
     duration_threshold = True
 
     def validate(self, rule):
         errors = super().validate(rule)
         if rule.threshold is not None and rule.threshold < 60:
             # Completions are counted per minute: a shorter T would fire between two of them.
-            errors["threshold"] = "“Nothing completing for T” needs T of at least 60 seconds."
+            errors["threshold"] = _("“Nothing completing for T” needs T of at least 60 seconds.")
         return errors
 
     def measure(self, rule, sig, facts):
@@ -117,8 +118,8 @@ class NoCompletions(QueueKind):
 
 
 class Paused(QueueKind):
-    id, title, unit = "paused", "Queue paused for longer than T", "seconds"
-    help = "The queue has been paused for T seconds."
+    id, title, unit = "paused", _("Queue paused for longer than T"), _("seconds")
+    help = _("The queue has been paused for T seconds.")
     duration_threshold = True
 
     def measure(self, rule, sig, facts):

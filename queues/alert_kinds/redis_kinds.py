@@ -5,6 +5,7 @@ disagree about what "unreachable" or "evicting" means."""
 from __future__ import annotations
 
 from .. import health
+from ..messages import _
 from .base import ConnectionFacts, ConnectionKind, Target, compare, flag
 
 
@@ -16,8 +17,8 @@ def server_facts(cf: ConnectionFacts) -> health.ServerFacts:
 
 
 class RedisUnreachable(ConnectionKind):
-    id, title = "redis_unreachable", "Redis unreachable"
-    help = "The monitor cannot run commands on this Redis."
+    id, title = "redis_unreachable", _("Redis unreachable")
+    help = _("The monitor cannot run commands on this Redis.")
     has_threshold = False
 
     def observe_connection(self, rule, name, cf):
@@ -26,8 +27,8 @@ class RedisUnreachable(ConnectionKind):
 
 
 class EvictionPolicy(ConnectionKind):
-    id, title = "eviction_policy", "Eviction policy is not noeviction"
-    help = "Redis may delete job keys when memory runs out."
+    id, title = "eviction_policy", _("Eviction policy is not noeviction")
+    help = _("Redis may delete job keys when memory runs out.")
     has_threshold = False
 
     def observe_connection(self, rule, name, cf):
@@ -40,8 +41,8 @@ class EvictionPolicy(ConnectionKind):
 
 
 class Memory(ConnectionKind):
-    id, title, unit = "memory", "Memory above X % of maxmemory", "%"
-    help = "used_memory ÷ maxmemory (never fires when maxmemory is not set)."
+    id, title, unit = "memory", _("Memory above X % of maxmemory"), _("%")
+    help = _("used_memory ÷ maxmemory (never fires when maxmemory is not set).")
     percent = True
 
     def observe_connection(self, rule, name, cf):

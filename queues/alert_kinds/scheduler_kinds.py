@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from ..cron import CronError, cron_next
+from ..messages import _
 from .base import SCHEDULER, Observation, RuleKind, Target, in_scope
 from .needs import SCHEDULERS
 
@@ -37,8 +38,8 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
 
 
 class SchedulerMissed(RuleKind):
-    id, title, scope, unit = "scheduler_missed", "A job scheduler missed its run", SCHEDULER, "seconds of grace"
-    help = "The iteration due by the scheduler's cron pattern or interval was not taken by a worker within the grace period."
+    id, title, scope, unit = "scheduler_missed", _("A job scheduler missed its run"), SCHEDULER, _("seconds of grace")
+    help = _("The iteration due by the scheduler's cron pattern or interval was not taken by a worker within the grace period.")
 
     def needs(self, rule):
         return (SCHEDULERS,)

@@ -2,6 +2,11 @@
 README, "Alert notifications"). One message per notification, with a plain-text and an HTML
 body rendered from our own templates (autoescaped), and a link to the relevant page.
 
+Each channel chooses the language of its emails (``config["language"]``; default
+``LANGUAGE_CODE``): the body, the per-alert lines and the subject of firing/resolved
+notifications are rendered in it. What an alert measured (its summary) was recorded in the
+deployment language and is shown as recorded.
+
 The ``Message-ID`` is derived from the idempotency key, so a retry after a lost answer carries
 the same id and mail systems that deduplicate on it show the message once.
 """
@@ -18,8 +23,10 @@ from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.validators import validate_email
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext, gettext_lazy
 
-from dashboard.alerts.message_shapes import alert_line
+from dashboard import labels
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
@@ -50,30 +57,78 @@ def _smtp_error(exc: smtplib.SMTPException) -> DeliveryError:
     return DeliveryError(f"SMTP error {code or ''}: {detail}".replace("  ", " "), retry=not _permanent_code(code))
 
 
+def email_language(config: dict) -> str:
+    language = config.get("language")
+    return language if language in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
+
+
+def email_subject(message, stored: str) -> str:
+    """Firing/resolved/repeat subjects in the active language, from the payload; other kinds
+    (test, digest) keep the subject they were written with."""
+    alerts = message.alerts
+    if message.kind not in ("firing", "resolved", "repeat") or not alerts:
+        return stored
+    targets = gettext(", ").join(_target(a) for a in alerts[:3])
+    if len(alerts) > 3:
+        targets = gettext("%(targets)s and %(more)d more") % {"targets": targets, "more": len(alerts) - 3}
+    status = gettext("RESOLVED") if message.status == "resolved" else gettext("FIRING")
+    return f"[{status}:{len(alerts)}] {message.rule.get('name', '')} — {targets}"[:300]
+
+
+def _target(alert: dict) -> str:
+    target = alert.get("target") or {}
+    queue, where = target.get("queue"), "/".join(str(target[k]) for k in ("connection", "prefix") if target.get(k))
+    if queue:
+        return f"{queue} ({where})" if where else str(queue)
+    return where or gettext("everything")
+
+
+def email_line(alert: dict) -> str:
+    """One line per alert of the plain-text body, in the active language."""
+    parts = [f"[{labels.label(alert.get('state') or 'firing')}]", _target(alert)]
+    if alert.get("summary"):
+        parts.append(f"— {alert['summary']}")
+    if alert.get("value") is not None:
+        if alert.get("threshold") is not None:
+            measured = gettext("value %(value)s, threshold %(threshold)s") % {"value": alert["value"], "threshold": alert["threshold"]}
+        else:
+            measured = gettext("value %(value)s") % {"value": alert["value"]}
+        parts.append(f"({measured})")
+    if alert.get("silenced"):
+        parts.append(f"[{gettext('silenced')}]")
+    return " ".join(parts)
+
+
 class EmailNotifier(Notifier):
-    kind, label = "email", "Email"
-    form_note = "The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README)."
+    kind, label = "email", gettext_lazy("Email")
+    form_note = gettext_lazy("The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README).")
 
     @classmethod
     def form_fields(cls):
-        return {"to": forms.CharField(label="Recipients", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                                      help_text="Email addresses, one per line or separated by commas.")}
+        return {"to": forms.CharField(label=gettext_lazy("Recipients"), required=False, widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
+                                      help_text=gettext_lazy("Email addresses, one per line or separated by commas.")),
+                "email_language": forms.ChoiceField(label=gettext_lazy("Language of the emails"), required=False,
+                                                    choices=[(code, name) for code, name in settings.LANGUAGES],
+                                                    initial=settings.LANGUAGE_CODE)}
 
     @classmethod
     def clean_config(cls, *, data, stored, add_error):
         addresses = [a.strip() for a in re.split(r"[,\s]+", data.get("to") or "") if a.strip()]
         if not addresses:
-            add_error("to", "Give at least one address.")
+            add_error("to", gettext("Give at least one address."))
         for address in addresses:
             try:
                 validate_email(address)
             except ValidationError:
-                add_error("to", f"“{address}” is not an email address.")
-        return {"to": addresses}
+                add_error("to", gettext("“%(address)s” is not an email address.") % {"address": address})
+        config = {"to": addresses}
+        if data.get("email_language"):  # absent: the deployment's language (LANGUAGE_CODE)
+            config["language"] = email_language({"language": data["email_language"]})
+        return config
 
     @classmethod
     def initial(cls, config):
-        return {"to": "\n".join(config.get("to") or [])}
+        return {"to": "\n".join(config.get("to") or []), "email_language": email_language(config)}
 
     @classmethod
     def destination(cls, config):
@@ -86,19 +141,24 @@ class EmailNotifier(Notifier):
         if settings.EMAIL_BACKEND == SMTP_BACKEND and not settings.EMAIL_HOST:
             raise DeliveryError("Email is not configured: set QUEUEWATCH_SMTP_HOST (see README).", retry=True)
         message = message_for(notification)
-        context = {"m": message, "lines": [alert_line(a) for a in message.alerts], "alerts": message.alerts}
+        with translation.override(email_language(self.config)):
+            subject = email_subject(message, notification.subject)
+            context = {"m": message, "subject": subject, "lines": [email_line(a) for a in message.alerts],
+                       "alerts": message.alerts}
+            text = render_to_string("alerts/email/notification.txt", context)
+            html = render_to_string("alerts/email/notification.html", context)
         digest = hashlib.sha256(f"{self.channel.pk}:{notification.idempotency_key}".encode()).hexdigest()[:40]
         mail = EmailMultiAlternatives(
             # Header injection is impossible through Django, but a newline would make it refuse.
-            subject=" ".join(notification.subject.split()),
-            body=render_to_string("alerts/email/notification.txt", context),
+            subject=" ".join(subject.split()),
+            body=text,
             from_email=settings.DEFAULT_FROM_EMAIL,
             to=to,
             headers={"Message-ID": f"<{digest}@queuewatch>", "X-Queuewatch-Idempotency-Key": notification.idempotency_key,
                      "X-Queuewatch-Event": notification.kind},
             connection=get_connection(fail_silently=False),
         )
-        mail.attach_alternative(render_to_string("alerts/email/notification.html", context), "text/html")
+        mail.attach_alternative(html, "text/html")
         try:
             mail.send()
         except smtplib.SMTPException as exc:

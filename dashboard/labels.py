@@ -1,0 +1,65 @@
+"""How the codes the data carries are named on pages, in the active language: job states,
+task and alert states, audit outcomes, severities, check statuses, action names. The code
+itself stays what the data, the API, CSS classes and /metrics use; only its display is
+translated. Templates use it through ``{{ code|label }}`` (``templatetags/translated.py``).
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import pgettext_lazy
+
+LABELS = {
+    # job states (queues.keys.BROWSABLE_STATES, plus what a job page can show)
+    "waiting": pgettext_lazy("job state", "waiting"),
+    "active": pgettext_lazy("job state", "active"),
+    "prioritized": pgettext_lazy("job state", "prioritized"),
+    "delayed": pgettext_lazy("job state", "delayed"),
+    "waiting-children": pgettext_lazy("job state", "waiting-children"),
+    "completed": pgettext_lazy("job state", "completed"),
+    "failed": pgettext_lazy("job state", "failed"),
+    "paused": pgettext_lazy("job state", "paused"),
+    "unknown": pgettext_lazy("status", "unknown"),
+    # bulk task states
+    "pending": pgettext_lazy("status", "pending"),
+    "running": pgettext_lazy("status", "running"),
+    "done": pgettext_lazy("status", "done"),
+    "cancelled": pgettext_lazy("status", "cancelled"),
+    # alert states
+    "firing": pgettext_lazy("alert state", "firing"),
+    "resolved": pgettext_lazy("alert state", "resolved"),
+    # notification states
+    "sending": pgettext_lazy("status", "sending"),
+    "sent": pgettext_lazy("status", "sent"),
+    # audit outcomes
+    "ok": pgettext_lazy("outcome", "ok"),
+    "partial": pgettext_lazy("outcome", "partial"),
+    "refused": pgettext_lazy("outcome", "refused"),
+    "error": pgettext_lazy("outcome", "error"),
+    "started": pgettext_lazy("outcome", "started"),
+    # audit "via"
+    "page": pgettext_lazy("via", "page"),
+    "api": pgettext_lazy("via", "API"),
+    "task": pgettext_lazy("via", "task"),
+    # severities
+    "info": pgettext_lazy("severity", "info"),
+    "warning": pgettext_lazy("severity", "warning"),
+    "critical": pgettext_lazy("severity", "critical"),
+    # health check statuses
+    "pass": pgettext_lazy("status", "pass"),
+    "fail": pgettext_lazy("status", "fail"),
+    # actions
+    "retry": pgettext_lazy("action", "retry"),
+    "discard": pgettext_lazy("action", "discard"),
+    "promote": pgettext_lazy("action", "promote"),
+    "redrive": pgettext_lazy("action", "redrive"),
+    "clean": pgettext_lazy("action", "clean"),
+    # children of a flow job
+    "processed": pgettext_lazy("children", "processed"),
+    "ignored": pgettext_lazy("children", "ignored"),
+}
+
+
+def label(code) -> str:
+    """The display name of ``code``; the code itself when it has none (data we do not know)."""
+    found = LABELS.get(code) if isinstance(code, str) else None
+    return str(found) if found is not None else code

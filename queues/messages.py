@@ -1,0 +1,58 @@
+"""Translatable text from framework-free code.
+
+``queues/`` never imports Django, yet what it says (health-check titles, explanations and
+findings; alert kind titles and help) is shown to people in their language. It marks those
+strings with ``_`` — the name ``makemessages`` (xgettext) already looks for — which does not
+translate: it returns a ``Message``, a ``str`` holding the English text, that also remembers its
+message id and the values filled into it. The dashboard translates it at the edge, at render
+time (``dashboard.i18n.translate``), so a result computed once (by the monitor, say) can be
+shown in any language. Everything else (logs, JSON, /metrics, ``check_queues``) keeps using it
+as the plain English string it is.
+"""
+
+from __future__ import annotations
+
+
+class Message(str):
+    """English text (the ``str`` value) plus its message id and parameters, for translation."""
+
+    msgid: str
+    params: dict
+
+    def __new__(cls, msgid: str, /, **params) -> "Message":
+        text = msgid.format(**params) if params else msgid
+        obj = super().__new__(cls, text)
+        obj.msgid = msgid
+        obj.params = params
+        return obj
+
+    def __reduce__(self):  # pickles (and copies) keep the message id and parameters
+        return (_rebuild, (self.msgid, self.params))
+
+
+class Joined(str):
+    """Several messages joined by a separator: the English text, and the parts to translate one
+    by one."""
+
+    parts: list
+    separator: str
+
+    def __new__(cls, parts, separator: str) -> "Joined":
+        parts = list(parts)
+        obj = super().__new__(cls, separator.join(parts))
+        obj.parts = parts
+        obj.separator = separator
+        return obj
+
+    def __reduce__(self):
+        return (Joined, (self.parts, self.separator))
+
+
+def _rebuild(msgid: str, params: dict) -> Message:
+    return Message(msgid, **params)
+
+
+def _(msgid: str, /, **params) -> Message:
+    """Mark ``msgid`` for translation and fill ``{name}`` placeholders from ``params``. The
+    placeholders stay in the message id, so translators can move them around."""
+    return Message(msgid, **params)
