@@ -10,6 +10,7 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext
 
 from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnavailable
 
@@ -42,7 +43,7 @@ class JsonResponse(HttpResponse):
 
 def _not_found_message(exc: Exception) -> str:
     if isinstance(exc, QueueNotFound) and not exc.prefix and not exc.name:
-        return f"No Redis connection named '{exc.connection}' is configured."
+        return gettext("No Redis connection named '%(name)s' is configured.") % {"name": exc.connection}
     return str(exc)
 
 
@@ -52,9 +53,9 @@ def page_errors(view):
         try:
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
-            return render(request, "error.html", {"title": "Not found", "message": _not_found_message(exc)}, status=404)
+            return render(request, "error.html", {"title": gettext("Not found"), "message": _not_found_message(exc)}, status=404)
         except RedisUnavailable as exc:
-            return render(request, "error.html", {"title": "Redis unavailable", "message": str(exc)}, status=503)
+            return render(request, "error.html", {"title": gettext("Redis unavailable"), "message": str(exc)}, status=503)
 
     return wrapper
 

@@ -3,6 +3,11 @@
 // the JSON of the history view, and nothing from them is ever run as code.
 (function () {
   "use strict";
+  // Words through Django's JavaScript catalog (/jsi18n/, loaded first); English without it.
+  var gettext = window.gettext || function (s) { return s; };
+  var interpolate = window.interpolate || function (fmt, obj) {
+    return fmt.replace(/%\((\w+)\)s/g, function (_, k) { return String(obj[k]); });
+  };
 
   if (typeof window.uPlot !== "function") return;
   var uPlot = window.uPlot;
@@ -159,37 +164,37 @@
     return {
       throughput: {
         series: [
-          line("Completed", "completed", COLORS.completed, { unit: "/min", fill: fillOf(COLORS.completed, 0.08) }),
-          line("Failed", "failed", COLORS.failed, { unit: "/min" }),
+          line(gettext("Completed"), "completed", COLORS.completed, { unit: "/min", fill: fillOf(COLORS.completed, 0.08) }),
+          line(gettext("Failed"), "failed", COLORS.failed, { unit: "/min" }),
         ],
-        axes: [valueAxis({ scale: "y", label: "jobs / min", fmt: fmtRate, incrs: rateIncrs })],
+        axes: [valueAxis({ scale: "y", label: gettext("jobs / min"), fmt: fmtRate, incrs: rateIncrs })],
       },
       deadletters: {
         series: [
-          line(isDlq ? "Added" : "Failed", "dlq_growth", COLORS.dlqGrowth,
+          line(isDlq ? gettext("Added") : gettext("Failed"), "dlq_growth", COLORS.dlqGrowth,
             { unit: "/min", fill: fillOf(COLORS.dlqGrowth, 0.08) }),
-          line(isDlq ? "Depth (waiting)" : "Depth (failed set)", "dlq_depth", COLORS.dlqDepth,
-            { scale: "depth", fmt: fmtCount, unit: " jobs", width: 2 }),
+          line(isDlq ? gettext("Depth (waiting)") : gettext("Depth (failed set)"), "dlq_depth", COLORS.dlqDepth,
+            { scale: "depth", fmt: fmtCount, unit: " " + gettext("jobs"), width: 2 }),
         ],
         axes: [
-          valueAxis({ scale: "y", label: "jobs / min", fmt: fmtRate, incrs: rateIncrs }),
-          valueAxis({ scale: "depth", side: 1, label: "dead letters", fmt: fmtCount, incrs: COUNT_INCRS,
+          valueAxis({ scale: "y", label: gettext("jobs / min"), fmt: fmtRate, incrs: rateIncrs }),
+          valueAxis({ scale: "depth", side: 1, label: gettext("dead letters"), fmt: fmtCount, incrs: COUNT_INCRS,
             grid: false, color: COLORS.dlqDepth }),
         ],
       },
       stalls: {
-        series: [line("Stalled", "stalled", COLORS.stalled, { unit: "/min", fill: fillOf(COLORS.stalled, 0.1) })],
-        axes: [valueAxis({ scale: "y", label: "stalls / min", fmt: fmtRate, incrs: rateIncrs })],
+        series: [line(gettext("Stalled"), "stalled", COLORS.stalled, { unit: "/min", fill: fillOf(COLORS.stalled, 0.1) })],
+        axes: [valueAxis({ scale: "y", label: gettext("stalls / min"), fmt: fmtRate, incrs: rateIncrs })],
       },
       backlog: {
         series: [
-          line("Backlog", "backlog", COLORS.backlog, { scale: "jobs", fmt: fmtCount, unit: " jobs",
+          line(gettext("Backlog"), "backlog", COLORS.backlog, { scale: "jobs", fmt: fmtCount, unit: " " + gettext("jobs"),
             fill: fillOf(COLORS.backlog, 0.08) }),
-          line("Oldest waiting", "oldest_age_s", COLORS.age, { scale: "age", fmt: fmtDuration, dash: [5, 3] }),
+          line(gettext("Oldest waiting"), "oldest_age_s", COLORS.age, { scale: "age", fmt: fmtDuration, dash: [5, 3] }),
         ],
         axes: [
-          valueAxis({ scale: "jobs", label: "jobs waiting", fmt: fmtCount, incrs: COUNT_INCRS }),
-          valueAxis({ scale: "age", side: 1, label: "oldest age", fmt: tickDuration, incrs: DURATION_INCRS,
+          valueAxis({ scale: "jobs", label: gettext("jobs waiting"), fmt: fmtCount, incrs: COUNT_INCRS }),
+          valueAxis({ scale: "age", side: 1, label: gettext("oldest age"), fmt: tickDuration, incrs: DURATION_INCRS,
             grid: false, color: COLORS.age }),
         ],
       },
@@ -203,7 +208,7 @@
   // the browser's time zone; without a cursor the legend shows the latest values.
   function timeSeries(charts) {
     return {
-      label: "Local time",
+      label: gettext("Local time"),
       value: function (u, ts, sidx, idx) {
         var latest = idx == null;
         if (latest) {
@@ -211,7 +216,7 @@
           ts = last == null ? null : u.data[0][last];
         }
         if (ts == null) return "—";
-        return (charts.resolution >= 3600 ? fmtHour : fmtMinute)(new Date(ts * 1000)) + (latest ? " (latest)" : "");
+        return (charts.resolution >= 3600 ? fmtHour : fmtMinute)(new Date(ts * 1000)) + (latest ? " " + gettext("(latest)") : "");
       },
     };
   }
@@ -261,7 +266,7 @@
         });
       });
     }
-    this.setStatus("Loading…");
+    this.setStatus(gettext("Loading…"));
     this.load();
   }
 
@@ -278,7 +283,7 @@
     this.section.querySelectorAll("button[data-range]").forEach(function (b) {
       b.setAttribute("aria-pressed", b.getAttribute("data-range") === range ? "true" : "false");
     });
-    this.setStatus("Loading…");
+    this.setStatus(gettext("Loading…"));
     this.load({ rescale: true });
   };
 
@@ -302,7 +307,7 @@
       .then(function (r) {
         var type = r.headers.get("Content-Type") || "";
         if (type.indexOf("application/json") < 0) {
-          throw new Error(r.redirected ? "signed out: reload the page" : "HTTP " + r.status);
+          throw new Error(r.redirected ? gettext("signed out: reload the page") : "HTTP " + r.status);
         }
         return r.json().then(function (body) {
           if (!r.ok) throw new Error(body.message || "HTTP " + r.status);
@@ -314,15 +319,15 @@
         self.draw(data, opts.rescale);
         var when = new Date().toLocaleTimeString([], { hour12: false });
         if (hasAnyValue(data)) {
-          self.setStatus((data.resolution >= 3600 ? "Hourly points, rates are hourly totals / 60" : "Per-minute points") +
-            " · updated " + when);
+          self.setStatus(interpolate(data.resolution >= 3600 ? gettext("Hourly points, rates are hourly totals / 60 · updated %(when)s")
+                                                             : gettext("Per-minute points · updated %(when)s"), { when: when }, true));
         } else {
-          self.setStatus("No stored history for this range yet: the monitor writes a point per minute.");
+          self.setStatus(gettext("No stored history for this range yet: the monitor writes a point per minute."));
         }
       })
       .catch(function (err) {
         if (seq !== self.seq) return;
-        self.setStatus("Could not load history (" + err.message + ").", true);
+        self.setStatus(interpolate(gettext("Could not load history (%(error)s)."), { error: err.message }, true), true);
       });
   };
 
@@ -466,8 +471,10 @@
     }, [xs, depth, data.f, data.c], el);
     el.__qwPlot = plot;
     var dl = lastValue(depth);
-    el.title = "Last hour: " + fmtCount(sum(data.c)) + " completed, " + fmtCount(sum(data.f)) + " failed" +
-      (dl == null ? "" : "; dead letters now " + fmtCount(dl));
+    var counts = { completed: fmtCount(sum(data.c)), failed: fmtCount(sum(data.f)), dead: fmtCount(dl) };
+    el.title = interpolate(dl == null ? gettext("Last hour: %(completed)s completed, %(failed)s failed")
+                                      : gettext("Last hour: %(completed)s completed, %(failed)s failed; dead letters now %(dead)s"),
+                           counts, true);
   }
 
   function initSparks(root) {

@@ -1,5 +1,9 @@
 // Queuewatch page glue. No inline scripts anywhere: this file and the vendored libraries are
 // the only JavaScript, and job data is never passed to it as code.
+// Words are translated through Django's JavaScript catalog (/jsi18n/, loaded first by base.html);
+// without it they stay English.
+var gettext = window.gettext || function (s) { return s; };
+var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace(/%\((\w+)\)s/g, function (_, k) { return String(obj[k]); }); };
 (function () {
   "use strict";
 
@@ -11,11 +15,11 @@
     el.textContent = text;
   }
   var open = 0, opened = 0, closed = 0;
-  document.addEventListener("htmx:wsConnecting", function () { if (!open) setStatus("connecting", "connecting…"); });
+  document.addEventListener("htmx:wsConnecting", function () { if (!open) setStatus("connecting", gettext("connecting…")); });
   document.addEventListener("htmx:wsOpen", function () {
     open += 1;
     opened += 1;
-    setStatus("live", "live");
+    setStatus("live", gettext("live"));
     // Counted for the curious (and the idle-socket test): every reconnect shows here.
     document.getElementById("live-status").dataset.opened = opened;
   });
@@ -24,9 +28,9 @@
     closed += 1;
     var el = document.getElementById("live-status");
     if (el) el.dataset.closed = closed;
-    if (!open) setStatus("reconnecting", "reconnecting…");
+    if (!open) setStatus("reconnecting", gettext("reconnecting…"));
   });
-  document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", "reconnecting…"); });
+  document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", gettext("reconnecting…")); });
 })();
 
 // Relative times and running ages are computed here, not on the server, so the HTML of a
@@ -35,18 +39,20 @@
   "use strict";
   function fmt(ms) {
     var s = ms / 1000;
-    if (s < 60) return (s < 10 ? s.toFixed(1) : Math.floor(s)) + " s";
+    function unit(n, fmt) { return interpolate(fmt, { n: n }, true); }
+    if (s < 60) return unit(s < 10 ? s.toFixed(1) : Math.floor(s), gettext("%(n)s s"));
     var m = Math.floor(s / 60), sec = Math.floor(s % 60);
-    if (m < 60) return m < 10 && sec ? m + " min " + sec + " s" : m + " min";
+    if (m < 60) return m < 10 && sec ? unit(m, gettext("%(n)s min")) + " " + unit(sec, gettext("%(n)s s")) : unit(m, gettext("%(n)s min"));
     var h = Math.floor(m / 60);
-    if (h < 48) return h + " h " + (m % 60) + " min";
-    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+    if (h < 48) return unit(h, gettext("%(n)s h")) + " " + unit(m % 60, gettext("%(n)s min"));
+    return unit(Math.floor(h / 24), gettext("%(n)s d")) + " " + unit(h % 24, gettext("%(n)s h"));
   }
   function update() {
     var now = Date.now();
     document.querySelectorAll("time.rel[datetime]").forEach(function (el) {
       var delta = Date.parse(el.getAttribute("datetime")) - now;
-      el.textContent = delta >= 0 ? "in " + fmt(delta) : fmt(-delta) + " ago";
+      el.textContent = interpolate(delta >= 0 ? gettext("in %(time)s") : gettext("%(time)s ago"),
+                                   { time: fmt(Math.abs(delta)) }, true);
     });
     document.querySelectorAll("time.age[datetime]").forEach(function (el) {
       el.textContent = fmt(Math.max(0, now - Date.parse(el.getAttribute("datetime"))));

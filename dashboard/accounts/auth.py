@@ -27,6 +27,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.middleware.csrf import CsrfViewMiddleware
+from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.accounts.models import ApiToken
@@ -65,9 +66,9 @@ def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
     """Why ``user`` may not do something that needs ``role`` (and, with ``mutates_redis``,
     writes to the monitored Redis); None when they may."""
     if not has_role(user, role):
-        return f"This needs the {role} role."
+        return gettext("This needs the %(role)s role.") % {"role": role}
     if mutates_redis and read_only():
-        return "Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY)."
+        return gettext("Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY).")
     return None
 
 

@@ -13,7 +13,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from django.utils.translation import gettext, ngettext
+
 from dashboard.errors import InvalidInput
+from dashboard.labels import label
 from queues import selection
 
 MAX_REASON = 2000
@@ -42,7 +45,7 @@ def flag(value, default: bool) -> bool:
 def reason_from(params, *, required: bool) -> str:
     reason = text(params, "reason")
     if required and not reason:
-        raise InvalidInput("Say why (the reason goes into the audit log): it is required for bulk and destructive actions.")
+        raise InvalidInput(gettext("Say why (the reason goes into the audit log): it is required for bulk and destructive actions."))
     return reason[:MAX_REASON]
 
 
@@ -56,9 +59,9 @@ def minutes_from(params, name: str = "older_than_minutes") -> int:
     try:
         minutes = int(str(params.get(name)).strip())
     except (TypeError, ValueError):
-        raise InvalidInput(f"The age ('{name}') must be a whole number of minutes.") from None
+        raise InvalidInput(gettext("The age ('%(name)s') must be a whole number of minutes.") % {"name": name}) from None
     if minutes < 0:
-        raise InvalidInput("The age must be 0 minutes or more.")
+        raise InvalidInput(gettext("The age must be 0 minutes or more."))
     return minutes
 
 
@@ -71,9 +74,9 @@ def rate_from(value) -> float | None:
     try:
         rate = float(value)
     except (TypeError, ValueError):
-        raise InvalidInput("The rate must be a number of jobs per second (or 'unpaced').") from None
+        raise InvalidInput(gettext("The rate must be a number of jobs per second (or 'unpaced').")) from None
     if not 0 < rate <= MAX_RATE:
-        raise InvalidInput("The rate must be between 0 and 100,000 jobs per second.")
+        raise InvalidInput(gettext("The rate must be between 0 and 100,000 jobs per second."))
     return rate
 
 
@@ -83,7 +86,7 @@ def _time_param(value, name: str) -> int | None:
     try:
         when = dt.datetime.fromisoformat(str(value).strip())
     except ValueError:
-        raise InvalidInput(f"'{name}' must be a date and time like 2026-01-31T14:00 (UTC).") from None
+        raise InvalidInput(gettext("'%(name)s' must be a date and time like 2026-01-31T14:00 (UTC).") % {"name": name}) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
     return int(when.timestamp() * 1000)
@@ -154,7 +157,7 @@ class CleanInput(ActionInput):
         older_than_ms = minutes_from(params) * 60_000
         state = text(params, "state")
         if state not in CLEANABLE_STATES:
-            raise InvalidInput("Clean removes completed or failed jobs: choose one of those states.")
+            raise InvalidInput(gettext("Clean removes completed or failed jobs: choose one of those states."))
         return {"state": state, "older_than_ms": older_than_ms}
 
     def audit_details(self) -> dict:
@@ -183,13 +186,13 @@ class Selection:
         ``finished_from`` / ``finished_to`` (ISO date-times, UTC) and ``fingerprint``."""
         ids = params.getlist("ids") if hasattr(params, "getlist") else params.get("ids") or []
         if not isinstance(ids, list):
-            raise InvalidInput("'ids' must be a list of job ids.")
+            raise InvalidInput(gettext("'ids' must be a list of job ids."))
         ids = [str(i) for i in ids if str(i).strip()]
         if len(ids) > MAX_SELECTED_IDS:
-            raise InvalidInput(f"At most {MAX_SELECTED_IDS} jobs can be selected one by one; use a filter instead.")
+            raise InvalidInput(gettext("At most %(n)d jobs can be selected one by one; use a filter instead.") % {"n": MAX_SELECTED_IDS})
         state = str(params.get("state") or "failed")
         if state not in FILTER_STATES:
-            raise InvalidInput(f"Unknown state '{state}'. Choose one of: {', '.join(FILTER_STATES)}.")
+            raise InvalidInput(gettext("Unknown state '%(state)s'. Choose one of: %(states)s.") % {"state": state, "states": ", ".join(FILTER_STATES)})
         return cls(ids=ids, state=state, name=text(params, "name")[:200],
                    reason_contains=text(params, "reason_contains")[:500],
                    finished_from_ms=_time_param(params.get("finished_from"), "finished_from"),
@@ -204,7 +207,7 @@ class Selection:
         if params.get("scope") == "matching":
             chosen.ids = []
         elif params.get("scope") == "selected" and not chosen.ids:
-            raise InvalidInput("No jobs are ticked. Tick some, or choose “all matching this filter”.")
+            raise InvalidInput(gettext("No jobs are ticked. Tick some, or choose “all matching this filter”."))
         return chosen
 
     @classmethod
@@ -232,19 +235,20 @@ class Selection:
             raise InvalidInput(str(exc)) from None
 
     def describe(self) -> str:
+        """The selection in words, in the active language."""
         if self.ids:
-            return f"{len(self.ids)} selected job{'s' if len(self.ids) != 1 else ''}"
-        parts = [f"all {self.state} jobs"]
+            return ngettext("%(n)d selected job", "%(n)d selected jobs", len(self.ids)) % {"n": len(self.ids)}
+        parts = [gettext("all %(state)s jobs") % {"state": label(self.state)}]
         if self.fingerprint:
-            parts.append(f"in error group {self.fingerprint}")
+            parts.append(gettext("in error group %(group)s") % {"group": self.fingerprint})
         if self.name:
-            parts.append(f"named “{self.name}”")
+            parts.append(gettext("named “%(name)s”") % {"name": self.name})
         if self.reason_contains:
-            parts.append(f"whose failure reason contains “{self.reason_contains}”")
+            parts.append(gettext("whose failure reason contains “%(text)s”") % {"text": self.reason_contains})
         if self.finished_from_ms:
-            parts.append(f"finished from {_iso(self.finished_from_ms)}")
+            parts.append(gettext("finished from %(time)s") % {"time": _iso(self.finished_from_ms)})
         if self.finished_to_ms:
-            parts.append(f"finished before {_iso(self.finished_to_ms)}")
+            parts.append(gettext("finished before %(time)s") % {"time": _iso(self.finished_to_ms)})
         return " ".join(parts)
 
 

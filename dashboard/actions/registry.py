@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from django.utils.translation import gettext_lazy as _
+
 from dashboard.accounts.auth import OPERATOR, refusal, require
 from dashboard.actions import runners
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
@@ -112,18 +114,18 @@ def offered(scope: str, where: Offer, *, user) -> list[Action]:
 
 
 for _action in (
-    Action("retry", JOB, "Retry", RetryInput, runners.retry, fields="actions/partials/keep_counters.html",
+    Action("retry", JOB, _("Retry"), RetryInput, runners.retry, fields="actions/partials/keep_counters.html",
            offered=lambda where: where.job.state in ("failed", "completed")),
-    Action("promote", JOB, "Promote (run now)", ActionInput, runners.promote,
+    Action("promote", JOB, _("Promote (run now)"), ActionInput, runners.promote,
            offered=lambda where: where.job.state == "delayed"),
-    Action("redrive", JOB, "Redrive to source queue", ReasonedInput, runners.redrive,
+    Action("redrive", JOB, _("Redrive to source queue"), ReasonedInput, runners.redrive,
            offered=lambda where: where.is_dlq),
-    Action("discard", JOB, "Discard", ReasonedInput, runners.discard, danger=True,
-           note="Removes the job (the result says what happened to its children); refused while a worker holds "
-                "its lock or if it is a scheduler's current iteration."),
-    Action("pause", QUEUE, "Pause queue", ActionInput, runners.pause, offered=lambda where: not where.snap.paused),
-    Action("resume", QUEUE, "Resume queue", ActionInput, runners.resume, offered=lambda where: where.snap.paused),
+    Action("discard", JOB, _("Discard"), ReasonedInput, runners.discard, danger=True,
+           note=_("Removes the job (the result says what happened to its children); refused while a worker holds "
+                  "its lock or if it is a scheduler's current iteration.")),
+    Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, offered=lambda where: not where.snap.paused),
+    Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, offered=lambda where: where.snap.paused),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
-    Action("clean", QUEUE, "Clean", CleanInput, runners.clean, offered=never),
+    Action("clean", QUEUE, _("Clean"), CleanInput, runners.clean, offered=never),
 ):
     register(_action)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from django.utils.translation import gettext, ngettext
+
 from dashboard import dead_letters
 from dashboard.errors import InvalidInput
+from dashboard.labels import label
 from queues import actions
 from queues.keys import QueueRef
 
@@ -58,8 +61,9 @@ def redrive_source(*, queue: QueueRef) -> QueueRef:
     """From configuration only: a job's data never chooses where an action writes."""
     name = dead_letters.rules().source_of(queue.name)
     if not name:
-        raise InvalidInput(f"'{queue.name}' is not a dead-letter queue with a known source queue "
-                           "(see QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")
+        raise InvalidInput(gettext("'%(name)s' is not a dead-letter queue with a known source queue (see "
+                                   "QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")
+                           % {"name": queue.name})
     return QueueRef(queue.connection, queue.prefix, name)
 
 
@@ -68,16 +72,18 @@ def redrive_source(*, queue: QueueRef) -> QueueRef:
 
 def pause(client, *, queue: QueueRef, given) -> QueueActionResult:
     actions.queue_pause(client, queue=queue, paused=True)
-    return QueueActionResult(actions.DONE, "Queue paused: workers finish their active jobs and take no new ones.", 1)
+    return QueueActionResult(actions.DONE, gettext("Queue paused: workers finish their active jobs and take no new ones."), 1)
 
 
 def resume(client, *, queue: QueueRef, given) -> QueueActionResult:
     actions.queue_pause(client, queue=queue, paused=False)
-    return QueueActionResult(actions.DONE, "Queue resumed: workers take jobs again.", 1)
+    return QueueActionResult(actions.DONE, gettext("Queue resumed: workers take jobs again."), 1)
 
 
 def clean(client, *, queue: QueueRef, given) -> QueueActionResult:
     count = actions.queue_clean(client, queue=queue, state=given.state, older_than_ms=given.older_than_ms,
                                 limit=given.limit)
-    return QueueActionResult(actions.DONE, f"Removed {count} {given.state} job{'s' if count != 1 else ''} older than "
-                                           f"{given.older_than_ms // 60000} min.", count)
+    removed = ngettext("Removed %(n)d %(state)s job older than %(minutes)d min.",
+                       "Removed %(n)d %(state)s jobs older than %(minutes)d min.", count)
+    return QueueActionResult(actions.DONE, removed % {"n": count, "state": label(given.state),
+                                                      "minutes": given.older_than_ms // 60000}, count)

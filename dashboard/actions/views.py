@@ -19,6 +19,7 @@ from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
 from dashboard.htmx import vary_on_htmx, wants_fragment
+from dashboard.i18n import translate
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.browse import selectors as reads
 from dashboard.dead_letters import is_dead_letter_queue
@@ -33,7 +34,7 @@ RESULT = "actions/action_result.html"
 def result(request, *, ok: bool, message: str, status: int = 200):
     """The outcome of an action: a fragment for htmx (always 200, so htmx swaps it in and the
     user reads why), a small page otherwise (with a 4xx status when refused)."""
-    context = {"ok": ok, "message": message}
+    context = {"ok": ok, "message": translate(message)}
     if wants_fragment(request):
         return vary_on_htmx(render(request, RESULT + "#result", context))
     return vary_on_htmx(render(request, RESULT, context, status=status if not ok else 200))

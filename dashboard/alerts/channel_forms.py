@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
 from dashboard.alerts import notifiers
 from dashboard.alerts.models import Channel
@@ -31,12 +32,12 @@ class KindSettings:
 
 
 class ChannelForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    kind = forms.ChoiceField()
-    enabled = forms.BooleanField(required=False, initial=True)
-    secret = forms.CharField(label="Signing secret", required=False, max_length=200,
+    name = forms.CharField(label=_("Name"), max_length=100)
+    kind = forms.ChoiceField(label=_("Kind"))
+    enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
+    secret = forms.CharField(label=_("Signing secret"), required=False, max_length=200,
                              widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}))
-    clear_secret = forms.BooleanField(label="Remove the stored secret", required=False)
+    clear_secret = forms.BooleanField(label=_("Remove the stored secret"), required=False)
 
     def __init__(self, *args, channel: Channel | None = None, **kwargs):
         self.channel = channel
@@ -48,9 +49,9 @@ class ChannelForm(forms.Form):
         for n in notifiers.NOTIFIERS.values():
             self.fields.update(n.form_fields())
         if channel is not None and channel.secret:
-            self.fields["secret"].help_text = "A secret is set. Type a new one to replace it; leave empty to keep it."
+            self.fields["secret"].help_text = _("A secret is set. Type a new one to replace it; leave empty to keep it.")
         else:
-            self.fields["secret"].help_text = "Signs each body (HMAC-SHA256, header X-Queuewatch-Signature)."
+            self.fields["secret"].help_text = _("Signs each body (HMAC-SHA256, header X-Queuewatch-Signature).")
             del self.fields["clear_secret"]  # nothing stored to clear
 
     @staticmethod
@@ -74,7 +75,7 @@ class ChannelForm(forms.Form):
         name = self.cleaned_data["name"].strip()
         others = Channel.objects.filter(name=name).exclude(pk=getattr(self.channel, "pk", None))
         if others.exists():
-            raise ValidationError("Another channel already has this name.")
+            raise ValidationError(_("Another channel already has this name."))
         return name
 
     def clean(self):

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.alerts import notifiers
@@ -28,8 +29,8 @@ def with_channel(view):
     def wrapper(request, channel_id):
         channel = Channel.objects.filter(pk=channel_id).first()
         if channel is None:
-            return render(request, "error.html", {"title": "Channel not found", "message":
-                          f"There is no channel {channel_id}; it may have been deleted."}, status=404)
+            return render(request, "error.html", {"title": _("Channel not found"), "message":
+                          _("There is no channel %(id)s; it may have been deleted.") % {"id": channel_id}}, status=404)
         return view(request, channel)
 
     return wrapper
@@ -59,7 +60,8 @@ def _channel_form(request, channel: Channel | None):
     form = ChannelForm(request.POST or None, channel=channel)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"Channel “{saved.name}” {'saved' if channel else 'created'}.")
+        done = _("Channel “%(name)s” saved.") if channel else _("Channel “%(name)s” created.")
+        messages.success(request, done % {"name": saved.name})
         return redirect("channels")
     return render(request, "alerts/channel_form.html", {"form": form, "channel": channel})
 
@@ -83,7 +85,7 @@ def channel_edit(request, channel):
 def channel_delete(request, channel):
     if request.method == "POST":
         channel.delete()
-        messages.success(request, f"Channel “{channel.name}” deleted, with its outbox and delivery log.")
+        messages.success(request, _("Channel “%(name)s” deleted, with its outbox and delivery log.") % {"name": channel.name})
         return redirect("channels")
     return render(request, "alerts/channel_delete.html",
                   {"channel": channel, "queued": channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).count()})
@@ -95,10 +97,11 @@ def channel_delete(request, channel):
 def channel_send_test(request, channel):
     result = send_test(channel=channel, requested_by=request.user.get_username())
     if result.ok:
-        messages.success(request, f"Test sent to “{channel.name}”: {result.detail}.")
+        messages.success(request, _("Test sent to “%(name)s”: %(detail)s.") % {"name": channel.name, "detail": result.detail})
     else:
-        retry = " It stays in the outbox and will be retried." if result.will_retry else ""
-        messages.error(request, f"Test to “{channel.name}” failed: {result.detail}.{retry}")
+        failed = (_("Test to “%(name)s” failed: %(detail)s. It stays in the outbox and will be retried.") if result.will_retry
+                  else _("Test to “%(name)s” failed: %(detail)s."))
+        messages.error(request, failed % {"name": channel.name, "detail": result.detail})
     return redirect("channel_log", channel_id=channel.pk)
 
 

@@ -38,6 +38,16 @@ WATCH_TTL_S = 90
 SEP = "\x1f"
 
 
+def language_group(group: str, language: str) -> str:
+    """The group of ``group``'s fragments rendered in ``language``: the group itself for the
+    default language, ``<group>.<language>`` for the others (see ``fragments.LocalizedHtml``)."""
+    return group if language == settings.LANGUAGE_CODE else f"{group}.{language}"
+
+
+def base_group(group: str) -> str:
+    return group.split(".", 1)[0]
+
+
 def digest(*parts: str) -> str:
     return hashlib.sha1(SEP.join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -168,11 +178,20 @@ class Publisher:
             log.warning("could not cache %d fragments in the dashboard Redis", len(entries))
 
     def publish(self, group: str, element_id: str, html: str, *, force: bool = False) -> bool:
+        """Send ``html`` to ``group``, and each of its other-language renders (a
+        ``fragments.LocalizedHtml``) to that language's group."""
+        sent = self._publish_one(group, element_id, html, force=force)
+        for language, other in getattr(html, "translations", {}).items():
+            self._publish_one(language_group(group, language), element_id, other, force=force)
+        return sent
+
+    def _publish_one(self, group: str, element_id: str, html: str, *, force: bool) -> bool:
+        html = str(html)
         if not force and self._last.get((group, element_id)) == html:
             return False
         self._last[(group, element_id)] = html
         self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("cache", group, element_id, html))
-        if group in BATCHED_GROUPS:
+        if base_group(group) in BATCHED_GROUPS:
             self._loop.call_soon_threadsafe(self._batch_add, group, element_id, html)
         else:
             self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("send", group, html))
@@ -187,7 +206,7 @@ class Publisher:
         pending = self._pending.setdefault(group, {})
         pending[element_id] = html  # a newer version of a row replaces the older one
         if group not in self._flush_scheduled:
-            window = BATCHED_GROUPS[group]
+            window = BATCHED_GROUPS[base_group(group)]
             delay = max(0.0, self._last_batch.get(group, 0.0) + window - self._loop.time())
             self._flush_scheduled.add(group)
             self._loop.call_later(delay, self._batch_flush, group)

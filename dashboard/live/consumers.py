@@ -12,6 +12,7 @@ import asyncio
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from dashboard.i18n import language_for_scope
 from dashboard.live import channels as live
 from queues.keys import BROWSABLE_STATES, QueueRef
 
@@ -24,7 +25,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=UNAUTHORISED)
             return
-        self.joined = [live.ALL, *self.groups_for_page()]
+        # The page was rendered in this language: join the groups of fragments rendered in it.
+        language = language_for_scope(self.scope)
+        self.joined = [live.language_group(group, language) for group in (live.ALL, *self.groups_for_page())]
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
         if self.watches():

@@ -1,10 +1,18 @@
 """Rendering the live fragments. Each function renders one template partial — the same
 partial the full page includes — and returns ``(element_id, html)``. The monitor calls these
-once per change and fans the result out; pages call them through their templates."""
+once per change and fans the result out; pages call them through their templates.
+
+Fragments are rendered once per configured language (``LocalizedHtml``): the default
+language's HTML is the string itself, the others ride along, and the publisher sends each to
+its language's group (``channels.language_group``); a websocket joins its page's language's
+groups (``dashboard.i18n.language_for_scope``). Two languages cost the monitor two renders of
+each changed fragment."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
 
 from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
 from dashboard.live.rates import WINDOWS, QueueSignals
@@ -16,18 +24,34 @@ from queues.listing import DEFAULT_PAGE_SIZE, JobPage
 LIVE_PAGE_SIZE = DEFAULT_PAGE_SIZE  # only page 1 at the default size is kept live
 
 
+class LocalizedHtml(str):
+    """A fragment in the default language (the string itself), with ``translations``: the same
+    fragment rendered in every other configured language (language code -> html)."""
+
+    translations: dict[str, str]
+
+
+def render_localized(template_name: str, context: dict) -> LocalizedHtml:
+    with translation.override(settings.LANGUAGE_CODE):
+        html = LocalizedHtml(render_to_string(template_name, context))
+    html.translations = {}
+    for code, _name in settings.LANGUAGES:
+        if code != settings.LANGUAGE_CODE:
+            with translation.override(code):
+                html.translations[code] = render_to_string(template_name, context)
+    return html
 
 
 def overview_row(sig: QueueSignals) -> tuple[str, str]:
     """A queue's overview row; its cells are declared in ``dashboard.browse.columns``, which
     also says when the row changes (``columns.row_key``)."""
     q = sig.snapshot.queue
-    return row_id(q), render_to_string("browse/overview.html#queue-row", {"sig": sig, "s": sig.snapshot})
+    return row_id(q), render_localized("browse/overview.html#queue-row", {"sig": sig, "s": sig.snapshot})
 
 
 def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
     q = sig.snapshot.queue
-    return queue_live_id(q), render_to_string(
+    return queue_live_id(q), render_localized(
         "browse/queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES}
     )
 
@@ -45,7 +69,7 @@ def queue_live_key(sig: QueueSignals) -> tuple:
 
 def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[str, str]:
     element = job_table_id(queue, page.state)
-    return element, render_to_string(
+    return element, render_localized(
         "browse/queue.html#job-table",
         {"queue": queue, "job_page": page, "state": page.state, "stalled_ids": set(stalled_ids)},
     )
@@ -53,19 +77,19 @@ def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[s
 
 def job_live(job: JobLive) -> tuple[str, str]:
     element = job_live_id(job.queue, job.id)
-    return element, render_to_string("browse/job.html#job-live", {"live": job, "queue": job.queue})
+    return element, render_localized("browse/job.html#job-live", {"live": job, "queue": job.queue})
 
 
 def firing_alerts(alerts: list) -> tuple[str, str]:
     """The firing-alerts banner every page carries; empty when nothing fires."""
-    return FIRING_ALERTS_ID, render_to_string("base.html#firing-alerts", {"firing": alerts})
+    return FIRING_ALERTS_ID, render_localized("base.html#firing-alerts", {"firing": alerts})
 
 
 def banner(down: dict[str, str]) -> tuple[str, str]:
     """The connection-lost banner every page carries; empty when all connections are up."""
-    return BANNER_ID, render_to_string("base.html#live-banner", {"down": down})
+    return BANNER_ID, render_localized("base.html#live-banner", {"down": down})
 
 
 def task_progress(task) -> tuple[str, str]:
     """A background bulk task's progress (a ``BulkTask`` row), for its task group."""
-    return task_progress_id(task.pk), render_to_string("actions/task.html#task-progress", {"task": task})
+    return task_progress_id(task.pk), render_localized("actions/task.html#task-progress", {"task": task})

@@ -41,6 +41,7 @@ class EvictionPolicy(ConnectionKind):
 
 
 class Memory(ConnectionKind):
+    # xgettext:no-python-format
     id, title, unit = "memory", _("Memory above X % of maxmemory"), _("%")
     help = _("used_memory ÷ maxmemory (never fires when maxmemory is not set).")
     percent = True

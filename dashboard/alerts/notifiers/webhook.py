@@ -29,6 +29,8 @@ import urllib.request
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
@@ -46,8 +48,8 @@ RESERVED_HEADERS = frozenset({"idempotency-key", SIGNATURE_HEADER.lower(), "x-qu
 # Custom header values are write-only: on edit each shows ``KEEP``, which keeps the stored value.
 
 KEEP = "(unchanged)"
-SHAPE_CHOICES = [("queuewatch", "Queuewatch JSON"), ("alertmanager", "Alertmanager webhook (version 4)"),
-                 ("slack", "Slack incoming webhook"), ("custom", "Custom template")]
+SHAPE_CHOICES = [("queuewatch", _("Queuewatch JSON")), ("alertmanager", _("Alertmanager webhook (version 4)")),
+                 ("slack", _("Slack incoming webhook")), ("custom", _("Custom template"))]
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _SAMPLE = Message(idempotency_key="sample-key", kind="firing", subject='Sample "subject" with \\ and \n',
                   payload={"status": "firing", "rule": {"name": "Sample rule", "kind": "backlog"},
@@ -80,14 +82,14 @@ def parse_headers(text: str, *, stored: dict[str, str]) -> dict[str, str]:
 
 def _check_template(config: dict, add_error) -> None:
     if not config["template"].strip():
-        add_error("template", "A custom payload needs a template.")
+        add_error("template", _("A custom payload needs a template."))
     elif "json" in config["content_type"].lower():
         filled = fill_placeholders(config["template"], values=template_values(_SAMPLE, json_escape=True))
         try:
             json.loads(filled)
         except ValueError as exc:
-            add_error("template", f"With sample values this is not valid JSON ({exc}). Put text "
-                                  "placeholders inside quotes, and $ALERTS_JSON outside them.")
+            add_error("template", format_lazy(_("With sample values this is not valid JSON ({error}). Put text "
+                                                "placeholders inside quotes, and $ALERTS_JSON outside them."), error=exc))
 
 
 # --- delivery ----------------------------------------------------------------------------------
@@ -148,20 +150,23 @@ _opener = urllib.request.build_opener(_NoRedirects)
 
 
 class WebhookNotifier(Notifier):
-    kind, label = "webhook", "Webhook"
+    kind, label = "webhook", _("Webhook")
     uses_secret = True  # signs each body
 
     @classmethod
     def form_fields(cls):
         return {
-            "url": forms.CharField(label="URL", required=False, max_length=2000, help_text="http:// or https://"),
-            "shape": forms.ChoiceField(label="Payload", choices=SHAPE_CHOICES, initial="queuewatch", required=False),
-            "template": forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}),
-                                        help_text="For “Custom template”: " + ", ".join(f"${n}" for n in PLACEHOLDERS) + "."),
-            "content_type": forms.CharField(label="Content type", required=False, initial="application/json", max_length=100),
-            "headers": forms.CharField(label="Custom headers", required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                                       help_text=f"One “Name: value” per line. Stored values are not shown: {KEEP} keeps one."),
-            "timeout_s": forms.IntegerField(label="Timeout (s)", min_value=1, max_value=MAX_TIMEOUT_S,
+            "url": forms.CharField(label=_("URL"), required=False, max_length=2000, help_text=_("http:// or https://"),
+                                   widget=forms.TextInput(attrs={"dir": "ltr"})),
+            "shape": forms.ChoiceField(label=_("Payload"), choices=SHAPE_CHOICES, initial="queuewatch", required=False),
+            "template": forms.CharField(label=_("Template"), required=False, widget=forms.Textarea(attrs={"rows": 6, "dir": "ltr"}),
+                                        help_text=format_lazy(_("For “Custom template”: {placeholders}."),
+                                                              placeholders=", ".join(f"${n}" for n in PLACEHOLDERS))),
+            "content_type": forms.CharField(label=_("Content type"), required=False, initial="application/json", max_length=100),
+            "headers": forms.CharField(label=_("Custom headers"), required=False, widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
+                                       help_text=format_lazy(_("One “Name: value” per line. Stored values are not shown: {keep} keeps one."),
+                                                             keep=KEEP)),
+            "timeout_s": forms.IntegerField(label=_("Timeout (s)"), min_value=1, max_value=MAX_TIMEOUT_S,
                                             initial=DEFAULT_TIMEOUT_S, required=False),
         }
 
@@ -171,7 +176,7 @@ class WebhookNotifier(Notifier):
         try:
             URLValidator(schemes=["http", "https"])(url)
         except ValidationError:
-            add_error("url", "Give a full http:// or https:// URL.")
+            add_error("url", _("Give a full http:// or https:// URL."))
         try:
             headers = parse_headers(data.get("headers") or "", stored=stored.get("headers") or {})
         except ValidationError as exc:
