@@ -141,8 +141,11 @@ class EmailNotifier(Notifier):
         if settings.EMAIL_BACKEND == SMTP_BACKEND and not settings.EMAIL_HOST:
             raise DeliveryError("Email is not configured: set QUEUEWATCH_SMTP_HOST (see README).", retry=True)
         message = message_for(notification)
-        with translation.override(email_language(self.config)):
-            subject = email_subject(message, notification.subject)
+        language = email_language(self.config)
+        with translation.override(language):
+            # The stored subject was written in the deployment's language; another language
+            # gets it rebuilt from the payload.
+            subject = notification.subject if language == settings.LANGUAGE_CODE else email_subject(message, notification.subject)
             context = {"m": message, "subject": subject, "lines": [email_line(a) for a in message.alerts],
                        "alerts": message.alerts}
             text = render_to_string("alerts/email/notification.txt", context)
