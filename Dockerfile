@@ -12,6 +12,7 @@ COPY manage.py ./
 COPY dashboard ./dashboard
 COPY queues ./queues
 COPY templates ./templates
+COPY locale ./locale
 COPY static ./static
 RUN QUEUEWATCH_SECRET_KEY=build-only python manage.py collectstatic --noinput -v0
 
