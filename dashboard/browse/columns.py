@@ -70,14 +70,14 @@ COLUMNS: list[OverviewColumn] = [
     OverviewColumn(
         name="name", header=_("Queue"),
         value=lambda sig: sig.is_dlq,
-        cell='<td><a href="{{ qurl }}"><bdi>{{ s.queue.name }}</bdi></a>{% if value %} '
+        cell='<td><bdi><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
              '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">{% translate "DLQ" %}</span>{% endif %}</td>',
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
     OverviewColumn(
         name="prefix", header=_("Prefix"),
         value=lambda sig: None,  # part of the queue's identity
-        cell='<td><code dir="ltr">{{ s.queue.prefix }}</code></td>',
+        cell='<td><code>{{ s.queue.prefix }}</code></td>',
     ),
     *(_state_column(state) for state in BROWSABLE_STATES),
     OverviewColumn(

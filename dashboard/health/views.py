@@ -25,7 +25,7 @@ _CODE = re.compile(r"`([^`]+)`")
 def code_spans(text: str) -> str:
     """Translate the text (checks mark theirs with ``queues.messages._``), escape it, then show
     `quoted` parts (option names, commands) as left-to-right <code>."""
-    return mark_safe(_CODE.sub(r'<code dir="ltr">\1</code>', escape(translate(text))))
+    return mark_safe(_CODE.sub(r'<code>\1</code>', escape(translate(text))))
 
 
 def _item(r: health.CheckResult) -> dict:
