@@ -9,11 +9,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
+from tests.support.browser import LiveApp
 from tests.support.servers import ROOT, free_port
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
@@ -22,27 +21,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@dataclass
-class LiveApp:
-    url: str
-    username: str
-    password: str
-    env: dict
-
-
 def manage(env, *args) -> str:
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture(scope="session")
-def live_app(tmp_path_factory, redis_server, bullmq_fixture):
+def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
         "QUEUEWATCH_SECRET_KEY": "e2e-" + "x" * 40,
-        "QUEUEWATCH_REDIS_URL": redis_server.url(NODE_FIXTURE_DB),
+        "QUEUEWATCH_REDIS_URL": node_fixture_db.url,
         "QUEUEWATCH_PREFIXES": "bull,{app:bull}",
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
         "QUEUEWATCH_MONITOR_TICK_MS": "1000",
@@ -91,12 +82,3 @@ def page(browser):
     p.set_default_timeout(10_000)
     yield p
     context.close()
-
-
-def log_in(page, app: LiveApp) -> None:
-    page.goto(app.url + "/")
-    assert "/login/" in page.url
-    page.fill("input[name=username]", app.username)
-    page.fill("input[name=password]", app.password)
-    page.click("button[type=submit]")
-    page.wait_for_url(app.url + "/")

@@ -17,8 +17,8 @@ from django.core.management import call_command
 from dashboard.health.checks import HEALTH_KEY
 from queues import health
 from tests.support.servers import ROOT, RedisServer
-from tests.health.test_health import followed_queues, make_queue, queue_state  # noqa: F401 (fixture)
-from tests.live.test_live_monitor import wait_for
+from tests.support.health import make_queue, queue_state
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
