@@ -25,7 +25,7 @@ from tests.support.servers import ROOT, node_available, run_node
 JOBS_PER_TRIAL = 300
 RATE = 300  # jobs/s: a trial runs about a second, in batches of 75, so kills land mid-run
 
-pytestmark = [pytest.mark.node, pytest.mark.slow,
+pytestmark = [pytest.mark.node,
               pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
 
 
@@ -53,6 +53,7 @@ def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills
     raise AssertionError("unreachable")
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redis_prefix):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     names = [f"crash-{n}" for n in range(6)]

@@ -6,19 +6,26 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 
 import pytest
 
 from tests.support.browser import LiveApp
 from tests.support.servers import ROOT, free_port
+from tests.support.waiting import wait_for
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=10)
+        return True
+    except OSError:  # refused while starting, or slow to answer on a loaded machine (TimeoutError)
+        return False
 
 
 def manage(env, *args) -> str:
@@ -45,20 +52,23 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     monitor = subprocess.Popen([sys.executable, "manage.py", "monitor"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
+    try:
         try:
-            urllib.request.urlopen(url + "/login/", timeout=1)
-            break
-        except (urllib.error.URLError, ConnectionError):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
-            time.sleep(0.1)
-    yield LiveApp(url, username, password, env)
-    for p in (proc, monitor):
-        p.terminate()
-        p.wait(10)
+            wait_for(lambda: proc.poll() is not None or answers(url + "/login/"), timeout=60)
+        except AssertionError:  # no answer in time: stop it and report what it said
+            proc.kill()
+            proc.wait(10)
+        if proc.poll() is not None:
+            raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+        yield LiveApp(url, username, password, env)
+    finally:  # also when startup fails: no server or monitor outlives the session
+        for p in (proc, monitor):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
 
 
 @pytest.fixture(scope="module")

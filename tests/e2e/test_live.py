@@ -20,6 +20,7 @@ def open_live(page, app, path):
     page.evaluate("window.__noReload = 1")
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app, node_fixture_db):
     url = node_fixture_db.url
     run_node("produce.mjs", "complete", url, "e2e-live", "1")

@@ -79,6 +79,7 @@ def test_json_output_and_exit_code_against_a_wrong_configuration_without_a_monit
     assert stored["checked_at"] == report["checked_at"]
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_fail_on_chooses_the_severity_that_fails_the_run(right_redis):
     # Right configuration: nothing critical, nothing warning; the state-based checks are unknown.
     proc = check_queues(right_redis, "--json", "--fail-on", "warning")

@@ -86,6 +86,7 @@ def lock_renewed(client, times: int):
     return renewed
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(monitor_env, redis_url, redis_client):
     env, db, procs = monitor_env
     url = redis_url
