@@ -9,8 +9,6 @@ import subprocess
 import sys
 from collections import Counter
 
-import pytest
-
 from tests.support.receivers import WebhookReceiver
 from tests.support.servers import ROOT
 
@@ -39,7 +37,6 @@ print(delivered)
 """
 
 
-@pytest.mark.slow  # > 20 s (--durations)
 def test_two_sender_processes_never_deliver_a_row_twice(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))},
            "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",

@@ -295,7 +295,6 @@ def read_line(proc, timeout):
 
 
 @pytest.mark.node
-@pytest.mark.slow  # > 20 s (--durations)
 def test_no_workers_connected_vs_node_and_python_workers(redis_url, redis_client, redis_databases):
     ensure_node_modules()
     url = redis_url
