@@ -85,6 +85,7 @@ def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redi
     assert landed >= 6, f"seed {seed}: only {landed} kills landed mid-run"
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(redis_prefix):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     seed = random.randrange(1 << 30)

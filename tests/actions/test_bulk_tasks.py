@@ -129,6 +129,7 @@ def task_row(db_path, task_id: int) -> dict:
         return dict(conn.execute("select * from dashboard_bulktask where id=?", (task_id,)).fetchone())
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_a_killed_monitor_is_replaced_and_the_task_finishes_exactly_once(tmp_path, redis_client, redis_url):
     client, url = redis_client, redis_url
     db_path = tmp_path / "crash.sqlite3"
