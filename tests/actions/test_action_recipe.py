@@ -69,13 +69,11 @@ def flag_action():
 
 
 @pytest.fixture
-def job_id(scratch_queues, redis_server):
-    from tests.conftest import SCRATCH_DB
-
+def job_id(scratch_queues, redis_url):
     async def add() -> str:
         from bullmq import Queue
 
-        queue = Queue(Q[2], {"connection": redis_server.url(SCRATCH_DB)})
+        queue = Queue(Q[2], {"connection": redis_url})
         try:
             return (await queue.add("mail", {"to": "ops"})).id
         finally:

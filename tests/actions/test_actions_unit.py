@@ -1,6 +1,5 @@
 """Unit tests of the actions domain: fingerprints, filters, previews, error groups, export, the
-bulk engine's pacing/cancel/resume with a fake clock. Real Redis (database 14 belongs to this
-module); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
+bulk engine's pacing/cancel/resume with a fake clock. Real Redis (a database of each test's own); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
 same code paths against jobs failed by real Node workers)."""
 
 from __future__ import annotations
@@ -18,16 +17,13 @@ from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.bulk import BulkLock, BulkPlan, MemoryStore, Progress, RedisStore, run_bulk
 from queues.selection import JobFilter, matching_ids, preview
-from tests.conftest import emptied_db
 
-DB = 14
 Q = QueueRef("default", "bull", "unit")
 
 
 @pytest.fixture
-def r(redis_server):
-    with emptied_db(redis_server, DB) as client:
-        yield client
+def r(redis_client):
+    return redis_client
 
 
 def seed_failed(r, queue: QueueRef, n: int, *, start_ms: int = 1_000_000, reason=lambda i: f"boom {i}",

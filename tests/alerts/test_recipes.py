@@ -25,7 +25,7 @@ from dashboard.registry import get_registry, reset_registry
 from queues import alert_kinds
 from queues.alert_kinds.base import Need, QueueKind
 from queues.connections import ConnectionSpec
-from tests.conftest import point_at
+from tests.support.redis_db import point_at
 from tests.support.alerting import T0, signals
 
 pytestmark = pytest.mark.django_db
