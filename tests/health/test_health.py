@@ -1,4 +1,4 @@
-"""Health checks (queues/health.py) against real redis-servers started in the wrong
+"""Health checks (queues/health/) against real redis-servers started in the wrong
 configuration and in the right one, real Node BullMQ and Python bullmq workers, a real monitor's
 state document, and the health page."""
 
