@@ -127,6 +127,8 @@ QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
+# Downloads (job exports, audit CSV) one user may stream at once from one web process.
+QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 
 LOGGING = {
     "version": 1,
