@@ -17,7 +17,7 @@ from queues.keys import QueueRef
 from tests.actions.test_actions_unit import seed_failed
 from tests.security.hostile import wait_for
 
-BRAKE_DB = 9  # this module's own Redis database (live_setup empties it)
+BRAKE_DB = 6  # this module's own Redis database (live_setup empties it)
 
 
 @pytest.fixture
