@@ -10,6 +10,7 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnavailable
 
@@ -25,6 +26,10 @@ class Conflict(QueuewatchError):
     def __init__(self, message: str, **details):
         self.details = details
         super().__init__(message)
+
+
+class TooManyRequests(QueuewatchError):
+    """Too many of something running at once for this user (429); the message says what to do."""
 
 
 _HTML_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
@@ -55,6 +60,8 @@ def page_errors(view):
             return render(request, "error.html", {"title": "Not found", "message": _not_found_message(exc)}, status=404)
         except RedisUnavailable as exc:
             return render(request, "error.html", {"title": "Redis unavailable", "message": str(exc)}, status=503)
+        except TooManyRequests as exc:
+            return render(request, "error.html", {"title": _("Too many requests"), "message": str(exc)}, status=429)
 
     return wrapper
 
@@ -74,5 +81,7 @@ def api_errors(view):
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)
         except PermissionDenied as exc:
             return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
+        except TooManyRequests as exc:
+            return JsonResponse({"error": "too_many_requests", "message": str(exc)}, status=429)
 
     return wrapper

@@ -16,9 +16,12 @@ import os
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("QUEUEWATCH_DEBUG", False)
+# Local development over plain http (`./dev run`): allows the built-in secret key and turns the
+# https-only defaults below off unless each is set explicitly.
+INSECURE_DEV = DEBUG or env_bool("QUEUEWATCH_INSECURE_DEV", False)
 SECRET_KEY = env_str("QUEUEWATCH_SECRET_KEY")
 if not SECRET_KEY:
-    if DEBUG or env_bool("QUEUEWATCH_INSECURE_DEV", False):
+    if INSECURE_DEV:
         SECRET_KEY = "insecure-dev-only-key"
     else:
         raise ImproperlyConfigured(
@@ -45,6 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -108,11 +112,34 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_str("QUEUEWATCH_STATIC_ROOT")
 WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 
+# --- Transport and browser hardening (docs/operations.md, "Configuration") ----------------------
+# Production defaults are https-only; each relaxation is its own setting (`./dev run` sets the
+# ones plain-http local use needs). INSECURE_DEV (or DEBUG) only changes the defaults.
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", not INSECURE_DEV)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_AGE = env_int("QUEUEWATCH_SESSION_HOURS", 12, minimum=1) * 3600
+SECURE_SSL_REDIRECT = env_bool("QUEUEWATCH_SSL_REDIRECT", not INSECURE_DEV)
+SECURE_HSTS_SECONDS = env_int("QUEUEWATCH_HSTS_SECONDS", 0 if INSECURE_DEV else 365 * 24 * 3600, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("QUEUEWATCH_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("QUEUEWATCH_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy, Django sees plain http: trust the proxy's X-Forwarded-Proto
+# (only when the proxy always sets it, overwriting what clients send), or SSL redirect loops.
+if env_bool("QUEUEWATCH_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# No inline script or style anywhere (dashboard/security.py); websockets are same-origin.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+# HSTS preload is a commitment for the whole registrable domain, which only its owner can
+# make (QUEUEWATCH_HSTS_PRELOAD=1): not a deployment warning for Queuewatch to raise.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 # --- Queuewatch ------------------------------------------------------------------------------
 
@@ -127,6 +154,8 @@ QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
+# Downloads (job exports, audit CSV) one user may stream at once from one web process.
+QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 
 LOGGING = {
     "version": 1,

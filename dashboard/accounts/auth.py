@@ -98,6 +98,8 @@ def context(request) -> dict:
     user = getattr(request, "user", None)
     return {
         "can_operate": refusal(user, role=OPERATOR, mutates_redis=True) is None,
+        # Cancelling a bulk task writes nothing to Redis: allowed in read-only mode (the brake).
+        "can_cancel_tasks": refusal(user, role=OPERATOR) is None,
         "can_admin": has_role(user, ADMIN),
         "read_only": read_only(),
     }

@@ -66,16 +66,25 @@ class _Echo:
         return value
 
 
+CSV_BATCH = 500  # rows read from the database, and sent, at a time
+
+
 def csv_lines(rows) -> Iterator[str]:
-    """The rows as CSV, one line at a time (for a streaming response). Cells that a
-    spreadsheet would run as a formula are prefixed with a quote."""
+    """The rows as CSV for a streaming response: the header, then one chunk of lines per
+    database batch. Cells that a spreadsheet would run as a formula are prefixed with a quote."""
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
-    for row in rows.iterator(chunk_size=500):
-        yield writer.writerow([_cell(v) for v in (
+    batch: list[str] = []
+    for row in rows.iterator(chunk_size=CSV_BATCH):
+        batch.append(writer.writerow([_cell(v) for v in (
             row.at.isoformat(), row.username, row.via, row.action, row.connection, row.prefix, row.queue,
             " ".join(row.job_ids), _selection_text(row.selection), row.reason, row.affected, row.outcome,
-            row.message, row.task_id or "")])
+            row.message, row.task_id or "")]))
+        if len(batch) == CSV_BATCH:
+            yield "".join(batch)
+            batch = []
+    if batch:
+        yield "".join(batch)
 
 
 def _selection_text(selection: dict) -> str:

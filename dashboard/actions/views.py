@@ -9,11 +9,11 @@ from __future__ import annotations
 import functools
 
 from django.core.paginator import Paginator
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard import streaming
 from dashboard.actions import audit, registry
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
@@ -130,7 +130,7 @@ def task_detail(request, task_id):
 
 
 @require_POST
-@role_required(OPERATOR, mutates_redis=True)
+@role_required(OPERATOR)  # writes nothing to Redis: allowed in read-only mode, the emergency brake
 def task_cancel(request, task_id):
     task = get_object_or_404(BulkTask, pk=task_id)
     if not operations.task_cancel(user=request.user, via="page", task=task):
@@ -167,7 +167,9 @@ def audit_log(request):
 
 
 @require_GET
+@page_errors
 def audit_csv(request):
-    response = StreamingHttpResponse(audit.csv_lines(audit.filtered(request.GET)), content_type="text/csv; charset=utf-8")
+    response = streaming.download(request, audit.csv_lines(audit.filtered(request.GET)),
+                                  content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="queuewatch-audit.csv"'
     return response

@@ -14,7 +14,7 @@ import redis
 from ..keys import QueueRef
 from ..schedulers import Scheduler, read_schedulers
 from ..snapshot import QueueSnapshot, read_snapshots
-from ..text import to_int, to_text
+from ..text import to_int, to_ms, to_text
 
 
 @dataclass
@@ -69,10 +69,12 @@ class QueueFacts:
 
 
 def _oldest(reply) -> int | None:
+    """The score of a ``ZRANGE … WITHSCORES`` reply's first entry, as a time; ``None`` when
+    empty or not a time (a producer's ``inf`` score must not stop the health checks)."""
     if isinstance(reply, list) and reply:
         try:
-            return int(float(reply[0][1]))
-        except (TypeError, ValueError, IndexError):
+            return to_ms(reply[0][1])
+        except IndexError:
             return None
     return None
 

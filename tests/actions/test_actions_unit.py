@@ -155,7 +155,9 @@ def test_error_groups_count_and_sample(r):
 
 def test_export_streams_redacted_jsonl_and_csv(r):
     seed_failed(r, Q, 3, data=lambda i: {"i": i, "password": "hunter2", "note": "=HYPERLINK(1)"})
-    lines = list(iter_jobs_jsonl(r, queue=Q, filt=JobFilter(), before_ms=2_000_000, redactor=Redactor()))
+    chunks = list(iter_jobs_jsonl(r, queue=Q, filt=JobFilter(), before_ms=2_000_000, redactor=Redactor()))
+    assert len(chunks) == 1  # one chunk per page read from Redis
+    lines = chunks[0].splitlines(keepends=True)
     assert len(lines) == 3 and all(line.endswith("\n") for line in lines)
     first = json.loads(lines[0])
     assert first["id"] == "1" and first["data"]["password"] == "[redacted]" and first["attemptsMade"] == 2

@@ -44,6 +44,7 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
         "QUEUEWATCH_PREFIXES": "bull,{app:bull}",
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
         "QUEUEWATCH_MONITOR_TICK_MS": "1000",
+        "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback, as `./dev run` serves it
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
