@@ -17,11 +17,11 @@ from django.urls import NoReverseMatch, reverse
 
 from dashboard.live import channels as live
 from queues.keys import QueueRef
-from tests.security.hostile import DEEP, monitor_log, wait_for
+from tests.support.hostile import DEEP, monitor_log
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FUZZ_DB = 7  # this module's own Redis database (live_setup empties it)
 SEED = int(os.environ.get("QUEUEWATCH_FUZZ_SEED", "20240612"))
 STATES = ("failed", "delayed", "completed", "waiting", "active", "prioritized")
 FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn", "delay", "priority", "atm", "ats",
@@ -30,11 +30,6 @@ HOSTILE = [b"\xff\xfe\x00binary", "1e400", "-1e400", "inf", "-inf", "NaN", "Infi
            '{"n":1e400}', "null", "-1", "9" * 400, '"quoted"', "'single'", "\u202eevil\u202c", "<script>x</script>",
            "=HYPERLINK(1)", "a/b", "a:b", "{tag}", "", " ", "\u0000", "\u2028\u2029", '{"password":"hunter2"}']
 QUEUE_NAMES = ["slash/name", "colon:name", "{brace}", 'quo"te', "bidi\u202egnp.exe", "it's", "a" * 300, "sp ace"]
-
-
-@pytest.fixture
-def live_db():
-    return FUZZ_DB
 
 
 def hostile_value(rng: random.Random):

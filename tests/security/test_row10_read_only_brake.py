@@ -14,15 +14,9 @@ from dashboard.accounts.models import ApiToken
 from dashboard.actions import services as operations
 from dashboard.actions.models import AuditEntry, BulkTask
 from queues.keys import QueueRef
-from tests.actions.test_actions_unit import seed_failed
-from tests.security.hostile import wait_for
+from tests.support.seeding import seed_failed
+from tests.support.waiting import wait_for
 
-BRAKE_DB = 6  # this module's own Redis database (live_setup empties it)
-
-
-@pytest.fixture
-def live_db():
-    return BRAKE_DB
 
 
 @pytest.fixture
