@@ -183,6 +183,9 @@ def test_queue_settings_are_admin_only_and_obliterate_needs_pause_and_the_name(c
     wrong = api(client, url("obliterate"), {"confirm": "tb", "reason": "x"}, admin_token)
     assert wrong.status_code == 409 and "not paused" in wrong.json()["message"]
     assert api(client, url("pause"), {}, admin_token).status_code == 200
+    client.force_login(User.objects.get(username="root"))
+    page = client.get(reverse("queue_settings", args=Q)).content.decode()
+    assert "2 jobs and 0 job schedulers" in page and "queue-obliterate" in page
     typo = api(client, url("obliterate"), {"confirm": "tbb", "reason": "x"}, admin_token)
     assert typo.status_code == 409 and keys(r) == before
     assert api(client, url("obliterate"), {"confirm": "tb"}, admin_token).status_code == 400  # reason required

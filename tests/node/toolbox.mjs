@@ -100,7 +100,7 @@ async function main() {
     await add('delayed', 'd', { delay: 3600000 }); await add('delayed', 'd2', { delay: 7200000 });
     await add('dedup', 'dd', { deduplication: { id: 'same' } });
     await queue.upsertJobScheduler('hourly', { every: 3600000 }, { name: 'tick' });
-    if (b === '1') await queue.pause();
+    if (a === '1') await queue.pause();
     out = { ids };
   } else if (mode === 'dump') {
     const keys = {};
