@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from dashboard.accounts.auth import OPERATOR, refusal, require
-from dashboard.actions import runners
+from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
+from dashboard.actions import runners, toolbox_runners
+from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.errors import InvalidInput
 from queues.keys import QueueRef
@@ -125,5 +126,25 @@ for _action in (
     Action("resume", QUEUE, "Resume queue", ActionInput, runners.resume, offered=lambda where: where.snap.paused),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
     Action("clean", QUEUE, "Clean", CleanInput, runners.clean, offered=never),
+    # The operator toolbox (docs/actions.md, "Toolbox"). Add and edit-and-retry have their own
+    # pages (a form, a diff preview); queue settings, drain and obliterate are on the admin's
+    # queue settings page.
+    Action("add", QUEUE, "Add job", tools.AddJobInput, toolbox_runners.add, offered=never),
+    Action("duplicate", JOB, "Duplicate", ActionInput, toolbox_runners.duplicate,
+           note="Adds a copy of this job (its data and options as stored) under a new id."),
+    Action("edit-retry", JOB, "Edit and retry", tools.EditRetryInput, toolbox_runners.edit_and_retry, offered=never),
+    Action("set-concurrency", QUEUE, "Set global concurrency", tools.ConcurrencyInput,
+           toolbox_runners.set_concurrency, offered=never, role=ADMIN),
+    Action("remove-concurrency", QUEUE, "Remove global concurrency", ActionInput,
+           toolbox_runners.remove_concurrency, offered=never, role=ADMIN),
+    Action("set-rate-limit", QUEUE, "Set global rate limit", tools.RateLimitInput,
+           toolbox_runners.set_rate_limit, offered=never, role=ADMIN),
+    Action("remove-rate-limit", QUEUE, "Remove global rate limit", ActionInput,
+           toolbox_runners.remove_rate_limit, offered=never, role=ADMIN),
+    Action("remove-rate-limit-key", QUEUE, "Remove rate-limit key", ActionInput,
+           toolbox_runners.remove_rate_limit_key, offered=never, role=ADMIN),
+    Action("drain", QUEUE, "Drain", tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
+    Action("obliterate", QUEUE, "Obliterate", tools.ObliterateInput, toolbox_runners.obliterate, offered=never,
+           role=ADMIN, danger=True),
 ):
     register(_action)
