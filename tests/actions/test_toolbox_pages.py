@@ -14,7 +14,6 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard.actions.models import AuditEntry
-from tests.conftest import ACTIONS_DB
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
@@ -30,10 +29,9 @@ def failed(actions_redis):
 
 
 @pytest.fixture
-def r(redis_server):
-    client = redis_server.client(ACTIONS_DB)
-    yield client
-    client.close()
+def r(actions_redis, redis_client):
+    """A client on the database the app is pointed at (both fixtures share the test's lease)."""
+    return redis_client
 
 
 def user_with(role: str) -> User:

@@ -8,17 +8,16 @@ import json
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
 
-def test_add_a_job_from_the_form(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     run_node("toolbox.mjs", "hashes", url, "e2e-add", "[]")  # the queue exists
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     log_in(page, live_app)
     page.goto(live_app.url + "/q/default/bull/e2e-add/")
     page.click("a.add-job-link")
@@ -42,11 +41,11 @@ def test_add_a_job_from_the_form(page, live_app, redis_server):
     assert client.zscore("bull:e2e-add:prioritized", "invoice-7") is not None
 
 
-def test_edit_and_retry_a_failed_job(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     job = run_node("toolbox.mjs", "fail", url, "e2e-edit",
                    json.dumps([{"name": "mail", "data": {"to": "bad@", "token": "t0ps3cret"}}]))["ids"][0]
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     log_in(page, live_app)
     page.goto(live_app.url + f"/q/default/bull/e2e-edit/jobs/{job}")
     page.click("a.edit-retry-link")
@@ -63,10 +62,10 @@ def test_edit_and_retry_a_failed_job(page, live_app, redis_server):
     assert client.zscore("bull:e2e-edit:failed", job) is None
 
 
-def test_obliterate_needs_the_queue_name_typed(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_obliterate_needs_the_queue_name_typed(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     run_node("toolbox.mjs", "fill", url, "e2e-gone", "1")
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     log_in(page, live_app)
     page.goto(live_app.url + "/q/default/bull/e2e-gone/settings")
     assert "jobs and 1 job schedulers" in page.locator(".obliterate-count").inner_text()
