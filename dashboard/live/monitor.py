@@ -54,7 +54,8 @@ from queues.listing import JobPage, page_one_ids
 from queues.live_counts import FINISHED, STATE_AFTER, JobStates, LiveCounts
 from queues.rates import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot, read_snapshots
-from queues.stalls import active_ids, without_lock
+from queues.quiet import QuietReads
+from queues.stalls import read_active, without_lock
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -243,6 +244,7 @@ class Monitor:
     def lead(self, stop: threading.Event) -> None:
         self.states: dict[QueueRef, QueueState] = {}
         self.known_jobs = JobStates()
+        self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
         self.down: dict[str, str] = {}
         # Stream id of the last event applied to the counters, per queue. Flushed in the same
@@ -319,6 +321,9 @@ class Monitor:
                 next_discovery = t + DISCOVERY_INTERVAL
             timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
                                    periodic.seconds_until_next()))
+            quiet_in = self.quiet.seconds_until_due(time.monotonic())
+            if quiet_in is not None:
+                timeout = min(timeout, quiet_in)
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
             if self.held_back:
@@ -334,6 +339,13 @@ class Monitor:
             for q in [q for q, due in self.held_back.items() if due <= t]:
                 del self.held_back[q]
                 dirty.add(q)
+            quiet = [q for q in self.quiet.due(t) if q in self.states and self.states[q].live is not None]
+            if quiet:
+                # Quiet means exact: one targeted read of just these queues, published at once.
+                for q in quiet:
+                    self.states[q].live.needs_snapshot = True
+                self.refresh(quiet, full=False, exact=False)
+                self.publish_state()
             if t >= next_probe:
                 self.probe_stalls(dirty)
                 next_probe = t + STALL_PROBE_INTERVAL
@@ -384,6 +396,7 @@ class Monitor:
                     elif ev.name in STATE_AFTER or ev.name == "removed":
                         state.active_since.pop(ev.job_id, None)
                 dirty.add(ev.queue)
+                self.quiet.heard(ev.queue, time.monotonic())
             self.stats["events"] += len(events)
             for q, (lost_from, lost_to) in gaps.items():
                 if q in self.states:
@@ -486,16 +499,17 @@ class Monitor:
         if not queues:
             return
         snaps = read_snapshots(client, queues)
-        actives = active_ids(client, [s.queue for s in snaps if s.counts["active"]])
-        stalled = without_lock(client, actives)
+        actives = read_active(client, {s.queue: s.counts["active"] for s in snaps})  # whole lists, bounded
+        stalled = without_lock(client, actives.ids)
         for snap in snaps:
             st = self.states[snap.queue]
             if st.live is None:
                 st.live = LiveCounts(snap)
             else:
                 st.live.reset(snap)
-            ids = actives.get(snap.queue, [])
-            st.active_since = {j: st.active_since.get(j, now) for j in ids}
+            ids = actives.ids.get(snap.queue, [])
+            kept = st.active_since if snap.queue in actives.partial else {}  # only the tail was read
+            st.active_since = {**kept, **{j: st.active_since.get(j, now) for j in ids}}
             st.stalled_now = stalled.get(snap.queue, [])
 
     def probe_stalls(self, dirty: set[QueueRef]) -> None:
