@@ -136,7 +136,10 @@ def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int, ale
 
         queues = state.get("queues") or []
         gauges = (
-            ("queuewatch_queue_jobs", "Jobs in each state (waiting includes the legacy paused list)."),
+            ("queuewatch_queue_jobs", "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list)."),
+            ("queuewatch_queue_legacy_paused_jobs", "Jobs in a legacy BullMQ 5 paused list (not run until resumed)."),
+            ("queuewatch_queue_attempt_failures_per_minute",
+             "Failed attempts that will be retried (not final failures) per minute, averaged over the window."),
             ("queuewatch_queue_paused", "1 if the queue is paused."),
             ("queuewatch_queue_oldest_waiting_age_seconds", "Age of the oldest waiting job; 0 when none is waiting."),
             ("queuewatch_queue_stalled_now", "Jobs in active whose lock is gone: the next stall check re-runs them."),
@@ -150,6 +153,8 @@ def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int, ale
         for event in COUNTED_EVENTS:
             x.family(f"queuewatch_queue_{event}", "counter",
                      f"'{event}' events of the queue counted since the leading monitor started leading.")
+        x.family("queuewatch_queue_attempt_failures", "counter",
+                 "Failed attempts that will be retried, counted since the leading monitor started leading.")
         x.family("queuewatch_queue_stream_gaps", "counter",
                  "Times the events stream was trimmed past the monitor's position since it started leading.")
         for q in queues:
@@ -162,6 +167,11 @@ def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int, ale
             x.sample("queuewatch_queue_oldest_waiting_age_seconds", labels, (age or 0) / 1000)
             x.sample("queuewatch_queue_stalled_now", labels, int(q.get("stalled_now") or 0))
             x.sample("queuewatch_queue_stall_failed_15m", labels, int(q.get("stall_failed_15m") or 0))
+            x.sample("queuewatch_queue_legacy_paused_jobs", labels, int(q.get("legacy_paused_jobs") or 0))
+            retried = (q.get("rates_per_min") or {}).get("attempt_failed") or {}
+            for w in WINDOWS:
+                x.sample("queuewatch_queue_attempt_failures_per_minute", {**labels, "window": f"{w}m"},
+                         float(retried.get(w) or 0.0))
             dead = (q.get("rates_per_min") or {}).get("dead_letter") or {}
             for w in WINDOWS:
                 x.sample("queuewatch_queue_dead_letter_growth_per_minute", {**labels, "window": f"{w}m"},
@@ -170,6 +180,8 @@ def render_metrics(state: dict | None, health_doc: dict | None, now_ms: int, ale
             for event in COUNTED_EVENTS:
                 x.sample(f"queuewatch_queue_{event}_total", labels, int(totals.get(event) or 0),
                          family=f"queuewatch_queue_{event}")
+            x.sample("queuewatch_queue_attempt_failures_total", labels, int(totals.get("attempt_failed") or 0),
+                     family="queuewatch_queue_attempt_failures")
             x.sample("queuewatch_queue_stream_gaps_total", labels, int(q.get("stream_gaps") or 0),
                      family="queuewatch_queue_stream_gaps")
 

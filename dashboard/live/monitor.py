@@ -54,6 +54,7 @@ from queues.listing import JobPage, page_one_ids
 from queues.live_counts import FINISHED, STATE_AFTER, JobStates, LiveCounts
 from queues.rates import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot, read_snapshots
+from queues.attempts import AttemptFailures
 from queues.quiet import QuietReads
 from queues.stalls import read_active, without_lock
 
@@ -245,6 +246,7 @@ class Monitor:
         self.states: dict[QueueRef, QueueState] = {}
         self.known_jobs = JobStates()
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
+        self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
         self.down: dict[str, str] = {}
         # Stream id of the last event applied to the counters, per queue. Flushed in the same
@@ -348,6 +350,7 @@ class Monitor:
                 self.publish_state()
             if t >= next_probe:
                 self.probe_stalls(dirty)
+                self.count_attempt_failures(dirty, settled_only=False)
                 next_probe = t + STALL_PROBE_INTERVAL
             if t >= next_tick or t >= next_snapshot:
                 exact = t >= next_snapshot
@@ -387,6 +390,7 @@ class Monitor:
                     state.totals[ev.name] += 1
                 if count_event(state.series, ev.name, ev.ts_ms, ev.fields):
                     state.dirty_minutes.add(minute_of(ev.ts_ms))
+                self.attempts.consider(ev, self.known_jobs.get((ev.queue, ev.job_id)))
                 if state.live is not None:
                     state.touched_states |= state.live.apply(ev, self.known_jobs)
                 if ev.job_id:
@@ -398,6 +402,7 @@ class Monitor:
                 dirty.add(ev.queue)
                 self.quiet.heard(ev.queue, time.monotonic())
             self.stats["events"] += len(events)
+            self.count_attempt_failures(dirty, settled_only=True)
             for q, (lost_from, lost_to) in gaps.items():
                 if q in self.states:
                     self.states[q].gaps += 1
@@ -512,6 +517,16 @@ class Monitor:
             st.active_since = {**kept, **{j: st.active_since.get(j, now) for j in ids}}
             st.stalled_now = stalled.get(snap.queue, [])
 
+    def count_attempt_failures(self, dirty: set[QueueRef], *, settled_only: bool) -> None:
+        """Count the failed attempts that will be retried among the candidate events seen
+        (one HMGET per candidate, see queues.attempts)."""
+        for ev in self.attempts.resolve(self.registry.client, settled_only=settled_only):
+            st = self.states.get(ev.queue)
+            if st is not None:
+                st.series.bucket(ev.ts_ms).attempt_failed += 1
+                st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
+                dirty.add(ev.queue)
+
     def probe_stalls(self, dirty: set[QueueRef]) -> None:
         """Between snapshots: check the locks of jobs active for more than a second, one
         EXISTS each. A lock lives lockDuration from activation and is renewed while the
@@ -549,6 +564,8 @@ class Monitor:
                 "rates_per_min": {
                     "completed": sig.completed_per_min, "failed": sig.failed_per_min,
                     "dead_letter": sig.dlq_growth_per_min, "stalled": sig.stalled_per_min,
+                    "attempt_failed": {w: st.series.per_minute("attempt_failed", now_ms=sig.snapshot.taken_at, window_min=w)
+                                       for w in sig.failed_per_min},
                 },
                 "stalled_now": len(sig.stalled_now),
                 "stall_failed_15m": sig.stall_failed_15m,

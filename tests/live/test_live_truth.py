@@ -159,3 +159,45 @@ def test_an_eventless_drain_is_exact_after_one_snapshot_period(start_monitor, ur
     expected = run_node("truth.mjs", "drain", url, name)["counts"]  # no event: quiet cannot see it
     assert expected["waiting"] == expected["prioritized"] == 0
     settles_to(name, expected)  # the next scheduled snapshot does
+
+
+def attempt_failures_once_decided(monitor, name: str) -> int:
+    """The published count of failed attempts once the monitor has decided every candidate
+    event it saw and published a state document after that."""
+    import time
+
+    wait_for(lambda: monitor.attempts.undecided == 0)
+    decided_at = time.time() * 1000
+    entry = wait_for(lambda: (state := live.read_state(live.dashboard_redis())) and state["taken_at"] > decided_at
+                     and published(name))
+    return entry["events_total"].get("attempt_failed", 0)
+
+
+def test_failed_attempts_that_will_be_retried_are_counted_apart_from_final_failures(start_monitor, url):
+    name = "truth-attempts"
+    create(url, name)
+    monitor = start_monitor(name)
+    done = run_node("truth.mjs", "backoff", url, name)  # 10 jobs fail twice then complete, 2 always fail
+    entry = settles_to(name, done["counts"])
+    assert attempt_failures_once_decided(monitor, name) == done["attempt_failures"] == 24
+    assert entry["events_total"]["failed"] == done["final_failures"] == 2
+
+
+def test_rate_limit_push_back_self_delay_and_stall_recovery_are_not_attempt_failures(start_monitor, url, redis_server):
+    name = "truth-lookalikes"
+    create(url, name)
+    monitor = start_monitor(name)
+    done = run_node("truth.mjs", "ratelimited", url, name)  # pushed back once / delayed itself once
+    # A job whose worker froze, recovered by a healthy worker's stall check.
+    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, name], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        run_node("truth.mjs", "eventless", url, name)  # the stuck worker takes one of these
+        assert stuck.stdout.readline().startswith("ACTIVE ")
+    finally:
+        stuck.kill()
+        stuck.wait()
+    run_node("produce.mjs", "recover", url, name, "4")
+    expected = run_node("truth.mjs", "counts", url, name)["counts"]
+    entry = settles_to(name, expected)
+    assert expected["completed"] == done["counts"]["completed"] + 10 and entry["events_total"]["stalled"] == 1
+    assert attempt_failures_once_decided(monitor, name) == done["attempt_failures"] == 0
