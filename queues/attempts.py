@@ -12,11 +12,16 @@ So for those events only (rare in a healthy system, never for adds, activations 
 completions), the job's ``atm``/``ats``/``stc`` are read, once, in one pipelined ``HMGET`` per
 batch of events:
 
-* if we read ``atm`` for this job before, the event is an attempt failure iff ``atm`` grew;
-* otherwise iff ``atm >= 1`` and ``atm + stc >= ats``: every started attempt (``ats``) has
+* if we know how many of the job's attempts failed so far (it was added while we followed:
+  none; or we counted them), the event is an attempt failure iff ``atm`` is beyond that
+  count (minus one if the job has finished since: finishing increments ``atm`` too). Counting
+  one per event, not "atm grew since the last read", keeps the total right when a read lags
+  behind several retries of the same job;
+* otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every started attempt (``ats``) has
   ended by failing (``atm``) or stalling (``stc``) — a skipped attempt or a push-back leaves
   ``ats`` ahead. (A job that was pushed back or delayed itself *before* we knew it, and fails
-  now, is missed: ``ats`` stays ahead. Under-, never over-counting.)
+  now, is missed: ``ats`` stays ahead: undercounted. A push-back whose read lands after the job finished but before we
+  read its finish event may count once: a window of a few milliseconds.)
 * a ``waiting prev=active`` followed by ``stalled`` for the same job is a stall recovery. The
   ``stalled`` entry is written by the same script right after, so a candidate is decided only
   once a later event of its queue arrived, or at the next ``resolve(settled_only=False)``.
@@ -56,8 +61,10 @@ def is_candidate(ev: Event, old_state: str | None) -> bool:
 class AttemptFailures:
     def __init__(self, *, memory: int = MEMORY):
         self.memory = memory
-        self._atm: OrderedDict[tuple[QueueRef, str], int] = OrderedDict()
-        self._pending: dict[tuple[QueueRef, str], Event] = {}
+        # Per job: attempt failures so far (what atm is, minus completions) when we know it.
+        self._failed: OrderedDict[tuple[QueueRef, str], int] = OrderedDict()
+        self._finished: set[tuple[QueueRef, str]] = set()  # pending jobs that finished since
+        self._pending: dict[tuple[QueueRef, str, str], Event] = {}  # by (queue, job, stream id)
         self._newest: dict[QueueRef, tuple[int, int]] = {}  # newest event considered per queue
 
     @property
@@ -70,11 +77,17 @@ class AttemptFailures:
         key = (ev.queue, ev.job_id)
         self._newest[ev.queue] = _id_tuple(ev.stream_id)
         if ev.name == "stalled":
-            self._pending.pop(key, None)  # the `waiting prev=active` before it was a stall recovery
-        elif ev.name in ("completed", "failed", "removed"):
-            self._atm.pop(key, None)  # finished: its next life (a manual retry) starts afresh below
+            # The `waiting prev=active` just before it was a stall recovery.
+            for k in [k for k, e in self._pending.items() if k[:2] == key and e.name == "waiting"][-1:]:
+                del self._pending[k]
+        elif ev.name == "added":
+            self._remember(key, 0)  # a new job has made no attempt: no read needed to know it
+        elif ev.name in ("completed", "failed") and any(k[:2] == key for k in self._pending):
+            self._finished.add(key)
+        elif ev.name == "waiting" and ev.fields.get("prev") in ("failed", "completed"):
+            self._failed.pop(key, None)  # a manual retry may reset atm: start from the fallback
         if is_candidate(ev, old_state):
-            self._pending[key] = ev
+            self._pending[(*key, ev.stream_id)] = ev
 
     def resolve(self, client_for: Callable[[str], redis.Redis], *, settled_only: bool = True) -> list[Event]:
         """Decide the pending candidates (all of them, or only those a later event of their
@@ -85,7 +98,7 @@ class AttemptFailures:
             return []
         by_conn: dict[str, list[tuple[tuple[QueueRef, str], Event]]] = {}
         for k, ev in ready:
-            by_conn.setdefault(ev.queue.connection, []).append((k, ev))
+            by_conn.setdefault(ev.queue.connection, []).append((k[:2], ev))
             del self._pending[k]
         failures = []
         for name, items in by_conn.items():
@@ -97,16 +110,26 @@ class AttemptFailures:
             except redis.RedisError:
                 continue  # the connection is down: these attempts go uncounted
             for (key, ev), (atm, legacy_atm, ats, stc) in zip(items, replies):
-                if self._attempt_failed(key, to_int(atm) or to_int(legacy_atm) or 0, to_int(ats) or 0, to_int(stc) or 0):
+                atm = to_int(atm) or to_int(legacy_atm) or 0
+                if key in self._finished:
+                    atm = max(0, atm - 1)  # the finish counted as a made attempt too
+                if self._attempt_failed(key, atm=atm, ats=to_int(ats) or 0, stc=to_int(stc) or 0):
                     failures.append(ev)
+            self._finished.difference_update(key for key, _ in items)
         return failures
 
-    def _attempt_failed(self, key, atm: int, ats: int, stc: int) -> bool:
-        before = self._atm.get(key)
-        self._atm[key] = atm
-        self._atm.move_to_end(key)
-        if len(self._atm) > self.memory:
-            self._atm.popitem(last=False)
+    def _attempt_failed(self, key, *, atm: int, ats: int, stc: int) -> bool:
+        before = self._failed.get(key)
         if before is not None:
-            return atm > before
-        return atm >= 1 and atm + stc >= ats
+            failed = atm > before
+            self._remember(key, before + 1 if failed else before)
+            return failed
+        failed = atm >= 1 and atm + stc >= ats
+        self._remember(key, atm)
+        return failed
+
+    def _remember(self, key, failed_so_far: int) -> None:
+        self._failed[key] = failed_so_far
+        self._failed.move_to_end(key)
+        if len(self._failed) > self.memory:
+            self._failed.popitem(last=False)

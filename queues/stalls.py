@@ -9,8 +9,9 @@ of a worker that crashed long ago sit at the *tail*: looking at the first N ids 
 them. So the whole list is read, in ``LRANGE`` pages of ``PAGE`` ids, and locks are read with one
 ``MGET`` per page (the value is not needed, only whether it is nil). Both are plain reads, safe
 on replicas, and the work is bounded: at most ``budget`` ids per call, shared among the queues;
-a list longer than what is left of the budget gets its tail read first (where a crashed
-worker's jobs are) and is reported as incomplete, so the caller can read the rest later.
+a list longer than what is left of the budget gets its tail read (where a crashed worker's
+jobs are) and is reported as partial, so the caller keeps what it knew of the head (from
+``active`` events) until the next exact read.
 
 A lock read costs Redis about as much as an ``EXISTS``; 10,000 active jobs are 10 ``LRANGE``
 and 10 ``MGET`` commands.

@@ -53,3 +53,21 @@ def test_a_vanished_job_is_not_counted(redis_client):
     t = AttemptFailures()
     t.consider(ev(1, "delayed", "gone", delay="5"), "active")
     assert resolve(t, redis_client) == []
+
+
+def test_a_read_that_lags_behind_several_retries_counts_each_of_them(redis_client):
+    r, t = redis_client, AttemptFailures()
+    t.consider(ev(1, "added", "j"), None)  # added while followed: no attempt made yet
+    t.consider(ev(2, "delayed", "j", delay="5"), "active")
+    t.consider(ev(3, "delayed", "j", delay="9"), "active")
+    job(r, "j", atm=2, ats=3)  # by the time we read, it failed twice and runs again
+    assert resolve(t, r) == ["j", "j"]
+
+
+def test_a_push_back_read_after_the_job_completed_is_not_counted(redis_client):
+    r, t = redis_client, AttemptFailures()
+    t.consider(ev(1, "added", "k"), None)
+    t.consider(ev(2, "waiting", "k", prev="active"), "active")  # rate-limit push-back
+    t.consider(ev(3, "completed", "k", prev="active"), "active")
+    job(r, "k", atm=1, ats=2)  # the completion made atm 1
+    assert resolve(t, r) == []
