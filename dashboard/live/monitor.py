@@ -8,7 +8,8 @@ wait and take over within a lock TTL when the leader dies. The leader:
 * keeps every queue's counts current from those events (``queues.live_counts``) and takes an
   exact pipelined snapshot of every queue only every ``QUEUEWATCH_RECONCILE_MS`` to correct
   them: reading counts on every change would cost the monitored Redis more than the polling
-  dashboards Queuewatch replaces;
+  dashboards Queuewatch replaces; and reads one queue exactly once it has been quiet for a
+  second (``queues.quiet``: quiet means exact, see docs/live-truth.md);
 * checks the locks of jobs active for more than a second, so a stalled job shows within about
   a second, and renders each changed fragment once for its group;
 * re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
