@@ -45,6 +45,7 @@ from dashboard.actions.bulk_runner import BulkRunner
 from dashboard.live.models import QueuePoint, StreamCursor
 from dashboard.registry import Registry, get_redactor, get_registry
 from dashboard.live.rates import QueueSignals, build_signals, display_key
+from queues.attempts import AttemptFailures
 from queues.connections import client_for
 from queues.cron import Job, Periodic
 from queues.events import EventsFollower
@@ -55,7 +56,6 @@ from queues.listing import JobPage, page_one_ids
 from queues.live_counts import FINISHED, STATE_AFTER, JobStates, LiveCounts
 from queues.rates import COUNTERS, MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot, read_snapshots
-from queues.attempts import AttemptFailures
 from queues.quiet import QuietReads
 from queues.stalls import read_active, without_lock
 
@@ -530,7 +530,7 @@ class Monitor:
 
     def probe_stalls(self, dirty: set[QueueRef]) -> None:
         """Between snapshots: check the locks of jobs active for more than a second, one
-        EXISTS each. A lock lives lockDuration from activation and is renewed while the
+        MGET per 1000 jobs. A lock lives lockDuration from activation and is renewed while the
         worker is alive, so younger jobs cannot have lost theirs yet."""
         cutoff = now_ms() - STALL_PROBE_AFTER_MS
         by_conn: dict[str, dict[QueueRef, list[str]]] = {}
