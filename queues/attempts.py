@@ -9,19 +9,19 @@ push-back (``moveJobFromActiveToWait``) and stall recovery (``moveStalledJobsToW
 at once by a ``stalled`` event). Only a failed attempt increments ``atm`` (attemptsMade).
 
 So for those events only (rare in a healthy system, never for adds, activations or
-completions), the job's ``atm``/``ats``/``stc`` are read, once, in one pipelined ``HMGET`` per
+completions), the job's ``atm``/``ats``/``stc``/``finishedOn`` are read, once, in one pipelined ``HMGET`` per
 batch of events:
 
 * if we know how many of the job's attempts failed so far (it was added while we followed:
   none; or we counted them), the event is an attempt failure iff ``atm`` is beyond that
-  count (minus one if the job has finished since: finishing increments ``atm`` too). Counting
+  count (minus one if the job has finished since, as its event or ``finishedOn`` says:
+  ``moveToFinished`` increments ``atm`` too). Counting
   one per event, not "atm grew since the last read", keeps the total right when a read lags
   behind several retries of the same job;
 * otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every started attempt (``ats``) has
   ended by failing (``atm``) or stalling (``stc``) — a skipped attempt or a push-back leaves
   ``ats`` ahead. (A job that was pushed back or delayed itself *before* we knew it, and fails
-  now, is missed: ``ats`` stays ahead: undercounted. A push-back whose read lands after the job finished but before we
-  read its finish event may count once: a window of a few milliseconds.)
+  now, is missed: ``ats`` stays ahead: undercounted.)
 * a ``waiting prev=active`` followed by ``stalled`` for the same job is a stall recovery. The
   ``stalled`` entry is written by the same script right after, so a candidate is decided only
   once a later event of its queue arrived, or at the next ``resolve(settled_only=False)``.
@@ -105,14 +105,17 @@ class AttemptFailures:
             try:
                 pipe = client_for(name).pipeline(transaction=False)
                 for (q, job), _ in items:
-                    pipe.hmget(q.job_key(job), "atm", "attemptsMade", "ats", "stc")
+                    pipe.hmget(q.job_key(job), "atm", "attemptsMade", "ats", "stc", "finishedOn")
                 replies = pipe.execute()
             except redis.RedisError:
                 continue  # the connection is down: these attempts go uncounted
-            for (key, ev), (atm, legacy_atm, ats, stc) in zip(items, replies):
+            for (key, ev), (atm, legacy_atm, ats, stc, finished_on) in zip(items, replies):
                 atm = to_int(atm) or to_int(legacy_atm) or 0
-                if key in self._finished:
-                    atm = max(0, atm - 1)  # the finish counted as a made attempt too
+                # moveToFinished increments atm and sets finishedOn in one script (a retry from
+                # the finished sets deletes finishedOn): the finish counted as a made attempt
+                # too, whether or not its event has reached us yet.
+                if key in self._finished or finished_on is not None:
+                    atm = max(0, atm - 1)
                 if self._attempt_failed(key, atm=atm, ats=to_int(ats) or 0, stc=to_int(stc) or 0):
                     failures.append(ev)
             self._finished.difference_update(key for key, _ in items)

@@ -71,3 +71,17 @@ def test_a_push_back_read_after_the_job_completed_is_not_counted(redis_client):
     t.consider(ev(3, "completed", "k", prev="active"), "active")
     job(r, "k", atm=1, ats=2)  # the completion made atm 1
     assert resolve(t, r) == []
+
+
+def test_a_push_back_read_after_the_job_finished_is_not_an_attempt_failure(redis_client):
+    """The read of a push-back can land after the job completed, before its `completed` event
+    reaches the monitor: atm then counts the finish, and finishedOn says so."""
+    r, t = redis_client, AttemptFailures()
+    t.consider(ev(1, "added", "fast"), None)
+    t.consider(ev(2, "waiting", "fast", prev="active"), "active")  # rate-limit push-back
+    job(r, "fast", atm=1, ats=2, finishedOn=3)  # re-run and completed before the read
+    assert resolve(t, r) == []
+    t.consider(ev(4, "added", "slow"), None)
+    t.consider(ev(5, "delayed", "slow", delay="5"), "active")  # a real retry...
+    job(r, "slow", atm=2, ats=2, finishedOn=6)  # ...then completed, before the read
+    assert resolve(t, r) == ["slow"]
