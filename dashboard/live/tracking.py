@@ -197,6 +197,7 @@ class CountTracker:
             st = self.states.get(ev.queue)
             if st is not None:
                 st.series.bucket(ev.ts_ms).attempt_failed += 1
+                st.dirty_minutes.add(minute_of(ev.ts_ms))  # stored with the minute's other counters
                 st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
                 counted.add(ev.queue)
         return counted
