@@ -103,6 +103,9 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     from dashboard.live import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
+    from queues.quiet import QuietReads
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # nor a quiet read: events alone
     url = redis_url
     run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
     reads = []
