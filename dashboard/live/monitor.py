@@ -275,9 +275,10 @@ class Monitor:
         now = now_ms()
         changed_overview = False
         for name, qs in by_conn.items():
-            client = self.registry.client(name)
+            source = self.registry.source(name)
+            client = source.raw_client()
             try:
-                self.tracker.take_snapshots(client, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
+                self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
             except redis.RedisError as exc:
                 if not self.banner.is_down(name):
                     self.banner.set_down(name, str(exc) or exc.__class__.__name__)

@@ -25,7 +25,7 @@ from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.quiet import QuietReads
-from queues.snapshot import QueueSnapshot, read_snapshots
+from queues.snapshot import QueueSnapshot
 from queues.stalls import read_active, without_lock
 
 log = logging.getLogger("queuewatch.monitor")
@@ -161,13 +161,15 @@ class CountTracker:
         live_counts = self.states[q].live
         return live_counts is None or live_counts.needs_snapshot
 
-    def take_snapshots(self, client, queues: list[QueueRef], now: int) -> None:
-        """Exact counts of these queues, and which of their active jobs have lost their lock
-        (all of them, not only those active for a while: this also learns about jobs that
-        became active before we followed the stream)."""
+    def take_snapshots(self, source, queues: list[QueueRef], now: int) -> None:
+        """Exact counts of these queues (through their source), and which of their active jobs
+        have lost their lock (all of them, not only those active for a while: this also learns
+        about jobs that became active before we followed the stream). Locks are Redis keys: a
+        source of another kind would bring its own stall reading here."""
         if not queues:
             return
-        snaps = read_snapshots(client, queues)
+        snaps = source.snapshots(queues)
+        client = source.raw_client()
         actives = read_active(client, {s.queue: s.counts["active"] for s in snaps})  # whole lists, bounded
         stalled = without_lock(client, actives.ids)
         for snap in snaps:

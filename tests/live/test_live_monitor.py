@@ -109,8 +109,10 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     url = redis_url
     run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
     reads = []
-    real = tracking.read_snapshots
-    monkeypatch.setattr(tracking, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
+    from queues.sources.redis_node import RedisNodeSource
+
+    real = RedisNodeSource.snapshots
+    monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append([q.name for q in qs]) or real(self, qs))
     stop = threading.Event()
     monitor = mon.Monitor(tick=0.3, name="test-monitor")
     thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
