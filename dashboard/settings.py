@@ -231,6 +231,16 @@ if QUEUEWATCH_DIGEST_CRON:
 QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+# Where webhooks may be sent (queues/outbound.py): networks, addresses, host names or ".domain";
+# loopback and link-local are denied unless allowed here; "private" in the deny list denies RFC 1918.
+QUEUEWATCH_WEBHOOK_ALLOW = env_list("QUEUEWATCH_WEBHOOK_ALLOW", [])
+QUEUEWATCH_WEBHOOK_DENY = env_list("QUEUEWATCH_WEBHOOK_DENY", [])
+try:
+    from queues.outbound import OutboundPolicy  # noqa: E402
+
+    OutboundPolicy.from_entries(allow=QUEUEWATCH_WEBHOOK_ALLOW, deny=QUEUEWATCH_WEBHOOK_DENY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_WEBHOOK_ALLOW / QUEUEWATCH_WEBHOOK_DENY: {exc}") from None
 EMAIL_BACKEND = env_str("QUEUEWATCH_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_HOST = env_str("QUEUEWATCH_SMTP_HOST", "")  # unset: email channels report "not configured"
 EMAIL_PORT = env_int("QUEUEWATCH_SMTP_PORT", 587, minimum=1)
