@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "channels",
     "template_partials",
     "django_htmx",
+    "axes",
     "dashboard",
     "dashboard.alerts",
 ]
@@ -61,7 +62,24 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # request.htmx; dashboard/htmx.py decides fragment or full page from it.
     "django_htmx.middleware.HtmxMiddleware",
+    # Login throttling (django-axes): answers a locked-out login (page or admin) with the
+    # lockout page; must come last.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Login throttling (django-axes) -------------------------------------------------------------
+# Failed logins are counted per user name and, separately, per client address; either reaching
+# the limit locks further attempts (even with the right password) until the cool-off ends.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("QUEUEWATCH_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = __import__("datetime").timedelta(minutes=env_int("QUEUEWATCH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "dashboard.accounts.views.locked_out"
+# The address is the connecting one only: X-Forwarded-For is whatever the client says, and would
+# let one client pose as many addresses.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "dashboard.urls"
 LOGIN_URL = "login"
