@@ -1,7 +1,11 @@
 """The audit log: one function writes it, one query filters it, one generator exports it.
 
 Every mutation of the monitored Redis (pages, API, background tasks) goes through ``record``,
-so "who did what, when, why, with what result" has a single shape."""
+so "who did what, when, why, with what result" has a single shape. Everything else worth a
+record — configuration changes (rules, channels, silences, windows, admin edits), send-test,
+token issuance and revocation, role changes and refusals (role, CSRF, validation) — goes
+through ``record_event``: the same rows, with no queue, and what was acted on in ``selection``
+(``{"object": "channel 3 “ops”"}``)."""
 
 from __future__ import annotations
 
@@ -33,6 +37,18 @@ def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affect
         job_ids=job_ids, selection=selection, reason=reason, affected=affected, outcome=outcome,
         message=message[:2000], task=task,
     )
+
+
+NO_QUEUE = QueueRef("", "", "")
+
+
+def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, target: str = "",
+                 message: str = "", details: dict | None = None) -> AuditEntry:
+    """A non-queue event: ``action`` like ``channel.update``, ``token.issue``, ``refused.role``;
+    ``target`` names the object (``channel 3 “ops”``)."""
+    selection = {"object": target[:500], **(details or {})} if target or details else {}
+    return record(user=user, via=via, action=action[:30], queue=NO_QUEUE, outcome=outcome, selection=selection,
+                  message=message)
 
 
 def filtered(params) -> QuerySet:
