@@ -94,11 +94,22 @@ def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
     return None
 
 
-def require(user, *, role: str, mutates_redis: bool = False) -> None:
-    """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON)."""
+def require(user, *, role: str, mutates_redis: bool = False, target: str = "") -> None:
+    """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON),
+    recorded in the audit log."""
     why = refusal(user, role=role, mutates_redis=mutates_redis)
     if why:
+        audit_refusal(user, kind="role", target=target, message=why)
         raise PermissionDenied(why)
+
+
+def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") -> None:
+    """Refusals (role, read-only, CSRF) are audit rows too: ``refused.role``, ``refused.csrf``."""
+    from dashboard.actions import audit  # the audit log's models import nothing of ours; lazily all the same
+    from dashboard.actions.models import AuditEntry
+
+    audit.record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
+                       message=message)
 
 
 def role_required(role: str, *, mutates_redis: bool = False):
@@ -108,7 +119,7 @@ def role_required(role: str, *, mutates_redis: bool = False):
     def decorate(view):
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
-            require(request.user, role=role, mutates_redis=mutates_redis)
+            require(request.user, role=role, mutates_redis=mutates_redis, target=f"{request.method} {request.path}")
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -189,6 +200,8 @@ def api_csrf(view):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if bearer_token(request) is None and CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
+            audit_refusal(request.user, kind="csrf", via="api", target=f"{request.method} {request.path}",
+                          message="CSRF check failed")
             return forbidden("CSRF check failed: send the X-CSRFToken header, or use a bearer token.")
         return view(request, *args, **kwargs)
 
@@ -203,6 +216,7 @@ def api_role_required(role: str, *, mutates_redis: bool = False):
         def wrapper(request, *args, **kwargs):
             why = refusal(request.user, role=role, mutates_redis=mutates_redis)
             if why:
+                audit_refusal(request.user, kind="role", via="api", target=f"{request.method} {request.path}", message=why)
                 return forbidden(why)
             return view(request, *args, **kwargs)
 

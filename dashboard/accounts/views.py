@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.accounts import tokens
-from dashboard.accounts.auth import ADMIN, has_role, may_manage_token
+from dashboard.accounts.auth import ADMIN, audit_refusal, has_role, may_manage_token
 from dashboard.accounts.models import ApiToken
 
 login = login_not_required(auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True))
@@ -25,6 +25,14 @@ def locked_out(request, original_response=None, credentials=None):
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     return render(request, "accounts/locked_out.html",
                   {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}, status=429)
+
+
+def csrf_failure(request, reason=""):
+    """Django's CSRF failure page, after recording the refusal in the audit log."""
+    from django.views.csrf import csrf_failure as django_csrf_failure
+
+    audit_refusal(request.user, kind="csrf", via="page", target=f"{request.method} {request.path}", message=reason)
+    return django_csrf_failure(request, reason=reason)
 
 
 @require_GET

@@ -51,6 +51,28 @@ def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, t
                   message=message)
 
 
+def record_change(request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "",
+                  details: dict | None = None) -> AuditEntry:
+    """A configuration change (or a refused one) made from a page: ``rule.update``, ``channel.delete``…"""
+    target = f"{obj._meta.verbose_name} {obj.pk or ''} “{obj}”" if obj is not None else ""
+    return record_event(user=request.user, via="page", action=action, outcome=outcome, target=target,
+                        message=message, details=details)
+
+
+def form_errors(form) -> str:
+    """A refused form's errors, for the audit message (field: message; …)."""
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+
+
+def admin_edit(entry) -> AuditEntry:
+    """A Django admin ``LogEntry`` (add, change, delete of any model) as an audit row."""
+    verb = {1: "add", 2: "change", 3: "delete"}.get(entry.action_flag, "edit")
+    kind = entry.content_type.model if entry.content_type_id else "object"
+    return record_event(user=entry.user, via="admin", action=f"admin.{verb}",
+                        target=f"{kind} {entry.object_id or ''} “{entry.object_repr}”",
+                        message=entry.get_change_message())
+
+
 def filtered(params) -> QuerySet:
     """Audit rows matching the page's filters (user, action, queue, outcome, since, until)."""
     rows = AuditEntry.objects.all()

@@ -12,7 +12,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
 from dashboard import streaming
 from dashboard.actions import audit, registry
 from dashboard.actions import services as operations
@@ -47,6 +47,8 @@ def refusals(view):
         try:
             return view(request, *args, **kwargs)
         except InvalidInput as exc:
+            audit_refusal(request.user, kind="validation", via="page", target=f"{request.method} {request.path}",
+                          message=str(exc))
             return result(request, ok=False, message=str(exc), status=400)
         except Conflict as exc:
             return result(request, ok=False, message=str(exc), status=409)
