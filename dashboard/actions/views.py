@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
@@ -146,7 +147,8 @@ def task_cancel(request, task_id):
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     with redis_errors(connection):
-        found = error_groups.error_groups(get_registry().client(connection), queue=queue)
+        found = error_groups.error_groups(get_registry().client(connection), queue=queue,
+                                          scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
 
