@@ -252,6 +252,15 @@ if QUEUEWATCH_DIGEST_CRON:
 QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+# Secrets at rest (webhook signing secrets, header values): comma-separated Fernet keys, the first
+# encrypts, all decrypt (dashboard/crypto.py). Unset: derived from the secret key.
+QUEUEWATCH_ENCRYPTION_KEY = env_str("QUEUEWATCH_ENCRYPTION_KEY")
+try:
+    from dashboard.crypto import parse_keys  # noqa: E402
+
+    parse_keys(QUEUEWATCH_ENCRYPTION_KEY, secret_key=SECRET_KEY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_ENCRYPTION_KEY: {exc}") from None
 # Where webhooks may be sent (queues/outbound.py): networks, addresses, host names or ".domain";
 # loopback and link-local are denied unless allowed here; "private" in the deny list denies RFC 1918.
 QUEUEWATCH_WEBHOOK_ALLOW = env_list("QUEUEWATCH_WEBHOOK_ALLOW", [])

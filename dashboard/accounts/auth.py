@@ -105,11 +105,9 @@ def require(user, *, role: str, mutates_redis: bool = False, target: str = "") -
 
 def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") -> None:
     """Refusals (role, read-only, CSRF) are audit rows too: ``refused.role``, ``refused.csrf``."""
-    from dashboard.actions import audit  # the audit log's models import nothing of ours; lazily all the same
-    from dashboard.actions.models import AuditEntry
+    from dashboard.actions import audit  # lazily: the audit module loads models
 
-    audit.record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
-                       message=message)
+    audit.record_refusal(user=user, kind=kind, via=via, target=target, message=message)
 
 
 def role_required(role: str, *, mutates_redis: bool = False):

@@ -51,6 +51,12 @@ def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, t
                   message=message)
 
 
+def record_refusal(*, user, kind: str, via: str, target: str, message: str) -> AuditEntry:
+    """A refused request: ``refused.role``, ``refused.csrf``, ``refused.validation``."""
+    return record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
+                        message=message)
+
+
 def record_change(request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "",
                   details: dict | None = None) -> AuditEntry:
     """A configuration change (or a refused one) made from a page: ``rule.update``, ``channel.delete``…"""

@@ -47,6 +47,7 @@ from django.utils.translation import gettext as _
 from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 from dashboard.alerts.placeholders import fill_placeholders
+from dashboard.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
 from queues import outbound
 
 DEFAULT_TIMEOUT_S = 10
@@ -262,7 +263,8 @@ class WebhookNotifier(Notifier):
         except ValidationError as exc:
             add_error("headers", exc)
             headers = {}
-        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": headers,
+        # Header values often are credentials: stored encrypted (a kept value already is).
+        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": encrypt_values(headers),
                   "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S}
         if config["shape"] == "custom":
             config["template"] = data.get("template") or ""
@@ -292,7 +294,14 @@ class WebhookNotifier(Notifier):
             raise DeliveryError("The webhook URL must start with http:// or https://.", retry=False)
         body, content_type = webhook_body(message=message_for(notification), config=self.config)
         headers = {"Content-Type": content_type, "User-Agent": "Queuewatch-Webhook/1"}
-        headers.update({k: v for k, v in (self.config.get("headers") or {}).items() if k.lower() not in RESERVED_HEADERS})
+        try:
+            custom = decrypt_values(self.config.get("headers") or {})
+        except UndecryptableSecret as exc:
+            raise DeliveryError(f"{exc} (a custom header); add the old key back", retry=False) from None
+        if isinstance(self.channel.secret, Undecryptable):
+            raise DeliveryError("the signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
+                                "add the old key back", retry=False)
+        headers.update({k: v for k, v in custom.items() if k.lower() not in RESERVED_HEADERS})
         headers["Idempotency-Key"] = notification.idempotency_key
         headers["X-Queuewatch-Event"] = notification.kind
         if self.channel.secret:
