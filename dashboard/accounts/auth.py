@@ -29,6 +29,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.middleware.csrf import CsrfViewMiddleware
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.accounts.models import ACT, ADMIN_SCOPE, METRICS, READ, ApiToken
@@ -182,7 +183,7 @@ def api_auth(view):
         if why:
             return unauthorized(why)
         if role_of(request.user) is None:  # a token without read, act or admin (e.g. metrics only)
-            return forbidden("This token's scopes do not include the API (read, act or admin).")
+            return forbidden(_("This token's scopes do not include the API (read, act or admin)."))
         return view(request, *args, **kwargs)
 
     return wrapper

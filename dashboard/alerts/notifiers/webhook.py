@@ -297,10 +297,11 @@ class WebhookNotifier(Notifier):
         try:
             custom = decrypt_values(self.config.get("headers") or {})
         except UndecryptableSecret as exc:
-            raise DeliveryError(f"{exc} (a custom header); add the old key back", retry=False) from None
+            raise DeliveryError(_("A custom header cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; add the old key back."),
+                                retry=False) from None
         if isinstance(self.channel.secret, Undecryptable):
-            raise DeliveryError("the signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
-                                "add the old key back", retry=False)
+            raise DeliveryError(_("The signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
+                                  "add the old key back."), retry=False)
         headers.update({k: v for k, v in custom.items() if k.lower() not in RESERVED_HEADERS})
         headers["Idempotency-Key"] = notification.idempotency_key
         headers["X-Queuewatch-Event"] = notification.kind
@@ -323,7 +324,8 @@ class WebhookNotifier(Notifier):
                                 retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, _Refused):
-                raise DeliveryError(f"Not sent to {where}: {exc.reason}", retry=False) from None
+                raise DeliveryError(_("Not sent to %(where)s: %(why)s") % {"where": where, "why": exc.reason},
+                                    retry=False) from None
             raise DeliveryError(f"Cannot reach {where}: {exc.reason}", retry=True) from None
         except TimeoutError:
             raise DeliveryError(f"No answer from {where} within {timeout} s", retry=True) from None
