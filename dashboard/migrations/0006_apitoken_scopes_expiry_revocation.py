@@ -9,7 +9,7 @@ def existing_tokens_keep_their_users_role(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dashboard", "0004_actions_audit")]
+    dependencies = [("dashboard", "0005_queuepoint_attempt_failed")]
 
     operations = [
         migrations.AddField("apitoken", "scopes", models.JSONField(default=list, help_text="Any of read, act, admin, metrics.")),
