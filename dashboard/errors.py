@@ -76,6 +76,11 @@ def api_errors(view):
         except RedisUnavailable as exc:
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
         except InvalidInput as exc:
+            if request.method != "GET":  # a refused action, not a bad filter on a read
+                from dashboard.actions import audit  # lazily: the audit module loads models
+
+                audit.record_refusal(user=request.user, kind="validation", via="api",
+                                     target=f"{request.method} {request.path}", message=str(exc))
             return JsonResponse({"error": "bad_request", "message": str(exc)}, status=400)
         except Conflict as exc:
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)

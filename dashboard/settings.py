@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "channels",
     "template_partials",
     "django_htmx",
+    "axes",
     "dashboard",
     "dashboard.alerts",
 ]
@@ -61,9 +62,27 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # request.htmx; dashboard/htmx.py decides fragment or full page from it.
     "django_htmx.middleware.HtmxMiddleware",
+    # Login throttling (django-axes): answers a locked-out login (page or admin) with the
+    # lockout page; must come last.
+    "axes.middleware.AxesMiddleware",
 ]
 
+# --- Login throttling (django-axes) -------------------------------------------------------------
+# Failed logins are counted per user name and, separately, per client address; either reaching
+# the limit locks further attempts (even with the right password) until the cool-off ends.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("QUEUEWATCH_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = __import__("datetime").timedelta(minutes=env_int("QUEUEWATCH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "dashboard.accounts.views.locked_out"
+# The address is the connecting one only: X-Forwarded-For is whatever the client says, and would
+# let one client pose as many addresses.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+
 ROOT_URLCONF = "dashboard.urls"
+CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # Django's page, plus an audit row
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -156,6 +175,8 @@ QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
 # Downloads (job exports, audit CSV) one user may stream at once from one web process.
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
+# Jobs one error-groups page or name-filtered list may examine (one Redis command each).
+QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)
 
 LOGGING = {
     "version": 1,
@@ -231,6 +252,25 @@ if QUEUEWATCH_DIGEST_CRON:
 QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+# Secrets at rest (webhook signing secrets, header values): comma-separated Fernet keys, the first
+# encrypts, all decrypt (dashboard/crypto.py). Unset: derived from the secret key.
+QUEUEWATCH_ENCRYPTION_KEY = env_str("QUEUEWATCH_ENCRYPTION_KEY")
+try:
+    from dashboard.crypto import parse_keys  # noqa: E402
+
+    parse_keys(QUEUEWATCH_ENCRYPTION_KEY, secret_key=SECRET_KEY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_ENCRYPTION_KEY: {exc}") from None
+# Where webhooks may be sent (queues/outbound.py): networks, addresses, host names or ".domain";
+# loopback and link-local are denied unless allowed here; "private" in the deny list denies RFC 1918.
+QUEUEWATCH_WEBHOOK_ALLOW = env_list("QUEUEWATCH_WEBHOOK_ALLOW", [])
+QUEUEWATCH_WEBHOOK_DENY = env_list("QUEUEWATCH_WEBHOOK_DENY", [])
+try:
+    from queues.outbound import OutboundPolicy  # noqa: E402
+
+    OutboundPolicy.from_entries(allow=QUEUEWATCH_WEBHOOK_ALLOW, deny=QUEUEWATCH_WEBHOOK_DENY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_WEBHOOK_ALLOW / QUEUEWATCH_WEBHOOK_DENY: {exc}") from None
 EMAIL_BACKEND = env_str("QUEUEWATCH_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_HOST = env_str("QUEUEWATCH_SMTP_HOST", "")  # unset: email channels report "not configured"
 EMAIL_PORT = env_int("QUEUEWATCH_SMTP_PORT", 587, minimum=1)

@@ -1,7 +1,11 @@
 """The audit log: one function writes it, one query filters it, one generator exports it.
 
 Every mutation of the monitored Redis (pages, API, background tasks) goes through ``record``,
-so "who did what, when, why, with what result" has a single shape."""
+so "who did what, when, why, with what result" has a single shape. Everything else worth a
+record — configuration changes (rules, channels, silences, windows, admin edits), send-test,
+token issuance and revocation, role changes and refusals (role, CSRF, validation) — goes
+through ``record_event``: the same rows, with no queue, and what was acted on in ``selection``
+(``{"object": "channel 3 “ops”"}``)."""
 
 from __future__ import annotations
 
@@ -33,6 +37,46 @@ def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affect
         job_ids=job_ids, selection=selection, reason=reason, affected=affected, outcome=outcome,
         message=message[:2000], task=task,
     )
+
+
+NO_QUEUE = QueueRef("", "", "")
+
+
+def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, target: str = "",
+                 message: str = "", details: dict | None = None) -> AuditEntry:
+    """A non-queue event: ``action`` like ``channel.update``, ``token.issue``, ``refused.role``;
+    ``target`` names the object (``channel 3 “ops”``)."""
+    selection = {"object": target[:500], **(details or {})} if target or details else {}
+    return record(user=user, via=via, action=action[:30], queue=NO_QUEUE, outcome=outcome, selection=selection,
+                  message=message)
+
+
+def record_refusal(*, user, kind: str, via: str, target: str, message: str) -> AuditEntry:
+    """A refused request: ``refused.role``, ``refused.csrf``, ``refused.validation``."""
+    return record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
+                        message=message)
+
+
+def record_change(request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "",
+                  details: dict | None = None) -> AuditEntry:
+    """A configuration change (or a refused one) made from a page: ``rule.update``, ``channel.delete``…"""
+    target = f"{obj._meta.verbose_name} {obj.pk or ''} “{obj}”" if obj is not None else ""
+    return record_event(user=request.user, via="page", action=action, outcome=outcome, target=target,
+                        message=message, details=details)
+
+
+def form_errors(form) -> str:
+    """A refused form's errors, for the audit message (field: message; …)."""
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+
+
+def admin_edit(entry) -> AuditEntry:
+    """A Django admin ``LogEntry`` (add, change, delete of any model) as an audit row."""
+    verb = {1: "add", 2: "change", 3: "delete"}.get(entry.action_flag, "edit")
+    kind = entry.content_type.model if entry.content_type_id else "object"
+    return record_event(user=entry.user, via="admin", action=f"admin.{verb}",
+                        target=f"{kind} {entry.object_id or ''} “{entry.object_repr}”",
+                        message=entry.get_change_message())
 
 
 def filtered(params) -> QuerySet:

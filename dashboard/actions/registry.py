@@ -101,7 +101,7 @@ def lookup(scope: str, name: str) -> Action:
 def authorized(user, *, scope: str, name: str) -> Action:
     """The action, if ``user`` may take it (else ``PermissionDenied``: its role, read-only mode)."""
     action = lookup(scope, name)
-    require(user, role=action.role, mutates_redis=action.mutates_redis)
+    require(user, role=action.role, mutates_redis=action.mutates_redis, target=f"{scope}.{name}")
     return action
 
 

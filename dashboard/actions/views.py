@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
 from dashboard import streaming
 from dashboard.actions import audit, registry
 from dashboard.actions import services as operations
@@ -47,6 +48,8 @@ def refusals(view):
         try:
             return view(request, *args, **kwargs)
         except InvalidInput as exc:
+            audit_refusal(request.user, kind="validation", via="page", target=f"{request.method} {request.path}",
+                          message=str(exc))
             return result(request, ok=False, message=str(exc), status=400)
         except Conflict as exc:
             return result(request, ok=False, message=str(exc), status=409)
@@ -144,7 +147,8 @@ def task_cancel(request, task_id):
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     with redis_errors(connection):
-        found = error_groups.error_groups(get_registry().client(connection), queue=queue)
+        found = error_groups.error_groups(get_registry().client(connection), queue=queue,
+                                          scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
 

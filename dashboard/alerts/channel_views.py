@@ -15,8 +15,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dashboard.alerts import notifiers
 from dashboard.alerts.channel_forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
+from dashboard.alerts.notifiers.webhook import receiver_detail
 from dashboard.alerts.sender import send_test
 from dashboard.accounts.auth import ADMIN, role_required
+from dashboard.actions import audit
+from dashboard.actions.models import AuditEntry
 
 LOG_PAGE_SIZE = 50
 
@@ -57,10 +60,14 @@ def channel_list(request):
 
 def _channel_form(request, channel: Channel | None):
     form = ChannelForm(request.POST or None, channel=channel)
+    action = "channel.update" if channel else "channel.create"
     if request.method == "POST" and form.is_valid():
         saved = form.save()
+        audit.record_change(request, action=action, obj=saved)
         messages.success(request, f"Channel “{saved.name}” {'saved' if channel else 'created'}.")
         return redirect("channels")
+    if request.method == "POST":
+        audit.record_change(request, action=action, obj=channel, outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
     return render(request, "alerts/channel_form.html", {"form": form, "channel": channel})
 
 
@@ -82,6 +89,7 @@ def channel_edit(request, channel):
 @with_channel
 def channel_delete(request, channel):
     if request.method == "POST":
+        audit.record_change(request, action="channel.delete", obj=channel)
         channel.delete()
         messages.success(request, f"Channel “{channel.name}” deleted, with its outbox and delivery log.")
         return redirect("channels")
@@ -94,6 +102,9 @@ def channel_delete(request, channel):
 @with_channel
 def channel_send_test(request, channel):
     result = send_test(channel=channel, requested_by=request.user.get_username())
+    # The receiver's own words stay out of the audit log, which every viewer reads.
+    audit.record_change(request, action="channel.test", obj=channel, outcome=AuditEntry.OK if result.ok else AuditEntry.ERROR,
+                        message=receiver_detail(result.detail, admin=False))
     if result.ok:
         messages.success(request, f"Test sent to “{channel.name}”: {result.detail}.")
     else:

@@ -45,6 +45,7 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
         "QUEUEWATCH_MONITOR_TICK_MS": "1000",
         "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback, as `./dev run` serves it
+        "QUEUEWATCH_WEBHOOK_ALLOW": "127.0.0.1",  # the local webhook receiver of test_channels
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
