@@ -145,3 +145,24 @@ def running_monitor(live_setup):
     """A leading monitor in a thread of the test process, with a short tick."""
     with monitor_thread(tick=0.5, name="test-monitor") as monitor:
         yield monitor
+
+
+@pytest.fixture
+def private_redis(settings):
+    """The app pointed at a redis-server of this test's own (monitored and dashboard Redis,
+    prefix 'bull', in-memory channel layer): commandstats then count only what the code under
+    test did — the session's shared server also serves other tests' leftover threads."""
+    from channels.layers import channel_layers
+
+    server = RedisServer()
+    url = server.url(0)
+    point_at(settings, ConnectionSpec("default", url, ("bull",)))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    client = server.client(0)
+    yield client
+    client.close()
+    reset_registry()
+    channel_layers.backends.clear()
+    server.stop()

@@ -13,32 +13,11 @@ from django.urls import reverse
 
 from dashboard.live.channels import publish_queue_list
 from dashboard.registry import get_registry, reset_registry
-from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
-from tests.support.servers import RedisServer
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def private_redis(settings):
-    """A redis-server of this test's own: commandstats count only what the app under test did
-    (the session's shared server also serves other tests' leftover threads)."""
-    from channels.layers import channel_layers
-
-    server = RedisServer()
-    url = server.url(0)
-    settings.QUEUEWATCH_CONNECTIONS = [ConnectionSpec("default", url, ("bull",))]
-    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    reset_registry()
-    client = server.client(0)
-    yield client
-    client.close()
-    reset_registry()
-    channel_layers.backends.clear()
-    server.stop()
 
 
 def calls(client, command: str) -> int:

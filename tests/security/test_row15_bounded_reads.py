@@ -8,10 +8,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from dashboard.registry import reset_registry
-from queues.connections import ConnectionSpec
 from queues.error_groups import STACK_SAMPLES
-from tests.support.servers import RedisServer
 
 pytestmark = pytest.mark.django_db
 FAILED = 5000
@@ -20,12 +17,9 @@ ARGS = ["default", "bull", "bigfail"]
 
 
 @pytest.fixture
-def many_failed(settings):
-    """A redis-server of this module's own, so commandstats count only this request's commands."""
-    server = RedisServer()
-    settings.QUEUEWATCH_CONNECTIONS = [ConnectionSpec("default", server.url(0), ("bull",))]
-    reset_registry()
-    client = server.client(0)
+def many_failed(private_redis):
+    """On a redis-server of this test's own, so commandstats count only this request's commands."""
+    client = private_redis
     pipe = client.pipeline(transaction=False)
     pipe.hset("bull:bigfail:meta", mapping={"opts.maxLenEvents": 10000})
     for n in range(FAILED):
@@ -33,10 +27,7 @@ def many_failed(settings):
                                                  "failedReason": f"boom {n % 300} at 10.0.0.{n % 9}:5432"})
         pipe.zadd("bull:bigfail:failed", {str(n): n})
     pipe.execute()
-    yield client
-    client.close()
-    reset_registry()
-    server.stop()
+    return client
 
 
 def commands_during(redis_client, call) -> int:
