@@ -297,6 +297,7 @@ class QueuewatchApp:
             "QUEUEWATCH_REDIS_URL": monitored_url,
             "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_url,
             "QUEUEWATCH_PREFIXES": "bull",
+            "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback
             "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
             "PYTHONUNBUFFERED": "1",
         }

@@ -43,6 +43,7 @@ def app_env(*, redis_url: str, dashboard_redis_url: str, db_path: str, tick_ms: 
         "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_redis_url,
         "DATABASE_URL": f"sqlite:///{db_path}",
         "QUEUEWATCH_LOG_LEVEL": "WARNING",
+        "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback
         "PYTHONUNBUFFERED": "1",
     })
     if tick_ms is not None:

@@ -7,3 +7,16 @@ class DashboardConfig(AppConfig):
 
     def ready(self):
         from dashboard import i18n  # noqa: F401  (connects the saved-language-at-login receiver)
+
+        # Every admin edit (any model) is also an audit row: the admin writes a LogEntry for each.
+        from django.contrib.admin.models import LogEntry
+        from django.db.models.signals import post_save
+
+        post_save.connect(_admin_edit_audited, sender=LogEntry, dispatch_uid="queuewatch-admin-audit")
+
+
+def _admin_edit_audited(sender, instance, created, **kwargs):
+    if created:
+        from dashboard.actions import audit
+
+        audit.admin_edit(instance)

@@ -10,7 +10,7 @@ import json
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnavailable
 
@@ -28,6 +28,10 @@ class Conflict(QueuewatchError):
         super().__init__(message)
 
 
+class TooManyRequests(QueuewatchError):
+    """Too many of something running at once for this user (429); the message says what to do."""
+
+
 _HTML_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
@@ -43,7 +47,7 @@ class JsonResponse(HttpResponse):
 
 def _not_found_message(exc: Exception) -> str:
     if isinstance(exc, QueueNotFound) and not exc.prefix and not exc.name:
-        return gettext("No Redis connection named '%(name)s' is configured.") % {"name": exc.connection}
+        return _("No Redis connection named '%(name)s' is configured.") % {"name": exc.connection}
     return str(exc)
 
 
@@ -53,9 +57,11 @@ def page_errors(view):
         try:
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
-            return render(request, "error.html", {"title": gettext("Not found"), "message": _not_found_message(exc)}, status=404)
+            return render(request, "error.html", {"title": _("Not found"), "message": _not_found_message(exc)}, status=404)
         except RedisUnavailable as exc:
-            return render(request, "error.html", {"title": gettext("Redis unavailable"), "message": str(exc)}, status=503)
+            return render(request, "error.html", {"title": _("Redis unavailable"), "message": str(exc)}, status=503)
+        except TooManyRequests as exc:
+            return render(request, "error.html", {"title": _("Too many requests"), "message": str(exc)}, status=429)
 
     return wrapper
 
@@ -70,10 +76,17 @@ def api_errors(view):
         except RedisUnavailable as exc:
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
         except InvalidInput as exc:
+            if request.method != "GET":  # a refused action, not a bad filter on a read
+                from dashboard.actions import audit  # lazily: the audit module loads models
+
+                audit.record_refusal(user=request.user, kind="validation", via="api",
+                                     target=f"{request.method} {request.path}", message=str(exc))
             return JsonResponse({"error": "bad_request", "message": str(exc)}, status=400)
         except Conflict as exc:
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)
         except PermissionDenied as exc:
             return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
+        except TooManyRequests as exc:
+            return JsonResponse({"error": "too_many_requests", "message": str(exc)}, status=429)
 
     return wrapper

@@ -18,6 +18,7 @@ LABELS = {
     "completed": pgettext_lazy("job state", "completed"),
     "failed": pgettext_lazy("job state", "failed"),
     "paused": pgettext_lazy("job state", "paused"),
+    "schedulers": pgettext_lazy("count", "schedulers"),  # queue settings: jobs per state, and job schedulers
     "unknown": pgettext_lazy("status", "unknown"),
     # bulk task states
     "pending": pgettext_lazy("status", "pending"),
@@ -40,6 +41,8 @@ LABELS = {
     "page": pgettext_lazy("via", "page"),
     "api": pgettext_lazy("via", "API"),
     "task": pgettext_lazy("via", "task"),
+    "admin": pgettext_lazy("via", "admin"),
+    "cli": pgettext_lazy("via", "cli"),
     # severities
     "info": pgettext_lazy("severity", "info"),
     "warning": pgettext_lazy("severity", "warning"),

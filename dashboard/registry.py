@@ -90,14 +90,14 @@ class Registry:
         with self._lock:
             if not refresh and self._fresh(conn):
                 return conn.queues
+            generation = conn.scans
         found = self._published(name)
         if found is None:
             # No monitor has published: discover here, one scan at a time per connection, and
-            # let the requests that waited for it reuse its result.
-            generation = conn.scans
+            # let the requests that waited for it (or came while it ran) reuse its result.
             with conn.discovery_lock:
                 with self._lock:
-                    if conn.scans != generation:  # a scan finished while this request waited
+                    if conn.scans != generation or (not refresh and self._fresh(conn)):
                         return conn.queues
                 with conn.source.errors():
                     found = conn.source.discover()

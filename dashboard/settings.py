@@ -16,9 +16,12 @@ import os
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("QUEUEWATCH_DEBUG", False)
+# Local development over plain http (`./dev run`): allows the built-in secret key and turns the
+# https-only defaults below off unless each is set explicitly.
+INSECURE_DEV = DEBUG or env_bool("QUEUEWATCH_INSECURE_DEV", False)
 SECRET_KEY = env_str("QUEUEWATCH_SECRET_KEY")
 if not SECRET_KEY:
-    if DEBUG or env_bool("QUEUEWATCH_INSECURE_DEV", False):
+    if INSECURE_DEV:
         SECRET_KEY = "insecure-dev-only-key"
     else:
         raise ImproperlyConfigured(
@@ -39,12 +42,14 @@ INSTALLED_APPS = [
     "channels",
     "template_partials",
     "django_htmx",
+    "axes",
     "dashboard",
     "dashboard.alerts",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: the cookie set by the switcher, else Accept-Language (dashboard/i18n.py
@@ -61,9 +66,27 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # request.htmx; dashboard/htmx.py decides fragment or full page from it.
     "django_htmx.middleware.HtmxMiddleware",
+    # Login throttling (django-axes): answers a locked-out login (page or admin) with the
+    # lockout page; must come last.
+    "axes.middleware.AxesMiddleware",
 ]
 
+# --- Login throttling (django-axes) -------------------------------------------------------------
+# Failed logins are counted per user name and, separately, per client address; either reaching
+# the limit locks further attempts (even with the right password) until the cool-off ends.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("QUEUEWATCH_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = __import__("datetime").timedelta(minutes=env_int("QUEUEWATCH_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "dashboard.accounts.views.locked_out"
+# The address is the connecting one only: X-Forwarded-For is whatever the client says, and would
+# let one client pose as many addresses.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+
 ROOT_URLCONF = "dashboard.urls"
+CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # Django's page, plus an audit row
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -120,11 +143,34 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env_str("QUEUEWATCH_STATIC_ROOT")
 WHITENOISE_USE_FINDERS = STATIC_ROOT is None
 
+# --- Transport and browser hardening (docs/operations.md, "Configuration") ----------------------
+# Production defaults are https-only; each relaxation is its own setting (`./dev run` sets the
+# ones plain-http local use needs). INSECURE_DEV (or DEBUG) only changes the defaults.
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = env_bool("QUEUEWATCH_SECURE_COOKIES", not INSECURE_DEV)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_AGE = env_int("QUEUEWATCH_SESSION_HOURS", 12, minimum=1) * 3600
+SECURE_SSL_REDIRECT = env_bool("QUEUEWATCH_SSL_REDIRECT", not INSECURE_DEV)
+SECURE_HSTS_SECONDS = env_int("QUEUEWATCH_HSTS_SECONDS", 0 if INSECURE_DEV else 365 * 24 * 3600, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("QUEUEWATCH_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("QUEUEWATCH_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy, Django sees plain http: trust the proxy's X-Forwarded-Proto
+# (only when the proxy always sets it, overwriting what clients send), or SSL redirect loops.
+if env_bool("QUEUEWATCH_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# No inline script or style anywhere (dashboard/security.py); websockets are same-origin.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+# HSTS preload is a commitment for the whole registrable domain, which only its owner can
+# make (QUEUEWATCH_HSTS_PRELOAD=1): not a deployment warning for Queuewatch to raise.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 # --- Queuewatch ------------------------------------------------------------------------------
 
@@ -139,6 +185,10 @@ QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
+# Downloads (job exports, audit CSV) one user may stream at once from one web process.
+QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
+# Jobs one error-groups page or name-filtered list may examine (one Redis command each).
+QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)
 
 LOGGING = {
     "version": 1,
@@ -214,6 +264,25 @@ if QUEUEWATCH_DIGEST_CRON:
 QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+# Secrets at rest (webhook signing secrets, header values): comma-separated Fernet keys, the first
+# encrypts, all decrypt (dashboard/crypto.py). Unset: derived from the secret key.
+QUEUEWATCH_ENCRYPTION_KEY = env_str("QUEUEWATCH_ENCRYPTION_KEY")
+try:
+    from dashboard.crypto import parse_keys  # noqa: E402
+
+    parse_keys(QUEUEWATCH_ENCRYPTION_KEY, secret_key=SECRET_KEY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_ENCRYPTION_KEY: {exc}") from None
+# Where webhooks may be sent (queues/outbound.py): networks, addresses, host names or ".domain";
+# loopback and link-local are denied unless allowed here; "private" in the deny list denies RFC 1918.
+QUEUEWATCH_WEBHOOK_ALLOW = env_list("QUEUEWATCH_WEBHOOK_ALLOW", [])
+QUEUEWATCH_WEBHOOK_DENY = env_list("QUEUEWATCH_WEBHOOK_DENY", [])
+try:
+    from queues.outbound import OutboundPolicy  # noqa: E402
+
+    OutboundPolicy.from_entries(allow=QUEUEWATCH_WEBHOOK_ALLOW, deny=QUEUEWATCH_WEBHOOK_DENY)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"QUEUEWATCH_WEBHOOK_ALLOW / QUEUEWATCH_WEBHOOK_DENY: {exc}") from None
 EMAIL_BACKEND = env_str("QUEUEWATCH_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
 EMAIL_HOST = env_str("QUEUEWATCH_SMTP_HOST", "")  # unset: email channels report "not configured"
 EMAIL_PORT = env_int("QUEUEWATCH_SMTP_PORT", 587, minimum=1)

@@ -5,6 +5,7 @@ from django.urls import include, path
 import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
 from dashboard.accounts import views as accounts_views
 from dashboard.actions import api as actions_api
+from dashboard.actions import toolbox_views
 from dashboard.actions import views as actions_views
 from dashboard.browse import api as browse_api
 from dashboard.browse import history_views
@@ -21,6 +22,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("language/", accounts_views.set_language, name="set_language"),
     path("jsi18n/", accounts_views.javascript_catalog, name="javascript_catalog"),
+    path("account/tokens/", accounts_views.token_list, name="tokens"),
+    path("account/tokens/<int:token_id>/revoke", accounts_views.token_revoke, name="token_revoke"),
     path("schedulers/", browse_views.schedulers, name="schedulers"),
     path("health/", health_views.health_page, name="health"),
     path("metrics", metrics.metrics, name="metrics"),
@@ -29,6 +32,11 @@ urlpatterns = [
     path(queue + "history", history_views.queue_history, name="queue_history"),
     path(queue + "raw/<str:field>/<path:job_id>", browse_views.job_raw, name="job_raw"),
     path(queue + "jobs/<path:job_id>", browse_views.job_detail, name="job"),
+    # The operator toolbox's forms (not under jobs/<id>: a job may be called "new").
+    path(queue + "add-job", toolbox_views.add_job_page, name="add_job"),
+    path(queue + "settings", toolbox_views.settings_page, name="queue_settings"),
+    path(queue + "edit/<path:job_id>", toolbox_views.edit_retry_page, name="edit_retry"),
+    path(queue + "edit-preview/<path:job_id>", toolbox_views.edit_retry_preview, name="edit_retry_preview"),
     # Acting on jobs (POST, operator role, CSRF); job ids may contain "/", so they come last.
     path(queue + "act/<str:action>/<path:job_id>", actions_views.job_action, name="job_action"),
     path(queue + "actions/<str:action>", actions_views.queue_action, name="queue_action"),
@@ -43,7 +51,7 @@ urlpatterns = [
     path("audit.csv", actions_views.audit_csv, name="audit_csv"),
     path("api/v1/queues", browse_api.queues, name="api_queues"),
     path(api_queue, browse_api.queue, name="api_queue"),
-    path(api_queue + "/jobs", browse_api.jobs, name="api_jobs"),
+    path(api_queue + "/jobs", toolbox_views.jobs_collection, name="api_jobs"),  # GET lists, POST adds
     path(api_queue + "/job-actions/<str:action>/<path:job_id>", actions_api.job_action, name="api_job_action"),
     path(api_queue + "/actions/<str:action>", actions_api.queue_action, name="api_queue_action"),
     path(api_queue + "/bulk/preview", actions_api.bulk_preview, name="api_bulk_preview"),

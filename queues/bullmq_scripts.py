@@ -217,22 +217,22 @@ return {1, tostring(added)}
 )
 
 
-def _script(source: str) -> Script:
+def lua_script(source: str) -> Script:
     # Bytes, so no client is needed to hash it; every call names its client (or pipeline).
     return Script(None, source.encode("utf-8"))
 
 
 SCRIPTS = {
-    "retry": _script(RETRY_SRC),
-    "redrive": _script(REDRIVE_SRC),
-    "retry_batch": _script(RETRY_BATCH_SRC),
-    "retry_head": _script(RETRY_HEAD_SRC),
-    "remove_batch": _script(REMOVE_BATCH_SRC),
-    "promote_batch": _script(PROMOTE_BATCH_SRC),
-    "remove": _script(REMOVE_SRC),
-    "promote": _script(bullmq_source("promote-9.lua")),
-    "pause": _script(bullmq_source("pause-7.lua")),
-    "clean": _script(bullmq_source("cleanJobsInSet-3.lua")),
+    "retry": lua_script(RETRY_SRC),
+    "redrive": lua_script(REDRIVE_SRC),
+    "retry_batch": lua_script(RETRY_BATCH_SRC),
+    "retry_head": lua_script(RETRY_HEAD_SRC),
+    "remove_batch": lua_script(REMOVE_BATCH_SRC),
+    "promote_batch": lua_script(PROMOTE_BATCH_SRC),
+    "remove": lua_script(REMOVE_SRC),
+    "promote": lua_script(bullmq_source("promote-9.lua")),
+    "pause": lua_script(bullmq_source("pause-7.lua")),
+    "clean": lua_script(bullmq_source("cleanJobsInSet-3.lua")),
 }
 
 

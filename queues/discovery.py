@@ -2,8 +2,15 @@
 
 BullMQ keeps no registry of queues. The one key every queue ends up with is
 ``<prefix>:<queue>:meta`` (written by the Node Queue constructor and by every add script), so we
-SCAN for it — never KEYS, which blocks Redis — and accept names without ``:`` (queue names
-cannot contain one; a longer match is a job id or a scheduler key).
+SCAN for it — never KEYS, which blocks Redis.
+
+Names with ``:``. Node BullMQ refuses them but Python BullMQ accepts them, so ``bull:a:b:meta``
+is either the meta of queue ``a:b`` or the hash of job ``b:meta`` of queue ``a`` (job ids may
+contain ``:``; scheduler keys ``repeat:<id>`` too). The contents tell them apart: every queue's
+meta carries ``opts.maxLenEvents`` (the Node Queue constructor and every add script write it,
+through ``getOrSetMaxEvents``), and no BullMQ script writes that field into a job or scheduler
+hash. So a name without ``:`` is accepted as before, and a name with ``:`` only if its hash has
+that field: one pipelined ``HEXISTS`` per such candidate, which are rare.
 """
 
 from __future__ import annotations
@@ -32,7 +39,21 @@ def discover_queue_names(client: redis.Redis, prefix: str, *, scan_count: int = 
     except redis.ResponseError:
         # SCAN ... TYPE needs Redis >= 6.0; older servers get the unfiltered scan.
         names.update(_names(client.scan_iter(match=pattern, count=scan_count), head, tail))
-    return sorted(names)
+    return sorted(_with_colons_checked(client, names, prefix))
+
+
+QUEUE_META_FIELD = "opts.maxLenEvents"
+
+
+def _with_colons_checked(client: redis.Redis, names: set[str], prefix: str) -> set[str]:
+    candidates = sorted(n for n in names if ":" in n)
+    if not candidates:
+        return names
+    pipe = client.pipeline(transaction=False)
+    for name in candidates:
+        pipe.hexists(f"{prefix}:{name}:meta", QUEUE_META_FIELD)
+    not_queues = {n for n, is_meta in zip(candidates, pipe.execute()) if not is_meta}
+    return names - not_queues
 
 
 def _names(keys, head: bytes, tail: bytes):
@@ -40,5 +61,5 @@ def _names(keys, head: bytes, tail: bytes):
         if not (key.startswith(head) and key.endswith(tail)):
             continue
         raw = key[len(head) : -len(tail)]
-        if raw and b":" not in raw:
+        if raw:
             yield raw.decode("utf-8", errors="replace")

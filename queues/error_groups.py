@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import redis
 
 from .keys import QueueRef
+from .listing import SAMPLE_LIMIT
 from .safe_json import loads_or
 from .text import to_int, to_text
 
@@ -88,12 +89,17 @@ class ErrorGroups(list):
         return self.scanned >= self.total
 
 
-def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = 20000, batch: int = 1000) -> ErrorGroups:
+STACK_SAMPLES = 50  # groups that get a sample stack trace (the biggest ones)
+
+
+def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMPLE_LIMIT, batch: int = 1000) -> ErrorGroups:
     """Failed jobs grouped by fingerprint, biggest group first (a list of ``ErrorGroup``).
 
     Reads the newest ``scan_limit`` failed jobs: ZREVRANGE in batches plus one pipelined
-    ``HMGET failedReason`` per job (never data or stack traces), then one HGET of a stack trace
-    per group for the sample. ``scanned``/``total`` say whether every failed job was seen."""
+    ``HGET failedReason`` per job (never data or stack traces), then one HGET of a stack trace
+    for each of the ``STACK_SAMPLES`` biggest groups. ``scanned``/``total`` say whether every
+    failed job was seen. Worst case: ``1 + ceil(scan_limit / batch) + scan_limit + STACK_SAMPLES``
+    commands (2,053 at the defaults), however many jobs have failed."""
     key = queue.state_key("failed")
     total = client.zcard(key)
     groups: dict[str, ErrorGroup] = {}
@@ -127,7 +133,7 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = 2000
         if len(cache) > 50000:
             cache.clear()  # bounded memory on hostile data where every reason differs
     ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
-    _attach_stacks(client, queue, ordered)
+    _attach_stacks(client, queue, ordered[:STACK_SAMPLES])
     return ErrorGroups(ordered, scanned=scanned, total=total)
 
 

@@ -1,7 +1,8 @@
 """Export jobs matching a filter as JSON Lines or CSV, streamed, with redaction.
 
-Generators yield one line (``str``) at a time and read one page of jobs at a time, so a web
-view can hand them to a streaming response whatever the number of jobs. Payloads are parsed
+Generators yield one chunk (``str``: the lines of one page of jobs) per page read from Redis,
+so a web view can stream them whatever the number of jobs: the first chunk can be sent before
+the second page is read, and memory holds one page. Payloads are parsed
 and redacted with ``queues.redact``; text that is not JSON is redacted as text.
 """
 
@@ -34,20 +35,21 @@ def _redacted_json(raw, redactor: Redactor):
     return redactor.value(value) if ok else redactor.text(text)
 
 
-def iter_job_records(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
-                     redactor: Redactor) -> Iterator[dict]:
-    """Matching jobs as redacted dicts, oldest first, one page of hashes in memory at a time."""
+def iter_record_pages(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
+                      redactor: Redactor) -> Iterator[list[dict]]:
+    """Matching jobs as redacted dicts, oldest first: one list per page read from Redis."""
     cursor = Cursor()
     while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
         pipe = client.pipeline(transaction=False)
         for job_id in page.match_ids:
             pipe.hmget(queue.job_key(job_id), EXPORT_FIELDS)
+        records = []
         for job_id, values in zip(page.match_ids, pipe.execute() if page.match_ids else []):
             f = dict(zip(EXPORT_FIELDS, values))
             if all(v is None for v in values):
                 continue  # removed since the page was read
-            yield {
+            records.append({
                 "id": job_id,
                 "name": to_text(f["name"]),
                 "timestamp": to_int(f["timestamp"]),
@@ -61,7 +63,9 @@ def iter_job_records(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, b
                 "opts": _redacted_json(f["opts"], redactor),
                 "stacktrace": _redacted_json(f["stacktrace"], redactor),
                 "returnvalue": _redacted_json(f["returnvalue"], redactor),
-            }
+            })
+        if records:
+            yield records
         if page.exhausted:
             return
         cursor = advance(cursor, page)
@@ -69,9 +73,10 @@ def iter_job_records(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, b
 
 def iter_jobs_jsonl(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
                     redactor: Redactor) -> Iterator[str]:
-    """One JSON object per line. ``<``, ``>`` and ``&`` are not escaped: this is a download."""
-    for record in iter_job_records(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
-        yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One JSON object per line, one chunk per page. ``<``, ``>`` and ``&`` are not escaped:
+    this is a download."""
+    for records in iter_record_pages(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
+        yield "".join(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n" for record in records)
 
 
 def _csv_cell(value) -> str:
@@ -85,7 +90,8 @@ def _csv_cell(value) -> str:
 
 def iter_jobs_csv(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
                   redactor: Redactor) -> Iterator[str]:
-    """A header line, then one CSV row per job; JSON fields as compact JSON text."""
+    """A header line, then one CSV row per job, one chunk per page; JSON fields as compact
+    JSON text."""
     buf = io.StringIO()
     writer = csv.writer(buf)
 
@@ -96,5 +102,5 @@ def iter_jobs_csv(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, befo
         return buf.getvalue()
 
     yield line(CSV_COLUMNS)
-    for record in iter_job_records(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
-        yield line([_csv_cell(record[c]) for c in CSV_COLUMNS])
+    for records in iter_record_pages(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
+        yield "".join(line([_csv_cell(record[c]) for c in CSV_COLUMNS]) for record in records)

@@ -16,7 +16,8 @@ What events cannot tell, and how it is handled:
 * ``cleaned`` does not say which jobs left: the queue asks for an early snapshot.
 * A job whose previous state is unknown (seen first after the snapshot, no ``prev`` field) is
   counted as new.
-Whatever drifts is corrected at the next snapshot.
+Whatever drifts is corrected at the next exact read: the queue's own read once it has been
+quiet for a second (``queues.quiet``), or the periodic snapshot. See docs/live-truth.md.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field, fields
 from .stalls import STALLED_LIMIT_REASON
 
 MINUTE_MS = 60_000
-COUNTERS = ("completed", "failed", "stalled", "added", "stall_failed")
+# Stored per minute (QueuePoint). ``failed`` counts final failures only; ``attempt_failed`` the
+# failed attempts that will be retried (queues.attempts), which emit no ``failed`` event.
+COUNTERS = ("completed", "failed", "stalled", "added", "stall_failed", "attempt_failed")
 
 
 def minute_of(ts_ms: int) -> int:
@@ -30,6 +32,7 @@ class Minute:
     stalled: int = 0
     added: int = 0
     stall_failed: int = 0
+    attempt_failed: int = 0  # counted by the monitor from candidate events, not by count_event
 
     def merge_max(self, other: "Minute") -> None:
         for f in fields(self):

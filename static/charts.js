@@ -17,6 +17,7 @@
   var COLORS = {
     completed: "#079455",
     failed: "#d92d20",
+    attemptFailed: "#f79009",
     dlqGrowth: "#d92d20",
     dlqDepth: "#7a5af8",
     stalled: "#dc6803",
@@ -166,6 +167,8 @@
         series: [
           line(gettext("Completed"), "completed", COLORS.completed, { unit: "/min", fill: fillOf(COLORS.completed, 0.08) }),
           line(gettext("Failed"), "failed", COLORS.failed, { unit: "/min" }),
+          // Attempts that failed and will be retried: a flapping dependency shows here first.
+          line(gettext("Failed attempts (retried)"), "attempt_failed", COLORS.attemptFailed, { unit: "/min", dash: [4, 3] }),
         ],
         axes: [valueAxis({ scale: "y", label: gettext("jobs / min"), fmt: fmtRate, incrs: rateIncrs })],
       },
@@ -237,7 +240,7 @@
   }
 
   function hasAnyValue(data) {
-    var keys = ["completed", "failed", "stalled", "backlog", "dlq_depth"];
+    var keys = ["completed", "failed", "attempt_failed", "stalled", "backlog", "dlq_depth"];
     return keys.some(function (k) {
       return (data[k] || []).some(function (v) { return v != null; });
     });

@@ -1,18 +1,18 @@
-"""Shared fixtures. A single redis-server is started for the session on a free port; tests
-use separate database numbers (or prefixes) so they do not see each other's keys."""
+"""Shared fixtures. One redis-server is started for the session on a free port. A test isolates
+its keys either by a key prefix of its own on database 0 (``redis_prefix``) or, when something
+reads the whole keyspace (a monitor, the channel layer), by a database leased for it from one
+allocator (``redis_db`` and the fixtures built on it). See docs/testing.md."""
 
 from __future__ import annotations
-
-import contextlib
 
 import pytest
 
 from dashboard.registry import reset_registry
 from queues.connections import ConnectionSpec
+from tests.support.live import monitor_thread
+from tests.support.redis_db import (SHARED_DB, DatabaseAllocator, PrefixedRedis, app_on, delete_prefixed, point_at,
+                                    prefix_for)
 from tests.support.servers import RedisServer, run_node
-
-NODE_FIXTURE_DB = 1
-SCRATCH_DB = 2
 
 
 @pytest.fixture(scope="session")
@@ -22,72 +22,89 @@ def redis_server():
     server.stop()
 
 
-@contextlib.contextmanager
-def emptied_db(redis_server, db: int):
-    """A client on Redis database ``db`` (each test module that needs one owns a number),
-    emptied first."""
-    client = redis_server.client(db)
-    client.flushdb()
+@pytest.fixture(scope="session")
+def redis_databases(redis_server):
+    """The one allocator of whole databases (1..15); ``with redis_databases.lease() as db:``
+    gives a test a second database of its own."""
+    return DatabaseAllocator(redis_server.port)
+
+
+@pytest.fixture
+def redis_db(redis_databases):
+    """A whole database leased to this test (emptied before and after)."""
+    with redis_databases.lease() as db:
+        yield db
+
+
+@pytest.fixture
+def redis_prefix(request, redis_server):
+    """This test's own BullMQ key prefix on database 0 (``bull-<hash of the test id>``); its keys
+    are deleted before and after."""
+    prefix = prefix_for(request.node.nodeid)
+    client = redis_server.client(SHARED_DB)
+    delete_prefixed(client, prefix)  # left over by an interrupted run
     try:
-        yield client
+        yield PrefixedRedis(prefix, redis_server.url(SHARED_DB), client)
     finally:
+        delete_prefixed(client, prefix)
         client.close()
 
 
-@contextlib.contextmanager
-def app_on_db(settings, redis_server, db: int):
-    """The app pointed at Redis database ``db`` (emptied first, prefix 'bull'); yields its URL."""
-    with emptied_db(redis_server, db):
-        point_at(settings, ConnectionSpec("default", redis_server.url(db), ("bull",)))
-        try:
-            yield redis_server.url(db)
-        finally:
-            reset_registry()
+@pytest.fixture
+def redis_client(redis_db):
+    """A client on this test's own (emptied) database; its URL is ``redis_url``."""
+    client = redis_db.client()
+    yield client
+    client.close()
 
 
 @pytest.fixture
-def redis_client(redis_server):
-    """A client on the scratch database, emptied before each test."""
-    with emptied_db(redis_server, SCRATCH_DB) as client:
-        yield client
+def redis_url(redis_db):
+    return redis_db.url
 
 
 @pytest.fixture(scope="session")
-def bullmq_fixture(redis_server):
+def node_fixture_db(redis_databases):
+    """The database holding the Node-built queues of ``bullmq_fixture``, for the whole session."""
+    with redis_databases.lease() as db:
+        yield db
+
+
+@pytest.fixture(scope="session")
+def bullmq_fixture(node_fixture_db):
     """Queues built by real Node BullMQ 6 (tests/node/build_fixture.mjs), once per session.
     Returns what Node itself reported: getJobCounts() per queue and job details."""
-    redis_server.client(NODE_FIXTURE_DB).flushdb()
-    return run_node("build_fixture.mjs", redis_server.url(NODE_FIXTURE_DB))
-
-
-def point_at(settings, *specs: ConnectionSpec) -> None:
-    settings.QUEUEWATCH_CONNECTIONS = list(specs)
-    reset_registry()
+    return run_node("build_fixture.mjs", node_fixture_db.url)
 
 
 @pytest.fixture
-def node_queues(settings, redis_server, bullmq_fixture):
+def node_fixture_client(node_fixture_db):
+    """A client on the Node-built queues' database (shared by the session: change nothing
+    another test relies on, or undo it)."""
+    client = node_fixture_db.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def node_queues(settings, node_fixture_db, bullmq_fixture):
     """The app pointed at the Node-built queues (prefixes 'bull' and '{app:bull}')."""
-    point_at(settings, ConnectionSpec("default", redis_server.url(NODE_FIXTURE_DB), ("bull", "{app:bull}")))
+    point_at(settings, ConnectionSpec("default", node_fixture_db.url, ("bull", "{app:bull}")))
     yield bullmq_fixture
     reset_registry()
 
 
 @pytest.fixture
-def scratch_queues(settings, redis_server, redis_client):
-    """The app pointed at the (emptied) scratch database, prefix 'bull'."""
-    point_at(settings, ConnectionSpec("default", redis_server.url(SCRATCH_DB), ("bull",)))
-    yield redis_client
-    reset_registry()
-
-
-ACTIONS_DB = 11
+def scratch_queues(settings, redis_url, redis_client):
+    """The app pointed at this test's (emptied) database, prefix 'bull'; yields its client."""
+    with app_on(settings, redis_url):
+        yield redis_client
 
 
 @pytest.fixture
-def actions_redis(settings, redis_server):
-    """The app pointed at the (emptied) database of the action page tests; yields its URL."""
-    with app_on_db(settings, redis_server, ACTIONS_DB) as url:
+def actions_redis(settings, redis_url):
+    """The app pointed at this test's (emptied) database, prefix 'bull'; yields its URL."""
+    with app_on(settings, redis_url) as url:
         yield url
 
 
@@ -102,28 +119,19 @@ def logged_in(client, user):
     return client
 
 
-LIVE_DB = 3
-
-
 @pytest.fixture
-def live_db():
-    """The Redis database of live_setup; a test module overrides it to get one of its own."""
-    return LIVE_DB
-
-
-@pytest.fixture
-def live_setup(settings, redis_server, live_db):
-    """Monitored Redis, dashboard Redis and channel layer all on the (emptied) live database,
-    with channels_redis exactly as configured in production (socket_timeout None)."""
+def live_setup(settings, redis_db):
+    """Monitored Redis, dashboard Redis and channel layer all on this test's (emptied) database,
+    with channels_redis exactly as configured in production (socket_timeout None). The monitor
+    discovers every queue and keeps unprefixed keys, hence a whole database. Its URL is
+    ``redis_url``."""
     from channels.layers import channel_layers
 
-    client = redis_server.client(live_db)
-    client.flushdb()
-    url = redis_server.url(live_db)
-    point_at(settings, ConnectionSpec("default", url, ("bull",)))
-    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
+    client = redis_db.client()
+    point_at(settings, ConnectionSpec("default", redis_db.url, ("bull",)))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [{"address": url, "socket_timeout": None}],
+                                           "CONFIG": {"hosts": [{"address": redis_db.url, "socket_timeout": None}],
                                                       "prefix": "queuewatch:asgi"}}}
     channel_layers.backends.clear()
     yield client
@@ -135,14 +143,26 @@ def live_setup(settings, redis_server, live_db):
 @pytest.fixture
 def running_monitor(live_setup):
     """A leading monitor in a thread of the test process, with a short tick."""
-    import threading
+    with monitor_thread(tick=0.5, name="test-monitor") as monitor:
+        yield monitor
 
-    from dashboard.live.monitor import Monitor
 
-    stop = threading.Event()
-    monitor = Monitor(tick=0.5, name="test-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    yield monitor
-    stop.set()
-    thread.join(15)
+@pytest.fixture
+def private_redis(settings):
+    """The app pointed at a redis-server of this test's own (monitored and dashboard Redis,
+    prefix 'bull', in-memory channel layer): commandstats then count only what the code under
+    test did — the session's shared server also serves other tests' leftover threads."""
+    from channels.layers import channel_layers
+
+    server = RedisServer()
+    url = server.url(0)
+    point_at(settings, ConnectionSpec("default", url, ("bull",)))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    client = server.client(0)
+    yield client
+    client.close()
+    reset_registry()
+    channel_layers.backends.clear()
+    server.stop()

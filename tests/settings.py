@@ -12,3 +12,6 @@ from dashboard.settings import *  # noqa: E402,F401,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 QUEUEWATCH_DISCOVERY_TTL = 0
 QUEUEWATCH_REDIS_TIMEOUT = 2
+# The test receivers (tests/support/receivers.py) listen on loopback, which webhooks may not
+# reach by default: allow it explicitly, as an operator would for a local receiver.
+QUEUEWATCH_WEBHOOK_ALLOW = ["127.0.0.1"]

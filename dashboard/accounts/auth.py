@@ -4,7 +4,9 @@
   need it, except views marked ``login_not_required``: the login page, and the JSON API and
   ``/metrics``, which answer 401 themselves instead of redirecting (``api_auth``).
 * **Bearer token.** The API (and ``/metrics``) also accept ``Authorization: Bearer <token>``,
-  tokens from ``manage.py api_token`` (stored hashed: ``ApiToken``). ``bearer_token`` is the
+  tokens from ``manage.py api_token`` (stored hashed: ``ApiToken``), until they expire or are
+  revoked. A token's scopes cap its user's role (``role_of``): ``read`` → viewer, ``act`` →
+  operator, ``admin`` → admin; ``metrics`` alone opens only ``/metrics``. ``bearer_token`` is the
   only parser of that header. Token calls carry no cookie, so they are exempt from CSRF; an
   API call authenticated by a session cookie must pass Django's CSRF check like a form post.
 * **Roles.** Three, as Django groups, each including the ones before it: viewer (read
@@ -27,10 +29,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.middleware.csrf import CsrfViewMiddleware
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from dashboard.accounts.models import ApiToken
+from dashboard.accounts.models import ACT, ADMIN_SCOPE, METRICS, READ, ApiToken
 from dashboard.errors import JsonResponse
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
@@ -41,9 +43,24 @@ BEARER = "Bearer "
 # --- roles and read-only mode -------------------------------------------------------------
 
 
+SCOPE_ROLES = ((ADMIN_SCOPE, ADMIN), (ACT, OPERATOR), (READ, VIEWER))  # the highest role each scope allows
+
+
 def role_of(user) -> str | None:
+    """The user's role; for a request made with a token, capped by the token's scopes."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return None
+    role = _own_role(user)
+    scopes = getattr(user, "token_scopes", None)
+    if scopes is None:
+        return role
+    cap = next((r for scope, r in SCOPE_ROLES if scope in scopes), None)
+    if cap is None:
+        return None
+    return ROLES[min(ROLES.index(role), ROLES.index(cap))]
+
+
+def _own_role(user) -> str:
     if user.is_superuser:
         return ADMIN
     names = set(user.groups.values_list("name", flat=True))
@@ -51,6 +68,12 @@ def role_of(user) -> str | None:
         if role in names:
             return role
     return VIEWER
+
+
+def token_may_scrape(user) -> bool:
+    """/metrics: a session may; a token needs the ``metrics`` scope."""
+    scopes = getattr(user, "token_scopes", None)
+    return scopes is None or METRICS in scopes
 
 
 def has_role(user, role: str) -> bool:
@@ -66,17 +89,26 @@ def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
     """Why ``user`` may not do something that needs ``role`` (and, with ``mutates_redis``,
     writes to the monitored Redis); None when they may."""
     if not has_role(user, role):
-        return gettext("This needs the %(role)s role.") % {"role": role}
+        return _("This needs the %(role)s role.") % {"role": role}
     if mutates_redis and read_only():
-        return gettext("Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY).")
+        return _("Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY).")
     return None
 
 
-def require(user, *, role: str, mutates_redis: bool = False) -> None:
-    """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON)."""
+def require(user, *, role: str, mutates_redis: bool = False, target: str = "") -> None:
+    """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON),
+    recorded in the audit log."""
     why = refusal(user, role=role, mutates_redis=mutates_redis)
     if why:
+        audit_refusal(user, kind="role", target=target, message=why)
         raise PermissionDenied(why)
+
+
+def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") -> None:
+    """Refusals (role, read-only, CSRF) are audit rows too: ``refused.role``, ``refused.csrf``."""
+    from dashboard.actions import audit  # lazily: the audit module loads models
+
+    audit.record_refusal(user=user, kind=kind, via=via, target=target, message=message)
 
 
 def role_required(role: str, *, mutates_redis: bool = False):
@@ -86,7 +118,7 @@ def role_required(role: str, *, mutates_redis: bool = False):
     def decorate(view):
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
-            require(request.user, role=role, mutates_redis=mutates_redis)
+            require(request.user, role=role, mutates_redis=mutates_redis, target=f"{request.method} {request.path}")
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -99,6 +131,8 @@ def context(request) -> dict:
     user = getattr(request, "user", None)
     return {
         "can_operate": refusal(user, role=OPERATOR, mutates_redis=True) is None,
+        # Cancelling a bulk task writes nothing to Redis: allowed in read-only mode (the brake).
+        "can_cancel_tasks": refusal(user, role=OPERATOR) is None,
         "can_admin": has_role(user, ADMIN),
         "read_only": read_only(),
     }
@@ -120,10 +154,11 @@ def authenticate(request) -> str | None:
     wins over a cookie). None when the request is authenticated, else why not."""
     token = bearer_token(request)
     if token is not None:
-        user = ApiToken.user_for(token) if token else None
-        if user is None:
-            return "invalid or revoked token"
-        request.user = user
+        row = ApiToken.valid(token) if token else None
+        if row is None:
+            return "invalid, expired or revoked token"
+        row.user.token_scopes = tuple(row.scopes)  # caps role_of for this request
+        request.user = row.user
         return None
     return None if request.user.is_authenticated else "authentication required"
 
@@ -147,6 +182,8 @@ def api_auth(view):
         why = authenticate(request)
         if why:
             return unauthorized(why)
+        if role_of(request.user) is None:  # a token without read, act or admin (e.g. metrics only)
+            return forbidden(_("This token's scopes do not include the API (read, act or admin)."))
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -162,6 +199,8 @@ def api_csrf(view):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if bearer_token(request) is None and CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
+            audit_refusal(request.user, kind="csrf", via="api", target=f"{request.method} {request.path}",
+                          message="CSRF check failed")
             return forbidden("CSRF check failed: send the X-CSRFToken header, or use a bearer token.")
         return view(request, *args, **kwargs)
 
@@ -176,9 +215,15 @@ def api_role_required(role: str, *, mutates_redis: bool = False):
         def wrapper(request, *args, **kwargs):
             why = refusal(request.user, role=role, mutates_redis=mutates_redis)
             if why:
+                audit_refusal(request.user, kind="role", via="api", target=f"{request.method} {request.path}", message=why)
                 return forbidden(why)
             return view(request, *args, **kwargs)
 
         return wrapper
 
     return decorate
+
+
+def may_manage_token(user, token) -> bool:
+    """A user sees and revokes their own tokens; an admin, everyone's."""
+    return token.user_id == getattr(user, "pk", None) or has_role(user, ADMIN)

@@ -106,7 +106,8 @@ def task_detail(request, task_id):
     return JsonResponse(task_body(task)) if task else _no_task(task_id)
 
 
-@api_mutation
+@api_post
+@api_role_required(OPERATOR)  # writes nothing to Redis: allowed in read-only mode, the emergency brake
 def task_cancel(request, task_id):
     task = BulkTask.objects.filter(pk=task_id).first()
     if task is None:

@@ -1,7 +1,11 @@
 """The audit log: one function writes it, one query filters it, one generator exports it.
 
 Every mutation of the monitored Redis (pages, API, background tasks) goes through ``record``,
-so "who did what, when, why, with what result" has a single shape."""
+so "who did what, when, why, with what result" has a single shape. Everything else worth a
+record — configuration changes (rules, channels, silences, windows, admin edits), send-test,
+token issuance and revocation, role changes and refusals (role, CSRF, validation) — goes
+through ``record_event``: the same rows, with no queue, and what was acted on in ``selection``
+(``{"object": "channel 3 “ops”"}``)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,46 @@ def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affect
     )
 
 
+NO_QUEUE = QueueRef("", "", "")
+
+
+def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, target: str = "",
+                 message: str = "", details: dict | None = None) -> AuditEntry:
+    """A non-queue event: ``action`` like ``channel.update``, ``token.issue``, ``refused.role``;
+    ``target`` names the object (``channel 3 “ops”``)."""
+    selection = {"object": target[:500], **(details or {})} if target or details else {}
+    return record(user=user, via=via, action=action[:30], queue=NO_QUEUE, outcome=outcome, selection=selection,
+                  message=message)
+
+
+def record_refusal(*, user, kind: str, via: str, target: str, message: str) -> AuditEntry:
+    """A refused request: ``refused.role``, ``refused.csrf``, ``refused.validation``."""
+    return record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
+                        message=message)
+
+
+def record_change(request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "",
+                  details: dict | None = None) -> AuditEntry:
+    """A configuration change (or a refused one) made from a page: ``rule.update``, ``channel.delete``…"""
+    target = f"{obj._meta.verbose_name} {obj.pk or ''} “{obj}”" if obj is not None else ""
+    return record_event(user=request.user, via="page", action=action, outcome=outcome, target=target,
+                        message=message, details=details)
+
+
+def form_errors(form) -> str:
+    """A refused form's errors, for the audit message (field: message; …)."""
+    return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items())
+
+
+def admin_edit(entry) -> AuditEntry:
+    """A Django admin ``LogEntry`` (add, change, delete of any model) as an audit row."""
+    verb = {1: "add", 2: "change", 3: "delete"}.get(entry.action_flag, "edit")
+    kind = entry.content_type.model if entry.content_type_id else "object"
+    return record_event(user=entry.user, via="admin", action=f"admin.{verb}",
+                        target=f"{kind} {entry.object_id or ''} “{entry.object_repr}”",
+                        message=entry.get_change_message())
+
+
 def filtered(params) -> QuerySet:
     """Audit rows matching the page's filters (user, action, queue, outcome, since, until)."""
     rows = AuditEntry.objects.all()
@@ -66,16 +110,25 @@ class _Echo:
         return value
 
 
+CSV_BATCH = 500  # rows read from the database, and sent, at a time
+
+
 def csv_lines(rows) -> Iterator[str]:
-    """The rows as CSV, one line at a time (for a streaming response). Cells that a
-    spreadsheet would run as a formula are prefixed with a quote."""
+    """The rows as CSV for a streaming response: the header, then one chunk of lines per
+    database batch. Cells that a spreadsheet would run as a formula are prefixed with a quote."""
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_COLUMNS)
-    for row in rows.iterator(chunk_size=500):
-        yield writer.writerow([_cell(v) for v in (
+    batch: list[str] = []
+    for row in rows.iterator(chunk_size=CSV_BATCH):
+        batch.append(writer.writerow([_cell(v) for v in (
             row.at.isoformat(), row.username, row.via, row.action, row.connection, row.prefix, row.queue,
             " ".join(row.job_ids), _selection_text(row.selection), row.reason, row.affected, row.outcome,
-            row.message, row.task_id or "")])
+            row.message, row.task_id or "")]))
+        if len(batch) == CSV_BATCH:
+            yield "".join(batch)
+            batch = []
+    if batch:
+        yield "".join(batch)
 
 
 def _selection_text(selection: dict) -> str:

@@ -8,7 +8,9 @@
   from the last saved cursor, and because every per-job move is atomic and self-guarding
   (a job already moved is skipped, a DLQ copy has a deterministic id) nothing is moved twice.
 * A task stops when cancelled (what moved stays moved), when this process stops leading, or
-  when another process took it over (its ``claimed_by`` changed).
+  when another process took it over (its ``claimed_by`` changed). Read-only mode is an
+  emergency brake: with ``QUEUEWATCH_READ_ONLY`` on, a running task is cancelled before its
+  next batch, and a pending one before its first, with a message saying why.
 * Progress is saved and published to the task's websocket group at most every
   ``PROGRESS_INTERVAL`` seconds, rendered once by ``fragments.task_progress``.
 """
@@ -26,6 +28,9 @@ import redis
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
+from django.utils.translation import gettext as _
+
+from dashboard.accounts.auth import read_only
 from dashboard.actions import audit
 from dashboard.live import fragments
 from dashboard.live import channels as live
@@ -154,11 +159,19 @@ class BulkRunner:
             db_retry(task.refresh_from_db)
             self.publish(task)
 
+        braked = []
+
+        def should_cancel() -> bool:
+            if read_only():
+                braked.append(True)
+                return True
+            return self.should_cancel(task.pk)
+
         try:
             client = self.registry.client(queue.connection)
             final = bulk.run_bulk(client, plan=plan_for(task), store=TaskStore(task, self.owner),
-                                     should_cancel=lambda: self.should_cancel(task.pk), on_progress=on_progress)
-            self.finish(task, final)
+                                  should_cancel=should_cancel, on_progress=on_progress)
+            self.finish(task, final, note=_read_only_stop() if braked else "")
         except (Interrupted, DatabaseError, redis.ConnectionError, redis.TimeoutError) as exc:
             # A busy database (SQLite under concurrent writers) or a Redis outage is not the
             # task's fault: leave it running with its saved progress; its heartbeat goes stale
@@ -182,9 +195,10 @@ class BulkRunner:
             raise Interrupted("taken over by another runner")
         return db_retry(BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists)
 
-    def finish(self, task: BulkTask, final: "bulk.Progress | None", *, error: str = "") -> None:
+    def finish(self, task: BulkTask, final: "bulk.Progress | None", *, error: str = "", note: str = "") -> None:
         """Close the task and write its audit row in one transaction: both or neither (if the
-        database refuses, the task stays running and is resumed, finding itself finished)."""
+        database refuses, the task stays running and is resumed, finding itself finished).
+        ``note`` says why a task was stopped (shown like an error, without failing it)."""
         cancelled = final is not None and final.state == bulk.CANCELLED
         state = BulkTask.FAILED if error else BulkTask.CANCELLED if cancelled else BulkTask.DONE
         skipped_by = ", ".join(f"{n} {why}" for why, n in sorted((final.skipped_by if final else {}).items()))
@@ -192,7 +206,7 @@ class BulkRunner:
         def close() -> bool:
             with transaction.atomic():
                 if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                        state=state, finished_at=timezone.now(), error=error[:2000]):
+                        state=state, finished_at=timezone.now(), error=(error or note)[:2000]):
                     return False
                 task.refresh_from_db()
                 outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
@@ -201,7 +215,7 @@ class BulkRunner:
                              message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
                                       + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
                                       + (f" of {task.total}" if task.total is not None else "")
-                                      + (f". {error}" if error else ".")))
+                                      + (f". {error or note}" if error or note else ".")))
                 return True
 
         if db_retry(close):
@@ -212,6 +226,11 @@ class BulkRunner:
             self.publisher.publish(live.task_group(task.pk), *fragments.task_progress(task))
         except Exception:  # progress display must never stop the work
             log.warning("bulk runner: publishing progress of task %s failed", task.pk, exc_info=True)
+
+
+def _read_only_stop() -> str:
+    return _("Stopped: Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY). What moved stays moved; "
+             "start the task again once read-only mode is off.")
 
 
 def plan_for(task: BulkTask) -> "bulk.BulkPlan":

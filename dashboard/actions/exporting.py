@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.http import StreamingHttpResponse
-
-from dashboard import downloads
+from dashboard import downloads, streaming
 from dashboard.actions.inputs import Selection
 from dashboard.actions.services import now_ms
 from dashboard.browse import selectors as reads
@@ -20,9 +18,10 @@ EXPORT_FORMATS = {"jsonl": ("application/x-ndjson; charset=utf-8", export.iter_j
                   "csv": ("text/csv; charset=utf-8", export.iter_jobs_csv)}
 
 
-def export_response(request, connection: str, prefix: str, name: str) -> StreamingHttpResponse:
-    """Jobs matching the query's filter (failed by default), streamed (memory stays flat however
-    many jobs) and redacted."""
+def export_response(request, connection: str, prefix: str, name: str) -> streaming.Download:
+    """Jobs matching the query's filter (failed by default), streamed one Redis page at a time
+    (memory stays flat however many jobs, under ASGI too) and redacted. At most
+    ``QUEUEWATCH_EXPORTS_PER_USER`` at once per user (``TooManyRequests``)."""
     queue = reads.resolve(connection, prefix, name)
     fmt = request.GET.get("format", "jsonl")
     if fmt not in EXPORT_FORMATS:
@@ -30,8 +29,8 @@ def export_response(request, connection: str, prefix: str, name: str) -> Streami
     chosen = Selection.from_params(request.GET)
     content_type, writer = EXPORT_FORMATS[fmt]
     client = get_registry().client(connection)
-    lines = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
-    response = StreamingHttpResponse(lines, content_type=content_type)
+    chunks = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
+    response = streaming.download(request, chunks, content_type=content_type)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response

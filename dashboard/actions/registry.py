@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 from django.utils.translation import gettext_lazy as _
 
-from dashboard.accounts.auth import OPERATOR, refusal, require
-from dashboard.actions import runners
+from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
+from dashboard.actions import runners, toolbox_runners
+from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.errors import InvalidInput
 from queues.keys import QueueRef
@@ -102,7 +103,7 @@ def lookup(scope: str, name: str) -> Action:
 def authorized(user, *, scope: str, name: str) -> Action:
     """The action, if ``user`` may take it (else ``PermissionDenied``: its role, read-only mode)."""
     action = lookup(scope, name)
-    require(user, role=action.role, mutates_redis=action.mutates_redis)
+    require(user, role=action.role, mutates_redis=action.mutates_redis, target=f"{scope}.{name}")
     return action
 
 
@@ -127,5 +128,25 @@ for _action in (
     Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, offered=lambda where: where.snap.paused),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
     Action("clean", QUEUE, _("Clean"), CleanInput, runners.clean, offered=never),
+    # The operator toolbox (docs/actions.md, "Toolbox"). Add and edit-and-retry have their own
+    # pages (a form, a diff preview); queue settings, drain and obliterate are on the admin's
+    # queue settings page.
+    Action("add", QUEUE, _("Add job"), tools.AddJobInput, toolbox_runners.add, offered=never),
+    Action("duplicate", JOB, _("Duplicate"), ActionInput, toolbox_runners.duplicate,
+           note=_("Adds a copy of this job (its data and options as stored) under a new id.")),
+    Action("edit-retry", JOB, _("Edit and retry"), tools.EditRetryInput, toolbox_runners.edit_and_retry, offered=never),
+    Action("set-concurrency", QUEUE, _("Set global concurrency"), tools.ConcurrencyInput,
+           toolbox_runners.set_concurrency, offered=never, role=ADMIN),
+    Action("remove-concurrency", QUEUE, _("Remove global concurrency"), ActionInput,
+           toolbox_runners.remove_concurrency, offered=never, role=ADMIN),
+    Action("set-rate-limit", QUEUE, _("Set global rate limit"), tools.RateLimitInput,
+           toolbox_runners.set_rate_limit, offered=never, role=ADMIN),
+    Action("remove-rate-limit", QUEUE, _("Remove global rate limit"), ActionInput,
+           toolbox_runners.remove_rate_limit, offered=never, role=ADMIN),
+    Action("remove-rate-limit-key", QUEUE, _("Remove rate-limit key"), ActionInput,
+           toolbox_runners.remove_rate_limit_key, offered=never, role=ADMIN),
+    Action("drain", QUEUE, _("Drain"), tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
+    Action("obliterate", QUEUE, _("Obliterate"), tools.ObliterateInput, toolbox_runners.obliterate, offered=never,
+           role=ADMIN, danger=True),
 ):
     register(_action)

@@ -67,6 +67,9 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
             result = action.run(client, queue=queue, job_id=job_id, given=given)
         else:
             result = action.run(client, queue=queue, given=given)
+    # A result may add to the row's details what only running it could know: the before and
+    # after of an edit, the id a job was added under (dashboard.actions.toolbox_runners).
+    entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
     audit.record(**entry, affected=runners.affected_by(result), outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
                  message=result.message)
     return result

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 
+from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
+from dashboard import streaming
 from dashboard.actions import audit, registry
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
@@ -48,6 +49,8 @@ def refusals(view):
         try:
             return view(request, *args, **kwargs)
         except InvalidInput as exc:
+            audit_refusal(request.user, kind="validation", via="page", target=f"{request.method} {request.path}",
+                          message=str(exc))
             return result(request, ok=False, message=str(exc), status=400)
         except Conflict as exc:
             return result(request, ok=False, message=str(exc), status=409)
@@ -131,7 +134,7 @@ def task_detail(request, task_id):
 
 
 @require_POST
-@role_required(OPERATOR, mutates_redis=True)
+@role_required(OPERATOR)  # writes nothing to Redis: allowed in read-only mode, the emergency brake
 def task_cancel(request, task_id):
     task = get_object_or_404(BulkTask, pk=task_id)
     if not operations.task_cancel(user=request.user, via="page", task=task):
@@ -145,7 +148,8 @@ def task_cancel(request, task_id):
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     with redis_errors(connection):
-        found = error_groups.error_groups(get_registry().client(connection), queue=queue)
+        found = error_groups.error_groups(get_registry().client(connection), queue=queue,
+                                          scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
 
@@ -168,7 +172,9 @@ def audit_log(request):
 
 
 @require_GET
+@page_errors
 def audit_csv(request):
-    response = StreamingHttpResponse(audit.csv_lines(audit.filtered(request.GET)), content_type="text/csv; charset=utf-8")
+    response = streaming.download(request, audit.csv_lines(audit.filtered(request.GET)),
+                                  content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="queuewatch-audit.csv"'
     return response

@@ -16,8 +16,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dashboard.alerts import notifiers
 from dashboard.alerts.channel_forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
+from dashboard.alerts.notifiers.webhook import receiver_detail
 from dashboard.alerts.sender import send_test
 from dashboard.accounts.auth import ADMIN, role_required
+from dashboard.actions import audit
+from dashboard.actions.models import AuditEntry
 
 LOG_PAGE_SIZE = 50
 
@@ -58,11 +61,15 @@ def channel_list(request):
 
 def _channel_form(request, channel: Channel | None):
     form = ChannelForm(request.POST or None, channel=channel)
+    action = "channel.update" if channel else "channel.create"
     if request.method == "POST" and form.is_valid():
         saved = form.save()
+        audit.record_change(request, action=action, obj=saved)
         done = _("Channel “%(name)s” saved.") if channel else _("Channel “%(name)s” created.")
         messages.success(request, done % {"name": saved.name})
         return redirect("channels")
+    if request.method == "POST":
+        audit.record_change(request, action=action, obj=channel, outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
     return render(request, "alerts/channel_form.html", {"form": form, "channel": channel})
 
 
@@ -84,6 +91,7 @@ def channel_edit(request, channel):
 @with_channel
 def channel_delete(request, channel):
     if request.method == "POST":
+        audit.record_change(request, action="channel.delete", obj=channel)
         channel.delete()
         messages.success(request, _("Channel “%(name)s” deleted, with its outbox and delivery log.") % {"name": channel.name})
         return redirect("channels")
@@ -96,6 +104,9 @@ def channel_delete(request, channel):
 @with_channel
 def channel_send_test(request, channel):
     result = send_test(channel=channel, requested_by=request.user.get_username())
+    # The receiver's own words stay out of the audit log, which every viewer reads.
+    audit.record_change(request, action="channel.test", obj=channel, outcome=AuditEntry.OK if result.ok else AuditEntry.ERROR,
+                        message=receiver_detail(result.detail, admin=False))
     if result.ok:
         messages.success(request, _("Test sent to “%(name)s”: %(detail)s.") % {"name": channel.name, "detail": result.detail})
     else:

@@ -14,6 +14,8 @@ from dashboard.alerts.forms import MaintenanceWindowForm, RuleForm, SilenceForm
 from dashboard.alerts.models import Alert, AlertRule, MaintenanceWindow, Silence
 from dashboard.alerts.preview import rule_preview
 from dashboard.accounts.auth import ADMIN, role_required
+from dashboard.actions import audit
+from dashboard.actions.models import AuditEntry
 from queues import alert_kinds
 from queues.cron import CronError, cron_next, zone
 
@@ -45,8 +47,12 @@ def rule_edit(request, rule_id: int | None = None):
         if "preview" in request.POST:
             preview = rule_preview(rule=form.save(commit=False), now=timezone.now())
         else:
-            form.save()
+            saved = form.save()
+            audit.record_change(request, action="rule.update" if rule else "rule.create", obj=saved)
             return redirect("alert_rules")
+    elif request.method == "POST" and "preview" not in request.POST:
+        audit.record_change(request, action="rule.update" if rule else "rule.create", obj=rule,
+                            outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
     return render(request, "alerts/rule_form.html", {"form": form, "rule": rule, "preview": preview,
                                                      "kinds": alert_kinds.KINDS.values()})
 
@@ -64,7 +70,9 @@ def rule_detail(request, rule_id: int):
 @role_required(ADMIN)
 @require_POST
 def rule_delete(request, rule_id: int):
-    get_object_or_404(AlertRule, pk=rule_id).delete()
+    rule = get_object_or_404(AlertRule, pk=rule_id)
+    audit.record_change(request, action="rule.delete", obj=rule)
+    rule.delete()
     return redirect("alert_rules")
 
 
@@ -121,18 +129,22 @@ def silence_new(request):
 def _save_authored(request, form, form_name: str):
     """Save a silence or a window with the logged-in user as its author, or show the page
     again with the form's messages."""
+    action = "silence.create" if form_name == "silence_form" else "window.create"
     if form.is_valid():
         row = form.save(commit=False)
         row.author = request.user.get_username()
         row.save()
+        audit.record_change(request, action=action, obj=row)
         return redirect("silences")
+    audit.record_change(request, action=action, obj=None, outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
     return render(request, "alerts/silences.html", _silences_context(timezone.now(), **{form_name: form}), status=400)
 
 
 @role_required(ADMIN)
 @require_POST
 def silence_expire(request, silence_id: int):
-    Silence.objects.filter(pk=silence_id, ends_at__gt=timezone.now()).update(ends_at=timezone.now())
+    if Silence.objects.filter(pk=silence_id, ends_at__gt=timezone.now()).update(ends_at=timezone.now()):
+        audit.record_change(request, action="silence.expire", obj=Silence.objects.get(pk=silence_id))
     return redirect("silences")
 
 
@@ -145,7 +157,9 @@ def window_new(request):
 @role_required(ADMIN)
 @require_POST
 def window_delete(request, window_id: int):
-    get_object_or_404(MaintenanceWindow, pk=window_id).delete()
+    window = get_object_or_404(MaintenanceWindow, pk=window_id)
+    audit.record_change(request, action="window.delete", obj=window)
+    window.delete()
     return redirect("silences")
 
 

@@ -59,7 +59,7 @@ def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_fil
     with redis_errors(queue.connection):
         return listing.list_jobs(
             get_registry().client(queue.connection), queue, state,
-            page=page, page_size=page_size, name_filter=name_filter,
+            page=page, page_size=page_size, name_filter=name_filter, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE,
         )
 
 

@@ -47,6 +47,17 @@ QUEUE_GAUGES = (
      lambda q: int(q.get("stalled_now") or 0)),
     ("queuewatch_queue_stall_failed_15m", "Jobs failed in the last 15 minutes for stalling more than allowed.",
      lambda q: int(q.get("stall_failed_15m") or 0)),
+    ("queuewatch_queue_legacy_paused_jobs", "Jobs in a legacy BullMQ 5 paused list (not run until resumed).",
+     lambda q: int(q.get("legacy_paused_jobs") or 0)),
+)
+PER_MINUTE_GAUGES = (
+    # (name, HELP, key in the queue's rates_per_min)
+    ("queuewatch_queue_dead_letter_growth_per_minute",
+     "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), averaged over the window.",
+     "dead_letter"),
+    ("queuewatch_queue_attempt_failures_per_minute",
+     "Failed attempts that will be retried (not final failures) per minute, averaged over the window.",
+     "attempt_failed"),
 )
 
 
@@ -129,7 +140,8 @@ def state_families(state: dict) -> Iterator[Metric]:
     yield up
 
     queues = state.get("queues") or []
-    jobs = GaugeMetricFamily("queuewatch_queue_jobs", "Jobs in each state (waiting includes the legacy paused list).",
+    jobs = GaugeMetricFamily("queuewatch_queue_jobs",
+                             "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list).",
                              labels=[*QUEUE_LABELS, "state"])
     for q in queues:
         counts = q.get("counts") or {}
@@ -143,15 +155,13 @@ def state_families(state: dict) -> Iterator[Metric]:
             family.add_metric(queue_label_values(q), value(q))
         yield family
 
-    growth = GaugeMetricFamily(
-        "queuewatch_queue_dead_letter_growth_per_minute",
-        "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), averaged over the window.",
-        labels=[*QUEUE_LABELS, "window"])
-    for q in queues:
-        dead = (q.get("rates_per_min") or {}).get("dead_letter") or {}
-        for w in WINDOWS:
-            growth.add_metric([*queue_label_values(q), f"{w}m"], float(dead.get(w) or 0.0))
-    yield growth
+    for name, help_text, key in PER_MINUTE_GAUGES:
+        family = GaugeMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "window"])
+        for q in queues:
+            rates = (q.get("rates_per_min") or {}).get(key) or {}
+            for w in WINDOWS:
+                family.add_metric([*queue_label_values(q), f"{w}m"], float(rates.get(w) or 0.0))
+        yield family
 
     for event in COUNTED_EVENTS:
         family = CounterMetricFamily(f"queuewatch_queue_{event}",
@@ -160,6 +170,13 @@ def state_families(state: dict) -> Iterator[Metric]:
         for q in queues:
             family.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get(event) or 0))
         yield family
+
+    retried = CounterMetricFamily("queuewatch_queue_attempt_failures",
+                                  "Failed attempts that will be retried, counted since the leading monitor started leading.",
+                                  labels=QUEUE_LABELS)
+    for q in queues:
+        retried.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get("attempt_failed") or 0))
+    yield retried
 
     gaps = CounterMetricFamily("queuewatch_queue_stream_gaps",
                                "Times the events stream was trimmed past the monitor's position since it started leading.",

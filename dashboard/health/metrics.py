@@ -21,7 +21,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from dashboard.accounts.auth import authenticate, bearer_token
+from dashboard.accounts.auth import authenticate, bearer_token, token_may_scrape
 from dashboard.alerts.models import Alert
 from dashboard.health import checks as health_checks
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
@@ -71,7 +71,7 @@ def check_access(request) -> HttpResponse | None:
     # Neither configured: the same credentials as the JSON API.
     why = authenticate(request)
     if why is None:
-        return None
+        return None if token_may_scrape(request.user) else _text("forbidden: this token has no metrics scope", 403)
     return _unauthorized(why if given is not None else "authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)")
 
 

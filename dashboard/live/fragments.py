@@ -60,7 +60,8 @@ def queue_live_key(sig: QueueSignals) -> tuple:
     """Everything ``queue_live`` shows, as displayed: equal keys mean identical fragments, so
     the monitor skips rendering (the costly part) for unchanged queues."""
     s = sig.snapshot
-    rates = tuple(rate(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.dlq_growth_per_min, sig.stalled_per_min)
+    rates = tuple(rate(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.attempt_failed_per_min,
+                                       sig.dlq_growth_per_min, sig.stalled_per_min)
                   for w in WINDOWS)
     ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)
     return (tuple(s.counts.items()), s.paused, s.schedulers, s.legacy_paused_jobs, s.oldest_waiting_ts,

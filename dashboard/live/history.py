@@ -35,7 +35,7 @@ RANGES: dict[str, Range] = {
     "7d": Range(QueuePoint.HOUR, 7 * 24),
 }
 
-SERIES = ("completed", "failed", "dlq_growth", "stalled", "backlog", "oldest_age_s", "dlq_depth")
+SERIES = ("completed", "failed", "attempt_failed", "dlq_growth", "stalled", "backlog", "oldest_age_s", "dlq_depth")
 
 
 def _floor(now: dt.datetime, seconds: int) -> dt.datetime:
@@ -70,10 +70,10 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
         connection=queue.connection, prefix=queue.prefix, queue=queue.name,
         resolution=step, start__gte=first, start__lte=last,
     ).values_list(
-        "start", "completed", "failed", "stalled", "added",
+        "start", "completed", "failed", "attempt_failed", "stalled", "added",
         "waiting", "prioritized", "failed_depth", "oldest_age_ms",
     )
-    for start, completed, failed, stalled, added, waiting, prioritized, failed_depth, oldest_ms in rows:
+    for start, completed, failed, attempt_failed, stalled, added, waiting, prioritized, failed_depth, oldest_ms in rows:
         offset = int(start.timestamp()) - first_ts
         if offset % step:
             continue  # not on this resolution's grid (never written by the monitor)
@@ -84,6 +84,7 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
 
         series["completed"][i] = rate(completed)
         series["failed"][i] = rate(failed)
+        series["attempt_failed"][i] = rate(attempt_failed)  # retried attempts, beside final failures
         series["dlq_growth"][i] = rate(added if dlq else failed)
         series["stalled"][i] = rate(stalled)
         series["backlog"][i] = waiting + prioritized

@@ -23,8 +23,7 @@ import redis
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
-from queues.connections import client_for
-from queues.events import EventsFollower
+from queues.sources import EventsReader
 from queues.keys import QueueRef
 
 log = logging.getLogger("queuewatch.monitor")
@@ -38,14 +37,14 @@ class FollowerThread(threading.Thread):
     def __init__(self, name: str, registry: Registry, out: queue_mod.Queue, stop: threading.Event, block_ms: int = 1000):
         super().__init__(name=f"follow-{name}", daemon=True)
         self.conn_name = name
-        self.spec = registry.connection(name).spec
+        self.source = registry.source(name)
         self.out = out
         self.stop_event = stop
         self.block_ms = block_ms
         self._wanted: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self.follower: EventsFollower | None = None
+        self.follower: EventsReader | None = None
 
     def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
         with self._lock:
@@ -57,10 +56,8 @@ class FollowerThread(threading.Thread):
         while not self.stop_event.is_set():
             try:
                 if self.follower is None:
-                    # Dedicated connection; its socket timeout must exceed the XREAD block.
-                    client = client_for(self.spec, socket_timeout=self.block_ms / 1000 + 5)
-                    client.ping()
-                    self.follower = EventsFollower(client, block_ms=self.block_ms)
+                    # The source opens a dedicated connection for blocking reads and checks it.
+                    self.follower = self.source.events_follower(block_ms=self.block_ms)
                     if backoff > 0.5:
                         self.out.put(("up", self.conn_name, None))
                 with self._lock:

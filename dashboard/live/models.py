@@ -8,8 +8,9 @@ from django.db import models
 class QueuePoint(models.Model):
     """One queue's signals over one minute (``resolution=60``) or one hour (``3600``).
 
-    Counters (completed, failed, stalled, added, stall_failed) are totals over the period;
-    gauges (waiting … oldest_age_ms) are the last value seen in it. Written by the monitor in
+    Counters (completed, failed, stalled, added, stall_failed, attempt_failed) are totals over
+    the period (``failed`` counts final failures, ``attempt_failed`` failed attempts that will
+    be retried); gauges (waiting … oldest_age_ms) are the last value seen in it. Written by the monitor in
     the same transaction as its stream cursors, so a takeover resumes without double counting.
     """
 
@@ -25,6 +26,7 @@ class QueuePoint(models.Model):
     stalled = models.PositiveIntegerField(default=0)
     added = models.PositiveIntegerField(default=0)
     stall_failed = models.PositiveIntegerField(default=0)
+    attempt_failed = models.PositiveIntegerField(default=0)
     waiting = models.PositiveIntegerField(default=0)
     active = models.PositiveIntegerField(default=0)
     delayed = models.PositiveIntegerField(default=0)

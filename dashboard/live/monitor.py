@@ -9,7 +9,9 @@ wait and take over within a lock TTL when the leader dies. The leader:
 * keeps every queue's counts current from those events (``tracking``, over
   ``queues.live_counts``) and takes an exact pipelined snapshot of every queue only every
   ``QUEUEWATCH_RECONCILE_MS`` to correct them: reading counts on every change would cost the
-  monitored Redis more than the polling dashboards Queuewatch replaces;
+  monitored Redis more than the polling dashboards Queuewatch replaces; and reads one queue
+  exactly once it has been quiet for a second (``queues.quiet``: quiet means exact, see
+  docs/live-truth.md);
 * checks the locks of jobs active for more than a second, so a stalled job shows within about
   a second, and renders each changed fragment once for its group (``publishing``);
 * re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
@@ -196,6 +198,9 @@ class Monitor:
                 next_discovery = t + DISCOVERY_INTERVAL
             timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
                                    periodic.seconds_until_next()))
+            quiet_in = self.tracker.quiet.seconds_until_due(time.monotonic())
+            if quiet_in is not None:
+                timeout = min(timeout, quiet_in)
             if dirty:
                 timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
             held_until = self.queue_publisher.next_due()
@@ -204,8 +209,14 @@ class Monitor:
             self.intake.take(timeout, dirty)
             t = time.monotonic()
             dirty.update(self.queue_publisher.due_again(t))
+            quiet = self.tracker.quiet_due(t)
+            if quiet:
+                # Quiet means exact: one targeted read of just these queues, published at once.
+                self.refresh(quiet, full=False, exact=False)
+                self.publish_state()
             if t >= next_probe:
                 dirty |= self.tracker.probe_stalls()
+                dirty |= self.tracker.count_attempt_failures(settled_only=False)
                 next_probe = t + STALL_PROBE_INTERVAL
             if t >= next_tick or t >= next_snapshot:
                 exact = t >= next_snapshot
@@ -264,9 +275,10 @@ class Monitor:
         now = now_ms()
         changed_overview = False
         for name, qs in by_conn.items():
-            client = self.registry.client(name)
+            source = self.registry.source(name)
+            client = source.raw_client()
             try:
-                self.tracker.take_snapshots(client, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
+                self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
             except redis.RedisError as exc:
                 if not self.banner.is_down(name):
                     self.banner.set_down(name, str(exc) or exc.__class__.__name__)
@@ -283,8 +295,11 @@ class Monitor:
                 changed_overview |= changed
         self.publishes += int(changed_overview)
         if full:
-            publish_state(self.dash, states=self.tracker.states, connection_names=self.registry.names,
-                          down=self.banner.down, monitor_name=self.name)
+            self.publish_state()
+
+    def publish_state(self) -> None:
+        publish_state(self.dash, states=self.tracker.states, connection_names=self.registry.names,
+                      down=self.banner.down, monitor_name=self.name)
 
     def read_watched(self) -> list[live.Watch]:
         try:

@@ -229,6 +229,7 @@ def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], conn
             "rates_per_min": {
                 "completed": sig.completed_per_min, "failed": sig.failed_per_min,
                 "dead_letter": sig.dlq_growth_per_min, "stalled": sig.stalled_per_min,
+                "attempt_failed": sig.attempt_failed_per_min,
             },
             "stalled_now": len(sig.stalled_now),
             "stall_failed_15m": sig.stall_failed_15m,

@@ -26,6 +26,8 @@ class QueueSignals:
     failed_per_min: dict[int, float]
     dlq_growth_per_min: dict[int, float]  # jobs entering the dead-letter set per minute
     stalled_per_min: dict[int, float]
+    # Failed attempts that will be retried (queues.attempts), beside final failures.
+    attempt_failed_per_min: dict[int, float] = field(default_factory=lambda: dict.fromkeys(WINDOWS, 0.0))
     stalled_now: list[str] = field(default_factory=list)
     stall_failed_15m: int = 0
     is_dlq: bool = False
@@ -58,6 +60,7 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
         # the jobs entering its failed set.
         dlq_growth_per_min=rates("added") if dlq else failed,
         stalled_per_min=rates("stalled"),
+        attempt_failed_per_min=rates("attempt_failed"),
         stalled_now=stalled_now or [],
         stall_failed_15m=series.total("stall_failed", now_ms=now_ms, window_min=15),
         is_dlq=dlq,

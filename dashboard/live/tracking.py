@@ -4,7 +4,9 @@ Per queue (``QueueState``): its counts kept current from events (``queues.live_c
 minute counters its rates come from, which active jobs have lost their lock, and what changed
 since the last refresh. ``CountTracker`` owns every queue's state and is the only writer of
 it: the event intake hands it events, the loop asks it for snapshots, stall probes and the
-signals to publish; persistence reads the dirty minutes it marks.
+signals to publish; persistence reads the dirty minutes it marks. It also knows which queues
+went quiet and are due their exact read (``queues.quiet``: quiet means exact), and which
+events were failed attempts that will be retried (``queues.attempts``); see docs/live-truth.md.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import redis
 
 from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
+from queues.attempts import AttemptFailures
 from queues.events import Event
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
-from queues.snapshot import QueueSnapshot, read_snapshots
-from queues.stalls import active_ids, without_lock
+from queues.quiet import QuietReads
+from queues.snapshot import QueueSnapshot
+from queues.stalls import read_active, without_lock
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -74,12 +78,16 @@ class CountTracker:
         # Stream id of the last event applied to the counters, per queue. Flushed in the same
         # transaction as the counters, so a takeover resumes exactly after what was stored.
         self.applied_cursors: dict[QueueRef, str] = {}
+        self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
+        self.attempts = AttemptFailures()  # failed attempts that will be retried
 
     def reset(self) -> None:
         """Forget everything: a new term of leadership starts from the stored cursors."""
         self.states = {}
         self.known_jobs = JobStates()
         self.applied_cursors = {}
+        self.quiet = QuietReads()
+        self.attempts = AttemptFailures()
 
     # --- which queues -----------------------------------------------------------------------
 
@@ -114,6 +122,8 @@ class CountTracker:
                 st.totals[ev.name] += 1
             if count_event(st.series, ev.name, ev.ts_ms, ev.fields):
                 st.dirty_minutes.add(minute_of(ev.ts_ms))
+            # Before the job's known state moves: whether it may be retrying depends on it.
+            self.attempts.consider(ev, self.known_jobs.get((ev.queue, ev.job_id)))
             if st.live is not None:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
@@ -123,7 +133,8 @@ class CountTracker:
                 elif ev.name in STATE_AFTER or ev.name == "removed":
                     st.active_since.pop(ev.job_id, None)
             touched.add(ev.queue)
-        return touched
+            self.quiet.heard(ev.queue, time.monotonic())
+        return touched | self.count_attempt_failures(settled_only=True)
 
     def stream_gap(self, q: QueueRef, *, lost_from: int, lost_to: int) -> None:
         """The queue's events stream was trimmed past our cursor: rebuild the lost minutes
@@ -150,28 +161,52 @@ class CountTracker:
         live_counts = self.states[q].live
         return live_counts is None or live_counts.needs_snapshot
 
-    def take_snapshots(self, client, queues: list[QueueRef], now: int) -> None:
-        """Exact counts of these queues, and which of their active jobs have lost their lock
-        (all of them, not only those active for a while: this also learns about jobs that
-        became active before we followed the stream)."""
+    def take_snapshots(self, source, queues: list[QueueRef], now: int) -> None:
+        """Exact counts of these queues (through their source), and which of their active jobs
+        have lost their lock (all of them, not only those active for a while: this also learns
+        about jobs that became active before we followed the stream). Locks are Redis keys: a
+        source of another kind would bring its own stall reading here."""
         if not queues:
             return
-        snaps = read_snapshots(client, queues)
-        actives = active_ids(client, [s.queue for s in snaps if s.counts["active"]])
-        stalled = without_lock(client, actives)
+        snaps = source.snapshots(queues)
+        client = source.raw_client()
+        actives = read_active(client, {s.queue: s.counts["active"] for s in snaps})  # whole lists, bounded
+        stalled = without_lock(client, actives.ids)
         for snap in snaps:
             st = self.states[snap.queue]
             if st.live is None:
                 st.live = LiveCounts(snap)
             else:
                 st.live.reset(snap)
-            ids = actives.get(snap.queue, [])
-            st.active_since = {j: st.active_since.get(j, now) for j in ids}
+            ids = actives.ids.get(snap.queue, [])
+            kept = st.active_since if snap.queue in actives.partial else {}  # only the tail was read
+            st.active_since = {**kept, **{j: st.active_since.get(j, now) for j in ids}}
             st.stalled_now = stalled.get(snap.queue, [])
+
+    def quiet_due(self, at: float) -> list[QueueRef]:
+        """Queues that have had no event for a second (monotonic ``at``), marked for an exact
+        read at their next refresh; each is returned once per quiet transition."""
+        due = [q for q in self.quiet.due(at) if q in self.states and self.states[q].live is not None]
+        for q in due:
+            self.states[q].live.needs_snapshot = True
+        return due
+
+    def count_attempt_failures(self, *, settled_only: bool) -> set[QueueRef]:
+        """Count the failed attempts that will be retried among the candidate events seen
+        (one HMGET per candidate, see queues.attempts); returns the queues they were in."""
+        counted: set[QueueRef] = set()
+        for ev in self.attempts.resolve(self.registry.client, settled_only=settled_only):
+            st = self.states.get(ev.queue)
+            if st is not None:
+                st.series.bucket(ev.ts_ms).attempt_failed += 1
+                st.dirty_minutes.add(minute_of(ev.ts_ms))  # stored with the minute's other counters
+                st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
+                counted.add(ev.queue)
+        return counted
 
     def probe_stalls(self) -> set[QueueRef]:
         """Between snapshots: check the locks of jobs active for more than a second, one
-        EXISTS each. A lock lives lockDuration from activation and is renewed while the
+        MGET per 1000 jobs. A lock lives lockDuration from activation and is renewed while the
         worker is alive, so younger jobs cannot have lost theirs yet. Returns the queues
         whose stalled jobs changed."""
         cutoff = now_ms() - STALL_PROBE_AFTER_MS

@@ -156,3 +156,12 @@ register.filter("task_progress_id", live.task_progress_id)
 def ws_url(name, *args):
     """Path of a websocket route (they live in dashboard.routing, not the HTTP URL conf)."""
     return reverse(name, urlconf="dashboard.routing", args=args)
+
+
+@register.filter
+def delivery_detail(text, can_admin):
+    """A delivery error as this user may see it: the receiver's own answer (which can be any
+    page an internal service serves) for admins only."""
+    from dashboard.alerts.notifiers.webhook import receiver_detail
+
+    return receiver_detail(text or "", admin=bool(can_admin))

@@ -29,6 +29,18 @@ class DlqGrowth(QueueKind):
         return round(rate, 2), f"dead letters growing by {rate:.1f}/min over {w} min"
 
 
+class AttemptFailures(QueueKind):
+    id, title, unit = "attempt_failures", "Failed attempts above N per minute", "attempts/min"
+    help = ("Attempts that failed and will be retried, per minute over the window: a flapping dependency "
+            "shows here before jobs run out of attempts (final failures are not counted).")
+    params = frozenset({WINDOW})
+
+    def measure(self, rule, sig, facts):
+        w = window_of(rule)
+        rate = sig.attempt_failed_per_min[w]
+        return round(rate, 2), f"{rate:.1f} failed attempts/min (to be retried) over {w} min"
+
+
 class FailureRatio(QueueKind):
     id, title, unit = "failure_ratio", _("Failure ratio above X %"), _("%")
     help = _("Failed ÷ (completed + failed) over the window; needs at least the minimum volume of finished jobs.")

@@ -1,6 +1,5 @@
-"""Actions against real Node BullMQ 6.7 producers and workers, on the session redis-server.
-
-Database 13 belongs to this module."""
+"""Actions against real Node BullMQ 6.7 producers and workers, on the session redis-server
+(a database of each test's own)."""
 
 from __future__ import annotations
 
@@ -9,28 +8,26 @@ import threading
 import time
 
 import pytest
+import redis
 
 from queues import actions, dead_letters
 from queues.keys import QueueRef
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.selection import JobFilter
-from tests.conftest import emptied_db
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 
-DB = 13
-
-pytestmark = pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")
-
-
-@pytest.fixture
-def r(redis_server):
-    with emptied_db(redis_server, DB) as client:
-        yield client
+pytestmark = [pytest.mark.node,
+              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
 
 
 @pytest.fixture
-def url(redis_server):
-    return redis_server.url(DB)
+def r(redis_client):
+    return redis_client
+
+
+@pytest.fixture
+def url(redis_url):
+    return redis_url
 
 
 def q(name: str) -> QueueRef:
@@ -70,14 +67,14 @@ def test_retried_jobs_are_processed_by_a_node_worker(r, url):
     assert actions.job_retry(r, queue=queue, job_id="nope").outcome == "missing"
 
 
-def test_the_same_job_retried_twice_concurrently_is_moved_once(r, redis_server, url):
+def test_the_same_job_retried_twice_concurrently_is_moved_once(r, url):
     queue = q("race")
     ids = run_node("actions.mjs", "fail", url, queue.name, "20", "1")["ids"]
     outcomes: dict[str, list[str]] = {i: [] for i in ids}
     barrier = threading.Barrier(2)
 
     def retry_all():
-        client = redis_server.client(DB)
+        client = redis.Redis.from_url(url)
         barrier.wait()
         for i in ids:
             outcomes[i].append(actions.job_retry(client, queue=queue, job_id=i).outcome)

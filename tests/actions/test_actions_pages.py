@@ -20,7 +20,7 @@ from queues.connections import ConnectionSpec
 from queues.error_groups import fingerprint
 from queues.errors import RedisUnavailable
 from queues.keys import QueueRef
-from tests.conftest import ACTIONS_DB, point_at
+from tests.support.redis_db import point_at
 from tests.support.servers import RedisServer, free_port
 from tests.support.servers import run_node
 
@@ -33,10 +33,10 @@ Q = ("default", "bull", "hostile")
 
 
 @pytest.fixture
-def seeded(actions_redis, redis_server):
+def seeded(actions_redis, redis_client):
     ids = run_node("seed_actions.mjs", actions_redis, "hostile", "4", "1", "1", HOSTILE_NAME, HOSTILE_REASON)
     # A secret in a failed job's data, for the export's redaction.
-    redis_server.client(ACTIONS_DB).hset(f"bull:hostile:{ids['failed'][0]}", "data", json.dumps({"password": "hunter2", "i": 0}))
+    redis_client.hset(f"bull:hostile:{ids['failed'][0]}", "data", json.dumps({"password": "hunter2", "i": 0}))
     return ids
 
 
@@ -121,7 +121,7 @@ def test_refusals_and_vanished_jobs_are_explained(operator_client, seeded):
     r = operator_client.post(reverse("queue_action", args=[*Q, "clean"]), {"state": "failed", "older_than_minutes": "x",
                                                                           "reason": "r"})
     assert r.status_code == 400 and "whole number of minutes" in r.content.decode()
-    assert AuditEntry.objects.filter(outcome="refused").count() == 2  # the two that reached Redis
+    assert AuditEntry.objects.filter(outcome="refused").exclude(queue="").count() == 2  # the two that reached Redis (validation refusals are queue-less events)
 
 
 def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded):

@@ -1,6 +1,5 @@
 """Unit tests of the actions domain: fingerprints, filters, previews, error groups, export, the
-bulk engine's pacing/cancel/resume with a fake clock. Real Redis (database 14 belongs to this
-module); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
+bulk engine's pacing/cancel/resume with a fake clock. Real Redis (a database of each test's own); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
 same code paths against jobs failed by real Node workers)."""
 
 from __future__ import annotations
@@ -18,32 +17,14 @@ from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.bulk import BulkLock, BulkPlan, MemoryStore, Progress, RedisStore, run_bulk
 from queues.selection import JobFilter, matching_ids, preview
-from tests.conftest import emptied_db
+from tests.support.seeding import seed_failed
 
-DB = 14
 Q = QueueRef("default", "bull", "unit")
 
 
 @pytest.fixture
-def r(redis_server):
-    with emptied_db(redis_server, DB) as client:
-        yield client
-
-
-def seed_failed(r, queue: QueueRef, n: int, *, start_ms: int = 1_000_000, reason=lambda i: f"boom {i}",
-                name=lambda i: "job", data=lambda i: {"i": i}) -> list[str]:
-    pipe = r.pipeline(transaction=False)
-    ids = []
-    for i in range(n):
-        job_id = str(i + 1)
-        ids.append(job_id)
-        pipe.hset(queue.job_key(job_id), mapping={
-            "name": name(i), "data": json.dumps(data(i)), "opts": '{"attempts":2}', "timestamp": start_ms - 10,
-            "processedOn": start_ms + i, "finishedOn": start_ms + i, "atm": 2, "ats": 2,
-            "failedReason": reason(i), "stacktrace": json.dumps([f"Error: {reason(i)}\n    at work (w.js:{i}:1)"])})
-        pipe.zadd(queue.key("failed"), {job_id: start_ms + i})
-    pipe.execute()
-    return ids
+def r(redis_client):
+    return redis_client
 
 
 # --- fingerprints -------------------------------------------------------------------------------
@@ -159,7 +140,9 @@ def test_error_groups_count_and_sample(r):
 
 def test_export_streams_redacted_jsonl_and_csv(r):
     seed_failed(r, Q, 3, data=lambda i: {"i": i, "password": "hunter2", "note": "=HYPERLINK(1)"})
-    lines = list(iter_jobs_jsonl(r, queue=Q, filt=JobFilter(), before_ms=2_000_000, redactor=Redactor()))
+    chunks = list(iter_jobs_jsonl(r, queue=Q, filt=JobFilter(), before_ms=2_000_000, redactor=Redactor()))
+    assert len(chunks) == 1  # one chunk per page read from Redis
+    lines = chunks[0].splitlines(keepends=True)
     assert len(lines) == 3 and all(line.endswith("\n") for line in lines)
     first = json.loads(lines[0])
     assert first["id"] == "1" and first["data"]["password"] == "[redacted]" and first["attemptsMade"] == 2

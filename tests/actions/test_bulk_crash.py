@@ -1,7 +1,8 @@
 """Crash safety of the bulk engine: a runner subprocess is SIGKILLed at random moments and
 restarted until it finishes; afterwards every job is in the target exactly once and none is
 left behind, for failed -> waiting (retry with counters reset) and dead-letter queue -> source
-(redrive). Jobs are failed and dead-lettered by real Node BullMQ. Database 15 belongs here."""
+(redrive). Jobs are failed and dead-lettered by real Node BullMQ, under a key prefix of each
+test's own on database 0."""
 
 from __future__ import annotations
 
@@ -17,23 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from queues.actions import redrive_job_id
-from queues.keys import QueueRef
 from queues.bulk import BulkPlan, RedisStore
 from queues.selection import JobFilter
-from tests.conftest import emptied_db
 from tests.support.servers import ROOT, node_available, run_node
 
-DB = 15
 JOBS_PER_TRIAL = 300
 RATE = 300  # jobs/s: a trial runs about a second, in batches of 75, so kills land mid-run
 
-pytestmark = pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")
-
-
-@pytest.fixture
-def r(redis_server):
-    with emptied_db(redis_server, DB) as client:
-        yield client
+pytestmark = [pytest.mark.node,
+              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
 
 
 def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills: int) -> tuple[dict, int]:
@@ -60,22 +53,23 @@ def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills
     raise AssertionError("unreachable")
 
 
-def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(r, redis_server):
-    url = redis_server.url(DB)
+@pytest.mark.slow  # > 20 s (--durations)
+def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redis_prefix):
+    r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     names = [f"crash-{n}" for n in range(6)]
-    seeded = run_node("actions.mjs", "fail", url, ",".join(names), str(JOBS_PER_TRIAL), "1", timeout=180)["byQueue"]
+    seeded = run_node("actions.mjs", "fail", url, ",".join(names), str(JOBS_PER_TRIAL), "1", prefix, timeout=180)["byQueue"]
     seed = random.randrange(1 << 30)
     rngs = [random.Random(seed + n) for n in range(len(names))]
 
     def trial(n: int):
-        queue = QueueRef("default", "bull", names[n])
+        queue = redis_prefix.queue(names[n])
         plan = BulkPlan(queue=queue, action="retry", before_ms=int(time.time() * 1000), filt=JobFilter(), rate=RATE)
-        return run_with_kills(url, plan, f"test:crash:{queue.name}", rngs[n], kills=1 + n % 3)
+        return run_with_kills(url, plan, f"{prefix}:crash:{queue.name}", rngs[n], kills=1 + n % 3)
 
     with ThreadPoolExecutor(3) as pool:  # trials are independent queues; pacing leaves room
         outcomes = list(pool.map(trial, range(len(names))))
     for name, (progress, _) in zip(names, outcomes):
-        queue = QueueRef("default", "bull", name)
+        queue = redis_prefix.queue(name)
         ids = seeded[name]
         waiting = [m.decode() for m in r.lrange(queue.key("wait"), 0, -1)]
         assert sorted(waiting) == sorted(ids), f"seed {seed}, {name}: duplicated or missing jobs"
@@ -86,23 +80,24 @@ def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(r, r
         for i in ids:
             pipe.hmget(queue.job_key(i), ["atm", "ats", "finishedOn"])
         assert all(v == [None, None, None] for v in pipe.execute())  # counters reset on each job
-        assert RedisStore(r, f"test:crash:{name}").load().in_flight == []
+        assert RedisStore(r, f"{prefix}:crash:{name}").load().in_flight == []
     landed = sum(n for _, n in outcomes)
     assert landed >= 6, f"seed {seed}: only {landed} kills landed mid-run"
 
 
-def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(r, redis_server):
-    url = redis_server.url(DB)
+@pytest.mark.slow  # > 20 s (--durations)
+def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(redis_prefix):
+    r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     seed = random.randrange(1 << 30)
-    pairs = [(QueueRef("default", "bull", f"orders{n}-dlq"), QueueRef("default", "bull", f"orders{n}")) for n in range(5)]
-    seeded = {dlq.name: run_node("actions.mjs", "dlq", url, dlq.name, str(JOBS_PER_TRIAL), source.name)["ids"]
+    pairs = [(redis_prefix.queue(f"orders{n}-dlq"), redis_prefix.queue(f"orders{n}")) for n in range(5)]
+    seeded = {dlq.name: run_node("actions.mjs", "dlq", url, dlq.name, str(JOBS_PER_TRIAL), source.name, prefix)["ids"]
               for dlq, source in pairs}
 
     def trial(n: int):
         dlq = pairs[n][0]
         plan = BulkPlan(queue=dlq, action="redrive", before_ms=int(time.time() * 1000) + 1,
                         filt=JobFilter(state="waiting"), rate=RATE, payload_field="data")
-        return run_with_kills(url, plan, f"test:crash:{dlq.name}", random.Random(seed + n), kills=1 + n % 3)
+        return run_with_kills(url, plan, f"{prefix}:crash:{dlq.name}", random.Random(seed + n), kills=1 + n % 3)
 
     with ThreadPoolExecutor(3) as pool:
         outcomes = list(pool.map(trial, range(len(pairs))))

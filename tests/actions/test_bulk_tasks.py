@@ -20,23 +20,15 @@ from django.contrib.auth.models import Group, User
 
 from dashboard.actions import services as operations
 from dashboard.asgi import application
+from dashboard.db import db_retry
 from dashboard.actions.models import AuditEntry, BulkTask
 from queues.error_groups import fingerprint
 from queues.keys import QueueRef
+from tests.support.live import session_headers
 from tests.support.servers import ROOT, run_node
-from tests.live.test_live_consumers import session_headers
-from tests.live.test_live_monitor import receive_until, wait_for
+from tests.support.waiting import receive_until, wait_for
 
 pytestmark = [pytest.mark.node]
-
-ACTIONS_LIVE_DB = 12  # this module's own database (see the live_db fixture in conftest)
-CRASH_DB = 10  # 13-15 belong to the domain tests
-
-
-@pytest.fixture
-def live_db():
-    return ACTIONS_LIVE_DB
-
 
 @pytest.fixture
 def operator():  # database access comes from each test's django_db mark
@@ -52,9 +44,9 @@ def seed(url: str, queue: str, failed: int, *, reason: str, name: str = "work") 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(running_monitor, live_setup, redis_server,
+async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(running_monitor, live_setup, redis_url,
                                                                            client, operator):
-    url = redis_server.url(ACTIONS_LIVE_DB)
+    url = redis_url
     bad = await sync_to_async(seed)(url, "billing", 40, reason="card declined for customer")
     other = await sync_to_async(seed)(url, "billing", 5, reason="timeout talking to")
     queue = QueueRef("default", "bull", "billing")
@@ -92,8 +84,8 @@ async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(runnin
 
 
 @pytest.mark.django_db(transaction=True)
-def test_cancel_stops_a_paced_task_and_what_moved_stays_moved(running_monitor, live_setup, redis_server, operator):
-    url = redis_server.url(ACTIONS_LIVE_DB)
+def test_cancel_stops_a_paced_task_and_what_moved_stays_moved(running_monitor, live_setup, redis_url, operator):
+    url = redis_url
     seed(url, "slow", 60, reason="boom")
     queue = QueueRef("default", "bull", "slow")
     task = operations.bulk_start(user=operator, via="api", queue=queue, action="retry",
@@ -102,9 +94,13 @@ def test_cancel_stops_a_paced_task_and_what_moved_stays_moved(running_monitor, l
     with pytest.raises(operations.TaskAlreadyRunning):
         operations.bulk_start(user=operator, via="api", queue=queue, action="discard",
                               chosen=operations.Selection(state="failed"), reason="x", rate=None)
-    wait_for(lambda: BulkTask.objects.get(pk=task.pk).moved >= 5, timeout=20)
-    operations.task_cancel(user=operator, via="api", task=BulkTask.objects.get(pk=task.pk))
-    wait_for(lambda: BulkTask.objects.get(pk=task.pk).state == BulkTask.CANCELLED, timeout=20)
+    # Polled while the monitor's bulk runner writes the row: SQLite may report a lock, as in the app.
+    def current():
+        return db_retry(lambda: BulkTask.objects.get(pk=task.pk))
+
+    wait_for(lambda: current().moved >= 5, timeout=20)
+    operations.task_cancel(user=operator, via="api", task=current())
+    wait_for(lambda: current().state == BulkTask.CANCELLED, timeout=20)
     row = BulkTask.objects.get(pk=task.pk)
     assert 5 <= row.moved < 60
     assert live_setup.llen("bull:slow:wait") == row.moved
@@ -133,10 +129,9 @@ def task_row(db_path, task_id: int) -> dict:
         return dict(conn.execute("select * from dashboard_bulktask where id=?", (task_id,)).fetchone())
 
 
-def test_a_killed_monitor_is_replaced_and_the_task_finishes_exactly_once(tmp_path, redis_server):
-    client = redis_server.client(CRASH_DB)
-    client.flushdb()
-    url = redis_server.url(CRASH_DB)
+@pytest.mark.slow  # > 20 s (--durations)
+def test_a_killed_monitor_is_replaced_and_the_task_finishes_exactly_once(tmp_path, redis_client, redis_url):
+    client, url = redis_client, redis_url
     db_path = tmp_path / "crash.sqlite3"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
            "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "t" * 40,

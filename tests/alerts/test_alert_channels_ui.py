@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
+from dashboard.crypto import decrypt_values
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
@@ -104,8 +105,10 @@ def test_admin_creates_email_and_webhook_channels():
     assert response.status_code == 302
     channel = Channel.objects.get(name="new-hook")
     assert channel.secret == "abc" and channel.kind == "webhook"
-    assert channel.config == {"url": "https://example.test/hook", "shape": "queuewatch", "timeout_s": 10,
-                              "headers": {"X-Team": "payments", "Authorization": "Bearer t"}}
+    stored_headers = channel.config["headers"]  # encrypted at rest (tests/security/test_row15_secrets_at_rest.py)
+    assert {**channel.config, "headers": decrypt_values(stored_headers)} == {
+        "url": "https://example.test/hook", "shape": "queuewatch", "timeout_s": 10,
+        "headers": {"X-Team": "payments", "Authorization": "Bearer t"}}
     assert "created" in client.get("/alerts/channels/").content.decode()
 
 
@@ -133,7 +136,7 @@ def test_editing_keeps_replaces_or_clears_the_secret_and_headers(hook):
     keep = webhook_form(name="ops-hook", url=hook.config["url"], shape="slack", headers="Authorization: (unchanged)")
     assert client.post(edit, keep).status_code == 302
     hook.refresh_from_db()
-    assert hook.secret == SECRET and hook.config["headers"] == {"Authorization": TOKEN_HEADER}
+    assert hook.secret == SECRET and decrypt_values(hook.config["headers"]) == {"Authorization": TOKEN_HEADER}
 
     assert client.post(edit, {**keep, "secret": "rotated"}).status_code == 302
     hook.refresh_from_db()
@@ -245,7 +248,7 @@ def test_django_admin_sets_the_secret_write_only(hook):
     change = f"/admin/alerts/channel/{hook.pk}/change/"
     assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": ""}).status_code == 302
     hook.refresh_from_db()
-    assert hook.secret == SECRET and hook.config["headers"] == {"Authorization": TOKEN_HEADER}  # kept
+    assert hook.secret == SECRET and decrypt_values(hook.config["headers"]) == {"Authorization": TOKEN_HEADER}  # kept
     assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": "rotated"}).status_code == 302
     hook.refresh_from_db()
     assert hook.secret == "rotated"

@@ -444,7 +444,7 @@ def test_a_time_budget_stops_new_deliveries_but_always_tries_one(receiver):
 def test_the_leading_monitor_delivers_the_outbox_beside_its_loop(receiver, live_setup):
     """Rows written to the outbox reach the receiver while a monitor leads, without anyone
     calling send_due: the monitor runs the sender in a thread of its own."""
-    from tests.live.test_live_monitor import run_monitor_until
+    from tests.support.live import run_monitor_until
 
     channel = webhook(receiver.url)
     notify(channel, 1)

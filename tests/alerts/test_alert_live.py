@@ -13,9 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from dashboard.alerts.models import Alert, Notification
 from dashboard.asgi import application
 from tests.support.alerting import make_channel, make_rule
+from tests.support.live import run_monitor_until, session_headers
 from tests.support.servers import run_node
-from tests.live.test_live_consumers import session_headers
-from tests.live.test_live_monitor import run_monitor_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node, pytest.mark.asyncio]
 
@@ -32,10 +31,10 @@ async def receive_until(comm, predicate, limit=50):
     raise AssertionError("no matching fragment")
 
 
-async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(live_setup, settings, redis_server, client, user):
+async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(live_setup, settings, redis_url, client, user):
     settings.QUEUEWATCH_ALERT_INTERVAL_S = 1
     await sync_to_async(lambda: make_rule("orders backlog", queue_glob="orders", threshold=3, channels=[make_channel()]))()
-    await sync_to_async(run_node)("produce.mjs", "add", redis_server.url(3), "orders", "5")  # no worker: they wait
+    await sync_to_async(run_node)("produce.mjs", "add", redis_url, "orders", "5")  # no worker: they wait
 
     await sync_to_async(run_monitor_until)(firing_orders, name="monitor-a")
     alert = await sync_to_async(Alert.objects.get)(queue="orders")
@@ -61,7 +60,7 @@ async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(liv
     assert kinds == ["firing"]
 
     # The backlog drains (a worker completes the jobs); the alert resolves and the banner empties.
-    await sync_to_async(run_node)("produce.mjs", "recover", redis_server.url(3), "orders", "2")
+    await sync_to_async(run_node)("produce.mjs", "recover", redis_url, "orders", "2")
     await sync_to_async(run_monitor_until)(lambda m: Alert.objects.filter(queue="orders", state=Alert.RESOLVED).exists(),
                                            name="monitor-c")
     kinds = await sync_to_async(lambda: list(Notification.objects.order_by("id").values_list("kind", flat=True)))()

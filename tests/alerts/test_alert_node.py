@@ -20,17 +20,14 @@ from queues.keys import QueueRef
 from queues.rates import QueueSeries
 from queues.snapshot import read_snapshots
 from tests.support.alerting import make_channel, make_rule
-from tests.conftest import app_on_db
+from tests.support.redis_db import app_on
 from tests.support.servers import node_available, run_node
 
-pytestmark = [pytest.mark.django_db, pytest.mark.skipif(not node_available(), reason="needs node and npm")]
-
-SCHEDULER_DB = 9  # this module's own Redis database (no other test module uses it)
-
+pytestmark = [pytest.mark.django_db, pytest.mark.node, pytest.mark.skipif(not node_available(), reason="needs node and npm")]
 
 @pytest.fixture
-def node_db(settings, redis_server):
-    with app_on_db(settings, redis_server, SCHEDULER_DB) as url:
+def node_db(settings, redis_url):
+    with app_on(settings, redis_url) as url:
         yield url
 
 

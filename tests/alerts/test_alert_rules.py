@@ -25,6 +25,8 @@ CASES = {
     "dlq_depth": ({"threshold": 5}, lambda: facts(signals(counts={"failed": 9})), lambda: facts(signals(counts={"failed": 2}))),
     "dlq_growth": ({"threshold": 2, "window_minutes": 1},
                    lambda: facts(signals(events=[("failed", 10)] * 5)), lambda: facts(signals(events=[("failed", 10)]))),
+    "attempt_failures": ({"threshold": 3, "window_minutes": 1},
+                         lambda: facts(signals(attempt_failures=[10] * 5)), lambda: facts(signals(attempt_failures=[10]))),
     "failure_ratio": ({"threshold": 20, "window_minutes": 5, "min_volume": 10},
                       lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 5)),
                       lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 50))),

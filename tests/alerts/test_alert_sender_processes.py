@@ -40,7 +40,7 @@ print(delivered)
 def test_two_sender_processes_never_deliver_a_row_twice(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))},
            "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'outbox.sqlite3'}"}
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'outbox.sqlite3'}", "QUEUEWATCH_WEBHOOK_ALLOW": "127.0.0.1"}
     receiver = WebhookReceiver().start()
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)

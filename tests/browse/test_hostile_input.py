@@ -118,7 +118,7 @@ def test_missing_and_vanished_jobs(logged_in, hostile):
 
 def test_unreachable_redis_on_queue_page_and_api_is_a_clear_503(logged_in, settings, redis_server):
     from queues.connections import ConnectionSpec
-    from tests.conftest import point_at
+    from tests.support.redis_db import point_at
     from tests.support.servers import free_port
 
     point_at(settings, ConnectionSpec("default", f"redis://:pw-secret@127.0.0.1:{free_port()}/0", ("bull",)))

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from dashboard.registry import reset_registry
 from queues.connections import ConnectionSpec
-from tests.conftest import point_at
+from tests.support.redis_db import point_at
 from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.node, pytest.mark.django_db]
@@ -49,10 +49,10 @@ def test_overview_htmx_request_gets_only_the_table(logged_in, node_queues):
     assert html.lstrip().startswith('<div id="queue-tables">') and "<html" not in html
 
 
-def test_unreachable_connection_shows_banner_while_others_work(logged_in, settings, node_queues, redis_server):
+def test_unreachable_connection_shows_banner_while_others_work(logged_in, settings, node_queues, node_fixture_db):
     point_at(
         settings,
-        ConnectionSpec("default", redis_server.url(1), ("bull", "{app:bull}")),
+        ConnectionSpec("default", node_fixture_db.url, ("bull", "{app:bull}")),
         ConnectionSpec("broken", f"redis://:hunter2@127.0.0.1:{free_port()}/0", ("bull",)),
     )
     response = logged_in.get(reverse("overview"))
@@ -64,11 +64,11 @@ def test_unreachable_connection_shows_banner_while_others_work(logged_in, settin
     reset_registry()
 
 
-def test_failed_tab_lists_light_fields_newest_first(logged_in, node_queues, redis_server):
+def test_failed_tab_lists_light_fields_newest_first(logged_in, node_queues, node_fixture_client):
     html = logged_in.get(queue_url("mixed", state="failed")).content.decode()
     assert "boom 3" in html and "fatal: bad input" in html
     # Finished states are newest first (highest finishedOn score first).
-    newest_first = [i.decode() for i in redis_server.client(1).zrevrange("bull:mixed:failed", 0, -1)]
+    newest_first = [i.decode() for i in node_fixture_client.zrevrange("bull:mixed:failed", 0, -1)]
     positions = [html.index(quote_id(i)) for i in newest_first]
     assert positions == sorted(positions)
     assert "2 / 2" in html  # attempts made / allowed
@@ -76,8 +76,8 @@ def test_failed_tab_lists_light_fields_newest_first(logged_in, node_queues, redi
     assert "at async" not in html and "stacktrace" not in html
 
 
-def test_waiting_tab_is_in_run_order_and_paginates(logged_in, node_queues, redis_server):
-    client = redis_server.client(1)
+def test_waiting_tab_is_in_run_order_and_paginates(logged_in, node_queues, node_fixture_client):
+    client = node_fixture_client
     run_order = [i.decode() for i in reversed(client.lrange("bull:mixed:wait", 0, -1))]
     html = logged_in.get(queue_url("mixed", state="waiting", size=10)).content.decode()
     positions = [html.index(quote_id(i)) for i in run_order]
@@ -111,8 +111,8 @@ def test_prioritized_and_delayed_tabs_show_priority_and_due(logged_in, node_queu
     assert sum(50 * 60 < (d - now).total_seconds() < 61 * 60 for d in dues) == 3
 
 
-def test_name_filter(logged_in, node_queues, redis_server):
-    client = redis_server.client(1)
+def test_name_filter(logged_in, node_queues, node_fixture_client):
+    client = node_fixture_client
     ids = [i.decode() for i in client.zrange("bull:mixed:completed", 0, -1)]
     names = {i: client.hget(f"bull:mixed:{i}", "name").decode() for i in ids}
     assert len(set(names.values())) > 1, "fixture should have several job names"

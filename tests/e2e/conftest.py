@@ -6,15 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
-from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
+from tests.support.browser import LiveApp
 from tests.support.servers import ROOT, free_port
+from tests.support.waiting import wait_for
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.
@@ -22,12 +20,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@dataclass
-class LiveApp:
-    url: str
-    username: str
-    password: str
-    env: dict
+def answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=10)
+        return True
+    except OSError:  # refused while starting, or slow to answer on a loaded machine (TimeoutError)
+        return False
 
 
 def manage(env, *args) -> str:
@@ -36,16 +34,18 @@ def manage(env, *args) -> str:
 
 
 @pytest.fixture(scope="session")
-def live_app(tmp_path_factory, redis_server, bullmq_fixture):
+def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
         "QUEUEWATCH_SECRET_KEY": "e2e-" + "x" * 40,
-        "QUEUEWATCH_REDIS_URL": redis_server.url(NODE_FIXTURE_DB),
+        "QUEUEWATCH_REDIS_URL": node_fixture_db.url,
         "QUEUEWATCH_PREFIXES": "bull,{app:bull}",
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'db.sqlite3'}",
         "QUEUEWATCH_MONITOR_TICK_MS": "1000",
+        "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback, as `./dev run` serves it
+        "QUEUEWATCH_WEBHOOK_ALLOW": "127.0.0.1",  # the local webhook receiver of test_channels
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
@@ -54,20 +54,23 @@ def live_app(tmp_path_factory, redis_server, bullmq_fixture):
     monitor = subprocess.Popen([sys.executable, "manage.py", "monitor"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
+    try:
         try:
-            urllib.request.urlopen(url + "/login/", timeout=1)
-            break
-        except (urllib.error.URLError, ConnectionError, TimeoutError):  # a busy machine: daphne not answering yet
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
-            time.sleep(0.1)
-    yield LiveApp(url, username, password, env)
-    for p in (proc, monitor):
-        p.terminate()
-        p.wait(10)
+            wait_for(lambda: proc.poll() is not None or answers(url + "/login/"), timeout=60)
+        except AssertionError:  # no answer in time: stop it and report what it said
+            proc.kill()
+            proc.wait(10)
+        if proc.poll() is not None:
+            raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+        yield LiveApp(url, username, password, env)
+    finally:  # also when startup fails: no server or monitor outlives the session
+        for p in (proc, monitor):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +94,3 @@ def page(browser):
     p.set_default_timeout(10_000)
     yield p
     context.close()
-
-
-def log_in(page, app: LiveApp) -> None:
-    page.goto(app.url + "/")
-    assert "/login/" in page.url
-    page.fill("input[name=username]", app.username)
-    page.fill("input[name=password]", app.password)
-    page.click("button[type=submit]")
-    page.wait_for_url(app.url + "/")

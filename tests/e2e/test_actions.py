@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
 
-def test_redrive_an_error_group_with_live_progress(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_redrive_an_error_group_with_live_progress(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     bad = run_node("seed_actions.mjs", url, "e2e-redrive", "60", "0", "0", "charge", "card declined for order")
     run_node("seed_actions.mjs", url, "e2e-redrive", "5", "0", "0", "charge", "<b>timeout</b> after")
     dialogs = []
@@ -55,7 +54,7 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, redis_server)
     assert dialogs == []
 
     # In Redis: the group is waiting again with its attempts reset; the other group stayed.
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     assert client.zcard("bull:e2e-redrive:failed") == 5
     assert all(client.hget(f"bull:e2e-redrive:{i}", "atm") is None for i in bad["failed"])
 
@@ -66,8 +65,8 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, redis_server)
     assert "card processor fixed in v2" in rows.first.inner_text() and "moved 60" in rows.first.inner_text()
 
 
-def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     ids = run_node("seed_actions.mjs", url, "e2e-tick", "6", "0", "0")["failed"]
     log_in(page, live_app)
     page.goto(live_app.url + "/q/default/bull/e2e-tick/?state=failed")
@@ -86,6 +85,6 @@ def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, redis_serve
     page.wait_for_selector(".task-progress[data-state=done]", timeout=30_000)
     assert page.locator(".task-progress .moved").inner_text() == "2"
 
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     assert client.zcard("bull:e2e-tick:failed") == 4
     assert not client.exists(*(f"bull:e2e-tick:{i}" for i in ids[:2]))

@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -36,7 +35,7 @@ def test_window_form_previews_cron_starts_in_its_zone(page, live_app):
     assert "has 4 fields" in page.locator("#cron-preview .error").inner_text()
 
 
-def test_a_rule_made_in_the_form_fires_and_the_banner_appears_live(page, live_app, redis_server):
+def test_a_rule_made_in_the_form_fires_and_the_banner_appears_live(page, live_app, node_fixture_db):
     log_in(page, live_app)
     page.goto(live_app.url + "/alerts/rules/new")
     page.fill("[name=name]", "e2e backlog")
@@ -53,9 +52,9 @@ def test_a_rule_made_in_the_form_fires_and_the_banner_appears_live(page, live_ap
     page.goto(live_app.url + "/alerts/silences/")
     page.wait_for_selector("#live-status[data-state=live]")
     page.evaluate("window.__noReload = 1")
-    client = redis_server.client(NODE_FIXTURE_DB)
+    client = node_fixture_db.client()
     try:
-        run_node("produce.mjs", "add", redis_server.url(NODE_FIXTURE_DB), QUEUE, "3")
+        run_node("produce.mjs", "add", node_fixture_db.url, QUEUE, "3")
         page.wait_for_selector("#firing-alerts .firing", timeout=30_000)
         banner = page.locator("#firing-alerts").inner_text()
         assert "1 alert firing" in banner and "e2e backlog" in banner and QUEUE in banner

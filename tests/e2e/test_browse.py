@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 

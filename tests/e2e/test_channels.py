@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.support.receivers import WebhookReceiver
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 

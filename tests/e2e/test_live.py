@@ -8,8 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import NODE_FIXTURE_DB
-from tests.e2e.conftest import log_in
+from tests.support.browser import log_in
 from tests.support.servers import NODE_DIR, run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -21,8 +20,9 @@ def open_live(page, app, path):
     page.evaluate("window.__noReload = 1")
 
 
-def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+@pytest.mark.slow  # > 20 s (--durations)
+def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     run_node("produce.mjs", "complete", url, "e2e-live", "1")
     log_in(page, live_app)
     open_live(page, live_app, "/q/default/bull/e2e-live/?state=failed")
@@ -44,8 +44,8 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     assert "active" in page.locator("nav.tabs a.state-failed").get_attribute("class")
 
 
-def test_stalled_job_is_marked_live(page, live_app, redis_server):
-    url = redis_server.url(NODE_FIXTURE_DB)
+def test_stalled_job_is_marked_live(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
     run_node("produce.mjs", "complete", url, "e2e-stall", "1")
     log_in(page, live_app)
     open_live(page, live_app, "/q/default/bull/e2e-stall/?state=active")

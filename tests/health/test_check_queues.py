@@ -17,8 +17,8 @@ from django.core.management import call_command
 from dashboard.health.checks import HEALTH_KEY
 from queues import health
 from tests.support.servers import ROOT, RedisServer
-from tests.health.test_health import followed_queues, make_queue, queue_state  # noqa: F401 (fixture)
-from tests.live.test_live_monitor import wait_for
+from tests.support.health import make_queue, queue_state
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -79,6 +79,7 @@ def test_json_output_and_exit_code_against_a_wrong_configuration_without_a_monit
     assert stored["checked_at"] == report["checked_at"]
 
 
+@pytest.mark.slow  # > 20 s (--durations)
 def test_fail_on_chooses_the_severity_that_fails_the_run(right_redis):
     # Right configuration: nothing critical, nothing warning; the state-based checks are unknown.
     proc = check_queues(right_redis, "--json", "--fail-on", "warning")

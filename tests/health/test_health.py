@@ -1,10 +1,11 @@
-"""Health checks (queues/health.py) against real redis-servers started in the wrong
+"""Health checks (queues/health/) against real redis-servers started in the wrong
 configuration and in the right one, real Node BullMQ and Python bullmq workers, a real monitor's
 state document, and the health page."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import subprocess
 import time
@@ -19,8 +20,10 @@ from dashboard.live import channels as live
 from queues import health
 from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, run_checks
 from queues.keys import QueueRef
+from tests.support.health import make_queue, queue_state, wait_followed
+from tests.support.live import monitor_thread, run_monitor_until
 from tests.support.servers import NODE_DIR, RedisServer, ensure_node_modules, free_port, run_node
-from tests.live.test_live_monitor import run_monitor_until, wait_for
+from tests.support.waiting import async_wait_for, wait_for
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -33,11 +36,6 @@ def result(results, kind, queue=None):
     found = [r for r in results if r.kind == kind and (queue is None or r.queue == queue)]
     assert len(found) == 1, (kind, queue, [r.as_dict() for r in results])
     return found[0]
-
-
-def make_queue(client, name, prefix="bull"):
-    client.hset(f"{prefix}:{name}:meta", "opts.maxLenEvents", 10000)
-    return QueueRef("default", prefix, name)
 
 
 @pytest.fixture
@@ -151,8 +149,8 @@ def test_unreachable_connection_is_one_failing_result_not_a_crash():
 
 
 @pytest.mark.node
-def test_finished_jobs_kept_forever_vs_pruned(redis_server, redis_client):
-    url = redis_server.url(2)
+def test_finished_jobs_kept_forever_vs_pruned(redis_url, redis_client):
+    url = redis_url
     # Wrong: real Node BullMQ jobs without removeOnComplete are all kept.
     run_node("produce.mjs", "complete", url, "keeper", "12")
     keeper = QueueRef("default", "bull", "keeper")
@@ -182,7 +180,9 @@ def test_finished_jobs_kept_forever_vs_pruned(redis_server, redis_client):
 
         worker = Worker("pruned", process, {"connection": url})
         await asyncio.wait_for(done.wait(), 20)
-        await asyncio.sleep(0.3)
+        # The last job is finished (and the set pruned) after its processor returns.
+        await async_wait_for(lambda: redis_client.llen("bull:pruned:active") == 0
+                             and redis_client.zcard("bull:pruned:completed") == 3)
         await worker.close()
         await q.close()
 
@@ -192,7 +192,7 @@ def test_finished_jobs_kept_forever_vs_pruned(redis_server, redis_client):
     assert r.status == PASS and r.details["completed"]["count"] == 3
 
 
-def test_legacy_repeat_metadata_from_old_shape_keys(redis_server, redis_client):
+def test_legacy_repeat_metadata_from_old_shape_keys(redis_url, redis_client):
     r = redis_client
     q = make_queue(r, "legacy")
     # Exactly what old BullMQ versions left behind (reference §6.2): a pre-hash key-shaped
@@ -215,7 +215,7 @@ def test_legacy_repeat_metadata_from_old_shape_keys(redis_server, redis_client):
     async def migrate():
         from bullmq import Queue
 
-        queue = Queue("migrated", {"connection": redis_server.url(2)})
+        queue = Queue("migrated", {"connection": redis_url})
         await queue.upsertJobScheduler("nightly", {"pattern": "0 0 3 * * *"}, "cleanup", {"kind": "nightly"})
         await queue.close()
 
@@ -224,8 +224,8 @@ def test_legacy_repeat_metadata_from_old_shape_keys(redis_server, redis_client):
     assert res.status == PASS and res.summary == "1 job scheduler, none legacy."
 
 
-def test_paused_queue(redis_server, redis_client):
-    url = redis_server.url(2)
+def test_paused_queue(redis_url, redis_client):
+    url = redis_url
 
     async def scenario(pause: bool):
         from bullmq import Queue
@@ -243,8 +243,8 @@ def test_paused_queue(redis_server, redis_client):
     assert result(run_checks(redis_client, [q], None, now_ms()), "queue.paused").status == PASS
 
 
-def test_global_rate_limit_hit(redis_server, redis_client):
-    url = redis_server.url(2)
+def test_global_rate_limit_hit(redis_url, redis_client):
+    url = redis_url
     q = QueueRef("default", "bull", "limited")
 
     async def scenario():
@@ -261,7 +261,8 @@ def test_global_rate_limit_hit(redis_server, redis_client):
 
         worker = Worker("limited", process, {"connection": url})
         await asyncio.wait_for(done.wait(), 10)
-        await asyncio.sleep(0.5)
+        # Taking the job counted against the global limit (what the check reads).
+        await async_wait_for(lambda: redis_client.pttl("bull:limited:limiter") > 0)
         await worker.close()
         await queue.close()
 
@@ -294,9 +295,9 @@ def read_line(proc, timeout):
 
 
 @pytest.mark.node
-def test_no_workers_connected_vs_node_and_python_workers(redis_server, redis_client):
+def test_no_workers_connected_vs_node_and_python_workers(redis_url, redis_client, redis_databases):
     ensure_node_modules()
-    url = redis_server.url(2)
+    url = redis_url
     run_node("produce.mjs", "add", url, "nodeq", "3")
     q = QueueRef("default", "bull", "nodeq")
     r = result(run_checks(redis_client, [q], None, now_ms()), "queue.no_workers")
@@ -310,12 +311,10 @@ def test_no_workers_connected_vs_node_and_python_workers(redis_server, redis_cli
                      .details.get("workers") and x, timeout=15)
         assert r.status == PASS and r.details["names"] == ["bull:bm9kZXE="]
         # The same queue name in another database has no worker: CLIENT LIST is per server.
-        other = redis_server.client(4)
-        other.flushdb()
-        run_node("produce.mjs", "add", redis_server.url(4), "nodeq", "1")
-        r = result(run_checks(other, [q], None, now_ms()), "queue.no_workers")
+        with redis_databases.lease() as other_db, contextlib.closing(other_db.client()) as other:
+            run_node("produce.mjs", "add", other_db.url, "nodeq", "1")
+            r = result(run_checks(other, [q], None, now_ms()), "queue.no_workers")
         assert r.status == FAIL and r.details["workers"] == 0
-        other.flushdb()
     finally:
         worker.kill()
         worker.wait()
@@ -384,29 +383,11 @@ def test_no_workers_falls_back_to_activity_without_client_list(servers):
 # --- checks from the monitor's state document --------------------------------------------------
 
 
-@pytest.fixture
-def followed_queues(live_setup):
-    """Queues that exist before the monitor starts, so it follows their streams from the start."""
-    for name in ("stalls", "calm", "dupq", "uniq"):
-        make_queue(live_setup, name)
-    return live_setup
-
-
-def queue_state(name):
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
-    return next((q for q in state["queues"] if q["name"] == name), None), state
-
-
-def wait_followed(monitor, *names):
-    wait_for(lambda: all(QueueRef("default", "bull", n) in getattr(monitor, "applied_cursors", {}) for n in names)
-             and monitor.stats["ticks"] >= 2, timeout=20)
-
-
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True)
-def test_repeated_stalls_from_a_real_node_worker_blocking_its_event_loop(followed_queues, running_monitor, redis_server):
+def test_repeated_stalls_from_a_real_node_worker_blocking_its_event_loop(followed_queues, running_monitor, redis_url):
     ensure_node_modules()
-    url = redis_server.url(3)
+    url = redis_url
     client = followed_queues
     wait_followed(running_monitor, "stalls", "calm")
     run_node("produce.mjs", "complete", url, "calm", "3")
@@ -445,8 +426,8 @@ def test_repeated_stalls_from_a_real_node_worker_blocking_its_event_loop(followe
 
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True)
-def test_duplicated_adds_from_real_node_bullmq(followed_queues, running_monitor, redis_server):
-    url = redis_server.url(3)
+def test_duplicated_adds_from_real_node_bullmq(followed_queues, running_monitor, redis_url):
+    url = redis_url
     client = followed_queues
     wait_followed(running_monitor, "dupq", "uniq")
     out = run_node("duplicates.mjs", url, "dupq", "3")
@@ -467,8 +448,8 @@ def test_duplicated_adds_from_real_node_bullmq(followed_queues, running_monitor,
 
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True)
-def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_setup, redis_server):
-    url = redis_server.url(3)
+def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_setup, redis_url):
+    url = redis_url
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
     q = QueueRef("default", "bull", "trimmy")
 
@@ -536,24 +517,11 @@ def test_health_page_requires_login(client, scratch_queues):
 @pytest.mark.django_db(transaction=True)
 def test_monitor_runs_the_checks_and_the_overview_summarises_them(live_setup, logged_in):
     """The monitor stores a report on its schedule; the overview links to the failing checks."""
-    import threading
-
     from dashboard.health import checks as dashboard_health
-    from dashboard.live import channels as live
-    from dashboard.live.monitor import Monitor
 
     live_setup.hset("bull:orders:meta", "opts.maxLenEvents", 10000)
-    stop = threading.Event()
-    monitor = Monitor(tick=0.3, name="health-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 15
-        while dashboard_health.read_stored(live.dashboard_redis()) is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        stop.set()
-        thread.join(15)
+    with monitor_thread(tick=0.3, name="health-monitor"):
+        wait_for(lambda: dashboard_health.read_stored(live.dashboard_redis()) is not None, timeout=15)
     report = dashboard_health.read_stored(live.dashboard_redis())
     assert report is not None and report["monitor_state"]["present"]
     html = logged_in.get("/").content.decode()

@@ -16,8 +16,8 @@ from dashboard.health.checks import run_and_store
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
 from dashboard.accounts.models import ApiToken
 from tests.support.servers import run_node
-from tests.health.test_health import followed_queues, make_queue, queue_state, wait_followed  # noqa: F401 (fixture)
-from tests.live.test_live_monitor import wait_for
+from tests.support.health import make_queue, queue_state, wait_followed
+from tests.support.waiting import wait_for
 
 TOKEN = "prom-secret-token-0123456789"
 HOSTILE = 'we"ird\\name\nline'  # a queue name with a quote, a backslash and a newline
@@ -107,9 +107,9 @@ def hostile_queue(live_setup):
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True)
 def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followed_queues, hostile_queue, running_monitor,
-                                                                          redis_server, client, settings):
+                                                                          redis_url, client, settings):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
-    url = redis_server.url(3)
+    url = redis_url
     wait_followed(running_monitor, "calm")  # events before the monitor follows are not totalled
     run_node("produce.mjs", "complete", url, "calm", "3")
     run_node("produce.mjs", "fail", url, "calm", "2")

@@ -15,8 +15,8 @@ from dashboard.asgi import application
 from dashboard.browse import columns
 from dashboard.live import channels as live
 from queues.keys import QueueRef
-from tests.live.test_live_consumers import session_headers
-from tests.live.test_live_monitor import receive_until, wait_for
+from tests.support.live import session_headers
+from tests.support.waiting import receive_until, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

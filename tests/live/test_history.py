@@ -57,13 +57,14 @@ def test_1h_is_sixty_minute_points_ending_with_the_current_minute():
 
 def test_minute_points_give_rates_gauges_and_nulls_for_gaps():
     m = NOW.replace(second=0)
-    point(Q1, m - dt.timedelta(minutes=2), completed=12, failed=3, stalled=1, added=20, stall_failed=1,
+    point(Q1, m - dt.timedelta(minutes=2), completed=12, failed=3, stalled=1, added=20, stall_failed=1, attempt_failed=8,
           waiting=40, prioritized=5, active=7, delayed=9, failed_depth=30, oldest_age_ms=95_500)
     point(Q1, m, completed=4, waiting=2)  # oldest_age_ms stays null: nothing waiting long
     data = queue_history(Q1, "1h", NOW)
     i = at(data, m - dt.timedelta(minutes=2))
     assert data["completed"][i] == 12
     assert data["failed"][i] == 3
+    assert data["attempt_failed"][i] == 8  # retried attempts, apart from the 3 final failures
     assert data["dlq_growth"][i] == 3  # a normal queue's dead letters are its failures
     assert data["stalled"][i] == 1
     assert data["backlog"][i] == 45  # waiting + prioritized
@@ -106,7 +107,7 @@ def test_24h_is_1440_minute_points():
 def test_7d_is_168_hour_points_with_rates_per_minute():
     h = NOW.replace(minute=0, second=0)
     point(Q1, h - dt.timedelta(hours=5), resolution=QueuePoint.HOUR, completed=600, failed=90, stalled=3,
-          added=1200, waiting=8, prioritized=2, failed_depth=77, oldest_age_ms=7_200_000)
+          added=1200, attempt_failed=120, waiting=8, prioritized=2, failed_depth=77, oldest_age_ms=7_200_000)
     point(Q1, h - dt.timedelta(hours=167), resolution=QueuePoint.HOUR, completed=60)
     point(Q1, h - dt.timedelta(hours=168), resolution=QueuePoint.HOUR, completed=6000)  # outside
     point(Q1, h - dt.timedelta(hours=5), completed=1)  # a minute point: not used for 7d
@@ -117,6 +118,7 @@ def test_7d_is_168_hour_points_with_rates_per_minute():
     i = at(data, h - dt.timedelta(hours=5))
     assert data["completed"][i] == 10  # 600 in the hour = 10 per minute
     assert data["failed"][i] == 1.5
+    assert data["attempt_failed"][i] == 2
     assert data["dlq_growth"][i] == 1.5
     assert data["stalled"][i] == pytest.approx(0.05)
     # Gauges are not divided: the last value seen in the hour.

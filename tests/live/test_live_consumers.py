@@ -9,16 +9,11 @@ from channels.testing import WebsocketCommunicator
 from dashboard.live import channels as live
 from dashboard.asgi import application
 from queues.keys import QueueRef
+from tests.support.live import session_headers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 QUEUE = QueueRef("default", "bull", "orders")
-
-
-def session_headers(client, user, origin=b"http://localhost"):
-    client.force_login(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    return [(b"origin", origin), (b"cookie", cookie), (b"host", b"localhost")]
 
 
 async def connect(path, headers):

@@ -17,10 +17,13 @@ from dashboard.live.models import QueuePoint
 from dashboard.registry import get_registry
 from queues.keys import QueueRef
 from queues.snapshot import read_snapshots
+from tests.support.live import run_monitor_until
 from tests.support.servers import ROOT, run_node
-from tests.live.test_live_monitor import run_monitor_until, wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.node
+
+LEADER_KEY = "queuewatch:monitor:leader"  # queues.leader.LeaderLock's key
 
 
 class MonitorProcess:
@@ -40,6 +43,9 @@ class MonitorProcess:
     def leading(self) -> bool:
         return any(f"{self.name}: leading" in line for line in self.lines)
 
+    def standing_by(self) -> bool:
+        return any(f"{self.name}: waiting for leadership" in line for line in self.lines)
+
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -47,13 +53,11 @@ class MonitorProcess:
 
 
 @pytest.fixture
-def monitor_env(tmp_path, redis_server):
+def monitor_env(tmp_path, redis_url):
     db = tmp_path / "monitor.sqlite3"
-    client = redis_server.client(5)
-    client.flushdb()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
            "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "t" * 40,
-           "QUEUEWATCH_REDIS_URL": redis_server.url(5), "DATABASE_URL": f"sqlite:///{db}",
+           "QUEUEWATCH_REDIS_URL": redis_url, "DATABASE_URL": f"sqlite:///{db}",
            "QUEUEWATCH_MONITOR_TICK_MS": "500"}
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     procs = []
@@ -62,25 +66,43 @@ def monitor_env(tmp_path, redis_server):
         p.stop(signal.SIGKILL)
 
 
-def failed_total(db, queue) -> int:
+def stored_total(db, queue, counter="failed") -> int:
     with sqlite3.connect(db, timeout=10) as conn:
-        return conn.execute("select coalesce(sum(failed), 0) from dashboard_queuepoint where queue=? and resolution=60", (queue,)).fetchone()[0]
+        return conn.execute(f"select coalesce(sum({counter}), 0) from dashboard_queuepoint where queue=? and resolution=60",
+                            (queue,)).fetchone()[0]
 
 
-def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(monitor_env, redis_server):
+def lock_renewed(client, times: int):
+    """A predicate: the leader lock has been renewed ``times`` times since it was made (its TTL
+    went up), i.e. the leader kept leading through that many heartbeats."""
+    seen = {"ttl": client.pttl(LEADER_KEY), "renewals": 0}
+
+    def renewed() -> bool:
+        ttl = client.pttl(LEADER_KEY)
+        seen["renewals"] += ttl > seen["ttl"]
+        seen["ttl"] = ttl
+        return seen["renewals"] >= times
+
+    return renewed
+
+
+@pytest.mark.slow  # > 20 s (--durations)
+def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(monitor_env, redis_url, redis_client):
     env, db, procs = monitor_env
-    url = redis_server.url(5)
+    url = redis_url
     run_node("produce.mjs", "complete", url, "failover", "1")  # the queue exists
     a = MonitorProcess("mon-a", env)
     procs.append(a)
     wait_for(a.leading, timeout=20)
     b = MonitorProcess("mon-b", env)
     procs.append(b)
-    time.sleep(3)
+    # The standby contends while the leader renews its lock through several heartbeats.
+    wait_for(b.standing_by, timeout=20)
+    wait_for(lock_renewed(redis_client, 3), timeout=10)
     assert a.leading() and not b.leading()
 
     run_node("produce.mjs", "fail", url, "failover", "30")
-    wait_for(lambda: failed_total(db, "failover") == 30, timeout=20)
+    wait_for(lambda: stored_total(db, "failover") == 30, timeout=20)
 
     a.stop(signal.SIGKILL)
     killed_at = time.monotonic()
@@ -89,14 +111,16 @@ def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(mo
     assert takeover < 6, f"standby took {takeover:.1f}s to lead"
 
     run_node("produce.mjs", "fail", url, "failover", "20")
-    wait_for(lambda: failed_total(db, "failover") == 50, timeout=20)
-    time.sleep(3)  # several more ticks and flushes: nothing may be counted twice
-    assert failed_total(db, "failover") == 50
+    wait_for(lambda: stored_total(db, "failover") == 50, timeout=20)
+    # More ticks and flushes (a later completion elsewhere is stored): nothing may be counted twice.
+    run_node("produce.mjs", "complete", url, "after-failover", "1")
+    wait_for(lambda: stored_total(db, "after-failover", "completed") == 1, timeout=20)
+    assert stored_total(db, "failover") == 50
 
 
 @pytest.mark.django_db(transaction=True)
-def test_trimmed_stream_is_detected_and_reconciled(live_setup, redis_server):
-    url = redis_server.url(3)
+def test_trimmed_stream_is_detected_and_reconciled(live_setup, redis_url):
+    url = redis_url
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -13,65 +12,23 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from dashboard.live.models import QueuePoint
+from tests.support.live import session_headers
 from tests.support.servers import NODE_DIR, ensure_node_modules, run_node
-from tests.live.test_live_consumers import session_headers
+from tests.support.waiting import receive_until, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 
 
-async def receive_until(comm, predicate, timeout=15.0):
-    """Receive fragments until one satisfies predicate; returns it (fails on timeout)."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        try:
-            html = await comm.receive_from(timeout=max(0.1, deadline - time.monotonic()))
-        except Exception:
-            break
-        seen.append(html)
-        if predicate(html):
-            return html
-    raise AssertionError(f"no matching fragment within {timeout}s; got {len(seen)}: {seen[-3:]}")
-
-
-def wait_for(predicate, timeout=15.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met in time")
-
-def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monitor", timeout=20):
-    """Run a Monitor in a thread until ``predicate(monitor)`` holds, then stop it cleanly."""
-    import threading
-
-    from dashboard.live.monitor import Monitor
-
-    stop = threading.Event()
-    monitor = Monitor(tick=tick, name=name, lock_ttl_ms=lock_ttl_ms)
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: predicate(monitor), timeout=timeout)
-    finally:
-        stop.set()
-        thread.join(15)
-    return monitor
-
-
-
 @pytest.mark.asyncio
-async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_server, client, user):
+async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_url, client, user):
     # The queue exists before the page opens (as a user would see it).
-    await sync_to_async(run_node)("produce.mjs", "complete", redis_server.url(3), "orders", "1")
+    await sync_to_async(run_node)("produce.mjs", "complete", redis_url, "orders", "1")
     await sync_to_async(wait_for)(lambda: running_monitor.stats["ticks"] >= 2 and any(q.name == "orders" for q in running_monitor.states))
     headers = await sync_to_async(session_headers)(client, user)
     comm = WebsocketCommunicator(application, "/ws/queue/default/bull/orders/?state=failed&list=1", headers=headers)
     assert (await comm.connect(timeout=5))[0]
 
-    result = await sync_to_async(run_node)("produce.mjs", "fail", redis_server.url(3), "orders", "1")
+    result = await sync_to_async(run_node)("produce.mjs", "fail", redis_url, "orders", "1")
     failed_id = result["ids"][0]
 
     # The failed tab's count moves and the failed job row appears, without a reload.
@@ -96,9 +53,9 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
 
 
 @pytest.mark.asyncio
-async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_server, client, user):
+async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_url, client, user):
     ensure_node_modules()
-    url = redis_server.url(3)
+    url = redis_url
     await sync_to_async(run_node)("produce.mjs", "complete", url, "stally", "1")
     headers = await sync_to_async(session_headers)(client, user)
     comm = WebsocketCommunicator(application, "/ws/queue/default/bull/stally/?state=active&list=1", headers=headers)
@@ -136,7 +93,7 @@ async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(runnin
     await comm.disconnect()
 
 
-def test_between_snapshots_counts_follow_events_without_reading_them(live_setup, redis_server, settings, monkeypatch):
+def test_between_snapshots_counts_follow_events_without_reading_them(live_setup, redis_url, settings, monkeypatch):
     """The monitor reads a queue's counts once, then keeps them current from events alone:
     after real Node workers fail, retry and complete jobs, its counts equal getJobCounts()
     without another snapshot read."""
@@ -146,11 +103,16 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     from dashboard.live import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
-    url = redis_server.url(3)
+    from queues.quiet import QuietReads
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # nor a quiet read: events alone
+    url = redis_url
     run_node("produce.mjs", "add", url, "evq", "3")  # attempts 3: retried twice, then failed
     reads = []
-    real = tracking.read_snapshots
-    monkeypatch.setattr(tracking, "read_snapshots", lambda client, qs: reads.append([q.name for q in qs]) or real(client, qs))
+    from queues.sources.redis_node import RedisNodeSource
+
+    real = RedisNodeSource.snapshots
+    monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append([q.name for q in qs]) or real(self, qs))
     stop = threading.Event()
     monitor = mon.Monitor(tick=0.3, name="test-monitor")
     thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)

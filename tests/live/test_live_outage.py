@@ -15,10 +15,10 @@ from dashboard.live.history import rollup_and_prune
 from dashboard.live.models import QueuePoint
 from dashboard.live.monitor import Monitor
 from queues.connections import ConnectionSpec
-from tests.conftest import point_at
+from tests.support.live import session_headers
+from tests.support.redis_db import point_at
 from tests.support.servers import RedisServer
-from tests.live.test_live_consumers import session_headers
-from tests.live.test_live_monitor import receive_until, wait_for
+from tests.support.waiting import receive_until, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

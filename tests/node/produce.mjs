@@ -1,7 +1,8 @@
 // Produce live activity on a queue for Queuewatch's live tests and benchmarks.
 //
-// Usage:
-//   node produce.mjs fail <redisUrl> <queue> <count> [maxLenEvents]
+// Usage (every mode takes an optional key prefix last, default 'bull'; pass '' as
+// maxLenEvents to keep the default stream length):
+//   node produce.mjs fail <redisUrl> <queue> <count> [maxLenEvents] [prefix]
 //       add <count> jobs that a worker fails (attempts: 1), wait until all failed, exit
 //   node produce.mjs complete <redisUrl> <queue> <count> [maxLenEvents]
 //       add <count> jobs that a worker completes, wait until all done, exit
@@ -15,14 +16,14 @@
 import { Queue, Worker } from 'bullmq';
 import { connectionFromUrl, log, sleep } from './connection.mjs';
 
-const [mode, redisUrl, queueName, arg, maxLen] = process.argv.slice(2);
+const [mode, redisUrl, queueName, arg, maxLen, prefix = 'bull'] = process.argv.slice(2);
 const connection = connectionFromUrl(redisUrl);
-const queueOpts = { connection };
+const queueOpts = { connection, prefix };
 if (maxLen) queueOpts.streams = { events: { maxLen: Number(maxLen) } };
 const queue = new Queue(queueName, queueOpts);
 
 async function runWorker(processor, until) {
-  const worker = new Worker(queueName, processor, { connection, concurrency: 5, stalledInterval: 500, lockDuration: 2000 });
+  const worker = new Worker(queueName, processor, { connection, prefix, concurrency: 5, stalledInterval: 500, lockDuration: 2000 });
   worker.on('error', err => log(`worker error: ${err.message}`));
   await until();
   await worker.close();
@@ -59,7 +60,7 @@ async function main() {
   } else if (mode === 'recover') {
     await runWorker(async () => ({ recovered: true }), () => sleep(Number(arg) * 1000));
   } else {
-    process.stderr.write('usage: node produce.mjs fail|complete|add|recover <redisUrl> <queue> <arg> [maxLenEvents]\n');
+    process.stderr.write('usage: node produce.mjs fail|complete|add|recover <redisUrl> <queue> <arg> [maxLenEvents] [prefix]\n');
     process.exit(64);
   }
   const counts = await queue.getJobCounts();

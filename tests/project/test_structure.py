@@ -98,3 +98,14 @@ def test_no_import_cycles():
         if node not in state:
             visit(node)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_tests_share_helpers_through_support_only():
+    """Shared test helpers live in tests/support/: a test module importing another test module
+    couples two features' tests (and runs the other's module-level set-up)."""
+    offenders = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.match(r"\s*(from|import)\s+tests\.(\w+\.)*(test_\w+|conftest)\b", line):
+                offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

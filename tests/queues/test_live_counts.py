@@ -1,6 +1,7 @@
 """Counts kept current from events between snapshots (queues.live_counts)."""
 
 import pytest
+import redis
 
 from queues.events import Event, EventsFollower
 from queues.keys import QueueRef
@@ -100,18 +101,18 @@ def test_job_memory_is_bounded():
 
 @pytest.mark.node
 @pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")
-def test_counts_from_real_bullmq_events_match_a_fresh_snapshot(redis_server, redis_client):
+def test_counts_from_real_bullmq_events_match_a_fresh_snapshot(redis_prefix):
     """Real Node BullMQ: waiting jobs with retries, a failing worker, completions. Counts
     from a snapshot plus the events after it equal a snapshot taken at the end."""
-    url, q = redis_server.url(2), QueueRef("default", "bull", "counted")
-    run_node("produce.mjs", "add", url, q.name, "12")  # attempts 3: each is retried twice
+    url, q, redis_client = redis_prefix.url, redis_prefix.queue("counted"), redis_prefix.client
+    run_node("produce.mjs", "add", url, q.name, "12", "", q.prefix)  # attempts 3: each is retried twice
     base = read_snapshots(redis_client, [q])[0]
     assert base.counts["waiting"] == 12 and base.last_event_id
-    follower = EventsFollower(redis_server.client(2), block_ms=100)
+    follower = EventsFollower(redis.Redis.from_url(url), block_ms=100)
     follower.follow([q], {q: base.last_event_id})
     live, known = LiveCounts(base), JobStates()
-    run_node("produce.mjs", "fail", url, q.name, "5")
-    run_node("produce.mjs", "complete", url, q.name, "7")
+    run_node("produce.mjs", "fail", url, q.name, "5", "", q.prefix)
+    run_node("produce.mjs", "complete", url, q.name, "7", "", q.prefix)
     while True:
         events, gaps = follower.read()
         assert not gaps

@@ -22,7 +22,7 @@ from queues.errors import ConfigurationError, RedisUnavailable
 from queues.keys import QueueRef
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 from queues.sources import Source, UnsupportedBySource, factory
-from tests.conftest import point_at
+from tests.support.redis_db import point_at
 
 pytestmark = pytest.mark.django_db
 

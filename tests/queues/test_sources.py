@@ -11,7 +11,6 @@ from queues.keys import QueueRef
 from queues.sources import Source, source_for
 from queues.sources.factory import SOURCE_KINDS, known_schemes
 from queues.sources.redis_node import RedisNodeSource
-from tests.conftest import SCRATCH_DB
 from tests.support.servers import free_port
 
 
@@ -52,9 +51,9 @@ def test_redis_schemes_build_a_redis_node_source_without_connecting(url):
 
 
 @pytest.fixture
-def node_source(redis_server, redis_client):
+def node_source(redis_url, redis_client):
     """A Redis node source on the (emptied) scratch database, prefixes 'bull' and '{app}'."""
-    source = source_for(ConnectionSpec("default", redis_server.url(SCRATCH_DB), ("bull", "{app}")))
+    source = source_for(ConnectionSpec("default", redis_url, ("bull", "{app}")))
     yield source
     source.close()
 

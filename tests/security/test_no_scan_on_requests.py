@@ -12,10 +12,12 @@ import pytest
 from django.urls import reverse
 
 from dashboard.live.channels import publish_queue_list
-from dashboard.registry import get_registry
+from dashboard.registry import get_registry, reset_registry
 from queues.keys import QueueRef
 
 pytestmark = pytest.mark.django_db
+
+
 
 
 def calls(client, command: str) -> int:
@@ -26,8 +28,8 @@ def make_queue(r, name: str) -> None:
     r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
 
 
-def test_pages_and_unknown_queues_do_not_scan(live_setup, logged_in):
-    r = live_setup
+def test_pages_and_unknown_queues_do_not_scan(private_redis, logged_in):
+    r = private_redis
     for i in range(20):
         make_queue(r, f"q{i}")
     publish_queue_list(r, "default", [QueueRef("default", "bull", f"q{i}") for i in range(20)])
@@ -46,8 +48,8 @@ def test_pages_and_unknown_queues_do_not_scan(live_setup, logged_in):
     assert calls(r, "exists") - exists == 2
 
 
-def test_concurrent_requests_share_one_exists(live_setup):
-    r = live_setup
+def test_concurrent_requests_share_one_exists(private_redis):
+    r = private_redis
     publish_queue_list(r, "default", [])
     registry = get_registry()
     before = calls(r, "exists")
@@ -72,14 +74,12 @@ def _resolves(registry, name: str) -> bool:
         return False
 
 
-def test_without_a_monitor_one_scan_serves_concurrent_requests(live_setup, settings):
+def test_without_a_monitor_one_scan_serves_concurrent_requests(private_redis, settings):
     """With the default discovery TTL, one scan per TTL: requests that wait for a scan in
     progress take its result, later ones the cached list."""
-    from dashboard.registry import reset_registry
-
     settings.QUEUEWATCH_DISCOVERY_TTL = 10
     reset_registry()
-    r = live_setup
+    r = private_redis
     for i in range(5):
         make_queue(r, f"q{i}")
     assert r.get("queuewatch:queues:default") is None  # no monitor has published

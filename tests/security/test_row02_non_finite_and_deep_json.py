@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from dashboard.live import channels as live
 from queues.keys import QueueRef
-from tests.security.hostile import monitor_log, seed_non_finite, wait_for
+from tests.support.hostile import monitor_log, seed_non_finite
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -94,7 +95,7 @@ def _counts(dash, name: str) -> dict:
 def test_an_item_that_fails_to_render_costs_only_itself_and_is_logged_once(live_setup, monkeypatch):
     """Whatever else a hostile job finds to break, the monitor isolates each watched item."""
     from dashboard.live import fragments
-    from tests.live.test_live_monitor import run_monitor_until
+    from tests.support.live import run_monitor_until
 
     real_job_live = fragments.job_live
 

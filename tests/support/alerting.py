@@ -19,14 +19,19 @@ def ms(t: dt.datetime) -> int:
     return int(t.timestamp() * 1000)
 
 
-def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=None, events=(), stalled=(), connection="default"):
-    """``events``: (event name, seconds before ``now``) pairs, counted like the monitor does."""
+def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=None, events=(), stalled=(), connection="default",
+            attempt_failures=()):
+    """``events``: (event name, seconds before ``now``) pairs, counted like the monitor does;
+    ``attempt_failures``: seconds before ``now`` of failed attempts that will be retried (the
+    monitor counts them from candidate events, not with ``count_event``)."""
     snap = QueueSnapshot(QueueRef(connection, "bull", name), {**dict.fromkeys(COUNT_STATES, 0), **(counts or {})},
                          paused, 0, oldest_waiting_ts=None if oldest_age_s is None else ms(now) - int(oldest_age_s * 1000),
                          taken_at=ms(now))
     series = QueueSeries()
     for ev, before_s in events:
         count_event(series, ev, ms(now) - int(before_s * 1000), {})
+    for before_s in attempt_failures:
+        series.bucket(ms(now) - int(before_s * 1000)).attempt_failed += 1
     return build_signals(snap, series, now_ms=ms(now), stalled_now=list(stalled))
 
 

@@ -11,6 +11,16 @@ Headers sent with every request:
 
 Redirects are not followed (a POST turned into a GET would silently lose the body), and errors
 name only the receiver's scheme, host and port: webhook URLs often carry tokens in their path.
+
+Where a request may go is ``queues.outbound``'s policy (``QUEUEWATCH_WEBHOOK_ALLOW`` / ``_DENY``):
+the channel form refuses a denied address, and every delivery connects only to an address the
+policy checked after resolving the name (``_PinnedHTTPConnection``), so DNS cannot be changed
+between check and connection. Environment proxies (``HTTPS_PROXY``) are not used: through a
+proxy the address actually reached could not be checked.
+
+What the receiver answered in an error body can be anything it serves (including a secret of a
+loopback-only service): it is kept after ``RECEIVER_SAID`` in the error text, which pages show
+to admins only (``receiver_detail``).
 """
 
 from __future__ import annotations
@@ -21,6 +31,8 @@ import hmac
 import http.client
 import json
 import re
+import socket
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -28,13 +40,17 @@ import urllib.request
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.conf import settings
 from django.core.validators import URLValidator
 from django.utils.text import format_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 from dashboard.alerts.placeholders import fill_placeholders
+from dashboard.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
+from queues import outbound
 
 DEFAULT_TIMEOUT_S = 10
 MAX_TIMEOUT_S = 30
@@ -141,12 +157,78 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+# --- where requests may go -------------------------------------------------------------------
+
+RECEIVER_SAID = "\n— the receiver answered: "  # what follows is shown to admins only
+
+
+def receiver_detail(text: str, *, admin: bool) -> str:
+    """An error text as a page may show it: without the receiver's own words unless ``admin``."""
+    public, sep, said = (text or "").partition(RECEIVER_SAID)
+    return f"{public}: {said}" if admin and sep else public
+
+
+def policy() -> outbound.OutboundPolicy:
+    return outbound.OutboundPolicy.from_entries(allow=settings.QUEUEWATCH_WEBHOOK_ALLOW,
+                                                deny=settings.QUEUEWATCH_WEBHOOK_DENY)
+
+
+def destination_refusal(url: str) -> str | None:
+    """Why the policy refuses ``url``'s host (as resolved now), or None."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return gettext("The port is not a number.")
+    try:
+        outbound.resolve(parts.hostname or "", port, policy=policy())
+    except outbound.Unresolvable:
+        return None  # may resolve later (or only from the sender's network); checked on every delivery
+    except outbound.OutboundRefused as exc:
+        return gettext("Webhooks may not be sent to this address: %(why)s.") % {"why": exc}
+    return None
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    def connect(self):
+        try:
+            self.sock = outbound.connect(self.host, self.port, policy=policy(), timeout=self.timeout)
+        except outbound.OutboundRefused as exc:
+            raise _Refused(str(exc)) from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    def connect(self):
+        _PinnedHTTPConnection.connect(self)  # the TCP part, to a checked address
+        # TLS is verified against the name in the URL, not the address.
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+
+
+class _Refused(OSError):
+    pass
+
+
+class _PinnedHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_PinnedHTTPConnection, req)
+
+
+class _PinnedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self):
+        super().__init__(context=ssl.create_default_context())
+
+    def https_open(self, req):
+        return self.do_open(_PinnedHTTPSConnection, req, context=self._context)
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None  # urllib then raises HTTPError with the 3xx status
 
 
-_opener = urllib.request.build_opener(_NoRedirects)
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _PinnedHTTPHandler, _PinnedHTTPSHandler,
+                                      _NoRedirects)
 
 
 class WebhookNotifier(Notifier):
@@ -177,12 +259,17 @@ class WebhookNotifier(Notifier):
             URLValidator(schemes=["http", "https"])(url)
         except ValidationError:
             add_error("url", _("Give a full http:// or https:// URL."))
+        else:
+            why = destination_refusal(url)
+            if why:
+                add_error("url", why)
         try:
             headers = parse_headers(data.get("headers") or "", stored=stored.get("headers") or {})
         except ValidationError as exc:
             add_error("headers", exc)
             headers = {}
-        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": headers,
+        # Header values often are credentials: stored encrypted (a kept value already is).
+        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": encrypt_values(headers),
                   "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S}
         if config["shape"] == "custom":
             config["template"] = data.get("template") or ""
@@ -212,7 +299,15 @@ class WebhookNotifier(Notifier):
             raise DeliveryError("The webhook URL must start with http:// or https://.", retry=False)
         body, content_type = webhook_body(message=message_for(notification), config=self.config)
         headers = {"Content-Type": content_type, "User-Agent": "Queuewatch-Webhook/1"}
-        headers.update({k: v for k, v in (self.config.get("headers") or {}).items() if k.lower() not in RESERVED_HEADERS})
+        try:
+            custom = decrypt_values(self.config.get("headers") or {})
+        except UndecryptableSecret as exc:
+            raise DeliveryError(gettext("A custom header cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
+                                        "add the old key back."), retry=False) from None
+        if isinstance(self.channel.secret, Undecryptable):
+            raise DeliveryError(gettext("The signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
+                                        "add the old key back."), retry=False)
+        headers.update({k: v for k, v in custom.items() if k.lower() not in RESERVED_HEADERS})
         headers["Idempotency-Key"] = notification.idempotency_key
         headers["X-Queuewatch-Event"] = notification.kind
         if self.channel.secret:
@@ -226,12 +321,16 @@ class WebhookNotifier(Notifier):
                 return f"HTTP {response.status} from {where}"
         except urllib.error.HTTPError as exc:
             snippet = exc.read(300).decode("utf-8", "replace").strip()
-            message = f"HTTP {exc.code} from {where}" + (f": {snippet}" if snippet else "")
+            said = RECEIVER_SAID + snippet if snippet else ""
             if 300 <= exc.code < 400:
-                raise DeliveryError(message + " (redirects are not followed; use the final URL)", retry=False) from None
-            raise DeliveryError(message, retry=retryable_status(exc.code),
+                raise DeliveryError(f"HTTP {exc.code} from {where} (redirects are not followed; use the final URL)"
+                                    + said, retry=False) from None
+            raise DeliveryError(f"HTTP {exc.code} from {where}" + said, retry=retryable_status(exc.code),
                                 retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
         except urllib.error.URLError as exc:
+            if isinstance(exc.reason, _Refused):
+                raise DeliveryError(gettext("Not sent to %(where)s: %(why)s") % {"where": where, "why": exc.reason},
+                                    retry=False) from None
             raise DeliveryError(f"Cannot reach {where}: {exc.reason}", retry=True) from None
         except TimeoutError:
             raise DeliveryError(f"No answer from {where} within {timeout} s", retry=True) from None

@@ -1,6 +1,6 @@
 """``python manage.py check_queues [--json] [--fail-on info|warning|critical]``
 
-Runs the production-readiness checks (``queues/health.py``) on every configured connection and
+Runs the production-readiness checks (``queues/health/``) on every configured connection and
 prints them, worst first: plain text for people, ``--json`` for scripts. The exit status is 1
 when any check fails at or above ``--fail-on`` (default ``critical``), else 0 — for CI and
 cron jobs. ``unknown`` results never fail the run.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 
 DEEP = "[" * 900 + "]" * 900  # parses, but every recursive walk after it raised RecursionError
 
@@ -25,15 +24,6 @@ def seed_non_finite(r, queue: str = "evil") -> None:
                                   "finishedOn": 1700000001000})
     r.zadd(q + "failed", {"calm-1": 1700000001000})
     r.rpush(q + "wait", "inf")  # oldest waiting job: its timestamp is not a time
-
-
-def wait_for(predicate, timeout: float = 20.0):
-    """Poll ``predicate`` until it holds (a condition, not a timing assumption)."""
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-    return value
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0004_actions_audit'),
+        ('dashboard', '0006_apitoken_scopes_expiry_revocation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

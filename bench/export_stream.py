@@ -1,0 +1,133 @@
+"""Export streaming benchmark (issue 12, row 1): first-byte time and daphne's memory while a
+large failed-jobs export streams.
+
+    .venv/bin/python bench/export_stream.py [--jobs 200000] [--payload 4096]
+
+Starts a private redis-server and daphne on loopback, seeds JOBS failed jobs of PAYLOAD
+bytes of data each, downloads the export through the API and prints the time to the first
+byte, the total time, and daphne's RSS before, at its peak during, and after the download."""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
+def seed(r: redis.Redis, jobs: int, payload: int) -> None:
+    data = '{"blob":"' + "x" * payload + '"}'
+    for start in range(0, jobs, 5000):
+        pipe = r.pipeline(transaction=False)
+        for i in range(start, min(jobs, start + 5000)):
+            pipe.hset(f"bull:big:{i}", mapping={"name": "work", "data": data, "timestamp": 1_700_000_000_000 + i,
+                                                "finishedOn": 1_700_000_000_000 + i, "failedReason": "boom", "atm": 1})
+            pipe.zadd("bull:big:failed", {str(i): 1_700_000_000_000 + i})
+        pipe.execute()
+    r.hset("bull:big:meta", mapping={"opts.maxLenEvents": 10000})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=200_000)
+    parser.add_argument("--payload", type=int, default=4096)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="qw-export-bench-")
+    redis_port, web_port = free_port(), free_port()
+    procs = []
+    try:
+        procs.append(subprocess.Popen([shutil.which("redis-server"), "--port", str(redis_port), "--bind", "127.0.0.1",
+                                       "--save", "", "--appendonly", "no", "--dir", work],
+                                      stdout=subprocess.DEVNULL))
+        r = redis.Redis(port=redis_port)
+        while True:
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        t0 = time.monotonic()
+        seed(r, args.jobs, args.payload)
+        print(f"seeded {args.jobs} jobs x {args.payload} B in {time.monotonic() - t0:.1f} s", flush=True)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
+               "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+               "QUEUEWATCH_INSECURE_DEV": "1", "QUEUEWATCH_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+               "DATABASE_URL": f"sqlite:///{work}/db.sqlite3", "QUEUEWATCH_LOG_LEVEL": "WARNING"}
+
+        def manage(*a):
+            return subprocess.run([sys.executable, "manage.py", *a], cwd=ROOT, env=env, check=True,
+                                  capture_output=True, text=True).stdout.strip()
+
+        manage("migrate", "-v0")
+        manage("demo_user", "--username", "bench")
+        token = manage("api_token", "bench")
+        web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port),
+                                "dashboard.asgi:application"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+        procs.append(web)
+        while True:
+            try:
+                http.client.HTTPConnection("127.0.0.1", web_port, timeout=1).request("GET", "/login/")
+                break
+            except OSError:
+                time.sleep(0.1)
+        # One small export first, so imports and connections are not counted as the big one's.
+        warm = http.client.HTTPConnection("127.0.0.1", web_port)
+        warm.request("GET", "/api/v1/queues/default/bull/big/export?state=failed&format=csv&name=none",
+                     headers={"Authorization": f"Bearer {token}"})
+        warm.getresponse().read()
+        before = rss_mb(web.pid)
+        peak = [before]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], rss_mb(web.pid))
+                time.sleep(0.05)
+
+        threading.Thread(target=sample, daemon=True).start()
+        conn = http.client.HTTPConnection("127.0.0.1", web_port)
+        start = time.monotonic()
+        conn.request("GET", "/api/v1/queues/default/bull/big/export?state=failed&format=jsonl",
+                     headers={"Authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        response.read(1)
+        first_byte = time.monotonic() - start
+        total_bytes = 1
+        while chunk := response.read(1 << 20):
+            total_bytes += len(chunk)
+        elapsed = time.monotonic() - start
+        done.set()
+        print(f"jobs {args.jobs}, payload {args.payload} B, {total_bytes / 1e6:.0f} MB downloaded")
+        print(f"first byte {first_byte:.3f} s, whole export {elapsed:.1f} s")
+        print(f"daphne RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
+              f"after {rss_mb(web.pid):.0f} MB")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""What each toolbox action does: a thin adapter from its validated input
+(``dashboard.actions.toolbox_inputs``) to the framework-free domain (``queues.job_add``,
+``queues.edit_retry``, ``queues.queue_settings``).
+
+Their results are ``ToolResult``s: like ``runners.QueueActionResult`` (``ok``, ``outcome``,
+``message``, ``affected``) plus ``audit`` (merged into the audit row's details: the before and
+after of an edit, the id a job was added under) and ``body`` (extra fields for the API).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils.translation import gettext as _
+
+from dashboard.actions.toolbox_inputs import redacted_json
+from dashboard.errors import InvalidInput
+from dashboard.i18n import translate
+from dashboard.registry import get_redactor
+from queues import actions, edit_retry, job_add, queue_settings
+from queues.job_options import InvalidJob
+from queues.keys import QueueRef
+from queues.safe_json import loads_or
+
+
+@dataclass
+class ToolResult:
+    outcome: str
+    message: str
+    affected: int = 0
+    audit: dict = field(default_factory=dict)
+    body: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == actions.DONE
+
+
+def _added(outcome: job_add.AddOutcome, *, new_job) -> ToolResult:
+    redactor = get_redactor()
+    after = {"name": new_job.name, "data": redacted_json(_parsed(new_job.data_json), redactor=redactor)}
+    body = {"id": outcome.job_id, "created": outcome.created}
+    if not outcome.created:
+        body["reason"] = outcome.outcome
+    return ToolResult(actions.DONE if outcome.created else outcome.outcome, translate(outcome.message),
+                      int(outcome.created), audit={"job_id": outcome.job_id, "after": after}, body=body)
+
+
+def _parsed(text: str):
+    return loads_or(text, text)
+
+
+def add(client, *, queue: QueueRef, given) -> ToolResult:
+    try:
+        outcome = job_add.add_job(client, queue=queue, job=given.job)
+    except InvalidJob as exc:
+        raise InvalidInput(translate(exc.args[0])) from None
+    return _added(outcome, new_job=given.job)
+
+
+def duplicate(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
+    source = job_add.read_source(client, queue=queue, job_id=job_id)
+    if source is None:
+        return ToolResult(actions.MISSING, _("Job %(id)s no longer exists.") % {"id": job_id})
+    copy = job_add.copy_of(source)
+    try:
+        outcome = job_add.add_job(client, queue=queue, job=copy)
+    except InvalidJob as exc:
+        raise InvalidInput(translate(exc.args[0])) from None
+    result = _added(outcome, new_job=copy)
+    if outcome.created:
+        result.message = _("Job %(id)s duplicated as job %(new)s.") % {"id": job_id, "new": outcome.job_id}
+    return result
+
+
+def edit_plan(client, *, queue: QueueRef, job_id: str, patch) -> edit_retry.EditPlan:
+    try:
+        plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch)
+    except edit_retry.PatchError as exc:
+        raise InvalidInput(translate(exc.args[0])) from None
+    if plan is None:
+        raise InvalidInput(_("Job %(id)s no longer exists.") % {"id": job_id})
+    return plan
+
+
+def edit_and_retry(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
+    plan = edit_plan(client, queue=queue, job_id=job_id, patch=given.patch)
+    redactor = get_redactor()
+    change = {"before": redacted_json(plan.before, redactor=redactor),
+              "after": redacted_json(plan.after, redactor=redactor),
+              "diff": plan.diff(redactor.value)[:400]}
+    if given.expected and given.expected != plan.fingerprint:
+        return ToolResult(edit_retry.CHANGED, _("Job %(id)s's data changed since the preview; nothing was done. "
+                                                "Preview the patch again.") % {"id": job_id}, audit={"change": change})
+    done = edit_retry.edit_and_retry(client, queue=queue, plan=plan, reset_counters=given.reset_counters)
+    return ToolResult(done.outcome, translate(done.message), int(done.ok), audit={"change": change})
+
+
+# --- queue settings, drain, obliterate -------------------------------------------------------
+
+
+def set_concurrency(client, *, queue: QueueRef, given) -> ToolResult:
+    before = queue_settings.read_settings(client, queue=queue).concurrency
+    queue_settings.set_global_concurrency(client, queue=queue, concurrency=given.concurrency)
+    return ToolResult(actions.DONE, _("Global concurrency set to %(n)s.") % {"n": given.concurrency}, 1,
+                      audit={"change": {"before": before, "after": given.concurrency}})
+
+
+def remove_concurrency(client, *, queue: QueueRef, given) -> ToolResult:
+    before = queue_settings.read_settings(client, queue=queue).concurrency
+    queue_settings.set_global_concurrency(client, queue=queue, concurrency=None)
+    return ToolResult(actions.DONE, _("Global concurrency removed: workers' own concurrency applies."), 1,
+                      audit={"change": {"before": before, "after": None}})
+
+
+def set_rate_limit(client, *, queue: QueueRef, given) -> ToolResult:
+    now = queue_settings.read_settings(client, queue=queue)
+    queue_settings.set_global_rate_limit(client, queue=queue, max_jobs=given.max, duration_ms=given.duration)
+    return ToolResult(actions.DONE, _("Global rate limit set to %(max)s jobs per %(ms)s ms.")
+                      % {"max": given.max, "ms": given.duration}, 1,
+                      audit={"change": {"before": [now.rate_max, now.rate_duration_ms],
+                                        "after": [given.max, given.duration]}})
+
+
+def remove_rate_limit(client, *, queue: QueueRef, given) -> ToolResult:
+    now = queue_settings.read_settings(client, queue=queue)
+    queue_settings.set_global_rate_limit(client, queue=queue, max_jobs=None)
+    return ToolResult(actions.DONE, _("Global rate limit removed."), 1,
+                      audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": None}})
+
+
+def remove_rate_limit_key(client, *, queue: QueueRef, given) -> ToolResult:
+    if queue_settings.remove_rate_limit_key(client, queue=queue):
+        return ToolResult(actions.DONE, _("Rate-limit key removed: workers take jobs again now."), 1)
+    return ToolResult(actions.DONE, _("There was no rate-limit key: the queue was not being rate-limited."), 0)
+
+
+def drain(client, *, queue: QueueRef, given) -> ToolResult:
+    removed = queue_settings.drain(client, queue=queue, delayed=given.delayed)
+    what = _("waiting, prioritized and delayed") if given.delayed else _("waiting and prioritized")
+    return ToolResult(actions.DONE, _("Drained: %(n)s %(what)s job(s) removed.") % {"n": removed, "what": what},
+                      removed)
+
+
+def obliterate(client, *, queue: QueueRef, given) -> ToolResult:
+    if given.confirm != queue.name:
+        return ToolResult("not_confirmed", _("The name typed (%(typed)s) is not the queue's name (%(name)s); "
+                                             "nothing was done.") % {"typed": given.confirm, "name": queue.name})
+    counts = queue_settings.read_settings(client, queue=queue)
+    try:
+        queue_settings.obliterate(client, queue=queue)
+    except queue_settings.SettingRefused as exc:
+        return ToolResult("refused", translate(exc.args[0]))
+    return ToolResult(actions.DONE, _("Queue %(name)s obliterated: %(n)s job(s) and %(s)s scheduler(s) deleted.")
+                      % {"name": queue.name, "n": counts.total_jobs, "s": counts.counts["schedulers"]},
+                      counts.total_jobs, audit={"counts": counts.counts})

@@ -1,0 +1,101 @@
+"""Pages of the operator toolbox that are more than a button: the add-job form, the
+edit-and-retry form with its diff preview, the queue settings page; and the API's
+``POST …/jobs`` (add a job). Every change still goes through the registered action
+(``registry.authorized`` for the role and read-only mode, ``services.perform`` for the audit),
+posted to the usual ``actions/<action>`` and ``act/<action>/<job_id>`` URLs.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods
+
+from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
+from dashboard.actions import registry, toolbox_runners
+from dashboard.actions import services as operations
+from dashboard.actions.api import api_post, body_params
+from dashboard.actions.toolbox_inputs import EditRetryInput
+from dashboard.actions.views import action_post
+from dashboard.browse import api as browse_api
+from dashboard.browse import selectors as reads
+from dashboard.errors import JsonResponse, page_errors
+from dashboard.registry import get_redactor, get_registry, redis_errors
+from queues import queue_settings
+from queues.job_options import BACKOFF_TYPES
+from queues.jobs import prepare_payload
+
+PAYLOAD_CAP = 200_000
+
+
+@require_GET
+@role_required(OPERATOR, mutates_redis=True)
+@page_errors
+def add_job_page(request, connection, prefix, name):
+    """The add form; it posts to the registered ``add`` action. Not under ``jobs/<id>``: a job may be called "new"."""
+    queue = reads.resolve(connection, prefix, name)
+    return render(request, "actions/add_job.html", {"queue": queue, "backoff_types": BACKOFF_TYPES})
+
+
+@require_GET
+@role_required(OPERATOR, mutates_redis=True)
+@page_errors
+def edit_retry_page(request, connection, prefix, name, job_id):
+    """A failed job's data (as the job page shows it: redacted) and a merge-patch form."""
+    queue = reads.resolve(connection, prefix, name)
+    with redis_errors(connection):
+        raw = get_registry().client(connection).hget(queue.job_key(job_id), "data")
+    data = prepare_payload((raw or b"{}").decode("utf-8", "replace"), cap=PAYLOAD_CAP, redactor=get_redactor())
+    return render(request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data,
+                                                       "exists": raw is not None})
+
+
+@action_post
+def edit_retry_preview(request, connection, prefix, name, job_id):
+    """The diff the patch would make to the stored data (secrets redacted), and the confirm form
+    carrying the fingerprint of that data. Changes nothing."""
+    registry.authorized(request.user, scope=registry.JOB, name="edit-retry")
+    queue = reads.resolve(connection, prefix, name)
+    given = EditRetryInput.from_params(request.POST)
+    with redis_errors(connection):
+        plan = toolbox_runners.edit_plan(get_registry().client(connection), queue=queue, job_id=job_id,
+                                         patch=given.patch)
+    return render(request, "actions/partials/edit_preview.html", {
+        "queue": queue, "job_id": job_id, "plan": plan, "diff": plan.diff(get_redactor().value),
+        "patch": request.POST.get("patch", ""), "keep_counters": not given.reset_counters})
+
+
+@require_GET
+@role_required(VIEWER)
+@page_errors
+def settings_page(request, connection, prefix, name):
+    """Global concurrency, rate limit (and whether it bites now), and drain/obliterate with
+    counts of what they would remove. The forms are drawn for admins only."""
+    queue = reads.resolve(connection, prefix, name)
+    with redis_errors(connection):
+        now = queue_settings.read_settings(get_registry().client(connection), queue=queue)
+    return render(request, "actions/queue_settings.html", {"queue": queue, "settings": now})
+
+
+@login_not_required  # both views answer 401 themselves (api_auth)
+@csrf_exempt  # the POST view checks CSRF itself for session callers (api_csrf)
+@require_http_methods(["GET", "POST"])
+def jobs_collection(request, connection, prefix, name):
+    """``GET`` lists jobs (the read API); ``POST`` adds one: ``{"name", "data", "opts"}``."""
+    if request.method == "GET":
+        return browse_api.jobs(request, connection, prefix, name)
+    return add_job_api(request, connection, prefix, name)
+
+
+@api_post
+def add_job_api(request, connection, prefix, name):
+    """201 ``{"id"}`` when added; 200 ``{"id", "created": false, "reason"}`` when BullMQ answered
+    with an existing job (same id: "duplicated"; a deduplication hit: "deduplicated")."""
+    found = registry.authorized(request.user, scope=registry.QUEUE, name="add")
+    queue = reads.resolve(connection, prefix, name)
+    result = operations.perform(user=request.user, via="api", action=found, queue=queue,
+                                given=found.parse(body_params(request)))
+    if result.ok:
+        return JsonResponse({"id": result.body["id"]}, status=201)
+    return JsonResponse({**result.body, "message": result.message}, status=200)

@@ -1,0 +1,124 @@
+"""One batch of a bulk task: where each job is now, and the per-batch BullMQ script calls that
+move it (one atomic step per job, acting only if the job is still where the plan expects it)."""
+
+from __future__ import annotations
+
+import redis
+
+from ..actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, promote_call, promote_outcome,
+                       redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
+from ..bullmq_scripts import scripts_for
+from ..dead_letters import dlq_source
+from ..keys import QueueRef
+from .plan import ACTION_STATES, BulkPlan
+
+# The result of every job a batch moved: one shared object (a message per job would cost more
+# than the move itself at bulk speed); refusals keep their own id and message.
+MOVED = ActionResult("", DONE, "moved")
+
+# The BullMQ key each state lives in (waiting jobs are in the ``wait`` list).
+STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active"}
+
+
+def state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:
+    if state in ("waiting", "active"):
+        pipe.lpos(queue.state_key(state), job_id, rank=-1)
+    else:
+        pipe.zscore(queue.state_key(state), job_id)
+
+
+def still_there(value, state: str, before_ms: int) -> bool:
+    if value is None:
+        return False
+    return state not in ("failed", "completed") or float(value) < before_ms
+
+
+def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[list[tuple[str, str]], int]:
+    """The next batch of an explicit selection, each id with the state the action finds it in
+    (None when it is in none of the action's states)."""
+    ids = list(plan.job_ids[position: position + plan.batch_size])
+    states = ACTION_STATES[plan.action]
+    pipe = client.pipeline(transaction=False)
+    for job_id in ids:
+        for st in states:
+            state_check(pipe, plan.queue, job_id, st)
+    found = pipe.execute()
+    items = []
+    for n, job_id in enumerate(ids):
+        values = found[n * len(states):(n + 1) * len(states)]
+        state = next((st for st, v in zip(states, values) if still_there(v, st, plan.before_ms)), None)
+        items.append((job_id, state))
+    return items, position + len(ids)
+
+
+def _resolve_source(plan: BulkPlan) -> str | None:
+    """The operator's choice or configuration; never the job's data (see ``dlq_source``)."""
+    if plan.source:
+        return plan.source
+    return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping))
+
+
+def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
+    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
+    as one batch script per state (one round trip, one atomic step); a redrive reads the
+    dead-letter jobs in one pipelined round trip and runs one composed script per job in a
+    second. A script error is returned (not raised) so one bad job cannot stop the batch."""
+    q = plan.queue
+    results: list = [None] * len(items)
+    by_state: dict[str, list[int]] = {}
+    for n, (job_id, state) in enumerate(items):
+        if state is None:
+            results[n] = ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to.")
+        else:
+            by_state.setdefault(state, []).append(n)
+    if plan.action == "redrive":
+        _redrive_batch(client, plan, items, [n for ns in by_state.values() for n in ns], results, now_ms=now_ms)
+        return results
+    scripts = scripts_for(client)
+    for state, positions in by_state.items():
+        ids = [items[n][0] for n in positions]
+        try:
+            if plan.action == "retry":
+                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
+                codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
+                                                            "1" if plan.reset_counters else "0", *ids])
+                made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+            elif plan.action == "discard":
+                codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
+                made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
+            else:
+                keys, _ = promote_call(q, "")
+                codes = scripts.promote_batch(keys=keys, args=[q.base, *ids])
+                made = [MOVED if c == 0 else promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
+        except redis.ResponseError as exc:
+            made = [exc] * len(ids)
+        for n, result in zip(positions, made):
+            results[n] = result
+    return results
+
+
+def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[int], results: list, *, now_ms: int) -> None:
+    q = plan.queue
+    read = client.pipeline(transaction=False)
+    for n in positions:
+        read.hmget(q.job_key(items[n][0]), ["name", "data", "opts", "timestamp"])
+    pipe = client.pipeline(transaction=False)
+    calls = []
+    script = scripts_for(client).redrive
+    for n, (name, data, opts, ts) in zip(positions, read.execute() if positions else []):
+        job_id = items[n][0]
+        if ts is None and name is None:
+            results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+            continue
+        source_name = _resolve_source(plan)
+        if not source_name:
+            results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
+            continue
+        source = QueueRef(q.connection, q.prefix, source_name)
+        copy = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
+        keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
+        script(keys=keys, args=args, client=pipe)
+        calls.append((n, job_id, source))
+    if calls:
+        for (n, job_id, source), reply in zip(calls, pipe.execute(raise_on_error=False)):
+            results[n] = reply if isinstance(reply, Exception) else redrive_outcome(job_id, reply, dlq=q, source=source)

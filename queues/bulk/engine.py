@@ -1,0 +1,155 @@
+"""The bulk loop: run (or resume) a task batch by batch, paced, cancellable, journalled so a
+crash at any point loses or repeats nothing (see the package docstring for why that holds)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Callable
+
+import redis
+
+from ..actions import DONE, MISSING, WRONG_STATE
+from ..selection import Cursor, Page, advance, next_page
+from .batches import execute_batch, explicit_page, state_check, still_there
+from .head import RECEIPT_NAMESPACE, head_mode, reconcile_head, run_head_batch
+from .lock import BulkLock, LockLost
+from .plan import BulkPlan, plan_total
+from .progress import CANCELLED, DONE_STATE, GONE, RUNNING, Progress, ProgressStore
+
+
+def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_ms: int) -> None:
+    """After a crash: count the in-flight jobs that left their state as moved.
+
+    Filter plans: the others are still ahead of the saved cursor; the scan meets them again.
+    Explicit ids: the batch (journalled whole, ``None`` state included) is finished here: the
+    jobs still there are acted on again, and the position moves past the batch."""
+    if not progress.in_flight:
+        return
+    live = [(i, s) for i, s in progress.in_flight if s is not None]
+    pipe = client.pipeline(transaction=False)
+    for job_id, state in live:
+        state_check(pipe, plan.queue, job_id, state)
+    there = [(i, s) for (i, s), v in zip(live, pipe.execute()) if still_there(v, s, plan.before_ms)]
+    progress.moved += len(live) - len(there)
+    if plan.job_ids is not None:
+        gone_before = [(i, None) for i, s in progress.in_flight if s is None]
+        _tally(progress, execute_batch(client, plan, gone_before + there, now_ms=now_ms))
+        progress.position += len(progress.in_flight)
+    progress.in_flight = []
+
+
+# Refusals after which the job is no longer where the scan found it (so it cannot anchor it).
+LEFT_STATE = frozenset({MISSING, WRONG_STATE})
+
+
+def _tally(progress: Progress, results: list) -> set[str]:
+    """Add a batch's results to the counts; return the ids that stay where they were."""
+    stayed = set()
+    for r in results:
+        if isinstance(r, Exception):
+            progress.failed += 1
+            if len(progress.errors) < 20:
+                progress.errors.append(str(r)[:300])
+        elif r.outcome == DONE:
+            progress.moved += 1
+        else:
+            progress.skipped += 1
+            progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
+            if r.outcome not in LEFT_STATE:
+                stayed.add(r.job_id)
+    return stayed
+
+
+def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
+             should_cancel: Callable[[], bool] = lambda: False,
+             on_progress: Callable[[Progress], None] = lambda p: None,
+             lock: BulkLock | None = None,
+             clock: Callable[[], float] = time.monotonic,
+             sleep: Callable[[float], None] = time.sleep,
+             now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> Progress:
+    """Run (or resume) a bulk task to the end, cancellation, or a lost lock (``LockLost``).
+
+    Starting fresh when the store is empty; otherwise resuming from the stored cursor (a
+    finished or cancelled task returns at once). ``should_cancel`` is checked before every
+    batch: what moved stays moved. ``on_progress`` gets the progress after every batch."""
+    progress = store.load()
+    if progress is None:
+        progress = Progress(total=plan_total(client, plan))
+        store.save(progress)
+    if progress.state != RUNNING:
+        return progress
+    head = head_mode(plan)
+    if head and not progress.receipt_key:
+        progress.receipt_key = f"{RECEIPT_NAMESPACE}:{uuid.uuid4().hex}"
+    reconcile_head(client, progress)
+    _reconcile(client, plan, progress, now_ms=now_ms())
+    store.save(progress)
+
+    started, handled_at_start, elapsed_before = clock(), progress.handled, progress.elapsed_s
+    cursor = Cursor.from_dict(progress.cursor)
+    while True:
+        if should_cancel():
+            progress.state = CANCELLED
+            store.save(progress)
+            on_progress(progress.copy())
+            return progress
+        if lock is not None and not lock.extend():
+            raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
+        batch_started = clock()
+        if head:
+            taken, exhausted, cursor = run_head_batch(client, plan, progress, store, cursor)
+            progress.cursor = cursor.as_dict()
+            items, page = [None] * taken, None  # only the number of jobs matters below
+        elif plan.job_ids is not None:
+            items, next_position = explicit_page(client, plan, progress.position)
+            exhausted = next_position >= len(plan.job_ids)
+            page: Page | None = None
+        else:
+            page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
+                             cursor=cursor, size=plan.batch_size)
+            items = [(i, plan.filt.state) for i in page.match_ids]
+            exhausted = page.exhausted
+        if items and not head:
+            # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
+            progress.in_flight = [[i, s] for i, s in items]
+            store.save(progress)  # the journal: see the package docstring
+            results = execute_batch(client, plan, items, now_ms=now_ms())
+            stayed = _tally(progress, results)
+        else:
+            stayed = set()
+        progress.in_flight = []
+        if head:
+            pass  # the cursor moved with the batch
+        elif page is not None:
+            matched = set(page.match_ids)
+            cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
+            progress.cursor = cursor.as_dict()
+        else:
+            progress.position = next_position
+        # Pacing: a batch of n jobs takes at least n / rate seconds. Its paced end counts as
+        # its end, so the reported rate is the pace the user sees, not the burst speed.
+        now = clock()
+        paced_end = batch_started + len(items) / plan.rate if plan.rate is not None and items else now
+        run_time = max(now, paced_end) - started
+        progress.elapsed_s = elapsed_before + run_time
+        progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0
+        if exhausted:
+            progress.state = DONE_STATE
+            if progress.receipt_key:
+                client.delete(progress.receipt_key)
+            # Targeted jobs the scan never met were moved or removed by someone else (a
+            # worker, another operator, removeOnFail) before we reached them: skipped.
+            gone = progress.total - progress.handled
+            if gone > 0:
+                progress.skipped += gone
+                progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
+            progress.total = max(progress.total, progress.handled)
+        progress.eta_s = progress.remaining / progress.rate if progress.rate > 0 and progress.state == RUNNING else None
+        store.save(progress)
+        on_progress(progress.copy())
+        if exhausted:
+            return progress
+        wait = paced_end - clock()
+        if wait > 0:
+            sleep(wait)

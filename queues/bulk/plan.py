@@ -1,0 +1,88 @@
+"""What a bulk task does (``BulkPlan``), fixed when the operator confirms it, and how many jobs
+it targets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+import redis
+
+from ..dead_letters import DEFAULT_DLQ_PATTERNS
+from ..keys import QueueRef
+from ..selection import JobFilter, preview
+
+ACTIONS = ("retry", "discard", "promote", "redrive")
+# The states each action looks for a job in. ``active`` only matters for explicit selections
+# (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
+ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
+                 "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed")}
+DEFAULT_RATE = 100.0
+MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """What a bulk task does, fixed at confirmation. Either ``filt`` (all jobs matching it) or
+    ``job_ids`` (an explicit selection, taken in the given order) is set.
+
+    ``before_ms``: only jobs finished (failed/completed) or created (delayed/waiting) before
+    this instant are touched. ``rate``: jobs per second, ``None`` for unpaced. For ``redrive``
+    the queue is the dead-letter queue; the source is ``source`` if given, else resolved per job
+    with ``dead_letters.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field."""
+
+    queue: QueueRef
+    action: str
+    before_ms: int
+    filt: JobFilter | None = None
+    job_ids: tuple[str, ...] | None = None
+    rate: float | None = DEFAULT_RATE
+    reset_counters: bool = True
+    remove_children: bool = False
+    source: str | None = None
+    dlq_patterns: tuple[str, ...] = DEFAULT_DLQ_PATTERNS
+    dlq_mapping: tuple[tuple[str, str], ...] = ()
+    payload_field: str | None = None
+
+    def __post_init__(self):
+        if self.action not in ACTIONS:
+            raise ValueError(f"Unknown bulk action {self.action!r}; choose one of {', '.join(ACTIONS)}.")
+        if (self.filt is None) == (self.job_ids is None):
+            raise ValueError("A bulk plan needs either a filter or a list of job ids, not both.")
+        if self.filt is not None and self.filt.state not in ACTION_STATES[self.action]:
+            raise ValueError(f"'{self.action}' cannot act on {self.filt.state} jobs "
+                             f"(it acts on {', '.join(ACTION_STATES[self.action])}).")
+        if self.rate is not None and not self.rate > 0:
+            raise ValueError("The rate must be a positive number of jobs per second, or unpaced.")
+
+    @property
+    def batch_size(self) -> int:
+        if self.rate is None:
+            return MAX_BATCH
+        return max(1, min(MAX_BATCH, int(self.rate / 4)))  # about four progress updates a second
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["queue"] = asdict(self.queue)
+        d["filt"] = self.filt.as_dict() if self.filt else None
+        d["job_ids"] = list(self.job_ids) if self.job_ids is not None else None
+        d["dlq_patterns"] = list(self.dlq_patterns)
+        d["dlq_mapping"] = [list(p) for p in self.dlq_mapping]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "BulkPlan":
+        d = dict(d)
+        d["queue"] = QueueRef(**d["queue"])
+        d["filt"] = JobFilter(**d["filt"]) if d.get("filt") else None
+        d["job_ids"] = tuple(d["job_ids"]) if d.get("job_ids") is not None else None
+        d["dlq_patterns"] = tuple(d.get("dlq_patterns") or DEFAULT_DLQ_PATTERNS)
+        d["dlq_mapping"] = tuple(tuple(p) for p in d.get("dlq_mapping") or ())
+        return cls(**d)
+
+
+def plan_total(client: redis.Redis, plan: BulkPlan) -> int:
+    """How many jobs the plan targets now (the preview count; explicit ids: their number)."""
+    if plan.job_ids is not None:
+        return len(plan.job_ids)
+    return preview(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms, sample=0).count

@@ -1,0 +1,102 @@
+"""How far a bulk task got (``Progress``) and where that is kept (``ProgressStore``).
+
+The engine's crash safety rests on the store: ``save`` must be durable when it returns.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Protocol
+
+import redis
+
+RUNNING, DONE_STATE, CANCELLED = "running", "done", "cancelled"
+GONE = "gone"  # skipped_by key: targeted, but moved elsewhere before the scan reached it
+
+
+@dataclass
+class Progress:
+    """Counts and position of a bulk task; what the store saves and the page shows."""
+
+    total: int = 0
+    moved: int = 0
+    skipped: int = 0
+    failed: int = 0
+    state: str = RUNNING
+    cursor: dict = field(default_factory=dict)
+    position: int = 0  # explicit ids: index of the next id
+    in_flight: list = field(default_factory=list)  # [[job_id, state], ...] sent, not yet counted
+    skipped_by: dict = field(default_factory=dict)  # outcome -> count
+    errors: list = field(default_factory=list)  # the first few script errors, for the audit log
+    receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
+    head_batch: int = 0  # whole-set retry: batches sent so far
+    head_pending: bool = False  # whole-set retry: a batch was sent and its result not yet counted
+    elapsed_s: float = 0.0  # processing time across runs (resumes add up)
+    rate: float = 0.0  # jobs handled per second over the current run
+    eta_s: float | None = None
+
+    @property
+    def handled(self) -> int:
+        return self.moved + self.skipped + self.failed
+
+    @property
+    def remaining(self) -> int:
+        """Targeted jobs not handled yet (for a cancelled task: those it left where they were)."""
+        return 0 if self.state == DONE_STATE else max(0, self.total - self.handled)
+
+    @property
+    def percent(self) -> float:
+        if self.state == DONE_STATE or self.total == 0:
+            return 100.0 if self.state == DONE_STATE else 0.0
+        return min(100.0, 100.0 * self.handled / self.total)
+
+    def as_dict(self) -> dict:
+        # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        d.update(cursor=dict(self.cursor), in_flight=list(self.in_flight), skipped_by=dict(self.skipped_by),
+                 errors=list(self.errors), remaining=self.remaining, percent=round(self.percent, 1))
+        return d
+
+    def copy(self) -> "Progress":
+        return replace(self, cursor=dict(self.cursor), in_flight=list(self.in_flight),
+                       skipped_by=dict(self.skipped_by), errors=list(self.errors))
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Progress":
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+class ProgressStore(Protocol):
+    """Where one bulk task's progress lives. ``save`` must be durable when it returns: the
+    engine's crash safety rests on it (the Django side writes a row in a transaction)."""
+
+    def load(self) -> Progress | None: ...
+
+    def save(self, progress: Progress) -> None: ...
+
+
+class MemoryStore:
+    def __init__(self):
+        self.progress: Progress | None = None
+
+    def load(self) -> Progress | None:
+        return self.progress.copy() if self.progress else None
+
+    def save(self, progress: Progress) -> None:
+        self.progress = progress.copy()
+
+
+class RedisStore:
+    """Progress as one JSON string key (in the dashboard Redis, or a test's)."""
+
+    def __init__(self, client: redis.Redis, key: str):
+        self.client, self.key = client, key
+
+    def load(self) -> Progress | None:
+        raw = self.client.get(self.key)
+        return Progress.from_dict(json.loads(raw)) if raw else None
+
+    def save(self, progress: Progress) -> None:
+        self.client.set(self.key, json.dumps(progress.as_dict()))

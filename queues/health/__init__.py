@@ -1,0 +1,57 @@
+"""Production-readiness checks of a BullMQ deployment, from what teams running BullMQ learned
+the hard way (reference §3, §4, §6, §7, §10, §11).
+
+Framework-free, like the rest of ``queues/``. Two layers:
+
+* **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``): a handful of
+  cheap, plain commands per connection — ``INFO``, ``CONFIG GET`` (optional), ``CLIENT LIST``
+  (optional), the snapshot pipeline, and one pipeline of ``ZRANGE completed|failed 0 0
+  WITHSCORES``, ``GET``/``PTTL limiter`` and ``HMGET meta max duration`` per queue, plus the
+  scheduler list of queues that have any. Never Lua, never a write, never anything O(jobs).
+  Managed Redis services often refuse ``CONFIG`` and ``CLIENT LIST``: the facts then record
+  the refusal and the checks fall back to ``INFO`` fields, to the monitor's state, or answer
+  ``unknown`` — they never crash.
+* **Checks** (``redis_checks.py`` per connection, ``queue_checks.py`` per queue): pure
+  functions of those facts and of the monitor's state document (plain dicts, see
+  ``publish_state`` in ``dashboard/live/monitor.py``). Each returns one ``CheckResult``
+  (``results.py``) with a stable ``kind`` id (the keys of ``CHECKS``, ``catalogue.py``), a
+  severity, a status (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was
+  found, the failure it causes and the fix.
+
+The alert rule kinds that watch Redis (``queues/alert_kinds/redis_kinds.py``) call these checks,
+so ``kind`` and ``severity`` stay stable; results serialise with ``as_dict()``.
+
+``run_checks(client, queues, state, now)`` (``runner.py``) reads the facts of one connection and
+runs every check.
+
+Importers use the package (``from queues import health``; ``health.run_checks``,
+``health.CheckResult``, …): the names below are its public surface, whichever module holds them.
+"""
+
+from __future__ import annotations
+
+from .catalogue import CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
+from .facts import CONFIG_PARAMS, QueueFacts, ServerFacts, read_queue_facts, read_server_facts
+from .queue_checks import (
+    MAX_SAFE_INTEGER, check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat,
+    check_paused, check_rate_limit, check_repeated_stalls, check_workers, stalls_last_15m, worker_names_for,
+)
+from .redis_checks import (
+    check_eviction_policy, check_memory, check_persistence, check_reachable, check_version, parse_version,
+)
+from .results import (
+    DEFAULT_THRESHOLDS, FAIL, PASS, SEVERITIES, SEVERITY_RANK, STATUS_RANK, UNKNOWN, CheckResult, Thresholds,
+    sort_key, worst_first,
+)
+from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
+
+__all__ = [
+    "CHECKS", "CONFIG_PARAMS", "CONNECTION_KINDS", "DEFAULT_THRESHOLDS", "FAIL", "MAX_SAFE_INTEGER", "PASS",
+    "QUEUE_KINDS", "SEVERITIES", "SEVERITY_RANK", "STATE_KINDS", "STATE_MAX_AGE_MS", "STATUS_RANK", "UNKNOWN",
+    "Check", "CheckResult", "QueueFacts", "ServerFacts", "Thresholds",
+    "check_duplicated_adds", "check_events_trimmed", "check_eviction_policy", "check_finished_retention",
+    "check_legacy_repeat", "check_memory", "check_paused", "check_persistence", "check_rate_limit",
+    "check_reachable", "check_repeated_stalls", "check_version", "check_workers", "parse_version",
+    "read_queue_facts", "read_server_facts", "run_checks", "sort_key", "stalls_last_15m", "state_index",
+    "usable_state", "worker_names_for", "worst_first",
+]

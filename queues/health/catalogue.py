@@ -1,0 +1,148 @@
+"""The catalogue of health checks: one ``Check`` per condition, keyed by a stable ``kind`` id.
+
+Kept apart from the code that runs the checks so the words a user reads (the failure a
+condition causes and its fix) live in one place. The alert rule kinds that watch Redis reuse
+these kinds, so a ``kind`` id and its ``severity`` must stay stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..messages import _
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str
+    scope: str  # "connection" or "queue"
+    title: str
+    severity: str  # the severity of a failure unless the result says otherwise
+    explanation: str  # the failure this condition causes
+    fix: str
+
+
+def _checks(*items: Check) -> dict[str, Check]:
+    return {c.kind: c for c in items}
+
+
+CHECKS: dict[str, Check] = _checks(
+    Check(
+        "redis.reachable", "connection", _("Redis reachable"), "critical",
+        _("Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
+        "added, processed or finished."),
+        _("Check that the server is up and the URL, user, password and TLS settings are right."),
+    ),
+    Check(
+        "redis.eviction_policy", "connection", _("Eviction policy"), "critical",
+        _("With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
+        "out — job hashes, the wait list, locks. Jobs then vanish without failing, and a lost "
+        "lock makes a running job run a second time. The setting is instance-wide, so a Redis "
+        "shared with a cache is a problem even if the queues are small."),
+        _("Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
+        "or your provider's parameter group). Give the queues their own Redis if another "
+        "application needs eviction for its cache."),
+    ),
+    Check(
+        "redis.persistence", "connection", _("Persistence"), "warning",
+        _("With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
+        "or failover loses every waiting, delayed and scheduled job."),
+        _("Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
+        "(`save 60 1000`). On a managed service, turn on its persistence/backup option."),
+    ),
+    Check(
+        "redis.version", "connection", _("Redis version"), "warning",
+        _("BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
+        "older servers run slower fallback scripts and lack features BullMQ uses (SET KEEPTTL "
+        "for deduplication replace, fractional block timeouts, SCAN TYPE)."),
+        _("Upgrade Redis to 6.2 or newer (7.x recommended)."),
+    ),
+    Check(
+        "redis.memory", "connection", _("Memory headroom"), "warning",
+        _("Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
+        "fail, and workers cannot move jobs to completed or failed, so jobs stall and run again. "
+        "With an eviction policy, keys are deleted instead."),
+        _("Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
+        "kept forever (set removeOnComplete / removeOnFail) or large payloads."),
+    ),
+    Check(
+        "queue.finished_retention", "queue", _("Finished-job retention"), "warning",
+        _("Without removeOnComplete / removeOnFail, every finished job stays in Redis forever: "
+        "the completed and failed sets grow without bound until memory runs out, and a re-add "
+        "with the same custom jobId is silently ignored for as long as the old job is kept."),
+        _("Add `removeOnComplete: {age: 3600, count: 1000}` and `removeOnFail: {age: 7 * 24 * "
+        "3600}` (or counts) to the job options (Queue `defaultJobOptions`). Old jobs can be "
+        "cleaned once with `queue.clean(grace, limit, 'completed')`."),
+    ),
+    Check(
+        "queue.legacy_repeat", "queue", _("Legacy repeat metadata"), "warning",
+        _("Legacy repeatable-job metadata blocks the upgrade to BullMQ 6: for the old key shape "
+        "(`name:jobId:endDate:tz:pattern`) BullMQ 6 throws in getJobSchedulers() and workers "
+        "stop scheduling the next run; v5 hashes without `ic` are silently adopted and should "
+        "be migrated too."),
+        _("1. While still on BullMQ v5, create an equivalent job scheduler for each entry with "
+        "`queue.upsertJobScheduler(id, {pattern | every, tz}, template)`. "
+        "2. Remove the legacy entry with `queue.removeRepeatableByKey(key)`. "
+        "3. Then upgrade the workers and producers to BullMQ 6."),
+    ),
+    Check(
+        "queue.repeated_stalls", "queue", _("Repeated stalls"), "warning",
+        _("A job stalls when its worker stops renewing the job lock (lockDuration, 30 s by "
+        "default): a crashed process, or a processor that blocks Node's event loop with CPU-bound "
+        "or synchronous work, so the renewal timer cannot fire. BullMQ then moves the job back "
+        "to wait and another worker runs it again — the job runs twice, with its side effects "
+        "twice — and after maxStalledCount stalls it fails with \"job stalled more than "
+        "allowable limit\"."),
+        _("Run CPU-heavy processors sandboxed (give the Worker a processor file path, optionally "
+        "with useWorkerThreads) so the main event loop keeps renewing locks. A longer "
+        "lockDuration is not the fix: it only delays the detection of real crashes. Make "
+        "processors idempotent, since a stalled job runs again."),
+    ),
+    Check(
+        "queue.duplicated_adds", "queue", _("Adds dropped as duplicates"), "warning",
+        _("An add with a custom jobId does nothing while a job with that id still exists in any "
+        "state — including completed and failed jobs that are kept (removeOnComplete / "
+        "removeOnFail). BullMQ returns the existing job id and emits `duplicated`; no new job "
+        "runs. Code that uses jobId for \"one at a time\" silently loses work. (A job scheduler "
+        "slot collision emits `duplicated` too.)"),
+        _("For \"at most one pending job per key\" use the `deduplication: {id, ttl?}` option: "
+        "its window ends when the job finishes (or after ttl), and duplicates are reported as "
+        "`deduplicated`. If you keep custom ids, make them unique per intended run, or prune "
+        "finished jobs so old ids are freed."),
+    ),
+    Check(
+        "queue.events_trimmed", "queue", _("Events stream trimmed before read"), "warning",
+        _("Each queue's events stream is capped (`maxLenEvents`, about 10000 entries by default; "
+        "QueueEventsProducer trims to 1000). It was trimmed past what the monitor had read: "
+        "QueueEvents listeners and Queuewatch missed those events. Queuewatch rebuilt completed "
+        "and failed counts from the sets, but stalls, adds and duplicates in the gap are lost."),
+        _("Raise the cap with the Queue option `streams: {events: {maxLen: 50000}}`, avoid custom "
+        "publishers that trim to 1000, and make sure a monitor is always leading."),
+    ),
+    Check(
+        "queue.no_workers", "queue", _("Workers connected"), "critical",
+        _("Jobs are waiting and no worker is connected to this queue, so nothing will process "
+        "them: the backlog grows and delayed jobs are never promoted."),
+        _("Start (or fix the crash loop of) the workers for this queue, and check they use the "
+        "same prefix and Redis database as the producers."),
+    ),
+    Check(
+        "queue.paused", "queue", _("Paused queue"), "warning",
+        _("The queue is paused: workers take no new jobs from it until it is resumed; waiting "
+        "jobs pile up."),
+        _("Resume it with `queue.resume()` if the pause was not intended."),
+    ),
+    Check(
+        "queue.rate_limited", "queue", _("Global rate limit"), "info",
+        _("The queue's global rate limit (`setGlobalRateLimit(max, duration)`) or a manual "
+        "`queue.rateLimit(ms)` is in force: workers take no job until the window ends, so jobs "
+        "wait even though workers are idle."),
+        _("If the backlog keeps growing, raise the limit (`queue.setGlobalRateLimit(max, "
+        "duration)`) or remove it (`queue.removeGlobalRateLimit()`); end a manual limit with "
+        "`queue.removeRateLimitKey()`."),
+    ),
+)
+
+CONNECTION_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "connection")
+QUEUE_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "queue")
+STATE_KINDS = ("queue.repeated_stalls", "queue.duplicated_adds", "queue.events_trimmed")

@@ -1,0 +1,81 @@
+"""In real Chromium, through daphne: add a job with options from the add form (bad JSON first,
+refused with a message), edit a failed job's data with a previewed diff and retry it, and
+obliterate a paused queue only after its name is typed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.browser import log_in
+from tests.support.servers import run_node
+
+pytestmark = [pytest.mark.e2e, pytest.mark.node]
+
+
+def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
+    run_node("toolbox.mjs", "hashes", url, "e2e-add", "[]")  # the queue exists
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-add/")
+    page.click("a.add-job-link")
+    page.fill("input[name=name]", "send-invoice")
+    page.fill("textarea[name=data]", '{"invoice": 7,}')
+    page.click("button.queue-add")
+    refused = page.wait_for_selector("#action-result .action-result.refused")
+    assert "not valid JSON" in refused.inner_text()
+    assert client.llen("bull:e2e-add:wait") == 0
+    page.fill("textarea[name=data]", '{"invoice": 7}')
+    page.fill("input[name=priority]", "2")
+    page.fill("input[name=attempts]", "5")
+    page.select_option("select[name=backoff_type]", "exponential")
+    page.fill("input[name=backoff_delay]", "1000")
+    page.fill("input[name=jobId]", "invoice-7")
+    page.click("button.queue-add")
+    done = page.wait_for_selector("#action-result .action-result.ok")
+    assert "invoice-7" in done.inner_text()
+    assert json.loads(client.hget("bull:e2e-add:invoice-7", "opts")) == {
+        "attempts": 5, "priority": 2, "backoff": {"type": "exponential", "delay": 1000}, "jobId": "invoice-7"}
+    assert client.zscore("bull:e2e-add:prioritized", "invoice-7") is not None
+
+
+def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
+    job = run_node("toolbox.mjs", "fail", url, "e2e-edit",
+                   json.dumps([{"name": "mail", "data": {"to": "bad@", "token": "t0ps3cret"}}]))["ids"][0]
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    page.goto(live_app.url + f"/q/default/bull/e2e-edit/jobs/{job}")
+    page.click("a.edit-retry-link")
+    assert "t0ps3cret" not in page.content()
+    page.fill("textarea[name=patch]", '{"to": "ok@example.com"}')
+    page.click("button.edit-preview")
+    diff = page.wait_for_selector("#edit-preview pre.json-diff")
+    assert '+  "to": "ok@example.com"' in diff.inner_text() and '-  "to": "bad@"' in diff.inner_text()
+    assert client.zscore("bull:e2e-edit:failed", job) is not None  # the preview changed nothing
+    page.fill("#edit-preview input[name=reason]", "typo")
+    page.click("button.job-edit-retry")
+    page.wait_for_selector("#action-result .action-result.ok")
+    assert json.loads(client.hget(f"bull:e2e-edit:{job}", "data")) == {"to": "ok@example.com", "token": "t0ps3cret"}
+    assert client.zscore("bull:e2e-edit:failed", job) is None
+
+
+def test_obliterate_needs_the_queue_name_typed(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
+    run_node("toolbox.mjs", "fill", url, "e2e-gone", "1")
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-gone/settings")
+    assert "jobs and 1 job schedulers" in page.locator(".obliterate-count").inner_text()
+    page.fill("input[name=confirm]", "e2e-gonE")
+    page.fill("form:has(button.queue-obliterate) input[name=reason]", "retired")
+    page.click("button.queue-obliterate")
+    refused = page.wait_for_selector("#action-result .action-result.refused")
+    assert "is not the queue's name" in refused.inner_text()
+    assert client.exists("bull:e2e-gone:meta")
+    page.fill("input[name=confirm]", "e2e-gone")
+    page.click("button.queue-obliterate")
+    page.wait_for_selector("#action-result .action-result.ok")
+    assert client.keys("bull:e2e-gone:*") == []

@@ -1,0 +1,198 @@
+"""Quiet means exact (issue 11), against real Node BullMQ 6.7 with the periodic snapshot pushed
+out of reach (QUEUEWATCH_RECONCILE_MS = 10 minutes): after each workload stops, the figures
+the monitor publishes (the state document /metrics, health and alert rules read) settle to
+BullMQ's own getJobCounts() and to the number of lock-less active jobs.
+
+Every queue exists before the monitor starts, so the monitor's one scheduled snapshot happens
+before the workload: what settles the figures afterwards is the quiet read alone."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+
+import pytest
+
+from dashboard.live import channels as live
+from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
+              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+
+SETTLE_S = 15  # generous: the figures settle within ~2 s of quiet; this only bounds a failing test
+
+
+@pytest.fixture
+def url(live_setup, redis_url):
+    """The database the monitor under test watches (live_setup's lease)."""
+    return redis_url
+
+
+@pytest.fixture
+def start_monitor(live_setup, settings):
+    """Start a leading monitor (after the test created its queues); stopped at teardown."""
+    from dashboard.live.monitor import Monitor
+
+    stop = threading.Event()
+    threads = []
+
+    def start(*queues: str, reconcile_ms: int = 600_000) -> Monitor:
+        settings.QUEUEWATCH_RECONCILE_MS = reconcile_ms  # by default the periodic snapshot is out of reach
+        monitor = Monitor(tick=0.3, name="truth-monitor")
+        thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+        thread.start()
+        threads.append(thread)
+        # Following every queue (its stream cursor is set): later events are counted live.
+        wait_for(lambda: set(queues) <= {q.name for q in getattr(monitor, "applied_cursors", {})}
+                 and published(queues[0]) is not None)
+        return monitor
+
+    yield start
+    stop.set()
+    for t in threads:
+        t.join(15)
+
+
+def published(name: str) -> dict | None:
+    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    return next((q for q in state["queues"] if q["name"] == name), None)
+
+
+def settles_to(name: str, counts: dict, **figures) -> dict:
+    """Wait until the published figures of queue ``name`` equal ``counts`` (getJobCounts())
+    and ``figures``; returns the entry. On failure, says what was published last."""
+    def exact():
+        entry = published(name)
+        if entry and entry["counts"] == counts and all(entry.get(k) == v for k, v in figures.items()):
+            return entry
+        return None
+
+    try:
+        return wait_for(exact, timeout=SETTLE_S)
+    except AssertionError:
+        entry = published(name) or {}
+        raise AssertionError(f"{name}: published {entry.get('counts')} "
+                             f"{ {k: entry.get(k) for k in figures} }, BullMQ says {counts} {figures}") from None
+
+
+def create(url: str, *names: str) -> None:
+    for name in names:
+        run_node("truth.mjs", "counts", url, name)  # the Queue constructor writes its meta
+
+
+@pytest.mark.parametrize("workload", ["prioritized", "trimmed", "aged", "backoff", "flow"])
+def test_figures_equal_get_job_counts_once_the_queue_is_quiet(workload, start_monitor, url):
+    """Prioritized add/promote/retry (plain `waiting` events), trimming by count and by age
+    (`completed`/`failed` for jobs removed at once), backoff retries (`delayed` without prev),
+    and a flow whose parent is released in its own queue."""
+    name = f"truth-{workload}"
+    create(url, name)
+    start_monitor(name)
+    expected = run_node("truth.mjs", workload, url, name)["counts"]
+    settles_to(name, expected)
+
+
+def test_legacy_paused_list_is_shown_apart_not_added_to_waiting(start_monitor, url, live_setup):
+    name = "truth-legacy"
+    create(url, name)
+    live_setup.lpush(f"bull:{name}:paused", "v5-1", "v5-2", "v5-3")  # what BullMQ 5 left behind
+    start_monitor(name)
+    expected = run_node("truth.mjs", "eventless", url, name)["counts"]
+    entry = settles_to(name, expected, legacy_paused_jobs=3)
+    assert expected["waiting"] == 5 and entry["paused"]  # the migration warning stays
+
+
+def test_a_queue_named_with_a_colon_by_python_bullmq_is_discovered_and_exact(start_monitor, url):
+    import asyncio
+
+    from bullmq import Queue
+
+    async def add(n):
+        q = Queue("orders:eu", {"connection": url})
+        for i in range(n):
+            await q.add("order", {"i": i}, {"priority": 2 if i % 2 else 0})
+        counts = await q.getJobCounts()
+        await q.close()
+        return counts
+
+    asyncio.run(add(1))
+    start_monitor("orders:eu")
+    expected = asyncio.run(add(6))
+    settles_to("orders:eu", expected)
+
+
+@pytest.mark.parametrize("crash", ["before_the_monitor_starts", "while_it_follows"])
+def test_a_crashed_fleet_of_160_jobs_shows_160_stalled_now(crash, start_monitor, url):
+    """A worker with 160 jobs in hand is SIGKILLed: moveToActive put them at the head, but
+    whatever the list's length every lock-less job is found, whether the monitor learns them
+    from a read of the whole list or from their `active` events."""
+    name = f"truth-fleet-{crash}"
+    create(url, name)
+    if crash == "while_it_follows":
+        start_monitor(name)
+    ensure_node_modules()
+    crashed = subprocess.Popen(["node", "truth.mjs", "crash", url, name, "160"], cwd=NODE_DIR,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert crashed.stdout.readline().strip() == "ACTIVE 160"
+    finally:
+        crashed.kill()
+        crashed.wait()
+    if crash == "before_the_monitor_starts":
+        start_monitor(name)
+    expected = run_node("truth.mjs", "counts", url, name)["counts"]
+    assert expected["active"] == 160
+    settles_to(name, expected, stalled_now=160)
+
+
+def test_an_eventless_drain_is_exact_after_one_snapshot_period(start_monitor, url):
+    name = "truth-drain"
+    create(url, name)
+    start_monitor(name, reconcile_ms=3000)
+    settles_to(name, run_node("truth.mjs", "eventless", url, name)["counts"])
+    expected = run_node("truth.mjs", "drain", url, name)["counts"]  # no event: quiet cannot see it
+    assert expected["waiting"] == expected["prioritized"] == 0
+    settles_to(name, expected)  # the next scheduled snapshot does
+
+
+def attempt_failures_once_decided(monitor, name: str) -> int:
+    """The published count of failed attempts once the monitor has decided every candidate
+    event it saw and published a state document after that."""
+    import time
+
+    wait_for(lambda: monitor.tracker.attempts.undecided == 0)
+    decided_at = time.time() * 1000
+    entry = wait_for(lambda: (state := live.read_state(live.dashboard_redis())) and state["taken_at"] > decided_at
+                     and published(name))
+    return entry["events_total"].get("attempt_failed", 0)
+
+
+def test_failed_attempts_that_will_be_retried_are_counted_apart_from_final_failures(start_monitor, url):
+    name = "truth-attempts"
+    create(url, name)
+    monitor = start_monitor(name)
+    done = run_node("truth.mjs", "backoff", url, name)  # 10 jobs fail twice then complete, 2 always fail
+    entry = settles_to(name, done["counts"])
+    assert attempt_failures_once_decided(monitor, name) == done["attempt_failures"] == 24
+    assert entry["events_total"]["failed"] == done["final_failures"] == 2
+
+
+def test_rate_limit_push_back_self_delay_and_stall_recovery_are_not_attempt_failures(start_monitor, url, redis_server):
+    name = "truth-lookalikes"
+    create(url, name)
+    monitor = start_monitor(name)
+    done = run_node("truth.mjs", "ratelimited", url, name)  # pushed back once / delayed itself once
+    # A job whose worker froze, recovered by a healthy worker's stall check.
+    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, name], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        run_node("truth.mjs", "eventless", url, name)  # the stuck worker takes one of these
+        assert stuck.stdout.readline().startswith("ACTIVE ")
+    finally:
+        stuck.kill()
+        stuck.wait()
+    run_node("produce.mjs", "recover", url, name, "4")
+    expected = run_node("truth.mjs", "counts", url, name)["counts"]
+    entry = settles_to(name, expected)
+    assert expected["completed"] == done["counts"]["completed"] + 10 and entry["events_total"]["stalled"] == 1
+    assert attempt_failures_once_decided(monitor, name) == done["attempt_failures"] == 0

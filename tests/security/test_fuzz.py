@@ -1,0 +1,131 @@
+"""Fuzz: random and hostile job hashes, stream entries and queue names (binary, non-finite
+numbers, deep JSON, huge ids, ``/``, ``:``, ``{``, quotes, bidi characters) go through
+discovery, the monitor's snapshot and live lists, pages, the API and the export. Nothing may
+answer 500, the monitor may not restart, and another queue keeps updating.
+
+Seeded: a failure names its seed; rerun with ``QUEUEWATCH_FUZZ_SEED=<seed>``."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+
+import pytest
+from django.urls import NoReverseMatch, reverse
+
+from dashboard.live import channels as live
+from queues.keys import QueueRef
+from tests.support.hostile import DEEP, monitor_log
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEED = int(os.environ.get("QUEUEWATCH_FUZZ_SEED", "20240612"))
+STATES = ("failed", "delayed", "completed", "waiting", "active", "prioritized")
+FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn", "delay", "priority", "atm", "ats",
+          "stc", "failedReason", "stacktrace", "returnvalue", "progress", "parentKey", "parent", "rjk")
+HOSTILE = [b"\xff\xfe\x00binary", "1e400", "-1e400", "inf", "-inf", "NaN", "Infinity", DEEP, '{"a":', "[]",
+           '{"n":1e400}', "null", "-1", "9" * 400, '"quoted"', "'single'", "\u202eevil\u202c", "<script>x</script>",
+           "=HYPERLINK(1)", "a/b", "a:b", "{tag}", "", " ", "\u0000", "\u2028\u2029", '{"password":"hunter2"}']
+QUEUE_NAMES = ["slash/name", "colon:name", "{brace}", 'quo"te', "bidi\u202egnp.exe", "it's", "a" * 300, "sp ace"]
+
+
+def hostile_value(rng: random.Random):
+    roll = rng.random()
+    if roll < 0.6:
+        return rng.choice(HOSTILE)
+    if roll < 0.8:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+    text = rng.choice([v for v in HOSTILE if isinstance(v, str)])
+    return json.dumps({"k": [rng.random() for _ in range(3)], "s": text, "deep": [[[text]]]})
+
+
+def hostile_id(rng: random.Random) -> str:
+    return rng.choice(["9" * 2000, "id/with/slash", "id:colon", "{id}", 'id"q', "\u202eid", "meta", "1",
+                       f"j{rng.randrange(10**6)}", "..", "%2F"])
+
+
+def seed_queue(r, rng: random.Random, name: str) -> list[str]:
+    key = f"bull:{name}:"
+    r.hset(key + "meta", mapping={"opts.maxLenEvents": rng.choice([10000, "1e400", "x"])})
+    ids = []
+    for _ in range(12):
+        job_id = hostile_id(rng)
+        ids.append(job_id)
+        r.hset(key + job_id, mapping={f: hostile_value(rng) for f in rng.sample(FIELDS, rng.randrange(1, len(FIELDS)))})
+        state = rng.choice(STATES)
+        score = rng.choice([float("inf"), float("-inf"), 1_700_000_000_000 + rng.randrange(10**6), 0, 2**60])
+        if state in ("waiting", "active"):
+            r.rpush(key + ("wait" if state == "waiting" else "active"), job_id)
+        else:
+            r.zadd(key + state, {job_id: score})
+    for _ in range(20):
+        r.xadd(key + "events", {rng.choice(["event", "jobId", "prev", "returnvalue", "failedReason", "\xff"]):
+                                hostile_value(rng) for _ in range(rng.randrange(1, 4))})
+    r.xadd(key + "events", {"event": "completed", "jobId": hostile_id(rng), "returnvalue": DEEP})
+    return ids
+
+
+def urls(name: str, ids: list[str]):
+    queue = ("default", "bull", name)
+    yield reverse("overview")
+    yield reverse("api_queues")
+    yield reverse("health")
+    yield reverse("api_queue", args=queue)
+    for state in STATES:
+        yield reverse("queue", args=queue) + f"?state={state}"
+        yield reverse("api_jobs", args=queue) + f"?state={state}"
+    for fmt in ("jsonl", "csv"):
+        for state in ("failed", "completed", "delayed"):
+            yield reverse("queue_export", args=queue) + f"?state={state}&format={fmt}"
+    yield reverse("queue_errors", args=queue)
+    for job_id in set(ids):
+        yield reverse("job", args=[*queue, job_id])
+        yield reverse("api_job", args=[*queue, job_id])
+
+
+def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
+    rng = random.Random(SEED)
+    seeded = {name: seed_queue(live_setup, rng, name) for name in QUEUE_NAMES + [f"rnd-{rng.randrange(10**6)}"]}
+    dash = live.dashboard_redis()
+    for name, ids in seeded.items():
+        queue = QueueRef("default", "bull", name)
+        for state in ("failed", "delayed", "waiting"):
+            live.watch(dash, live.Watch.job_list(queue, state))
+        live.watch(dash, live.Watch.job(queue, ids[0]))
+
+    from dashboard.live.monitor import Monitor
+
+    stop = threading.Event()
+    thread = threading.Thread(target=Monitor(tick=0.5, name="fuzz-monitor").run, args=(stop,), daemon=True)
+    with monitor_log() as messages:
+        thread.start()
+        try:
+            # Every hostile queue is discovered, except a name with ':', which BullMQ itself
+            # refuses (its keys read as another prefix's): still seeded, and still requested.
+            wait_for(lambda: _names(dash) >= {n for n in seeded if ":" not in n}, timeout=30)
+            for name, ids in seeded.items():
+                for url in urls(name, ids):
+                    response = logged_in.get(url)
+                    body = b"".join(response.streaming_content) if response.streaming else response.content
+                    assert response.status_code < 500, f"seed {SEED}: {url} answered {response.status_code}"
+                    assert body is not None
+            # Another queue keeps updating while the hostile ones are watched and rendered.
+            live_setup.hset("bull:calm:meta", mapping={"opts.maxLenEvents": 10000})
+            live_setup.rpush("bull:calm:wait", *[f"c{i}" for i in range(4)])
+            wait_for(lambda: _counts(dash, "calm").get("waiting") == 4, timeout=30)
+        finally:
+            stop.set()
+            thread.join(15)
+    assert [m for m in messages if "restarting the leader loop" in m] == [], f"seed {SEED}"
+
+
+def _names(dash) -> set[str]:
+    return {q.get("name") for q in (live.read_state(dash) or {}).get("queues", [])}
+
+
+def _counts(dash, name: str) -> dict:
+    state = live.read_state(dash) or {}
+    return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})

@@ -1,0 +1,164 @@
+"""Row 1: exports must stream for real under ASGI. Django turns a sync iterator into a list
+before the first byte when served by daphne, so a large export was built whole in memory.
+
+The proof needs no timing: the monitored Redis sits behind a gate (``GateProxy``) that holds
+every command naming a job of the export's second page. The first page's lines must reach
+the client while that gate is still shut; under the old behaviour they never would."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.urls import reverse
+
+from tests.security.gate import GateProxy
+from tests.support.servers import ROOT, RedisServer, free_port
+
+PAGE = 500  # queues.selection.PAGE: the exporter reads this many jobs from Redis at a time
+QUEUE = ("default", "bull", "exp")
+
+
+def seed(r) -> None:
+    """A first page of ``open-*`` jobs, then a second page of ``gate-*`` jobs (later scores)."""
+    pipe = r.pipeline(transaction=False)
+    pipe.hset("bull:exp:meta", mapping={"opts.maxLenEvents": 10000})
+    for i in range(2 * PAGE):
+        job_id = f"open-{i}" if i < PAGE else f"gate-{i}"
+        finished = 1_700_000_000_000 + i
+        pipe.hset(f"bull:exp:{job_id}", mapping={"name": "export-me", "data": json.dumps({"i": i}),
+                                                 "timestamp": finished - 10, "finishedOn": finished,
+                                                 "failedReason": "boom", "atm": 1})
+        pipe.zadd("bull:exp:failed", {job_id: finished})
+    pipe.execute()
+
+
+def web_env(*, redis_url: str, dashboard_url: str, database: str) -> dict:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_SECRET_KEY": "stream-" + "x" * 40,
+        "QUEUEWATCH_REDIS_URL": redis_url,
+        "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_url,
+        "DATABASE_URL": f"sqlite:///{database}",
+        # Plain http on loopback, as `./dev run` serves it.
+        "QUEUEWATCH_INSECURE_DEV": "1",
+    }
+
+
+def manage(env, *args) -> str:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def gated_daphne(tmp_path_factory):
+    redis_server = RedisServer()
+    seed(redis_server.client())
+    gate = GateProxy(upstream_port=redis_server.port, marker=b"gate-")
+    env = web_env(redis_url=gate.url, dashboard_url=redis_server.url(1),
+                  database=str(tmp_path_factory.mktemp("stream") / "db.sqlite3"))
+    manage(env, "migrate", "-v0")
+    manage(env, "demo_user", "--username", "exporter")
+    token = manage(env, "api_token", "exporter")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                             "dashboard.asgi:application"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while True:  # a condition: daphne answers
+        try:
+            http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+            time.sleep(0.1)
+    yield port, token, gate
+    proc.terminate()
+    proc.wait(10)
+    gate.close()
+    redis_server.stop()
+
+
+def start_export(port: int, token: str) -> http.client.HTTPResponse:
+    # The deadline only bounds a failure: with a buffered export, no line ever comes while
+    # the gate is shut.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", reverse("api_export", args=QUEUE) + "?state=failed&format=jsonl",
+                 headers={"Authorization": f"Bearer {token}"})
+    return conn.getresponse()
+
+
+def test_first_page_reaches_the_client_before_the_second_is_read(gated_daphne):
+    port, token, gate = gated_daphne
+    response = start_export(port, token)
+    assert response.status == 200
+    first = [json.loads(response.readline()) for _ in range(PAGE)]
+    assert [line["id"] for line in first] == [f"open-{i}" for i in range(PAGE)]
+    assert not gate.opened.is_set()  # every line above came while the second page was held
+
+    gate.held.wait(30)
+    assert gate.held.is_set()  # the exporter did go on to the second page, and waits there
+    gate.open()
+    rest = [json.loads(line) for line in response.read().splitlines()]
+    assert [line["id"] for line in rest] == [f"gate-{i}" for i in range(PAGE, 2 * PAGE)]
+
+
+def test_a_user_runs_at_most_two_exports_at_once(gated_daphne):
+    port, token, gate = gated_daphne
+    gate.opened.clear()
+    gate.held.clear()
+    running = [start_export(port, token) for _ in range(2)]
+    for response in running:  # both hold a slot: each sent its first page and waits at the gate
+        assert response.status == 200 and json.loads(response.readline())["id"] == "open-0"
+
+    refused = start_export(port, token)
+    assert refused.status == 429
+    body = json.loads(refused.read())
+    assert body["error"] == "too_many_requests" and "downloads running" in body["message"]
+
+    gate.open()
+    for response in running:
+        response.read()
+    # Slots are released when Django closes each response, just after its last byte: wait
+    # for that condition rather than assume it.
+    deadline = time.monotonic() + 30
+    while (again := start_export(port, token)).status == 429:
+        again.read()
+        assert time.monotonic() < deadline, "export slots were never released"
+        time.sleep(0.1)
+    assert again.status == 200
+    assert len(again.read().splitlines()) == 2 * PAGE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_audit_csv_is_an_async_stream_under_asgi_one_chunk_per_batch(async_client, user):
+    """The audit CSV, like the job export: under ASGI an async iterator (Django streams it)
+    yielding one chunk per database batch; the whole log is never held at once."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    from dashboard.actions import audit
+    from dashboard.actions.models import AuditEntry
+
+    AuditEntry.objects.bulk_create(AuditEntry(username="u", via="page", action="job.retry", connection="default",
+                                              prefix="bull", queue="q", outcome="ok")
+                                   for _ in range(audit.CSV_BATCH + 1))
+
+    async def fetch():
+        await sync_to_async(async_client.force_login)(user)
+        response = await async_client.get(reverse("audit_csv"))
+        assert response.is_async
+        return [chunk async for chunk in response.streaming_content]
+
+    chunks = asyncio.run(fetch())
+    assert len(chunks) == 3  # the header, a full batch, and the last row
+    assert sum(c.count(b"\n") for c in chunks) == audit.CSV_BATCH + 2

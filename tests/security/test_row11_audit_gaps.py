@@ -1,0 +1,96 @@
+"""Row 11: refusals (role, CSRF, validation), rule/channel/silence/window changes, send-test,
+token issuance and role changes, and admin edits were not in the audit log. Each is now an
+``AuditEntry`` (``dashboard.actions.audit.record_event``), shown on the audit page."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+
+from dashboard.actions.models import AuditEntry
+from dashboard.alerts.models import AlertRule, Channel
+from tests.support.receivers import WebhookReceiver
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(role: str, *, csrf: bool = False) -> tuple[Client, User]:
+    user = User.objects.create_user(f"u-{role}-{User.objects.count()}", password="pw")
+    if role != "viewer":
+        user.groups.add(Group.objects.get(name=role))
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client, user
+
+
+def actions() -> list[tuple[str, str, str]]:
+    return list(AuditEntry.objects.order_by("pk").values_list("username", "action", "outcome"))
+
+
+def test_refusals_are_recorded(scratch_queues):
+    scratch_queues.hset("bull:audited:meta", mapping={"opts.maxLenEvents": 10000})
+    viewer, v = client_for("viewer")
+    assert viewer.post(reverse("queue_action", args=["default", "bull", "audited", "pause"])).status_code == 403
+    assert viewer.post(reverse("alert_rule_delete", args=[1])).status_code == 403
+    forged, f = client_for("admin", csrf=True)
+    assert forged.post(reverse("silence_new"), {"reason": "x"}).status_code == 403
+    operator, o = client_for("operator")
+    response = operator.post(reverse("job_action", args=["default", "bull", "audited", "discard", "nope"]), {"reason": ""})
+    assert response.status_code == 400  # a discard needs a reason
+    recorded = actions()
+    assert (v.username, "refused.role", "refused") in recorded
+    assert sum(1 for r in recorded if r[:2] == (v.username, "refused.role")) == 2
+    assert (f.username, "refused.csrf", "refused") in recorded
+    assert (o.username, "refused.validation", "refused") in recorded
+    assert scratch_queues.hget("bull:audited:meta", "paused") is None
+
+
+def test_rule_channel_silence_and_window_changes_and_send_test_are_recorded():
+    admin, a = client_for("admin")
+    receiver = WebhookReceiver().start()
+    try:
+        admin.post(reverse("channel_new"), {"name": "ops", "kind": "webhook", "enabled": "on", "url": receiver.url,
+                                            "shape": "queuewatch", "timeout_s": "5", "content_type": "application/json",
+                                            "headers": "", "to": ""})
+        channel = Channel.objects.get()
+        admin.post(reverse("channel_new"), {"name": "", "kind": "webhook", "url": "nope"})  # refused by validation
+        admin.post(reverse("channel_test", args=[channel.pk]))
+        admin.post(reverse("channel_delete", args=[channel.pk]))
+    finally:
+        receiver.stop()
+    rule = AlertRule.objects.create(name="backlog", kind="backlog", threshold=10)
+    admin.post(reverse("alert_rule_delete", args=[rule.pk]))
+    admin.post(reverse("silence_new"), {"reason": ""})  # refused by validation
+    admin.post(reverse("window_new"), {"name": "nightly", "cron": "0 2 * * *", "time_zone": "UTC", "duration_minutes": "30",
+                                       "reason": "deploys"})
+    recorded = [r[1:] for r in actions() if r[0] == a.username]
+    for expected in [("channel.create", "ok"), ("channel.create", "refused"), ("channel.test", "ok"),
+                     ("channel.delete", "ok"), ("rule.delete", "ok"), ("silence.create", "refused")]:
+        assert expected in recorded, (expected, recorded)
+    assert any(action == "window.create" for action, _ in recorded), recorded
+
+
+def test_role_changes_tokens_and_admin_edits_are_recorded():
+    user = User.objects.create_user("dana", password="pw")
+    call_command("set_role", "dana", "operator", stdout=StringIO())
+    call_command("api_token", "dana", stdout=StringIO())
+    entry = AuditEntry.objects.get(action="user.set_role")
+    assert entry.via == "cli" and entry.selection["to"] == "operator" and entry.selection["from"] == "viewer"
+    assert AuditEntry.objects.filter(action="token.issue", via="cli").exists()
+    superuser = User.objects.create_superuser("root", password="pw")
+    admin = Client()
+    admin.force_login(superuser)
+    response = admin.post(reverse("admin:auth_user_change", args=[user.pk]),
+                          {"username": "dana", "is_active": "on", "is_superuser": "on", "date_joined_0": "2026-01-01",
+                           "date_joined_1": "00:00:00", "initial-date_joined_0": "2026-01-01",
+                           "initial-date_joined_1": "00:00:00"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    edit = AuditEntry.objects.get(action="admin.change")
+    assert edit.username == "root" and edit.via == "admin" and "dana" in edit.selection["object"]
+    page = admin.get(reverse("audit")).content.decode()
+    assert "admin.change" in page and "user.set_role" in page

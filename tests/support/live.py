@@ -1,0 +1,39 @@
+"""Helpers for tests of the live layer: a monitor run in a thread of the test process, and the
+headers a logged-in browser sends when it opens a websocket."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from tests.support.waiting import wait_for
+
+
+def session_headers(client, user, origin=b"http://localhost"):
+    """Log ``user`` in with the Django test ``client``; the websocket headers of that session."""
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    return [(b"origin", origin), (b"cookie", cookie), (b"host", b"localhost")]
+
+
+@contextlib.contextmanager
+def monitor_thread(**options):
+    """A Monitor (``Monitor(**options)``) running in a daemon thread; stopped cleanly on exit."""
+    from dashboard.live.monitor import Monitor
+
+    stop = threading.Event()
+    monitor = Monitor(**options)
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield monitor
+    finally:
+        stop.set()
+        thread.join(15)
+
+
+def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monitor", timeout=20):
+    """Run a Monitor in a thread until ``predicate(monitor)`` holds, then stop it cleanly."""
+    with monitor_thread(tick=tick, name=name, lock_ttl_ms=lock_ttl_ms) as monitor:
+        wait_for(lambda: predicate(monitor), timeout=timeout)
+    return monitor
