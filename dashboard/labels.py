@@ -6,7 +6,7 @@ translated. Templates use it through ``{{ code|label }}`` (``templatetags/transl
 
 from __future__ import annotations
 
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import gettext_lazy, pgettext_lazy
 
 LABELS = {
     # job states (queues.keys.BROWSABLE_STATES, plus what a job page can show)
@@ -56,6 +56,14 @@ LABELS = {
     "promote": pgettext_lazy("action", "promote"),
     "redrive": pgettext_lazy("action", "redrive"),
     "clean": pgettext_lazy("action", "clean"),
+    # periods of the per-job-name timings (dashboard.live.timing_points WINDOWS and RANGES)
+    "1m": gettext_lazy("1m"),
+    "5m": gettext_lazy("5m"),
+    "15m": gettext_lazy("15m"),
+    "1h": pgettext_lazy("period", "1h"),
+    "24h": pgettext_lazy("period", "24h"),
+    "7d": pgettext_lazy("period", "7d"),
+    "90d": pgettext_lazy("period", "90d"),
     # children of a flow job
     "processed": pgettext_lazy("children", "processed"),
     "ignored": pgettext_lazy("children", "ignored"),

@@ -8,7 +8,7 @@ from dashboard.actions import api as actions_api
 from dashboard.actions import toolbox_views
 from dashboard.actions import views as actions_views
 from dashboard.browse import api as browse_api
-from dashboard.browse import history_views
+from dashboard.browse import history_views, timings_views
 from dashboard.browse import views as browse_views
 from dashboard.health import metrics
 from dashboard.health import views as health_views
@@ -30,6 +30,7 @@ urlpatterns = [
     path(queue, browse_views.queue_detail, name="queue"),
     path(queue + "schedulers/", browse_views.queue_schedulers, name="queue_schedulers"),
     path(queue + "history", history_views.queue_history, name="queue_history"),
+    path(queue + "timings", timings_views.timings_table, name="queue_timings"),
     path(queue + "raw/<str:field>/<path:job_id>", browse_views.job_raw, name="job_raw"),
     path(queue + "jobs/<path:job_id>", browse_views.job_detail, name="job"),
     # The operator toolbox's forms (not under jobs/<id>: a job may be called "new").
@@ -51,6 +52,7 @@ urlpatterns = [
     path("audit.csv", actions_views.audit_csv, name="audit_csv"),
     path("api/v1/queues", browse_api.queues, name="api_queues"),
     path(api_queue, browse_api.queue, name="api_queue"),
+    path(api_queue + "/timings", timings_views.timings_api, name="api_queue_timings"),
     path(api_queue + "/jobs", toolbox_views.jobs_collection, name="api_jobs"),  # GET lists, POST adds
     path(api_queue + "/job-actions/<str:action>/<path:job_id>", actions_api.job_action, name="api_job_action"),
     path(api_queue + "/actions/<str:action>", actions_api.queue_action, name="api_queue_action"),

@@ -73,6 +73,21 @@ class EventsFollower:
                     self.last_ids[q] = to_text(last[0][0]) if last else "0-0"
         return added
 
+    def recent(self, queues: list[QueueRef], *, count: int) -> list[Event]:
+        """Up to ``count`` entries of each queue's stream up to and including its cursor, oldest
+        first: what happened just before following starts (read once per queue per term)."""
+        if not queues:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for q in queues:
+            pipe.xrevrange(q.key("events"), max=self.last_ids.get(q, "+"), min="-", count=count)
+        events: list[Event] = []
+        for q, entries in zip(queues, pipe.execute()):
+            for stream_id, fields in reversed(entries):
+                decoded = {to_text(k): to_text(v) for k, v in fields.items()}
+                events.append(Event(q, to_text(stream_id), decoded.get("event", ""), decoded))
+        return events
+
     def read(self, block_ms: int | None = None) -> tuple[list[Event], dict[QueueRef, tuple[int, int]]]:
         """Block up to ``block_ms`` for new events. Returns (events in stream order per queue,
         gaps): for each queue whose stream was trimmed past our cursor, the (from, to) ms

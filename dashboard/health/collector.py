@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from queues.snapshot import COUNT_STATES
+from queues.timings import PROMETHEUS_LE_SECONDS
 
 # The text format 0.0.4, as before prometheus_client; no content negotiation (OpenMetrics
 # or the 1.0.0 text format would change what a scraper sees).
@@ -178,12 +179,39 @@ def state_families(state: dict) -> Iterator[Metric]:
         retried.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get("attempt_failed") or 0))
     yield retried
 
+    yield from timing_families(queues)
+
     gaps = CounterMetricFamily("queuewatch_queue_stream_gaps",
                                "Times the events stream was trimmed past the monitor's position since it started leading.",
                                labels=QUEUE_LABELS)
     for q in queues:
         gaps.add_metric(queue_label_values(q), int(q.get("stream_gaps") or 0))
     yield gaps
+
+
+TIMING_HISTOGRAMS = (
+    ("queuewatch_job_wait_seconds", "wait",
+     "Time jobs waited from ready (added, retried, or a delayed job's due time) to active, per job name, "
+     "since the leading monitor started leading."),
+    ("queuewatch_job_processing_seconds", "processing",
+     "Time from active to completed or finally failed, per job name, since the leading monitor started leading."),
+)
+
+
+def timing_families(queues: list[dict]) -> Iterator[HistogramMetricFamily]:
+    """Wait and processing histograms per job name (the monitor's cumulative bucket counts)."""
+    for name, key, help_text in TIMING_HISTOGRAMS:
+        family = HistogramMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "name"])
+        for q in queues:
+            for job_name, figures in sorted((q.get("timings") or {}).items()):
+                h = figures.get(key) or {}
+                counts = list(h.get("le") or [])
+                if len(counts) != len(PROMETHEUS_LE_SECONDS):
+                    continue  # a document from another version: skip rather than mislabel buckets
+                buckets = [(f"{le:g}", n) for le, n in zip(PROMETHEUS_LE_SECONDS, counts)]
+                family.add_metric([*queue_label_values(q), str(job_name)], buckets + [("+Inf", int(h.get("count") or 0))],
+                                  sum_value=int(h.get("sum_ms") or 0) / 1000)
+        yield family
 
 
 def check_families(health: dict) -> Iterator[GaugeMetricFamily]:

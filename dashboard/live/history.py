@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.live import timing_points
 from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint
 from queues.keys import QueueRef
 from queues.rates import COUNTERS
@@ -102,7 +103,7 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
 
 
 def rollup_and_prune(now: dt.datetime | None = None) -> None:
-    """Sum the minute points of the last two hours and this one into hour points (counters
+    """Sum the minute points (and per-job-name timings) of the last two hours and this one into hour points (counters
     summed, gauges the last value in the hour), then drop minute and hour points older than
     ``QUEUEWATCH_HISTORY_MINUTE_DAYS`` / ``QUEUEWATCH_HISTORY_HOUR_DAYS``. Idempotent: hours
     are rewritten whole, so running it again (or on a standby after a takeover) is harmless."""
@@ -126,5 +127,7 @@ def rollup_and_prune(now: dt.datetime | None = None) -> None:
                                       start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)).delete()
             QueuePoint.objects.filter(resolution=QueuePoint.HOUR,
                                       start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)).delete()
+            timing_points.rollup(since=hour_start, now=now, minute_days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS,
+                                 hour_days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)
     except Exception:
         log.exception("history roll-up failed; will retry")

@@ -3,7 +3,9 @@
 One ``FollowerThread`` per connection reads its streams with a blocking ``XREAD`` on a
 dedicated connection and puts what it reads on one hand-off queue, in order:
 
-* ``("followed", connection, {queue: start id})`` before any event of newly followed queues;
+* ``("followed", connection, {queue: start id})`` before any event of newly followed queues,
+  then ``("recent", connection, events)``: the tail of their streams up to the start ids, for
+  the job clock's state (``queues.job_clock``), never counted;
 * ``("events", connection, (events, gaps))``;
 * ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
 
@@ -23,6 +25,7 @@ import redis
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
+from queues.job_clock import WARM_EVENTS
 from queues.sources import EventsReader
 from queues.keys import QueueRef
 
@@ -69,6 +72,9 @@ class FollowerThread(threading.Thread):
                         # Tell the monitor where counting starts for these queues, before any
                         # of their events (same hand-off queue, so the order is kept).
                         self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
+                        # What happened just before (names, start times of jobs in flight), so
+                        # their timings survive a takeover; counted by nobody twice: state only.
+                        self.out.put(("recent", self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
                 if not self.follower.last_ids:
                     self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
                     self._wake.clear()
@@ -160,3 +166,5 @@ class EventIntake:
             self.banner.set_up(conn)
         elif kind == "followed":
             self.tracker.following_from(payload)
+        elif kind == "recent":
+            self.tracker.warm(payload)

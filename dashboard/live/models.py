@@ -57,3 +57,36 @@ class StreamCursor(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["connection", "prefix", "queue"], name="uniq_stream_cursor")]
+
+
+class JobTimingPoint(models.Model):
+    """One job name's wait and processing times over one minute (``resolution=60``) or one hour
+    (``3600``), as bucket counts of ``queues.timings`` (bucket index -> observations), so minutes
+    sum into hours exactly and any period's percentiles come from the summed buckets. Written by
+    the monitor in the same transaction as its stream cursors, like ``QueuePoint``."""
+
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)  # the job name (queues.timings.OTHER_NAME beyond the cap)
+    resolution = models.PositiveIntegerField()
+    start = models.DateTimeField()
+    wait_buckets = models.JSONField(default=dict)
+    wait_sum_ms = models.BigIntegerField(default=0)
+    processing_buckets = models.JSONField(default=dict)
+    processing_sum_ms = models.BigIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)  # final failures
+    attempt_failed = models.PositiveIntegerField(default=0)  # failed attempts that will be retried
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "prefix", "queue", "resolution", "start", "name"],
+                                    name="uniq_job_timing_point"),
+        ]
+        indexes = [models.Index(fields=["connection", "prefix", "queue", "resolution", "start"])]
+
+
+TIMING_KEY = ["connection", "prefix", "queue", "resolution", "start", "name"]
+TIMING_VALUES = ["wait_buckets", "wait_sum_ms", "processing_buckets", "processing_sum_ms", "completed", "failed",
+                 "attempt_failed"]

@@ -12,6 +12,7 @@ import logging
 
 from django.db import close_old_connections, transaction
 
+from dashboard.live import timing_points
 from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint, StreamCursor
 from dashboard.live.rates import stored_series
 from dashboard.live.tracking import RECONCILE_MINUTES, QueueState, now_ms
@@ -39,10 +40,12 @@ def restore_series(states: dict[QueueRef, QueueState], queues: list[QueueRef]) -
     since = ms_to_dt(minute_of(now_ms()))
     for q, series in stored_series(queues, now=since, minutes=RECONCILE_MINUTES + 1).items():
         states[q].series.minutes.update(series.minutes)
+    timing_points.restore({q: states[q].timings for q in queues}, now_ms=now_ms())
 
 
 def flush(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str], *, monitor_name: str) -> bool:
-    """Write dirty minutes and the applied stream cursors in one transaction. A minute is
+    """Write dirty minutes (counters, gauges, per-job-name timings) and the applied stream
+    cursors in one transaction. A minute is
     written with its gauges if it is the minute of the queue's latest snapshot, with its
     counters only otherwise. Returns whether it was written (on failure the minutes stay dirty
     and the next flush retries)."""
@@ -63,6 +66,7 @@ def flush(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str], *, m
                 # A past minute re-counted (late events, reconciliation): keep its gauges.
                 # (All-zero minutes are not written: counters never go down.)
                 counters_only.append(row)
+    timing_rows = [row for q, st in states.items() for row in timing_points.dirty_rows(q, st.timings)]
     cursor_rows = [StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid)
                    for q, cid in cursors.items()]
     try:
@@ -70,6 +74,7 @@ def flush(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str], *, m
             for rows, fields_ in ((counters_only, list(COUNTERS)), (with_gauges, list(COUNTERS) + POINT_GAUGES)):
                 if rows:
                     QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=fields_)
+            timing_points.save(timing_rows)
             if cursor_rows:
                 StreamCursor.objects.bulk_create(cursor_rows, update_conflicts=True,
                                                  unique_fields=["connection", "prefix", "queue"], update_fields=["last_id"])
@@ -78,4 +83,5 @@ def flush(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str], *, m
         return False
     for st in states.values():
         st.dirty_minutes.clear()
+        st.timings.dirty.clear()
     return True

@@ -213,6 +213,16 @@ class ConnectionBanner:
         self.publisher.publish(live.ALL, *fragments.banner(dict(self.down)))
 
 
+def timings_totals(timings: QueueTimings) -> dict:
+    """Per job name, cumulative wait and processing histograms since this monitor started
+    leading, at the Prometheus bounds (``queues.timings.PROMETHEUS_LE_SECONDS``), for /metrics."""
+    def histogram(h):
+        return {"le": h.cumulative(), "count": h.count, "sum_ms": h.sum_ms}
+
+    return {name: {"wait": histogram(t.wait), "processing": histogram(t.processing)}
+            for name, t in sorted(timings.totals.items())}
+
+
 def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], connection_names, down: dict[str, str],
                   monitor_name: str) -> None:
     """The latest figures of every queue as one JSON document in the dashboard Redis, for
@@ -235,6 +245,7 @@ def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], conn
             "stall_failed_15m": sig.stall_failed_15m,
             "events_total": dict(st.totals),
             "stream_gaps": st.gaps,
+            "timings": timings_totals(st.timings),
         })
     connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
     try:

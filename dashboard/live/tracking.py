@@ -21,12 +21,14 @@ from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
 from queues.events import Event
+from queues.job_clock import JobClock, Sample
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
 from queues.stalls import read_active, without_lock
+from queues.timings import QueueTimings
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -57,6 +59,7 @@ class QueueState:
     # leadership moves), and how often the stream was trimmed before we read it.
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
     gaps: int = 0
+    timings: QueueTimings = field(default_factory=QueueTimings)  # wait/processing per job name (queues.job_clock)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class CountTracker:
         self.applied_cursors: dict[QueueRef, str] = {}
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.attempts = AttemptFailures()  # failed attempts that will be retried
+        self.clock = JobClock()  # job names and start times, for wait and processing times
 
     def reset(self) -> None:
         """Forget everything: a new term of leadership starts from the stored cursors."""
@@ -88,6 +92,7 @@ class CountTracker:
         self.applied_cursors = {}
         self.quiet = QuietReads()
         self.attempts = AttemptFailures()
+        self.clock = JobClock()
 
     # --- which queues -----------------------------------------------------------------------
 
@@ -124,6 +129,7 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))
             # Before the job's known state moves: whether it may be retrying depends on it.
             self.attempts.consider(ev, self.known_jobs.get((ev.queue, ev.job_id)))
+            self.record_timings(self.clock.observe(ev))
             if st.live is not None:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
@@ -202,7 +208,24 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))  # stored with the minute's other counters
                 st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
                 counted.add(ev.queue)
+            self.record_timings(self.clock.attempt_failed(ev))
         return counted
+
+    def warm(self, events: list[Event]) -> None:
+        """Events from before where counting starts: the job clock learns from them, nothing is counted."""
+        for ev in events:
+            self.clock.warm(ev)
+
+    def name_jobs(self) -> None:
+        """Read the names of jobs the clock met without their ``added`` (batched), and count
+        the samples that waited for them."""
+        self.record_timings(self.clock.resolve_names(self.registry.client))
+
+    def record_timings(self, samples: list[Sample]) -> None:
+        for s in samples:
+            st = self.states.get(s.queue)
+            if st is not None:
+                st.timings.count(name=s.name, ts_ms=s.ts_ms, kind=s.kind, ms=s.ms)
 
     def probe_stalls(self) -> set[QueueRef]:
         """Between snapshots: check the locks of jobs active for more than a second, one

@@ -46,6 +46,11 @@ class EventsReader(Protocol):
         Returns the newly followed queues."""
         ...
 
+    def recent(self, queues: list[QueueRef], *, count: int) -> list[Event]:
+        """Up to ``count`` events of each queue from just before its start position, oldest
+        first (read once per queue per term, so in-flight jobs are known without recounting)."""
+        ...
+
     def read(self, block_ms: int | None = None) -> tuple[list[Event], dict[QueueRef, tuple[int, int]]]:
         """Wait up to ``block_ms`` for events: (events in order per queue, gaps), a gap being
         the (from, to) ms between which a queue's events were lost and must be reconciled."""

@@ -33,7 +33,7 @@ COUNTS = ("waiting", "active", "delayed", "prioritized", "waiting-children", "co
 
 def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None, stalled_now=0, stall_failed=0,
               dead_letter=(0.0, 0.0, 0.0), totals=(0, 0, 0, 0, 0), gaps=0, legacy_paused=0,
-              attempt_failed=(0.0, 0.0, 0.0), attempt_failed_total=0) -> dict:
+              attempt_failed=(0.0, 0.0, 0.0), attempt_failed_total=0, timings=None) -> dict:
     return {
         "connection": connection, "prefix": prefix, "name": name, "paused": paused,
         "counts": dict(zip(COUNTS, counts)), "oldest_waiting_age_ms": oldest_ms,
@@ -45,7 +45,21 @@ def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None,
         "events_total": {**dict(zip(("completed", "failed", "stalled", "added", "duplicated"), totals)),
                          "attempt_failed": attempt_failed_total},
         "stream_gaps": gaps,
+        "timings": timings or {},
     }
+
+
+def timings_of(waits_ms: list[int], processing_ms: list[int]) -> dict:
+    """The state document's per-name histograms, as the monitor publishes them."""
+    from dashboard.live.publishing import timings_totals
+    from queues.timings import QueueTimings
+
+    t = QueueTimings()
+    for ms in waits_ms:
+        t.count(name="resize", ts_ms=0, kind="wait", ms=ms)
+    for ms in processing_ms:
+        t.count(name="resize", ts_ms=0, kind="completed", ms=ms)
+    return timings_totals(t)
 
 
 STATE = {
@@ -54,7 +68,8 @@ STATE = {
     "queues": [
         queue_doc("default", "bull", "orders", counts=(12, 3, 4, 1, 0, 250, 7), oldest_ms=4250, stalled_now=1,
                   stall_failed=2, dead_letter=(1.5, 0.75, 0.2), totals=(250, 7, 2, 270, 3), gaps=1,
-                  attempt_failed=(4.0, 2.5, 1.25), attempt_failed_total=19),
+                  attempt_failed=(4.0, 2.5, 1.25), attempt_failed_total=19,
+                  timings=timings_of([3, 40, 1500], [180, 220, 950, 12_000])),
         queue_doc("default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True, legacy_paused=5),
         queue_doc("default", "bull", 'we"ird\\name\nline', counts=(1, 0, 0, 0, 0, 0, 1), oldest_ms=1000,
                   totals=(0, 1, 0, 2, 0)),
@@ -140,7 +155,7 @@ def test_metrics_match_the_golden_file(live_setup, settings, client):
     golden = GOLDEN.read_text()
     assert declarations(text) == declarations(golden)
     assert samples(text) == samples(golden)
-    assert len(samples(text)) == 95  # the comparison is not vacuous
+    assert len(samples(text)) == 141  # the comparison is not vacuous (95 before the timing histograms)
 
 
 def test_before_any_queue_exists_the_same_families_are_declared():

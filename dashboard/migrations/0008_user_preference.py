@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0006_apitoken_scopes_expiry_revocation'),
+        ('dashboard', '0007_job_timing_points'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
