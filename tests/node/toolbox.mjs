@@ -69,7 +69,23 @@ async function run(count, failFirst, concurrency = 5) {
   return { jobs, order };
 }
 
+async function dump() {
+  const keys = {};
+  for (const key of (await redis.keys(`${prefix}:${queueName}:*`)).sort()) {
+    keys[key] = await redis.type(key);
+  }
+  return { keys };
+}
+
 async function main() {
+  if (mode === 'dump') {
+    // No Queue object here: BullMQ's Queue writes its meta hash when it connects, which would
+    // put a key back into a queue that was just obliterated (a race the tests lost at times).
+    const out = await dump();
+    redis.disconnect();
+    process.stdout.write(JSON.stringify(out) + '\n');
+    return;
+  }
   const queue = new Queue(queueName, { connection, prefix });
   await queue.waitUntilReady();
   let out = {};
@@ -102,12 +118,6 @@ async function main() {
     await queue.upsertJobScheduler('hourly', { every: 3600000 }, { name: 'tick' });
     if (a === '1') await queue.pause();
     out = { ids };
-  } else if (mode === 'dump') {
-    const keys = {};
-    for (const key of (await redis.keys(`${prefix}:${queueName}:*`)).sort()) {
-      keys[key] = await redis.type(key);
-    }
-    out = { keys };
   } else if (mode === 'drain') {
     await queue.drain(a === '1');
   } else if (mode === 'obliterate') {
