@@ -190,7 +190,9 @@ def test_a_migrated_legacy_repeat_keeps_firing_once_per_slot_as_a_scheduler(serv
     ran = node(server, "run", "mig", "4", "0", "1")
     slots = [int(job_id.rsplit(":", 1)[1]) for job_id in ran["order"]]
     assert all(job_id.startswith("repeat:legacy-every:") for job_id in ran["order"])
-    assert slots == sorted(set(slots)) and all(b - a == 1000 for a, b in zip(slots, slots[1:]))  # once per slot
+    # Once per slot, in the legacy phase (a slow machine may see BullMQ skip a missed slot, never repeat one).
+    assert slots[0] == plan.legacy_next and slots == sorted(set(slots))
+    assert all((b - a) % 1000 == 0 for a, b in zip(slots, slots[1:]))
     assert all(job["data"] == {"v": 5} and job["opts"]["attempts"] == 2 for job in ran["jobs"].values())
     listed = node(server, "schedulers", "mig")["schedulers"]
     assert [s["key"] for s in listed] == ["legacy-every"] and listed[0]["iterationCount"] >= 5
