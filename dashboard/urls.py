@@ -37,6 +37,8 @@ urlpatterns = [
     path(queue + "add-job", toolbox_views.add_job_page, name="add_job"),
     path(queue + "settings", toolbox_views.settings_page, name="queue_settings"),
     path(queue + "edit/<path:job_id>", toolbox_views.edit_retry_page, name="edit_retry"),
+    path(queue + "migrate-repeat", toolbox_views.migrate_repeat_page, name="migrate_repeat"),
+    path(queue + "scheduler/<path:scheduler_id>", toolbox_views.scheduler_edit_page, name="scheduler_edit"),
     path(queue + "edit-preview/<path:job_id>", toolbox_views.edit_retry_preview, name="edit_retry_preview"),
     # Acting on jobs (POST, operator role, CSRF); job ids may contain "/", so they come last.
     path(queue + "act/<str:action>/<path:job_id>", actions_views.job_action, name="job_action"),

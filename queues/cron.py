@@ -92,6 +92,44 @@ def cron_next(*, expr: str, tz: str, after: dt.datetime, count: int = 1) -> list
     return out
 
 
+def bullmq_next_millis(*, pattern: str, tz: str, now_ms: int, start_ms: int | None = None) -> int | None:
+    """The next run of a BullMQ job scheduler's cron ``pattern`` after ``now_ms`` (or after
+    ``start_ms`` when later), exactly as Node BullMQ's ``defaultRepeatStrategy`` computes it with
+    cron-parser 5; ``None`` if it never fires again.
+
+    Not ``cron_next``'s rule. cron-parser walks local wall-clock times; a time skipped by
+    spring-forward runs at its standard-time reading (02:30 → 03:30 summer time); in a
+    fall-back night a time of the repeated hour runs in its second occurrence when the first has
+    passed, and a pattern whose hour is every hour (``*``) runs in *both* occurrences (it steps
+    through the night in real time). A 6-field pattern has seconds first. Checked against
+    cron-parser over DST nights in several zones (tests/actions/test_toolbox_scheduler_interop.py);
+    zones with 30-minute shifts (Lord Howe) are left out: cron-parser itself fails there."""
+    zi = zone(tz)
+    base_ms = max(now_ms, start_ms or 0)
+    six = len(pattern.split()) == 6
+    every_hour = len(croniter(pattern.strip(), second_at_beginning=six).expanded[2 if six else 1]) in (1, 24) \
+        and pattern.split()[2 if six else 1] in ("*", "0-23", "*/1")
+    local = dt.datetime.fromtimestamp(base_ms / 1000, UTC).astimezone(zi).replace(tzinfo=None)
+    # Every-hour patterns may still owe a run in the repeated hour behind the local clock.
+    steps = croniter(pattern.strip(), local - dt.timedelta(hours=1 if every_hour else 0), second_at_beginning=six)
+    found: int | None = None
+    for _ in range(_MAX_SKIPS * 10):
+        try:
+            naive = steps.get_next(dt.datetime)
+        except CroniterBadDateError:
+            return found
+        first, second = (int(naive.replace(tzinfo=zi, fold=f).timestamp() * 1000) for f in (0, 1))
+        # fold=1 is a second occurrence only when it comes later (in a gap it reads earlier).
+        for at in (first, second) if second > first else (first,):
+            if at > base_ms and (found is None or at < found):
+                found = at
+        # Wall-clock candidates only grow, so once one is found, another 3 hours of them cannot
+        # map before it.
+        if found is not None and (not every_hour or naive - local > dt.timedelta(hours=3)):
+            return found
+    return found
+
+
 def cron_prev(*, expr: str, tz: str, at: dt.datetime) -> dt.datetime | None:
     """The latest fire time at or before ``at``, in UTC (None if none in reach)."""
     cron_validate(expr, tz)

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 
 from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
 from dashboard.actions import runners, toolbox_runners
+from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.errors import InvalidInput
@@ -148,5 +149,12 @@ for _action in (
     Action("drain", QUEUE, _("Drain"), tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
     Action("obliterate", QUEUE, _("Obliterate"), tools.ObliterateInput, toolbox_runners.obliterate, offered=never,
            role=ADMIN, danger=True),
+    # Job schedulers (forms on the schedulers page; the scheduler is named in the input).
+    Action("edit-scheduler", QUEUE, _("Save scheduler"), schedulers.EditSchedulerInput, schedulers.edit_scheduler,
+           offered=never),
+    Action("remove-scheduler", QUEUE, _("Remove scheduler"), schedulers.RemoveSchedulerInput,
+           schedulers.remove_scheduler, offered=never, danger=True),
+    Action("migrate-repeat", QUEUE, _("Migrate to a job scheduler"), schedulers.MigrateRepeatInput,
+           schedulers.migrate_repeat, offered=never),
 ):
     register(_action)

@@ -1,5 +1,6 @@
 """Pages of the operator toolbox that are more than a button: the add-job form, the
-edit-and-retry form with its diff preview, the queue settings page; and the API's
+edit-and-retry form with its diff preview, the queue settings page, the scheduler edit form
+and the legacy-repeat migration preview; and the API's
 ``POST …/jobs`` (add a job). Every change still goes through the registered action
 (``registry.authorized`` for the role and read-only mode, ``services.perform`` for the audit),
 posted to the usual ``actions/<action>`` and ``act/<action>/<job_id>`` URLs.
@@ -7,22 +8,25 @@ posted to the usual ``actions/<action>`` and ``act/<action>/<job_id>`` URLs.
 
 from __future__ import annotations
 
+import json
+import time
+
 from django.contrib.auth.decorators import login_not_required
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
-from dashboard.actions import registry, toolbox_runners
+from dashboard.actions import registry, scheduler_actions, toolbox_runners
 from dashboard.actions import services as operations
 from dashboard.actions.api import api_post, body_params
 from dashboard.actions.toolbox_inputs import EditRetryInput
 from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
-from dashboard.errors import JsonResponse, page_errors
+from dashboard.errors import InvalidInput, JsonResponse, page_errors
 from dashboard.registry import get_redactor, get_registry, redis_errors
-from queues import queue_settings
+from queues import queue_settings, scheduler_edit
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload
 
@@ -99,3 +103,42 @@ def add_job_api(request, connection, prefix, name):
     if result.ok:
         return JsonResponse({"id": result.body["id"]}, status=201)
     return JsonResponse({**result.body, "message": result.message}, status=200)
+
+
+# --- job schedulers: the edit form and the migration preview --------------------------------
+
+
+@require_GET
+@role_required(OPERATOR, mutates_redis=True)
+@page_errors
+def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
+    """A scheduler's definition as stored, in a form posting to ``actions/edit-scheduler``;
+    and the remove form (``actions/remove-scheduler``)."""
+    queue = reads.resolve(connection, prefix, name)
+    with redis_errors(connection):
+        spec = scheduler_edit.read_spec(get_registry().client(connection), queue=queue, scheduler_id=scheduler_id)
+    opts = json.dumps(spec.opts, indent=2) if spec else "{}"
+    return render(request, "actions/edit_scheduler.html", {"queue": queue, "scheduler_id": scheduler_id,
+                                                           "spec": spec, "opts_json": opts})
+
+
+@require_GET
+@role_required(OPERATOR, mutates_redis=True)
+@page_errors
+def migrate_repeat_page(request, connection, prefix, name):
+    """What migrating legacy entry ``?member=`` will do, before it is done; the confirm form
+    posts to ``actions/migrate-repeat``."""
+    queue = reads.resolve(connection, prefix, name)
+    member, chosen = request.GET.get("member", ""), request.GET.get("id", "")
+    plan, refused = None, ""
+    try:
+        with redis_errors(connection):
+            plan = scheduler_actions.migration_plan(get_registry().client(connection), queue=queue, member=member,
+                                                    scheduler_id=chosen)
+    except InvalidInput as exc:
+        refused = str(exc)
+    now_ms = int(time.time() * 1000)
+    return render(request, "actions/migrate_repeat.html", {
+        "queue": queue, "member": member, "plan": plan, "refused": refused,
+        "next_run": plan.next_run(now_ms=now_ms) if plan else None,
+        "template_opts": json.dumps(plan.spec.opts) if plan else ""})

@@ -70,7 +70,7 @@ def endpoints(ids: dict, task_id: int | None) -> list[tuple[str, str, list, dict
 
 ACTION_MODULES = ("dashboard.actions.views", "dashboard.actions.api", "dashboard.actions.toolbox_views")
 READ_ONLY_VIEWS = {"task_list", "task_detail", "queue_error_groups", "queue_export", "audit_log", "audit_csv", "export",
-                   "add_job_page", "edit_retry_page", "settings_page"}
+                   "add_job_page", "edit_retry_page", "settings_page", "scheduler_edit_page", "migrate_repeat_page"}
 
 
 def test_the_table_covers_every_action_url():

@@ -89,8 +89,29 @@ def browser():
 
 @pytest.fixture
 def page(browser):
+    # bypass_csp: Playwright's own wait_for_function evaluates its predicate with eval(), which
+    # our script-src 'self' refuses. The app itself runs under the enforced policy in
+    # tests/e2e/test_csp.py (strict_page), which fails on any CSP violation.
+    context = browser.new_context(bypass_csp=True)
+    p = context.new_page()
+    p.set_default_timeout(10_000)
+    yield p
+    context.close()
+
+
+@pytest.fixture
+def strict_page(browser):
+    """A page with the Content-Security-Policy enforced; collects console errors."""
     context = browser.new_context()
     p = context.new_page()
     p.set_default_timeout(10_000)
+    p.console_errors = []
+    p.failed_responses = []
+    # A missing resource is reported by the browser console without its address: keep the
+    # address from the response instead.
+    p.on("console", lambda msg: msg.type == "error" and not msg.text.startswith("Failed to load resource")
+         and p.console_errors.append(msg.text))
+    p.on("response", lambda r: r.status >= 400 and p.failed_responses.append(f"{r.status} {r.url}"))
+    p.on("pageerror", lambda exc: p.console_errors.append(str(exc)))
     yield p
     context.close()

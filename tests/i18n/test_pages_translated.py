@@ -68,7 +68,7 @@ def site(scratch_queues, django_user_model):
                               prefix="bull", queue="orders", outcome=AuditEntry.OK, affected=1)
     ApiToken.issue(admin, scopes=["read"], expires_at=timezone.now() + timezone.timedelta(days=90))
     return {"connection": "default", "prefix": "bull", "name": "orders", "job_id": "2", "task_id": task.pk,
-            "rule_id": rule.pk, "channel_id": channel.pk}, admin
+            "rule_id": rule.pk, "channel_id": channel.pk, "scheduler_id": "nightly"}, admin
 
 
 def page_routes():

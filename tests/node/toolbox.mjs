@@ -25,8 +25,17 @@
 //       are Redis settings the worker reads)
 //   node toolbox.mjs schedule <redisUrl> <queue> <id> <repeatJson> <templateJson>
 //       upsertJobScheduler(id, repeat, template); prints {scheduler, next: {id, delay, timestamp}}
+//   node toolbox.mjs unschedule <redisUrl> <queue> <id>
+//       Queue.removeJobScheduler(id); prints {removed}
+//   node toolbox.mjs schedulers <redisUrl> <queue>
+//       prints {schedulers: getJobSchedulers()} or {error: its message} (it throws on legacy entries)
+//   node toolbox.mjs cron-next <redisUrl> <queue> <casesFile>
+//       for each [pattern, tz, nowMs, startMs] of the JSON file, the next run as BullMQ's
+//       defaultRepeatStrategy computes it with cron-parser; prints {next: [ms or error text]}
 
+import { readFileSync } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
+import { CronExpressionParser } from 'cron-parser';
 import IORedis from 'ioredis';
 import { connectionFromUrl, log, sleep } from './connection.mjs';
 
@@ -69,7 +78,23 @@ async function run(count, failFirst, concurrency = 5) {
   return { jobs, order };
 }
 
+async function dump() {
+  const keys = {};
+  for (const key of (await redis.keys(`${prefix}:${queueName}:*`)).sort()) {
+    keys[key] = await redis.type(key);
+  }
+  return { keys };
+}
+
 async function main() {
+  if (mode === 'dump') {
+    // No Queue object here: BullMQ's Queue writes its meta hash when it connects, which would
+    // put a key back into a queue that was just obliterated (a race the tests lost at times).
+    const out = await dump();
+    redis.disconnect();
+    process.stdout.write(JSON.stringify(out) + '\n');
+    return;
+  }
   const queue = new Queue(queueName, { connection, prefix });
   await queue.waitUntilReady();
   let out = {};
@@ -102,12 +127,6 @@ async function main() {
     await queue.upsertJobScheduler('hourly', { every: 3600000 }, { name: 'tick' });
     if (a === '1') await queue.pause();
     out = { ids };
-  } else if (mode === 'dump') {
-    const keys = {};
-    for (const key of (await redis.keys(`${prefix}:${queueName}:*`)).sort()) {
-      keys[key] = await redis.type(key);
-    }
-    out = { keys };
   } else if (mode === 'drain') {
     await queue.drain(a === '1');
   } else if (mode === 'obliterate') {
@@ -131,6 +150,20 @@ async function main() {
     const scheduled = await queue.upsertJobScheduler(a, JSON.parse(b), JSON.parse(c));
     out = { scheduler: await queue.getJobScheduler(a),
             next: { id: scheduled.id, delay: scheduled.delay, timestamp: scheduled.timestamp } };
+  } else if (mode === 'unschedule') {
+    out = { removed: await queue.removeJobScheduler(a) };
+  } else if (mode === 'schedulers') {
+    try { out = { schedulers: await queue.getJobSchedulers() }; } catch (err) { out = { error: err.message }; }
+  } else if (mode === 'cron-next') {
+    // defaultRepeatStrategy's own lines (job-scheduler.js), for many cases in one process.
+    out = { next: JSON.parse(readFileSync(a, 'utf8')).map(([pattern, tz, now, start]) => {
+      const dateFromMillis = new Date(now);
+      const startDate = start && new Date(start);
+      const currentDate = startDate > dateFromMillis ? startDate : dateFromMillis;
+      try {
+        return CronExpressionParser.parse(pattern, { tz, startDate: start || undefined, currentDate }).next().getTime();
+      } catch (err) { return String(err.message); }
+    }) };
   } else {
     process.stderr.write(`unknown mode ${mode}\n`);
     process.exit(64);

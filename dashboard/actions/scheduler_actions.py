@@ -1,0 +1,135 @@
+"""The scheduler actions of the operator toolbox: their inputs (from a form's ``QueryDict`` or
+a JSON object, like every action input) and their runners (thin adapters over
+``queues.scheduler_edit``). Registered in ``dashboard.actions.registry`` as QUEUE actions
+(``actions/edit-scheduler``, ``actions/remove-scheduler``, ``actions/migrate-repeat``): the
+scheduler or legacy entry is named in the input, so roles, read-only mode, CSRF and the audit
+come from the registry like everywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from dashboard.actions.inputs import ActionInput, ReasonedInput, text
+from dashboard.actions.toolbox_inputs import is_form, json_field, redacted_json, whole
+from dashboard.actions.toolbox_runners import ToolResult
+from dashboard.errors import InvalidInput
+from dashboard.registry import get_redactor
+from queues import scheduler_edit
+from queues.keys import QueueRef
+
+
+def _number(params, name: str) -> int | None:
+    value = whole(params, name) if is_form(params) else params.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidInput(_("'%(name)s' must be a whole number.") % {"name": name})
+    return value
+
+
+def spec_from(params) -> scheduler_edit.SchedulerSpec:
+    """A scheduler from ``id``, ``name``, ``pattern`` or ``every``, ``tz``, ``startDate``,
+    ``endDate``, ``limit``, ``data`` and ``opts`` (the template's options, BullMQ's names)."""
+    data = json_field(params, "data", what=_("The template data"))
+    opts = json_field(params, "opts", what=_("The template options"))
+    try:
+        return scheduler_edit.check_spec(
+            scheduler_id=text(params, "id"), name=text(params, "name"), pattern=text(params, "pattern"),
+            every=_number(params, "every"), tz=text(params, "tz"), start_date=_number(params, "startDate"),
+            end_date=_number(params, "endDate"), limit=_number(params, "limit"), data=data, opts=opts)
+    except scheduler_edit.SchedulerError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class EditSchedulerInput(ActionInput):
+    spec: Any = None
+
+    @classmethod
+    def fields_from(cls, params) -> dict:
+        return {"spec": spec_from(params)}
+
+    def audit_details(self) -> dict:
+        return {"scheduler": self.spec.scheduler_id}
+
+
+@dataclass(frozen=True)
+class RemoveSchedulerInput(ReasonedInput):
+    scheduler_id: str = ""
+
+    @classmethod
+    def fields_from(cls, params) -> dict:
+        scheduler_id = text(params, "id")
+        if not scheduler_id:
+            raise InvalidInput(_("Name the scheduler to remove ('id')."))
+        return {"scheduler_id": scheduler_id}
+
+    def audit_details(self) -> dict:
+        return {"scheduler": self.scheduler_id}
+
+
+@dataclass(frozen=True)
+class MigrateRepeatInput(ActionInput):
+    """``member``: the legacy entry (as listed on the schedulers page); ``id``: the new
+    scheduler's id (empty: the legacy entry's job id or name)."""
+
+    member: str = ""
+    scheduler_id: str = ""
+
+    @classmethod
+    def fields_from(cls, params) -> dict:
+        member = str(params.get("member") or "")
+        if not member:
+            raise InvalidInput(_("Name the legacy repeatable entry to migrate ('member')."))
+        return {"member": member, "scheduler_id": text(params, "id")}
+
+    def audit_details(self) -> dict:
+        return {"legacy": self.member, "scheduler": self.scheduler_id}
+
+
+def _spec_audit(spec) -> str:
+    return redacted_json(scheduler_edit.spec_as_dict(spec), redactor=get_redactor())
+
+
+def _result(done: scheduler_edit.SchedulerResult, **audit) -> ToolResult:
+    body = {"next_job_id": done.next_job_id} if done.ok else {}
+    return ToolResult(done.outcome, done.message, int(done.ok), audit=audit, body=body)
+
+
+def edit_scheduler(client, *, queue: QueueRef, given) -> ToolResult:
+    before = scheduler_edit.read_spec(client, queue=queue, scheduler_id=given.spec.scheduler_id)
+    if before is None:
+        return ToolResult(scheduler_edit.NOT_EDITABLE, _("There is no job scheduler %(id)s; nothing was changed.")
+                          % {"id": given.spec.scheduler_id})
+    try:
+        done = scheduler_edit.edit_scheduler(client, queue=queue, spec=given.spec)
+    except scheduler_edit.SchedulerError as exc:
+        raise InvalidInput(str(exc)) from None
+    return _result(done, change={"before": _spec_audit(before), "after": _spec_audit(given.spec)})
+
+
+def remove_scheduler(client, *, queue: QueueRef, given) -> ToolResult:
+    before = scheduler_edit.read_spec(client, queue=queue, scheduler_id=given.scheduler_id)
+    done = scheduler_edit.remove_scheduler(client, queue=queue, scheduler_id=given.scheduler_id)
+    return _result(done, change={"before": _spec_audit(before) if before else None, "after": None})
+
+
+def migration_plan(client, *, queue: QueueRef, member: str, scheduler_id: str = ""):
+    try:
+        return scheduler_edit.plan_migration(client, queue=queue, member=member, scheduler_id=scheduler_id)
+    except scheduler_edit.SchedulerError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def migrate_repeat(client, *, queue: QueueRef, given) -> ToolResult:
+    plan = migration_plan(client, queue=queue, member=given.member, scheduler_id=given.scheduler_id)
+    try:
+        done = scheduler_edit.migrate_legacy(client, queue=queue, plan=plan)
+    except scheduler_edit.SchedulerError as exc:
+        raise InvalidInput(str(exc)) from None
+    return _result(done, change={"before": json.dumps({"legacy": plan.member, "layout": plan.layout,
+                                                       "pending_job": plan.pending_job_id}),
+                                 "after": _spec_audit(plan.spec)})

@@ -1,0 +1,356 @@
+"""Editing, removing and migrating job schedulers, through BullMQ's own scripts.
+
+* **Edit** is what Node's ``Queue.upsertJobScheduler(id, repeat, template)`` does for an
+  existing scheduler: the same ``addJobScheduler-11`` script with the same arguments (the next
+  run of a cron pattern computed as cron-parser computes it: ``queues.cron.bullmq_next_millis``;
+  an ``every`` scheduler's next run is computed by the script itself). A few lines of ours run
+  before it, in the same atomic step, so an edit never *creates* a scheduler: the id must still
+  be a BullMQ 6 scheduler (its hash has ``ic``), not gone, not a legacy entry.
+* **Remove** is ``Queue.removeJobScheduler(id)``: ``removeJobScheduler-3``, unchanged.
+* **Migrate** turns a legacy repeatable entry (reference §6.2: the pre-hash key shape, which
+  BullMQ 6 throws on, or a v5 hash without ``ic``, which it adopts silently) into a job
+  scheduler in one atomic step: the legacy entry and its pending delayed iteration are removed
+  (the iteration with ``removeJob-2``), and ``addJobScheduler-11`` creates the scheduler with
+  the same schedule and the pending iteration's data and options as its template. The
+  schedule keeps its phase: a cron pattern's next run is computed from now (the time the
+  legacy entry would have run next), an ``every`` scheduler starts at the legacy entry's next
+  run (its ``startDate``). So it keeps firing once per slot, as a scheduler.
+
+Framework-free; ``SchedulerError`` carries a message for the user.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import msgpack
+import redis
+
+from . import cron
+from .bullmq_scripts import as_function, lua_script
+from .job_options import InvalidJob, new_job
+from .keys import QueueRef
+from .safe_json import loads_or
+from .schedulers import is_legacy_key_shape
+from .text import to_int, to_text
+
+DONE, MISSING, NOT_EDITABLE, COLLISION, NOT_LEGACY, TARGET_EXISTS = (
+    "done", "missing", "not_editable", "collision", "not_legacy", "target_exists")
+MAX_ID = 1000
+# Template options a scheduler takes (Node's JobSchedulerTemplateOptions: JobsOptions without
+# jobId, repeat, delay and deduplication).
+TEMPLATE_OPTIONS = ("priority", "attempts", "backoff", "removeOnComplete", "removeOnFail", "lifo")
+_ENCODE = {"deduplication": "de", "failParentOnFailure": "fpof", "continueParentOnFailure": "cpof",
+           "ignoreDependencyOnFailure": "idof", "removeDependencyOnFailure": "rdof", "keepLogs": "kl"}
+_DECODE = {v: k for k, v in _ENCODE.items()}
+# What an iteration job carries that is not part of the template.
+_ITERATION_OPTS = frozenset({"repeat", "jobId", "delay", "timestamp", "prevMillis", "repeatJobKey", "tm", "omc"})
+
+
+class SchedulerError(ValueError):
+    """A scheduler edit BullMQ would refuse or that could not work; the message says why."""
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """What ``upsertJobScheduler`` takes: the id, the repeat options and the job template."""
+
+    scheduler_id: str
+    name: str
+    pattern: str = ""
+    every: int | None = None
+    tz: str = ""
+    start_date: int | None = None  # ms since epoch
+    end_date: int | None = None
+    limit: int | None = None
+    data_json: str = "{}"
+    opts: dict = field(default_factory=dict)  # template options, BullMQ's names
+
+    def repeat_opts(self) -> dict:
+        """The repeat options as a caller of ``upsertJobScheduler`` would give them."""
+        out: dict = {"pattern": self.pattern} if self.pattern else {"every": self.every}
+        for key, value in (("tz", self.tz or None), ("startDate", self.start_date), ("endDate", self.end_date),
+                           ("limit", self.limit)):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def check_spec(*, scheduler_id, name, pattern="", every=None, tz="", start_date=None, end_date=None, limit=None,
+               data=None, opts=None) -> SchedulerSpec:
+    """Check a scheduler as ``upsertJobScheduler`` would (and a little more: a zone that exists,
+    a pattern cron-parser can read, a template Queuewatch's add would accept)."""
+    if not isinstance(scheduler_id, str) or not scheduler_id.strip() or len(scheduler_id) > MAX_ID:
+        raise SchedulerError(f"The scheduler id must be a non-empty string of at most {MAX_ID} characters.")
+    pattern = (pattern or "").strip()
+    if pattern and every:
+        raise SchedulerError("Both a pattern and 'every' are given: a scheduler has one or the other.")
+    if not pattern and not every:
+        raise SchedulerError("Give a cron pattern (e.g. \"0 3 * * *\") or 'every' (milliseconds).")
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+        raise SchedulerError("'every' must be a whole number of milliseconds, 1 or more.")
+    try:
+        cron.zone(tz or "UTC")
+        if pattern:
+            fields = len(pattern.split())
+            if fields not in (5, 6):
+                raise cron.CronError(f"“{pattern}” has {fields} fields; a pattern has 5, or 6 with seconds first.")
+            if cron.bullmq_next_millis(pattern=pattern, tz=tz or "UTC", now_ms=0) is None:
+                raise cron.CronError(f"“{pattern}” never fires.")
+    except cron.CronError as exc:
+        raise SchedulerError(str(exc)) from None
+    except (ValueError, KeyError):
+        raise SchedulerError(f"“{pattern}” is not a valid cron pattern.") from None
+    for label, value in (("startDate", start_date), ("endDate", end_date)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise SchedulerError(f"'{label}' must be a time in milliseconds since 1970.")
+    if start_date and end_date and end_date <= start_date:
+        raise SchedulerError("'endDate' must come after 'startDate'.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise SchedulerError("'limit' must be a whole number, 1 or more.")
+    opts = opts or {}
+    if not isinstance(opts, dict):
+        raise SchedulerError("The template's options must be a JSON object.")
+    unknown = set(opts) - set(TEMPLATE_OPTIONS)
+    if unknown:
+        raise SchedulerError(f"Unknown template option(s): {', '.join(sorted(unknown))}. A scheduler's template "
+                             f"takes: {', '.join(TEMPLATE_OPTIONS)}.")
+    try:
+        template = new_job(name=name, data=data, opts=opts)
+    except InvalidJob as exc:
+        raise SchedulerError(str(exc)) from None
+    return SchedulerSpec(scheduler_id=scheduler_id, name=template.name, pattern=pattern, every=every or None,
+                         tz=tz or "", start_date=start_date, end_date=end_date, limit=limit,
+                         data_json=template.data_json, opts=template.opts)
+
+
+def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerSpec | None:
+    """A BullMQ 6 scheduler's definition as stored (for the edit form); ``None`` if there is none."""
+    h = {to_text(k): to_text(v) for k, v in client.hgetall(queue.key("repeat:") + scheduler_id).items()}
+    if "ic" not in h or client.zscore(queue.key("repeat"), scheduler_id) is None:
+        return None
+    stored = loads_or(h.get("opts", "{}"), {})
+    return SchedulerSpec(scheduler_id=scheduler_id, name=h.get("name", ""), pattern=h.get("pattern", ""),
+                         every=to_int(h.get("every")), tz=h.get("tz", ""), start_date=to_int(h.get("startDate")),
+                         end_date=to_int(h.get("endDate")), limit=to_int(h.get("limit")),
+                         data_json=h.get("data", "{}"),
+                         opts={_DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()})
+
+
+def _encoded(opts: dict) -> dict:
+    return {_ENCODE.get(k, k): v for k, v in opts.items()}
+
+
+def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[list[str], list]:
+    """KEYS and ARGV of ``addJobScheduler-11`` as Node's ``JobScheduler.upsertJobScheduler``
+    builds them for ``spec`` at ``now_ms``. Raises ``SchedulerError`` where Node would add
+    nothing (end date passed, a pattern that never fires again)."""
+    if spec.end_date and now_ms > spec.end_date:
+        raise SchedulerError("The end date has passed: BullMQ would schedule nothing.")
+    next_millis = None
+    if spec.pattern:
+        next_millis = cron.bullmq_next_millis(pattern=spec.pattern, tz=spec.tz or "UTC", now_ms=now_ms,
+                                              start_ms=spec.start_date)
+        if next_millis is None:
+            raise SchedulerError("The pattern never fires again: BullMQ would schedule nothing.")
+    repeat = {**spec.repeat_opts(), "count": 1}
+    merged = {**spec.opts, "repeat": repeat, "timestamp": now_ms, "repeatJobKey": spec.scheduler_id}
+    if next_millis is not None:  # an ``every`` scheduler's are left to the script, as Node leaves them
+        merged.update(jobId=f"repeat:{spec.scheduler_id}:{next_millis}", delay=max(next_millis - now_ms, 0),
+                      prevMillis=next_millis)
+    scheduler_opts = {"name": spec.name, **{k: v for k, v in spec.repeat_opts().items()}}
+    keys = [queue.key(k) for k in ("repeat", "delayed", "wait", "paused", "meta", "prioritized", "marker", "id",
+                                   "events", "pc", "active")]
+    args = [next_millis if next_millis is not None else now_ms,
+            msgpack.packb(scheduler_opts, use_bin_type=True), spec.scheduler_id, spec.data_json,
+            msgpack.packb(_encoded(spec.opts), use_bin_type=True), msgpack.packb(_encoded(merged), use_bin_type=True),
+            now_ms, queue.base, ""]
+    return keys, args
+
+
+EDIT = lua_script(as_function("add_job_scheduler", "addJobScheduler-11.lua") + """
+-- KEYS/ARGV exactly as addJobScheduler-11. -102: no such scheduler; -103: it is a legacy entry
+-- (no iteration count), to be migrated rather than edited.
+if not redis.call("ZSCORE", KEYS[1], ARGV[3]) then return -102 end
+if redis.call("HEXISTS", KEYS[1] .. ":" .. ARGV[3], "ic") == 0 then return -103 end
+return add_job_scheduler(KEYS, ARGV)
+""")
+
+REMOVE = lua_script(as_function("remove_job_scheduler", "removeJobScheduler-3.lua") + """
+-- KEYS/ARGV exactly as removeJobScheduler-3; -103 refuses a legacy entry (migrate it instead:
+-- removing it here would leave its pending job without a schedule, silently).
+if redis.call("HEXISTS", KEYS[1] .. ":" .. ARGV[1], "ic") == 0 and redis.call("ZSCORE", KEYS[1], ARGV[1]) then
+  return -103
+end
+return remove_job_scheduler(KEYS, ARGV)
+""")
+
+MIGRATE = lua_script(
+    as_function("remove_job", "removeJob-2.lua") + as_function("add_job_scheduler", "addJobScheduler-11.lua") + """
+-- KEYS[1..11] addJobScheduler-11's keys; ARGV[1..9] its arguments (ARGV[3] the new id);
+-- ARGV[10] the legacy member. Returns {code, ...}: {1, next job id, delay, pending removed},
+-- {-104} the legacy entry is gone or no longer legacy, {-105} the new id is taken, or
+-- {addJobScheduler's negative code}.
+local repeatKey, member, prefix = KEYS[1], ARGV[10], ARGV[8]
+local millis = redis.call("ZSCORE", repeatKey, member)
+if not millis or redis.call("HEXISTS", repeatKey .. ":" .. member, "ic") == 1 then return {-104} end
+if redis.call("ZSCORE", repeatKey, ARGV[3]) then return {-105} end
+-- Its pending iteration: the delayed job due at the entry's next run whose rjk names it
+-- (delayed scores are millis * 0x1000 + a sequence number).
+local due = tonumber(millis)
+local pending = {}
+for _, id in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], due * 0x1000, (due + 1) * 0x1000 - 1)) do
+  if redis.call("HGET", prefix .. id, "rjk") == member then pending[#pending + 1] = id end
+end
+redis.call("ZREM", repeatKey, member)
+redis.call("DEL", repeatKey .. ":" .. member)
+local removed = 0
+for _, id in ipairs(pending) do
+  if remove_job({prefix .. id, repeatKey}, {id, "1", prefix}) == 1 then removed = removed + 1 end
+end
+local added = add_job_scheduler({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
+                                 KEYS[10], KEYS[11]},
+                                {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]})
+if type(added) == "number" then return {added} end
+return {1, added[1], added[2], removed}
+""")
+
+_REFUSED = {
+    -102: (NOT_EDITABLE, "There is no job scheduler {id} (removed meanwhile?); nothing was changed."),
+    -103: (NOT_EDITABLE, "{id} is a legacy repeatable entry, not a job scheduler: migrate it first."),
+    -10: (COLLISION, "BullMQ refused: the next iteration {id} would run at is already taken by the iteration "
+                     "being processed now. Try again when it has finished."),
+    -11: (COLLISION, "BullMQ refused: every slot for the next iterations is busy."),
+}
+
+
+@dataclass(frozen=True)
+class SchedulerResult:
+    outcome: str
+    message: str
+    next_job_id: str = ""
+    delay: int = 0
+    pending_removed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == DONE
+
+
+def _refusal(code: int, scheduler_id: str) -> SchedulerResult:
+    outcome, text = _REFUSED.get(code, ("refused", f"BullMQ refused (code {code})."))
+    return SchedulerResult(outcome, text.format(id=scheduler_id))
+
+
+def edit_scheduler(client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec,
+                   now_ms: int | None = None) -> SchedulerResult:
+    """Upsert ``spec`` over the existing scheduler of that id, as Node's ``upsertJobScheduler``."""
+    keys, args = upsert_call(queue, spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    reply = EDIT(keys=keys, args=args, client=client)
+    if isinstance(reply, int):
+        return _refusal(reply, spec.scheduler_id)
+    job_id, delay = to_text(reply[0]), int(reply[1])
+    return SchedulerResult(DONE, f"Scheduler {spec.scheduler_id} updated; its next job is {job_id}.", job_id, delay)
+
+
+def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerResult:
+    """``Queue.removeJobScheduler(id)``: the scheduler and its pending delayed iteration."""
+    code = REMOVE(keys=[queue.key("repeat"), queue.key("delayed"), queue.key("events")],
+                  args=[scheduler_id, queue.base], client=client)
+    if code == 0:
+        return SchedulerResult(DONE, f"Scheduler {scheduler_id} removed, with its next delayed job. An iteration "
+                                     "already waiting or running still runs once.")
+    if code == 1:
+        return SchedulerResult(MISSING, f"There is no job scheduler {scheduler_id}; nothing was removed.")
+    return _refusal(int(code), scheduler_id)
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    """What migrating legacy entry ``member`` will do (shown before it is done)."""
+
+    member: str
+    layout: str  # "key-shape" or "v5-hash"
+    spec: SchedulerSpec
+    pending_job_id: str  # the legacy iteration that will be removed ("" if none is delayed)
+    legacy_next: int | None  # ms: when the legacy entry would run next
+
+    def next_run(self, *, now_ms: int) -> int | None:
+        if self.spec.pattern:
+            return cron.bullmq_next_millis(pattern=self.spec.pattern, tz=self.spec.tz or "UTC", now_ms=now_ms,
+                                           start_ms=self.spec.start_date)
+        return max(self.spec.start_date or now_ms, now_ms)
+
+
+def _pending_iteration(client, queue: QueueRef, member: str, due: int) -> tuple[str, dict]:
+    ids = client.zrangebyscore(queue.key("delayed"), due * 0x1000, (due + 1) * 0x1000 - 1)
+    for raw in ids:
+        job_id = to_text(raw)
+        job = {to_text(k): to_text(v) for k, v in client.hgetall(queue.job_key(job_id)).items()}
+        if job.get("rjk") == member:
+            return job_id, job
+    return "", {}
+
+
+def plan_migration(client: redis.Redis, *, queue: QueueRef, member: str, scheduler_id: str = "",
+                   now_ms: int | None = None) -> MigrationPlan:
+    """Read legacy entry ``member`` and say what migrating it will do; ``SchedulerError`` if it
+    is not a legacy entry (or is gone)."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    score = client.zscore(queue.key("repeat"), member)
+    h = {to_text(k): to_text(v) for k, v in client.hgetall(queue.key("repeat:") + member).items()}
+    if score is None or "ic" in h:
+        raise SchedulerError(f"{member} is not a legacy repeatable entry of this queue (gone, or already a "
+                             "job scheduler).")
+    if h:
+        layout, name, tz, spec_text = "v5-hash", h.get("name", ""), h.get("tz", ""), h.get("pattern") or h.get("every", "")
+        end_date, default_id = to_int(h.get("endDate")), h.get("name", "") or member
+    elif is_legacy_key_shape(member):
+        parts = member.split(":")
+        layout, name, tz, spec_text, end_date = "key-shape", parts[0], parts[3], parts[4], to_int(parts[2])
+        default_id = parts[1] or parts[0]
+    else:
+        raise SchedulerError(f"{member} has no definition Queuewatch can read; migrate it by hand.")
+    due = int(score)
+    pending_id, job = _pending_iteration(client, queue, member, due)
+    stored = loads_or(job.get("opts", "{}"), {})
+    stored = stored if isinstance(stored, dict) else {}
+    template_opts = {_DECODE.get(k, k): v for k, v in stored.items()
+                     if k not in _ITERATION_OPTS and _DECODE.get(k, k) in TEMPLATE_OPTIONS}
+    every = to_int(spec_text) if " " not in spec_text else None
+    data = loads_or(job.get("data", "{}"), {})
+    spec = check_spec(scheduler_id=scheduler_id or default_id, name=job.get("name") or name or "repeat",
+                      pattern="" if every else spec_text, every=every, tz=tz, end_date=end_date,
+                      start_date=due if every and due > now_ms else None, data=data, opts=template_opts)
+    return MigrationPlan(member=member, layout=layout, spec=spec, pending_job_id=pending_id, legacy_next=due)
+
+
+def migrate_legacy(client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan,
+                   now_ms: int | None = None) -> SchedulerResult:
+    """Replace the legacy entry by the planned scheduler, in one atomic step."""
+    keys, args = upsert_call(queue, plan.spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    reply = MIGRATE(keys=keys, args=[*args, plan.member], client=client)
+    code = int(reply[0])
+    if code == -104:
+        return SchedulerResult(NOT_LEGACY, f"{plan.member} is no longer a legacy entry (migrated or removed "
+                                           "meanwhile); nothing was changed.")
+    if code == -105:
+        return SchedulerResult(TARGET_EXISTS, f"A job scheduler {plan.spec.scheduler_id} already exists; choose "
+                                              "another id. Nothing was changed.")
+    if code < 0:
+        return _refusal(code, plan.spec.scheduler_id)
+    job_id, delay, removed = to_text(reply[1]), int(reply[2]), int(reply[3])
+    return SchedulerResult(DONE, f"Legacy entry migrated to job scheduler {plan.spec.scheduler_id}; its next job is "
+                                 f"{job_id} ({removed} legacy pending job removed).", job_id, delay, removed)
+
+
+def spec_as_dict(spec: SchedulerSpec) -> dict:
+    """For the audit log and the API."""
+    return {"id": spec.scheduler_id, "name": spec.name, **spec.repeat_opts(),
+            "data": loads_or(spec.data_json, spec.data_json), "opts": spec.opts}
+
+
+def spec_json(spec: SchedulerSpec) -> str:
+    return json.dumps(spec_as_dict(spec), sort_keys=True, ensure_ascii=False)
