@@ -20,7 +20,7 @@ class RuleForm(forms.ModelForm):
     class Meta:
         model = AlertRule
         fields = ["name", "kind", "enabled", "severity", "connection", "queue_glob", "threshold", "resolve_threshold",
-                  "window_minutes", "min_volume", "include_due_delayed", "for_seconds", "keep_firing_seconds", "repeat_minutes",
+                  "window_minutes", "min_volume", "include_due_delayed", "job_name", "for_seconds", "keep_firing_seconds", "repeat_minutes",
                   "notify_resolved", "channels"]
         widgets = {"channels": forms.CheckboxSelectMultiple}
         error_messages = {"threshold": {"invalid": "The threshold must be a number, e.g. 100 or 2.5.",
