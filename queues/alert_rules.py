@@ -37,6 +37,7 @@ class RuleSpec:
     connection: str = ""  # "" = every connection
     queue_glob: str = ""  # "" or "*" = every queue
     include_due_delayed: bool = False  # backlog: count delayed jobs already due too
+    job_name: str = ""  # timing kinds: a job name or glob ("" = the whole queue)
 
 
 def rule_evaluate(*, rule, facts: Facts, now: dt.datetime) -> list[Observation]:

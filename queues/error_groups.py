@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 
 import redis
@@ -67,6 +68,10 @@ class ErrorGroup:
     last_seen_ms: int | None
     sample_job_id: str
     sample_stack: str  # the last stack trace of the newest job in the group ("" if none)
+    sample_reason: str = ""  # the newest job's reason, first line (what error triage classifies)
+    # Failures in the last 5 minutes and in the 15 minutes before (error triage's retry outlook)
+    last_5m: int = 0
+    prior_15m: int = 0
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -92,7 +97,11 @@ class ErrorGroups(list):
 STACK_SAMPLES = 50  # groups that get a sample stack trace (the biggest ones)
 
 
-def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMPLE_LIMIT, batch: int = 1000) -> ErrorGroups:
+RECENT_MS, PRIOR_MS = 5 * 60_000, 15 * 60_000
+
+
+def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMPLE_LIMIT, batch: int = 1000,
+                 now_ms: int | None = None) -> ErrorGroups:
     """Failed jobs grouped by fingerprint, biggest group first (a list of ``ErrorGroup``).
 
     Reads the newest ``scan_limit`` failed jobs: ZREVRANGE in batches plus one pipelined
@@ -100,6 +109,7 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMP
     for each of the ``STACK_SAMPLES`` biggest groups. ``scanned``/``total`` say whether every
     failed job was seen. Worst case: ``1 + ceil(scan_limit / batch) + scan_limit + STACK_SAMPLES``
     commands (2,053 at the defaults), however many jobs have failed."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     key = queue.state_key("failed")
     total = client.zcard(key)
     groups: dict[str, ErrorGroup] = {}
@@ -123,12 +133,17 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMP
             g = groups.get(fp)
             if g is None:
                 # Newest first, so the first job seen is the newest: it is the sample.
-                groups[fp] = ErrorGroup(fp, norm, 1, at, at, to_text(member), "")
+                groups[fp] = g = ErrorGroup(fp, norm, 1, at, at, to_text(member), "", reason.strip().split("\n", 1)[0][:2000])
             else:
                 g.count += 1
                 if at is not None:
                     g.first_seen_ms = at if g.first_seen_ms is None else min(g.first_seen_ms, at)
                     g.last_seen_ms = at if g.last_seen_ms is None else max(g.last_seen_ms, at)
+            if at is not None and now_ms - at < RECENT_MS + PRIOR_MS:
+                if now_ms - at < RECENT_MS:
+                    g.last_5m += 1
+                else:
+                    g.prior_15m += 1
         scanned += len(pairs)
         if len(cache) > 50000:
             cache.clear()  # bounded memory on hostile data where every reason differs

@@ -102,3 +102,38 @@ class AuditEntry(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
+
+
+class TriageRule(models.Model):
+    """An admin's rule for error triage (``queues.error_triage``): failure reasons matching
+    ``pattern`` are of ``error_class``. Tried in ``position`` order before the built-in patterns."""
+
+    CLASSES = [("transient", "transient (worth retrying)"), ("permanent", "permanent (retrying wastes attempts)"),
+               ("unknown", "unknown")]
+
+    pattern = models.CharField(max_length=300, help_text="A regular expression, matched anywhere in the error "
+                                                         "message's first line, case-insensitive.")
+    error_class = models.CharField(max_length=10, choices=CLASSES)
+    comment = models.CharField(max_length=200, blank=True)
+    position = models.PositiveIntegerField(default=0, help_text="Rules are tried from the lowest position up.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self):
+        return f"/{self.pattern}/ → {self.error_class}"
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        from queues.error_triage import validate_pattern
+
+        problem = validate_pattern(self.pattern)
+        if problem:
+            raise ValidationError({"pattern": problem})
+
+    def as_rule(self):
+        from queues.error_triage import UserRule
+
+        return UserRule(self.pattern, self.error_class, self.comment or self.pattern)

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
 from dashboard import streaming
-from dashboard.actions import audit, registry
+from dashboard.actions import audit, registry, triage
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
@@ -92,6 +92,7 @@ def queue_action(request, connection, prefix, name, action):
 @operator_post
 def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
+    triage.refuse_blind_retry(request.POST)
     given = BulkInput.from_params(request.POST, confirming=False)
     if given.action == "clean":
         # Clean is previewed like the bulk actions (same filter, by age) but runs at once.
@@ -151,6 +152,7 @@ def queue_error_groups(request, connection, prefix, name):
         found = error_groups.error_groups(get_registry().client(connection), queue=queue,
                                           scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
+                                                 "triaged": triage.triaged(found.groups),
                                                  "is_dlq": is_dead_letter_queue(queue.name)})
 
 

@@ -276,7 +276,7 @@ def alert_payload(alert: Alert) -> dict:
 
 def _subject(rule: AlertRule, kind: str, alerts: list[Alert]) -> str:
     status = "RESOLVED" if kind == Notification.RESOLVED else "FIRING"
-    targets = ", ".join(a.target.label() for a in alerts[:3]) + (f" and {len(alerts) - 3} more" if len(alerts) > 3 else "")
+    targets = ", ".join(a.target_label for a in alerts[:3]) + (f" and {len(alerts) - 3} more" if len(alerts) > 3 else "")
     return f"[{status}:{len(alerts)}] {rule.name} — {targets}"[:300]
 
 

@@ -19,7 +19,7 @@ LABELS = {
     "name": _("Name"), "kind": _("Kind"), "enabled": _("Enabled"), "severity": _("Severity"),
     "connection": _("Connection"), "queue_glob": _("Queues"), "threshold": _("Threshold"),
     "resolve_threshold": _("Resolve threshold"), "window_minutes": _("Window"), "min_volume": _("Minimum volume"),
-    "include_due_delayed": _("Include due delayed jobs"), "for_seconds": _("Pending for (seconds)"),
+    "include_due_delayed": _("Include due delayed jobs"), "job_name": _("Job name"), "for_seconds": _("Pending for (seconds)"),
     "keep_firing_seconds": _("Keep firing for (seconds)"), "repeat_minutes": _("Repeat every (minutes)"),
     "notify_resolved": _("Notify when resolved"), "channels": _("Channels"), "cron": _("Schedule (cron)"),
     "time_zone": _("Time zone"), "duration_minutes": _("Duration (minutes)"), "rule": _("Rule"),
@@ -29,7 +29,8 @@ HELP = {
     "connection": _("Empty: every connection."),
     "queue_glob": _("Queue name or glob, e.g. orders-*. Empty: every queue."),
     "resolve_threshold": _("Resolve only at or below this value (hysteresis). Empty: the threshold."),
-    "min_volume": _("Failure ratio: finished jobs needed in the window."),
+    "min_volume": _("Failure ratio: finished jobs needed in the window; p95 times: timed jobs needed in the window."),
+    "job_name": _("p95 wait/processing time: a job name or glob, one alert per matching name. Empty: the whole queue."),
     "include_due_delayed": _("Backlog: also count delayed jobs that are already due."),
     "for_seconds": _("Pending this long before firing."),
     "keep_firing_seconds": _("Keep firing this long after the condition clears."),
@@ -46,7 +47,7 @@ class RuleForm(forms.ModelForm):
     class Meta:
         model = AlertRule
         fields = ["name", "kind", "enabled", "severity", "connection", "queue_glob", "threshold", "resolve_threshold",
-                  "window_minutes", "min_volume", "include_due_delayed", "for_seconds", "keep_firing_seconds", "repeat_minutes",
+                  "window_minutes", "min_volume", "include_due_delayed", "job_name", "for_seconds", "keep_firing_seconds", "repeat_minutes",
                   "notify_resolved", "channels"]
         widgets = {"channels": forms.CheckboxSelectMultiple, "queue_glob": forms.TextInput(attrs={"dir": "ltr"})}
         labels, help_texts = LABELS, HELP

@@ -145,8 +145,11 @@ class AlertRule(models.Model):
     resolve_threshold = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)],
                                           help_text="Resolve only at or below this value (hysteresis). Empty: the threshold.")
     window_minutes = models.PositiveIntegerField(choices=WINDOW_CHOICES, default=5)
-    min_volume = models.PositiveIntegerField(default=0, help_text="Failure ratio: finished jobs needed in the window.")
+    min_volume = models.PositiveIntegerField(
+        default=0, help_text="Failure ratio: finished jobs needed in the window; p95 times: timed jobs needed in the window.")
     include_due_delayed = models.BooleanField(default=False, help_text="Backlog: also count delayed jobs that are already due.")
+    job_name = models.CharField(max_length=200, blank=True,
+                                help_text="p95 wait/processing time: a job name or glob, one alert per matching name. Empty: the whole queue.")
     for_seconds = models.PositiveIntegerField(default=0, help_text="Pending this long before firing.")
     keep_firing_seconds = models.PositiveIntegerField(default=0, help_text="Keep firing this long after the condition clears.")
     repeat_minutes = models.PositiveIntegerField(default=240, help_text="Notify again every this many minutes while firing; 0: never.")
@@ -173,7 +176,8 @@ class AlertRule(models.Model):
             raise ValidationError({"kind": gettext("Choose one of the rule kinds.")})
         errors = {field: translate(message) for field, message in kind.validate(self).items()}
         unused = {"min_volume": gettext("The minimum volume only applies to {} rules."),
-                  "include_due_delayed": gettext("Only {} rules can count due delayed jobs.")}
+                  "include_due_delayed": gettext("Only {} rules can count due delayed jobs."),
+                  "job_name": gettext("Only {} rules can be limited to job names.")}
         for name, message in unused.items():
             if getattr(self, name) and name not in kind.params and name not in errors:
                 users = [k.id.replace("_", "-") for k in alert_kinds.KINDS.values() if name in k.params]
@@ -220,11 +224,17 @@ class Alert(models.Model):
         ordering = ["-pending_since"]
 
     def __str__(self):
-        return f"{self.rule} on {self.target.label()} ({self.state})"
+        return f"{self.rule} on {self.target_label} ({self.state})"
 
     @property
     def target(self) -> alert_rules.Target:
         return alert_rules.Target(self.connection, self.prefix, self.queue, self.item)
+
+    @property
+    def target_label(self) -> str:
+        """The target in words; its item named as the rule's kind names it (scheduler, job name)."""
+        kind = alert_kinds.KINDS.get(self.rule.kind)
+        return self.target.label(kind.item_noun) if kind else self.target.label()
 
     def get_absolute_url(self) -> str:
         """The queue's page; the rule's history for connection alerts and for queue names no

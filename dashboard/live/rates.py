@@ -15,6 +15,7 @@ from dashboard.live.models import QueuePoint
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, Minute, QueueSeries
 from queues.snapshot import QueueSnapshot
+from queues.timings import NameMinute, QueueTimings
 
 WINDOWS = (1, 5, 15)
 
@@ -34,6 +35,19 @@ class QueueSignals:
     spark: dict = field(default_factory=dict)  # last hour per minute, for the overview sparkline
     # Event counts per window, e.g. totals["failed"][5] (alert rules need counts, not rates)
     totals: dict[str, dict[int, int]] = field(default_factory=dict)
+    # The monitor's per-job-name wait/processing minutes (queues.timings); None where signals are
+    # built from stored counters (pages, the preview). Read in the monitor's own thread only.
+    timings: QueueTimings | None = None
+    now_ms: int = 0
+
+    def timings_window(self, minutes: int) -> dict[str, NameMinute]:
+        """Per job name, the wait/processing figures of the last ``minutes`` minutes (summed on
+        demand: only timing rules ask, so a tick pays nothing for them)."""
+        return {} if self.timings is None else self.timings.window(now_ms=self.now_ms, minutes=minutes)
+
+    def job_names(self) -> set[str]:
+        """The job names the monitor has seen on this queue (bounded by queues.timings.MAX_NAMES)."""
+        return set() if self.timings is None else set(self.timings.names)
 
     @property
     def spark_json(self) -> str:
@@ -45,7 +59,8 @@ class QueueSignals:
         return None if done == 0 else self.failed_per_min[5] / done
 
 
-def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, stalled_now: list[str] | None = None) -> QueueSignals:
+def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, stalled_now: list[str] | None = None,
+                  timings: QueueTimings | None = None) -> QueueSignals:
     dlq = is_dead_letter_queue(snapshot.queue.name)
 
     def rates(name):
@@ -66,6 +81,8 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
         is_dlq=dlq,
         totals={name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in WINDOWS}
                 for name in ("completed", "failed", "stalled")},
+        timings=timings,
+        now_ms=now_ms,
     )
 
 

@@ -289,7 +289,7 @@ class CountTracker:
             return None
         st.snapshot = snap = st.live.snapshot(now)
         st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
-        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now)
+        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings)
         return st.signals
 
     def take_changes(self, q: QueueRef) -> QueueChanges:

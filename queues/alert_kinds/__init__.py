@@ -13,6 +13,7 @@ from .queue_kinds import (AttemptFailures, Backlog, DlqDepth, DlqGrowth, Failure
                           Paused, StalledNow, StalledWindow)
 from .redis_kinds import EvictionPolicy, Memory, RedisUnreachable
 from .scheduler_kinds import SchedulerMissed
+from .timing_kinds import ProcessingP95, WaitP95
 
 BUILT_IN: tuple[type[RuleKind], ...] = (
     DlqDepth,
@@ -24,6 +25,8 @@ BUILT_IN: tuple[type[RuleKind], ...] = (
     Backlog,
     OldestWaiting,
     NoCompletions,
+    WaitP95,
+    ProcessingP95,
     Paused,
     SchedulerMissed,
     RedisUnreachable,

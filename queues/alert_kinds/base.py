@@ -29,6 +29,7 @@ QUEUE, CONNECTION, SCHEDULER = "queue", "connection", "scheduler"
 
 # Rule fields only some kinds read; a kind lists the ones it uses in ``RuleKind.params``.
 WINDOW, MIN_VOLUME, DUE_DELAYED_PARAM = "window_minutes", "min_volume", "include_due_delayed"
+JOB_NAME = "job_name"  # a job name or glob: one alert per matching job name (timing kinds)
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,12 @@ class Target:
     def key(self) -> str:
         return "\x1f".join((self.connection, self.prefix, self.queue, self.item))
 
-    def label(self) -> str:
+    def label(self, item_noun: str = "scheduler") -> str:
+        """``item_noun`` says what the item is (the rule kind's ``item_noun``)."""
         if not self.queue:
             return f"Redis “{self.connection}”"
         text = f"{self.connection}/{self.queue}"
-        return f"{text} scheduler “{self.item}”" if self.item else text
+        return f"{text} {item_noun} “{self.item}”" if self.item else text
 
     def as_dict(self) -> dict:
         return {"connection": self.connection, "prefix": self.prefix, "queue": self.queue, "item": self.item}
@@ -152,6 +154,7 @@ class RuleKind:
     duration_threshold: ClassVar[bool] = False
     # The "last 24 hours" preview can replay it over stored per-minute history.
     replayable: ClassVar[bool] = False
+    item_noun: ClassVar[str] = "scheduler"  # what a target's item is, in labels ("job name" for timing kinds)
 
     @property
     def uses_window(self) -> bool:

@@ -30,9 +30,9 @@ class DlqGrowth(QueueKind):
 
 
 class AttemptFailures(QueueKind):
-    id, title, unit = "attempt_failures", "Failed attempts above N per minute", "attempts/min"
-    help = ("Attempts that failed and will be retried, per minute over the window: a flapping dependency "
-            "shows here before jobs run out of attempts (final failures are not counted).")
+    id, title, unit = "attempt_failures", _("Failed attempts above N per minute"), _("attempts/min")
+    help = _("Attempts that failed and will be retried, per minute over the window: a flapping dependency "
+             "shows here before jobs run out of attempts (final failures are not counted).")
     params = frozenset({WINDOW})
 
     def measure(self, rule, sig, facts):

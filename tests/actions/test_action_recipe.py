@@ -25,6 +25,7 @@ from dashboard.actions.inputs import ReasonedInput, text
 from dashboard.actions.models import AuditEntry
 from dashboard.errors import InvalidInput
 from queues.actions import DONE, ActionResult
+from tests.support.accounts import user_with, token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -82,19 +83,6 @@ def job_id(scratch_queues, redis_url):
     return asyncio.run(add())
 
 
-def user_with(role: str) -> User:
-    user = User.objects.create_user(f"recipe-{role}", password="pw")
-    if role != "viewer":
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-def token_for(user: User) -> str:
-    out = StringIO()
-    call_command("api_token", user.username, stdout=out)
-    return out.getvalue().strip()
-
-
 def page_post(client: Client, job_id: str, body: dict):
     return client.post(reverse("job_action", args=[*Q, "flag", job_id]), body, HTTP_HX_REQUEST="true")
 
@@ -149,7 +137,7 @@ def test_posted_from_the_page_with_csrf_and_role_checks(flag_action, job_id, scr
     assert r.status_code == 200 and "action-result ok" in r.content.decode() and "flagged green" in r.content.decode()
     assert scratch_queues.hget(f"bull:recipe:{job_id}", "qw:flag") == b"green"
     entry = AuditEntry.objects.exclude(queue="").get()
-    assert (entry.action, entry.via, entry.username, entry.reason) == ("job.flag", "page", "recipe-admin", "looks odd")
+    assert (entry.action, entry.via, entry.username, entry.reason) == ("job.flag", "page", "user-admin", "looks odd")
     assert (entry.job_ids, entry.selection, entry.outcome, entry.affected) == ([job_id], {"colour": "green"}, "ok", 1)
 
 
@@ -173,7 +161,7 @@ def test_posted_through_the_api_with_token_session_csrf_and_role_checks(flag_act
     r = api_post(api, job_id, body, token=token)
     assert r.status_code == 200 and r.json() == {"job_id": job_id, "outcome": "done", "message": f"Job {job_id} flagged red."}
     entry = AuditEntry.objects.exclude(queue="").get()
-    assert (entry.action, entry.via, entry.username, entry.selection) == ("job.flag", "api", "recipe-admin", {"colour": "red"})
+    assert (entry.action, entry.via, entry.username, entry.selection) == ("job.flag", "api", "user-admin", {"colour": "red"})
 
 
 def test_read_only_mode_refuses_it_like_every_action(flag_action, job_id, client, settings):
@@ -190,5 +178,5 @@ def test_an_unknown_action_is_bad_input_not_a_crash(job_id, client):
     client.force_login(user_with("admin"))
     r = page_post(client, job_id, {"reason": "x"})  # "flag" is not registered in this test
     assert r.status_code == 200 and "Unknown job action &#x27;flag&#x27;" in r.content.decode()
-    r = api_post(client, job_id, {"reason": "x"}, token=token_for(User.objects.get(username="recipe-admin")))
+    r = api_post(client, job_id, {"reason": "x"}, token=token_for(User.objects.get(username="user-admin")))
     assert r.status_code == 400 and r.json()["message"].startswith("Unknown job action 'flag'")

@@ -16,6 +16,7 @@ from django.urls import get_resolver, reverse
 
 from dashboard.actions.models import AuditEntry, BulkTask
 from tests.support.servers import run_node
+from tests.support.accounts import user_with, token_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
@@ -25,19 +26,6 @@ Q = ("default", "bull", "perm")
 @pytest.fixture
 def seeded(actions_redis):
     return run_node("seed_actions.mjs", actions_redis, "perm", "6", "3", "3")
-
-
-def user_with(role: str | None) -> User:
-    user = User.objects.create_user(f"user-{role}", password="pw")
-    if role and role != "viewer":
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-def token_for(user: User) -> str:
-    out = StringIO()
-    call_command("api_token", user.username, stdout=out)
-    return out.getvalue().strip()
 
 
 def endpoints(ids: dict, task_id: int | None) -> list[tuple[str, str, list, dict, str | None]]:

@@ -11,7 +11,8 @@ import pytest
 from queues import actions, job_add
 from queues.job_options import InvalidJob, new_job
 from queues.keys import QueueRef
-from tests.support.servers import RedisServer, node_available, run_node
+from tests.support.servers import node_available, run_node
+from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.node,
               pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
@@ -19,29 +20,6 @@ pytestmark = [pytest.mark.node,
 EVERY_OPTION = {"delay": 300, "attempts": 3, "backoff": {"type": "exponential", "delay": 50, "jitter": 0.5},
                 "jobId": "order-7", "deduplication": {"id": "order-7-dedup", "ttl": 60000},
                 "removeOnComplete": {"count": 10}, "removeOnFail": 5}
-
-
-@pytest.fixture(scope="module")
-def server():
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def r(server):
-    client = server.client(0)
-    client.flushdb()
-    yield client
-    client.close()
-
-
-def q(name: str) -> QueueRef:
-    return QueueRef("default", "bull", name)
-
-
-def node(server, *args) -> dict:
-    return run_node("toolbox.mjs", args[0], server.url(0), *args[1:])
 
 
 def ours(r, queue: QueueRef, *, name="job", data=None, opts=None) -> job_add.AddOutcome:

@@ -12,33 +12,11 @@ import pytest
 
 from queues import actions, edit_retry, queue_settings
 from queues.keys import QueueRef
-from tests.support.servers import RedisServer, node_available, run_node
+from tests.support.servers import node_available, run_node
+from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.node,
               pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
-
-
-@pytest.fixture(scope="module")
-def server():
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def r(server):
-    client = server.client(0)
-    client.flushdb()
-    yield client
-    client.close()
-
-
-def q(name: str) -> QueueRef:
-    return QueueRef("default", "bull", name)
-
-
-def node(server, mode, queue, *args) -> dict:
-    return run_node("toolbox.mjs", mode, server.url(0), queue, *args)
 
 
 def test_an_edited_failed_job_runs_with_the_new_data_and_reset_counters(server, r):

@@ -17,25 +17,11 @@ from django.urls import reverse
 
 from dashboard.actions.models import AuditEntry
 from tests.support.servers import run_node
+from tests.support.accounts import user_with, token_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
 Q = ("default", "bull", "sch")
-
-
-def user_with(role: str) -> User:
-    if role == "admin":
-        return User.objects.create_superuser("root", password="pw")
-    user = User.objects.create_user(f"user-{role}", password="pw")
-    if role != "viewer":
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-def token_for(user: User) -> str:
-    out = StringIO()
-    call_command("api_token", user.username, stdout=out)
-    return out.getvalue().strip()
 
 
 def api(client, url: str, body, token: str):

@@ -100,7 +100,7 @@ def test_csrf_is_enforced_on_changes(rows):
     ({"threshold": "-3"}, "threshold", "The threshold cannot be negative."),
     ({"threshold": "10", "resolve_threshold": "50"}, "resolve_threshold", "must be at or below the threshold (10)"),
     ({"kind": "failure_ratio", "threshold": "150"}, "threshold", "A percentage cannot be above 100"),
-    ({"min_volume": "5"}, "min_volume", "only applies to failure-ratio rules"),
+    ({"min_volume": "5"}, "min_volume", "only applies to failure-ratio or wait-p95 or processing-p95 rules"),
     ({"kind": "no_completions", "threshold": "30"}, "threshold", "needs T of at least 60 seconds"),
     ({"kind": "dlq_depth", "include_due_delayed": "on"}, "include_due_delayed", "Only backlog rules can count due delayed"),
     ({"connection": "nope"}, "connection", "Select a valid choice"),

@@ -14,6 +14,7 @@ from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.alerts.models import Alert, AlertRule
 from dashboard.live import timing_points
 from dashboard.live.models import JobTimingPoint
 from queues.keys import QueueRef
@@ -51,6 +52,10 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(li
                                                                                logged_in):
     name = "timed"
     settings.QUEUEWATCH_RECONCILE_MS = 600_000
+    settings.QUEUEWATCH_ALERT_INTERVAL_S = 0.5
+    # Part 2: a per-job-name p95 processing rule, evaluated by the monitor on its own figures.
+    AlertRule.objects.create(name="slow jobs", kind="processing_p95", threshold=0.5, window_minutes=15, job_name="*",
+                             queue_glob=name, repeat_minutes=0)
     run_node("truth.mjs", "counts", redis_url, name)  # the queue exists before the monitor starts
     ensure_node_modules()
     with monitor_thread(tick=0.3, name="timing-a", lock_ttl_ms=2000) as first:
@@ -68,12 +73,16 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(li
             wait_for(lambda: stored(name, "completed") >= len(truth) and stored_samples(name, "wait") >= len(truth),
                      timeout=20)
             assert second.tracker.clock.names_to_read == 0
+            wait_for(lambda: Alert.objects.filter(item="slow", state=Alert.FIRING).exists(), timeout=10)
     finally:
         if workload.poll() is None:
             workload.kill()
 
     # Exactly once: every job's completion, processing time and wait, neither lost nor doubled.
     assert stored(name, "completed") == len(truth) and stored(name, "failed") == 0
+    slow_alert = Alert.objects.get(item="slow")  # 1 s jobs above 0.5 s; 200 ms jobs never were
+    assert slow_alert.value_last > 0.5 and slow_alert.summary.startswith("p95 processing time")
+    assert not Alert.objects.filter(item="fast").exclude(value_last=0).exists()
     assert stored_samples(name, "processing") == len(truth)
     assert stored_samples(name, "wait") == len(truth)
 

@@ -11,6 +11,7 @@ from queues.alert_rules import ConnectionFacts, Facts
 from queues.keys import QueueRef
 from queues.rates import QueueSeries, count_event
 from queues.snapshot import COUNT_STATES, QueueSnapshot
+from queues.timings import QueueTimings
 
 T0 = dt.datetime(2026, 6, 1, 12, 0, 30, tzinfo=dt.timezone.utc)
 
@@ -20,10 +21,12 @@ def ms(t: dt.datetime) -> int:
 
 
 def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=None, events=(), stalled=(), connection="default",
-            attempt_failures=()):
+            attempt_failures=(), timings=()):
     """``events``: (event name, seconds before ``now``) pairs, counted like the monitor does;
     ``attempt_failures``: seconds before ``now`` of failed attempts that will be retried (the
-    monitor counts them from candidate events, not with ``count_event``)."""
+    monitor counts them from candidate events, not with ``count_event``); ``timings``: (job
+    name, "wait" or "processing", milliseconds, seconds before ``now``) samples, counted into
+    the queue's ``QueueTimings`` as the monitor's job clock does."""
     snap = QueueSnapshot(QueueRef(connection, "bull", name), {**dict.fromkeys(COUNT_STATES, 0), **(counts or {})},
                          paused, 0, oldest_waiting_ts=None if oldest_age_s is None else ms(now) - int(oldest_age_s * 1000),
                          taken_at=ms(now))
@@ -32,7 +35,10 @@ def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=No
         count_event(series, ev, ms(now) - int(before_s * 1000), {})
     for before_s in attempt_failures:
         series.bucket(ms(now) - int(before_s * 1000)).attempt_failed += 1
-    return build_signals(snap, series, now_ms=ms(now), stalled_now=list(stalled))
+    clock = QueueTimings()
+    for job_name, figure, duration_ms, before_s in timings:
+        clock.count(name=job_name, ts_ms=ms(now) - int(before_s * 1000), kind=figure, ms=duration_ms)
+    return build_signals(snap, series, now_ms=ms(now), stalled_now=list(stalled), timings=clock)
 
 
 def facts(*sigs, connections=None, schedulers=None) -> Facts:

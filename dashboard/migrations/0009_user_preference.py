@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0007_job_timing_points'),
+        ('dashboard', '0008_triage_rules'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

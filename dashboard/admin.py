@@ -1,0 +1,2 @@
+# Admin registrations of the dashboard app's feature packages (autodiscovery imports this module).
+from dashboard.actions import admin as actions_admin  # noqa: F401

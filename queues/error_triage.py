@@ -1,0 +1,152 @@
+"""Error triage (issue 14, part 3): is a failure worth retrying?
+
+Each error group gets a class from its newest failure reason (first line, as grouped):
+
+- *transient* — timeouts, connection resets, HTTP 429/502/503/504, lock contention: the cause
+  passes, retrying helps once it has;
+- *permanent* — ``UnrecoverableError``, validation errors, other HTTP 4xx, "not found",
+  programming errors: the same input fails again, retrying wastes attempts;
+- *unknown* — nothing matched.
+
+Admins' rules (a regular expression and a class) are tried first, in their order, then the
+built-in patterns. Patterns are compiled with the ``regex`` module and every match runs with a
+timeout on at most ``MAX_INPUT`` characters, so a hostile pattern (``(x+x+)+y``) cannot hang a
+page: a rule that times out is skipped for that reason, and ``validate_pattern`` refuses one
+that times out on a pathological probe. Framework-free (no Django), no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex
+
+TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
+CLASSES = (TRANSIENT, PERMANENT, UNKNOWN)
+ADVICE = {
+    TRANSIENT: "Transient: the cause usually passes (timeouts, resets, rate limits, lock contention). Retry once it has.",
+    PERMANENT: "Permanent: the same input fails again (validation, 4xx, not found, UnrecoverableError). "
+               "Fix the data or the code; retrying wastes attempts.",
+    UNKNOWN: "Unknown: no built-in pattern or rule matched. Read the sample before retrying.",
+}
+
+MAX_PATTERN = 300  # characters in a user rule's pattern
+MAX_INPUT = 2000  # characters of a reason a pattern is matched against (the grouped first line)
+TIMEOUT_S = 0.05  # per match
+
+_FLAGS = regex.IGNORECASE | regex.VERSION0
+_STATUS = r"(?:status(?:\s*code)?|http(?:/\d(?:\.\d)?)?|code|response)\s*[:=]?\s*"
+
+# (class, what it is, pattern), tried in this order: the first match decides. Status codes and
+# UnrecoverableError first, as they are the most specific words in a message.
+BUILT_IN: tuple[tuple[str, str, str], ...] = (
+    (PERMANENT, "UnrecoverableError", r"\bUnrecoverableError\b"),
+    (TRANSIENT, "HTTP 429 / 502 / 503 / 504", _STATUS + r"(?:429|50[234])\b"),
+    (TRANSIENT, "rate limited or unavailable",
+     r"too many requests|rate.?limit(?:ed|s)?\b|service unavailable|bad gateway|gateway time-?out|temporarily unavailable"),
+    (PERMANENT, "HTTP 4xx", _STATUS + r"4(?!29)\d\d\b"),
+    (TRANSIENT, "timeout", r"\btime[sd]?\s?out\b|\btimeout\b|ETIMEDOUT|ESOCKETTIMEDOUT|deadline exceeded"),
+    (TRANSIENT, "connection reset or refused",
+     r"ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|socket hang up|"
+     r"connection (?:was )?(?:reset|refused|closed|aborted|lost)|broken pipe"),
+    (TRANSIENT, "lock contention",
+     r"deadlock|lock wait timeout|could not (?:obtain|acquire) (?:a )?lock|lock (?:is )?(?:already )?(?:held|taken)|"
+     r"database is locked|SQLITE_BUSY|serialization failure|LockError|Missing lock"),
+    (PERMANENT, "validation", r"validation|\binvalid\b|is required\b|must be\b|malformed|unprocessable"),
+    (PERMANENT, "client error", r"bad request|unauthori[sz]ed|forbidden|permission denied|access denied"),
+    (PERMANENT, "not found", r"not found|does not exist|no such\b|unknown (?:user|customer|account|id)"),
+    (PERMANENT, "programming error",
+     r"\b(?:TypeError|ReferenceError|SyntaxError)\b|is not a function|cannot read propert(?:y|ies) of (?:undefined|null)"),
+)
+
+
+@dataclass(frozen=True)
+class UserRule:
+    pattern: str
+    error_class: str
+    label: str = ""  # shown as the reason of the class, e.g. "rule 3: payments gateway"
+
+
+@dataclass(frozen=True)
+class Triage:
+    error_class: str
+    matched_by: str  # "built-in: timeout", "rule: …", or "" for unknown
+
+    @property
+    def advice(self) -> str:
+        return ADVICE[self.error_class]
+
+
+@lru_cache(maxsize=512)
+def _compiled(pattern: str):
+    return regex.compile(pattern, _FLAGS)
+
+
+def _search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches; False when it times out or does not compile."""
+    try:
+        return _compiled(pattern).search(text[:MAX_INPUT], timeout=TIMEOUT_S) is not None
+    except (regex.error, TimeoutError):
+        return False
+
+
+def first_line(reason: str) -> str:
+    return (reason or "").strip().split("\n", 1)[0][:MAX_INPUT]
+
+
+def classify(reason: str, *, user_rules=()) -> Triage:
+    """The class of a failure reason: the first user rule that matches, else the first built-in."""
+    line = first_line(reason)
+    for rule in user_rules:
+        if rule.error_class in CLASSES and _search(rule.pattern, line):
+            return Triage(rule.error_class, f"rule: {rule.label or rule.pattern}")
+    for error_class, what, pattern in BUILT_IN:
+        if _search(pattern, line):
+            return Triage(error_class, f"built-in: {what}")
+    return Triage(UNKNOWN, "")
+
+
+# Inputs a pathological pattern is slow on: long runs of one character then a mismatch.
+_PROBES = tuple(c * MAX_INPUT + "!" for c in ("a", "x", "0", " ", "-")) + (("ab" * (MAX_INPUT // 2)) + "!",)
+
+
+def validate_pattern(pattern: str) -> str | None:
+    """What is wrong with a user rule's pattern, or None. Refuses empty, too long, invalid, and
+    patterns that take longer than the timeout on a pathological probe of ``MAX_INPUT`` chars."""
+    if not pattern or not pattern.strip():
+        return "Enter a regular expression, e.g. payment gateway .* declined."
+    if len(pattern) > MAX_PATTERN:
+        return f"A pattern can be at most {MAX_PATTERN} characters long (this one has {len(pattern)})."
+    try:
+        compiled = regex.compile(pattern, _FLAGS)
+    except regex.error as e:
+        return f"This is not a valid regular expression: {e}."
+    for probe in _PROBES:
+        try:
+            compiled.search(probe, timeout=TIMEOUT_S)
+        except TimeoutError:
+            return ("This pattern takes too long on some inputs (nested repetition such as (a+)+ "
+                    "backtracks exponentially); simplify it.")
+    return None
+
+
+@dataclass(frozen=True)
+class RetryOutlook:
+    """Whether retrying a group now is likely to help: its failure rate over the last 5 minutes
+    is below half its rate over the 15 minutes before (the cause is passing)."""
+
+    recent_per_min: float  # failures per minute, last 5 minutes
+    before_per_min: float  # failures per minute, the 15 minutes before
+
+    @property
+    def likely_to_help(self) -> bool:
+        return self.recent_per_min < self.before_per_min / 2
+
+    @property
+    def quiet(self) -> bool:
+        return self.recent_per_min == 0 and self.before_per_min == 0
+
+
+def retry_outlook(*, last_5m: int, prior_15m: int) -> RetryOutlook:
+    return RetryOutlook(recent_per_min=last_5m / 5, before_per_min=prior_15m / 15)
