@@ -166,3 +166,20 @@ def private_redis(settings):
     reset_registry()
     channel_layers.backends.clear()
     server.stop()
+
+
+@pytest.fixture
+def smtp(settings):
+    """A real SMTP receiver on loopback (tests/support/receivers.py), with Django's email
+    settings pointed at it."""
+    from tests.support.receivers import SmtpReceiver
+
+    server = SmtpReceiver()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.DEFAULT_FROM_EMAIL = "queuewatch@example.test"
+    settings.QUEUEWATCH_BASE_URL = "https://qw.example.test"
+    yield server
+    server.stop()

@@ -20,7 +20,7 @@ from django.utils import timezone
 from dashboard.alerts import sender
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
 from dashboard.alerts.placeholders import fill_placeholders
-from tests.support.receivers import SmtpReceiver, WebhookReceiver
+from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
 
@@ -292,18 +292,6 @@ def test_placeholder_replace_is_single_pass_and_longest_name_first():
 
 
 # --- email through a real SMTP server ---------------------------------------------------------
-
-@pytest.fixture
-def smtp(settings):
-    server = SmtpReceiver()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    settings.DEFAULT_FROM_EMAIL = "queuewatch@example.test"
-    settings.QUEUEWATCH_BASE_URL = "https://qw.example.test"
-    yield server
-    server.stop()
 
 
 def email_channel(*to: str) -> Channel:

@@ -8,22 +8,9 @@ from django.utils import timezone
 
 from dashboard.alerts import sender
 from dashboard.alerts.models import Channel, Notification
-from tests.support.receivers import SmtpReceiver
+
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def smtp(settings):
-    server = SmtpReceiver()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    settings.DEFAULT_FROM_EMAIL = "queuewatch@example.test"
-    settings.QUEUEWATCH_BASE_URL = "https://qw.example.test"
-    yield server
-    server.stop()
 
 
 def firing(channel: Channel) -> Notification:
