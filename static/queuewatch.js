@@ -102,6 +102,49 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   });
 })();
 
+// The overview's socket carries every queue's row, also rows this page does not show (another
+// page of the overview, filtered out) and rows of queues that appeared since it loaded. htmx
+// would report each as htmx:oobErrorNoTarget; this extension (hx-ext="qw-rows" next to "ws")
+// drops fragments without a target before htmx sees them, and when a queue row is new to this
+// page, reloads the queue tables once through htmx (same URL: same sort, filter and page), so
+// a new queue appears live where it belongs.
+(function () {
+  "use strict";
+  var tried = new Set();  // row ids already looked for: a row that is elsewhere is not refetched each tick
+  var pending = null;
+  function reloadTables() {
+    if (pending) return;
+    pending = setTimeout(function () {
+      pending = null;
+      if (!document.getElementById("queue-tables")) return;
+      window.htmx.ajax("GET", window.location.pathname + window.location.search,
+                       { target: "#queue-tables", swap: "outerHTML",
+                         headers: { "X-Queuewatch-Refresh": "queues" } });
+    }, 300);
+  }
+  function register() {
+    if (!window.htmx || !window.htmx.defineExtension) return;
+    window.htmx.defineExtension("qw-rows", {
+      transformResponse: function (text) {
+        var template = document.createElement("template");
+        template.innerHTML = text;
+        var dropped = false;
+        Array.from(template.content.children).forEach(function (el) {
+          if (!el.id || document.getElementById(el.id)) return;
+          dropped = true;
+          el.remove();
+          if (el.matches("tr[id^=\"row-\"]") && !tried.has(el.id)) {
+            tried.add(el.id);
+            reloadTables();
+          }
+        });
+        return dropped ? template.innerHTML : text;
+      },
+    });
+  }
+  register();  // deferred after htmx, before htmx processes the page
+})();
+
 // Behaviour that used to be inline (onchange=, javascript: links, a <style> block), moved here
 // so the Content-Security-Policy needs no 'unsafe-inline'.
 (function () {

@@ -28,15 +28,16 @@ class ConnectionView:
     signals: list = field(default_factory=list)  # QueueSignals, filled by with_signals()
 
 
-def overview() -> list[ConnectionView]:
+def overview(*, refresh: bool = False) -> list[ConnectionView]:
     """Every connection with its queue snapshots; a failing connection carries its error and
-    does not stop the others from being shown."""
+    does not stop the others from being shown. ``refresh`` reads the monitor's list of queues
+    again instead of this process's cached copy (a new queue has just been announced)."""
     registry = get_registry()
     result = []
     for name in registry.names:
         conn = registry.connection(name)
         try:
-            queues = registry.queues(name)
+            queues = registry.queues(name, refresh=refresh)
             with conn.source.errors():
                 snaps = conn.source.snapshots(queues)
             result.append(ConnectionView(name, conn.spec.display_url, snaps))

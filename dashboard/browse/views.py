@@ -28,7 +28,8 @@ def overview(request):
     query = request.GET.get("q", "").strip()
     sort = sort_param(request)
     descending = request.GET.get("dir") == "desc"
-    connections = reads.overview()
+    # Sent by the page when the websocket announced a queue it does not show (static/queuewatch.js).
+    connections = reads.overview(refresh=request.headers.get("X-Queuewatch-Refresh") == "queues")
     for conn in connections:
         snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
         conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)

@@ -31,3 +31,21 @@ def test_pages_work_under_the_enforced_policy(strict_page, live_app, bullmq_fixt
     assert violations == [], violations
     assert page.console_errors == [], page.console_errors
     assert page.failed_responses == [], page.failed_responses
+
+
+def test_a_new_queue_appears_live_on_the_overview(strict_page, live_app, node_fixture_client, bullmq_fixture):
+    """The overview's socket carries rows this page does not show yet: the new queue's row makes
+    the page reload its tables (it appears live) and htmx never reports a missing target."""
+    page = strict_page
+    log_in(page, live_app)
+    page.wait_for_selector("#live-status[data-state=live]")
+    client = node_fixture_client
+    client.hset("bull:brand-new-q:meta", "opts.maxLenEvents", "10000")
+    client.hset("bull:brand-new-q:1", mapping={"name": "x", "data": "{}", "opts": "{}", "timestamp": 1_700_000_000_000})
+    client.lpush("bull:brand-new-q:wait", "1")
+    try:
+        # The monitor rediscovers every 10 s; then the row arrives and the tables are reloaded.
+        page.wait_for_selector("table.queues a:has-text('brand-new-q')", timeout=30_000)
+        assert page.console_errors == [], page.console_errors
+    finally:
+        client.delete("bull:brand-new-q:meta", "bull:brand-new-q:1", "bull:brand-new-q:wait")
