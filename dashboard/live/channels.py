@@ -303,6 +303,20 @@ class Watch:
         return cls(kind, QueueRef(connection, prefix, name), target)
 
 
+LANGUAGES_KEY = "queuewatch:languages"
+
+
+def announce_language(client: redis.Redis, language: str) -> None:
+    """Someone is viewing live fragments in ``language`` (refreshed like a watch): the monitor
+    renders a language other than the default only while someone views it."""
+    client.zadd(LANGUAGES_KEY, {language: time.time() + WATCH_TTL_S})
+
+
+def viewed_languages(client: redis.Redis) -> set[str]:
+    """Languages someone announced within the last ``WATCH_TTL_S`` seconds."""
+    return {m.decode() if isinstance(m, bytes) else m for m in client.zrangebyscore(LANGUAGES_KEY, time.time(), "+inf")}
+
+
 def watch(client: redis.Redis, item: Watch) -> None:
     """Record that someone is looking at a job or a job list, for ``WATCH_TTL_S`` seconds.
     The monitor reads this set once per tick, so its work follows what is watched, not how

@@ -11,6 +11,7 @@ import asyncio
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from dashboard.i18n import language_for_scope
 from dashboard.live import channels as live
@@ -30,7 +31,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.joined = [live.language_group(group, language) for group in (live.ALL, *self.groups_for_page())]
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        if self.watches():
+        self.language = language
+        if self.watches() or self.announces_language():
             await self.register_watches()  # before accepting, so the monitor knows at once
             self.heartbeat = asyncio.create_task(self.keep_watching())
         await self.accept()
@@ -77,9 +79,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self._redis = live.dashboard_redis()
         return self._redis
 
+    def announces_language(self) -> bool:
+        return getattr(self, "language", settings.LANGUAGE_CODE) != settings.LANGUAGE_CODE
+
     async def register_watches(self):
         for item in self.watches():
             await sync_to_async(live.watch)(self.redis(), item)
+        if self.announces_language():
+            await sync_to_async(live.announce_language)(self.redis(), self.language)
 
     async def keep_watching(self):
         while True:

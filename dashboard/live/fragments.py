@@ -31,12 +31,25 @@ class LocalizedHtml(str):
     translations: dict[str, str]
 
 
+# The other languages to render live fragments in: every configured one unless the monitor
+# narrows it to those someone is viewing (``only_render``). Rendering is most of the monitor's
+# CPU on a busy system, so a language nobody views must not double it.
+_rendered_languages: set[str] | None = None
+
+
+def only_render(languages: set[str] | None) -> None:
+    """Render other-language fragments only for ``languages`` (None: all configured)."""
+    global _rendered_languages
+    _rendered_languages = None if languages is None else set(languages)
+
+
 def render_localized(template_name: str, context: dict) -> LocalizedHtml:
     with translation.override(settings.LANGUAGE_CODE):
         html = LocalizedHtml(render_to_string(template_name, context))
     html.translations = {}
+    wanted = _rendered_languages
     for code, _name in settings.LANGUAGES:
-        if code != settings.LANGUAGE_CODE:
+        if code != settings.LANGUAGE_CODE and (wanted is None or code in wanted):
             with translation.override(code):
                 html.translations[code] = render_to_string(template_name, context)
     return html

@@ -44,7 +44,7 @@ from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.health import checks as health
 from dashboard.live import channels as live
-from dashboard.live import history, persistence
+from dashboard.live import fragments, history, persistence
 from dashboard.live.intake import EventIntake
 from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_state
 from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
@@ -77,6 +77,7 @@ class Monitor:
         self.publisher = live.Publisher(self.dash)
         self.tracker = CountTracker(self.registry)
         self.banner = ConnectionBanner(self.publisher)
+        self.rendered_languages: set[str] = set()  # other languages someone views (live fragments)
         self.queue_publisher = QueuePublisher(publisher=self.publisher, redactor=get_redactor())
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
         self.health_report: health.HealthReport | None = None  # the last one, for the Redis alert rules
@@ -220,6 +221,7 @@ class Monitor:
                 self.tracker.name_jobs()
                 next_probe = t + STALL_PROBE_INTERVAL
             if t >= next_tick or t >= next_snapshot:
+                self.follow_viewed_languages()
                 exact = t >= next_snapshot
                 self.refresh(list(self.tracker.states), full=True, exact=exact)
                 dirty.clear()
@@ -297,6 +299,18 @@ class Monitor:
         self.publishes += int(changed_overview)
         if full:
             self.publish_state()
+
+    def follow_viewed_languages(self) -> None:
+        """Render other-language fragments only for languages someone views; when one starts
+        being viewed, send every fragment afresh so its groups are complete at once."""
+        try:
+            viewed = live.viewed_languages(self.dash)
+        except redis.RedisError:
+            return  # keep the current choice; the dashboard Redis trouble shows elsewhere
+        if viewed - self.rendered_languages:
+            self.queue_publisher.reset()
+        self.rendered_languages = viewed
+        fragments.only_render(viewed)
 
     def publish_state(self) -> None:
         publish_state(self.dash, states=self.tracker.states, connection_names=self.registry.names,
