@@ -17,7 +17,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard.health import checks as health_glue
+from dashboard.health import checks as health_checks
 from dashboard.registry import get_registry
 from queues import health
 
@@ -42,9 +42,9 @@ class Command(BaseCommand):
         for name in names or []:
             if name not in known:
                 raise CommandError(f"No connection named {name!r} (configured: {', '.join(known) or 'none'}).")
-        report = health_glue.run_all(connections=names)
+        report = health_checks.run_all(connections=names)
         if not options["no_store"] and not names:
-            health_glue.store(report)
+            health_checks.store(report)
         fail_on = options["fail_on"]
         failing = report.failing_at(fail_on)
         if options["json"]:
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         if failing:
             sys.exit(1)
 
-    def _text(self, report: health_glue.HealthReport, fail_on: str, failing, verbose_pass: bool) -> None:
+    def _text(self, report: health_checks.HealthReport, fail_on: str, failing, verbose_pass: bool) -> None:
         w = self.stdout.write
         if report.state_taken_at is None:
             kinds = ", ".join(health.STATE_KINDS)
