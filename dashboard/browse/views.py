@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from dashboard import downloads
-from dashboard.health import checks as health
+from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
@@ -48,7 +48,7 @@ def overview(request):
 def stored_health_summary() -> dict | None:
     """Failing checks from the last stored health report (the monitor runs them every minute)."""
     try:
-        report = health.read_stored(live.dashboard_redis())
+        report = health_checks.read_stored(live.dashboard_redis())
     except redis.RedisError:  # no dashboard Redis, or it is down: the page works without it
         return None
     if not report:

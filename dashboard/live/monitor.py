@@ -42,7 +42,7 @@ from django.db import close_old_connections
 from dashboard.actions.bulk_runner import BulkRunner
 from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
-from dashboard.health import checks as health
+from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from dashboard.live import fragments, history, persistence
 from dashboard.live.intake import EventIntake
@@ -80,7 +80,7 @@ class Monitor:
         self.rendered_languages: set[str] = set()  # other languages someone views (live fragments)
         self.queue_publisher = QueuePublisher(publisher=self.publisher, redactor=get_redactor())
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
-        self.health_report: health.HealthReport | None = None  # the last one, for the Redis alert rules
+        self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
         self.publishes = 0  # refreshes that changed some queue's own fragments
@@ -329,7 +329,7 @@ class Monitor:
         """The production-readiness checks on the monitor's schedule; the stored report feeds
         the health page's summary, the overview and /metrics (and the Redis alert rules)."""
         try:
-            self.health_report = health.run_and_store()
+            self.health_report = health_checks.run_and_store()
         except Exception:
             log.exception("%s: health checks failed; will retry", self.name)
 
