@@ -70,7 +70,7 @@ def read_settings(client: redis.Redis, *, queue: QueueRef) -> QueueSettings:
     pipe.hmget(queue.key("meta"), ["concurrency", "max", "duration", "paused"])
     pipe.get(queue.key("limiter"))
     pipe.pttl(queue.key("limiter"))
-    for _, suffix, kind in COUNTED:
+    for _label, suffix, kind in COUNTED:
         (pipe.llen if kind == "list" else pipe.zcard)(queue.key(suffix))
     (concurrency, rate_max, duration, paused), limiter, pttl, *sizes = pipe.execute()
     rate_max = _int(rate_max)

@@ -69,7 +69,7 @@ def is_legacy_key_shape(member: str) -> bool:
 def read_schedulers(client: redis.Redis, queue: QueueRef) -> list[Scheduler]:
     members = client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True)
     pipe = client.pipeline(transaction=False)
-    for member, _ in members:
+    for member, _score in members:
         pipe.hgetall(queue.key("repeat:") + to_text(member))
     hashes = pipe.execute() if members else []
     result = []

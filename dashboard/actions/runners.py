@@ -9,7 +9,6 @@ result has it, else 1 for a job that was acted on).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from django.utils.translation import gettext, ngettext

@@ -26,6 +26,7 @@ from queues.jobs import JobSummary, read_job_live, read_summaries
 from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.listing import JobPage, page_one_ids
 from queues.live_counts import FINISHED
+from queues.timings import QueueTimings
 
 log = logging.getLogger("queuewatch.monitor")
 

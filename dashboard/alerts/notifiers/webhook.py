@@ -301,7 +301,7 @@ class WebhookNotifier(Notifier):
         headers = {"Content-Type": content_type, "User-Agent": "Queuewatch-Webhook/1"}
         try:
             custom = decrypt_values(self.config.get("headers") or {})
-        except UndecryptableSecret as exc:
+        except UndecryptableSecret:
             raise DeliveryError(gettext("A custom header cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
                                         "add the old key back."), retry=False) from None
         if isinstance(self.channel.secret, Undecryptable):
