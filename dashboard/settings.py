@@ -246,6 +246,8 @@ QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
 
 # How often the monitor evaluates alert rules (seconds).
 QUEUEWATCH_ALERT_INTERVAL_S = env_int("QUEUEWATCH_ALERT_INTERVAL_S", 5, minimum=1)
+# Seconds between the monitor's CLIENT LIST reads (workers per queue, queues/workers.py).
+QUEUEWATCH_WORKERS_INTERVAL_S = env_int("QUEUEWATCH_WORKERS_INTERVAL_S", 10, minimum=1)
 # Optional digest of the last day's alerts, on a cron schedule in a time zone, to the named
 # channels (e.g. QUEUEWATCH_DIGEST_CRON="0 8 * * 1-5", QUEUEWATCH_DIGEST_TZ=Europe/Paris).
 QUEUEWATCH_DIGEST_CRON = env_str("QUEUEWATCH_DIGEST_CRON") or ""

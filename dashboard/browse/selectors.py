@@ -10,13 +10,16 @@ import datetime as dt
 import time
 from dataclasses import dataclass, field
 
+import redis
 from django.conf import settings
 
+from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
 from queues.errors import RedisUnavailable
 from queues.keys import QueueRef, parse_job_key
+from queues.workers import Worker
 
 
 @dataclass
@@ -109,16 +112,46 @@ def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | N
     return parse_job_key(full_key, get_registry().all_prefixes(connection))
 
 
+@dataclass
+class QueueWorkers:
+    """A queue's workers as the monitor last read them (``queues.workers``); ``known`` is false
+    without a running monitor or where the server refuses CLIENT LIST (then ``error`` says why)."""
+
+    known: bool
+    workers: list[Worker] = field(default_factory=list)
+    taken_at: int | None = None
+    error: str = ""
+
+
+def workers_document() -> dict:
+    """The monitor's workers document from the dashboard Redis (never the monitored one)."""
+    try:
+        return live.read_workers(live.dashboard_redis()) or {}
+    except redis.RedisError:  # the page works without the dashboard Redis
+        return {}
+
+
+def queue_workers(queue: QueueRef, doc: dict | None = None) -> QueueWorkers:
+    doc = workers_document() if doc is None else doc
+    found = (doc.get("queues") or {}).get(live.queue_id(queue))
+    if found is None:
+        return QueueWorkers(False, error=(doc.get("unknown") or {}).get(queue.connection, ""))
+    return QueueWorkers(True, [Worker.from_dict(w) for w in found], doc.get("taken_at"))
+
+
 def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
-    """Rates for each snapshot from the minute counters the monitor has stored."""
+    """Rates for each snapshot from the minute counters the monitor has stored, and worker
+    counts from the monitor's workers document."""
     now = dt.datetime.now(dt.timezone.utc)
     queues = [s.queue for s in snapshots]
     series = stored_series(queues, now=now)
     sparks = spark_series(queues, now=now) if spark else {}
+    doc = workers_document() if snapshots else {}
     now_ms = int(time.time() * 1000)
     result = []
     for snap in snapshots:
-        sig = build_signals(snap, series[snap.queue], now_ms=now_ms)
+        found = queue_workers(snap.queue, doc)
+        sig = build_signals(snap, series[snap.queue], now_ms=now_ms, workers=len(found.workers) if found.known else None)
         sig.spark = sparks.get(snap.queue, {})
         result.append(sig)
     return result

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
@@ -29,6 +30,7 @@ from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
 from queues.stalls import read_active, without_lock
 from queues.timings import QueueTimings
+from queues.workers import Worker, read_workers
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -60,6 +62,7 @@ class QueueState:
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
     gaps: int = 0
     timings: QueueTimings = field(default_factory=QueueTimings)  # wait/processing per job name (queues.job_clock)
+    workers: list[Worker] | None = None  # from the last CLIENT LIST (queues.workers); None: unknown
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,30 @@ class CountTracker:
                     st.series.bucket(m).merge_max(Minute(completed=next(counts), failed=next(counts)))
                     st.dirty_minutes.add(m)
 
+    def read_workers(self, down: dict[str, str]) -> dict:
+        """Every queue's workers: one ``CLIENT LIST`` per reachable connection (queues.workers).
+        Returns the workers document (``channels.publish_workers``). A connection that is down
+        or refuses the command leaves its queues' workers unknown, never "none"."""
+        by_conn: dict[str, list[QueueRef]] = {}
+        for q in self.states:
+            by_conn.setdefault(q.connection, []).append(q)
+        doc: dict = {"taken_at": now_ms(), "queues": {}, "unknown": {}}
+        for name, queues in by_conn.items():
+            found = None
+            if name in down:
+                doc["unknown"][name] = down[name]
+            else:
+                try:
+                    found = read_workers(self.registry.source(name).raw_client(), queues)
+                except redis.RedisError as exc:
+                    log.warning("could not read CLIENT LIST on %s (%s); workers unknown", name, exc)
+                    doc["unknown"][name] = str(exc) or exc.__class__.__name__
+            for q in queues:
+                self.states[q].workers = None if found is None else found[q]
+                if found is not None:
+                    doc["queues"][queue_id(q)] = [w.as_dict() for w in found[q]]
+        return doc
+
     # --- what to publish ----------------------------------------------------------------------
 
     def current_signals(self, q: QueueRef, now: int) -> QueueSignals | None:
@@ -289,7 +316,8 @@ class CountTracker:
             return None
         st.snapshot = snap = st.live.snapshot(now)
         st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
-        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings)
+        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings,
+                                   workers=None if st.workers is None else len(st.workers))
         return st.signals
 
     def take_changes(self, q: QueueRef) -> QueueChanges:
