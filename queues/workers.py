@@ -1,11 +1,13 @@
 """Workers per queue, from the names BullMQ gives its worker connections.
 
-BullMQ 6.7 names a worker's blocking connection ``CLIENT SETNAME <prefix>:<base64(queue)>``, or
-``<prefix>:<base64(queue)>:w:<worker name>`` when the worker was given ``opts.name``; its
-``Queue.getWorkers()`` reads ``CLIENT LIST`` and keeps the clients whose name is exactly the
-first or starts with the second (``QueueGetters.getWorkers`` in the Node dist,
-``Queue.getWorkers`` in the Python package). Queue-events readers end in ``:qe`` and are not
-workers.
+Node BullMQ 6.7 names a worker's blocking connection ``CLIENT SETNAME <prefix>:<base64(queue)>``,
+or ``<prefix>:<base64(queue)>:w:<worker name>`` when the worker was given ``opts.name``
+(``RedisQueueBackend.clientName``); Python bullmq uses the plain ``<prefix>:<queue>`` in the same
+two shapes (``RedisBackend.clientName``). ``Queue.getWorkers()`` reads ``CLIENT LIST`` and keeps
+the clients whose name is exactly the base or starts with ``<base>:w:`` (``QueueGetters.getWorkers``
+in the Node dist, ``Queue.get_workers`` in the Python package). Queue-events readers end in
+``:qe`` and are not workers. This module is the one home of that naming rule (the health check
+``queue.no_workers`` asks it too).
 
 The monitor reads ``CLIENT LIST`` once per connection per period (``read_workers``), never per
 request or per tab: one command whose reply is about 350 bytes per client connected to that
@@ -46,8 +48,23 @@ class Worker:
 
 
 def client_name(queue: QueueRef) -> str:
-    """The connection name BullMQ gives an unnamed worker of ``queue`` (``QueueBase.clientName()``)."""
+    """The connection name Node BullMQ gives an unnamed worker of ``queue`` (``QueueBase.clientName()``)."""
     return f"{queue.prefix}:{base64.b64encode(queue.name.encode('utf-8')).decode('ascii')}"
+
+
+def client_names(queue: QueueRef) -> tuple[str, str]:
+    """The unnamed-worker connection names of ``queue``: Node BullMQ's, then Python bullmq's."""
+    return client_name(queue), f"{queue.prefix}:{queue.name}"
+
+
+def worker_name(queue: QueueRef, name: str) -> str | None:
+    """The worker name ("" when unnamed) if the connection ``name`` is a worker of ``queue``, else None."""
+    for base in client_names(queue):
+        if name == base:
+            return ""
+        if name.startswith(base + WORKER_SUFFIX):
+            return name[len(base) + len(WORKER_SUFFIX):]
+    return None
 
 
 def _int(value) -> int:
@@ -62,17 +79,21 @@ def workers_by_queue(clients: list[dict], queues: list[QueueRef], *, db: int = 0
     parses them). Only clients on database ``db`` count: a worker of a queue with the same
     prefix and name on another database works another queue. Every queue gets a list, empty
     when it has no worker."""
-    by_name = {client_name(q): q for q in queues}
+    # A dict from base name to queue: one lookup per client, whatever the number of queues.
+    by_base = {base: q for q in queues for base in client_names(q)}
     out: dict[QueueRef, list[Worker]] = {q: [] for q in queues}
     for c in clients:
         name = str(c.get("name") or "")
         if not name or _int(c.get("db")) != db:
             continue
-        base, sep, worker_name = name.partition(WORKER_SUFFIX)
-        q = by_name.get(base if sep else name)
+        # The base is everything before the first ":w:" (prefix and base64 never hold it; a
+        # plain Python queue name might, so the whole name is tried first).
+        q = by_base.get(name)
+        if q is None:
+            q = by_base.get(name.split(WORKER_SUFFIX, 1)[0])
         if q is None:
             continue
-        out[q].append(Worker(worker_name, str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle"))))
+        out[q].append(Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle"))))
     for workers in out.values():
         workers.sort(key=lambda w: (w.name, w.addr))
     return out

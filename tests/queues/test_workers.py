@@ -68,3 +68,12 @@ def test_a_server_that_refuses_client_list_raises_so_workers_stay_unknown(redis_
         limited.close()
     finally:
         admin.execute_command("ACL", "DELUSER", user)
+
+
+def test_python_bullmq_names_match_too_and_the_health_check_uses_the_same_rule():
+    from queues.health import worker_names_for
+
+    names = ["bull:mail", "bull:mail:w:py-1", "bull:mail:qe", "bull:bWFpbA==:w:node"]
+    found = workers_by_queue([client(n, addr=n) for n in names], [MAIL], db=0)
+    assert sorted(w.name for w in found[MAIL]) == ["", "node", "py-1"]
+    assert worker_names_for(MAIL, names) == ["bull:mail", "bull:mail:w:py-1", "bull:bWFpbA==:w:node"]
