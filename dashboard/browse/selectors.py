@@ -7,6 +7,7 @@ Each function resolves names through the registry, calls the framework-free read
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
+from queues import retry_advice as retry_advice_rules
 from queues.errors import RedisUnavailable
 from queues.keys import QueueRef, parse_job_key
 from queues.workers import Worker
@@ -137,6 +139,32 @@ def queue_workers(queue: QueueRef, doc: dict | None = None) -> QueueWorkers:
     if found is None:
         return QueueWorkers(False, error=(doc.get("unknown") or {}).get(queue.connection, ""))
     return QueueWorkers(True, [Worker.from_dict(w) for w in found], doc.get("taken_at"))
+
+
+ADVICE_CACHE_S = 60  # one sample per queue per minute, however many tabs or reloads
+
+
+def retry_advice(queue: QueueRef) -> list[retry_advice_rules.Advice]:
+    """Retry-policy advice for one queue (queues.retry_advice): a bounded sample of its jobs,
+    read at most once a minute (kept in the dashboard Redis), and the monitor's worker count."""
+    cache_key = f"queuewatch:advice:{live.queue_id(queue)}"
+    dash = live.dashboard_redis()
+    sample = None
+    try:
+        raw = dash.get(cache_key)
+        sample = retry_advice_rules.Sample.from_dict(queue, json.loads(raw)) if raw else None
+    except (redis.RedisError, ValueError, KeyError, TypeError):
+        sample = None  # no dashboard Redis or an old entry: read afresh
+    if sample is None:
+        with redis_errors(queue.connection):
+            sample = retry_advice_rules.read_sample(get_registry().client(queue.connection), queue,
+                                                    now_ms=int(time.time() * 1000))
+        try:
+            dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
+        except redis.RedisError:
+            pass
+    found = queue_workers(queue)
+    return retry_advice_rules.advise(sample, workers=len(found.workers) if found.known else None)
 
 
 def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
