@@ -246,6 +246,9 @@ QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
 
 # How often the monitor evaluates alert rules (seconds).
 QUEUEWATCH_ALERT_INTERVAL_S = env_int("QUEUEWATCH_ALERT_INTERVAL_S", 5, minimum=1)
+# Wait/processing times per job name from the events (docs/timings.md); off only to measure
+# what they cost (bench/redis_load.py) or to shed the monitor's CPU for them.
+QUEUEWATCH_TIMINGS = env_bool("QUEUEWATCH_TIMINGS", True)
 # Seconds between the monitor's CLIENT LIST reads (workers per queue, queues/workers.py).
 QUEUEWATCH_WORKERS_INTERVAL_S = env_int("QUEUEWATCH_WORKERS_INTERVAL_S", 10, minimum=1)
 # Optional digest of the last day's alerts, on a cron schedule in a time zone, to the named

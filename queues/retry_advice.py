@@ -200,11 +200,11 @@ def advise_attempts_observed(sample: Sample) -> CheckResult:
     p99 = max(1, nearest_rank([j.attempts_made for j in done], 0.99))
     configured = nearest_rank([j.attempts for j in done], 0.5)  # the typical configuration
     if configured < ATTEMPTS_FACTOR * p99:
-        return _result(kind, PASS, sample, _("`attempts: {configured}` configured; 99% of {n} sampled completed jobs "
-                                             "succeeded within {p99} attempt(s).", configured=configured, n=n, p99=p99))
+        return _result(kind, PASS, sample, _("`attempts: {configured}` configured; the p99 of attempts to success over "
+                                             "{n} sampled completed jobs is {p99}.", configured=configured, n=n, p99=p99))
     example = next(j for j in done if j.attempts == configured)
-    found = _("`attempts: {configured}` configured, but 99% of {n} sampled completed jobs succeeded within {p99} "
-              "attempt(s).", configured=configured, n=n, p99=p99)
+    found = _("`attempts: {configured}` configured, but the p99 of attempts to success over {n} sampled completed "
+              "jobs is {p99}.", configured=configured, n=n, p99=p99)
     return _result(kind, FAIL, sample, found, example.id,
                    {"configured": configured, "p99_attempts_to_success": p99, "sampled": n})
 

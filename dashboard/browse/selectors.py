@@ -20,6 +20,7 @@ from dashboard.live.rates import QueueSignals, build_signals, spark_series, stor
 from queues import jobs, listing, schedulers, snapshot
 from queues import retry_advice as retry_advice_rules
 from queues.errors import RedisUnavailable
+from queues.health import CheckResult
 from queues.keys import QueueRef, parse_job_key
 from queues.workers import Worker
 
@@ -144,23 +145,27 @@ def queue_workers(queue: QueueRef, doc: dict | None = None) -> QueueWorkers:
 ADVICE_CACHE_S = 60  # one sample per queue per minute, however many tabs or reloads
 
 
-def retry_advice(queue: QueueRef) -> list[retry_advice_rules.Advice]:
+def retry_advice(queue: QueueRef) -> list[CheckResult]:
     """Retry-policy advice for one queue (queues.retry_advice): a bounded sample of its jobs,
     read at most once a minute (kept in the dashboard Redis), and the monitor's worker count."""
     cache_key = f"queuewatch:advice:{live.queue_id(queue)}"
-    dash = live.dashboard_redis()
     sample = None
     try:
+        dash = live.dashboard_redis()
         raw = dash.get(cache_key)
+    except redis.RedisError:
+        dash, raw = None, None  # no dashboard Redis: read afresh each time; the page works without it
+    try:
         sample = retry_advice_rules.Sample.from_dict(queue, json.loads(raw)) if raw else None
-    except (redis.RedisError, ValueError, KeyError, TypeError):
-        sample = None  # no dashboard Redis or an old entry: read afresh
+    except (ValueError, KeyError, TypeError):
+        sample = None  # an entry of another shape (an older version): read afresh and replace it
     if sample is None:
         with redis_errors(queue.connection):
             sample = retry_advice_rules.read_sample(get_registry().client(queue.connection), queue,
                                                     now_ms=int(time.time() * 1000))
         try:
-            dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
+            if dash is not None:
+                dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
         except redis.RedisError:
             pass
     found = queue_workers(queue)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 import redis
+from django.conf import settings
 
 from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
@@ -87,6 +88,8 @@ class CountTracker:
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.clock = JobClock()  # job names and start times, for wait and processing times
+        # QUEUEWATCH_TIMINGS off: no job clock at all (what bench/redis_load.py compares against).
+        self.timings_on = settings.QUEUEWATCH_TIMINGS
 
     def reset(self) -> None:
         """Forget everything: a new term of leadership starts from the stored cursors."""
@@ -132,7 +135,8 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))
             # Before the job's known state moves: whether it may be retrying depends on it.
             self.attempts.consider(ev, self.known_jobs.get((ev.queue, ev.job_id)))
-            self.record_timings(self.clock.observe(ev))
+            if self.timings_on:
+                self.record_timings(self.clock.observe(ev))
             if st.live is not None:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
@@ -211,18 +215,20 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))  # stored with the minute's other counters
                 st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
                 counted.add(ev.queue)
-            self.record_timings(self.clock.attempt_failed(ev))
+            if self.timings_on:
+                self.record_timings(self.clock.attempt_failed(ev))
         return counted
 
     def warm(self, events: list[Event]) -> None:
         """Events from before where counting starts: the job clock learns from them, nothing is counted."""
-        for ev in events:
+        for ev in events if self.timings_on else ():
             self.clock.warm(ev)
 
     def name_jobs(self) -> None:
         """Read the names of jobs the clock met without their ``added`` (batched), and count
         the samples that waited for them."""
-        self.record_timings(self.clock.resolve_names(self.registry.client))
+        if self.timings_on:
+            self.record_timings(self.clock.resolve_names(self.registry.client))
 
     def record_timings(self, samples: list[Sample]) -> None:
         for s in samples:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import manage
-from tests.support.browser import log_in
+from tests.support.browser import log_in, manage
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
