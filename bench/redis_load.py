@@ -339,6 +339,9 @@ class Bench:
         long as ``queuewatch-0``: their monitor CPU per 1,000 events is what the timings cost."""
         a = self.args
         app.env["QUEUEWATCH_TIMINGS"] = "0"
+        # The previous monitor's overview rows are still cached: without this, the wait below
+        # would end at once and the window would hold this monitor's start-up work.
+        self.dashboard_client.delete("queuewatch:frag:overview")
         try:
             monitor = app.start_monitor()
             await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
