@@ -22,6 +22,7 @@ from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
+from queues.errors import QueuewatchError
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
 from queues.keys import QueueRef
@@ -31,7 +32,7 @@ from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
 from queues.stalls import read_active, without_lock
 from queues.timings import QueueTimings
-from queues.workers import Worker, read_workers
+from queues.workers import Worker
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -303,9 +304,9 @@ class CountTracker:
                 doc["unknown"][name] = down[name]
             else:
                 try:
-                    found = read_workers(self.registry.source(name).raw_client(), queues)
-                except redis.RedisError as exc:
-                    log.warning("could not read CLIENT LIST on %s (%s); workers unknown", name, exc)
+                    found = self.registry.source(name).workers(queues)
+                except (redis.RedisError, QueuewatchError) as exc:  # refused, or a kind that cannot tell
+                    log.warning("could not read the workers of %s (%s); workers unknown", name, exc)
                     doc["unknown"][name] = str(exc) or exc.__class__.__name__
             for q in queues:
                 self.states[q].workers = None if found is None else found[q]
