@@ -175,15 +175,17 @@ def test_the_menu_opens_a_page_at_phone_width(browser, live_app, session_state):
         context.close()
 
 
-def test_the_overview_fits_from_360_to_2560_pixels(browser, live_app, session_state):
-    context, page = open_context(browser, session_state, width=360)
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_the_overview_fits_from_360_to_2560_pixels(browser, live_app, session_state, lang):
+    context, page = open_context(browser, session_state, lang=lang, width=360)
     try:
         page.goto(live_app.url + "/")
         page.wait_for_selector("table.queues")
-        for width in (360, 2560):
+        # 1,030 px: just wide enough for the unfolded navigation, its tightest fit.
+        for width in (360, 1030, 2560):
             page.set_viewport_size({"width": width, "height": 900})
             assert_fits(page, width)
-            shot(page, f"en-{width}-light-overview")
+            shot(page, f"{lang}-{width}-light-overview")
         assert page.errors == [], page.errors
     finally:
         context.close()
