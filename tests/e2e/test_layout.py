@@ -191,11 +191,13 @@ def test_the_overview_fits_from_360_to_2560_pixels(browser, live_app, session_st
         context.close()
 
 
-def test_the_theme_choice_is_remembered_and_applied_before_paint(browser, live_app, session_state):
+def test_the_theme_choice_is_remembered_and_applied_before_paint_and_the_favicon_loads(browser, live_app, session_state):
     context, page = open_context(browser, session_state, scheme="light")
     background = "getComputedStyle(document.body).backgroundColor"
     try:
         page.goto(live_app.url + "/health/")
+        icon = page.request.get(live_app.url + page.locator("link[rel=icon]").get_attribute("href"))
+        assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
         light = page.evaluate(background)
         assert page.locator("#theme-choice").input_value() == "system"
         page.select_option("#theme-choice", "dark")
