@@ -99,7 +99,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"layout-{name}.png"))
 
 
-def check_shell(page, lang: str, width: int) -> None:
+def check_shell(page, lang: str, width: int, name: str) -> None:
     html = page.locator("html")
     assert html.get_attribute("lang") == lang
     assert html.get_attribute("dir") == ("rtl" if lang == "ar" else "ltr")
@@ -107,6 +107,7 @@ def check_shell(page, lang: str, width: int) -> None:
         assert not page.locator(".site-nav").is_visible()
         page.click(".menu-toggle")
         assert page.locator(".menu-toggle").get_attribute("aria-expanded") == "true"
+        shot(page, f"{name}-menu")
     links = page.locator(".site-nav .nav-links a")
     assert links.count() == NAV_LINKS
     items = [links.nth(i) for i in range(NAV_LINKS)] + [
@@ -135,7 +136,7 @@ def test_pages_fit_and_navigation_works(browser, live_app, session_state, job_pa
         assert page.evaluate("getComputedStyle(document.documentElement).colorScheme") == scheme
         assert_fits(page, "overview")
         shot(page, f"{name}-overview")
-        check_shell(page, lang, width)
+        check_shell(page, lang, width, name)
 
         page.goto(live_app.url + QUEUE + "?state=failed")
         page.click("#bulk-form button[value=matching]")
