@@ -86,7 +86,7 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AXES_VERBOSE = False
 
 ROOT_URLCONF = "dashboard.urls"
-CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # Django's page, plus an audit row
+CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # a friendly page, plus an audit row
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"

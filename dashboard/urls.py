@@ -69,3 +69,9 @@ urlpatterns = [
     path("alerts/channels/", include("dashboard.alerts.channel_urls")),
     path("admin/", admin.site.urls),
 ]
+
+# Friendly error pages with the shell and a way back (dashboard/error_pages.py).
+handler400 = "dashboard.error_pages.bad_request"
+handler403 = "dashboard.error_pages.forbidden"
+handler404 = "dashboard.error_pages.not_found"
+handler500 = "dashboard.error_pages.server_error"

@@ -111,8 +111,13 @@ def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[sch
 
 
 def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | None:
-    """(prefix, queue, id) for a full job key under one of this connection's prefixes."""
-    return parse_job_key(full_key, get_registry().all_prefixes(connection))
+    """(prefix, queue, id) for a full job key under one of this connection's prefixes.
+
+    The discovered queues resolve names that contain ``:`` (they are read from the list the
+    monitor publishes, so this costs the monitored Redis nothing)."""
+    registry = get_registry()
+    known = [(ref.prefix, ref.name) for ref in registry.queues(connection)]
+    return parse_job_key(full_key, registry.all_prefixes(connection), known)
 
 
 @dataclass
