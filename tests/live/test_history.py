@@ -252,7 +252,9 @@ def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scrip
     html = logged_in.get(reverse("overview")).content.decode()
     scripts = re.findall(r"<script\b[^>]*>", html)
     srcs = [re.search(r'src="([^"]+)"', s).group(1) for s in scripts]  # every script has a src
-    assert all(" defer" in s for s in scripts)
+    # Every script is deferred but theme.js, which must set the theme before the first paint.
+    assert all(" defer" in s for s, src in zip(scripts, srcs) if src != "/static/theme.js")
+    assert "/static/theme.js" in srcs
     assert srcs.index("/static/queuewatch.js") < srcs.index(f"/static/vendor/{UPLOT}.iife.min.js") \
         < srcs.index("/static/charts.js")
     assert f'<link rel="stylesheet" href="/static/vendor/{UPLOT}.min.css">' in html
