@@ -204,14 +204,17 @@ def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionR
 def queue_pause(client: redis.Redis, *, queue: QueueRef, paused: bool) -> None:
     """Pause (``paused=True``) or resume a queue with BullMQ's ``pause`` script. Resume loops
     while the script reports legacy v5 ``paused``-list entries still to move (7000 per call),
-    as Node's ``Queue.resume`` does."""
+    as Node's ``Queue.resume`` does, and like it asks only the first call for the ``resumed``
+    event: listeners see one resume, however long the legacy list was."""
     script = scripts_for(client).pause
     src, dst = ("wait", "paused") if paused else ("paused", "wait")
     keys = [queue.key(s) for s in (src, dst, "meta", "prioritized", "events", "delayed", "marker")]
+    emit = "1"
     while True:
-        left = script(keys=keys, args=["paused" if paused else "resumed", "1"])
+        left = script(keys=keys, args=["paused" if paused else "resumed", emit])
         if paused or not left or int(left) <= 0:
             return
+        emit = "0"
 
 
 CLEANABLE_STATES = ("completed", "failed", "delayed", "waiting", "prioritized")

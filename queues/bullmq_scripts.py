@@ -94,7 +94,17 @@ return result
 # job; the engine keeps batches at or below 1000 jobs). Job keys are built from the queue's key
 # prefix inside Lua, as BullMQ's own multi-job scripts (moveJobsToWait, cleanJobsInSet) do.
 
-RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+# Node's ``Job.retry`` pushes a ``lifo`` job to the head of the wait list (RPUSH); the bulk
+# scripts read each job's stored options to do the same. A plain substring test: BullMQ stores
+# options as compact JSON (``JSON.stringify``), so ``"lifo":true`` is exactly how it appears.
+PUSH_CMD = """
+local function push_cmd(opts)
+  if opts and string.find(opts, '"lifo":true', 1, true) then return "RPUSH" end
+  return "LPUSH"
+end
+"""
+
+RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + PUSH_CMD + """
 -- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
 -- ARGV[5..] job ids. Returns reprocessJob's code per job.
@@ -103,7 +113,7 @@ for i = 5, #ARGV do
   local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
-                             {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+                             {id, push_cmd(redis.call("HGET", jobKey, "opts")), ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
   if code == 1 and ARGV[4] == "1" then
     redis.call("HDEL", jobKey, "stc")
   end
@@ -112,7 +122,8 @@ end
 return codes
 """
 
-RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
+RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua")
+                  + PUSH_CMD + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
@@ -120,7 +131,7 @@ RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_functio
 -- ARGV[4] reset "1"/"0", ARGV[5] range max (e.g. "(1700000000000"), ARGV[6] offset (entries
 -- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number.
 -- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
--- head of the set (offset 0) and no job has a priority, moveJobsToWait moves it after the
+-- head of the set (offset 0) and no job has a priority or lifo, moveJobsToWait moves it after the
 -- counters are reset; otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
 -- written in the same atomic step, so a caller that died before reading the reply can tell
 -- afterwards whether the batch ran and what it moved.
@@ -134,8 +145,8 @@ end
 local fast = ARGV[6] == "0"
 if fast then
   for i = 1, n do
-    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp")
-    if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
+    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp", "opts")
+    if (tonumber(f[1]) or 0) > 0 or not f[2] or push_cmd(f[3]) == "RPUSH" then fast = false break end
   end
 end
 local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
@@ -151,7 +162,7 @@ else
     local id = entries[2 * i - 1]
     local jobKey = ARGV[1] .. id
     local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
-                               {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+                               {id, push_cmd(redis.call("HGET", jobKey, "opts")), ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
     if code == 1 then
       if ARGV[4] == "1" then redis.call("HDEL", jobKey, "stc") end
       reply[2] = reply[2] + 1
@@ -163,7 +174,7 @@ else
 end
 redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
 return reply
-"""
+""")
 
 REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
 -- KEYS[1] repeat key; ARGV[1] queue key prefix, ARGV[2] remove children "1"/"0", ARGV[3..] ids

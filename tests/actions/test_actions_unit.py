@@ -342,3 +342,27 @@ def test_whole_set_retry_resumes_exactly_from_its_receipt(r, batch_ran):
     assert (final.state, final.moved, final.skipped) == ("done", 100, 0)
     assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
     assert not r.exists(crashed.receipt_key)  # cleaned up at the end
+
+
+@pytest.mark.parametrize("selection", ["whole set", "explicit ids"])
+def test_bulk_retry_honours_lifo_like_job_retry(r, selection):
+    # Node's Job.retry RPUSHes a lifo job (the end workers take from); LPUSH for the others.
+    seed_failed(r, Q, 6)
+    for job_id in ("3", "5"):
+        r.hset(Q.job_key(job_id), "opts", '{"attempts":2,"lifo":true}')
+    chosen = dict(filt=JobFilter()) if selection == "whole set" else dict(job_ids=tuple(str(i) for i in range(1, 7)))
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, rate=None, **chosen),
+                     store=MemoryStore())
+    assert final.moved == 6
+    assert [m.decode() for m in r.lrange(Q.key("wait"), 0, -1)] == ["6", "4", "2", "1", "3", "5"]
+
+
+def test_resume_over_a_long_legacy_paused_list_emits_one_resumed_event(r):
+    # A v5 queue paused with jobs in the legacy 'paused' list: the script moves 7000 per call.
+    r.hset(Q.key("meta"), "paused", 1)
+    r.rpush(Q.key("wait"), "w")  # wait exists, so the script cannot simply RENAME the list
+    r.rpush(Q.key("paused"), *[str(i) for i in range(15_001)])
+    actions.queue_pause(r, queue=Q, paused=False)
+    assert (r.llen(Q.key("paused")), r.llen(Q.key("wait"))) == (0, 15_002)
+    events = [fields[b"event"] for _, fields in r.xrange(Q.key("events"))]
+    assert events == [b"resumed"]
