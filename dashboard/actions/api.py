@@ -55,6 +55,8 @@ def job_action(request, connection, prefix, name, action, job_id):
     result = operations.perform(user=request.user, via="api", action=found, queue=queue, job_id=job_id,
                                 given=found.parse(body_params(request)))
     body = {"job_id": job_id, "outcome": result.outcome, "message": result.message}
+    if getattr(result, "kept", ()):  # a redrive: what the copy kept of the dead letter
+        body["kept"] = list(result.kept)
     return JsonResponse(body, status=200 if result.ok else 409)
 
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from queues import actions, dead_letters
+from queues import actions, dead_letters, redrive
 from queues.error_groups import error_groups, fingerprint, normalize
 from queues.export import iter_jobs_csv, iter_jobs_jsonl
 from queues.keys import QueueRef
@@ -74,9 +74,9 @@ def test_dlq_source_precedence():
 
 def test_redrive_ids_are_deterministic_and_one_to_one():
     ids = ["1", "a:b", "a%3Ab", "a%b", "repeat:x:1"]
-    made = [actions.redrive_job_id(dlq_name="q-dlq", job_id=i) for i in ids]
+    made = [redrive.redrive_job_id(dlq_name="q-dlq", job_id=i) for i in ids]
     assert len(set(made)) == len(ids) and all(":" not in m and not m.isdigit() for m in made)
-    assert made[0] == actions.redrive_job_id(dlq_name="q-dlq", job_id="1") == "redrive-q-dlq-1"
+    assert made[0] == redrive.redrive_job_id(dlq_name="q-dlq", job_id="1") == "redrive-q-dlq-1"
 
 
 # --- filters and previews -----------------------------------------------------------------------
@@ -304,8 +304,10 @@ def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
         r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
                                              "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})
         r.lpush(dlq.key("wait"), str(i))
-    for i in (0, 6, 7, 20, 28):  # copies still retained from an earlier redrive
-        r.hset(source.job_key(actions.redrive_job_id(dlq_name=dlq.name, job_id=str(i))), "name", "old")
+    for i in (0, 6, 7, 20, 28):  # copies of an earlier redrive, still delayed in the source: not redriven twice
+        earlier = redrive.redrive_job_id(dlq_name=dlq.name, job_id=str(i))
+        r.hset(source.job_key(earlier), "name", "old")
+        r.zadd(source.key("delayed"), {earlier: 5000 * 0x1000})
     t = FakeTime()
     plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
     final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
