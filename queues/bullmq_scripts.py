@@ -146,8 +146,10 @@ end
 local fast = ARGV[6] == "0"
 if fast then
   for i = 1, n do
-    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp", "opts")
-    if (tonumber(f[1]) or 0) > 0 or not f[2] or push_cmd(f[3]) == "RPUSH" then fast = false break end
+    -- Every BullMQ job hash has opts: none means a set member without its job (the slow road
+    -- reports it as missing).
+    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "opts")
+    if (tonumber(f[1]) or 0) > 0 or not f[2] or push_cmd(f[2]) == "RPUSH" then fast = false break end
   end
 end
 local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
