@@ -11,6 +11,7 @@ from ..actions import (DONE, MISSING, WRONG_STATE, ActionResult, promote_call, p
 from ..bullmq_scripts import scripts_for
 from ..dead_letters import dlq_source
 from ..keys import QueueRef
+from .edit import edit_batch
 from .plan import ACTION_STATES, BulkPlan
 
 # The result of every job a batch moved: one shared object (a message per job would cost more
@@ -84,6 +85,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
                                                             "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+            elif plan.action == "edit-retry":
+                made = [MOVED if r is None else r
+                        for r in edit_batch(client, q, ids, patch=plan.patch, reset_counters=plan.reset_counters)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
                 made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]

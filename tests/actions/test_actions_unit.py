@@ -368,3 +368,35 @@ def test_resume_over_a_long_legacy_paused_list_emits_one_resumed_event(r):
     assert (r.llen(Q.key("paused")), r.llen(Q.key("wait"))) == (0, 15_002)
     events = [fields[b"event"] for _, fields in r.xrange(Q.key("events"))]
     assert events == [b"resumed"]
+
+
+def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
+    seed_failed(r, Q, 30, data=lambda i: {"i": i, "email": f"bad{i}@", "tags": [], "n": 10 ** 17 + i})
+    r.hset(Q.job_key("4"), "data", "{not json")  # one bad job affects no other
+    r.hset(Q.job_key("7"), mapping={"opts": '{"attempts":2,"lifo":true}', "stc": 1})
+    r.zadd(Q.key("failed"), {"ghost": 1})
+    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                    patch={"email": "fixed@example.com", "i": None, "retry": {"v": 2}})
+    final = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (29, 2, {"bad_data": 1, "missing": 1})
+    assert json.loads(r.hget(Q.job_key("1"), "data")) == {"email": "fixed@example.com", "tags": [], "n": 10 ** 17,
+                                                          "retry": {"v": 2}}
+    assert r.hget(Q.job_key("4"), "data") == b"{not json" and r.zscore(Q.key("failed"), "4") is not None
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "stc", "failedReason"]) == [None] * 4
+               for i in (1, 7, 30))
+    assert r.lindex(Q.key("wait"), -1) == b"7"  # lifo: the next to run, as Job.retry puts it
+
+
+def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
+    from queues.bulk.edit import EDIT_RETRY_BATCH, patched
+
+    seed_failed(r, Q, 2)
+    sha, new = patched(r.hget(Q.job_key("1"), "data"), {"x": 1})
+    r.hset(Q.job_key("1"), "data", '{"i":0,"changed":true}')  # a producer wrote in between
+    keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc")]
+    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "1", sha, new], client=r) == [-4]
+    assert r.zscore(Q.key("failed"), "1") is not None and b"changed" in r.hget(Q.job_key("1"), "data")
+    with pytest.raises(ValueError, match="merge patch"):
+        BulkPlan(queue=Q, action="edit-retry", before_ms=5, filt=JobFilter(), patch={})
+    with pytest.raises(ValueError, match="merge patch"):
+        BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), patch={"a": 1})
