@@ -238,4 +238,4 @@ def _read_only_stop() -> str:
 
 def plan_for(task: BulkTask) -> "bulk.BulkPlan":
     return bulk_plan(queue=task_queue(task), action=task.action, chosen=Selection.from_stored(task.selection),
-                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters)
+                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters, patch=task.patch)
