@@ -2,13 +2,16 @@
 data *as stored in Redis* (never what a page showed), then the job retried with its counters
 reset, as the single-job fix-and-replay does (``queues.edit_retry``).
 
-The batch reads the jobs' data in one pipelined round trip, applies the patch in Python (Lua's
-cjson would rewrite numbers and turn ``[]`` into ``{}``), and sends one script that, per job and
-in one atomic step, checks the job is still failed and its data is still what was read (by SHA-1,
-so the data travels once), then runs BullMQ's ``updateData`` and ``reprocessJob`` unchanged (a
-``lifo`` job pushed as ``Job.retry`` pushes it) and, with the reset, deletes the stall counter.
-A job whose data changed in between is left failed and counted as skipped (``changed``); one
-whose stored data is not JSON is skipped (``bad_data``) and the others go on.
+The batch reads the jobs' data in one round trip, applies the patch in Python (Lua's cjson would
+rewrite numbers and turn ``[]`` into ``{}``), and sends one script that checks, per job and in
+the same atomic step, that the job is still failed and its data still what was read (by SHA-1,
+so the data travels once). When the batch is the head of the failed set and no job has a
+priority or ``lifo``, BullMQ's ``updateData`` writes each job's data, the counters are reset and
+BullMQ's ``moveJobsToWait`` moves the batch (the whole-set retry's fast road); otherwise
+``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as ``Job.retry`` pushes
+it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
+left failed and counted as skipped (``changed``); one whose stored data is not JSON we can
+write back is skipped (``bad_data``) and the others go on.
 """
 
 from __future__ import annotations
@@ -23,64 +26,104 @@ from ..bullmq_scripts import PUSH_CMD, as_function, lua_script
 from ..edit_retry import CHANGED, merge_patch
 from ..keys import QueueRef
 from ..messages import _
-from ..safe_json import parse_json
 
 BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot apply
 
 EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
-                              + as_function("reprocess_job", "reprocessJob-9.lua") + PUSH_CMD + """
--- KEYS[1..8]: events, failed, wait, meta, active, marker, prioritized, pc
--- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3..] triples: job id, SHA-1 of
--- its data as read, the new data. Returns per job: 1 done, -1 missing, -3 no longer failed,
--- -4 its data changed since it was read.
+                              + as_function("reprocess_job", "reprocessJob-9.lua")
+                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + """
+-- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
+-- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
+-- finish times (e.g. "(1700000000000"), ARGV[4..] triples: job id, SHA-1 of its data as read,
+-- the new data. Returns per job: 1 done, -1 missing, -3 no longer failed, -4 its data changed
+-- since it was read.
+-- When the batch is exactly the head of the failed set, every job's data is as read and none
+-- has a priority or lifo, the data is written (updateData) and the counters reset per job and
+-- BullMQ's moveJobsToWait moves the whole batch, as the whole-set retry does; otherwise
+-- reprocessJob runs per job.
+local n = (#ARGV - 3) / 3
 local codes = {}
-for i = 3, #ARGV, 3 do
-  local id = ARGV[i]
+local head = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[3], "WITHSCORES", "LIMIT", 0, n)
+local fast = #head == 2 * n
+local fields = {}
+for k = 1, n do
+  local i = 3 * k + 1
+  local f = redis.call("HMGET", ARGV[1] .. ARGV[i], "data", "opts", "priority")
+  fields[k] = f
+  if fast and (head[2 * k - 1] ~= ARGV[i] or not f[2] or redis.sha1hex(f[1] or "") ~= ARGV[i + 1]
+               or (tonumber(f[3]) or 0) > 0 or push_cmd(f[2]) == "RPUSH") then
+    fast = false
+  end
+end
+if fast then
+  for k = 1, n do
+    local i = 3 * k + 1
+    local jobKey = ARGV[1] .. ARGV[i]
+    update_data({jobKey}, {ARGV[i + 2]})
+    if ARGV[2] == "1" then redis.call("HDEL", jobKey, "atm", "ats", "stc") end
+    codes[k] = 1
+  end
+  move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
+                    {n, head[2 * n], "failed"})
+  return codes
+end
+for k = 1, n do
+  local i = 3 * k + 1
+  local id, f = ARGV[i], fields[k]
   local jobKey = ARGV[1] .. id
   local code
-  if redis.call("EXISTS", jobKey) == 0 then
-    code = -1
-  elseif not redis.call("ZSCORE", KEYS[2], id) then
-    code = -3
+  if not redis.call("ZSCORE", KEYS[2], id) then
+    code = redis.call("EXISTS", jobKey) == 0 and -1 or -3
+  elseif redis.sha1hex(f[1] or "") ~= ARGV[i + 1] then
+    code = -4
   else
-    local f = redis.call("HMGET", jobKey, "data", "opts")
-    if redis.sha1hex(f[1] or "") ~= ARGV[i + 1] then
-      code = -4
-    else
-      update_data({jobKey}, {ARGV[i + 2]})
+    code = update_data({jobKey}, {ARGV[i + 2]})  -- -1: a failed-set member without its job
+    if code == 0 then
       code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
                            {id, push_cmd(f[2]), "failedReason", "failed", ARGV[2], ARGV[2]})
       if code == 1 and ARGV[2] == "1" then redis.call("HDEL", jobKey, "stc") end
     end
   end
-  codes[#codes + 1] = code
+  codes[k] = code
 end
 return codes
 """)
 
+# The batch's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis).
+READ_DATA = lua_script("""
+-- ARGV[1] queue key prefix, ARGV[2..] job ids. Returns each job's data, false when none.
+local out = {}
+for i = 2, #ARGV do out[i - 1] = redis.call("HGET", ARGV[1] .. ARGV[i], "data") or false end
+return out
+""")
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
 
 def patched(raw: bytes | None, patch: dict) -> tuple[str, str] | None:
-    """(SHA-1 of the stored data, the patched data as JSON) or ``None`` when it is not JSON.
-    Data the patch leaves as it is keeps its exact bytes."""
+    """(SHA-1 of the stored data, the patched data as JSON) or ``None`` when it is not JSON we
+    can write back as strict JSON (a non-finite number, nesting deeper than Python allows).
+    Data the patch leaves as it is keeps its exact bytes. (The plain decoder, not
+    ``safe_json``: this runs for every job of a bulk task, and ``allow_nan=False`` refuses what
+    ``safe_json`` exists to tolerate.)"""
     raw = raw if raw is not None else b""
-    ok, before = parse_json(raw.decode("utf-8", "replace") if raw else "{}")
-    if not ok:
+    try:
+        before = json.loads(raw.decode("utf-8")) if raw else {}
+        after = merge_patch(before, patch)
+        text = raw.decode("utf-8") if after == before and raw else _ENCODE(after)
+    except (ValueError, RecursionError, UnicodeDecodeError):
         return None
-    after = merge_patch(before, patch)
-    text = raw.decode("utf-8", "replace") if after == before and raw else \
-        json.dumps(after, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha1(raw).hexdigest(), text
 
 
-def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict,
-               reset_counters: bool) -> list[ActionResult | Exception | None]:
+def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
+               before_ms: int) -> list[ActionResult | Exception | None]:
     """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved."""
-    read = client.pipeline(transaction=False)
-    for job_id in ids:
-        read.hget(queue.job_key(job_id), "data")
+    stored = READ_DATA(keys=[], args=[queue.base, *ids], client=client)
     results: list = [None] * len(ids)
-    args, sent = [queue.base, "1" if reset_counters else "0"], []
-    for n, (job_id, raw) in enumerate(zip(ids, read.execute())):
+    args, sent = [queue.base, "1" if reset_counters else "0", f"({before_ms}"], []
+    for n, (job_id, raw) in enumerate(zip(ids, stored)):
         made = patched(raw, patch)
         if made is None:
             results[n] = ActionResult(job_id, BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the merge "
@@ -90,7 +133,7 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
         sent.append(n)
     if not sent:
         return results
-    keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc")]
+    keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
     try:
         codes = EDIT_RETRY_BATCH(keys=keys, args=args, client=client)
     except redis.ResponseError as exc:

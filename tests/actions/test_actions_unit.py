@@ -393,10 +393,24 @@ def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
     seed_failed(r, Q, 2)
     sha, new = patched(r.hget(Q.job_key("1"), "data"), {"x": 1})
     r.hset(Q.job_key("1"), "data", '{"i":0,"changed":true}')  # a producer wrote in between
-    keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc")]
-    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "1", sha, new], client=r) == [-4]
+    keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "+inf", "1", sha, new], client=r) == [-4]
     assert r.zscore(Q.key("failed"), "1") is not None and b"changed" in r.hget(Q.job_key("1"), "data")
     with pytest.raises(ValueError, match="merge patch"):
         BulkPlan(queue=Q, action="edit-retry", before_ms=5, filt=JobFilter(), patch={})
     with pytest.raises(ValueError, match="merge patch"):
         BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), patch={"a": 1})
+
+
+def test_bulk_edit_retry_of_a_clean_head_takes_the_fast_road_with_the_same_result(r):
+    seed_failed(r, Q, 1500, data=lambda i: {"i": i, "to": "bad@"})
+    r.hset(Q.job_key("1200"), "stc", 2)
+    zscores = lambda: r.info("commandstats").get("cmdstat_zscore", {}).get("calls", 0)  # noqa: E731
+    before = zscores()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                                      patch={"to": "ok@example.com"}), store=MemoryStore())
+    assert final.moved == 1500 and r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == 1500
+    assert json.loads(r.hget(Q.job_key("1200"), "data")) == {"i": 1199, "to": "ok@example.com"}
+    assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason", "finishedOn"]) == [None] * 5
+    assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
+    assert zscores() - before < 10  # the per-job road (ZSCORE per job) was not needed
