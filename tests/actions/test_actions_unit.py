@@ -414,3 +414,22 @@ def test_bulk_edit_retry_of_a_clean_head_takes_the_fast_road_with_the_same_resul
     assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason", "finishedOn"]) == [None] * 5
     assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
     assert zscores() - before < 10  # the per-job road (ZSCORE per job) was not needed
+
+
+def test_a_delayed_dead_letter_keeps_its_due_time_and_a_served_delay_is_not_served_again(r):
+    import time
+
+    dlq, source = QueueRef("default", "bull", "pay-dlq"), QueueRef("default", "bull", "pay")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)
+    now = int(time.time() * 1000)
+    for job_id, due in (("later-1", now + 3_600_000), ("past-1", now - 1000)):
+        r.hset(dlq.job_key(job_id), mapping={"name": "pay", "data": "{}", "timestamp": due - 5000,
+                                             "opts": json.dumps({"delay": 5000, "priority": 4, "attempts": 3})})
+        r.zadd(dlq.key("delayed"), {job_id: due * 0x1000})
+    later = redrive.job_redrive_to_source(r, dlq=dlq, job_id="later-1", source=source)
+    past = redrive.job_redrive_to_source(r, dlq=dlq, job_id="past-1", source=source)
+    assert later.kept == ("job_id", "priority", "delay") and past.kept == ("job_id", "priority")
+    due = int(r.zscore(source.key("delayed"), "later-1")) // 0x1000
+    assert abs(due - (now + 3_600_000)) < 5000  # the same due time, not another hour from now
+    assert r.zscore(source.key("prioritized"), "past-1") is not None  # runs now, by its priority
+    assert json.loads(r.hget(source.job_key("later-1"), "opts"))["attempts"] == 3
