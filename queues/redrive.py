@@ -165,7 +165,8 @@ REDRIVE = lua_script(
 -- ARGV[7] source queue key prefix, ARGV[8] deduplication id or "", ARGV[9..] pairs of
 -- (candidate id, the add script's packed arguments for it), in order of preference.
 -- Returns {1, id, taken id, its state, ...} moved; {-100, id, state} a candidate is held by an
--- unfinished job; {-103, holder} the deduplication id is held; {-1} no such job; {-3} changed
+-- unfinished job; {-104} every candidate is taken by a finished job; {-103, holder} the
+-- deduplication id is held; {-1} no such job; {-3} changed
 -- since read; {-101} not a job; {-102} no source queue; else {removeJob's code}.
 if redis.call("EXISTS", KEYS[12]) == 0 then return {-1} end
 if not in_a_state(ARGV[5], ARGV[4]) then return {-101} end
@@ -191,7 +192,7 @@ for i = 9, #ARGV, 2 do
   reply[#reply + 1] = id
   reply[#reply + 1] = state
 end
-if not packed then return {-100, "", ""} end
+if not packed then return {-104} end
 local removed = remove_job({KEYS[12], KEYS[13]}, {ARGV[4], "0", ARGV[5]})
 if removed ~= 1 then return {removed} end
 local args = {packed, ARGV[2], ARGV[3]}
@@ -264,6 +265,10 @@ def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef
             "Job {id} was not moved: {source} still holds job {other} ({state}), an earlier copy of the same work. "
             "It was left in {dlq}; redrive it again once that job has finished.",
             id=job_id, source=source.name, other=to_text(reply[1]), state=to_text(reply[2]), dlq=dlq.name))
+    if code == -104:
+        return ActionResult(job_id, TARGET_EXISTS, _(
+            "Job {id} was not moved: every id its copy could take in {source} is taken by an earlier copy. It was "
+            "left in {dlq}.", id=job_id, source=source.name, dlq=dlq.name))
     if code == -103:
         return ActionResult(job_id, DEDUPLICATED, _(
             "Job {id} was not moved: its deduplication id {dedup} is held in {source} by job {holder}, so BullMQ "
