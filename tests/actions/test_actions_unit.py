@@ -312,6 +312,7 @@ def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
     plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
     final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
     assert (final.total, final.moved, final.skipped, final.skipped_by) == (27, 22, 5, {"target_exists": 5})
+    assert final.kept_by == {"new_id": 22}  # generated ids are not kept: each copy says so
     left = sorted(int(m) for m in r.lrange(dlq.key("wait"), 0, -1))
     assert left == [0, 3, 6, 7, 17, 20, 28, 29]
     assert r.llen(source.key("wait")) == 22
