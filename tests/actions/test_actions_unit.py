@@ -434,3 +434,23 @@ def test_a_delayed_dead_letter_keeps_its_due_time_and_a_served_delay_is_not_serv
     assert abs(due - (now + 3_600_000)) < 5000  # the same due time, not another hour from now
     assert r.zscore(source.key("prioritized"), "past-1") is not None  # runs now, by its priority
     assert json.loads(r.hget(source.job_key("later-1"), "opts"))["attempts"] == 3
+
+
+def test_a_third_redrive_of_the_same_custom_id_gets_an_id_of_its_own_incarnation(r):
+    dlq, source = QueueRef("default", "bull", "inv-dlq"), QueueRef("default", "bull", "inv")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)
+    for done_id in ("inv-9", "redrive-inv-dlq-inv-9"):  # two earlier copies, both completed
+        r.hset(source.job_key(done_id), mapping={"name": "invoice", "data": "{}", "opts": "{}", "timestamp": 1})
+        r.zadd(source.key("completed"), {done_id: 2})
+    r.hset(dlq.job_key("inv-9"), mapping={"name": "invoice", "data": '{"try":3}', "opts": '{"jobId":"inv-9"}',
+                                          "timestamp": 1700000000123})
+    r.lpush(dlq.key("wait"), "inv-9")
+    third = redrive.job_redrive_to_source(r, dlq=dlq, job_id="inv-9", source=source)
+    assert third.outcome == "done" and third.kept == ("new_id",)
+    assert ("as job redrive-inv-dlq-inv-9-1700000000123; kept: a new id (inv-9 is taken by a completed job; "
+            "redrive-inv-dlq-inv-9 is taken by a completed job).") in third.message
+    assert r.lrange(source.key("wait"), 0, -1) == [b"redrive-inv-dlq-inv-9-1700000000123"]
+    r.hset(dlq.job_key("inv-9"), mapping={"name": "invoice", "data": "{}", "opts": "{}", "timestamp": 1700000000123})
+    r.lpush(dlq.key("wait"), "inv-9")  # the very same incarnation again: every id is taken
+    assert redrive.job_redrive_to_source(r, dlq=dlq, job_id="inv-9", source=source).outcome == "target_exists"
+    assert r.exists(dlq.job_key("inv-9"))

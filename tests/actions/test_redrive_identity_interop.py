@@ -65,11 +65,6 @@ def test_a_second_redrive_with_the_same_custom_id_is_never_stuck(server, r):
     second = move(r, "inv-9")  # no longer refused: a new id, and the reason
     assert second.outcome == "done", second.message
     assert "as job redrive-orders-dlq-inv-9; kept: a new id (inv-9 is taken by a completed job)." in second.message
-    node(server, "run", SOURCE.name, "1", "0")
-    dead_letter(server, {"name": "invoice", "data": {"try": 3}, "opts": {"jobId": "inv-9"}})
-    ts = r.hget(DLQ.job_key("inv-9"), "timestamp").decode()
-    third = move(r, "inv-9")
-    assert third.outcome == "done" and f"as job redrive-orders-dlq-inv-9-{ts};" in third.message
     jobs = node(server, "run", SOURCE.name, "1", "0")["jobs"]
-    assert jobs[f"redrive-orders-dlq-inv-9-{ts}"]["data"] == {"try": 3}
-    assert r.llen(DLQ.key("wait")) == 0
+    assert jobs["redrive-orders-dlq-inv-9"]["data"] == {"try": 2} and r.llen(DLQ.key("wait")) == 0
+    # A third time both ids are taken by finished copies: test_actions_unit covers that id.
