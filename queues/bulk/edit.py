@@ -109,12 +109,43 @@ def patched(raw: bytes | None, patch: dict) -> tuple[str, str] | None:
     ``safe_json`` exists to tolerate.)"""
     raw = raw if raw is not None else b""
     try:
-        before = json.loads(raw.decode("utf-8")) if raw else {}
-        after = merge_patch(before, patch)
-        text = raw.decode("utf-8") if after == before and raw else _ENCODE(after)
+        text = raw.decode("utf-8")
+        before = json.loads(text) if raw else {}
+        after = _apply(before, patch)
+        if after is not before:
+            text = _ENCODE(after)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return None
     return hashlib.sha1(raw).hexdigest(), text
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _apply(before, patch: dict):
+    """``merge_patch(before, patch)``, or ``before`` itself when the patch changes nothing (so
+    its bytes are kept). The common flat patch (no object values) skips the recursion."""
+    if not isinstance(before, dict):
+        return merge_patch(before, patch)
+    after = None
+    for key, value in patch.items():
+        if isinstance(value, dict):
+            merged = merge_patch(before.get(key), value)
+        elif value is None:
+            if key not in before:
+                continue
+            merged = None
+        elif (type(value) in _SCALARS and key in before and type(before[key]) is type(value)
+              and before[key] == value):  # exactly the same (1 == True == 1.0 in Python, not in JSON)
+            continue
+        else:
+            merged = value
+        after = after if after is not None else dict(before)
+        if merged is None:
+            del after[key]
+        else:
+            after[key] = merged
+    return before if after is None else after
 
 
 def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
