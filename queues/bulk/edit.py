@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import redis
 
@@ -148,29 +149,48 @@ def _apply(before, patch: dict):
     return before if after is None else after
 
 
+# A batch is sent in chunks, and the next chunk is patched in Python while Redis runs the one
+# before (one helper thread makes the calls; waiting on the socket frees the interpreter). Each
+# chunk is its own atomic step, sent in order, so each can still be the head of the failed set.
+CHUNK = 250
+_CALLER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-edit")
+
+
 def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
                before_ms: int) -> list[ActionResult | Exception | None]:
     """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved."""
     stored = READ_DATA(keys=[], args=[queue.base, *ids], client=client)
     results: list = [None] * len(ids)
-    args, sent = [queue.base, "1" if reset_counters else "0", f"({before_ms}"], []
-    for n, (job_id, raw) in enumerate(zip(ids, stored)):
-        made = patched(raw, patch)
-        if made is None:
-            results[n] = ActionResult(job_id, BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the merge "
-                                                          "patch cannot be applied; it was left failed.", id=job_id))
-            continue
-        args += [job_id, *made]
-        sent.append(n)
-    if not sent:
-        return results
     keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    head = [queue.base, "1" if reset_counters else "0", f"({before_ms}"]
+    running = None
+    for start in range(0, len(ids), CHUNK):
+        args, sent = list(head), []
+        for n in range(start, min(len(ids), start + CHUNK)):
+            made = patched(stored[n], patch)
+            if made is None:
+                results[n] = ActionResult(ids[n], BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the "
+                                                              "merge patch cannot be applied; it was left failed.",
+                                                              id=ids[n]))
+                continue
+            args += [ids[n], *made]
+            sent.append(n)
+        if running is not None:
+            _record(ids, results, *running)
+        running = (_CALLER.submit(EDIT_RETRY_BATCH, keys=keys, args=args, client=client), sent) if sent else None
+    if running is not None:
+        _record(ids, results, *running)
+    return results
+
+
+def _record(ids: list[str], results: list, call: Future, sent: list[int]) -> None:
+    """The outcome of one chunk (the caller's thread waits for it here)."""
     try:
-        codes = EDIT_RETRY_BATCH(keys=keys, args=args, client=client)
+        codes = call.result()
     except redis.ResponseError as exc:
         for n in sent:
             results[n] = exc
-        return results
+        return
     for n, code in zip(sent, codes):
         job_id = ids[n]
         if code == -1:
@@ -181,4 +201,3 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
         elif code == -4:
             results[n] = ActionResult(job_id, CHANGED, _("Job {id}'s data changed while the task ran; it was left "
                                                          "failed.", id=job_id))
-    return results

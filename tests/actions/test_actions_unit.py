@@ -454,3 +454,24 @@ def test_a_third_redrive_of_the_same_custom_id_gets_an_id_of_its_own_incarnation
     r.lpush(dlq.key("wait"), "inv-9")  # the very same incarnation again: every id is taken
     assert redrive.job_redrive_to_source(r, dlq=dlq, job_id="inv-9", source=source).outcome == "target_exists"
     assert r.exists(dlq.job_key("inv-9"))
+
+
+def test_bulk_edit_resumes_after_a_crash_between_chunks_with_every_job_edited_once(r, monkeypatch):
+    from queues.bulk import edit
+
+    monkeypatch.setattr(edit, "CHUNK", 4)  # a batch of 10 is sent as chunks of 4, 4 and 2
+    seed_failed(r, Q, 60, data=lambda i: {"i": i, "n": 0})
+    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=40, patch={"n": 1})
+    store, t = MemoryStore(), FakeTime()
+    run_bulk(r, plan=plan, store=store, should_cancel=iter([False, True]).__next__, clock=t.clock, sleep=t.sleep)
+    crashed = store.load()
+    assert crashed.moved == 10
+    # The runner died with batch 11-20 journalled and only its first chunk edited in Redis.
+    crashed.state, crashed.in_flight = "running", [[str(i), "failed"] for i in range(11, 21)]
+    assert edit.edit_batch(r, Q, [str(i) for i in range(11, 15)], patch={"n": 1}, reset_counters=True,
+                           before_ms=2_000_000) == [None] * 4
+    store.save(crashed)
+    final = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.skipped) == ("done", 60, 0)
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 61))
+    assert all(json.loads(r.hget(Q.job_key(str(i)), "data")) == {"i": i - 1, "n": 1} for i in range(1, 61))
