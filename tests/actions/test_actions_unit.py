@@ -360,17 +360,6 @@ def test_bulk_retry_honours_lifo_like_job_retry(r, selection):
     assert [m.decode() for m in r.lrange(Q.key("wait"), 0, -1)] == ["6", "4", "2", "1", "3", "5"]
 
 
-def test_resume_over_a_long_legacy_paused_list_emits_one_resumed_event(r):
-    # A v5 queue paused with jobs in the legacy 'paused' list: the script moves 7000 per call.
-    r.hset(Q.key("meta"), "paused", 1)
-    r.rpush(Q.key("wait"), "w")  # wait exists, so the script cannot simply RENAME the list
-    r.rpush(Q.key("paused"), *[str(i) for i in range(15_001)])
-    actions.queue_pause(r, queue=Q, paused=False)
-    assert (r.llen(Q.key("paused")), r.llen(Q.key("wait"))) == (0, 15_002)
-    events = [fields[b"event"] for _, fields in r.xrange(Q.key("events"))]
-    assert events == [b"resumed"]
-
-
 def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
     seed_failed(r, Q, 30, data=lambda i: {"i": i, "email": f"bad{i}@", "tags": [], "n": 10 ** 17 + i})
     r.hset(Q.job_key("4"), "data", "{not json")  # one bad job affects no other
