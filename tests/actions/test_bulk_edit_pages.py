@@ -2,7 +2,8 @@
 BullMQ 6.7: the preview shows the count and what the patch does to each sample job's stored
 data (secrets redacted), confirming stores the task with its patch and an audit row keeping the
 sample's old data as a diff, and the stored task, run by the engine, edits and retries every job
-of the group with its counters reset. Viewers are refused; bad patches get a clear message."""
+of the group with its counters reset, and a Node worker then runs them with the new data.
+Viewers are refused; bad patches get a clear message."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def token_for(role: str | None) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
 
 
-def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, seeded, redis_client):
+def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, seeded, redis_client, actions_redis):
     user = User.objects.create_user("op", password="pw")
     user.groups.add(Group.objects.get(name="operator"))
     client.force_login(user)
@@ -78,6 +79,9 @@ def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, see
         assert json.loads(stored[b"data"]) == {"email": "fixed@example.com", "password": "s3cret", "v": 2}
         assert b"atm" not in stored and b"failedReason" not in stored
     assert redis_client.zcard("bull:fixable:failed") == 2  # the other group stayed
+    ran = run_node("toolbox.mjs", "run", actions_redis, "fixable", "4", "0")["jobs"]  # a Node BullMQ worker
+    assert sorted(ran) == sorted(seeded) and all(j["state"] == "completed" and j["atm"] == 1 for j in ran.values())
+    assert all(j["data"]["email"] == "fixed@example.com" for j in ran.values())
 
 
 def test_bulk_edit_over_the_api_and_viewers_refused(client, seeded):
