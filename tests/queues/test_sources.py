@@ -95,7 +95,7 @@ def test_redis_node_source_follower_reads_new_events_on_its_own_connection(node_
 
 def test_redis_node_source_scripts_run_on_its_client(node_source):
     scripts = node_source.scripts()
-    assert scripts.retry.client is node_source.raw_client() and scripts.redrive.client is node_source.raw_client()
+    assert scripts.retry.client is node_source.raw_client() and scripts.remove.client is node_source.raw_client()
 
 
 def test_unreachable_redis_follower_raises_and_errors_name_the_connection_not_the_password():
