@@ -45,6 +45,7 @@ class ActionResult:
     job_id: str
     outcome: str
     message: str
+    moved_to: tuple[QueueRef, str] | None = None  # the queue and id the job now has (a redrive's copy)
 
     @property
     def ok(self) -> bool:
@@ -298,7 +299,8 @@ def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef
     code = int(reply[0])
     new_id = to_text(reply[1]) if len(reply) > 1 else ""
     if code == 1:
-        return ActionResult(job_id, DONE, f"Job {job_id} moved from {dlq.name} to {source.name} as job {new_id}.")
+        return ActionResult(job_id, DONE, f"Job {job_id} moved from {dlq.name} to {source.name} as job {new_id}.",
+                            moved_to=(source, new_id))
     if code == -100:
         return ActionResult(job_id, TARGET_EXISTS, f"Job {job_id} was not moved: {source.name} still holds job "
                             f"{redrive_job_id(dlq_name=dlq.name, job_id=job_id)} from an earlier redrive of it.")

@@ -30,10 +30,21 @@ def overview(request):
     descending = request.GET.get("dir") == "desc"
     # Sent by the page when the websocket announced a queue it does not show (static/queuewatch.js).
     connections = reads.overview(refresh=request.headers.get("X-Queuewatch-Refresh") == "queues")
+    per_connection = []
     for conn in connections:
         snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
-        conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)
+        per_connection.append(sort_snapshots(snaps, sort, descending))
+    # One page of rows across the connections, in order: rendering rows (rates, sparklines) is
+    # the cost, so a thousand queues are shown a page at a time (live rows elsewhere are
+    # dropped by the page, static/queuewatch.js).
+    pager = OverviewPager(sum(map(len, per_connection)), int_param(request, "page", 1))
+    offset = 0
+    for conn, snaps in zip(connections, per_connection):
+        conn.total = len(snaps)
+        conn.signals = reads.with_signals(snaps[max(0, pager.start - offset):max(0, pager.end - offset)], spark=True)
+        offset += len(snaps)
     context = {
+        "pager": pager,
         "connections": connections,
         "health": stored_health_summary(),
         "query": query,
@@ -43,6 +54,28 @@ def overview(request):
     }
     return render_page_or_fragment(request, page="browse/overview.html", fragment="browse/overview.html#queue-tables",
                                    context=context)
+
+
+OVERVIEW_PAGE_SIZE = 100
+
+
+class OverviewPager:
+    """Which rows of the (filtered, sorted) overview this page shows; past the end shows the last page."""
+
+    def __init__(self, total: int, page: int, size: int = OVERVIEW_PAGE_SIZE):
+        self.total, self.size = total, size
+        self.pages = max(1, -(-total // size))
+        self.page = min(max(1, page), self.pages)
+        self.start = (self.page - 1) * size
+        self.end = self.start + size
+
+    @property
+    def previous(self) -> int | None:
+        return self.page - 1 if self.page > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.page + 1 if self.page < self.pages else None
 
 
 def stored_health_summary() -> dict | None:
@@ -70,17 +103,17 @@ def queue_detail(request, connection, prefix, name):
         return redirect(reverse("job", args=[connection, prefix, name, job_id]))
 
     state = state_param(request)
-    page = reads.job_page(
-        queue, state,
-        page=int_param(request, "page", 1),
-        page_size=page_size_param(request),
-        name_filter=request.GET.get("name", "").strip()[:200],
-    )
+    wanted = dict(page_size=page_size_param(request), name_filter=request.GET.get("name", "").strip()[:200])
+    page = reads.job_page(queue, state, page=int_param(request, "page", 1), **wanted)
+    if not page.name_filter and page.page > max(1, page.pages):
+        # A page past the end (an old link, a hand-edited URL): show the last one, not "Page 99999 of 2".
+        page = reads.job_page(queue, state, page=max(1, page.pages), **wanted)
     snap = reads.queue_snapshot(queue)
     context = {
         "queue": queue,
         "snap": snap,
         "sig": reads.with_signals([snap])[0],
+        "is_dlq": is_dead_letter_queue(queue.name),  # its jobs wait: the bulk form offers "redrive to source"
         "job_page": page,
         "state": state,
         "states": BROWSABLE_STATES,
