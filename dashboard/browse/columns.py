@@ -124,6 +124,9 @@ CELL_WORDS = (gettext_noop("application dead-letter queue"), gettext_noop("DLQ")
               ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1))
 
 DEFAULT_SORT = "connection"
+# Sorts whose key reads only ``s.queue`` (its identity): the overview can order and page the
+# queues before reading any snapshot, and read only the page's.
+NAME_SORTS = frozenset({DEFAULT_SORT, "name"})
 
 
 def _by_connection(s: QueueSnapshot):
