@@ -178,7 +178,7 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   });
 })();
 
-// Readable numbers and times (docs/design.md, "Numbers and times"). Live fragments are rendered
+// Readable numbers and times (docs/architecture.md, "Numbers and times"). Live fragments are rendered
 // once for every viewer, so the markup holds raw values — <data class="qw-num" value="12000">,
 // <time datetime="…Z" data-qw-time> — and this formats them for the page's language (<html lang>)
 // and the product's ONE time-zone rule: the browser's zone, or UTC when the viewer chose it
