@@ -244,9 +244,9 @@ def copy_button(value, what=""):
     if value in (None, ""):
         return ""
     label = gettext("Copy")
-    return format_html('<button type="button" class="qw-copy" data-copy="{}" title="{}" aria-label="{}">'
-                       '<span aria-hidden="true">⧉</span></button>', value, label,
-                       f"{label} {what or value}")
+    # The icon is drawn by pages.css, so the heading's text stays the name alone.
+    return format_html('<button type="button" class="qw-copy" data-copy="{}" title="{}" aria-label="{}"></button>',
+                       value, label, f"{label} {what or value}")
 
 
 @register.filter
