@@ -150,6 +150,7 @@ def queue_detail(request, connection, prefix, name):
         "snap": snap,
         "sig": reads.with_signals([snap])[0],
         "is_dlq": is_dead_letter_queue(queue.name),  # its jobs wait: the bulk form offers "redrive to source"
+        "workers": reads.queue_workers(queue),
         "job_page": page,
         "state": state,
         "states": BROWSABLE_STATES,
