@@ -275,7 +275,8 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   // The switch, in the footer of every page: shows the zone times are in, flips to UTC and back.
   function addSwitch() {
     if (document.querySelector(".qw-zone")) return;
-    var host = document.querySelector("[data-qw-zone-slot]") || document.querySelector("footer") || document.body;
+    // Under the page (the shell has no footer for signed-in pages): every page has a <main>.
+    var host = document.querySelector("[data-qw-zone-slot]") || document.querySelector("footer") || document.querySelector("main") || document.body;
     var box = document.createElement("span");
     box.className = "qw-zone";
     var label = document.createElement("span");

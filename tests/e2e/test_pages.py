@@ -18,69 +18,69 @@ OFFSET = dt.timedelta(hours=3)
 
 
 @pytest.fixture
-def zoned_page(browser):
-    context = browser.new_context(bypass_csp=True, timezone_id=ZONE)
-    p = context.new_page()
-    p.set_default_timeout(10_000)
-    yield p
-    context.close()
+def zoned_pages(browser):
+    """A page per language (the browser's Accept-Language; no choice saved for the user, which
+    would follow the shared e2e user into other tests), all in the same fixed time zone."""
+    contexts = []
 
+    def open_page(language: str):
+        context = browser.new_context(bypass_csp=True, timezone_id=ZONE, locale=language)
+        contexts.append(context)
+        p = context.new_page()
+        p.set_default_timeout(10_000)
+        return p
 
-def choose_language(page, code: str) -> None:
-    page.select_option(".language-switcher select[name=language]", code)
-    page.click(".language-switcher button[type=submit]")
-    page.wait_for_function(f"document.documentElement.lang === '{code}'")
+    yield open_page
+    for context in contexts:
+        context.close()
 
 
 def shown(ms: int, zone_offset: dt.timedelta) -> str:
     return (dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc) + zone_offset).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def test_numbers_and_times_in_both_languages_and_the_utc_switch(zoned_page, live_app, node_fixture_db):
-    page = zoned_page
+def test_numbers_and_times_in_both_languages_and_the_utc_switch(zoned_pages, live_app, node_fixture_db):
     added = run_node("produce.mjs", "add", node_fixture_db.url, "e2e-format", "1234")
     job_id = added["ids"][0]
     created_ms = int(node_fixture_db.client().hget(f"bull:e2e-format:{job_id}", "timestamp"))
-    log_in(page, live_app)
-    try:
-        for code in ("en", "ar"):
-            choose_language(page, code)
-            page.goto(live_app.url + "/q/default/bull/e2e-format/?state=waiting")
-            count = page.locator("nav.tabs a.state-waiting .count data.qw-num")
-            assert count.get_attribute("value") == "1234"  # the raw value, as every viewer gets it
-            expected = page.evaluate(f"new Intl.NumberFormat('{code}-u-nu-latn').format(1234)")
-            assert expected != "1234" and count.inner_text() == expected  # with its separator
-            # Compact forms with the exact figure on hover (the same code the live fragments use).
-            compact = page.evaluate("""(lang) => {
-                const el = document.createElement('data');
-                el.className = 'qw-num qw-compact'; el.value = '12345'; el.textContent = '12345';
-                document.querySelector('main').appendChild(el);
-                window.qwFormat(el.parentNode);
-                return [el.textContent, el.title,
-                        new Intl.NumberFormat(lang + '-u-nu-latn', {notation: 'compact', maximumFractionDigits: 1}).format(12345),
-                        new Intl.NumberFormat(lang + '-u-nu-latn').format(12345)];
-            }""", code)
-            assert compact[0] == compact[2] and compact[1] == compact[3] and compact[0] != compact[1]
-            # Rates: each window with its unit, never a run of digits.
-            assert page.locator(".qw-rates-box .qw-rate-w").count() >= 13
+    for code in ("en", "ar"):
+        page = zoned_pages(code)
+        log_in(page, live_app)
+        page.goto(live_app.url + "/q/default/bull/e2e-format/?state=waiting")
+        assert page.evaluate("document.documentElement.lang") == code
+        count = page.locator("nav.tabs a.state-waiting .count data.qw-num")
+        assert count.get_attribute("value") == "1234"  # the raw value, as every viewer gets it
+        expected = page.evaluate(f"new Intl.NumberFormat('{code}-u-nu-latn').format(1234)")
+        assert expected != "1234" and count.inner_text() == expected  # with its separator
+        # Compact forms with the exact figure on hover (the same code the live fragments use).
+        compact = page.evaluate("""(lang) => {
+            const el = document.createElement('data');
+            el.className = 'qw-num qw-compact'; el.value = '12345'; el.textContent = '12345';
+            document.querySelector('main').appendChild(el);
+            window.qwFormat(el.parentNode);
+            return [el.textContent, el.title,
+                    new Intl.NumberFormat(lang + '-u-nu-latn', {notation: 'compact', maximumFractionDigits: 1}).format(12345),
+                    new Intl.NumberFormat(lang + '-u-nu-latn').format(12345)];
+        }""", code)
+        assert compact[0] == compact[2] and compact[1] == compact[3] and compact[0] != compact[1]
+        # Rates: each window with its unit, never a run of digits.
+        assert page.locator(".qw-rates-box .qw-rate-w").count() >= 13
 
-            # A job's timeline in the browser's zone, which the footer names.
-            page.goto(live_app.url + f"/q/default/bull/e2e-format/jobs/{job_id}")
-            created = page.locator("ol.timeline time[data-qw-time]").first
-            assert created.inner_text() == shown(created_ms, OFFSET)
-            assert page.locator(".qw-zone-current").inner_text().endswith("UTC+03:00")
-            assert page.locator("time[data-qw-time]").first.evaluate("e => getComputedStyle(e).direction") == "ltr"
+        # A job's timeline in the browser's zone, which the page names.
+        page.goto(live_app.url + f"/q/default/bull/e2e-format/jobs/{job_id}")
+        created = page.locator("ol.timeline time[data-qw-time]").first
+        assert created.inner_text() == shown(created_ms, OFFSET)
+        assert page.locator(".qw-zone-current").inner_text().endswith("UTC+03:00")
+        assert created.evaluate("e => getComputedStyle(e).direction") == "ltr"
 
-        # Switched to UTC: every time follows, and the choice survives a reload.
-        page.click(".qw-zone-toggle")
-        assert created.inner_text() == shown(created_ms, dt.timedelta(0))
-        assert page.locator(".qw-zone-current").get_attribute("data-zone") == "utc"
-        page.reload()
-        assert page.locator("ol.timeline time[data-qw-time]").first.inner_text() == shown(created_ms, dt.timedelta(0))
-        page.click(".qw-zone-toggle")
-        assert page.locator("ol.timeline time[data-qw-time]").first.inner_text() == shown(created_ms, OFFSET)
-    finally:
-        choose_language(page, "en")  # the choice is saved for the user; the other tests read English
+    # Switched to UTC (here in Arabic): every time follows, and the choice survives a reload.
+    page.click(".qw-zone-toggle")
+    assert created.inner_text() == shown(created_ms, dt.timedelta(0))
+    assert page.locator(".qw-zone-current").get_attribute("data-zone") == "utc"
+    page.reload()
+    assert page.locator("ol.timeline time[data-qw-time]").first.inner_text() == shown(created_ms, dt.timedelta(0))
+    page.click(".qw-zone-toggle")
+    assert page.locator("ol.timeline time[data-qw-time]").first.inner_text() == shown(created_ms, OFFSET)
 
 
 def test_dead_letter_queue_redriven_in_bulk_from_its_page(page, live_app, node_fixture_db):
