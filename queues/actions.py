@@ -41,6 +41,7 @@ class ActionResult:
     outcome: str
     message: str
     kept: tuple[str, ...] = ()  # redrive: what the copy kept of the dead letter (``queues.redrive``)
+    moved_to: tuple[QueueRef, str] | None = None  # redrive: the queue and id the job now has (its copy)
 
     @property
     def ok(self) -> bool:

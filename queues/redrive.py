@@ -259,7 +259,7 @@ def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef
         names, words = kept_items(copy, job_id=job_id, new_id=new_id, taken=taken, now_ms=now_ms)
         return ActionResult(job_id, DONE, _("Job {id} moved from {dlq} to {source} as job {new}; kept: {kept}.",
                                             id=job_id, dlq=dlq.name, source=source.name, new=new_id,
-                                            kept=Joined(words, ", ")), kept=tuple(names))
+                                            kept=Joined(words, ", ")), kept=tuple(names), moved_to=(source, new_id))
     if code == -100:
         return ActionResult(job_id, TARGET_EXISTS, _(
             "Job {id} was not moved: {source} still holds job {other} ({state}), an earlier copy of the same work. "

@@ -232,6 +232,11 @@
     };
   }
 
+  // The product's one time-zone rule (static/queuewatch.js): the browser's zone, or UTC.
+  function zoned(ts) {
+    var zone = window.qwTimeZone && window.qwTimeZone();
+    return zone ? uPlot.tzDate(new Date(ts * 1000), zone) : new Date(ts * 1000);
+  }
   var fmtMinute = uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}");
   var fmtHour = uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:00");
 
@@ -239,7 +244,7 @@
   // the browser's time zone; without a cursor the legend shows the latest values.
   function timeSeries(charts) {
     return {
-      label: gettext("Local time"),
+      label: window.qwTimeZone && window.qwTimeZone() ? "UTC" : gettext("Local time"),
       value: function (u, ts, sidx, idx) {
         var latest = idx == null;
         if (latest) {
@@ -247,7 +252,7 @@
           ts = last == null ? null : u.data[0][last];
         }
         if (ts == null) return "—";
-        return (charts.resolution >= 3600 ? fmtHour : fmtMinute)(new Date(ts * 1000)) + (latest ? " " + gettext("(latest)") : "");
+        return (charts.resolution >= 3600 ? fmtHour : fmtMinute)(zoned(ts)) + (latest ? " " + gettext("(latest)") : "");
       },
     };
   }
@@ -404,6 +409,7 @@
       height: CHART_HEIGHT,
       padding: [10, 8, 0, 4],
       scales: scales,
+      tzDate: zoned,
       cursor: {
         sync: { key: "qw-queue-charts", scales: ["x", null] },
         drag: { x: true, y: false },
@@ -435,6 +441,13 @@
       : root.querySelector && root.querySelector(".queue-charts[data-history-url]");
     if (section) queueCharts = new QueueCharts(section);
   }
+
+  // The viewer switched between their zone and UTC: draw the charts again in the new one.
+  document.addEventListener("qw:timezone", function () {
+    if (!queueCharts || !document.body.contains(queueCharts.section)) return;
+    Object.keys(queueCharts.plots).forEach(function (k) { queueCharts.plots[k].destroy(); delete queueCharts.plots[k]; });
+    queueCharts.load();
+  });
 
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden && queueCharts && queueCharts.pendingWhileHidden) {

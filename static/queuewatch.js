@@ -177,3 +177,186 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
     document.querySelectorAll(".channel-form").forEach(showChosenKind);
   });
 })();
+
+// Readable numbers and times (docs/architecture.md, "Numbers and times"). Live fragments are rendered
+// once for every viewer, so the markup holds raw values — <data class="qw-num" value="12000">,
+// <time datetime="…Z" data-qw-time> — and this formats them for the page's language (<html lang>)
+// and the product's ONE time-zone rule: the browser's zone, or UTC when the viewer chose it
+// (remembered in localStorage). Everything is re-formatted after each htmx swap and live message.
+(function () {
+  "use strict";
+  var KEY = "qw-time-zone";
+  function locale() { return (document.documentElement.lang || "en") + "-u-nu-latn"; }
+  function utc() {
+    try { return window.localStorage.getItem(KEY) === "utc"; } catch (e) { return false; }
+  }
+  // The one helper charts.js (and anything else drawing times) asks: "UTC", or undefined for
+  // the browser's own zone.
+  window.qwTimeZone = function () { return utc() ? "UTC" : undefined; };
+  function zoneLabel(date) {
+    if (utc()) return "UTC";
+    var off = -(date || new Date()).getTimezoneOffset();
+    var sign = off < 0 ? "−" : "+";
+    off = Math.abs(off);
+    return "UTC" + sign + String(Math.floor(off / 60)).padStart(2, "0") + ":" + String(off % 60).padStart(2, "0");
+  }
+  window.qwZoneLabel = zoneLabel;
+
+  var cache = {};
+  function numberFormat(kind) {
+    var key = locale() + kind;
+    if (!cache[key]) {
+      cache[key] = new Intl.NumberFormat(locale(), kind === "compact"
+        ? { notation: "compact", maximumFractionDigits: 1 } : { maximumFractionDigits: 1 });
+    }
+    return cache[key];
+  }
+  function formatNumber(el) {
+    var v = Number(el.getAttribute("value"));
+    if (el.getAttribute("value") === "" || !isFinite(v)) return;
+    var exact = numberFormat("exact").format(v);
+    // Counts stay exact below 10,000 (a 4-digit count reads fine with its separator); rates
+    // are short from 1,000 on. The exact figure is always on hover.
+    var threshold = el.classList.contains("qw-rate") ? 1000 : 10000;
+    var text = el.classList.contains("qw-compact") && Math.abs(v) >= threshold ? numberFormat("compact").format(v) : exact;
+    if (el.textContent !== text) el.textContent = text;
+    if (text !== exact) el.title = exact; else el.removeAttribute("title");
+  }
+
+  function pad(n) { return String(n).padStart(2, "0"); }
+  // "2026-12-01 14:03:09": the same unambiguous shape in both languages, in the chosen zone.
+  function formatTime(ms, precision) {
+    var d = new Date(ms);
+    if (isNaN(d.getTime())) return null;
+    var parts = utc()
+      ? [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()]
+      : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
+    var text = parts[0] + "-" + pad(parts[1]) + "-" + pad(parts[2]) + " " + pad(parts[3]) + ":" + pad(parts[4]);
+    return precision === "m" ? text : text + ":" + pad(parts[5]);
+  }
+  window.qwFormatTime = formatTime;
+
+  function formatAll(root) {
+    root = root && root.querySelectorAll ? root : document;
+    root.querySelectorAll("data.qw-num").forEach(formatNumber);
+    root.querySelectorAll("time[data-qw-time][datetime]").forEach(function (el) {
+      var ms = Date.parse(el.getAttribute("datetime"));
+      var text = formatTime(ms, el.getAttribute("data-qw-time"));
+      if (text === null) return;
+      var label = zoneLabel(new Date(ms));
+      if (el.textContent !== text) el.textContent = text;
+      el.title = text + " " + label;
+    });
+    // Relative times (kept current by the timer above) say the absolute time on hover.
+    root.querySelectorAll("time.rel[datetime], time.age[datetime]").forEach(function (el) {
+      var ms = Date.parse(el.getAttribute("datetime"));
+      var text = formatTime(ms, "s");
+      if (text !== null) el.title = text + " " + zoneLabel(new Date(ms));
+    });
+    // Date inputs say which zone they are in, and send UTC (see syncZoned).
+    root.querySelectorAll("[data-qw-zone-name]").forEach(function (el) { el.textContent = zoneLabel(); });
+    root.querySelectorAll("input[data-qw-zoned]").forEach(syncZoned);
+  }
+  window.qwFormat = formatAll;
+
+  // <input type="datetime-local" data-qw-zoned="finished_from"> is read in the chosen zone and
+  // its instant sent as UTC in the hidden input of that name, the form the server parses.
+  function syncZoned(input) {
+    var hidden = input.form && input.form.querySelector("input[type=hidden][name='" + input.getAttribute("data-qw-zoned") + "']");
+    if (!hidden) return;
+    if (!input.value) { hidden.value = ""; return; }
+    var d = utc() ? new Date(input.value + "Z") : new Date(input.value);
+    hidden.value = isNaN(d.getTime()) ? input.value : d.toISOString();
+  }
+  document.addEventListener("input", function (ev) {
+    if (ev.target.matches && ev.target.matches("input[data-qw-zoned]")) syncZoned(ev.target);
+  });
+
+  // The switch, in the footer of every page: shows the zone times are in, flips to UTC and back.
+  function addSwitch() {
+    if (document.querySelector(".qw-zone")) return;
+    // Under the page (the shell has no footer for signed-in pages): every page has a <main>.
+    var host = document.querySelector("[data-qw-zone-slot]") || document.querySelector("footer") || document.querySelector("main") || document.body;
+    var box = document.createElement("span");
+    box.className = "qw-zone";
+    var label = document.createElement("span");
+    label.className = "qw-zone-current";
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "link qw-zone-toggle";
+    box.appendChild(label);
+    box.appendChild(document.createTextNode(" "));
+    box.appendChild(button);
+    host.appendChild(box);
+    function paint() {
+      label.textContent = interpolate(gettext("Times in %(zone)s"), { zone: zoneLabel() }, true);
+      label.dataset.zone = utc() ? "utc" : "browser";
+      button.textContent = utc() ? gettext("Use my time zone") : gettext("Use UTC");
+      button.setAttribute("aria-pressed", utc() ? "true" : "false");
+    }
+    button.addEventListener("click", function () {
+      try {
+        if (utc()) window.localStorage.removeItem(KEY); else window.localStorage.setItem(KEY, "utc");
+      } catch (e) { /* storage refused: the switch cannot be remembered */ }
+      paint();
+      formatAll(document);
+      document.dispatchEvent(new CustomEvent("qw:timezone"));
+    });
+    paint();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { addSwitch(); formatAll(document); });
+  document.addEventListener("htmx:afterSettle", function (ev) { formatAll(ev.target && ev.target.isConnected ? ev.target : document); });
+  document.addEventListener("htmx:oobAfterSwap", function (ev) { formatAll(ev.detail && ev.detail.target && ev.detail.target.isConnected ? ev.detail.target : document); });
+  document.addEventListener("htmx:wsAfterMessage", function () { formatAll(document); });
+})();
+
+// Comforts: copy buttons (<button class="qw-copy" data-copy="…">) and <details data-qw-remember
+// id="…"> that keep being open or closed across live re-renders and visits.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("button.qw-copy[data-copy]");
+    if (!button) return;
+    var text = button.getAttribute("data-copy");
+    function done() {
+      button.dataset.copied = "1";
+      button.title = gettext("Copied");
+      setTimeout(function () { delete button.dataset.copied; button.title = gettext("Copy"); }, 1500);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () {});
+    } else {  // plain http on another host: the old way
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.style.position = "fixed";
+      area.style.opacity = "0";
+      document.body.appendChild(area);
+      area.select();
+      try { if (document.execCommand("copy")) done(); } catch (e) { /* nothing to copy with */ }
+      area.remove();
+    }
+  });
+
+  var KEY = "qw-open:";
+  function remembered(el) {
+    try { return window.localStorage.getItem(KEY + el.id); } catch (e) { return null; }
+  }
+  function restore(root) {
+    (root && root.querySelectorAll ? root : document).querySelectorAll("details[data-qw-remember][id]").forEach(function (el) {
+      var state = remembered(el);
+      if (state !== null) el.open = state === "open";
+    });
+    var self = root && root.matches && root.matches("details[data-qw-remember][id]") ? root : null;
+    if (self && remembered(self) !== null) self.open = remembered(self) === "open";
+  }
+  document.addEventListener("toggle", function (ev) {
+    var el = ev.target;
+    if (!el.matches || !el.matches("details[data-qw-remember][id]")) return;
+    try { window.localStorage.setItem(KEY + el.id, el.open ? "open" : "closed"); } catch (e) { /* not remembered */ }
+  }, true);
+  document.addEventListener("DOMContentLoaded", function () { restore(document); });
+  document.addEventListener("htmx:oobAfterSwap", function (ev) { restore(ev.detail && ev.detail.target); restore(document); });
+  document.addEventListener("htmx:afterSettle", function () { restore(document); });
+})();

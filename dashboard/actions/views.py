@@ -77,7 +77,23 @@ def job_action(request, connection, prefix, name, action, job_id):
     queue = reads.resolve(connection, prefix, name)
     outcome = operations.perform(user=request.user, via="page", action=found, queue=queue, job_id=job_id,
                                  given=found.parse(request.POST))
+    if outcome.ok and wants_fragment(request):
+        return job_refreshed(request, queue=queue, job_id=job_id, outcome=outcome)
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
+
+
+def job_refreshed(request, *, queue, job_id: str, outcome):
+    """A job action done from the job's page: the message, plus the job's state and the actions
+    that apply now, swapped in out-of-band, so the page never goes on offering what no longer
+    applies. A job that left the queue (a redrive moves it) says so and links to its copy."""
+    try:
+        job = reads.job_detail(queue, job_id)
+    except JobNotFound:
+        job = None
+    context = {"ok": True, "message": translate(outcome.message), "queue": queue, "job": job, "live": job,
+               "job_id": job_id, "moved_to": getattr(outcome, "moved_to", None), "oob": True,
+               "is_dlq": is_dead_letter_queue(queue.name)}
+    return vary_on_htmx(render(request, "actions/partials/job_refreshed.html", context))
 
 
 @action_post

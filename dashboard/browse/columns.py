@@ -31,7 +31,7 @@ from django.utils.translation import gettext_noop, ngettext_lazy
 from dashboard.labels import LABELS
 
 from dashboard.live.rates import QueueSignals
-from dashboard.templatetags.qw import queue_url, rate
+from dashboard.templatetags.qw import queue_url, rate_value
 from queues.keys import BROWSABLE_STATES
 from queues.snapshot import QueueSnapshot
 
@@ -61,7 +61,9 @@ def _state_column(state: str) -> OverviewColumn:
         name=state, header=LABELS[state], numeric=True,
         value=lambda sig: sig.snapshot.counts.get(state),
         # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
-        cell=f'<td class="num state-{state}"><a href="{{{{ qurl }}}}?state={state}">{{{{ value }}}}</a></td>',
+        # A zero is not a link: there is nothing to open.
+        cell=f'<td class="num state-{state}">{{% if value %}}<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
+             f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
         sort=lambda s: (s.counts.get(state, 0), s.queue.name),
     )
 
@@ -90,14 +92,14 @@ COLUMNS: list[OverviewColumn] = [
     OverviewColumn(
         name="throughput", header=_("Throughput /min"), numeric=True,
         title=_("completed / failed per minute, last 5 minutes"),
-        value=lambda sig: (rate(sig.completed_per_min[RATE_WINDOW]), rate(sig.failed_per_min[RATE_WINDOW])),
-        cell='<td class="num">{{ value.0 }} / <span class="bad">{{ value.1 }}</span></td>',
+        value=lambda sig: (rate_value(sig.completed_per_min[RATE_WINDOW]), rate_value(sig.failed_per_min[RATE_WINDOW])),
+        cell='<td class="num">{{ value.0|rate_num }} / <span class="bad">{{ value.1|rate_num }}</span></td>',
     ),
     OverviewColumn(
         name="dead_letters", header=_("Dead letters /min"), numeric=True,
         title=_("jobs entering the dead-letter set per minute, last 5 minutes"),
-        value=lambda sig: (rate(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
-        cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0 }}</td>',
+        value=lambda sig: (rate_value(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
+        cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0|rate_num }}</td>',
     ),
     OverviewColumn(
         name="workers", header=_("Workers"), numeric=True,
@@ -129,6 +131,9 @@ CELL_WORDS = (gettext_noop("application dead-letter queue"), gettext_noop("DLQ")
               ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1))
 
 DEFAULT_SORT = "connection"
+# Sorts whose key reads only ``s.queue`` (its identity): the overview can order and page the
+# queues before reading any snapshot, and read only the page's.
+NAME_SORTS = frozenset({DEFAULT_SORT, "name"})
 
 
 def _by_connection(s: QueueSnapshot):

@@ -34,16 +34,27 @@ class ConnectionView:
     signals: list = field(default_factory=list)  # QueueSignals, filled by with_signals()
 
 
-def overview(*, refresh: bool = False) -> list[ConnectionView]:
+def overview(*, refresh: bool = False, narrow=None) -> list[ConnectionView]:
     """Every connection with its queue snapshots; a failing connection carries its error and
     does not stop the others from being shown. ``refresh`` reads the monitor's list of queues
-    again instead of this process's cached copy (a new queue has just been announced)."""
+    again instead of this process's cached copy (a new queue has just been announced).
+    ``narrow``, given every connection's list of queues, returns the lists to read (one page
+    of the overview)."""
     registry = get_registry()
-    result = []
+    listed = []
     for name in registry.names:
-        conn = registry.connection(name)
         try:
-            queues = registry.queues(name, refresh=refresh)
+            listed.append((name, registry.queues(name, refresh=refresh), ""))
+        except RedisUnavailable as exc:
+            listed.append((name, [], exc.reason))
+    chosen = narrow([queues for _, queues, _ in listed]) if narrow else [queues for _, queues, _ in listed]
+    result = []
+    for (name, _, error), queues in zip(listed, chosen):
+        conn = registry.connection(name)
+        if error:
+            result.append(ConnectionView(name, conn.spec.display_url, [], error=error))
+            continue
+        try:
             with conn.source.errors():
                 snaps = conn.source.snapshots(queues)
             result.append(ConnectionView(name, conn.spec.display_url, snaps))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import redis
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -11,6 +13,7 @@ from django.views.decorators.http import require_GET
 from dashboard import downloads
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
+from dashboard.browse import columns
 from dashboard.browse import selectors as reads
 from dashboard.errors import page_errors
 from dashboard.htmx import render_page_or_fragment
@@ -18,7 +21,7 @@ from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
 from queues.errors import JobNotFound
-from queues.keys import BROWSABLE_STATES
+from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.listing import PAGE_SIZES
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
@@ -28,12 +31,40 @@ def overview(request):
     query = request.GET.get("q", "").strip()
     sort = sort_param(request)
     descending = request.GET.get("dir") == "desc"
+    page_no = int_param(request, "page", 1)
+
+    def rows(items):  # filtered and sorted: snapshots, or queues listed before any is read
+        kept = [x for x in items if query.lower() in x.queue.name.lower()] if query else items
+        return sort_snapshots(kept, sort, descending)
+
+    # One page of rows across the connections, in order: reading and rendering rows is the
+    # cost, so a thousand queues are shown a page at a time (live rows of other pages are
+    # dropped by the page, static/queuewatch.js). Sorted by name, only the page's queues are
+    # read; sorted by a count, all are (the order needs every count).
+    paged = {}
+
+    def narrow(lists):
+        ordered = [rows([Listed(q) for q in queues]) for queues in lists]
+        paged["pager"], slices = page_of(ordered, page_no)
+        paged["totals"] = [len(o) for o in ordered]
+        return [[x.queue for x in part] for part in slices]
+
+    by_name = sort in columns.NAME_SORTS
     # Sent by the page when the websocket announced a queue it does not show (static/queuewatch.js).
-    connections = reads.overview(refresh=request.headers.get("X-Queuewatch-Refresh") == "queues")
-    for conn in connections:
-        snaps = [s for s in conn.snapshots if query.lower() in s.queue.name.lower()] if query else conn.snapshots
-        conn.signals = reads.with_signals(sort_snapshots(snaps, sort, descending), spark=True)
+    connections = reads.overview(refresh=request.headers.get("X-Queuewatch-Refresh") == "queues",
+                                 narrow=narrow if by_name else None)
+    if by_name:
+        pager, parts = paged["pager"], [rows(conn.snapshots) for conn in connections]
+        totals = paged["totals"]
+    else:
+        ordered = [rows(conn.snapshots) for conn in connections]
+        pager, parts = page_of(ordered, page_no)
+        totals = [len(o) for o in ordered]
+    for conn, part, total in zip(connections, parts, totals):
+        conn.total = total
+        conn.signals = reads.with_signals(part, spark=True)
     context = {
+        "pager": pager,
         "connections": connections,
         "health": stored_health_summary(),
         "query": query,
@@ -43,6 +74,44 @@ def overview(request):
     }
     return render_page_or_fragment(request, page="browse/overview.html", fragment="browse/overview.html#queue-tables",
                                    context=context)
+
+
+OVERVIEW_PAGE_SIZE = 100
+
+
+class Listed(NamedTuple):
+    """A queue before its snapshot is read: enough for the overview's name sorts and filter."""
+    queue: QueueRef
+
+
+def page_of(ordered: list[list], page: int) -> tuple["OverviewPager", list[list]]:
+    """The rows of one overview page out of each connection's ordered rows."""
+    pager = OverviewPager(sum(map(len, ordered)), page)
+    parts, offset = [], 0
+    for rows in ordered:
+        parts.append(rows[max(0, pager.start - offset):max(0, pager.end - offset)])
+        offset += len(rows)
+    return pager, parts
+
+
+class OverviewPager:
+    """Which rows of the (filtered, sorted) overview this page shows; past the end shows the last page."""
+
+    def __init__(self, total: int, page: int, size: int | None = None):
+        size = size or OVERVIEW_PAGE_SIZE
+        self.total, self.size = total, size
+        self.pages = max(1, -(-total // size))
+        self.page = min(max(1, page), self.pages)
+        self.start = (self.page - 1) * size
+        self.end = self.start + size
+
+    @property
+    def previous(self) -> int | None:
+        return self.page - 1 if self.page > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.page + 1 if self.page < self.pages else None
 
 
 def stored_health_summary() -> dict | None:
@@ -70,17 +139,17 @@ def queue_detail(request, connection, prefix, name):
         return redirect(reverse("job", args=[connection, prefix, name, job_id]))
 
     state = state_param(request)
-    page = reads.job_page(
-        queue, state,
-        page=int_param(request, "page", 1),
-        page_size=page_size_param(request),
-        name_filter=request.GET.get("name", "").strip()[:200],
-    )
+    wanted = dict(page_size=page_size_param(request), name_filter=request.GET.get("name", "").strip()[:200])
+    page = reads.job_page(queue, state, page=int_param(request, "page", 1), **wanted)
+    if not page.name_filter and page.page > max(1, page.pages):
+        # A page past the end (an old link, a hand-edited URL): show the last one, not "Page 99999 of 2".
+        page = reads.job_page(queue, state, page=max(1, page.pages), **wanted)
     snap = reads.queue_snapshot(queue)
     context = {
         "queue": queue,
         "snap": snap,
         "sig": reads.with_signals([snap])[0],
+        "is_dlq": is_dead_letter_queue(queue.name),  # its jobs wait: the bulk form offers "redrive to source"
         "workers": reads.queue_workers(queue),
         "job_page": page,
         "state": state,

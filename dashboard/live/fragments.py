@@ -16,7 +16,7 @@ from django.utils import translation
 
 from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
 from dashboard.live.rates import WINDOWS, QueueSignals
-from dashboard.templatetags.qw import percent, rate
+from dashboard.templatetags.qw import percent, rate_value
 from queues.jobs import JobLive
 from queues.keys import BROWSABLE_STATES, QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage
@@ -73,7 +73,7 @@ def queue_live_key(sig: QueueSignals) -> tuple:
     """Everything ``queue_live`` shows, as displayed: equal keys mean identical fragments, so
     the monitor skips rendering (the costly part) for unchanged queues."""
     s = sig.snapshot
-    rates = tuple(rate(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.attempt_failed_per_min,
+    rates = tuple(rate_value(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.attempt_failed_per_min,
                                        sig.dlq_growth_per_min, sig.stalled_per_min)
                   for w in WINDOWS)
     ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)

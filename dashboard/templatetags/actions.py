@@ -1,4 +1,5 @@
 from django import template
+from django.utils.translation import gettext_lazy as _
 
 from dashboard.actions import registry
 from dashboard.actions.models import BulkTask
@@ -20,3 +21,33 @@ def offered_actions(context, scope, *, queue, job=None, snap=None):
     user, in registration order (``dashboard.actions.registry``)."""
     where = registry.Offer(queue=queue, is_dlq=is_dead_letter_queue(queue.name), job=job, snap=snap)
     return registry.offered(scope, where, user=context.get("user"))
+
+
+# How the audit log names the keys of an entry's details (``AuditEntry.selection``). A key not
+# listed is shown as its code. Times (``*_ms``) are shown in the product's time zone.
+DETAIL_LABELS = {
+    "ids": _("jobs"), "state": _("state"), "name": _("job name"), "reason_contains": _("failure reason contains"),
+    "fingerprint": _("error group"), "finished_from_ms": _("finished from"), "finished_to_ms": _("finished until"),
+    "before_ms": _("jobs from before"), "rate": _("paced at (jobs/s)"), "older_than_ms": _("older than"),
+    "reset_counters": _("counters reset"), "job_id": _("job id"), "delayed": _("delayed too"),
+}
+SHOWN_IDS = 20  # ids listed in a row; the rest counted
+
+
+@register.simple_tag
+def audit_details(selection) -> list[dict]:
+    """An audit entry's details as (label, kind, value) for the log page: ids as a list, times
+    and durations readable, the rest as written. "change" has its own view (audit_change.html)."""
+    out = []
+    for key, value in (selection or {}).items():
+        if key in ("change", "after"):
+            continue
+        kind = "text"
+        if key == "ids" and isinstance(value, list):
+            kind, value = "ids", {"shown": value[:SHOWN_IDS], "more": max(0, len(value) - SHOWN_IDS)}
+        elif key.endswith("_ms") and isinstance(value, int):
+            kind = "duration" if key == "older_than_ms" else "time"
+        elif isinstance(value, bool):
+            kind = "flag"
+        out.append({"label": DETAIL_LABELS.get(key, key), "kind": kind, "value": value})
+    return out

@@ -11,7 +11,8 @@ from urllib.parse import quote, urlencode
 
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext
 
 from dashboard.live import channels as live
 
@@ -58,7 +59,91 @@ def reltime(ms):
         iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
     except (OverflowError, OSError, ValueError, TypeError):
         return str(ms)
-    return format_html('<time class="rel" datetime="{}" title="{}">{}</time>', iso, ms_datetime(ms), ms_datetime(ms))
+    return format_html('<time class="rel" datetime="{}" title="{}">{}</time>', _iso(ms) or iso, ms_datetime(ms), ms_datetime(ms))
+
+
+def _iso(ms) -> str | None:
+    try:
+        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
+def _ms_of(value):
+    """Milliseconds since the epoch from a number of them or an aware datetime."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    return value
+
+
+@register.simple_tag
+def abstime(value, precision="s"):
+    """An absolute time (epoch milliseconds or an aware datetime) the browser shows in the
+    product's one time zone: the viewer's, or UTC when they chose it (static/queuewatch.js).
+    The markup holds the instant and a UTC fallback, the same for every viewer, so live
+    fragments stay shared. ``precision``: "s" (seconds) or "m" (minutes)."""
+    ms = _ms_of(value)
+    if ms in (None, ""):
+        return ""
+    iso = _iso(ms)
+    if iso is None:
+        return str(ms)
+    fallback = ms_datetime(ms)
+    if precision == "m":
+        fallback = fallback[:16] + " UTC"
+    return format_html('<time datetime="{}" data-qw-time="{}" dir="ltr">{}</time>', iso, precision, fallback)
+
+
+@register.filter("num")
+@register.simple_tag
+def num(value, compact=False):
+    """A count as a raw number the browser formats for the page's language: thousands
+    separators, and with ``compact`` a short form (12.3k) with the exact figure on hover.
+    Shared live fragments keep the raw value (static/queuewatch.js formats it)."""
+    if value in (None, ""):
+        return "—"
+    return format_html('<data class="qw-num{}" value="{}">{}</data>', " qw-compact" if compact else "", value, value)
+
+
+def rate_value(value):
+    """A per-minute rate rounded as shown: 0.4, 12, 12300 (three significant digits from
+    1,000). Equal values render identically, so the monitor's change keys use this too."""
+    if value in (None, ""):
+        return None
+    v = float(value)
+    if v == 0:
+        return 0
+    if v < 10:
+        return round(v, 1)
+    if v < 1000:
+        return int(round(v))
+    digits = len(str(int(v))) - 3
+    return int(round(v, -digits))
+
+
+@register.filter("rate_num")
+@register.simple_tag
+def rate_num(value):
+    """A per-minute rate for the browser to format (compact from 1,000, exact on hover)."""
+    v = rate_value(value)
+    if v is None:
+        return "—"
+    return format_html('<data class="qw-num qw-compact qw-rate" value="{}">{}</data>', v, rate(v))
+
+
+@register.simple_tag
+def rate_windows(per_min: dict, windows="1,5,15"):
+    """One rate over several windows, each "39/min · 1m", so figures never run together.
+    ``windows``: the minutes, comma-separated."""
+    windows = [int(w) for w in str(windows).split(",")]
+    per = gettext("/min")
+    names = {1: gettext("1m"), 5: gettext("5m"), 15: gettext("15m")}
+    return format_html('<span class="qw-rates">{}</span>', format_html_join(
+        "", '<span class="qw-rate-w">{}<span class="qw-unit">{}</span> <small>· {}</small></span>',
+        ((rate_num(per_min.get(w) if hasattr(per_min, "get") else None), per,
+          names.get(w, w)) for w in windows)))
 
 
 @register.simple_tag
@@ -120,6 +205,15 @@ def sort_url(context, column):
     return "?" + urlencode(params)
 
 
+@register.simple_tag(takes_context=True)
+def overview_page_url(context, page):
+    """Overview pager link: the same filter and sort, another page."""
+    params = {"sort": context.get("sort"), "dir": "desc" if context.get("descending") else "asc", "page": page}
+    if context.get("query"):
+        params["q"] = context["query"]
+    return "?" + urlencode(params)
+
+
 @register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
@@ -143,6 +237,23 @@ def rate(value):
 @register.filter
 def percent(value):
     return f"{float(value) * 100:.1f}%"
+
+
+@register.simple_tag
+def copy_button(value, what=""):
+    """A button that copies ``value`` (a job id, a queue name) to the clipboard (static/queuewatch.js)."""
+    if value in (None, ""):
+        return ""
+    label = gettext("Copy")
+    # The icon is drawn by pages.css, so the heading's text stays the name alone.
+    return format_html('<button type="button" class="qw-copy" data-copy="{}" title="{}" aria-label="{}"></button>',
+                       value, label, f"{label} {what or value}")
+
+
+@register.filter
+def queue_rates_id(queue) -> str:
+    """The rate cards of a queue page: sent by the monitor with ``queue_live_id``'s fragment."""
+    return live.queue_live_id(queue) + "-rates"
 
 
 # Element ids of live fragments: the functions the monitor uses, so page and fragment agree.

@@ -64,7 +64,7 @@ async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(runnin
     await receive_until(comm, lambda h: seen.append(h) or 'data-state="done"' in h, timeout=30)
     await comm.disconnect()
     final = seen[-1]
-    assert 'data-percent="100"' in final and re.search(r'class="moved">40<', final)
+    assert 'data-percent="100"' in final and re.search(r'class="moved"><data class="qw-num" value="40">40</data><', final)
     # Progress was shown on the way, not only at the end (40 jobs at 40/s: several updates).
     assert any(re.search(r'data-percent="([1-9]\d?)"', h) for h in seen[:-1])
 

@@ -174,7 +174,7 @@ def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, 
     kwargs, admin = site
     client.force_login(admin)
     job = client.get(reverse("job", args=["default", "bull", "orders", "1"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
-    assert '<pre class="payload" dir="ltr">' in job and "<h1>المهمة <code>1</code></h1>" in job
+    assert '<pre class="payload" dir="ltr">' in job and "<h1>المهمة <code dir=\"ltr\">1</code>" in job
     # <code> (ids, prefixes, cron, option names) is left-to-right in any right-to-left page.
     css = (Path(__file__).resolve().parents[2] / "static" / "queuewatch.css").read_text()
     assert '[dir="rtl"] code, [dir="rtl"] pre { direction: ltr; unicode-bidi: isolate; }' in css
@@ -182,4 +182,4 @@ def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, 
     failed = client.get(reverse("job", args=["default", "bull", "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
     assert '<pre class="reason" dir="ltr">' in failed and '<pre dir="ltr">Error: card declined' in failed
     queue = client.get(reverse("queue", args=["default", "bull", "orders"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
-    assert "<h1><bdi>orders</bdi></h1>" in queue and '<bdi>إرسال الفاتورة</bdi>' in queue
+    assert "<h1><bdi>orders</bdi><button" in queue and '<bdi>إرسال الفاتورة</bdi>' in queue

@@ -244,8 +244,9 @@ def test_queue_page_has_the_chart_section(logged_in, queues):
         assert f'data-range="{rng}"' in html
     for kind in ("throughput", "deadletters", "stalls", "backlog", "wait", "processing"):
         assert f'data-chart="{kind}"' in html
-    # Right after the live section, before the job list.
-    assert html.index('class="queue-live"') < html.index('id="queue-charts"') < html.index('id="job-list"')
+    # The job list first (after the state tabs); the rate cards and the charts below it.
+    assert html.index('class="queue-live"') < html.index('id="job-list"') < html.index('class="qw-rates-box"') \
+        < html.index('id="queue-charts"')
 
 
 def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scripts(logged_in, queues):

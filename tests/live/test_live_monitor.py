@@ -34,7 +34,7 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
     # The failed tab's count moves and the failed job row appears, without a reload.
     seen = []
     await receive_until(comm, lambda h: seen.append(h) or (
-        any('class="queue-live"' in x and re.search(r'failed <span class="count">1</span>', x) for x in seen)
+        any('class="queue-live"' in x and re.search(r'failed <span class="count"><data class="qw-num qw-compact" value="1">1</data></span>', x) for x in seen)
         and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)))
     await comm.disconnect()
 

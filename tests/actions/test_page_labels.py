@@ -1,0 +1,41 @@
+"""Readable labels on the action pages: the audit log lists ids and shows times and details by
+name (not ``ids=['2', '3']`` or ``before_ms=1796069134903``); a task says the pace asked."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from dashboard.actions import audit
+from dashboard.actions.models import AuditEntry, BulkTask
+from queues.keys import QueueRef
+
+pytestmark = [pytest.mark.django_db]
+
+Q = QueueRef("default", "bull", "orders")
+BEFORE_MS = 1796069134903  # 2026-11-30T20:05:34.903Z
+
+
+def test_audit_log_lists_ids_and_shows_times_and_details_by_name(logged_in):
+    ids = [str(i) for i in range(2, 30)]
+    audit.record(user=None, via="page", action="bulk.retry", queue=Q, outcome=AuditEntry.OK, job_ids=ids,
+                 selection={"state": "failed", "before_ms": BEFORE_MS, "rate": 0.5, "reset_counters": True,
+                            "ids": ["a", "b"]})
+    html = logged_in.get(reverse("audit")).content.decode()
+    assert "ids=[" not in html and "before_ms=" not in html
+    assert '<span class="audit-ids" dir="ltr"><code>2</code><code>3</code>' in html  # a list, not a repr
+    assert re.search(r"and <data class=\"qw-num\" value=\"8\">8</data> more", html)  # 28 ids, 20 shown
+    assert '<time datetime="2026-11-30T20:05:34.903Z" data-qw-time="s" dir="ltr">2026-11-30 20:05:34 UTC</time>' in html
+    assert "jobs from before:" in html and "paced at (jobs/s):" in html and "counters reset:</span>" in html
+    assert "When (UTC)" not in html  # the time is in the page's zone, named in the footer
+
+
+def test_task_page_says_the_pace_asked(logged_in):
+    task = BulkTask.objects.create(action="retry", connection=Q.connection, prefix=Q.prefix, queue=Q.name,
+                                   selection={"state": "failed"}, before_ms=BEFORE_MS, rate=0.5, reason="why",
+                                   state=BulkTask.DONE, total=12000, moved=12000)
+    html = logged_in.get(reverse("task", args=[task.pk])).content.decode()
+    assert "(paced at 0.5/s)" in html
+    assert '<dd class="moved"><data class="qw-num" value="12000">12000</data></dd>' in html
