@@ -29,6 +29,30 @@
     axis: "#667085",
     grid: "rgba(16, 24, 40, 0.07)",
   };
+  // Axis and grid colours follow the theme. The design tokens may be light-dark() values,
+  // which only a computed colour resolves, so they are read through a probe element (CSSOM,
+  // allowed by the CSP, unlike a style attribute).
+  function themeColor(token, fallback) {
+    var probe = document.createElement("span");
+    probe.style.color = "var(" + token + ", " + fallback + ")";
+    (document.body || document.documentElement).appendChild(probe);
+    var color = window.getComputedStyle(probe).color;
+    probe.remove();
+    return color || fallback;
+  }
+
+  function readThemeColors() {
+    COLORS.axis = themeColor("--qw-muted", "#667085");
+    COLORS.grid = themeColor("--qw-border", "rgba(16, 24, 40, 0.07)");
+  }
+
+  // Right to left: value axes change sides (uPlot: 1 = right, 3 = left), so the main one sits
+  // at the start of the line, as the tables' first column does. Time still runs left to right.
+  function sideOf(side) {
+    if (document.documentElement.getAttribute("dir") !== "rtl") return side;
+    return side === 1 ? 3 : side === 3 ? 1 : side;
+  }
+
   var FONT = "11px system-ui, -apple-system, 'Segoe UI', sans-serif";
   var LABEL_FONT = "600 11px system-ui, -apple-system, 'Segoe UI', sans-serif";
 
@@ -126,7 +150,7 @@
     var fmt = opts.fmt;
     return {
       scale: opts.scale,
-      side: opts.side || 3,
+      side: sideOf(opts.side || 3),
       label: opts.label,
       labelSize: 16,
       labelFont: LABEL_FONT,
@@ -369,7 +393,10 @@
 
   QueueCharts.prototype.draw = function (data, rescale) {
     var self = this;
-    if (!this.specs) this.specs = chartSpecs(!!data.is_dlq, this);
+    if (!this.specs) {
+      readThemeColors();
+      this.specs = chartSpecs(!!data.is_dlq, this);
+    }
     var t = data.t || [];
     this.resolution = data.resolution;
     this.section.querySelectorAll(".chart[data-chart]").forEach(function (el) {
@@ -402,6 +429,7 @@
 
   QueueCharts.prototype.create = function (el, spec, cols) {
     clearStale(el);
+    readThemeColors();
     var scales = { x: { time: true } };
     spec.axes.forEach(function (a) { scales[a.scale] = { range: zeroBased }; });
     var opts = {
@@ -442,12 +470,20 @@
     if (section) queueCharts = new QueueCharts(section);
   }
 
-  // The viewer switched between their zone and UTC: draw the charts again in the new one.
-  document.addEventListener("qw:timezone", function () {
+  function redrawQueueCharts() {
     if (!queueCharts || !document.body.contains(queueCharts.section)) return;
     Object.keys(queueCharts.plots).forEach(function (k) { queueCharts.plots[k].destroy(); delete queueCharts.plots[k]; });
+    queueCharts.specs = null;  // built again with the current colours
     queueCharts.load();
-  });
+  }
+  // The viewer switched between their zone and UTC, or the theme changed (the toggle, or the
+  // system's preference while the toggle says "system"): draw the charts again.
+  document.addEventListener("qw:timezone", redrawQueueCharts);
+  document.addEventListener("qw:theme", redrawQueueCharts);
+  if (window.matchMedia) {
+    var darkQuery = window.matchMedia("(prefers-color-scheme: dark)");
+    if (darkQuery.addEventListener) darkQuery.addEventListener("change", redrawQueueCharts);
+  }
 
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden && queueCharts && queueCharts.pendingWhileHidden) {

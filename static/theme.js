@@ -26,7 +26,11 @@
     var select = document.getElementById("theme-choice");
     if (select) {
       select.value = root.getAttribute("data-theme") || "system";
-      select.addEventListener("change", function () { apply(select.value); remember(select.value); });
+      select.addEventListener("change", function () {
+        apply(select.value);
+        remember(select.value);
+        document.dispatchEvent(new CustomEvent("qw:theme"));  /* charts redraw in the theme's colours */
+      });
     }
     var header = document.querySelector(".topbar");
     var toggle = document.querySelector(".menu-toggle");
@@ -44,6 +48,7 @@
   window.addEventListener("storage", function (e) {
     if (e.key !== KEY) return;
     apply(e.newValue);
+    document.dispatchEvent(new CustomEvent("qw:theme"));
     var select = document.getElementById("theme-choice");
     if (select) select.value = e.newValue || "system";
   });

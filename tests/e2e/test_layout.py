@@ -239,3 +239,32 @@ def test_a_missing_page_is_friendly_with_the_shell(browser, live_app, session_st
         assert page.errors == [], page.errors
     finally:
         context.close()
+
+
+PLOT_AXES = """() => {
+    const el = [...document.querySelectorAll('.chart[data-chart]')].find(e => e.__qwPlot);
+    const plot = el.__qwPlot, probe = document.createElement('span');
+    probe.style.color = 'var(--qw-muted)';
+    document.body.appendChild(probe);
+    const muted = getComputedStyle(probe).color;
+    probe.remove();
+    return {side: plot.axes[1].side, stroke: plot.axes[0].stroke(plot, 0), muted};
+}"""
+
+
+@pytest.mark.parametrize("lang, side", [("en", 3), ("ar", 1)])  # uPlot: 3 = left, 1 = right
+def test_charts_follow_the_theme_and_put_the_value_axis_at_the_start_of_the_line(browser, live_app, session_state,
+                                                                                 lang, side):
+    context, page = open_context(browser, session_state, lang=lang, scheme="dark")
+    try:
+        page.goto(live_app.url + QUEUE)
+        page.wait_for_function("() => [...document.querySelectorAll('.chart[data-chart]')].some(e => e.__qwPlot)")
+        dark = page.evaluate(PLOT_AXES)
+        assert dark["side"] == side and dark["stroke"] == dark["muted"], dark
+        page.select_option("#theme-choice", "light")  # the charts are drawn again in the light colours
+        page.wait_for_function(f"() => ({PLOT_AXES})().stroke !== {dark['stroke']!r}")
+        light = page.evaluate(PLOT_AXES)
+        assert light["stroke"] == light["muted"] != dark["muted"] and light["side"] == side, light
+        assert page.errors == [], page.errors
+    finally:
+        context.close()

@@ -97,9 +97,11 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(li
                 exact = nearest_rank([j[f"{kind}_ms"] for j in jobs], q)
                 measured = figures[f"{kind}_ms"][p]
                 assert abs(measured - exact) <= max(0.10 * exact, ABSOLUTE_SLACK_MS), (job_name, kind, p, measured, exact)
-    assert doc["names"]["slow"]["processing_ms"]["p50"] == pytest.approx(1000, rel=0.10)
-    assert doc["names"]["fast"]["processing_ms"]["p50"] == pytest.approx(200, rel=0.10)
-    assert doc["names"]["fast"]["wait_ms"]["p99"] == pytest.approx(KNOWN_WAIT_MS, rel=0.10)
+    # The workload's sleeps and wait are floors (a loaded machine only adds to them, and the
+    # figures above are held to BullMQ's own timestamps): each is measured at least, within a bucket.
+    assert doc["names"]["slow"]["processing_ms"]["p50"] >= 0.9 * 1000
+    assert doc["names"]["fast"]["processing_ms"]["p50"] >= 0.9 * 200
+    assert doc["names"]["fast"]["wait_ms"]["p99"] >= 0.9 * KNOWN_WAIT_MS
     assert doc["all"]["completed"] == len(truth)
 
     api = logged_in.get(reverse("api_queue_timings", args=["default", "bull", name]) + "?window=15m")
