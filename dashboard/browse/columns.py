@@ -72,7 +72,7 @@ COLUMNS: list[OverviewColumn] = [
     OverviewColumn(
         name="name", header=_("Queue"),
         value=lambda sig: sig.is_dlq,
-        cell='<td><bdi><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
+        cell='<td><bdi class="queue-name"><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
              '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">{% translate "DLQ" %}</span>{% endif %}</td>',
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
