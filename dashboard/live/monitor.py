@@ -218,6 +218,7 @@ class Monitor:
             if t >= next_probe:
                 dirty |= self.tracker.probe_stalls()
                 dirty |= self.tracker.count_attempt_failures(settled_only=False)
+                dirty |= self.tracker.learn_keep_counts()
                 self.tracker.name_jobs()
                 next_probe = t + STALL_PROBE_INTERVAL
             if t >= next_tick or t >= next_snapshot:

@@ -22,6 +22,7 @@ from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
+from queues.keep_counts import KeepCounts
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
@@ -84,6 +85,7 @@ class CountTracker:
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.clock = JobClock()  # job names and start times, for wait and processing times
+        self.keeps = KeepCounts()  # how many jobs each finished set keeps, from a job's options
 
     def reset(self) -> None:
         """Forget everything: a new term of leadership starts from the stored cursors."""
@@ -93,6 +95,7 @@ class CountTracker:
         self.quiet = QuietReads()
         self.attempts = AttemptFailures()
         self.clock = JobClock()
+        self.keeps = KeepCounts()
 
     # --- which queues -----------------------------------------------------------------------
 
@@ -110,6 +113,7 @@ class CountTracker:
         for q in gone:
             del self.states[q]
             self.applied_cursors.pop(q, None)
+            self.keeps.forget(q)
         return gone
 
     # --- events -----------------------------------------------------------------------------
@@ -134,6 +138,8 @@ class CountTracker:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
                 st.touched_jobs.add(ev.job_id)
+                if ev.name in ("added", "active"):  # its hash exists: its options can be read
+                    self.keeps.consider(ev.queue, ev.job_id, time.monotonic())
                 if ev.name == "active":
                     st.active_since[ev.job_id] = ev.ts_ms
                 elif ev.name in STATE_AFTER or ev.name == "removed":
@@ -210,6 +216,22 @@ class CountTracker:
                 counted.add(ev.queue)
             self.record_timings(self.clock.attempt_failed(ev))
         return counted
+
+    def learn_keep_counts(self) -> set[QueueRef]:
+        """Read the options of one job per queue that is due (rarely: ``queues.keep_counts``)
+        and clamp its finished sets to their keep counts; returns the queues whose counts
+        that changed."""
+        changed: set[QueueRef] = set()
+        for q, keeps in self.keeps.resolve(self.registry.client, time.monotonic()).items():
+            live_counts = self.states[q].live if q in self.states else None
+            if live_counts is None:
+                continue
+            before = dict(live_counts.counts)
+            for state, keep in keeps.items():
+                live_counts.set_keep(state, keep)
+            if live_counts.counts != before:
+                changed.add(q)
+        return changed
 
     def warm(self, events: list[Event]) -> None:
         """Events from before where counting starts: the job clock learns from them, nothing is counted."""
