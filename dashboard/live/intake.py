@@ -9,6 +9,10 @@ dedicated connection and puts what it reads on one hand-off queue, in order:
 * ``("events", connection, (events, gaps))``;
 * ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
 
+One more thread (``ExactReadRequests``) waits on the dashboard Redis for the action service's
+requests of an exact read (a change Queuewatch itself made) and hands on ``("exact", connection,
+queue)``, so the loop wakes and reads that queue at once.
+
 ``EventIntake`` owns the threads for one term of leadership and applies those items on the
 leader's loop thread: events to the ``CountTracker``, connection changes to the banner.
 """
@@ -22,6 +26,7 @@ import time
 
 import redis
 
+from dashboard.live import channels as live
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
@@ -106,6 +111,26 @@ class FollowerThread(threading.Thread):
                 backoff = min(backoff * 2, 15.0)
 
 
+class ExactReadRequests(threading.Thread):
+    """Hands the action service's requests for an exact read to the intake's queue."""
+
+    def __init__(self, out: queue_mod.Queue, stop: threading.Event, wait_s: int = 1):
+        super().__init__(name="exact-read-requests", daemon=True)
+        self.out = out
+        self.stop_event = stop
+        self.wait_s = wait_s
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                asked = live.wait_exact_read(live.dashboard_redis(), self.wait_s)
+            except redis.RedisError:
+                self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
+                continue
+            if asked is not None:
+                self.out.put(("exact", asked.connection, asked))
+
+
 class EventIntake:
     def __init__(self, *, registry: Registry, tracker: CountTracker, banner: ConnectionBanner, monitor_name: str):
         self.registry = registry
@@ -126,6 +151,7 @@ class EventIntake:
         self.followers = {n: FollowerThread(n, self.registry, self.inbox, self._stop) for n in self.registry.names}
         for follower in self.followers.values():
             follower.start()
+        ExactReadRequests(self.inbox, self._stop).start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -168,3 +194,5 @@ class EventIntake:
             self.tracker.following_from(payload)
         elif kind == "recent":
             self.tracker.warm(payload)
+        elif kind == "exact":
+            self.tracker.read_at_once(payload)

@@ -203,6 +203,11 @@ class CountTracker:
             self.states[q].live.needs_snapshot = True
         return due
 
+    def read_at_once(self, q: QueueRef) -> None:
+        """Queuewatch itself changed this queue: due its exact read now (with the quiet ones)."""
+        if q in self.states:
+            self.quiet.asked(q)
+
     def count_attempt_failures(self, *, settled_only: bool) -> set[QueueRef]:
         """Count the failed attempts that will be retried among the candidate events seen
         (one HMGET per candidate, see queues.attempts); returns the queues they were in."""

@@ -245,3 +245,27 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
     assert len(reads) == reads_before, "no exact read of the queue: the figures come from events alone"
     off = {t: c for t, c in documents.items() if abs(c["completed"] - 20) > 2 or abs(c["failed"] - 10) > 2}
     assert not off, f"published outside the bound under load: {off}"
+
+
+def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monkeypatch):
+    """The same eventless drain, made through Queuewatch's action service, with neither a quiet
+    read nor a periodic snapshot in reach: the service asks, the monitor reads that queue."""
+    from dashboard.actions import services
+    from dashboard.live import tracking
+    from queues.keys import QueueRef
+    from queues.quiet import QuietReads
+    from tests.support.accounts import user_with
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))
+    name = "truth-drain-here"
+    create(url, name)
+    start_monitor(name)
+    run_node("truth.mjs", "eventless", url, name)
+    # Counted from the events alone (which cannot tell prioritized from waiting).
+    wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)
+    result = services.queue_action(user=user_with("admin"), via="api", queue=QueueRef("default", "bull", name),
+                                   action="drain", reason="test")
+    assert result.ok
+    expected = run_node("truth.mjs", "counts", url, name)["counts"]
+    assert expected["waiting"] == expected["prioritized"] == 0
+    settles_to(name, expected)
