@@ -9,7 +9,7 @@ dedicated connection and puts what it reads on one hand-off queue, in order:
 * ``("events", connection, (events, gaps))``;
 * ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
 
-One more thread (``ExactReadRequests``) waits on the dashboard Redis for the action service's
+One more thread (``ExactReadRequests``) subscribes on the dashboard Redis to the action service's
 requests of an exact read (a change Queuewatch itself made) and hands on ``("exact", connection,
 queue)``, so the loop wakes and reads that queue at once.
 
@@ -114,7 +114,7 @@ class FollowerThread(threading.Thread):
 class ExactReadRequests(threading.Thread):
     """Hands the action service's requests for an exact read to the intake's queue."""
 
-    def __init__(self, out: queue_mod.Queue, stop: threading.Event, wait_s: int = 1):
+    def __init__(self, out: queue_mod.Queue, stop: threading.Event, wait_s: float = 1.0):
         super().__init__(name="exact-read-requests", daemon=True)
         self.out = out
         self.stop_event = stop
@@ -123,12 +123,14 @@ class ExactReadRequests(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.is_set():
             try:
-                asked = live.wait_exact_read(live.dashboard_redis(), self.wait_s)
+                with live.dashboard_redis().pubsub(ignore_subscribe_messages=True) as requests:
+                    requests.subscribe(live.EXACT_READS_CHANNEL)
+                    while not self.stop_event.is_set():
+                        asked = live.exact_read_asked(requests.get_message(timeout=self.wait_s))
+                        if asked is not None:
+                            self.out.put(("exact", asked.connection, asked))
             except redis.RedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
-                continue
-            if asked is not None:
-                self.out.put(("exact", asked.connection, asked))
 
 
 class EventIntake:

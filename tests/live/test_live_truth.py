@@ -247,7 +247,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
     assert not off, f"published outside the bound under load: {off}"
 
 
-def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monkeypatch):
+def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monkeypatch, live_setup):
     """The same eventless drain, made through Queuewatch's action service, with neither a quiet
     read nor a periodic snapshot in reach: the service asks, the monitor reads that queue."""
     from dashboard.actions import services
@@ -260,6 +260,7 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     name = "truth-drain-here"
     create(url, name)
     start_monitor(name)
+    wait_for(lambda: live_setup.pubsub_numsub(live.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
     run_node("truth.mjs", "eventless", url, name)
     # Counted from the events alone (which cannot tell prioritized from waiting).
     wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)
