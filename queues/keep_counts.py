@@ -8,8 +8,8 @@ keep count the overcount grows until the next periodic snapshot.
 
 The keep count is in the job's ``opts`` (a number, ``true``/``false``, or ``{count, age}``), as
 BullMQ's ``getKeepJobs`` reads it. Reading it per event would be a per-event read, so it is read
-**rarely**: for each queue, the ``opts`` of one job seen entering ``wait`` or ``active`` (its hash
-still exists then), one ``HGET`` batched into a pipeline per connection, at most once per
+**rarely**: for each queue, the ``opts`` of the latest job seen added or made active (its hash
+most likely still exists), one ``HGET`` batched into a pipeline per connection, at most once per
 ``REFRESH_S`` per queue (and, if that job was already gone, again after ``RETRY_S``). With the
 count known, ``queues.live_counts`` clamps the set's count to it: the estimate is then exact
 under any load, as long as the queue's jobs share the option.
@@ -68,9 +68,15 @@ class KeepCounts:
         self.reads = 0  # HGETs sent, for tests and benchmarks
 
     def consider(self, queue: QueueRef, job_id: str, at: float) -> None:
-        """A job of ``queue`` was seen entering wait or active at monotonic time ``at``."""
-        if job_id and queue not in self._pending and at >= self._next_read.get(queue, 0.0):
+        """A job of ``queue`` was seen added or made active at monotonic time ``at``. The
+        latest one is read: on a busy queue with a small keep count, a job seen a second
+        earlier may already be finished and trimmed away."""
+        if job_id and at >= self._next_read.get(queue, 0.0):
             self._pending[queue] = job_id
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
 
     def resolve(self, client_for: Callable[[str], redis.Redis], at: float) -> dict[QueueRef, dict[str, int | None]]:
         """Read the pending jobs' options (one pipeline per connection). Returns, per queue

@@ -212,6 +212,8 @@ class Monitor:
             self.intake.take(timeout, dirty)
             t = time.monotonic()
             dirty.update(self.queue_publisher.due_again(t))
+            if self.tracker.keeps.pending:  # read at once: the job may soon be trimmed away
+                dirty |= self.tracker.learn_keep_counts()
             quiet = self.tracker.quiet_due(t)
             if quiet:
                 # Quiet means exact: one targeted read of just these queues, published at once.
@@ -220,7 +222,6 @@ class Monitor:
             if t >= next_probe:
                 dirty |= self.tracker.probe_stalls()
                 dirty |= self.tracker.count_attempt_failures(settled_only=False)
-                dirty |= self.tracker.learn_keep_counts()
                 self.tracker.name_jobs()
                 next_probe = t + STALL_PROBE_INTERVAL
             if t >= next_tick or t >= next_snapshot:

@@ -226,7 +226,10 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
 
     try:
         assert load.stdout.readline().strip() == "CAPPED"
-        wait_for(within_bound, timeout=SETTLE_S)
+        try:
+            wait_for(within_bound, timeout=SETTLE_S)
+        except AssertionError:
+            raise AssertionError(f"never within the bound: published {(published(name) or {}).get('counts')}") from None
         since = time.time() * 1000
 
         def collect():
