@@ -134,8 +134,9 @@ def summarise(samples: list[tuple], every_s: float) -> dict:
     figures = (*STATES, "stalled_now")
     out, doc_ages = {}, [t - taken / 1000 for t, taken, _, _ in samples if taken]
     for fig in figures:
-        errors, over, episodes = [], 0, []
+        errors, over, episodes, long_ones = [], 0, [], []
         open_since: dict[str, float] = {}
+        worst: dict[str, tuple] = {}  # queue -> the largest error of its open episode, and its truth
         for t, _, truth, pub in samples:
             for q, tv in truth.items():
                 if q not in pub:
@@ -145,8 +146,12 @@ def summarise(samples: list[tuple], every_s: float) -> dict:
                 if err > bound(tv[fig]):
                     over += 1
                     open_since.setdefault(q, t)
+                    worst[q] = max(worst.get(q, (0, 0, 0)), (err, tv[fig], pub[q][fig]))
                 elif q in open_since:
                     episodes.append(t - open_since.pop(q))
+                    if episodes[-1] > 2.0:
+                        long_ones.append((q, round(episodes[-1], 2), *worst[q]))
+                    worst.pop(q, None)
         last_t = samples[-1][0] if samples else 0
         episodes += [last_t - s + every_s for s in open_since.values()]  # still open at the end
         out[fig] = {
@@ -156,6 +161,8 @@ def summarise(samples: list[tuple], every_s: float) -> dict:
             "episode_p95_s": round(percentile(episodes, 95), 2) if episodes else 0,
             "episode_max_s": round(max(episodes), 2) if episodes else 0,
             "episodes_over_2s": sum(1 for e in episodes if e > 2.0),
+            # Which queues (name, seconds, largest error, truth and published then): a few.
+            "episodes_over_2s_where": sorted(long_ones, key=lambda e: -e[1])[:5],
         }
     return {"by_state": out, "points": len(samples), "state_doc_age_s": {"p50": round(percentile(doc_ages, 50), 2), "p95": round(percentile(doc_ages, 95), 2),
                                                  "max": round(max(doc_ages), 2)} if doc_ages else None}

@@ -8,7 +8,7 @@ its time on. Nothing in the product is changed: methods are wrapped at run time.
 max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
 
 * ``refresh_exact`` / ``refresh_full`` / ``refresh_dirty``: ``Monitor.refresh`` (with ``queues``: queues per call);
-* ``read_snapshots``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
+* ``take_snapshots`` (exact reads), ``apply_events``, ``count_attempt_failures``, ``learn_keep_counts``, ``publish_state``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
 * ``render_*``: the fragment renders (Django templates);
 * ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
 * ``flush``, ``discover``, ``lock_extend``, ``handle`` (one item from the event intake): the rest of the loop;
@@ -95,7 +95,11 @@ timed(M, "flush", "flush")
 timed(M, "discover", "discover")
 timed(intake.EventIntake, "handle", "handle")
 timed(M, "read_watched", "read_watched")
-timed(tracking, "read_snapshots", "read_snapshots", size=lambda a, kw: len(a[1]))
+timed(tracking.CountTracker, "take_snapshots", "take_snapshots", size=lambda a, kw: len(a[2]))
+timed(tracking.CountTracker, "apply_events", "apply_events", size=lambda a, kw: len(a[1]))
+timed(tracking.CountTracker, "count_attempt_failures", "count_attempt_failures")
+timed(tracking.CountTracker, "learn_keep_counts", "learn_keep_counts")
+timed(M, "publish_state", "publish_state")
 timed(tracking, "without_lock", "without_lock", size=lambda a, kw: sum(map(len, a[1].values())))
 timed(tracking.CountTracker, "probe_stalls", "probe_stalls")
 timed(publishing.QueuePublisher, "publish_list", "publish_list")

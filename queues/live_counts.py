@@ -10,9 +10,11 @@ know about each job.
 What events cannot tell, and how it is handled:
 * ``waiting`` covers both the ``wait`` list and the ``prioritized`` set. A job taken from
   ``waiting`` while the waiting estimate is zero is taken from ``prioritized``.
-* ``removeOnComplete``/``removeOnFail`` trim the finished sets without an event. When a snapshot
-  shows a finished set did not grow although events said it should, the set is treated as
-  capped, and finishing jobs leave its count alone until a snapshot says otherwise.
+* ``removeOnComplete``/``removeOnFail`` trim the finished sets without an event. The keep count
+  is read, rarely, from a job's options (``queues.keep_counts``) and the set's count is clamped
+  to it. When the options do not tell (a worker's default, trimming by age) and a snapshot shows
+  a finished set did not grow although events said it should, its size then is taken as its
+  cap, until a snapshot shows it larger.
 * ``cleaned`` does not say which jobs left: the queue asks for an early snapshot.
 * A job whose previous state is unknown (seen first after the snapshot, no ``prev`` field) is
   counted as new.
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .events import Event, _id_tuple
+from .keep_counts import KEEP_ALL
 from .snapshot import QueueSnapshot
 
 # The state a job is in after each event (``waiting`` also stands for ``prioritized``).
@@ -64,7 +67,10 @@ class LiveCounts:
     """One queue's counts: the last snapshot plus the moves its later events describe."""
 
     def __init__(self, snapshot: QueueSnapshot, *, waiting_memory: int = 10_000):
-        self.capped = dict.fromkeys(FINISHED, False)
+        # Per finished set: the size it is clamped to (None: not trimmed by count, as far as we
+        # know), and whether that comes from the jobs' own options (else from a snapshot).
+        self.cap: dict[str, int | None] = dict.fromkeys(FINISHED)
+        self.cap_from_options = dict.fromkeys(FINISHED, False)
         self.waiting_memory = waiting_memory
         self.moves: list[tuple[str, str | None, str | None]] = []
         self.moves_overflowed = False
@@ -74,13 +80,16 @@ class LiveCounts:
     def reset(self, snapshot: QueueSnapshot) -> None:
         """Take an exact snapshot as the new base."""
         previous = self.base
-        if previous is not None:
-            for s in FINISHED:
-                grew = self.finished_since[s] > 0
+        for s in FINISHED:
+            if self.cap_from_options[s]:
+                if self.cap[s] is not None and snapshot.counts[s] > self.cap[s]:
+                    # Some jobs keep more than the one whose options we read: trust reads.
+                    self.cap[s], self.cap_from_options[s] = None, False
+            elif previous is not None:
                 if snapshot.counts[s] > previous.counts[s]:
-                    self.capped[s] = False
-                elif grew and snapshot.counts[s] <= previous.counts[s]:
-                    self.capped[s] = True
+                    self.cap[s] = None
+                elif self.finished_since[s] > 0:  # events said it grew; it did not
+                    self.cap[s] = snapshot.counts[s]
         self.base = snapshot
         self.counts = dict(snapshot.counts)
         self.paused = snapshot.paused
@@ -91,6 +100,18 @@ class LiveCounts:
         self.entered_waiting: OrderedDict[str, int] = OrderedDict()
         self.oldest_taken = False
         self.needs_snapshot = False
+
+    def set_keep(self, state: str, keep: int | None) -> None:
+        """The keep count of a finished set as a job's options give it (``queues.keep_counts``:
+        a count, ``KEEP_ALL``, or None when they do not tell)."""
+        if keep is None:
+            if self.cap_from_options[state]:
+                self.cap[state], self.cap_from_options[state] = None, False
+            return
+        self.cap_from_options[state] = True
+        self.cap[state] = None if keep == KEEP_ALL else keep
+        if self.cap[state] is not None:
+            self.counts[state] = min(self.counts[state], self.cap[state])
 
     def read_before(self, stream_id: str) -> bool:
         """Whether the snapshot predates this stream entry (so events up to it are missing)."""
@@ -148,10 +169,9 @@ class LiveCounts:
             self._leave(old, job)
             if new in FINISHED:
                 self.finished_since[new] += 1
-                if not self.capped[new]:
-                    self.counts[new] += 1
-            else:
-                self.counts[new] += 1
+            self.counts[new] += 1
+            if self.cap.get(new) is not None:  # trimmed in the same script, without an event
+                self.counts[new] = min(self.counts[new], self.cap[new])
             if new == "waiting":
                 self.entered_waiting[job] = ev.ts_ms
                 if len(self.entered_waiting) > self.waiting_memory:
@@ -172,8 +192,6 @@ class LiveCounts:
             self.entered_waiting.pop(job, None)
             if job == self.base.oldest_waiting_id:
                 self.oldest_taken = True
-        if old in FINISHED and self.capped[old]:
-            return
         self.counts[old] = max(0, self.counts[old] - 1)
 
     def snapshot(self, now_ms: int) -> QueueSnapshot:

@@ -37,7 +37,7 @@ from dashboard.live import channels as live
 from dashboard.db import db_retry
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.actions.inputs import Selection
-from dashboard.actions.services import bulk_plan, task_queue
+from dashboard.actions.services import ask_for_exact_read, bulk_plan, task_queue
 from dashboard.registry import Registry
 from queues import bulk
 
@@ -223,6 +223,8 @@ class BulkRunner:
 
         if db_retry(close):
             self.publish(task)
+        if task.moved:
+            ask_for_exact_read(task_queue(task))  # e.g. a whole set retried or removed: exact at once
 
     def publish(self, task: BulkTask) -> None:
         try:

@@ -15,6 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import redis
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -23,6 +24,7 @@ from dashboard.actions import audit, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.errors import Conflict, InvalidInput
+from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from queues import bulk, edit_retry, selection
 from queues.errors import RedisUnavailable
@@ -72,7 +74,18 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
     audit.record(**entry, affected=runners.affected_by(result), outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
                  message=result.message)
+    if result.ok:
+        ask_for_exact_read(queue)
     return result
+
+
+def ask_for_exact_read(queue: QueueRef) -> None:
+    """Live figures exact at once after a change made here, even one BullMQ emits no event for
+    (drain, obliterate, clean...): the leading monitor reads the queue (docs/live-truth.md)."""
+    try:
+        live.request_exact_read(live.dashboard_redis(), queue)
+    except redis.RedisError:
+        pass  # the change is made; its figures settle at the next snapshot instead
 
 
 def job_action(*, user, via: str, queue: QueueRef, job_id: str, action: str, **params):

@@ -251,6 +251,29 @@ def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | No
     return [QueueRef(connection, prefix, name) for prefix, name in json.loads(raw)]
 
 
+EXACT_READS_CHANNEL = "queuewatch:exact-reads"
+
+
+def request_exact_read(client: redis.Redis, queue: QueueRef) -> None:
+    """Ask the leading monitor for an exact read of ``queue`` now: Queuewatch itself just
+    changed it, maybe without an event (drain, obliterate, clean...). The monitor does the read
+    (``dashboard.live.intake``); the web process only asks. Published, not stored: with no
+    monitor leading nobody needs it (a new leader reads every queue when it starts), and it
+    leaves no key behind in a dashboard Redis that is also the monitored one."""
+    client.publish(EXACT_READS_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name]))
+
+
+def exact_read_asked(message: dict | None) -> QueueRef | None:
+    """The queue a message on ``EXACT_READS_CHANNEL`` asks for (None for anything else)."""
+    if not message or message.get("type") != "message":
+        return None
+    try:
+        connection, prefix, name = json.loads(message["data"])
+        return QueueRef(str(connection), str(prefix), str(name))
+    except (TypeError, ValueError):
+        return None  # not one of ours: dropped
+
+
 STATE_KEY = "queuewatch:state"
 
 

@@ -9,6 +9,10 @@ dedicated connection and puts what it reads on one hand-off queue, in order:
 * ``("events", connection, (events, gaps))``;
 * ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
 
+One more thread (``ExactReadRequests``) subscribes on the dashboard Redis to the action service's
+requests of an exact read (a change Queuewatch itself made) and hands on ``("exact", connection,
+queue)``, so the loop wakes and reads that queue at once.
+
 ``EventIntake`` owns the threads for one term of leadership and applies those items on the
 leader's loop thread: events to the ``CountTracker``, connection changes to the banner.
 """
@@ -23,6 +27,7 @@ import time
 import redis
 from django.conf import settings
 
+from dashboard.live import channels as live
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
@@ -109,6 +114,28 @@ class FollowerThread(threading.Thread):
                 backoff = min(backoff * 2, 15.0)
 
 
+class ExactReadRequests(threading.Thread):
+    """Hands the action service's requests for an exact read to the intake's queue."""
+
+    def __init__(self, out: queue_mod.Queue, stop: threading.Event, wait_s: float = 1.0):
+        super().__init__(name="exact-read-requests", daemon=True)
+        self.out = out
+        self.stop_event = stop
+        self.wait_s = wait_s
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                with live.dashboard_redis().pubsub(ignore_subscribe_messages=True) as requests:
+                    requests.subscribe(live.EXACT_READS_CHANNEL)
+                    while not self.stop_event.is_set():
+                        asked = live.exact_read_asked(requests.get_message(timeout=self.wait_s))
+                        if asked is not None:
+                            self.out.put(("exact", asked.connection, asked))
+            except redis.RedisError:
+                self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
+
+
 class EventIntake:
     def __init__(self, *, registry: Registry, tracker: CountTracker, banner: ConnectionBanner, monitor_name: str):
         self.registry = registry
@@ -129,6 +156,7 @@ class EventIntake:
         self.followers = {n: FollowerThread(n, self.registry, self.inbox, self._stop) for n in self.registry.names}
         for follower in self.followers.values():
             follower.start()
+        ExactReadRequests(self.inbox, self._stop).start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -171,3 +199,5 @@ class EventIntake:
             self.tracker.following_from(payload)
         elif kind == "recent":
             self.tracker.warm(payload)
+        elif kind == "exact":
+            self.tracker.read_at_once(payload)

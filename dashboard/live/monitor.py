@@ -79,6 +79,7 @@ class Monitor:
         self.banner = ConnectionBanner(self.publisher)
         self.rendered_languages: set[str] = set()  # other languages someone views (live fragments)
         self.queue_publisher = QueuePublisher(publisher=self.publisher, redactor=get_redactor())
+        self.flusher = persistence.Flusher(name)  # writes history beside the loop
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
         self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
@@ -148,6 +149,7 @@ class Monitor:
             bulk.stop()
             outbox.stop()
             heartbeat.join(5)
+            self.flusher.settle(self.tracker.states, timeout=30)
             # A last flush on a clean stop only: after losing the lock, a standby already
             # resumed from the stored cursors and is the one to write from now on.
             if self.lock.held and self.lock.extend():
@@ -212,6 +214,8 @@ class Monitor:
             self.intake.take(timeout, dirty)
             t = time.monotonic()
             dirty.update(self.queue_publisher.due_again(t))
+            if self.tracker.keeps.pending:  # read at once: the job may soon be trimmed away
+                dirty |= self.tracker.learn_keep_counts()
             quiet = self.tracker.quiet_due(t)
             if quiet:
                 # Quiet means exact: one targeted read of just these queues, published at once.
@@ -244,7 +248,8 @@ class Monitor:
                 if not self.lock.held:
                     log.warning("%s: lost the leader lock before a flush; standing down", self.name)
                     return
-                self.flush()
+                # Built here, written beside the loop: live updates never wait for the database.
+                self.flusher.start(self.tracker.states, self.tracker.applied_cursors)
                 next_flush = t + FLUSH_INTERVAL
             periodic.run_due()
 
@@ -271,36 +276,54 @@ class Monitor:
     def refresh(self, queues: list[QueueRef], *, full: bool, exact: bool) -> None:
         """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
         and for queues whose estimate cannot be trusted (new, stream gap, ``cleaned``), read an
-        exact snapshot first; otherwise use the counts kept current from events."""
-        by_conn: dict[str, list[QueueRef]] = {}
-        for q in queues:
-            if q in self.tracker.states:
-                by_conn.setdefault(q.connection, []).append(q)
+        exact snapshot first; otherwise use the counts kept current from events. Queues someone
+        watches (a job list, a job page) go first: on a busy system a full refresh renders
+        every queue, and a watched list must not wait for that."""
         watches = self.read_watched()
+        watched = {w.queue for w in watches}
+        tracked = [q for q in queues if q in self.tracker.states]
         now = now_ms()
         changed_overview = False
-        for name, qs in by_conn.items():
-            source = self.registry.source(name)
-            client = source.raw_client()
-            try:
-                self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
-            except redis.RedisError as exc:
-                if not self.banner.is_down(name):
-                    self.banner.set_down(name, str(exc) or exc.__class__.__name__)
-                continue
-            if exact and self.banner.is_down(name):
-                self.banner.set_up(name)
-            for q in qs:
-                sig = self.tracker.current_signals(q, now)
-                if sig is None:
+        unreachable: set[str] = set()  # tried once this refresh: do not wait for its timeout twice
+        for group in ([q for q in tracked if q in watched], [q for q in tracked if q not in watched]):
+            by_conn: dict[str, list[QueueRef]] = {}
+            for q in group:
+                by_conn.setdefault(q.connection, []).append(q)
+            for name, qs in by_conn.items():
+                if name in unreachable:
                     continue
-                changed = self.queue_publisher.publish_queue(sig, watches, client, changes=self.tracker.take_changes(q),
-                                                             full=full)
-                self.tracker.mark_gauges(q, now, changed=changed)
-                changed_overview |= changed
+                changed = self._refresh_connection(name, qs, watches, now, exact=exact, full=full)
+                if changed is None:
+                    unreachable.add(name)
+                changed_overview |= bool(changed)
         self.publishes += int(changed_overview)
         if full:
             self.publish_state()
+
+    def _refresh_connection(self, name: str, qs: list[QueueRef], watches: list[live.Watch], now: int, *,
+                            exact: bool, full: bool) -> bool | None:
+        """``refresh`` for some queues of one connection; whether an overview fragment changed
+        (None: the connection could not be read)."""
+        source = self.registry.source(name)
+        client = source.raw_client()
+        try:
+            self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
+        except redis.RedisError as exc:
+            if not self.banner.is_down(name):
+                self.banner.set_down(name, str(exc) or exc.__class__.__name__)
+            return None
+        if exact and self.banner.is_down(name):
+            self.banner.set_up(name)
+        changed_overview = False
+        for q in qs:
+            sig = self.tracker.current_signals(q, now)
+            if sig is None:
+                continue
+            changed = self.queue_publisher.publish_queue(sig, watches, client, changes=self.tracker.take_changes(q),
+                                                         full=full)
+            self.tracker.mark_gauges(q, now, changed=changed)
+            changed_overview |= changed
+        return changed_overview
 
     def follow_viewed_languages(self) -> None:
         """Render other-language fragments only for languages someone views; when one starts

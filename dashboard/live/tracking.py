@@ -25,6 +25,7 @@ from queues.attempts import AttemptFailures
 from queues.errors import QueuewatchError
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
+from queues.keep_counts import KeepCounts
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
@@ -89,6 +90,7 @@ class CountTracker:
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.clock = JobClock()  # job names and start times, for wait and processing times
+        self.keeps = KeepCounts()  # how many jobs each finished set keeps, from a job's options
         # QUEUEWATCH_TIMINGS off: no job clock at all (what bench/redis_load.py compares against).
         self.timings_on = settings.QUEUEWATCH_TIMINGS
 
@@ -100,6 +102,7 @@ class CountTracker:
         self.quiet = QuietReads()
         self.attempts = AttemptFailures()
         self.clock = JobClock()
+        self.keeps = KeepCounts()
 
     # --- which queues -----------------------------------------------------------------------
 
@@ -117,6 +120,7 @@ class CountTracker:
         for q in gone:
             del self.states[q]
             self.applied_cursors.pop(q, None)
+            self.keeps.forget(q)
         return gone
 
     # --- events -----------------------------------------------------------------------------
@@ -142,6 +146,8 @@ class CountTracker:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
                 st.touched_jobs.add(ev.job_id)
+                if ev.name in ("added", "active"):  # its hash exists: its options can be read
+                    self.keeps.consider(ev.queue, ev.job_id, time.monotonic())
                 if ev.name == "active":
                     st.active_since[ev.job_id] = ev.ts_ms
                 elif ev.name in STATE_AFTER or ev.name == "removed":
@@ -205,6 +211,11 @@ class CountTracker:
             self.states[q].live.needs_snapshot = True
         return due
 
+    def read_at_once(self, q: QueueRef) -> None:
+        """Queuewatch itself changed this queue: due its exact read now (with the quiet ones)."""
+        if q in self.states:
+            self.quiet.asked(q)
+
     def count_attempt_failures(self, *, settled_only: bool) -> set[QueueRef]:
         """Count the failed attempts that will be retried among the candidate events seen
         (one HMGET per candidate, see queues.attempts); returns the queues they were in."""
@@ -219,6 +230,22 @@ class CountTracker:
             if self.timings_on:
                 self.record_timings(self.clock.attempt_failed(ev))
         return counted
+
+    def learn_keep_counts(self) -> set[QueueRef]:
+        """Read the options of one job per queue that is due (rarely: ``queues.keep_counts``)
+        and clamp its finished sets to their keep counts; returns the queues whose counts
+        that changed."""
+        changed: set[QueueRef] = set()
+        for q, keeps in self.keeps.resolve(self.registry.client, time.monotonic()).items():
+            live_counts = self.states[q].live if q in self.states else None
+            if live_counts is None:
+                continue
+            before = dict(live_counts.counts)
+            for state, keep in keeps.items():
+                live_counts.set_keep(state, keep)
+            if live_counts.counts != before:
+                changed.add(q)
+        return changed
 
     def warm(self, events: list[Event]) -> None:
         """Events from before where counting starts: the job clock learns from them, nothing is counted."""

@@ -196,3 +196,80 @@ def test_rate_limit_push_back_self_delay_and_stall_recovery_are_not_attempt_fail
     entry = settles_to(name, expected)
     assert expected["completed"] == done["counts"]["completed"] + 10 and entry["events_total"]["stalled"] == 1
     assert attempt_failures_once_decided(monitor, name) == done["attempt_failures"] == 0
+
+
+def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor, url, monkeypatch, live_setup):
+    """removeOnComplete {count: 20} / removeOnFail {count: 10} on a queue that never goes quiet
+    (about 100 jobs/s): no quiet read, no periodic snapshot, yet once at their caps the
+    published finished sets stay within max(2, 1 %) of the truth, document after document."""
+    import time
+
+    from dashboard.live import tracking
+    from queues.quiet import QuietReads
+    from queues.sources.redis_node import RedisNodeSource
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # never quiet, even between runs
+    reads = []
+    real = RedisNodeSource.snapshots
+    monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append(len(qs)) or real(self, qs))
+    name = "truth-steady"
+    create(url, name)
+    start_monitor(name)
+    reads_before = len(reads)
+    ensure_node_modules()
+    load = subprocess.Popen(["node", "truth.mjs", "steady", url, name], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    documents: dict[int, dict] = {}
+
+    def within_bound():
+        entry = published(name)
+        return entry and abs(entry["counts"]["completed"] - 20) <= 2 and abs(entry["counts"]["failed"] - 10) <= 2
+
+    try:
+        assert load.stdout.readline().strip() == "CAPPED"
+        try:
+            wait_for(within_bound, timeout=SETTLE_S)
+        except AssertionError:
+            raise AssertionError(f"never within the bound: published {(published(name) or {}).get('counts')}") from None
+        since = time.time() * 1000
+
+        def collect():
+            state = live.read_state(live.dashboard_redis())
+            entry = published(name)
+            if state and entry and state["taken_at"] > since:
+                documents[state["taken_at"]] = entry["counts"]
+            return len(documents) >= 8
+
+        wait_for(collect, timeout=SETTLE_S)
+        assert load.poll() is None, "the load ran throughout"
+    finally:
+        load.kill()
+        load.wait()
+    assert (live_setup.zcard(f"bull:{name}:completed"), live_setup.zcard(f"bull:{name}:failed")) == (20, 10)
+    assert len(reads) == reads_before, "no exact read of the queue: the figures come from events alone"
+    off = {t: c for t, c in documents.items() if abs(c["completed"] - 20) > 2 or abs(c["failed"] - 10) > 2}
+    assert not off, f"published outside the bound under load: {off}"
+
+
+def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monkeypatch, live_setup):
+    """The same eventless drain, made through Queuewatch's action service, with neither a quiet
+    read nor a periodic snapshot in reach: the service asks, the monitor reads that queue."""
+    from dashboard.actions import services
+    from dashboard.live import tracking
+    from queues.keys import QueueRef
+    from queues.quiet import QuietReads
+    from tests.support.accounts import user_with
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))
+    name = "truth-drain-here"
+    create(url, name)
+    start_monitor(name)
+    wait_for(lambda: live_setup.pubsub_numsub(live.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
+    run_node("truth.mjs", "eventless", url, name)
+    # Counted from the events alone (which cannot tell prioritized from waiting).
+    wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)
+    result = services.queue_action(user=user_with("admin"), via="api", queue=QueueRef("default", "bull", name),
+                                   action="drain", reason="test")
+    assert result.ok
+    expected = run_node("truth.mjs", "counts", url, name)["counts"]
+    assert expected["waiting"] == expected["prioritized"] == 0
+    settles_to(name, expected)

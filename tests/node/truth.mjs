@@ -12,6 +12,9 @@
 //   crash <n>    a worker takes <n> jobs, prints `ACTIVE <n>` and freezes (the test SIGKILLs it)
 //   eventless    5 waiting and 5 prioritized jobs, no worker
 //   drain        Queue.drain(): emits no event, so only a read can tell
+//   steady       removeOnComplete {count: 20} / removeOnFail {count: 10} under continuous load
+//                (about 100 jobs/s, 1 in 3 fails, never a pause): prints `CAPPED` once both sets
+//                are at their cap, and runs until killed
 //   counts       just print getJobCounts()
 // Every mode but `crash` closes its workers and prints one JSON line at the end:
 // {"counts": getJobCounts(), ...}.
@@ -134,6 +137,22 @@ const modes = {
     }, { concurrency: n, lockDuration: 2000, stalledInterval: 60_000 });
     await queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'doomed', data: { i } })));
     return null;
+  },
+  async steady() {
+    const opts = { removeOnComplete: { count: 20 }, removeOnFail: { count: 10 } };
+    worker(async job => { if (job.data.i % 3 === 0) throw new Error('bad'); });
+    let capped = false;
+    for (let i = 0; ; i += 5) {
+      await queue.addBulk(Array.from({ length: 5 }, (_, k) => ({ name: 'steady', data: { i: i + k }, opts })));
+      if (!capped) {
+        const c = await queue.getJobCounts('completed', 'failed');
+        if (c.completed >= 20 && c.failed >= 10) {
+          capped = true;
+          process.stdout.write('CAPPED\n');
+        }
+      }
+      await sleep(50);
+    }
   },
   async eventless() {
     await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'plain', data: { i } })));

@@ -4,6 +4,7 @@ import pytest
 import redis
 
 from queues.events import Event, EventsFollower
+from queues.keep_counts import KEEP_ALL, keep_count
 from queues.keys import QueueRef
 from queues.live_counts import JobStates, LiveCounts
 from queues.snapshot import QueueSnapshot, read_snapshots
@@ -72,6 +73,34 @@ def test_a_finished_set_that_did_not_grow_is_treated_as_capped_until_it_does():
     live.reset(snap(last_event_id="30-0", failed=101))  # retention was raised
     play(live, known, ev(31, "failed", "b", prev="active"))
     assert live.counts["failed"] == 102
+
+
+def test_a_finished_set_is_clamped_to_the_keep_count_its_jobs_options_give():
+    live, known = LiveCounts(snap(completed=5, active=30)), JobStates()
+    live.set_keep("completed", 20)
+    play(live, known, *(ev(11 + i, "completed", str(i), prev="active") for i in range(30)))
+    assert live.counts["completed"] == 20  # trimmed in the same script, no event says so
+    play(live, known, ev(50, "waiting", "29", prev="completed"))  # retried by an operator
+    assert live.counts["completed"] == 19
+    play(live, known, ev(51, "completed", "29", prev="active"))
+    assert live.counts["completed"] == 20
+    live.reset(snap(last_event_id="60-0", completed=25))  # other jobs keep more: reads win
+    play(live, known, ev(61, "completed", "x", prev="active"))
+    assert live.counts["completed"] == 26
+    live.set_keep("completed", KEEP_ALL)
+    play(live, known, ev(62, "completed", "y", prev="active"))
+    assert live.counts["completed"] == 27
+
+
+@pytest.mark.parametrize("opts, completed, failed", [
+    ({"removeOnComplete": {"count": 20}, "removeOnFail": 10}, 20, 10),
+    ({"removeOnComplete": True, "removeOnFail": False}, 0, KEEP_ALL),
+    ({"removeOnComplete": {"age": 60, "count": 5}, "removeOnFail": {}}, None, KEEP_ALL),  # age trims by time
+    ({"attempts": 3}, None, None),  # the worker's default applies: not stored anywhere
+    ({"removeOnComplete": {"count": -1}, "removeOnFail": "x"}, KEEP_ALL, None),
+])
+def test_keep_count_reads_the_options_as_bullmq_does(opts, completed, failed):
+    assert (keep_count(opts, "completed"), keep_count(opts, "failed")) == (completed, failed)
 
 
 def test_cleaned_asks_for_a_snapshot_and_waiting_falls_back_to_prioritized():
