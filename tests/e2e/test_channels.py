@@ -26,6 +26,7 @@ def test_admin_creates_a_webhook_channel_and_sends_a_test(page, live_app):
         log_in(page, live_app)
         page.click("nav >> text=Channels")
         page.click("text=New channel")
+        page.wait_for_load_state()  # the deferred script that shows one kind's settings has run
 
         page.select_option("select[name=kind]", "email")
         assert page.is_visible("textarea[name=to]") and not page.is_visible("input[name=url]")
