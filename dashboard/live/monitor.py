@@ -50,6 +50,7 @@ from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_
 from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from dashboard.registry import Registry, get_redactor, get_registry
 from queues.cron import Job, Periodic
+from queues.discovery_pass import discovery_for
 from queues.keys import QueueRef
 from queues.leader import LeaderLock
 from queues.rates import MINUTE_MS
@@ -57,7 +58,8 @@ from queues.rates import MINUTE_MS
 log = logging.getLogger("queuewatch.monitor")
 
 DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
-DISCOVERY_INTERVAL = 10.0
+DISCOVERY_INTERVAL = 10.0  # s: a discovery pass never starts sooner than this after the last began
+DISCOVERY_STEP_INTERVAL = 1.0  # s between steps of a pass (each costs QUEUEWATCH_DISCOVERY_KEYS_PER_S keys)
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
@@ -83,7 +85,9 @@ class Monitor:
         self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
-        self.publishes = 0  # refreshes that changed some queue's own fragments
+        self.publishes = 0
+        self.discoveries: dict[str, object] = {}  # connection -> its DiscoveryPass / WholeDiscovery, per term
+        self.discovery_keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))  # refreshes that changed some queue's own fragments
 
     # --- what the leader knows, for tests and probes ----------------------------------------
 
@@ -129,6 +133,7 @@ class Monitor:
         self.tracker.reset()
         self.banner.reset()
         self.queue_publisher.reset()
+        self.discoveries = {}
         cursors = persistence.load_cursors()
         self.intake.start()
         self.progress = time.monotonic()
@@ -195,8 +200,7 @@ class Monitor:
                 return
             if t >= next_discovery:
                 self.discover(cursors)
-                cursors = {}  # stored cursors matter only for the first discovery of a term
-                next_discovery = t + DISCOVERY_INTERVAL
+                next_discovery = t + DISCOVERY_STEP_INTERVAL
             timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
                                    periodic.seconds_until_next()))
             quiet_in = self.tracker.quiet.seconds_until_due(time.monotonic())
@@ -249,22 +253,48 @@ class Monitor:
     # --- the steps ----------------------------------------------------------------------------
 
     def discover(self, cursors: dict[QueueRef, str]) -> None:
-        """Find every connection's queues; track and follow new ones, forget vanished ones."""
+        """Advance every connection's discovery by one budgeted step (``queues.discovery_pass``:
+        a resumable SCAN, ``QUEUEWATCH_DISCOVERY_KEYS_PER_S``); when its list changes, track
+        and follow the new queues and forget the vanished ones. ``cursors`` are the stored
+        stream cursors of this term: a queue followed for the first time resumes from its own,
+        which is then used up."""
         for name in self.intake.followers:
+            walk = self.discoveries.get(name)
+            first = walk is None
             try:
-                found = self.registry.scan(name)
-                live.publish_queue_list(self.dash, name, found)
+                if first:
+                    walk = self.discoveries[name] = self._start_discovery(name, cursors)
+                changed = walk.step() or first
+                live.publish_queue_list(self.dash, name, walk.queues)  # every step: it expires
             except redis.RedisError as exc:
                 self.banner.set_down(name, str(exc))
                 continue
-            new = self.tracker.add_queues(found)
-            persistence.restore_series(self.tracker.states, new)
-            # Never followed before: start the rates from finish-time scores. A queue with a
-            # cursor resumes from it instead (exact), and the gap check reconciles if the
-            # stream was trimmed past it meanwhile.
-            self.tracker.reconcile([q for q in new if q not in cursors], since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
-            self.queue_publisher.forget(self.tracker.drop_missing(name, found))
-            self.intake.follow(name, found, {q: c for q, c in cursors.items() if q in found})
+            if changed:
+                self._follow(name, walk.queues, cursors)
+
+    def _start_discovery(self, name: str, cursors: dict[QueueRef, str]):
+        """A new term's discovery starts from what is already known: the list the last leader
+        published and the queues with stored cursors. They keep being followed while the first
+        pass walks the keyspace; its end drops those it did not meet."""
+        try:
+            published = live.read_queue_list(self.dash, name) or []
+        except redis.RedisError:
+            published = []
+        known = {*published, *(q for q in cursors if q.connection == name)}
+        return discovery_for(self.registry.source(name), keys_per_step=self.discovery_keys_per_step,
+                             min_pass_s=DISCOVERY_INTERVAL, known=known)
+
+    def _follow(self, name: str, found: list[QueueRef], cursors: dict[QueueRef, str]) -> None:
+        new = self.tracker.add_queues(found)
+        persistence.restore_series(self.tracker.states, new)
+        # Never followed before: start the rates from finish-time scores. A queue with a
+        # cursor resumes from it instead (exact), and the gap check reconciles if the
+        # stream was trimmed past it meanwhile.
+        self.tracker.reconcile([q for q in new if q not in cursors], since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
+        self.queue_publisher.forget(self.tracker.drop_missing(name, found))
+        self.intake.follow(name, found, {q: c for q, c in cursors.items() if q in found})
+        for q in new:
+            cursors.pop(q, None)  # used: a queue dropped and found again starts afresh
 
     def refresh(self, queues: list[QueueRef], *, full: bool, exact: bool) -> None:
         """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
