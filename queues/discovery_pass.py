@@ -74,6 +74,8 @@ class DiscoveryPass:
     def step(self) -> bool:
         """Advance by at most ``calls_per_step`` SCAN calls; True when the list changed.
         Raises Redis errors (the pass resumes from the same cursor on the next step)."""
+        if not self.prefixes:
+            return False
         if self.resting:
             if self.clock() < self._next_pass_at:
                 return False

@@ -155,3 +155,22 @@ def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monk
         assert live.read_queue_list(r, "default") == [ref("new")]
     finally:
         monitor.intake.stop()
+
+
+def test_a_kind_without_a_resumable_walk_is_discovered_whole_once_per_pass_interval():
+    from queues.discovery_pass import WholeDiscovery, discovery_for
+
+    class WholeOnly:  # a source kind with discover() only (e.g. docs/sources.md's recipe kind)
+        calls = 0
+
+        def discover(self):
+            self.calls += 1
+            return [ref("x")]
+
+    source, now = WholeOnly(), [100.0]
+    assert isinstance(discovery_for(source, keys_per_step=KEYS_PER_STEP, min_pass_s=10), WholeDiscovery)
+    walk = WholeDiscovery(source.discover, min_pass_s=10, clock=lambda: now[0])
+    assert walk.step() and walk.queues == [ref("x")]
+    assert not walk.step() and source.calls == 1  # resting until 10 s after the pass began
+    now[0] += 10
+    assert not walk.step() and source.calls == 2  # walked again, nothing changed
