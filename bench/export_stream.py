@@ -46,6 +46,11 @@ def seed(r: redis.Redis, jobs: int, payload: int) -> None:
             pipe.zadd("bull:big:failed", {str(i): 1_700_000_000_000 + i})
         pipe.execute()
     r.hset("bull:big:meta", mapping={"opts.maxLenEvents": 10000})
+    # A one-job queue for the warm-up export (a name-filtered warm-up of the big queue would
+    # walk all of it).
+    r.hset("bull:warm:meta", mapping={"opts.maxLenEvents": 10000})
+    r.hset("bull:warm:1", mapping={"name": "work", "data": "{}", "finishedOn": 1_700_000_000_000, "atm": 1})
+    r.zadd("bull:warm:failed", {"1": 1_700_000_000_000})
 
 
 def main() -> None:
@@ -93,7 +98,7 @@ def main() -> None:
                 time.sleep(0.1)
         # One small export first, so imports and connections are not counted as the big one's.
         warm = http.client.HTTPConnection("127.0.0.1", web_port)
-        warm.request("GET", "/api/v1/queues/default/bull/big/export?state=failed&format=csv&name=none",
+        warm.request("GET", "/api/v1/queues/default/bull/warm/export?state=failed&format=csv",
                      headers={"Authorization": f"Bearer {token}"})
         warm.getresponse().read()
         before = rss_mb(web.pid)
