@@ -6,8 +6,9 @@ the second page is read, and memory holds one page. Payloads are parsed
 and redacted with ``queues.redact``, page by page; text that is not JSON is redacted as text.
 
 Pages grow: the first is ``FIRST_PAGE`` jobs (a small read and little redaction, so the first
-byte leaves quickly however large the jobs), each next one twice the last, up to
-``selection.PAGE`` (few round trips for the bulk of a large export).
+byte leaves quickly however large the jobs), each next one twice the last, up to ``MAX_PAGE``
+(few round trips for the bulk of a large export, while the web process holds at most one
+page's data, parsed, redacted and encoded: a few MB for jobs of 4 KB).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import redis
 from .keys import QueueRef
 from .redact import Redactor
 from .safe_json import parse_json
-from .selection import PAGE, Cursor, JobFilter, advance, next_page
+from .selection import Cursor, JobFilter, advance, next_page
 from .text import to_int, to_text
 
 EXPORT_FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn", "atm", "ats", "stc",
@@ -30,14 +31,15 @@ EXPORT_FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn
 CSV_COLUMNS = ("id", "name", "timestamp", "processedOn", "finishedOn", "attemptsMade", "attemptsStarted",
                "stalledCounter", "failedReason", "data", "opts", "stacktrace", "returnvalue")
 FIRST_PAGE = 10
+MAX_PAGE = 250
 
 
 def page_sizes() -> Iterator[int]:
-    """FIRST_PAGE, then doubling, capped at ``selection.PAGE``."""
+    """FIRST_PAGE, then doubling, capped at MAX_PAGE."""
     size = FIRST_PAGE
     while True:
         yield size
-        size = min(PAGE, size * 2)
+        size = min(MAX_PAGE, size * 2)
 
 
 def _redacted_json(raw, redactor: Redactor):
