@@ -14,6 +14,7 @@ what one full, unpaced SCAN (the old discovery) costs, for comparison."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -83,6 +84,9 @@ def main() -> None:
         used_full = redis_cpu(r) - cpu
         print(f"one unpaced full SCAN (the old discovery): {full:.1f} s, Redis CPU {used_full:.2f} s, "
               f"{len(names)} queues; every 10 s that was {used_full / 10 * 100:.0f}% of a core")
+        print(json.dumps({"keys": args.keys, "rate": args.rate, "pass_s": round(elapsed), "steps": steps,
+                          "pass_cpu_s": round(used, 2), "pass_core_pct": round(used / elapsed * 100, 2),
+                          "idle_core_pct": round(idle_per_s * 100, 2), "full_scan_cpu_s": round(used_full, 2)}))
         if found != args.queues or len(names) != args.queues:
             print("ERROR: not every queue was found", file=sys.stderr)
             sys.exit(1)

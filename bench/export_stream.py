@@ -131,6 +131,9 @@ def main() -> None:
         print(f"first byte {first_byte:.3f} s, whole export {elapsed:.1f} s")
         print(f"daphne RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
               f"after {rss_mb(web.pid):.0f} MB")
+        print(json.dumps({"jobs": args.jobs, "payload": args.payload, "downloaded_mb": round(total_bytes / 1e6),
+                          "first_byte_s": round(first_byte, 3), "total_s": round(elapsed, 1),
+                          "rss_before_mb": round(before), "rss_peak_mb": round(peak[0])}))
     finally:
         for p in reversed(procs):
             p.terminate()
