@@ -188,7 +188,8 @@ QUEUEWATCH_DISCOVERY_KEYS_PER_S = env_int("QUEUEWATCH_DISCOVERY_KEYS_PER_S", 6_0
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
-# Downloads (job exports, audit CSV) one user may stream at once from one web process.
+# Downloads (job exports, audit CSV) one user may stream at once, across all web processes
+# (dashboard.download_slots: leases in the dashboard Redis).
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 # Jobs one error-groups page or name-filtered list may examine (one Redis command each).
 QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)
