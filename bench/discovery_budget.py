@@ -40,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--keys", type=int, default=10_000_000)
     parser.add_argument("--queues", type=int, default=1000)
-    parser.add_argument("--rate", type=int, default=6_000, help="keys examined per second")
+    parser.add_argument("--rate", type=int, default=5_000, help="keys examined per second")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle baseline")
     args = parser.parse_args()
     procs = Procs(Path(tempfile.mkdtemp(prefix="qw-discovery-bench-")))

@@ -183,7 +183,7 @@ except ConfigurationError as exc:
 QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
 # Keys the monitor's discovery examines per second (a resumable SCAN, docs/operations.md): a
 # pass over N keys takes N / this seconds (at least 10 s) at a fixed, small share of Redis CPU.
-QUEUEWATCH_DISCOVERY_KEYS_PER_S = env_int("QUEUEWATCH_DISCOVERY_KEYS_PER_S", 6_000, minimum=1000)
+QUEUEWATCH_DISCOVERY_KEYS_PER_S = env_int("QUEUEWATCH_DISCOVERY_KEYS_PER_S", 5_000, minimum=1000)
 # Payloads larger than this many bytes are shown truncated, with a download link.
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
