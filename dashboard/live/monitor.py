@@ -85,9 +85,9 @@ class Monitor:
         self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
-        self.publishes = 0
+        self.publishes = 0  # refreshes that changed some queue's own fragments
         self.discoveries: dict[str, object] = {}  # connection -> its DiscoveryPass / WholeDiscovery, per term
-        self.discovery_keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))  # refreshes that changed some queue's own fragments
+        self.discovery_keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))
 
     # --- what the leader knows, for tests and probes ----------------------------------------
 
