@@ -43,7 +43,8 @@ Measurement
 -----------
 Phases, in this order, with the workload running throughout: baseline (workload only), bull-board
 with 1, 10, 50 tabs (tabs are added, never removed), bull-board stopped, Queuewatch monitor with 0
-clients, then 1, 10, 50 clients, monitor stopped, baseline again. Each measured window is
+clients, then 1, 10, 50 clients, monitor stopped, the monitor again with ``QUEUEWATCH_TIMINGS=0``
+and 0 clients (unless ``--no-timings-off``), baseline again. Each measured window is
 ``--seconds`` long (default 60: a multiple of the monitor's 10 s snapshot and 60 s health-check
 periods, so every window holds the same number of each) and follows ``--warmup`` seconds after
 the client count changed.
@@ -58,7 +59,9 @@ includes what its ``getCounts`` etc. scripts execute; Queuewatch runs no Lua on 
 Cross-check (``proxy_cmds_per_s``): each tool reaches the monitored Redis through its own counting
 proxy (``resp_proxy.py``), which counts its top-level commands exactly, with no subtraction.
 
-Also reported: bull-board's cost per poll and the share of requested polls its server managed to
+Also reported: the monitor's CPU per 1,000 events with the per-job-name timings on (the
+0-client phase) and off (``monitor_cpu_per_1000_events``; events are the workload's XADDs);
+bull-board's cost per poll and the share of requested polls its server managed to
 serve; CPU of every process; and with ``--probe`` the monitor's step timings
 (``monitor_probe.py``: how long a refresh takes, how many queues it covers, renders, publishes,
 gaps between leader-lock extensions), which shows whether the monitor kept up. ``--code-ref REF``
@@ -327,7 +330,29 @@ class Bench:
         self.monitor_log = {"warnings_and_errors": len(lines), "first": lines[:5]}
         for ln in lines[:5]:
             log(f"monitor log: {ln}")
+        if not a.no_timings_off:
+            await self.run_timings_off(app, queues, workload)
         return closed_early
+
+    async def run_timings_off(self, app: QueuewatchApp, queues: list[str], workload) -> None:
+        """The monitor again with ``QUEUEWATCH_TIMINGS=0`` (no job clock), no clients, for as
+        long as ``queuewatch-0``: their monitor CPU per 1,000 events is what the timings cost."""
+        a = self.args
+        app.env["QUEUEWATCH_TIMINGS"] = "0"
+        # The previous monitor's overview rows are still cached: without this, the wait below
+        # would end at once and the window would hold this monitor's start-up work.
+        self.dashboard_client.delete("queuewatch:frag:overview")
+        try:
+            monitor = app.start_monitor()
+            await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
+            await asyncio.sleep(a.monitor_warmup)
+            if not monitor.alive():
+                raise RuntimeError("monitor exited:\n" + monitor.tail())
+            await self.measure("queuewatch-timingsoff", a.baseline_seconds, tool="queuewatch", tabs=[],
+                               cpu_procs=[workload, monitor, app.daphne])
+            app.stop_monitor()
+        finally:
+            app.env.pop("QUEUEWATCH_TIMINGS", None)
 
     def report(self, queues: list[str], workload_summary: dict, closed_early: int) -> dict:
         a = self.args
@@ -405,6 +430,19 @@ class Bench:
                                 "loop_stall_p95_ms": pr.get("loop_stall", {}).get("p95_ms"),
                                 "loop_stall_max_ms": pr.get("loop_stall", {}).get("max_ms")}
 
+        # The monitor's CPU per 1,000 events with the per-job-name timings on ("0": no clients)
+        # and off ("timingsoff"). Every BullMQ event is one XADD of the workload's scripts, and
+        # the monitor reads every one of them.
+        cpu_per_k = {}
+        for n, key in (("0", "timings_on"), ("timingsoff", "timings_off")):
+            phase, e = self.phases.get(f"queuewatch-{n}"), qw.get(n)
+            events_per_s = phase["per_command"].get("xadd", 0) if phase else 0
+            cpu = (e or {}).get("cpu_pct", {}).get("monitor")
+            if events_per_s and cpu is not None:
+                cpu_per_k[key] = {"monitor_cpu_ms_per_1000_events": round(cpu / 100 * 1000 / events_per_s * 1000, 1),
+                                  "events_per_s": round(events_per_s, 1), "monitor_cpu_pct": cpu,
+                                  "net_cmds_per_s": e["net_cmds_per_s"]}
+
         # Derived: what the monitor did per second (exact proxy counts; see dashboard/live/monitor.py).
         derived = {}
         for n, e in qw.items():
@@ -437,6 +475,7 @@ class Bench:
             "bullboard": bbr,
             "ratios_bullboard_over_queuewatch": ratios,
             "queuewatch_monitor_breakdown": derived,
+            "monitor_cpu_per_1000_events": cpu_per_k,
             "bullboard_per_poll": per_poll,
             "goals": {
                 "flat_growth_pct_1_to_50": round(growth, 1) if growth is not None else None,
@@ -499,6 +538,8 @@ def main() -> int:
                     help="connect both tools straight to the monitored Redis (no exact per-tool counts)")
     ap.add_argument("--probe", action="store_true",
                     help="run the monitor under bench/monitor_probe.py and report where its time goes")
+    ap.add_argument("--no-timings-off", action="store_true",
+                    help="skip the last phase: the monitor with QUEUEWATCH_TIMINGS=0, for its CPU per 1,000 events")
     ap.add_argument("--keep-logs", default=None, metavar="DIR", help="copy the child processes' logs here at the end")
     args = ap.parse_args()
     args.clients = sorted(int(c) for c in args.clients.split(","))

@@ -57,11 +57,11 @@ def page_errors(view):
         try:
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
-            return render(request, "error.html", {"title": _("Not found"), "message": _not_found_message(exc)}, status=404)
+            return render(request, "error.html", {"status": 404, "title": _("Not found"), "message": _not_found_message(exc)}, status=404)
         except RedisUnavailable as exc:
-            return render(request, "error.html", {"title": _("Redis unavailable"), "message": str(exc)}, status=503)
+            return render(request, "error.html", {"status": 503, "title": _("Redis unavailable"), "message": str(exc)}, status=503)
         except TooManyRequests as exc:
-            return render(request, "error.html", {"title": _("Too many requests"), "message": str(exc)}, status=429)
+            return render(request, "error.html", {"status": 429, "title": _("Too many requests"), "message": str(exc)}, status=429)
 
     return wrapper
 

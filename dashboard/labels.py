@@ -55,6 +55,7 @@ LABELS = {
     "discard": pgettext_lazy("action", "discard"),
     "promote": pgettext_lazy("action", "promote"),
     "redrive": pgettext_lazy("action", "redrive"),
+    "edit-retry": pgettext_lazy("action", "edit and retry"),
     "clean": pgettext_lazy("action", "clean"),
     # periods of the per-job-name timings (dashboard.live.timing_points WINDOWS and RANGES)
     "1m": gettext_lazy("1m"),

@@ -86,7 +86,7 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AXES_VERBOSE = False
 
 ROOT_URLCONF = "dashboard.urls"
-CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # Django's page, plus an audit row
+CSRF_FAILURE_VIEW = "dashboard.accounts.views.csrf_failure"  # a friendly page, plus an audit row
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -250,6 +250,11 @@ QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
 
 # How often the monitor evaluates alert rules (seconds).
 QUEUEWATCH_ALERT_INTERVAL_S = env_int("QUEUEWATCH_ALERT_INTERVAL_S", 5, minimum=1)
+# Wait/processing times per job name from the events (docs/timings.md); off only to measure
+# what they cost (bench/redis_load.py) or to shed the monitor's CPU for them.
+QUEUEWATCH_TIMINGS = env_bool("QUEUEWATCH_TIMINGS", True)
+# Seconds between the monitor's CLIENT LIST reads (workers per queue, queues/workers.py).
+QUEUEWATCH_WORKERS_INTERVAL_S = env_int("QUEUEWATCH_WORKERS_INTERVAL_S", 10, minimum=1)
 # Optional digest of the last day's alerts, on a cron schedule in a time zone, to the named
 # channels (e.g. QUEUEWATCH_DIGEST_CRON="0 8 * * 1-5", QUEUEWATCH_DIGEST_TZ=Europe/Paris).
 QUEUEWATCH_DIGEST_CRON = env_str("QUEUEWATCH_DIGEST_CRON") or ""

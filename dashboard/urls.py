@@ -8,7 +8,7 @@ from dashboard.actions import api as actions_api
 from dashboard.actions import toolbox_views
 from dashboard.actions import views as actions_views
 from dashboard.browse import api as browse_api
-from dashboard.browse import history_views, timings_views
+from dashboard.browse import advice_views, history_views, timings_views
 from dashboard.browse import views as browse_views
 from dashboard.health import metrics
 from dashboard.health import views as health_views
@@ -31,6 +31,7 @@ urlpatterns = [
     path(queue + "schedulers/", browse_views.queue_schedulers, name="queue_schedulers"),
     path(queue + "history", history_views.queue_history, name="queue_history"),
     path(queue + "timings", timings_views.timings_table, name="queue_timings"),
+    path(queue + "advice", advice_views.queue_advice, name="queue_advice"),
     path(queue + "raw/<str:field>/<path:job_id>", browse_views.job_raw, name="job_raw"),
     path(queue + "jobs/<path:job_id>", browse_views.job_detail, name="job"),
     # The operator toolbox's forms (not under jobs/<id>: a job may be called "new").
@@ -68,3 +69,9 @@ urlpatterns = [
     path("alerts/channels/", include("dashboard.alerts.channel_urls")),
     path("admin/", admin.site.urls),
 ]
+
+# Friendly error pages with the shell and a way back (dashboard/error_pages.py).
+handler400 = "dashboard.error_pages.bad_request"
+handler403 = "dashboard.error_pages.forbidden"
+handler404 = "dashboard.error_pages.not_found"
+handler500 = "dashboard.error_pages.server_error"

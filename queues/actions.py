@@ -1,4 +1,5 @@
-"""Operator actions on jobs and queues: retry, discard, promote, pause, clean, redrive.
+"""Operator actions on jobs and queues: retry, discard, promote, pause, clean (redrive from a
+dead-letter queue: ``queues.redrive``).
 
 Every state change goes through BullMQ's own Lua scripts (``queues.bullmq_scripts``), so Node
 and Python workers see exactly what their own library would have done; the only write of ours
@@ -12,11 +13,9 @@ No Django imports; a client is a sync ``redis.Redis`` (bytes or text responses b
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
-import msgpack
 import redis
 
 from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
@@ -31,10 +30,6 @@ MISSING = "missing"  # the job hash does not exist (removed, pruned, never exist
 LOCKED = "locked"  # a worker holds the job's lock
 WRONG_STATE = "wrong_state"  # the job is not in the state the action needs (someone moved it)
 SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job scheduler
-TARGET_EXISTS = "target_exists"  # redrive: the deterministic id is taken in the source queue
-CHANGED = "changed"  # redrive: the job was replaced between read and move
-NO_SOURCE = "no_source"  # redrive: no source queue could be determined
-UNKNOWN_TARGET = "unknown_target"  # redrive: the source queue does not exist (no <prefix>:<queue>:meta)
 NOT_A_JOB = "not_a_job"  # the id names a key of the queue that is in none of its states (meta, repeat:<id>, ...)
 
 RETRYABLE_STATES = ("failed", "completed")
@@ -45,6 +40,7 @@ class ActionResult:
     job_id: str
     outcome: str
     message: str
+    kept: tuple[str, ...] = ()  # redrive: what the copy kept of the dead letter (``queues.redrive``)
 
     @property
     def ok(self) -> bool:
@@ -204,14 +200,17 @@ def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionR
 def queue_pause(client: redis.Redis, *, queue: QueueRef, paused: bool) -> None:
     """Pause (``paused=True``) or resume a queue with BullMQ's ``pause`` script. Resume loops
     while the script reports legacy v5 ``paused``-list entries still to move (7000 per call),
-    as Node's ``Queue.resume`` does."""
+    as Node's ``Queue.resume`` does, and like it asks only the first call for the ``resumed``
+    event: listeners see one resume, however long the legacy list was."""
     script = scripts_for(client).pause
     src, dst = ("wait", "paused") if paused else ("paused", "wait")
     keys = [queue.key(s) for s in (src, dst, "meta", "prioritized", "events", "delayed", "marker")]
+    emit = "1"
     while True:
-        left = script(keys=keys, args=["paused" if paused else "resumed", "1"])
+        left = script(keys=keys, args=["paused" if paused else "resumed", emit])
         if paused or not left or int(left) <= 0:
             return
+        emit = "0"
 
 
 CLEANABLE_STATES = ("completed", "failed", "delayed", "waiting", "prioritized")
@@ -229,103 +228,3 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
     keys = [queue.key(set_name), queue.key("events"), queue.key("repeat")]
     removed = scripts_for(client).clean(keys=keys, args=[queue.base, _now_ms() - older_than_ms, limit, set_name])
     return len(removed or [])
-
-
-# ---------------------------------------------------------------------------------------------
-# Redrive from an application dead-letter queue to its source queue (which queue that is:
-# ``queues.dead_letters``; the caller resolves it and passes it in).
-
-# Options that belong to the dead-letter job's placement, not to the work: the copy is a fresh
-# standard job in the source queue, so ids, delays, priorities, scheduler and flow links,
-# deduplication and telemetry are dropped.
-DROPPED_OPTS = frozenset({"jobId", "delay", "priority", "repeat", "prevMillis", "repeatJobKey", "timestamp",
-                          "de", "deduplication", "debounce", "parent", "fpof", "cpof", "idof", "rdof",
-                          "failParentOnFailure", "continueParentOnFailure", "ignoreDependencyOnFailure",
-                          "removeDependencyOnFailure", "tm", "omc"})
-
-
-def redrive_job_id(*, dlq_name: str, job_id: str) -> str:
-    """The deterministic id of a dead-letter job's copy in its source queue.
-
-    Never an integer string and without ``:`` (Node rejects most ids with ``:``): ``%`` and
-    ``:`` are percent-escaped, which keeps the mapping one-to-one."""
-    escaped = job_id.replace("%", "%25").replace(":", "%3A")
-    return f"redrive-{dlq_name}-{escaped}"
-
-
-@dataclass(frozen=True)
-class RedriveCopy:
-    """What the copy in the source queue will carry, read from the dead-letter job."""
-
-    name: str
-    data_json: str
-    opts: dict
-    timestamp_raw: str  # the dead-letter job's ``timestamp`` field, as stored
-
-
-def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payload_field: str | None = None) -> RedriveCopy | None:
-    name, data, opts, ts = client.hmget(dlq.job_key(job_id), ["name", "data", "opts", "timestamp"])
-    if ts is None and name is None and data is None:
-        return None
-    return redrive_copy_from_fields(name, data, opts, ts, payload_field=payload_field)
-
-
-def redrive_copy_from_fields(name, data, opts, ts, *, payload_field: str | None = None) -> RedriveCopy:
-    data_text = to_text(data, "{}")
-    if payload_field:
-        parsed = loads_or(data_text, None)
-        if isinstance(parsed, dict) and payload_field in parsed:
-            data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
-    parsed_opts = loads_or(to_text(opts, "{}"), {})
-    if not isinstance(parsed_opts, dict):
-        parsed_opts = {}
-    kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
-    return RedriveCopy(name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts))
-
-
-def redrive_call(*, dlq: QueueRef, job_id: str, source: QueueRef, copy: RedriveCopy, now_ms: int) -> tuple[list[str], list]:
-    """KEYS and ARGV for the composed redrive script (``removeJob-2`` then ``addStandardJob-9``)."""
-    new_id = redrive_job_id(dlq_name=dlq.name, job_id=job_id)
-    add_keys = [source.key(s) for s in ("wait", "paused", "meta", "id", "completed", "delayed", "active", "events", "marker")]
-    keys = add_keys + [dlq.job_key(job_id), dlq.key("repeat"), source.job_key(new_id)]
-    packed = msgpack.packb([source.base, new_id, copy.name, now_ms, None, None, None, None, None], use_bin_type=True)
-    args = [packed, copy.data_json, msgpack.packb(copy.opts, use_bin_type=True), now_ms,
-            job_id, "0", dlq.base, copy.timestamp_raw]
-    return keys, args
-
-
-def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef) -> ActionResult:
-    code = int(reply[0])
-    new_id = to_text(reply[1]) if len(reply) > 1 else ""
-    if code == 1:
-        return ActionResult(job_id, DONE, f"Job {job_id} moved from {dlq.name} to {source.name} as job {new_id}.")
-    if code == -100:
-        return ActionResult(job_id, TARGET_EXISTS, f"Job {job_id} was not moved: {source.name} still holds job "
-                            f"{redrive_job_id(dlq_name=dlq.name, job_id=job_id)} from an earlier redrive of it.")
-    if code == -3:
-        return ActionResult(job_id, CHANGED, f"Job {job_id} changed while being redriven; it was left in {dlq.name}.")
-    if code == -1:
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-    if code == -102:
-        return ActionResult(job_id, UNKNOWN_TARGET, f"Job {job_id} was not moved: there is no queue {source.name} "
-                            "(it has no meta key), so it was left in " + f"{dlq.name}. Check QUEUEWATCH_DLQ_MAP.")
-    return remove_outcome(job_id, code)
-
-
-def job_redrive_to_source(client: redis.Redis, *, dlq: QueueRef, job_id: str, source: QueueRef,
-                          payload_field: str | None = None) -> ActionResult:
-    """Move one job of an application dead-letter queue into its source queue.
-
-    The copy gets the deterministic id ``redrive_job_id(...)``, the dead-letter job's name,
-    data (or, with ``payload_field``, the value of that field of its data: for envelopes such
-    as ``{"source": ..., "data": {...}}``) and options minus ``DROPPED_OPTS``; attempt counters
-    start from zero. Removing the dead-letter job and adding the copy are one atomic script,
-    so a repeat can neither duplicate nor lose it. ``source`` must be on the same connection.
-    """
-    if source.connection != dlq.connection:
-        raise ValueError("A dead-letter job can only be redriven to a queue on the same Redis connection.")
-    copy = read_redrive_copy(client, dlq=dlq, job_id=job_id, payload_field=payload_field)
-    if copy is None:
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-    keys, args = redrive_call(dlq=dlq, job_id=job_id, source=source, copy=copy, now_ms=_now_ms())
-    return redrive_outcome(job_id, scripts_for(client).redrive(keys=keys, args=args), dlq=dlq, source=source)

@@ -16,11 +16,9 @@ never observe a half-done action:
   ``HDEL <job> stc``. This is the one documented exception to "never hand-edit": no stock
   script resets the stall counter, and doing it in the same atomic step means no worker can
   take the job with its old stall budget (a separate HDEL after the move could race a worker).
-* ``REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed it,
-  ``addStandardJob-9`` into the source queue with a deterministic id. Removal goes first
-  because it is the step that may refuse (locked, scheduler iteration); adding a new id with
-  stripped options cannot refuse. Either both happen or neither, so a repeat after a crash
-  can neither duplicate nor lose the job.
+* ``queues.redrive.REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed
+  it, the add script ``Queue.add`` would pick for the copy's options, into the source queue.
+  Either both happen or neither, so a repeat after a crash can neither duplicate nor lose the job.
 
 On Redis Cluster a composition touches the keys of two queues (redrive) and needs both
 queues in one hash slot (a hash-tagged prefix such as ``{bull}``), which BullMQ needs anyway
@@ -63,14 +61,17 @@ def as_function(name: str, filename: str) -> str:
 # removeJob checks nothing, so discard and redrive add this.)
 NOT_A_JOB = -101
 IN_A_STATE = """
-local function in_a_state(prefix, id)
+local function state_of(prefix, id)
   for _, s in ipairs({"completed", "failed", "delayed", "prioritized", "waiting-children"}) do
-    if redis.call("ZSCORE", prefix .. s, id) then return true end
+    if redis.call("ZSCORE", prefix .. s, id) then return s end
   end
   for _, s in ipairs({"wait", "paused", "active"}) do
-    if redis.call("LPOS", prefix .. s, id) then return true end
+    if redis.call("LPOS", prefix .. s, id) then return s end
   end
-  return false
+  return nil
+end
+local function in_a_state(prefix, id)
+  return state_of(prefix, id) ~= nil
 end
 """
 
@@ -94,7 +95,17 @@ return result
 # job; the engine keeps batches at or below 1000 jobs). Job keys are built from the queue's key
 # prefix inside Lua, as BullMQ's own multi-job scripts (moveJobsToWait, cleanJobsInSet) do.
 
-RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+# Node's ``Job.retry`` pushes a ``lifo`` job to the head of the wait list (RPUSH); the bulk
+# scripts read each job's stored options to do the same. A plain substring test: BullMQ stores
+# options as compact JSON (``JSON.stringify``), so ``"lifo":true`` is exactly how it appears.
+PUSH_CMD = """
+local function push_cmd(opts)
+  if opts and string.find(opts, '"lifo":true', 1, true) then return "RPUSH" end
+  return "LPUSH"
+end
+"""
+
+RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + PUSH_CMD + """
 -- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
 -- ARGV[5..] job ids. Returns reprocessJob's code per job.
@@ -103,7 +114,7 @@ for i = 5, #ARGV do
   local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
-                             {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+                             {id, push_cmd(redis.call("HGET", jobKey, "opts")), ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
   if code == 1 and ARGV[4] == "1" then
     redis.call("HDEL", jobKey, "stc")
   end
@@ -112,7 +123,8 @@ end
 return codes
 """
 
-RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + """
+RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua")
+                  + PUSH_CMD + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
@@ -120,7 +132,7 @@ RETRY_HEAD_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + as_functio
 -- ARGV[4] reset "1"/"0", ARGV[5] range max (e.g. "(1700000000000"), ARGV[6] offset (entries
 -- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number.
 -- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
--- head of the set (offset 0) and no job has a priority, moveJobsToWait moves it after the
+-- head of the set (offset 0) and no job has a priority or lifo, moveJobsToWait moves it after the
 -- counters are reset; otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
 -- written in the same atomic step, so a caller that died before reading the reply can tell
 -- afterwards whether the batch ran and what it moved.
@@ -134,8 +146,10 @@ end
 local fast = ARGV[6] == "0"
 if fast then
   for i = 1, n do
-    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "timestamp")
-    if (tonumber(f[1]) or 0) > 0 or not f[2] then fast = false break end
+    -- Every BullMQ job hash has opts: none means a set member without its job (the slow road
+    -- reports it as missing).
+    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "opts")
+    if (tonumber(f[1]) or 0) > 0 or not f[2] or push_cmd(f[2]) == "RPUSH" then fast = false break end
   end
 end
 local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
@@ -151,7 +165,7 @@ else
     local id = entries[2 * i - 1]
     local jobKey = ARGV[1] .. id
     local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
-                               {id, "LPUSH", ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
+                               {id, push_cmd(redis.call("HGET", jobKey, "opts")), ARGV[3], ARGV[2], ARGV[4], ARGV[4]})
     if code == 1 then
       if ARGV[4] == "1" then redis.call("HDEL", jobKey, "stc") end
       reply[2] = reply[2] + 1
@@ -163,7 +177,7 @@ else
 end
 redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
 return reply
-"""
+""")
 
 REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
 -- KEYS[1] repeat key; ARGV[1] queue key prefix, ARGV[2] remove children "1"/"0", ARGV[3..] ids
@@ -188,35 +202,6 @@ end
 return codes
 """
 
-REDRIVE_SRC = (
-    as_function("remove_job", "removeJob-2.lua")
-    + as_function("add_standard_job", "addStandardJob-9.lua")
-    + IN_A_STATE
-    + """
--- KEYS[1..9]  addStandardJob-9 keys of the source queue
--- KEYS[10]    dead-letter job key, KEYS[11] dead-letter queue's repeat key
--- KEYS[12]    the job key the copy will have in the source queue
--- ARGV[1..4]  addStandardJob-9 arguments; ARGV[5..7] removeJob-2 arguments
--- ARGV[8]     the dead-letter job's timestamp as read by the caller, so a job removed and
---             re-added under the same id in between is not moved with stale data
--- Returns {code, id}: 1 moved, -1 no such job, -3 changed since read, -100 the target id
--- already exists (a previous redrive still retained there), -101 the id is in none of the
--- dead-letter queue's states (not a job), -102 the source queue does not exist (no meta
--- key: a redrive never creates a queue), else removeJob's code (0, -8).
-if redis.call("EXISTS", KEYS[10]) == 0 then return {-1, ""} end
-if not in_a_state(ARGV[7], ARGV[5]) then return {-101, ""} end
-if redis.call("EXISTS", KEYS[3]) == 0 then return {-102, ""} end
-if redis.call("HGET", KEYS[10], "timestamp") ~= ARGV[8] then return {-3, ""} end
-if redis.call("EXISTS", KEYS[12]) == 1 then return {-100, ""} end
-local removed = remove_job({KEYS[10], KEYS[11]}, {ARGV[5], ARGV[6], ARGV[7]})
-if removed ~= 1 then return {removed, ""} end
-local added = add_standard_job({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]},
-                               {ARGV[1], ARGV[2], ARGV[3], ARGV[4]})
-return {1, tostring(added)}
-"""
-)
-
-
 def lua_script(source: str) -> Script:
     # Bytes, so no client is needed to hash it; every call names its client (or pipeline).
     return Script(None, source.encode("utf-8"))
@@ -224,7 +209,6 @@ def lua_script(source: str) -> Script:
 
 SCRIPTS = {
     "retry": lua_script(RETRY_SRC),
-    "redrive": lua_script(REDRIVE_SRC),
     "retry_batch": lua_script(RETRY_BATCH_SRC),
     "retry_head": lua_script(RETRY_HEAD_SRC),
     "remove_batch": lua_script(REMOVE_BATCH_SRC),

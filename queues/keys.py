@@ -7,6 +7,7 @@ parsed against a known prefix and queue name, never split on ``:``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # The lists/sets a job can sit in, in the order BullMQ's getState checks them.
@@ -55,17 +56,27 @@ class QueueRef:
         return self.base + STATE_KEYS[state]
 
 
-def parse_job_key(full_key: str, prefixes: list[str]) -> tuple[str, str, str] | None:
+def parse_job_key(full_key: str, prefixes: list[str],
+                  known_queues: Iterable[tuple[str, str]] = ()) -> tuple[str, str, str] | None:
     """Split a full job key (as stored in ``parentKey`` or ``:dependencies``) into
     ``(prefix, queue, job_id)`` using the known prefixes; ``None`` when no prefix matches.
 
     The longest matching prefix wins, so ``app:bull`` beats ``app`` for ``app:bull:q:1``.
+    A key alone cannot say where a queue name with ``:`` ends (Python BullMQ accepts such
+    names), so ``known_queues`` (``(prefix, name)`` pairs, e.g. the discovered queues) is
+    consulted first: the longest known name that the key continues with ``:`` wins. Without
+    one, the queue name is taken to end at the first ``:``, which is right for every name
+    Node BullMQ accepts.
     """
+    colon_names = sorted(((p, n) for p, n in known_queues if ":" in n), key=lambda pn: len(pn[1]), reverse=True)
     for prefix in sorted(prefixes, key=len, reverse=True):
         head = prefix + ":"
         if not full_key.startswith(head):
             continue
         rest = full_key[len(head):]
+        for known_prefix, name in colon_names:
+            if known_prefix == prefix and rest.startswith(name + ":") and len(rest) > len(name) + 1:
+                return prefix, name, rest[len(name) + 1:]
         queue, sep, job_id = rest.partition(":")
         if sep and queue and job_id:
             return prefix, queue, job_id

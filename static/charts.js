@@ -23,6 +23,9 @@
     stalled: "#dc6803",
     backlog: "#3056d3",
     age: "#0e9384",
+    p50: "#53b1fd",
+    p95: "#1570ef",
+    p99: "#6941c6",
     axis: "#667085",
     grid: "rgba(16, 24, 40, 0.07)",
   };
@@ -77,6 +80,17 @@
     if (s < 3600) return trim((s / 60).toFixed(1)) + "m";
     if (s < 172800) return trim((s / 3600).toFixed(1)) + "h";
     return trim((s / 86400).toFixed(1)) + "d";
+  }
+
+  // Wait and processing times arrive in milliseconds.
+  function fmtMs(v) {
+    if (v == null || isNaN(v)) return "—";
+    return v < 1000 ? fmtNum(v, 1) + " ms" : fmtDuration(v / 1000);
+  }
+
+  function tickMs(v) {
+    if (v === 0) return "0";
+    return v < 1000 ? trim(v.toFixed(v < 10 ? 1 : 0)) + "ms" : tickDuration(v / 1000);
   }
 
   var COUNT_INCRS = [];
@@ -159,10 +173,24 @@
 
   // ---- the queue page charts --------------------------------------------------------------
 
+  // p50, p95 and p99 of one timing ("wait" or "processing"), all job names together.
+  function timingSpec(kind, axisLabel) {
+    return {
+      series: [
+        line(gettext("p50"), kind + "_p50", COLORS.p50, { scale: "ms", fmt: fmtMs }),
+        line(gettext("p95"), kind + "_p95", COLORS.p95, { scale: "ms", fmt: fmtMs, width: 2, fill: fillOf(COLORS.p95, 0.06) }),
+        line(gettext("p99"), kind + "_p99", COLORS.p99, { scale: "ms", fmt: fmtMs, dash: [4, 3] }),
+      ],
+      axes: [valueAxis({ scale: "ms", label: axisLabel, fmt: tickMs, incrs: RATE_INCRS })],
+    };
+  }
+
   function chartSpecs(isDlq, charts) {
     // Minute points count whole jobs: no 0.25 ticks there; hour points are averages.
     var rateIncrs = function () { return charts.resolution >= 3600 ? RATE_INCRS : COUNT_INCRS; };
     return {
+      wait: timingSpec("wait", gettext("wait time")),
+      processing: timingSpec("processing", gettext("processing time")),
       throughput: {
         series: [
           line(gettext("Completed"), "completed", COLORS.completed, { unit: "/min", fill: fillOf(COLORS.completed, 0.08) }),
@@ -240,7 +268,7 @@
   }
 
   function hasAnyValue(data) {
-    var keys = ["completed", "failed", "attempt_failed", "stalled", "backlog", "dlq_depth"];
+    var keys = ["completed", "failed", "attempt_failed", "stalled", "backlog", "dlq_depth", "wait_p50", "processing_p50"];
     return keys.some(function (k) {
       return (data[k] || []).some(function (v) { return v != null; });
     });

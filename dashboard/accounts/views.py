@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views import i18n as django_i18n
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import i18n
+from dashboard import error_pages, i18n
 from dashboard.accounts import tokens
 from dashboard.accounts.auth import ADMIN, audit_refusal, has_role, may_manage_token
 from dashboard.accounts.models import ApiToken
@@ -47,11 +47,10 @@ def locked_out(request, original_response=None, credentials=None):
 
 
 def csrf_failure(request, reason=""):
-    """Django's CSRF failure page, after recording the refusal in the audit log."""
-    from django.views.csrf import csrf_failure as django_csrf_failure
-
+    """The friendly CSRF failure page (dashboard/error_pages.py), after recording the refusal in
+    the audit log."""
     audit_refusal(request.user, kind="csrf", via="page", target=f"{request.method} {request.path}", message=reason)
-    return django_csrf_failure(request, reason=reason)
+    return error_pages.csrf_failure(request, reason)
 
 
 @require_GET

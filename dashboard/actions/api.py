@@ -22,6 +22,7 @@ from dashboard.actions.inputs import BulkInput
 from dashboard.actions.models import BulkTask
 from dashboard.browse import selectors as reads
 from dashboard.errors import InvalidInput, JsonResponse, api_errors
+from dashboard.registry import get_redactor
 
 
 def api_post(view):
@@ -55,6 +56,8 @@ def job_action(request, connection, prefix, name, action, job_id):
     result = operations.perform(user=request.user, via="api", action=found, queue=queue, job_id=job_id,
                                 given=found.parse(body_params(request)))
     body = {"job_id": job_id, "outcome": result.outcome, "message": result.message}
+    if getattr(result, "kept", ()):  # a redrive: what the copy kept of the dead letter
+        body["kept"] = list(result.kept)
     return JsonResponse(body, status=200 if result.ok else 409)
 
 
@@ -72,9 +75,12 @@ def queue_action(request, connection, prefix, name, action):
 def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     given = BulkInput.from_params(body_params(request), confirming=False)
-    preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection)
-    return JsonResponse({"action": preview.action, "selection": preview.selection.as_dict(), "count": preview.count,
-                         "sample": [j.as_dict() for j in preview.sample]})
+    preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
+    body = {"action": preview.action, "selection": preview.selection.as_dict(), "count": preview.count,
+            "sample": [j.as_dict() for j in preview.sample]}
+    if preview.diffs is not None:  # edit-retry: the diff the patch makes to each sample job's stored data
+        body["diffs"] = [{"job_id": job_id, "diff": lines} for job_id, lines in preview.diffs]
+    return JsonResponse(body)
 
 
 @api_mutation
@@ -83,7 +89,7 @@ def bulk_start(request, connection, prefix, name):
     given = BulkInput.from_params(body_params(request), confirming=True)
     task = operations.bulk_start(user=request.user, via="api", queue=queue, action=given.action,
                                  chosen=given.selection, reason=given.reason, rate=given.rate,
-                                 reset_counters=given.reset_counters)
+                                 reset_counters=given.reset_counters, patch=given.patch)
     return JsonResponse(task_body(task), status=202)
 
 
@@ -122,6 +128,7 @@ def task_body(task: BulkTask) -> dict:
     return {
         "id": task.pk, "action": task.action, "connection": task.connection, "prefix": task.prefix,
         "queue": task.queue, "selection": task.selection, "before_ms": task.before_ms, "rate": task.rate,
+        "patch": get_redactor().value(task.patch) if task.patch else None,  # the patch may set a secret
         "state": task.state, "cancel_requested": task.cancel_requested, "total": task.total, "moved": task.moved,
         "skipped": task.skipped, "failed": task.failed, "remaining": task.remaining, "rate_now": task.rate_now,
         "eta_s": task.eta_s, "percent": task.percent, "error": task.error or None,

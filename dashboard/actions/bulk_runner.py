@@ -202,6 +202,8 @@ class BulkRunner:
         cancelled = final is not None and final.state == bulk.CANCELLED
         state = BulkTask.FAILED if error else BulkTask.CANCELLED if cancelled else BulkTask.DONE
         skipped_by = ", ".join(f"{n} {why}" for why, n in sorted((final.skipped_by if final else {}).items()))
+        # A redrive says what its copies kept of the dead letters (ids, deduplication ids, ...).
+        kept_by = ", ".join(f"{n} {what}" for what, n in sorted((final.kept_by if final else {}).items()))
 
         def close() -> bool:
             with transaction.atomic():
@@ -214,6 +216,7 @@ class BulkRunner:
                              selection=task.selection, reason=task.reason, affected=task.moved, outcome=outcome, task=task,
                              message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
                                       + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
+                                      + (f"; the copies kept: {kept_by}" if kept_by else "")
                                       + (f" of {task.total}" if task.total is not None else "")
                                       + (f". {error or note}" if error or note else ".")))
                 return True
@@ -235,4 +238,4 @@ def _read_only_stop() -> str:
 
 def plan_for(task: BulkTask) -> "bulk.BulkPlan":
     return bulk_plan(queue=task_queue(task), action=task.action, chosen=Selection.from_stored(task.selection),
-                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters)
+                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters, patch=task.patch)

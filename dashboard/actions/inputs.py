@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.utils.translation import gettext, ngettext
 
 from dashboard.errors import InvalidInput
 from dashboard.labels import label
 from queues import selection
+from queues.job_add import parse_data
+from queues.job_options import InvalidJob
 
 MAX_REASON = 2000
 MAX_SELECTED_IDS = 10_000
@@ -252,6 +254,35 @@ class Selection:
         return " ".join(parts)
 
 
+MAX_PATCH = 1_000_000  # characters of a merge patch
+
+
+def is_form(params) -> bool:
+    return hasattr(params, "getlist")
+
+
+def json_field(params, name: str, *, what: str) -> Any:
+    """A value that is JSON text in a form and a JSON value in an API body."""
+    value = params.get(name)
+    if not is_form(params):
+        return value
+    try:
+        return parse_data(str(value or ""))
+    except InvalidJob as exc:
+        raise InvalidInput(str(exc).replace("The data", what)) from None
+
+
+def merge_patch_from(params) -> dict:
+    """A JSON merge patch (RFC 7386) for jobs' data: a non-empty object."""
+    if is_form(params) and len(str(params.get("patch") or "")) > MAX_PATCH:
+        raise InvalidInput(gettext("The patch is too long."))
+    patch = json_field(params, "patch", what=gettext("The patch"))
+    if not isinstance(patch, dict) or not patch:
+        raise InvalidInput(gettext("The patch must be a non-empty JSON object (a JSON merge patch: keys to set, "
+                                   "null to remove a key), e.g. {\"email\": \"fixed@example.com\"}."))
+    return patch
+
+
 @dataclass(frozen=True)
 class BulkInput:
     """A bulk action: which action, on which jobs; once confirmed also why, how fast and
@@ -262,9 +293,12 @@ class BulkInput:
     reason: str = ""
     rate: float | None = DEFAULT_RATE
     reset_counters: bool = True
+    patch: dict | None = None  # edit-retry: the JSON merge patch for each job's stored data
 
     @classmethod
     def from_params(cls, params, *, confirming: bool) -> "BulkInput":
-        return cls(action=text(params, "action"), selection=Selection.chosen_from(params),
+        action = text(params, "action")
+        return cls(action=action, selection=Selection.chosen_from(params),
                    reason=reason_from(params, required=confirming), rate=rate_from(params.get("rate")),
-                   reset_counters=reset_counters_from(params))
+                   reset_counters=reset_counters_from(params),
+                   patch=merge_patch_from(params) if action == "edit-retry" else None)

@@ -30,6 +30,8 @@ class BulkTask(models.Model):
     before_ms = models.BigIntegerField(help_text="Only jobs finished before this time (the confirmation).")
     rate = models.FloatField(null=True, blank=True, help_text="Jobs per second; empty means unpaced.")
     reset_counters = models.BooleanField(default=True)
+    # edit-retry: the JSON merge patch applied to each job's stored data (fixed at confirmation).
+    patch = models.JSONField(null=True, blank=True)
     reason = models.TextField()
     state = models.CharField(max_length=10, choices=STATES, default=PENDING)
     cancel_requested = models.BooleanField(default=False)

@@ -17,6 +17,7 @@ from dashboard import dead_letters
 from dashboard.errors import InvalidInput
 from dashboard.labels import label
 from queues import actions
+from queues.redrive import job_redrive_to_source
 from queues.keys import QueueRef
 
 
@@ -53,7 +54,7 @@ def promote(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionRes
 
 def redrive(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
     source = redrive_source(queue=queue)
-    return actions.job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
+    return job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
 
 
 def redrive_source(*, queue: QueueRef) -> QueueRef:

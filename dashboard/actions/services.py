@@ -23,8 +23,8 @@ from dashboard.actions import audit, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.errors import Conflict, InvalidInput
-from dashboard.registry import get_registry, redis_errors
-from queues import bulk, selection
+from dashboard.registry import get_redactor, get_registry, redis_errors
+from queues import bulk, edit_retry, selection
 from queues.errors import RedisUnavailable
 from queues.jobs import read_summaries
 from queues.keys import QueueRef
@@ -96,28 +96,50 @@ class BulkPreview:
     selection: Selection
     count: int
     sample: list  # JobSummary
+    patch: dict | None = None
+    diffs: list | None = None  # edit-retry: [(job id, redacted diff lines)] of the sample, from the stored data
 
 
-def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection) -> BulkPreview:
-    """How many jobs the action would touch right now, and a sample of them."""
-    _check_bulk(queue=queue, action=action, chosen=chosen)
+def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> BulkPreview:
+    """How many jobs the action would touch right now, and a sample of them (for an edit, the
+    diff the patch makes to each sample job's stored data; nothing is written)."""
+    _check_bulk(queue=queue, action=action, chosen=chosen, patch=patch)
     client = client_for(queue)
     with redis_errors(queue.connection):
         if chosen.ids:
-            sample = read_summaries(client, queue, chosen.ids[:SAMPLE_SIZE])
-            return BulkPreview(action, chosen, len(chosen.ids), sample)
-        found = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE)
-    return BulkPreview(action, chosen, found.count, list(found.sample))
+            found = BulkPreview(action, chosen, len(chosen.ids), read_summaries(client, queue, chosen.ids[:SAMPLE_SIZE]))
+        else:
+            seen = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE)
+            found = BulkPreview(action, chosen, seen.count, list(seen.sample))
+        if patch is not None:
+            found.patch, found.diffs = patch, sample_diffs(client, queue, [j.id for j in found.sample], patch)
+    return found
 
 
-def _check_bulk(*, queue: QueueRef, action: str, chosen: Selection) -> None:
+def sample_diffs(client, queue: QueueRef, ids: list[str], patch: dict) -> list[tuple[str, list[str]]]:
+    """What the patch does to each job's stored data, redacted (a job whose data is not JSON
+    says so instead)."""
+    redact, out = get_redactor().value, []
+    for job_id in ids:
+        try:
+            plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch)
+        except edit_retry.PatchError as exc:
+            out.append((job_id, [str(exc)]))
+            continue
+        if plan is not None:
+            out.append((job_id, plan.diff(redact)[:200]))
+    return out
+
+
+def _check_bulk(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> None:
     if action not in BULK_ACTIONS:
         raise InvalidInput(f"Unknown bulk action '{action}'. Choose one of: {', '.join(BULK_ACTIONS)}.")
-    bulk_plan(queue=queue, action=action, chosen=chosen, before_ms=now_ms(), rate=None, reset_counters=True)
+    bulk_plan(queue=queue, action=action, chosen=chosen, before_ms=now_ms(), rate=None, reset_counters=True,
+              patch=patch)
 
 
 def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int, rate: float | None,
-              reset_counters: bool) -> "bulk.BulkPlan":
+              reset_counters: bool, patch: dict | None = None) -> "bulk.BulkPlan":
     """The domain engine's plan (which jobs, fixed at ``before_ms``; what to do; how fast).
     "Redrive" on a dead-letter queue moves its jobs to their source queue; on any other queue
     it is the failed-set redrive: retry with the counters reset."""
@@ -129,7 +151,7 @@ def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int
             rate=rate, filt=None if chosen.ids else chosen.job_filter(),
             job_ids=tuple(chosen.ids) if chosen.ids else None,
             reset_counters=True if action == "redrive" else reset_counters,
-            dlq_patterns=rules.patterns, dlq_mapping=tuple(rules.mapping.items()))
+            dlq_patterns=rules.patterns, dlq_mapping=tuple(rules.mapping.items()), patch=patch)
     except ValueError as exc:  # the domain's own check of a plan (state the action cannot act on…)
         raise InvalidInput(str(exc)) from None
 
@@ -143,24 +165,30 @@ class TaskAlreadyRunning(Conflict):
 
 
 def bulk_start(*, user, via: str, queue: QueueRef, action: str, chosen: Selection, reason: str,
-               rate: float | None, reset_counters: bool = True) -> BulkTask:
+               rate: float | None, reset_counters: bool = True, patch: dict | None = None) -> BulkTask:
     """Confirm a bulk action: the target set is fixed now (jobs that fail after this moment are
-    not swept in), and the monitor runs it. At most one active task per queue."""
-    _check_bulk(queue=queue, action=action, chosen=chosen)
+    not swept in), and the monitor runs it. At most one active task per queue. An edit's audit
+    row keeps the patch and what it does to a sample of the jobs' stored data (redacted)."""
+    _check_bulk(queue=queue, action=action, chosen=chosen, patch=patch)
+    change = {}
+    if patch is not None:
+        preview = bulk_preview(queue=queue, action=action, chosen=chosen, patch=patch)
+        change = {"patch": get_redactor().value(patch), "change": {"diff": [line for job_id, lines in preview.diffs
+                                                      for line in (f"@@ job {job_id}", *lines)][:400]}}
     reason = reason_from({"reason": reason}, required=True)
     try:
         with transaction.atomic():
             task = BulkTask.objects.create(
                 created_by=user if getattr(user, "pk", None) else None, action=action, connection=queue.connection,
                 prefix=queue.prefix, queue=queue.name, selection=chosen.as_dict(), before_ms=now_ms(), rate=rate,
-                reset_counters=reset_counters, reason=reason)
+                reset_counters=reset_counters, reason=reason, patch=patch)
     except IntegrityError:
         running = BulkTask.objects.filter(connection=queue.connection, prefix=queue.prefix, queue=queue.name,
                                           state__in=BulkTask.ACTIVE_STATES).first()
         raise TaskAlreadyRunning(running) from None
     audit.record(user=user, via=via, action=f"bulk.{action}", queue=queue, job_ids=chosen.ids,
                  selection={**chosen.as_dict(), "before_ms": task.before_ms, "rate": rate,
-                            **({"reset_counters": reset_counters} if action == "retry" else {})},
+                            **({"reset_counters": reset_counters} if action == "retry" else {}), **change},
                  reason=reason, outcome=AuditEntry.STARTED, message=f"Task {task.pk} queued: {chosen.describe()}.",
                  task=task)
     return task

@@ -13,28 +13,10 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard.actions.inputs import ActionInput, ReasonedInput, flag, reset_counters_from, text
+from dashboard.actions.inputs import (ActionInput, ReasonedInput, flag, is_form, json_field, merge_patch_from,
+                                      reset_counters_from, text)
 from dashboard.errors import InvalidInput
-from queues.job_add import parse_data
 from queues.job_options import InvalidJob, NewJob, new_job
-
-MAX_PATCH = 1_000_000  # characters of a merge patch
-
-
-def is_form(params) -> bool:
-    return hasattr(params, "getlist")
-
-
-def json_field(params, name: str, *, what: str) -> Any:
-    """A value that is JSON text in a form and a JSON value in an API body."""
-    value = params.get(name)
-    if not is_form(params):
-        return value
-    try:
-        return parse_data(str(value or ""))
-    except InvalidJob as exc:
-        raise InvalidInput(str(exc).replace("The data", what)) from None
-
 
 def whole(params, name: str) -> int | None:
     """A form's number field: empty means not given."""
@@ -118,14 +100,7 @@ class EditRetryInput(ActionInput):
 
     @classmethod
     def fields_from(cls, params) -> dict:
-        raw = params.get("patch")
-        if is_form(params) and len(str(raw or "")) > MAX_PATCH:
-            raise InvalidInput(_("The patch is too long."))
-        patch = json_field(params, "patch", what=_("The patch"))
-        if not isinstance(patch, dict) or not patch:
-            raise InvalidInput(_("The patch must be a non-empty JSON object (a JSON merge patch: keys to set, "
-                                 "null to remove a key), e.g. {\"email\": \"fixed@example.com\"}."))
-        return {"patch": patch, "expected": text(params, "expected")[:64],
+        return {"patch": merge_patch_from(params), "expected": text(params, "expected")[:64],
                 "reset_counters": reset_counters_from(params)}
 
     def audit_details(self) -> dict:

@@ -102,7 +102,7 @@ def bulk_preview(request, connection, prefix, name):
         preview.action, preview.selection = "clean", chosen
         context = {"queue": queue, "preview": preview, "older_than_minutes": age}
     else:
-        preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection)
+        preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
         context = {"queue": queue, "preview": preview, "default_rate": int(DEFAULT_RATE),
                    "is_dlq": is_dead_letter_queue(queue.name)}
     return render(request, "actions/bulk_preview.html", context)
@@ -114,7 +114,7 @@ def bulk_start(request, connection, prefix, name):
     given = BulkInput.from_params(request.POST, confirming=True)
     task = operations.bulk_start(user=request.user, via="page", queue=queue, action=given.action,
                                  chosen=given.selection, reason=given.reason, rate=given.rate,
-                                 reset_counters=given.reset_counters)
+                                 reset_counters=given.reset_counters, patch=given.patch)
     return render(request, "actions/task.html#task-panel", {"task": task})
 
 

@@ -167,6 +167,8 @@ def window_delete(request, window_id: int):
 def cron_preview(request):
     """The next five fire times of a cron expression in its time zone (an htmx fragment)."""
     expr, tz = request.GET.get("cron", ""), request.GET.get("time_zone", "") or "UTC"
+    if not expr.strip():  # an untouched form: a hint, not an error
+        return render(request, "alerts/cron_preview.html", {"times": [], "error": "", "tz": tz, "untouched": True})
     try:
         times, error = next_starts(expr=expr, tz=tz, now=timezone.now()), ""
     except CronError as exc:

@@ -100,6 +100,13 @@ COLUMNS: list[OverviewColumn] = [
         cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0 }}</td>',
     ),
     OverviewColumn(
+        name="workers", header=_("Workers"), numeric=True,
+        title=_("workers connected to the queue (the monitor reads CLIENT LIST every few seconds)"),
+        # None (unknown: no monitor, or CLIENT LIST refused) shows a dash, never "0".
+        value=lambda sig: (sig.workers, sig.workers == 0 and bool(sig.snapshot.counts.get("waiting"))),
+        cell='<td class="num workers{% if value.1 %} bad{% endif %}">{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>',
+    ),
+    OverviewColumn(
         name="spark", header=_("Last hour"), title=_("last hour: completed, failed, dead-letter depth"),
         # Drawn from stored history on page load; live rows carry none and keep the page's.
         value=lambda sig: None,

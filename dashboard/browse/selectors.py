@@ -7,16 +7,22 @@ Each function resolves names through the registry, calls the framework-free read
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from dataclasses import dataclass, field
 
+import redis
 from django.conf import settings
 
+from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
+from queues import retry_advice as retry_advice_rules
 from queues.errors import RedisUnavailable
+from queues.health import CheckResult
 from queues.keys import QueueRef, parse_job_key
+from queues.workers import Worker
 
 
 @dataclass
@@ -105,20 +111,85 @@ def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[sch
 
 
 def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | None:
-    """(prefix, queue, id) for a full job key under one of this connection's prefixes."""
-    return parse_job_key(full_key, get_registry().all_prefixes(connection))
+    """(prefix, queue, id) for a full job key under one of this connection's prefixes.
+
+    The discovered queues resolve names that contain ``:`` (they are read from the list the
+    monitor publishes, so this costs the monitored Redis nothing)."""
+    registry = get_registry()
+    known = [(ref.prefix, ref.name) for ref in registry.queues(connection)]
+    return parse_job_key(full_key, registry.all_prefixes(connection), known)
+
+
+@dataclass
+class QueueWorkers:
+    """A queue's workers as the monitor last read them (``queues.workers``); ``known`` is false
+    without a running monitor or where the server refuses CLIENT LIST (then ``error`` says why)."""
+
+    known: bool
+    workers: list[Worker] = field(default_factory=list)
+    taken_at: int | None = None
+    error: str = ""
+
+
+def workers_document() -> dict:
+    """The monitor's workers document from the dashboard Redis (never the monitored one)."""
+    try:
+        return live.read_workers(live.dashboard_redis()) or {}
+    except redis.RedisError:  # the page works without the dashboard Redis
+        return {}
+
+
+def queue_workers(queue: QueueRef, doc: dict | None = None) -> QueueWorkers:
+    doc = workers_document() if doc is None else doc
+    found = (doc.get("queues") or {}).get(live.queue_id(queue))
+    if found is None:
+        return QueueWorkers(False, error=(doc.get("unknown") or {}).get(queue.connection, ""))
+    return QueueWorkers(True, [Worker.from_dict(w) for w in found], doc.get("taken_at"))
+
+
+ADVICE_CACHE_S = 60  # one sample per queue per minute, however many tabs or reloads
+
+
+def retry_advice(queue: QueueRef) -> list[CheckResult]:
+    """Retry-policy advice for one queue (queues.retry_advice): a bounded sample of its jobs,
+    read at most once a minute (kept in the dashboard Redis), and the monitor's worker count."""
+    cache_key = f"queuewatch:advice:{live.queue_id(queue)}"
+    sample = None
+    try:
+        dash = live.dashboard_redis()
+        raw = dash.get(cache_key)
+    except redis.RedisError:
+        dash, raw = None, None  # no dashboard Redis: read afresh each time; the page works without it
+    try:
+        sample = retry_advice_rules.Sample.from_dict(queue, json.loads(raw)) if raw else None
+    except (ValueError, KeyError, TypeError):
+        sample = None  # an entry of another shape (an older version): read afresh and replace it
+    if sample is None:
+        with redis_errors(queue.connection):
+            sample = retry_advice_rules.read_sample(get_registry().client(queue.connection), queue,
+                                                    now_ms=int(time.time() * 1000))
+        try:
+            if dash is not None:
+                dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
+        except redis.RedisError:
+            pass
+    found = queue_workers(queue)
+    return retry_advice_rules.advise(sample, workers=len(found.workers) if found.known else None)
 
 
 def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
-    """Rates for each snapshot from the minute counters the monitor has stored."""
+    """Rates for each snapshot from the minute counters the monitor has stored, and worker
+    counts from the monitor's workers document."""
     now = dt.datetime.now(dt.timezone.utc)
     queues = [s.queue for s in snapshots]
     series = stored_series(queues, now=now)
     sparks = spark_series(queues, now=now) if spark else {}
+    doc = workers_document() if snapshots else {}
     now_ms = int(time.time() * 1000)
     result = []
     for snap in snapshots:
-        sig = build_signals(snap, series[snap.queue], now_ms=now_ms)
+        found = queue_workers(snap.queue, doc)
+        sig = build_signals(snap, series[snap.queue], now_ms=now_ms, workers=len(found.workers) if found.known else None)
         sig.spark = sparks.get(snap.queue, {})
         result.append(sig)
     return result

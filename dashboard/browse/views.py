@@ -81,6 +81,7 @@ def queue_detail(request, connection, prefix, name):
         "queue": queue,
         "snap": snap,
         "sig": reads.with_signals([snap])[0],
+        "workers": reads.queue_workers(queue),
         "job_page": page,
         "state": state,
         "states": BROWSABLE_STATES,

@@ -264,6 +264,21 @@ def read_state(client: redis.Redis) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+WORKERS_KEY = "queuewatch:workers"
+
+
+def publish_workers(client: redis.Redis, doc: dict, *, every_s: float) -> None:
+    """Workers per queue (``queues.workers``), as the monitor last read them: ``{"taken_at",
+    "queues": {queue_id: [worker dicts]}, "unknown": {connection: error}}``. Expires after three
+    missed periods, so a page can tell "no monitor" (unknown) from "no workers"."""
+    client.set(WORKERS_KEY, json.dumps(doc), ex=max(30, int(3 * every_s)))
+
+
+def read_workers(client: redis.Redis) -> dict | None:
+    raw = client.get(WORKERS_KEY)
+    return json.loads(raw) if raw else None
+
+
 def cached_fragments(client: redis.Redis, group: str) -> list[str]:
     return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
 

@@ -34,6 +34,7 @@ RANGES: dict[str, Range] = {
     "1h": Range(QueuePoint.MINUTE, 60),
     "24h": Range(QueuePoint.MINUTE, 24 * 60),
     "7d": Range(QueuePoint.HOUR, 7 * 24),
+    "90d": Range(QueuePoint.HOUR, 90 * 24),  # hour points are kept QUEUEWATCH_HISTORY_HOUR_DAYS (90)
 }
 
 SERIES = ("completed", "failed", "attempt_failed", "dlq_growth", "stalled", "backlog", "oldest_age_s", "dlq_depth")
@@ -47,7 +48,7 @@ def _floor(now: dt.datetime, seconds: int) -> dt.datetime:
 
 
 def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
-    """Aligned series for ``range_key`` (``1h``/``24h`` of minute points, ``7d`` of hour
+    """Aligned series for ``range_key`` (``1h``/``24h`` of minute points, ``7d``/``90d`` of hour
     points) ending with the period that contains ``now`` (which is still filling).
 
     Counters are per minute: a minute point's total as is, an hour point's total / 60.
@@ -99,6 +100,8 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
         "is_dlq": dlq,
         "t": [first_ts + k * step for k in range(rng.points)],
         **series,
+        # Wait and processing p50/p95/p99 in ms from the per-job-name timings (docs/timings.md).
+        **timing_points.timing_series(queue, resolution=step, first=first, points=rng.points),
     }
 
 

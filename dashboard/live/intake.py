@@ -21,6 +21,7 @@ import threading
 import time
 
 import redis
+from django.conf import settings
 
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
@@ -44,6 +45,7 @@ class FollowerThread(threading.Thread):
         self.out = out
         self.stop_event = stop
         self.block_ms = block_ms
+        self.timings = settings.QUEUEWATCH_TIMINGS  # off: no read-back for the job clock
         self._wanted: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -74,7 +76,8 @@ class FollowerThread(threading.Thread):
                         self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
                         # What happened just before (names, start times of jobs in flight), so
                         # their timings survive a takeover; counted by nobody twice: state only.
-                        self.out.put(("recent", self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
+                        if self.timings:
+                            self.out.put(("recent", self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
                 if not self.follower.last_ids:
                     self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
                     self._wake.clear()

@@ -182,6 +182,8 @@ class Monitor:
             Job("rollup", history.rollup_and_prune, every=ROLLUP_INTERVAL),
             # Health checks and rules wait for the first ticks: they read what ticks gathered.
             Job("health", self.run_health_checks, every=HEALTH_INTERVAL, first_after=2 * self.tick),
+            # Workers (CLIENT LIST) before the first alert evaluation, so "no workers" is known.
+            Job("workers", self.read_workers, every=settings.QUEUEWATCH_WORKERS_INTERVAL_S, first_after=self.tick),
             Job("alerts", self.evaluate_alerts, every=settings.QUEUEWATCH_ALERT_INTERVAL_S, first_after=2 * self.tick),
         ]
         if settings.QUEUEWATCH_DIGEST_CRON:
@@ -372,6 +374,16 @@ class Monitor:
         alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.banner.down),
                                   report=self.health_report, now=dt.datetime.now(dt.timezone.utc),
                                   publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
+
+    def read_workers(self) -> None:
+        """Workers per queue: one CLIENT LIST per connection per period (never per request or
+        tab); the next tick's signals and overview rows carry the counts, and the document
+        feeds the queue pages."""
+        doc = self.tracker.read_workers(dict(self.banner.down))
+        try:
+            live.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
+        except redis.RedisError:
+            log.warning("%s: could not publish the workers document", self.name)
 
     def write_digest(self) -> None:
         alert_monitoring.write_digest(now=dt.datetime.now(dt.timezone.utc))

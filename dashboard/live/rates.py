@@ -39,6 +39,9 @@ class QueueSignals:
     # built from stored counters (pages, the preview). Read in the monitor's own thread only.
     timings: QueueTimings | None = None
     now_ms: int = 0
+    # Workers connected to this queue (queues.workers), as the monitor last read CLIENT LIST;
+    # None when unknown (not read yet, no monitor, or the server refuses CLIENT LIST).
+    workers: int | None = None
 
     def timings_window(self, minutes: int) -> dict[str, NameMinute]:
         """Per job name, the wait/processing figures of the last ``minutes`` minutes (summed on
@@ -60,7 +63,7 @@ class QueueSignals:
 
 
 def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, stalled_now: list[str] | None = None,
-                  timings: QueueTimings | None = None) -> QueueSignals:
+                  timings: QueueTimings | None = None, workers: int | None = None) -> QueueSignals:
     dlq = is_dead_letter_queue(snapshot.queue.name)
 
     def rates(name):
@@ -83,6 +86,7 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
                 for name in ("completed", "failed", "stalled")},
         timings=timings,
         now_ms=now_ms,
+        workers=workers,
     )
 
 

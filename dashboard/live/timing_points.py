@@ -92,6 +92,29 @@ def range_summary(q: QueueRef, range_key: str, *, now: dt.datetime) -> dict:
     return summarize(_by_name(_rows(q, resolution=resolution, since=since)), window=range_key)
 
 
+TIMING_SERIES = tuple(f"{kind}_{p}" for kind in ("wait", "processing") for p in ("p50", "p95", "p99"))
+
+
+def timing_series(q: QueueRef, *, resolution: int, first: dt.datetime, points: int) -> dict[str, list]:
+    """Chart series of one queue's wait and processing p50/p95/p99 (ms), every job name together,
+    one value per period from ``first`` (``None`` where nothing was timed: uPlot draws a gap).
+    The histograms of a period's rows add exactly, so an hour's percentile is the hour's own."""
+    first_ts = int(first.timestamp())
+    periods: dict[int, NameMinute] = {}
+    rows = JobTimingPoint.objects.filter(connection=q.connection, prefix=q.prefix, queue=q.name,
+                                         resolution=resolution, start__gte=first)
+    for row in rows:
+        offset = int(row.start.timestamp()) - first_ts
+        if offset % resolution == 0 and 0 <= offset // resolution < points:
+            periods.setdefault(offset // resolution, NameMinute()).merge(figures_of(row))
+    series: dict[str, list] = {key: [None] * points for key in TIMING_SERIES}
+    for i, figures in periods.items():
+        for kind, histogram in (("wait", figures.wait), ("processing", figures.processing)):
+            for p, value in histogram.percentiles().items():
+                series[f"{kind}_{p}"][i] = value
+    return series
+
+
 def rollup(*, since: dt.datetime, minute_days: int, hour_days: int, now: dt.datetime) -> None:
     """Sum minute rows from ``since`` into hour rows (whole hours rewritten: idempotent), then
     drop minutes older than ``minute_days`` and hours older than ``hour_days``. Call inside a

@@ -16,10 +16,13 @@ import time
 from dataclasses import dataclass, field
 
 import redis
+from django.conf import settings
 
+from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
+from queues.errors import QueuewatchError
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
 from queues.keys import QueueRef
@@ -29,6 +32,7 @@ from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
 from queues.stalls import read_active, without_lock
 from queues.timings import QueueTimings
+from queues.workers import Worker
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -60,6 +64,7 @@ class QueueState:
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
     gaps: int = 0
     timings: QueueTimings = field(default_factory=QueueTimings)  # wait/processing per job name (queues.job_clock)
+    workers: list[Worker] | None = None  # from the last CLIENT LIST (queues.workers); None: unknown
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class CountTracker:
         self.quiet = QuietReads()  # queues due an exact read once their events stop (quiet means exact)
         self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.clock = JobClock()  # job names and start times, for wait and processing times
+        # QUEUEWATCH_TIMINGS off: no job clock at all (what bench/redis_load.py compares against).
+        self.timings_on = settings.QUEUEWATCH_TIMINGS
 
     def reset(self) -> None:
         """Forget everything: a new term of leadership starts from the stored cursors."""
@@ -129,7 +136,8 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))
             # Before the job's known state moves: whether it may be retrying depends on it.
             self.attempts.consider(ev, self.known_jobs.get((ev.queue, ev.job_id)))
-            self.record_timings(self.clock.observe(ev))
+            if self.timings_on:
+                self.record_timings(self.clock.observe(ev))
             if st.live is not None:
                 st.touched_states |= st.live.apply(ev, self.known_jobs)
             if ev.job_id:
@@ -208,18 +216,20 @@ class CountTracker:
                 st.dirty_minutes.add(minute_of(ev.ts_ms))  # stored with the minute's other counters
                 st.totals["attempt_failed"] = st.totals.get("attempt_failed", 0) + 1
                 counted.add(ev.queue)
-            self.record_timings(self.clock.attempt_failed(ev))
+            if self.timings_on:
+                self.record_timings(self.clock.attempt_failed(ev))
         return counted
 
     def warm(self, events: list[Event]) -> None:
         """Events from before where counting starts: the job clock learns from them, nothing is counted."""
-        for ev in events:
+        for ev in events if self.timings_on else ():
             self.clock.warm(ev)
 
     def name_jobs(self) -> None:
         """Read the names of jobs the clock met without their ``added`` (batched), and count
         the samples that waited for them."""
-        self.record_timings(self.clock.resolve_names(self.registry.client))
+        if self.timings_on:
+            self.record_timings(self.clock.resolve_names(self.registry.client))
 
     def record_timings(self, samples: list[Sample]) -> None:
         for s in samples:
@@ -280,6 +290,30 @@ class CountTracker:
                     st.series.bucket(m).merge_max(Minute(completed=next(counts), failed=next(counts)))
                     st.dirty_minutes.add(m)
 
+    def read_workers(self, down: dict[str, str]) -> dict:
+        """Every queue's workers: one ``CLIENT LIST`` per reachable connection (queues.workers).
+        Returns the workers document (``channels.publish_workers``). A connection that is down
+        or refuses the command leaves its queues' workers unknown, never "none"."""
+        by_conn: dict[str, list[QueueRef]] = {}
+        for q in self.states:
+            by_conn.setdefault(q.connection, []).append(q)
+        doc: dict = {"taken_at": now_ms(), "queues": {}, "unknown": {}}
+        for name, queues in by_conn.items():
+            found = None
+            if name in down:
+                doc["unknown"][name] = down[name]
+            else:
+                try:
+                    found = self.registry.source(name).workers(queues)
+                except (redis.RedisError, QueuewatchError) as exc:  # refused, or a kind that cannot tell
+                    log.warning("could not read the workers of %s (%s); workers unknown", name, exc)
+                    doc["unknown"][name] = str(exc) or exc.__class__.__name__
+            for q in queues:
+                self.states[q].workers = None if found is None else found[q]
+                if found is not None:
+                    doc["queues"][queue_id(q)] = [w.as_dict() for w in found[q]]
+        return doc
+
     # --- what to publish ----------------------------------------------------------------------
 
     def current_signals(self, q: QueueRef, now: int) -> QueueSignals | None:
@@ -289,7 +323,8 @@ class CountTracker:
             return None
         st.snapshot = snap = st.live.snapshot(now)
         st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
-        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings)
+        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings,
+                                   workers=None if st.workers is None else len(st.workers))
         return st.signals
 
     def take_changes(self, q: QueueRef) -> QueueChanges:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import time
 from urllib.parse import quote, urlencode
 
@@ -165,3 +166,10 @@ def delivery_detail(text, can_admin):
     from dashboard.alerts.notifiers.webhook import receiver_detail
 
     return receiver_detail(text or "", admin=bool(can_admin))
+
+
+@register.filter
+def json_text(value):
+    """A value as compact JSON text (e.g. a merge patch carried in a hidden field); escaped by the
+    template engine like any string."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

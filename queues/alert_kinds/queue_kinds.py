@@ -129,6 +129,22 @@ class NoCompletions(QueueKind):
         return (1.0 if stuck else 0.0), f"{n} jobs waiting, {done} completed in the last minute"
 
 
+class NoWorkers(QueueKind):
+    id, title, unit = "no_workers", _("Jobs waiting, no workers"), _("jobs")
+    help = _("More than N jobs waiting (plus prioritized) while no worker is connected to the queue (BullMQ names "
+             "worker connections; the monitor reads CLIENT LIST every few seconds). A paused queue is not counted; "
+             "where the workers cannot be read (the server refuses CLIENT LIST), nothing changes.")
+    replayable = False  # stored history has no worker counts
+
+    def measure(self, rule, sig, facts):
+        if sig.workers is None:
+            return None, "workers unknown"
+        n = waiting(sig.snapshot.counts)
+        if sig.workers or sig.snapshot.paused:
+            return 0, f"{n} jobs waiting, {sig.workers} workers" + (" (paused)" if sig.snapshot.paused else "")
+        return n, f"{n} jobs waiting and no worker connected"
+
+
 class Paused(QueueKind):
     id, title, unit = "paused", _("Queue paused for longer than T"), _("seconds")
     help = _("The queue has been paused for T seconds.")

@@ -1,4 +1,5 @@
-"""The bulk engine: crash-safe, paced, cancellable retry / discard / promote / redrive.
+"""The bulk engine: crash-safe, paced, cancellable retry / discard / promote / redrive /
+edit-and-retry.
 
 Used for every bulk action: redrive of the failed set (retry with counters reset), retry all
 or selected, discard all or selected, promote all delayed, and redrive of an application
@@ -8,7 +9,8 @@ Django side stores rows; ``MemoryStore``/``RedisStore`` here serve tests and the
 
 Its parts: ``plan.py`` (what a task does), ``progress.py`` (how far it got, and the stores),
 ``lock.py`` (one task per queue), ``batches.py`` (one batch: the script calls), ``head.py``
-(the whole-set retry fast road) and ``engine.py`` (``run_bulk``, the loop). Importers use the
+(the whole-set retry fast road), ``edit.py`` (a batch of edit-and-retry: one JSON merge patch on
+each job's stored data) and ``engine.py`` (``run_bulk``, the loop). Importers use the
 package (``from queues import bulk``; ``bulk.run_bulk``, ``bulk.BulkPlan``, …).
 
 How "every job exactly once, none left behind" holds when the process dies at any point:

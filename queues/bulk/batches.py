@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import redis
 
-from ..actions import (DONE, MISSING, NO_SOURCE, WRONG_STATE, ActionResult, promote_call, promote_outcome,
-                       redrive_call, redrive_copy_from_fields, redrive_outcome, remove_outcome, retry_outcome)
+from .. import redrive
+from ..actions import (DONE, MISSING, WRONG_STATE, ActionResult, promote_call, promote_outcome, remove_outcome,
+                       retry_outcome)
 from ..bullmq_scripts import scripts_for
 from ..dead_letters import dlq_source
 from ..keys import QueueRef
+from .edit import edit_batch
 from .plan import ACTION_STATES, BulkPlan
 
 # The result of every job a batch moved: one shared object (a message per job would cost more
@@ -83,6 +85,10 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
                                                             "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
+            elif plan.action == "edit-retry":
+                made = [MOVED if r is None else r
+                        for r in edit_batch(client, q, ids, patch=plan.patch, reset_counters=plan.reset_counters,
+                                              before_ms=plan.before_ms)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
                 made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
@@ -101,24 +107,25 @@ def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[i
     q = plan.queue
     read = client.pipeline(transaction=False)
     for n in positions:
-        read.hmget(q.job_key(items[n][0]), ["name", "data", "opts", "timestamp"])
+        redrive.read_pipelined(read, q, items[n][0])
+    replies = read.execute() if positions else []
     pipe = client.pipeline(transaction=False)
     calls = []
-    script = scripts_for(client).redrive
-    for n, (name, data, opts, ts) in zip(positions, read.execute() if positions else []):
+    for k, n in enumerate(positions):
         job_id = items[n][0]
-        if ts is None and name is None:
+        copy = redrive.copy_from_reads(replies[2 * k], replies[2 * k + 1], payload_field=plan.payload_field)
+        if copy is None:
             results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
             continue
         source_name = _resolve_source(plan)
         if not source_name:
-            results[n] = ActionResult(job_id, NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
+            results[n] = ActionResult(job_id, redrive.NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
             continue
         source = QueueRef(q.connection, q.prefix, source_name)
-        copy = redrive_copy_from_fields(name, data, opts, ts, payload_field=plan.payload_field)
-        keys, args = redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
-        script(keys=keys, args=args, client=pipe)
-        calls.append((n, job_id, source))
+        keys, args = redrive.redrive_call(dlq=q, job_id=job_id, source=source, copy=copy, now_ms=now_ms)
+        redrive.REDRIVE(keys=keys, args=args, client=pipe)
+        calls.append((n, job_id, source, copy))
     if calls:
-        for (n, job_id, source), reply in zip(calls, pipe.execute(raise_on_error=False)):
-            results[n] = reply if isinstance(reply, Exception) else redrive_outcome(job_id, reply, dlq=q, source=source)
+        for (n, job_id, source, copy), reply in zip(calls, pipe.execute(raise_on_error=False)):
+            results[n] = reply if isinstance(reply, Exception) else redrive.redrive_outcome(
+                job_id, reply, dlq=q, source=source, copy=copy, now_ms=now_ms)

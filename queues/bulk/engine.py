@@ -53,6 +53,8 @@ def _tally(progress: Progress, results: list) -> set[str]:
                 progress.errors.append(str(r)[:300])
         elif r.outcome == DONE:
             progress.moved += 1
+            for item in r.kept:
+                progress.kept_by[item] = progress.kept_by.get(item, 0) + 1
         else:
             progress.skipped += 1
             progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1

@@ -12,11 +12,12 @@ from ..dead_letters import DEFAULT_DLQ_PATTERNS
 from ..keys import QueueRef
 from ..selection import JobFilter, preview
 
-ACTIONS = ("retry", "discard", "promote", "redrive")
+ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
 # The states each action looks for a job in. ``active`` only matters for explicit selections
 # (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
 ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
-                 "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed")}
+                 "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed"),
+                 "edit-retry": ("failed",)}
 DEFAULT_RATE = 100.0
 MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
 
@@ -29,7 +30,8 @@ class BulkPlan:
     ``before_ms``: only jobs finished (failed/completed) or created (delayed/waiting) before
     this instant are touched. ``rate``: jobs per second, ``None`` for unpaced. For ``redrive``
     the queue is the dead-letter queue; the source is ``source`` if given, else resolved per job
-    with ``dead_letters.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field."""
+    with ``dead_letters.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field.
+    ``patch``: for ``edit-retry`` only, the JSON merge patch applied to each job's stored data."""
 
     queue: QueueRef
     action: str
@@ -43,6 +45,7 @@ class BulkPlan:
     dlq_patterns: tuple[str, ...] = DEFAULT_DLQ_PATTERNS
     dlq_mapping: tuple[tuple[str, str], ...] = ()
     payload_field: str | None = None
+    patch: dict | None = None
 
     def __post_init__(self):
         if self.action not in ACTIONS:
@@ -52,6 +55,8 @@ class BulkPlan:
         if self.filt is not None and self.filt.state not in ACTION_STATES[self.action]:
             raise ValueError(f"'{self.action}' cannot act on {self.filt.state} jobs "
                              f"(it acts on {', '.join(ACTION_STATES[self.action])}).")
+        if (self.action == "edit-retry") != isinstance(self.patch, dict) or (self.patch is not None and not self.patch):
+            raise ValueError("'edit-retry' needs a non-empty JSON merge patch (an object); other actions take none.")
         if self.rate is not None and not self.rate > 0:
             raise ValueError("The rate must be a positive number of jobs per second, or unpaced.")
 

@@ -30,7 +30,7 @@ Importers use the package (``from queues import health``; ``health.run_checks``,
 
 from __future__ import annotations
 
-from .catalogue import CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
+from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
 from .facts import CONFIG_PARAMS, QueueFacts, ServerFacts, read_queue_facts, read_server_facts
 from .queue_checks import (
     MAX_SAFE_INTEGER, check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat,
@@ -46,7 +46,7 @@ from .results import (
 from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
 
 __all__ = [
-    "CHECKS", "CONFIG_PARAMS", "CONNECTION_KINDS", "DEFAULT_THRESHOLDS", "FAIL", "MAX_SAFE_INTEGER", "PASS",
+    "ADVICE_KINDS", "CHECKS", "CONFIG_PARAMS", "CONNECTION_KINDS", "DEFAULT_THRESHOLDS", "FAIL", "MAX_SAFE_INTEGER", "PASS",
     "QUEUE_KINDS", "SEVERITIES", "SEVERITY_RANK", "STATE_KINDS", "STATE_MAX_AGE_MS", "STATUS_RANK", "UNKNOWN",
     "Check", "CheckResult", "QueueFacts", "ServerFacts", "Thresholds",
     "check_duplicated_adds", "check_events_trimmed", "check_eviction_policy", "check_finished_retention",

@@ -15,7 +15,7 @@ from ..messages import _
 @dataclass(frozen=True)
 class Check:
     kind: str
-    scope: str  # "connection" or "queue"
+    scope: str  # "connection", "queue" or "advice" (retry-policy advice, queues/retry_advice.py)
     title: str
     severity: str  # the severity of a failure unless the result says otherwise
     explanation: str  # the failure this condition causes
@@ -141,8 +141,52 @@ CHECKS: dict[str, Check] = _checks(
         "duration)`) or remove it (`queue.removeGlobalRateLimit()`); end a manual limit with "
         "`queue.removeRateLimitKey()`."),
     ),
+    # Retry-policy advice (queues/retry_advice.py): judged from a sample of a queue's jobs on the
+    # queue page, not by the health runner; scope "advice" keeps them out of the health page.
+    Check(
+        "retry.no_attempts", "advice", _("Jobs without retries"), "warning",
+        _("Without `attempts`, a job's first failure is final: a network blip or a deploy fails "
+        "it for good, and someone has to retry it by hand."),
+        _("Add `attempts: 3` with `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` to the "
+        "job options (or the Queue's `defaultJobOptions`); make permanent errors throw "
+        "`UnrecoverableError` so they are not retried."),
+    ),
+    Check(
+        "retry.fixed_backoff_herd", "advice", _("Fixed backoff without jitter"), "warning",
+        _("With a fixed backoff and no jitter, jobs that failed together (a dependency went down) "
+        "are all retried at the same moment by every worker: the retries hit the recovering "
+        "dependency in one wave and fail again together (a thundering herd)."),
+        _("Use `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` (or add `jitter: 0.5` to "
+        "the fixed backoff) so retries spread out."),
+    ),
+    Check(
+        "retry.remove_on_fail", "advice", _("Failed jobs kept forever"), "warning",
+        _("Without `removeOnFail`, every failed job stays in Redis: a failed set that keeps growing "
+        "fills memory, and under `noeviction` Redis then refuses every write — adds and job moves "
+        "of every queue on that server fail."),
+        _("Set `removeOnFail: {age: 7 * 24 * 3600, count: 10000}` (keep a week, at most ten "
+        "thousand) in the job options or `defaultJobOptions`; redrive or export what you need first."),
+    ),
+    Check(
+        "retry.jobid_not_deduplication", "advice", _("jobId used to deduplicate"), "warning",
+        _("A custom `jobId` only refuses an add while a job with that id exists, finished or not: "
+        "a completed or failed job kept in Redis silently blocks every new job with the same id, "
+        "forever. That is rarely what was meant."),
+        _("To drop duplicates while one is pending, use `deduplication: {id, ttl}` instead of "
+        "`jobId`; if the id must stay, remove finished jobs (`removeOnComplete: true`, "
+        "`removeOnFail: true`) so the id is free again."),
+    ),
+    Check(
+        "retry.attempts_vs_observed", "advice", _("More attempts than jobs need"), "info",
+        _("Jobs are configured with far more attempts than they ever need to succeed: a job that "
+        "fails for a permanent reason is retried many times, holding a worker and delaying the "
+        "failure alert."),
+        _("Lower `attempts` to about twice what succeeding jobs need, and throw `UnrecoverableError` "
+        "for errors that retrying cannot fix."),
+    ),
 )
 
 CONNECTION_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "connection")
 QUEUE_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "queue")
+ADVICE_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "advice")
 STATE_KINDS = ("queue.repeated_stalls", "queue.duplicated_adds", "queue.events_trimmed")

@@ -3,12 +3,12 @@ its entry in the monitor's state document."""
 
 from __future__ import annotations
 
-import base64
 from typing import Iterable
 
 from ..keys import QueueRef
 from ..messages import Joined, _
 from ..snapshot import QueueSnapshot
+from ..workers import worker_name
 from .facts import QueueFacts
 from .results import DEFAULT_THRESHOLDS, FAIL, PASS, UNKNOWN, CheckResult, Thresholds
 from .wording import count_jobs, format_age
@@ -128,12 +128,9 @@ def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str 
 
 
 def worker_names_for(q: QueueRef, client_names: Iterable[str]) -> list[str]:
-    """Connections of workers of this queue, in both naming shapes: Node BullMQ names its
-    blocking connection ``<prefix>:<base64(queue)>[:w:<worker name>]``, Python bullmq
-    ``<prefix>:<queue>[:w:<worker name>]``. QueueEvents (``…:qe``) are not workers."""
-    b64 = base64.b64encode(q.name.encode("utf-8")).decode("ascii")
-    bases = {f"{q.prefix}:{b64}", f"{q.prefix}:{q.name}"}
-    return [n for n in client_names if n in bases or any(n.startswith(b + ":w:") for b in bases)]
+    """Connections of workers of this queue, in both naming shapes (``queues.workers``, the one
+    home of BullMQ's naming rule)."""
+    return [n for n in client_names if worker_name(q, n) is not None]
 
 
 def _backlog(counts: dict) -> int:

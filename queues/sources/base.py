@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..keys import QueueRef
     from ..snapshot import QueueSnapshot
+    from ..workers import Worker
     from .spec import ConnectionSpec
 
 
@@ -91,6 +92,14 @@ class Source(Protocol):
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         """The cheap snapshot of each queue, in the order given; cost O(queues), not O(jobs).
         ``last_event_id`` is the newest event the counts already include."""
+        ...
+
+    def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
+        """The workers connected to each of ``queues`` (every one gets a list, empty when none),
+        from the names BullMQ gives worker connections (``queues.workers``). Raises where the
+        backend cannot tell (a server refusing ``CLIENT LIST``, a kind without connections):
+        callers then show workers as unknown, never as none. Called once per period by the
+        monitor, never per request."""
         ...
 
     def events_follower(self, *, block_ms: int) -> EventsReader:

@@ -17,6 +17,7 @@ from ..errors import RedisUnavailable
 from ..events import EventsFollower
 from ..keys import QueueRef
 from ..snapshot import QueueSnapshot, read_snapshots
+from ..workers import Worker, read_workers
 from .spec import ConnectionSpec
 
 # Extra seconds a follower's socket waits beyond its XREAD BLOCK, so redis-py never mistakes an
@@ -52,6 +53,9 @@ class RedisNodeSource:
 
     def raw_client(self) -> redis.Redis:
         return self._client
+
+    def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
+        return read_workers(self._client, queues)  # one CLIENT LIST
 
     def discover(self) -> list[QueueRef]:
         return [

@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from queues import actions, dead_letters
+from queues import actions, dead_letters, redrive
 from queues.keys import QueueRef
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.selection import JobFilter
@@ -152,17 +152,17 @@ def test_a_dlq_job_lands_in_its_source_queue_and_completes(r, url):
     source_name = dead_letters.dlq_source(dlq_name=dlq.name)
     assert source_name == "payments"
     source = q(source_name)
-    first = actions.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")
+    first = redrive.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")
     assert first.outcome == "done"
-    again = actions.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")
+    again = redrive.job_redrive_to_source(r, dlq=dlq, job_id=ids[0], source=source, payload_field="data")
     assert again.outcome == "missing"  # a repeat cannot duplicate
     for i in ids[1:]:
-        assert actions.job_redrive_to_source(r, dlq=dlq, job_id=i, source=source).outcome == "done"
+        assert redrive.job_redrive_to_source(r, dlq=dlq, job_id=i, source=source).outcome == "done"
     assert r.llen(dlq.key("wait")) == 0 and r.llen(source.key("wait")) == 3
     jobs = run_node("actions.mjs", "work", url, source.name, "complete", "3")["jobs"]
-    new_ids = {actions.redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids}
+    new_ids = {redrive.redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids}
     assert set(jobs) == new_ids and all(j["state"] == "completed" for j in jobs.values())
-    first_copy = jobs[actions.redrive_job_id(dlq_name=dlq.name, job_id=ids[0])]
+    first_copy = jobs[redrive.redrive_job_id(dlq_name=dlq.name, job_id=ids[0])]
     assert first_copy["data"] == {"i": 0} and first_copy["atm"] == 1  # unwrapped payload, fresh counters
     assert data[1] is not None
 
@@ -173,7 +173,7 @@ def test_redrive_refuses_when_the_target_id_is_still_retained(r):
     for _ in range(2):
         r.hset(dlq.job_key("a:1"), mapping={"name": "x", "data": '{"k":1}', "opts": "{}", "timestamp": 5})
         r.lpush(dlq.key("wait"), "a:1")
-        result = actions.job_redrive_to_source(r, dlq=dlq, job_id="a:1", source=source)
+        result = redrive.job_redrive_to_source(r, dlq=dlq, job_id="a:1", source=source)
     assert result.outcome == "target_exists"
     assert r.exists(dlq.job_key("a:1"))  # left where it was, not lost
     assert r.exists(source.job_key("redrive-orders-dlq-a%3A1"))
@@ -200,7 +200,7 @@ def test_bulk_redrive_of_a_dlq_then_node_completes_them_in_the_source(r, url):
     progress = run_bulk(r, plan=plan, store=MemoryStore())
     assert (progress.moved, progress.skipped) == (25, 0)
     jobs = run_node("actions.mjs", "work", url, "emails", "complete", "25")["jobs"]
-    assert sorted(jobs) == sorted(actions.redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids)
+    assert sorted(jobs) == sorted(redrive.redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids)
     assert sorted(j["data"]["i"] for j in jobs.values()) == list(range(25))
 
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from queues import actions, dead_letters
+from queues import actions, dead_letters, redrive
 from queues.error_groups import error_groups, fingerprint, normalize
 from queues.export import iter_jobs_csv, iter_jobs_jsonl
 from queues.keys import QueueRef
@@ -74,9 +74,9 @@ def test_dlq_source_precedence():
 
 def test_redrive_ids_are_deterministic_and_one_to_one():
     ids = ["1", "a:b", "a%3Ab", "a%b", "repeat:x:1"]
-    made = [actions.redrive_job_id(dlq_name="q-dlq", job_id=i) for i in ids]
+    made = [redrive.redrive_job_id(dlq_name="q-dlq", job_id=i) for i in ids]
     assert len(set(made)) == len(ids) and all(":" not in m and not m.isdigit() for m in made)
-    assert made[0] == actions.redrive_job_id(dlq_name="q-dlq", job_id="1") == "redrive-q-dlq-1"
+    assert made[0] == redrive.redrive_job_id(dlq_name="q-dlq", job_id="1") == "redrive-q-dlq-1"
 
 
 # --- filters and previews -----------------------------------------------------------------------
@@ -304,12 +304,15 @@ def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
         r.hset(dlq.job_key(str(i)), mapping={"name": "y" if i in (3, 17, 29) else "x", "timestamp": 100 + i,
                                              "data": json.dumps({"source": "orders", "i": i}), "opts": "{}"})
         r.lpush(dlq.key("wait"), str(i))
-    for i in (0, 6, 7, 20, 28):  # copies still retained from an earlier redrive
-        r.hset(source.job_key(actions.redrive_job_id(dlq_name=dlq.name, job_id=str(i))), "name", "old")
+    for i in (0, 6, 7, 20, 28):  # copies of an earlier redrive, still delayed in the source: not redriven twice
+        earlier = redrive.redrive_job_id(dlq_name=dlq.name, job_id=str(i))
+        r.hset(source.job_key(earlier), "name", "old")
+        r.zadd(source.key("delayed"), {earlier: 5000 * 0x1000})
     t = FakeTime()
     plan = BulkPlan(queue=dlq, action="redrive", before_ms=1000, filt=JobFilter(state="waiting", name="x"), rate=20)
     final = run_bulk(r, plan=plan, store=MemoryStore(), clock=t.clock, sleep=t.sleep)
     assert (final.total, final.moved, final.skipped, final.skipped_by) == (27, 22, 5, {"target_exists": 5})
+    assert final.kept_by == {"new_id": 22}  # generated ids are not kept: each copy says so
     left = sorted(int(m) for m in r.lrange(dlq.key("wait"), 0, -1))
     assert left == [0, 3, 6, 7, 17, 20, 28, 29]
     assert r.llen(source.key("wait")) == 22
@@ -342,3 +345,122 @@ def test_whole_set_retry_resumes_exactly_from_its_receipt(r, batch_ran):
     assert (final.state, final.moved, final.skipped) == ("done", 100, 0)
     assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
     assert not r.exists(crashed.receipt_key)  # cleaned up at the end
+
+
+@pytest.mark.parametrize("selection", ["whole set", "explicit ids"])
+def test_bulk_retry_honours_lifo_like_job_retry(r, selection):
+    # Node's Job.retry RPUSHes a lifo job (the end workers take from); LPUSH for the others.
+    seed_failed(r, Q, 6)
+    for job_id in ("3", "5"):
+        r.hset(Q.job_key(job_id), "opts", '{"attempts":2,"lifo":true}')
+    chosen = dict(filt=JobFilter()) if selection == "whole set" else dict(job_ids=tuple(str(i) for i in range(1, 7)))
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, rate=None, **chosen),
+                     store=MemoryStore())
+    assert final.moved == 6
+    assert [m.decode() for m in r.lrange(Q.key("wait"), 0, -1)] == ["6", "4", "2", "1", "3", "5"]
+
+
+def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
+    seed_failed(r, Q, 30, data=lambda i: {"i": i, "email": f"bad{i}@", "tags": [], "n": 10 ** 17 + i})
+    r.hset(Q.job_key("4"), "data", "{not json")  # one bad job affects no other
+    r.hset(Q.job_key("7"), mapping={"opts": '{"attempts":2,"lifo":true}', "stc": 1})
+    r.zadd(Q.key("failed"), {"ghost": 1})
+    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                    patch={"email": "fixed@example.com", "i": None, "retry": {"v": 2}})
+    final = run_bulk(r, plan=plan, store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (29, 2, {"bad_data": 1, "missing": 1})
+    assert json.loads(r.hget(Q.job_key("1"), "data")) == {"email": "fixed@example.com", "tags": [], "n": 10 ** 17,
+                                                          "retry": {"v": 2}}
+    assert r.hget(Q.job_key("4"), "data") == b"{not json" and r.zscore(Q.key("failed"), "4") is not None
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "stc", "failedReason"]) == [None] * 4
+               for i in (1, 7, 30))
+    assert r.lindex(Q.key("wait"), -1) == b"7"  # lifo: the next to run, as Job.retry puts it
+
+
+def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
+    from queues.bulk.edit import EDIT_RETRY_BATCH, patched
+
+    seed_failed(r, Q, 2)
+    sha, new = patched(r.hget(Q.job_key("1"), "data"), {"x": 1})
+    r.hset(Q.job_key("1"), "data", '{"i":0,"changed":true}')  # a producer wrote in between
+    keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "+inf", "1", sha, new], client=r) == [-4]
+    assert r.zscore(Q.key("failed"), "1") is not None and b"changed" in r.hget(Q.job_key("1"), "data")
+    with pytest.raises(ValueError, match="merge patch"):
+        BulkPlan(queue=Q, action="edit-retry", before_ms=5, filt=JobFilter(), patch={})
+    with pytest.raises(ValueError, match="merge patch"):
+        BulkPlan(queue=Q, action="retry", before_ms=5, filt=JobFilter(), patch={"a": 1})
+
+
+def test_bulk_edit_retry_of_a_clean_head_takes_the_fast_road_with_the_same_result(r):
+    seed_failed(r, Q, 1500, data=lambda i: {"i": i, "to": "bad@"})
+    r.hset(Q.job_key("1200"), "stc", 2)
+    zscores = lambda: r.info("commandstats").get("cmdstat_zscore", {}).get("calls", 0)  # noqa: E731
+    before = zscores()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                                      patch={"to": "ok@example.com"}), store=MemoryStore())
+    assert final.moved == 1500 and r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == 1500
+    assert json.loads(r.hget(Q.job_key("1200"), "data")) == {"i": 1199, "to": "ok@example.com"}
+    assert r.hmget(Q.job_key("1200"), ["atm", "ats", "stc", "failedReason", "finishedOn"]) == [None] * 5
+    assert r.xlen(Q.key("events")) == 1500  # one "waiting" event per job, as BullMQ emits them
+    assert zscores() - before < 10  # the per-job road (ZSCORE per job) was not needed
+
+
+def test_a_delayed_dead_letter_keeps_its_due_time_and_a_served_delay_is_not_served_again(r):
+    import time
+
+    dlq, source = QueueRef("default", "bull", "pay-dlq"), QueueRef("default", "bull", "pay")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)
+    now = int(time.time() * 1000)
+    for job_id, due in (("later-1", now + 3_600_000), ("past-1", now - 1000)):
+        r.hset(dlq.job_key(job_id), mapping={"name": "pay", "data": "{}", "timestamp": due - 5000,
+                                             "opts": json.dumps({"delay": 5000, "priority": 4, "attempts": 3})})
+        r.zadd(dlq.key("delayed"), {job_id: due * 0x1000})
+    later = redrive.job_redrive_to_source(r, dlq=dlq, job_id="later-1", source=source)
+    past = redrive.job_redrive_to_source(r, dlq=dlq, job_id="past-1", source=source)
+    assert later.kept == ("job_id", "priority", "delay") and past.kept == ("job_id", "priority")
+    due = int(r.zscore(source.key("delayed"), "later-1")) // 0x1000
+    assert abs(due - (now + 3_600_000)) < 5000  # the same due time, not another hour from now
+    assert r.zscore(source.key("prioritized"), "past-1") is not None  # runs now, by its priority
+    assert json.loads(r.hget(source.job_key("later-1"), "opts"))["attempts"] == 3
+
+
+def test_a_third_redrive_of_the_same_custom_id_gets_an_id_of_its_own_incarnation(r):
+    dlq, source = QueueRef("default", "bull", "inv-dlq"), QueueRef("default", "bull", "inv")
+    r.hset(source.key("meta"), "opts.maxLenEvents", 10000)
+    for done_id in ("inv-9", "redrive-inv-dlq-inv-9"):  # two earlier copies, both completed
+        r.hset(source.job_key(done_id), mapping={"name": "invoice", "data": "{}", "opts": "{}", "timestamp": 1})
+        r.zadd(source.key("completed"), {done_id: 2})
+    r.hset(dlq.job_key("inv-9"), mapping={"name": "invoice", "data": '{"try":3}', "opts": '{"jobId":"inv-9"}',
+                                          "timestamp": 1700000000123})
+    r.lpush(dlq.key("wait"), "inv-9")
+    third = redrive.job_redrive_to_source(r, dlq=dlq, job_id="inv-9", source=source)
+    assert third.outcome == "done" and third.kept == ("new_id",)
+    assert ("as job redrive-inv-dlq-inv-9-1700000000123; kept: a new id (inv-9 is taken by a completed job; "
+            "redrive-inv-dlq-inv-9 is taken by a completed job).") in third.message
+    assert r.lrange(source.key("wait"), 0, -1) == [b"redrive-inv-dlq-inv-9-1700000000123"]
+    r.hset(dlq.job_key("inv-9"), mapping={"name": "invoice", "data": "{}", "opts": "{}", "timestamp": 1700000000123})
+    r.lpush(dlq.key("wait"), "inv-9")  # the very same incarnation again: every id is taken
+    assert redrive.job_redrive_to_source(r, dlq=dlq, job_id="inv-9", source=source).outcome == "target_exists"
+    assert r.exists(dlq.job_key("inv-9"))
+
+
+def test_bulk_edit_resumes_after_a_crash_between_chunks_with_every_job_edited_once(r, monkeypatch):
+    from queues.bulk import edit
+
+    monkeypatch.setattr(edit, "CHUNK", 4)  # a batch of 10 is sent as chunks of 4, 4 and 2
+    seed_failed(r, Q, 60, data=lambda i: {"i": i, "n": 0})
+    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=40, patch={"n": 1})
+    store, t = MemoryStore(), FakeTime()
+    run_bulk(r, plan=plan, store=store, should_cancel=iter([False, True]).__next__, clock=t.clock, sleep=t.sleep)
+    crashed = store.load()
+    assert crashed.moved == 10
+    # The runner died with batch 11-20 journalled and only its first chunk edited in Redis.
+    crashed.state, crashed.in_flight = "running", [[str(i), "failed"] for i in range(11, 21)]
+    assert edit.edit_batch(r, Q, [str(i) for i in range(11, 15)], patch={"n": 1}, reset_counters=True,
+                           before_ms=2_000_000) == [None] * 4
+    store.save(crashed)
+    final = run_bulk(r, plan=plan, store=store, clock=t.clock, sleep=t.sleep)
+    assert (final.state, final.moved, final.skipped) == ("done", 60, 0)
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 61))
+    assert all(json.loads(r.hget(Q.job_key(str(i)), "data")) == {"i": i - 1, "n": 1} for i in range(1, 61))

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from queues.actions import redrive_job_id
+from queues.redrive import redrive_job_id
 from queues.bulk import BulkPlan, RedisStore
 from queues.selection import JobFilter
 from tests.support.servers import ROOT, node_available, run_node

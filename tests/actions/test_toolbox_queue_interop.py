@@ -139,3 +139,17 @@ def test_obliterate_leaves_exactly_what_node_obliterate_leaves(server, r):
     queue_settings.obliterate(r, queue=q("ours"))
     node(server, "obliterate", "theirs")
     assert dump(server, "ours") == as_ours(dump(server, "theirs")) == {}
+
+
+def test_resume_over_a_long_legacy_paused_list_leaves_what_nodes_resume_leaves(server, r):
+    # A v5 queue paused with 15,001 jobs in the legacy 'paused' list (moved 7,000 per script call).
+    for name in ("legacy-ours", "legacy-node"):
+        r.hset(q(name).key("meta"), mapping={"paused": 1, "opts.maxLenEvents": 10000})
+        r.rpush(q(name).key("wait"), "w")
+        r.rpush(q(name).key("paused"), *[str(i) for i in range(15_001)])
+    actions.queue_pause(r, queue=q("legacy-ours"), paused=False)
+    node(server, "resume", "legacy-node")
+    for name in ("legacy-ours", "legacy-node"):
+        assert (r.llen(q(name).key("paused")), r.llen(q(name).key("wait"))) == (0, 15_002)
+        assert [f[b"event"] for _, f in r.xrange(q(name).key("events"))] == [b"resumed"], name
+    assert r.lrange(q("legacy-ours").key("wait"), 0, -1) == r.lrange(q("legacy-node").key("wait"), 0, -1)

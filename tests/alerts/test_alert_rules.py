@@ -39,6 +39,8 @@ CASES = {
                        lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=10))),
     "no_completions": ({"threshold": 60}, lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 120)])),
                        lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 5)]))),
+    "no_workers": ({"threshold": 0}, lambda: facts(signals(counts={"waiting": 3}, workers=0)),
+                   lambda: facts(signals(counts={"waiting": 3}, workers=2))),
     "wait_p95": ({"threshold": 2, "window_minutes": 5},
                  lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 10 + [("resize", "wait", 3000, 30)] * 10)),
                  lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 99 + [("resize", "wait", 3000, 30)]))),

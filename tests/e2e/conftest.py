@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.support.browser import LiveApp
+from tests.support.browser import LiveApp, manage
 from tests.support.servers import ROOT, free_port
 from tests.support.waiting import wait_for
 
@@ -26,11 +26,6 @@ def answers(url: str) -> bool:
         return True
     except OSError:  # refused while starting, or slow to answer on a loaded machine (TimeoutError)
         return False
-
-
-def manage(env, *args) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture(scope="session")

@@ -31,8 +31,8 @@ def test_window_form_previews_cron_starts_in_its_zone(page, live_app):
     assert re.match(r"\w{3} \d{4}-\d\d-\d\d 02:30 CES?T", first), first
     form.locator("[name=cron]").fill("30 2 * *")
     form.locator("[name=cron]").dispatch_event("change")
-    page.wait_for_selector("#cron-preview .error")
-    assert "has 4 fields" in page.locator("#cron-preview .error").inner_text()
+    page.wait_for_selector("#cron-preview .field-error")
+    assert "has 4 fields" in page.locator("#cron-preview .field-error").inner_text()
 
 
 def test_a_rule_made_in_the_form_fires_and_the_banner_appears_live(page, live_app, node_fixture_db):
@@ -43,7 +43,7 @@ def test_a_rule_made_in_the_form_fires_and_the_banner_appears_live(page, live_ap
     page.fill("[name=queue_glob]", QUEUE)
     page.fill("[name=threshold]", "-5")
     page.click("button[name=save]")
-    assert "The threshold cannot be negative." in page.locator("#field-threshold .error").inner_text()
+    assert "The threshold cannot be negative." in page.locator("#field-threshold .field-error").inner_text()
     page.fill("[name=threshold]", "1")
     page.click("button[name=save]")
     page.wait_for_url(live_app.url + "/alerts/rules/")

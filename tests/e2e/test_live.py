@@ -28,9 +28,11 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     open_live(page, live_app, "/q/default/bull/e2e-live/?state=failed")
     assert page.locator("nav.tabs a.state-failed .count").inner_text() == "0"
 
-    # Idle for longer than redis-py's old 5 s socket timeout and any proxy-ish default:
-    # the socket must still be open and delivering (channels_redis socket_timeout=None).
-    page.wait_for_timeout(62_000)
+    # Idle for longer than redis-py's old 5 s socket timeout (the channel layer's read must not
+    # time out: channels_redis socket_timeout=None) and than daphne's 20 s websocket ping
+    # interval (a ping is sent and answered meanwhile): the socket must still be open and
+    # delivering. Longer idle adds nothing: nothing else in the path has a timeout below it.
+    page.wait_for_timeout(26_000)
     status = page.locator("#live-status")
     assert status.get_attribute("data-state") == "live"
     # Not merely live again after a reconnect: the one socket opened at load never closed.

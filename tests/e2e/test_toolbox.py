@@ -79,3 +79,31 @@ def test_obliterate_needs_the_queue_name_typed(page, live_app, node_fixture_db):
     page.click("button.queue-obliterate")
     page.wait_for_selector("#action-result .action-result.ok")
     assert client.keys("bull:e2e-gone:*") == []
+
+
+def test_edit_and_retry_a_whole_error_group(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
+    ids = run_node("seed_actions.mjs", url, "e2e-bulk-edit", "12", "0", "0", "mail", "bad address for user")["failed"]
+    run_node("seed_actions.mjs", url, "e2e-bulk-edit", "2", "0", "0", "mail", "smtp timeout after")
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-bulk-edit/errors/")
+    group = page.locator("tr.error-group").first
+    assert group.locator("td.count").inner_text() == "12"
+    group.locator("select[name=action]").select_option("edit-retry")
+    group.locator("details.group-patch summary").click()
+    group.locator("textarea[name=patch]").fill('{"address": "fixed@example.com"}')
+    group.locator("button:has-text('Preview')").click()
+    preview = page.wait_for_selector("#bulk-panel .bulk-preview")
+    assert preview.get_attribute("data-count") == "12"
+    assert page.locator("#bulk-panel .edit-diff").count() == 10  # the sample
+    assert '"address": "fixed@example.com"' in page.locator("#bulk-panel .edit-diff .diff-add").first.inner_text()
+    page.fill("#bulk-panel input[name=rate]", "0")
+    page.fill("#bulk-panel input[name=reason]", "address validator fixed")
+    page.click("#bulk-panel button:has-text('Confirm')")
+    page.wait_for_selector(".task-progress[data-state=done]", timeout=30_000)
+    assert page.locator(".task-progress .moved").inner_text() == "12"
+    for job_id in ids:  # each job's own stored data, patched; back to waiting with its counters reset
+        assert json.loads(client.hget(f"bull:e2e-bulk-edit:{job_id}", "data"))["address"] == "fixed@example.com"
+        assert client.hget(f"bull:e2e-bulk-edit:{job_id}", "atm") is None
+    assert client.zcard("bull:e2e-bulk-edit:failed") == 2

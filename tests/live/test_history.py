@@ -154,7 +154,7 @@ def test_unknown_range_is_a_value_error():
     for bad in ("", "2h", "1H", "7d ", None):
         with pytest.raises(ValueError):
             queue_history(Q1, bad, NOW)
-    assert set(RANGES) == {"1h", "24h", "7d"}
+    assert set(RANGES) == {"1h", "24h", "7d", "90d"}
 
 
 def test_naive_now_is_taken_as_utc():
@@ -240,9 +240,9 @@ def test_queue_page_has_the_chart_section(logged_in, queues):
     section = re.search(r'<section id="queue-charts"[^>]*>', html)
     assert section, "chart section missing"
     assert f'data-history-url="{history_url()}"' in section.group(0)
-    for rng in ("1h", "24h", "7d"):
+    for rng in ("1h", "24h", "7d", "90d"):
         assert f'data-range="{rng}"' in html
-    for kind in ("throughput", "deadletters", "stalls", "backlog"):
+    for kind in ("throughput", "deadletters", "stalls", "backlog", "wait", "processing"):
         assert f'data-chart="{kind}"' in html
     # Right after the live section, before the job list.
     assert html.index('class="queue-live"') < html.index('id="queue-charts"') < html.index('id="job-list"')
@@ -252,7 +252,9 @@ def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scrip
     html = logged_in.get(reverse("overview")).content.decode()
     scripts = re.findall(r"<script\b[^>]*>", html)
     srcs = [re.search(r'src="([^"]+)"', s).group(1) for s in scripts]  # every script has a src
-    assert all(" defer" in s for s in scripts)
+    # Every script is deferred but theme.js, which must set the theme before the first paint.
+    assert all(" defer" in s for s, src in zip(scripts, srcs) if src != "/static/theme.js")
+    assert "/static/theme.js" in srcs
     assert srcs.index("/static/queuewatch.js") < srcs.index(f"/static/vendor/{UPLOT}.iife.min.js") \
         < srcs.index("/static/charts.js")
     assert f'<link rel="stylesheet" href="/static/vendor/{UPLOT}.min.css">' in html
@@ -269,3 +271,48 @@ def test_vendored_uplot_is_the_pinned_version_and_is_served(logged_in, queues):
     assert (static / "charts.js").exists()
     r = logged_in.get(f"/static/vendor/{UPLOT}.iife.min.js")
     assert r.status_code == 200
+
+
+# ---- wait and processing times (issue 14) -------------------------------------------------
+
+
+def timing_point(queue: QueueRef, name: str, start: dt.datetime, *, wait=(), processing=(), resolution=60):
+    from dashboard.live import timing_points
+    from queues.timings import NameMinute
+
+    figures = NameMinute()
+    for ms in wait:
+        figures.wait.add(ms)
+    for ms in processing:
+        figures.processing.add(ms)
+    timing_points.save([timing_points.as_row(queue, name=name, resolution=resolution, start=start, figures=figures)])
+
+
+def test_timing_series_merge_every_job_name_per_minute_and_roll_up_into_exact_hours():
+    from dashboard.live import timing_points
+    from queues.timings import Histogram
+
+    m = NOW.replace(second=0)
+    fast, slow = [100] * 90, [1000] * 10
+    timing_point(Q1, "fast", m - dt.timedelta(minutes=3), wait=[5] * 90, processing=fast)
+    timing_point(Q1, "slow", m - dt.timedelta(minutes=3), wait=[2000] * 10, processing=slow)
+    timing_point(Q1, "slow", m - dt.timedelta(minutes=1), processing=[3000])
+    data = queue_history(Q1, "1h", NOW)
+    i = at(data, m - dt.timedelta(minutes=3))
+    truth = Histogram()
+    for ms in fast + slow:
+        truth.add(ms)
+    assert data["processing_p50"][i] == truth.percentile(0.5) and abs(data["processing_p50"][i] - 100) <= 10
+    assert data["processing_p95"][i] == truth.percentile(0.95) and abs(data["processing_p95"][i] - 1000) <= 100
+    assert abs(data["wait_p99"][i] - 2000) <= 200 and abs(data["wait_p50"][i] - 5) <= 0.5
+    assert data["wait_p50"][at(data, m - dt.timedelta(minutes=1))] is None  # nothing waited that minute: a gap
+    assert data["processing_p50"][i - 1] is None
+
+    timing_points.rollup(since=m - dt.timedelta(hours=2), minute_days=7, hour_days=90, now=NOW)
+    truth.add(3000)  # the hour holds both minutes: its percentiles are the hour's own, exactly
+    for rng, points in (("7d", 168), ("90d", 2160)):
+        data = queue_history(Q1, rng, NOW)
+        h = at(data, NOW.replace(minute=0, second=0))
+        assert len(data["t"]) == points and data["resolution"] == 3600
+        assert data["processing_p99"][h] == truth.percentile(0.99) and data["processing_p95"][h] == truth.percentile(0.95)
+        assert data["processing_p50"][h - 1] is None

@@ -17,8 +17,8 @@
 //       1 failed, a scheduler, a deduplicated job), paused if <pausedFlag> is 1; prints {ids}
 //   node toolbox.mjs dump <redisUrl> <queue>
 //       every key of the queue with its type, sorted; prints {keys: {key: type}}
-//   node toolbox.mjs drain|obliterate <redisUrl> <queue> [delayedFlag]
-//       Node's own Queue.drain(delayed) / Queue.obliterate(); prints {}
+//   node toolbox.mjs drain|obliterate|resume <redisUrl> <queue> [delayedFlag]
+//       Node's own Queue.drain(delayed) / Queue.obliterate() / Queue.resume(); prints {}
 //   node toolbox.mjs throughput <redisUrl> <queue> <count> <ms>
 //       <count> jobs processed by a worker with concurrency 10 taking <ms> each: prints
 //       {maxActive, started: [ms since the first start]} (global concurrency and rate limit
@@ -131,6 +131,8 @@ async function main() {
     await queue.drain(a === '1');
   } else if (mode === 'obliterate') {
     await queue.obliterate();
+  } else if (mode === 'resume') {
+    await queue.resume();
   } else if (mode === 'throughput') {
     const count = Number(a);
     const ms = Number(b);

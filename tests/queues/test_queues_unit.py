@@ -55,6 +55,17 @@ def test_parse_job_key_prefers_longest_prefix_and_keeps_colons_in_ids():
     assert parse_job_key("other:q:1", ["bull"]) is None
 
 
+def test_parse_job_key_resolves_a_known_queue_name_with_colons():
+    # Python BullMQ accepts "orders:eu"; the key alone would read as queue "orders", id "eu:7".
+    known = [("bull", "orders"), ("bull", "orders:eu"), ("other", "a:b")]
+    assert parse_job_key("bull:orders:eu:7", ["bull"], known) == ("bull", "orders:eu", "7")
+    assert parse_job_key("bull:orders:eu:repeat:x:1", ["bull"], known) == ("bull", "orders:eu", "repeat:x:1")
+    assert parse_job_key("bull:orders:8", ["bull"], known) == ("bull", "orders", "8")
+    # A name known under another prefix does not apply.
+    assert parse_job_key("bull:a:b:1", ["bull"], known) == ("bull", "a", "b:1")
+    assert parse_job_key("bull:orders:eu:", ["bull"], known) == ("bull", "orders", "eu:")
+
+
 def test_glob_escape():
     assert glob_escape("a[1]*?") == r"a\[1\]\*\?"
     assert glob_escape("{bull}") == "{bull}"

@@ -67,6 +67,9 @@ class MemorySource:
     def events_follower(self, *, block_ms: int):
         raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower")
 
+    def workers(self, queues: list[QueueRef]):
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
+
     def scripts(self):
         raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="BullMQ scripts")
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from queues import actions, dead_letters
+from queues import dead_letters, redrive
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.keys import QueueRef
 from queues.selection import JobFilter
@@ -33,7 +33,7 @@ def test_job_data_cannot_choose_the_target(redis_client):
     dead_letter(r, DLQ, "1")
     source = dead_letters.dlq_source(dlq_name=DLQ.name)
     assert source == "orders"
-    assert actions.job_redrive_to_source(r, dlq=DLQ, job_id="1", source=QueueRef("default", "bull", source)).ok
+    assert redrive.job_redrive_to_source(r, dlq=DLQ, job_id="1", source=QueueRef("default", "bull", source)).ok
     dead_letter(r, DLQ, "2")
     plan = BulkPlan(queue=DLQ, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
     assert run_bulk(r, plan=plan, store=MemoryStore()).moved == 1
@@ -48,9 +48,9 @@ def test_a_target_queue_that_does_not_exist_is_refused(redis_client, bulk):
     if bulk:
         plan = BulkPlan(queue=ghost_dlq, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
         progress = run_bulk(r, plan=plan, store=MemoryStore())
-        assert progress.moved == 0 and progress.skipped_by == {actions.UNKNOWN_TARGET: 1}
+        assert progress.moved == 0 and progress.skipped_by == {redrive.UNKNOWN_TARGET: 1}
     else:
-        result = actions.job_redrive_to_source(r, dlq=ghost_dlq, job_id="1", source=ghost)
-        assert result.outcome == actions.UNKNOWN_TARGET and "no queue ghost" in result.message
+        result = redrive.job_redrive_to_source(r, dlq=ghost_dlq, job_id="1", source=ghost)
+        assert result.outcome == redrive.UNKNOWN_TARGET and "no queue ghost" in result.message
     assert r.exists(ghost_dlq.job_key("1"))  # left where it was
     assert r.keys("bull:ghost:*") == []  # nothing was created

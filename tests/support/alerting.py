@@ -21,7 +21,7 @@ def ms(t: dt.datetime) -> int:
 
 
 def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=None, events=(), stalled=(), connection="default",
-            attempt_failures=(), timings=()):
+            attempt_failures=(), timings=(), workers=None):
     """``events``: (event name, seconds before ``now``) pairs, counted like the monitor does;
     ``attempt_failures``: seconds before ``now`` of failed attempts that will be retried (the
     monitor counts them from candidate events, not with ``count_event``); ``timings``: (job
@@ -38,7 +38,7 @@ def signals(name="orders", *, now=T0, counts=None, paused=False, oldest_age_s=No
     clock = QueueTimings()
     for job_name, figure, duration_ms, before_s in timings:
         clock.count(name=job_name, ts_ms=ms(now) - int(before_s * 1000), kind=figure, ms=duration_ms)
-    return build_signals(snap, series, now_ms=ms(now), stalled_now=list(stalled), timings=clock)
+    return build_signals(snap, series, now_ms=ms(now), stalled_now=list(stalled), timings=clock, workers=workers)
 
 
 def facts(*sigs, connections=None, schedulers=None) -> Facts:

@@ -1,0 +1,203 @@
+"""One batch of a bulk edit-and-retry: the plan's JSON merge patch applied to each failed job's
+data *as stored in Redis* (never what a page showed), then the job retried with its counters
+reset, as the single-job fix-and-replay does (``queues.edit_retry``).
+
+The batch reads the jobs' data in one round trip, applies the patch in Python (Lua's cjson would
+rewrite numbers and turn ``[]`` into ``{}``), and sends one script that checks, per job and in
+the same atomic step, that the job is still failed and its data still what was read (by SHA-1,
+so the data travels once). When the batch is the head of the failed set and no job has a
+priority or ``lifo``, BullMQ's ``updateData`` writes each job's data, the counters are reset and
+BullMQ's ``moveJobsToWait`` moves the batch (the whole-set retry's fast road); otherwise
+``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as ``Job.retry`` pushes
+it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
+left failed and counted as skipped (``changed``); one whose stored data is not JSON we can
+write back is skipped (``bad_data``) and the others go on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import redis
+
+from ..actions import MISSING, WRONG_STATE, ActionResult
+from ..bullmq_scripts import PUSH_CMD, as_function, lua_script
+from ..edit_retry import CHANGED, merge_patch
+from ..keys import QueueRef
+from ..messages import _
+
+BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot apply
+
+EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
+                              + as_function("reprocess_job", "reprocessJob-9.lua")
+                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + """
+-- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
+-- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
+-- finish times (e.g. "(1700000000000"), ARGV[4..] triples: job id, SHA-1 of its data as read,
+-- the new data. Returns per job: 1 done, -1 missing, -3 no longer failed, -4 its data changed
+-- since it was read.
+-- When the batch is exactly the head of the failed set, every job's data is as read and none
+-- has a priority or lifo, the data is written (updateData) and the counters reset per job and
+-- BullMQ's moveJobsToWait moves the whole batch, as the whole-set retry does; otherwise
+-- reprocessJob runs per job.
+local n = (#ARGV - 3) / 3
+local codes = {}
+local head = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[3], "WITHSCORES", "LIMIT", 0, n)
+local fast = #head == 2 * n
+local fields = {}
+for k = 1, n do
+  local i = 3 * k + 1
+  local f = redis.call("HMGET", ARGV[1] .. ARGV[i], "data", "opts", "priority")
+  fields[k] = f
+  if fast and (head[2 * k - 1] ~= ARGV[i] or not f[2] or redis.sha1hex(f[1] or "") ~= ARGV[i + 1]
+               or (tonumber(f[3]) or 0) > 0 or push_cmd(f[2]) == "RPUSH") then
+    fast = false
+  end
+end
+if fast then
+  for k = 1, n do
+    local i = 3 * k + 1
+    local jobKey = ARGV[1] .. ARGV[i]
+    update_data({jobKey}, {ARGV[i + 2]})
+    if ARGV[2] == "1" then redis.call("HDEL", jobKey, "atm", "ats", "stc") end
+    codes[k] = 1
+  end
+  move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
+                    {n, head[2 * n], "failed"})
+  return codes
+end
+for k = 1, n do
+  local i = 3 * k + 1
+  local id, f = ARGV[i], fields[k]
+  local jobKey = ARGV[1] .. id
+  local code
+  if not redis.call("ZSCORE", KEYS[2], id) then
+    code = redis.call("EXISTS", jobKey) == 0 and -1 or -3
+  elseif redis.sha1hex(f[1] or "") ~= ARGV[i + 1] then
+    code = -4
+  else
+    code = update_data({jobKey}, {ARGV[i + 2]})  -- -1: a failed-set member without its job
+    if code == 0 then
+      code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+                           {id, push_cmd(f[2]), "failedReason", "failed", ARGV[2], ARGV[2]})
+      if code == 1 and ARGV[2] == "1" then redis.call("HDEL", jobKey, "stc") end
+    end
+  end
+  codes[k] = code
+end
+return codes
+""")
+
+# The batch's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis).
+READ_DATA = lua_script("""
+-- ARGV[1] queue key prefix, ARGV[2..] job ids. Returns each job's data, false when none.
+local out = {}
+for i = 2, #ARGV do out[i - 1] = redis.call("HGET", ARGV[1] .. ARGV[i], "data") or false end
+return out
+""")
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def patched(raw: bytes | None, patch: dict) -> tuple[str, str] | None:
+    """(SHA-1 of the stored data, the patched data as JSON) or ``None`` when it is not JSON we
+    can write back as strict JSON (a non-finite number, nesting deeper than Python allows).
+    Data the patch leaves as it is keeps its exact bytes. (The plain decoder, not
+    ``safe_json``: this runs for every job of a bulk task, and ``allow_nan=False`` refuses what
+    ``safe_json`` exists to tolerate.)"""
+    raw = raw if raw is not None else b""
+    try:
+        text = raw.decode("utf-8")
+        before = json.loads(text) if raw else {}
+        after = _apply(before, patch)
+        if after is not before:
+            text = _ENCODE(after)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    return hashlib.sha1(raw).hexdigest(), text
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _apply(before, patch: dict):
+    """``merge_patch(before, patch)``, or ``before`` itself when the patch changes nothing (so
+    its bytes are kept). The common flat patch (no object values) skips the recursion."""
+    if not isinstance(before, dict):
+        return merge_patch(before, patch)
+    after = None
+    for key, value in patch.items():
+        if isinstance(value, dict):
+            merged = merge_patch(before.get(key), value)
+        elif value is None:
+            if key not in before:
+                continue
+            merged = None
+        elif (type(value) in _SCALARS and key in before and type(before[key]) is type(value)
+              and before[key] == value):  # exactly the same (1 == True == 1.0 in Python, not in JSON)
+            continue
+        else:
+            merged = value
+        after = after if after is not None else dict(before)
+        if merged is None:
+            del after[key]
+        else:
+            after[key] = merged
+    return before if after is None else after
+
+
+# A batch is sent in chunks, and the next chunk is patched in Python while Redis runs the one
+# before (one helper thread makes the calls; waiting on the socket frees the interpreter). Each
+# chunk is its own atomic step, sent in order, so each can still be the head of the failed set.
+CHUNK = 250
+_CALLER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-edit")
+
+
+def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
+               before_ms: int) -> list[ActionResult | Exception | None]:
+    """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved."""
+    stored = READ_DATA(keys=[], args=[queue.base, *ids], client=client)
+    results: list = [None] * len(ids)
+    keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    head = [queue.base, "1" if reset_counters else "0", f"({before_ms}"]
+    running = None
+    for start in range(0, len(ids), CHUNK):
+        args, sent = list(head), []
+        for n in range(start, min(len(ids), start + CHUNK)):
+            made = patched(stored[n], patch)
+            if made is None:
+                results[n] = ActionResult(ids[n], BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the "
+                                                              "merge patch cannot be applied; it was left failed.",
+                                                              id=ids[n]))
+                continue
+            args += [ids[n], *made]
+            sent.append(n)
+        if running is not None:
+            _record(ids, results, *running)
+        running = (_CALLER.submit(EDIT_RETRY_BATCH, keys=keys, args=args, client=client), sent) if sent else None
+    if running is not None:
+        _record(ids, results, *running)
+    return results
+
+
+def _record(ids: list[str], results: list, call: Future, sent: list[int]) -> None:
+    """The outcome of one chunk (the caller's thread waits for it here)."""
+    try:
+        codes = call.result()
+    except redis.ResponseError as exc:
+        for n in sent:
+            results[n] = exc
+        return
+    for n, code in zip(sent, codes):
+        job_id = ids[n]
+        if code == -1:
+            results[n] = ActionResult(job_id, MISSING, _("Job {id} no longer exists.", id=job_id))
+        elif code == -3:
+            results[n] = ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer failed; it was left as it is.",
+                                                             id=job_id))
+        elif code == -4:
+            results[n] = ActionResult(job_id, CHANGED, _("Job {id}'s data changed while the task ran; it was left "
+                                                         "failed.", id=job_id))

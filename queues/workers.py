@@ -1,0 +1,107 @@
+"""Workers per queue, from the names BullMQ gives its worker connections.
+
+Node BullMQ 6.7 names a worker's blocking connection ``CLIENT SETNAME <prefix>:<base64(queue)>``,
+or ``<prefix>:<base64(queue)>:w:<worker name>`` when the worker was given ``opts.name``
+(``RedisQueueBackend.clientName``); Python bullmq uses the plain ``<prefix>:<queue>`` in the same
+two shapes (``RedisBackend.clientName``). ``Queue.getWorkers()`` reads ``CLIENT LIST`` and keeps
+the clients whose name is exactly the base or starts with ``<base>:w:`` (``QueueGetters.getWorkers``
+in the Node dist, ``Queue.get_workers`` in the Python package). Queue-events readers end in
+``:qe`` and are not workers. This module is the one home of that naming rule (the health check
+``queue.no_workers`` asks it too).
+
+The monitor reads ``CLIENT LIST`` once per connection per period (``read_workers``), never per
+request or per tab: one command whose reply is about 350 bytes per client connected to that
+Redis server (all databases), so 1,000 clients cost about 350 KB every period.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from .keys import QueueRef
+
+WORKER_SUFFIX = ":w:"
+
+
+@dataclass(frozen=True)
+class Worker:
+    name: str  # the worker's ``opts.name``; "" for an unnamed worker
+    addr: str  # ip:port of the worker's connection, as Redis sees it
+    age_s: int  # seconds since the connection was opened
+    idle_s: int  # seconds since its last command (a worker blocked waiting for jobs counts as busy)
+
+    @property
+    def age_ms(self) -> int:
+        return self.age_s * 1000
+
+    @property
+    def idle_ms(self) -> int:
+        return self.idle_s * 1000
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "addr": self.addr, "age_s": self.age_s, "idle_s": self.idle_s}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Worker":
+        return cls(str(d.get("name", "")), str(d.get("addr", "")), int(d.get("age_s", 0)), int(d.get("idle_s", 0)))
+
+
+def client_name(queue: QueueRef) -> str:
+    """The connection name Node BullMQ gives an unnamed worker of ``queue`` (``QueueBase.clientName()``)."""
+    return f"{queue.prefix}:{base64.b64encode(queue.name.encode('utf-8')).decode('ascii')}"
+
+
+def client_names(queue: QueueRef) -> tuple[str, str]:
+    """The unnamed-worker connection names of ``queue``: Node BullMQ's, then Python bullmq's."""
+    return client_name(queue), f"{queue.prefix}:{queue.name}"
+
+
+def worker_name(queue: QueueRef, name: str) -> str | None:
+    """The worker name ("" when unnamed) if the connection ``name`` is a worker of ``queue``, else None."""
+    for base in client_names(queue):
+        if name == base:
+            return ""
+        if name.startswith(base + WORKER_SUFFIX):
+            return name[len(base) + len(WORKER_SUFFIX):]
+    return None
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def workers_by_queue(clients: list[dict], queues: list[QueueRef], *, db: int = 0) -> dict[QueueRef, list[Worker]]:
+    """The workers of each of ``queues`` among ``clients`` (``CLIENT LIST`` entries, as redis-py
+    parses them). Only clients on database ``db`` count: a worker of a queue with the same
+    prefix and name on another database works another queue. Every queue gets a list, empty
+    when it has no worker."""
+    # A dict from base name to queue: one lookup per client, whatever the number of queues.
+    by_base = {base: q for q in queues for base in client_names(q)}
+    out: dict[QueueRef, list[Worker]] = {q: [] for q in queues}
+    for c in clients:
+        name = str(c.get("name") or "")
+        if not name or _int(c.get("db")) != db:
+            continue
+        # The base is everything before the first ":w:" (prefix and base64 never hold it; a
+        # plain Python queue name might, so the whole name is tried first).
+        q = by_base.get(name)
+        if q is None:
+            q = by_base.get(name.split(WORKER_SUFFIX, 1)[0])
+        if q is None:
+            continue
+        out[q].append(Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle"))))
+    for workers in out.values():
+        workers.sort(key=lambda w: (w.name, w.addr))
+    return out
+
+
+def read_workers(client, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
+    """One ``CLIENT LIST`` on ``client``'s server, matched to ``queues`` (all on that connection).
+    Raises ``redis.RedisError`` when the server refuses it (some managed services do): the
+    caller then shows the workers as unknown, not as none."""
+    db = _int(client.connection_pool.connection_kwargs.get("db", 0))
+    return workers_by_queue(client.client_list(), queues, db=db)
