@@ -115,7 +115,7 @@ def test_names_with_colons_are_checked_once(big_redis, queues):
     assert walk.queues == [ref("a"), ref("b"), ref("c"), ref("orders:eu")]
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monkeypatch):
     """The wiring: each of the monitor's discovery steps sends at most its budget of SCAN
     calls, publishes the list every step, and follows what the pass finds and loses."""
