@@ -60,6 +60,7 @@ log = logging.getLogger("queuewatch.monitor")
 DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
 DISCOVERY_INTERVAL = 10.0  # s: a discovery pass never starts sooner than this after the last began
 DISCOVERY_STEP_INTERVAL = 1.0  # s between steps of a pass (each costs QUEUEWATCH_DISCOVERY_KEYS_PER_S keys)
+LIST_REPUBLISH_S = 20.0  # an unchanged queue list is published again this often (it expires after 60 s)
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
@@ -87,6 +88,8 @@ class Monitor:
         self.ticks = 0
         self.publishes = 0  # refreshes that changed some queue's own fragments
         self.discoveries: dict[str, object] = {}  # connection -> its DiscoveryPass / WholeDiscovery, per term
+        self.list_published: dict[str, float] = {}  # connection -> when its queue list was last published
+        self.followed_lists: dict[str, list[QueueRef]] = {}  # connection -> the queue list last followed
         self.discovery_keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))
 
     # --- what the leader knows, for tests and probes ----------------------------------------
@@ -133,7 +136,7 @@ class Monitor:
         self.tracker.reset()
         self.banner.reset()
         self.queue_publisher.reset()
-        self.discoveries = {}
+        self.discoveries, self.list_published, self.followed_lists = {}, {}, {}
         cursors = persistence.load_cursors()
         self.intake.start()
         self.progress = time.monotonic()
@@ -255,24 +258,32 @@ class Monitor:
     # --- the steps ----------------------------------------------------------------------------
 
     def discover(self, cursors: dict[QueueRef, str]) -> None:
-        """Advance every connection's discovery by one budgeted step (``queues.discovery_pass``:
-        a resumable SCAN, ``QUEUEWATCH_DISCOVERY_KEYS_PER_S``); when its list changes, track
-        and follow the new queues and forget the vanished ones. ``cursors`` are the stored
-        stream cursors of this term: a queue followed for the first time resumes from its own,
-        which is then used up."""
+        """Advance every connection's discovery by one budgeted step (``queues.discovery_pass``);
+        when its list changes, follow the new queues, forget the vanished ones and publish the
+        list (else republish every ``LIST_REPUBLISH_S``: it expires). ``cursors``: this term's
+        stored stream cursors; a queue followed for the first time resumes from (and uses up) its own."""
         for name in self.intake.followers:
-            walk = self.discoveries.get(name)
-            first = walk is None
             try:
-                if first:
+                walk = self.discoveries.get(name)
+                if walk is None:
                     walk = self.discoveries[name] = self._start_discovery(name, cursors)
-                changed = walk.step() or first
-                live.publish_queue_list(self.dash, name, walk.queues)  # every step: it expires
+                walk.step()
             except redis.RedisError as exc:
                 self.banner.set_down(name, str(exc))
                 continue
+            found = walk.queues
+            # Compared with what is followed, not with the step's answer: a term whose first
+            # steps failed still follows the list it started from.
+            changed = found != self.followed_lists.get(name)
             if changed:
-                self._follow(name, walk.queues, cursors)
+                self._follow(name, found, cursors)
+                self.followed_lists[name] = found
+            if changed or time.monotonic() >= self.list_published.get(name, 0.0) + LIST_REPUBLISH_S:
+                try:
+                    live.publish_queue_list(self.dash, name, found)
+                    self.list_published[name] = time.monotonic()
+                except redis.RedisError as exc:  # the dashboard Redis: retried next step
+                    log.warning("%s: could not publish the queue list of %s (%s)", self.name, name, exc)
 
     def _start_discovery(self, name: str, cursors: dict[QueueRef, str]):
         """A new term's discovery starts from what is already known: the list the last leader
