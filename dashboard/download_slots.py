@@ -147,11 +147,3 @@ def acquire(who: str, *, limit: int) -> Slot:
 
     return Slot(release, renew)
 
-
-def running(who: str) -> int:
-    """How many of ``who``'s leases are live now (for tests and the operations page)."""
-    from dashboard.live.channels import dashboard_redis
-
-    client = dashboard_redis()
-    now_s, now_us = client.time()
-    return client.zcount(KEY_PREFIX + who, now_s * 1000 + now_us // 1000 + 1, "+inf")
