@@ -179,7 +179,7 @@ class Procs:
 
 
 class RedisServer:
-    def __init__(self, procs: Procs, name: str):
+    def __init__(self, procs: Procs, name: str, *extra_args: str):
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
@@ -187,7 +187,7 @@ class RedisServer:
         self.dir = Path(tempfile.mkdtemp(prefix=f"qw-bench-{name}-"))
         self.proc = procs.start(name, [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                         "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-                                        "--loglevel", "warning"])
+                                        "--loglevel", "warning", *extra_args])
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -204,7 +204,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{port or self.port}/{db}"
 
     def client(self, **kw) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5, **kw)
+        return redis.Redis(host="127.0.0.1", port=self.port, **{"socket_timeout": 5, **kw})
 
     def cleanup(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -2,8 +2,9 @@
 the API, the monitor and the alert engine. One source per connection (``queues.sources``),
 built once.
 
-Who discovers: the monitor (it scans anyway, and publishes the queue list in the dashboard
-Redis). Requests read that list; they never make the monitored Redis walk its keyspace:
+Who discovers: the monitor (incrementally, within a budget: ``queues.discovery_pass``; it
+publishes the queue list in the dashboard Redis). Requests read that list; they never make the
+monitored Redis walk its keyspace:
 
 * a queue named in a URL that is not on the list yet costs one ``EXISTS <prefix>:<name>:meta``,
   coalesced (concurrent requests for the same name share one answer, kept a few seconds);
@@ -111,10 +112,6 @@ class Registry:
 
     def _fresh(self, conn: Monitored) -> bool:
         return conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
-
-    def scan(self, name: str) -> list[QueueRef]:
-        """Discover now, uncached; raises the backend's own errors (the monitor handles them)."""
-        return self.source(name).discover()
 
     def _published(self, name: str) -> list[QueueRef] | None:
         """The queue list the monitor published (it scans anyway), so page loads do not SCAN

@@ -181,11 +181,15 @@ except ConfigurationError as exc:
 
 # How long a queue discovery (SCAN) result is reused before rescanning.
 QUEUEWATCH_DISCOVERY_TTL = env_int("QUEUEWATCH_DISCOVERY_TTL", 10, minimum=0)
+# Keys the monitor's discovery examines per second (a resumable SCAN, docs/operations.md): a
+# pass over N keys takes N / this seconds (at least 10 s) at a fixed, small share of Redis CPU.
+QUEUEWATCH_DISCOVERY_KEYS_PER_S = env_int("QUEUEWATCH_DISCOVERY_KEYS_PER_S", 5_000, minimum=1000)
 # Payloads larger than this many bytes are shown truncated, with a download link.
 QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1024)
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
-# Downloads (job exports, audit CSV) one user may stream at once from one web process.
+# Downloads (job exports, audit CSV) one user may stream at once, across all web processes
+# (dashboard.download_slots: leases in the dashboard Redis).
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 # Jobs one error-groups page or name-filtered list may examine (one Redis command each).
 QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)

@@ -8,35 +8,37 @@ iterator that pulls one chunk of the sync generator at a time in a worker thread
 Producers yield one chunk per Redis page (or database batch), so the first chunk is on the
 wire before the second page is read, and memory holds one page whatever the export's size.
 
-``ExportSlots`` caps the downloads one user runs at once in this web process: each holds a
-Redis or database cursor and a thread for as long as the client reads, so a viewer opening
-many would otherwise tie the process up. The cap is per process on purpose: it protects that
-process's memory and threads."""
+The cap (``QUEUEWATCH_EXPORTS_PER_USER``) counts a user's downloads across *every* web
+process: each download holds a lease in Queuewatch's own Redis (``download_slots``), taken
+before the response starts and given back when it ends, when the client goes away (at once,
+even while the producer still waits on Redis), or — if the web process dies — when the lease
+lapses unrenewed."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
-from django.utils.translation import gettext as _
 
-from dashboard.errors import TooManyRequests
+from dashboard import download_slots
 
 _END = object()
 
 
-async def pulled_in_threads(chunks: Iterator[str]) -> AsyncIterator[str]:
+async def pulled_in_threads(chunks: Iterator[str], *, on_end: Callable[[], None]) -> AsyncIterator[str]:
     """``chunks`` as an async iterator: each ``next`` runs in a worker thread, so the event
-    loop sends one chunk while the next is produced, and nothing is collected ahead."""
+    loop sends one chunk while the next is produced, and nothing is collected ahead.
+    ``on_end`` runs first when the stream ends for any reason: on a client disconnect Django
+    cancels us while that thread may still wait on Redis, and the slot must not wait too."""
     pull = sync_to_async(next, thread_sensitive=True)
     try:
         while (chunk := await pull(chunks, _END)) is not _END:
             yield chunk
     finally:
+        await sync_to_async(on_end, thread_sensitive=False)()
         close = getattr(chunks, "close", None)
         if close is not None:
             await sync_to_async(close, thread_sensitive=True)()
@@ -59,53 +61,16 @@ class Download(StreamingHttpResponse):
                 on_close()
 
 
-class ExportSlots:
-    """How many downloads each user has running in this process (thread-safe)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._running: dict[object, int] = {}
-
-    def acquire(self, who, *, limit: int) -> Callable[[], None]:
-        """Take a slot for ``who`` or raise ``TooManyRequests``; returns the release function
-        (safe to call more than once)."""
-        with self._lock:
-            if self._running.get(who, 0) >= limit:
-                raise TooManyRequests(_(
-                    "You already have %(count)d downloads running; wait for one to finish, then try again."
-                ) % {"count": limit})
-            self._running[who] = self._running.get(who, 0) + 1
-        released = threading.Event()
-
-        def release() -> None:
-            with self._lock:
-                if released.is_set():
-                    return
-                released.set()
-                left = self._running.get(who, 1) - 1
-                if left > 0:
-                    self._running[who] = left
-                else:
-                    self._running.pop(who, None)
-
-        return release
-
-    def running(self, who) -> int:
-        with self._lock:
-            return self._running.get(who, 0)
-
-
-SLOTS = ExportSlots()
-
-
 def download(request, chunks: Iterator[str], *, content_type: str) -> Download:
     """``chunks`` (a generator of text chunks) as a streaming download for ``request``'s user,
-    who may run at most ``QUEUEWATCH_EXPORTS_PER_USER`` at once (``TooManyRequests`` beyond)."""
+    who may run at most ``QUEUEWATCH_EXPORTS_PER_USER`` at once across all web processes
+    (``TooManyRequests`` beyond)."""
     who = getattr(request.user, "pk", None) or f"anonymous:{request.META.get('REMOTE_ADDR', '')}"
-    release = SLOTS.acquire(who, limit=settings.QUEUEWATCH_EXPORTS_PER_USER)
+    slot = download_slots.acquire(str(who), limit=settings.QUEUEWATCH_EXPORTS_PER_USER)
     try:
-        content = pulled_in_threads(chunks) if isinstance(request, ASGIRequest) else chunks
-        return Download(content, content_type=content_type, on_close=release)
+        leased = slot.renewing(chunks)
+        content = pulled_in_threads(leased, on_end=slot.release) if isinstance(request, ASGIRequest) else leased
+        return Download(content, content_type=content_type, on_close=slot.release)
     except BaseException:
-        release()
+        slot.release()
         raise

@@ -3,7 +3,12 @@
 Generators yield one chunk (``str``: the lines of one page of jobs) per page read from Redis,
 so a web view can stream them whatever the number of jobs: the first chunk can be sent before
 the second page is read, and memory holds one page. Payloads are parsed
-and redacted with ``queues.redact``; text that is not JSON is redacted as text.
+and redacted with ``queues.redact``, page by page; text that is not JSON is redacted as text.
+
+Pages grow: the first is ``FIRST_PAGE`` jobs (a small read and little redaction, so the first
+byte leaves quickly however large the jobs), each next one twice the last, up to ``MAX_PAGE``
+(few round trips for the bulk of a large export, while the web process holds at most one
+page's data, parsed, redacted and encoded: a few MB for jobs of 4 KB).
 """
 
 from __future__ import annotations
@@ -25,6 +30,16 @@ EXPORT_FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn
                  "failedReason", "stacktrace", "returnvalue")
 CSV_COLUMNS = ("id", "name", "timestamp", "processedOn", "finishedOn", "attemptsMade", "attemptsStarted",
                "stalledCounter", "failedReason", "data", "opts", "stacktrace", "returnvalue")
+FIRST_PAGE = 10
+MAX_PAGE = 250
+
+
+def page_sizes() -> Iterator[int]:
+    """FIRST_PAGE, then doubling, capped at MAX_PAGE."""
+    size = FIRST_PAGE
+    while True:
+        yield size
+        size = min(MAX_PAGE, size * 2)
 
 
 def _redacted_json(raw, redactor: Redactor):
@@ -39,8 +54,8 @@ def iter_record_pages(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, 
                       redactor: Redactor) -> Iterator[list[dict]]:
     """Matching jobs as redacted dicts, oldest first: one list per page read from Redis."""
     cursor = Cursor()
-    while True:
-        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
+    for size in page_sizes():
+        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor, size=size)
         pipe = client.pipeline(transaction=False)
         for job_id in page.match_ids:
             pipe.hmget(queue.job_key(job_id), EXPORT_FIELDS)

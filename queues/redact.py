@@ -23,6 +23,7 @@ DEFAULT_SECRET_KEYS = ("password", "passwd", "pwd", "token", "secret", "authoriz
                        "api_key", "apikey", "credentials", "private_key")
 REDACTED = "[redacted]"
 SHORT = 5  # needles shorter than this match whole words of a key only
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
@@ -81,6 +82,17 @@ class Redactor:
                 return json.dumps(self.value(inner), ensure_ascii=False, separators=(",", ":"))
         return self.text(text)
 
+    def may_hold_key(self, text: str) -> bool:
+        """False when no secret key can occur in ``text``: the key patterns match a needle's
+        letters with at most ``-``/``_``/space between them, case-insensitively, so the
+        needle is a substring of the text case-folded with everything but ``a-z0-9`` removed.
+        A C-speed test that spares the two regex passes (≈1 ms per 4 KB, the bulk of a large
+        export's time) for the text that holds no key at all."""
+        folded = _NOT_ALNUM.sub("", text.casefold())
+        return any(n in folded for n in self.needles) or any(w in folded for w in self.words)
+
     def text(self, raw: str) -> str:
+        if not self.may_hold_key(raw):
+            return raw
         redacted = self.text_re.sub(lambda m: m.group(1) + '"' + REDACTED + '"', raw)
         return self.free_re.sub(lambda m: m.group(1) + REDACTED, redacted)

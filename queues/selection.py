@@ -124,10 +124,24 @@ def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> in
     return below + sum(1 for m in same if m <= mark)
 
 
+def zset_resume(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> tuple[str, int]:
+    """Where the page after ``cursor`` starts: (min score, offset). At the cursor's own score,
+    skipping the members there up to the cursor's member, rather than at ``lo`` skipping
+    everything before: ``ZRANGEBYSCORE … LIMIT offset`` walks ``offset`` entries inside Redis,
+    so an offset from the start of the range made paging through N jobs cost O(N²) (an
+    export of 1,000,000 jobs never finished); from the cursor's score each page costs
+    O(log N + page + equal scores)."""
+    if cursor.score is None:
+        return lo, 0
+    same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
+    mark = _member_key(cursor.member or "")
+    return repr(cursor.score), sum(1 for m in same if m <= mark)
+
+
 def _zset_page(client: redis.Redis, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor, size: int):
     key = queue.state_key(filt.state)
-    lo, hi = zset_bounds(filt, before_ms)
-    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
+    range_lo, hi = zset_bounds(filt, before_ms)
+    lo, offset = zset_resume(client, key=key, lo=range_lo, cursor=cursor)
     if filt.reads_jobs:
         pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
         return [(to_text(m), s) for m, s in pairs], len(pairs) < size

@@ -12,6 +12,7 @@ import redis
 
 from ..bullmq_scripts import BullScripts, scripts_for
 from ..discovery import discover_queue_names
+from ..discovery_pass import DiscoveryPass
 from ..errors import RedisUnavailable
 from ..events import EventsFollower
 from ..keys import QueueRef
@@ -62,6 +63,11 @@ class RedisNodeSource:
             for prefix in self.spec.prefixes
             for name in discover_queue_names(self._client, prefix)
         ]
+
+    def discovery_pass(self, *, keys_per_step: int, min_pass_s: float, known=()) -> DiscoveryPass:
+        """The monitor's resumable, budgeted discovery (``queues.discovery_pass``)."""
+        return DiscoveryPass(self._client, connection=self.spec.name, prefixes=self.spec.prefixes,
+                             keys_per_step=keys_per_step, min_pass_s=min_pass_s, known=known)
 
     def queue_exists(self, queue: QueueRef) -> bool:
         # The key discovery looks for: every queue ends up with it (see queues/discovery.py).

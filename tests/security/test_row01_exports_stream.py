@@ -3,7 +3,11 @@ before the first byte when served by daphne, so a large export was built whole i
 
 The proof needs no timing: the monitored Redis sits behind a gate (``GateProxy``) that holds
 every command naming a job of the export's second page. The first page's lines must reach
-the client while that gate is still shut; under the old behaviour they never would."""
+the client while that gate is still shut; under the old behaviour they never would.
+
+The cap on concurrent downloads holds across web processes (two daphnes share Queuewatch's
+own Redis), and a client that goes away gives its slot back at once — while its export still
+waits at the gate."""
 
 from __future__ import annotations
 
@@ -17,19 +21,20 @@ import time
 import pytest
 from django.urls import reverse
 
+from queues.export import FIRST_PAGE
 from tests.security.gate import GateProxy
 from tests.support.servers import ROOT, RedisServer, free_port
 
-PAGE = 500  # queues.selection.PAGE: the exporter reads this many jobs from Redis at a time
+GATED = 300  # jobs after the first page; the exporter's later pages name them
 QUEUE = ("default", "bull", "exp")
 
 
 def seed(r) -> None:
-    """A first page of ``open-*`` jobs, then a second page of ``gate-*`` jobs (later scores)."""
+    """A first page of ``open-*`` jobs, then ``gate-*`` jobs (later scores)."""
     pipe = r.pipeline(transaction=False)
     pipe.hset("bull:exp:meta", mapping={"opts.maxLenEvents": 10000})
-    for i in range(2 * PAGE):
-        job_id = f"open-{i}" if i < PAGE else f"gate-{i}"
+    for i in range(FIRST_PAGE + GATED):
+        job_id = f"open-{i}" if i < FIRST_PAGE else f"gate-{i}"
         finished = 1_700_000_000_000 + i
         pipe.hset(f"bull:exp:{job_id}", mapping={"name": "export-me", "data": json.dumps({"i": i}),
                                                  "timestamp": finished - 10, "finishedOn": finished,
@@ -48,6 +53,9 @@ def web_env(*, redis_url: str, dashboard_url: str, database: str) -> dict:
         "DATABASE_URL": f"sqlite:///{database}",
         # Plain http on loopback, as `./dev run` serves it.
         "QUEUEWATCH_INSECURE_DEV": "1",
+        # Longer than any wait below: an export held at the gate must not end by a Redis
+        # timeout, or a slot released only at the end would pass for one released on hang-up.
+        "QUEUEWATCH_REDIS_TIMEOUT": "120",
     }
 
 
@@ -56,8 +64,27 @@ def manage(env, *args) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
+def start_daphne(env) -> subprocess.Popen:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                             "dashboard.asgi:application"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc.port = port
+    deadline = time.monotonic() + 30
+    while True:  # a condition: daphne answers
+        try:
+            http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+            time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def gated_daphne(tmp_path_factory):
+    """Two web processes (daphne) behind one gate, sharing the database and Queuewatch's Redis."""
     redis_server = RedisServer()
     seed(redis_server.client())
     gate = GateProxy(upstream_port=redis_server.port, marker=b"gate-")
@@ -66,23 +93,11 @@ def gated_daphne(tmp_path_factory):
     manage(env, "migrate", "-v0")
     manage(env, "demo_user", "--username", "exporter")
     token = manage(env, "api_token", "exporter")
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "dashboard.asgi:application"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while True:  # a condition: daphne answers
-        try:
-            http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
-            time.sleep(0.1)
-    yield port, token, gate
-    proc.terminate()
-    proc.wait(10)
+    webs = [start_daphne(env), start_daphne(env)]
+    yield webs[0].port, token, gate, webs[1].port
+    for proc in webs:
+        proc.terminate()
+        proc.wait(10)
     gate.close()
     redis_server.stop()
 
@@ -93,49 +108,82 @@ def start_export(port: int, token: str) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", reverse("api_export", args=QUEUE) + "?state=failed&format=jsonl",
                  headers={"Authorization": f"Bearer {token}"})
-    return conn.getresponse()
+    response = conn.getresponse()
+    response.connection = conn  # so a test can hang up
+    return response
+
+
+def shut(gate) -> None:
+    gate.opened.clear()
+    gate.held.clear()
+
+
+def first_line_id(response) -> str:
+    assert response.status == 200
+    return json.loads(response.readline())["id"]
+
+
+def wait_until_accepted(port: int, token: str) -> http.client.HTTPResponse:
+    """Start exports until one is accepted (a condition, not a delay: slots are released by
+    the web process just after a stream ends)."""
+    deadline = time.monotonic() + 30
+    while (again := start_export(port, token)).status == 429:
+        again.read()
+        assert time.monotonic() < deadline, "export slots were never released"
+        time.sleep(0.1)
+    return again
 
 
 def test_first_page_reaches_the_client_before_the_second_is_read(gated_daphne):
-    port, token, gate = gated_daphne
+    port, token, gate, _ = gated_daphne
     response = start_export(port, token)
     assert response.status == 200
-    first = [json.loads(response.readline()) for _ in range(PAGE)]
-    assert [line["id"] for line in first] == [f"open-{i}" for i in range(PAGE)]
+    first = [json.loads(response.readline()) for _ in range(FIRST_PAGE)]
+    assert [line["id"] for line in first] == [f"open-{i}" for i in range(FIRST_PAGE)]
     assert not gate.opened.is_set()  # every line above came while the second page was held
 
     gate.held.wait(30)
     assert gate.held.is_set()  # the exporter did go on to the second page, and waits there
     gate.open()
     rest = [json.loads(line) for line in response.read().splitlines()]
-    assert [line["id"] for line in rest] == [f"gate-{i}" for i in range(PAGE, 2 * PAGE)]
+    assert [line["id"] for line in rest] == [f"gate-{i}" for i in range(FIRST_PAGE, FIRST_PAGE + GATED)]
 
 
-def test_a_user_runs_at_most_two_exports_at_once(gated_daphne):
-    port, token, gate = gated_daphne
-    gate.opened.clear()
-    gate.held.clear()
-    running = [start_export(port, token) for _ in range(2)]
-    for response in running:  # both hold a slot: each sent its first page and waits at the gate
-        assert response.status == 200 and json.loads(response.readline())["id"] == "open-0"
+def test_a_user_runs_at_most_two_exports_at_once_across_web_processes(gated_daphne):
+    port, token, gate, other_port = gated_daphne
+    shut(gate)
+    # one export on each web process: both hold a slot, each waits at the gate
+    running = [start_export(port, token), start_export(other_port, token)]
+    assert [first_line_id(r) for r in running] == ["open-0", "open-0"]
 
-    refused = start_export(port, token)
-    assert refused.status == 429
-    body = json.loads(refused.read())
-    assert body["error"] == "too_many_requests" and "downloads running" in body["message"]
+    for where in (port, other_port):  # a third is refused by either process
+        refused = start_export(where, token)
+        assert refused.status == 429
+        body = json.loads(refused.read())
+        assert body["error"] == "too_many_requests" and "downloads running" in body["message"]
 
     gate.open()
     for response in running:
         response.read()
-    # Slots are released when Django closes each response, just after its last byte: wait
-    # for that condition rather than assume it.
-    deadline = time.monotonic() + 30
-    while (again := start_export(port, token)).status == 429:
-        again.read()
-        assert time.monotonic() < deadline, "export slots were never released"
-        time.sleep(0.1)
-    assert again.status == 200
-    assert len(again.read().splitlines()) == 2 * PAGE
+    again = wait_until_accepted(port, token)
+    assert len(again.read().splitlines()) == FIRST_PAGE + GATED
+
+
+def test_a_client_that_goes_away_gives_its_slot_back(gated_daphne):
+    port, token, gate, other_port = gated_daphne
+    shut(gate)
+    running = [start_export(port, token), start_export(other_port, token)]
+    assert [first_line_id(r) for r in running] == ["open-0", "open-0"]
+    assert start_export(port, token).status == 429
+
+    for response in running:  # the clients hang up while both exports wait at the gate
+        response.close()
+        response.connection.close()
+    again = wait_until_accepted(port, token)
+    assert not gate.opened.is_set()  # released on disconnect, not when the export ended
+    assert first_line_id(again) == "open-0"
+    gate.open()
+    again.read()
 
 
 @pytest.mark.django_db(transaction=True)

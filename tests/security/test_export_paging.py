@@ -1,0 +1,53 @@
+"""Exports page through a sorted set from the cursor's score, never by an offset from the start
+of the range: ``ZRANGEBYSCORE … LIMIT offset`` walks ``offset`` entries inside Redis, so with
+offsets from the start a 1,000,000-job export cost O(N²) and never finished. Read from what
+Redis itself received (``MONITOR``), not from timing."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from queues.export import iter_jobs_jsonl
+from queues.keys import QueueRef
+from queues.redact import Redactor
+from queues.selection import JobFilter
+from tests.support.servers import RedisServer
+
+JOBS = 3000
+
+
+def test_every_page_starts_at_the_cursor_with_a_small_offset():
+    server = RedisServer()
+    try:
+        r = server.client()
+        pipe = r.pipeline(transaction=False)
+        for n in range(JOBS):
+            pipe.hset(f"bull:deep:{n}", mapping={"name": "x", "data": "{}", "finishedOn": 1000 + n // 2, "atm": 1})
+            pipe.zadd("bull:deep:failed", {str(n): 1000 + n // 2})  # pairs share a score
+        pipe.execute()
+
+        seen, ready = [], threading.Event()
+
+        def watch():
+            with server.client().monitor() as m:
+                ready.set()
+                for cmd in m.listen():
+                    seen.append(cmd["command"])
+                    if cmd["command"].startswith("ECHO done"):
+                        return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        ready.wait(10)
+        lines = "".join(iter_jobs_jsonl(r, queue=QueueRef("default", "bull", "deep"), filt=JobFilter(state="failed"),
+                                        before_ms=10**13, redactor=Redactor())).splitlines()
+        r.echo("done")
+        watcher.join(10)
+    finally:
+        server.stop()
+
+    assert [json.loads(line)["id"] for line in lines] == [str(n) for n in range(JOBS)]
+    offsets = [int(c.split()[-2]) for c in seen if c.startswith("ZRANGEBYSCORE") and "LIMIT" in c]
+    assert len(offsets) > 8  # many pages were read
+    assert max(offsets) <= 2, offsets  # at most the members sharing the cursor's score

@@ -1,0 +1,176 @@
+"""Issue #12 row 16 (rest): the monitor discovers queues incrementally, within a budget.
+
+A full SCAN every 10 s costs a whole Redis core on a 10M-key production Redis. Discovery is
+now one resumable SCAN pass advanced by a fixed number of SCAN calls per step. These tests
+count the SCAN calls a real redis-server received (``INFO commandstats``), never time: each
+step stays within its budget, a pass needs many steps on a large keyspace, queues known
+before keep being listed while a pass runs, a queue created mid-pass is found within one
+complete pass after its creation and a deleted one leaves the list."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.live import channels as live
+from dashboard.live import monitor as monitor_module
+from queues.discovery_pass import DiscoveryPass
+from queues.keys import QueueRef
+from tests.support.servers import RedisServer
+
+FILLER = 20_000
+SCAN_COUNT = 1000
+KEYS_PER_STEP = 2 * SCAN_COUNT  # two SCAN calls per step
+
+
+def scans(r) -> int:
+    return r.info("commandstats").get("cmdstat_scan", {}).get("calls", 0)
+
+
+def make_queue(r, name: str) -> None:
+    r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
+
+
+def fill(r, count: int) -> None:
+    pipe = r.pipeline(transaction=False)
+    for start in range(0, count, 1000):
+        pipe.mset({f"filler:{i}": "x" for i in range(start, start + 1000)})
+    pipe.execute()
+
+
+def ref(name: str) -> QueueRef:
+    return QueueRef("default", "bull", name)
+
+
+@pytest.fixture(scope="module")
+def big_redis():
+    server = RedisServer()
+    r = server.client()
+    fill(r, FILLER)
+    yield r
+    r.close()
+    server.stop()
+
+
+@pytest.fixture
+def queues(big_redis):
+    names = ["a", "b", "c"]
+    for name in names:
+        make_queue(big_redis, name)
+    yield names
+    big_redis.delete(*(k for k in big_redis.scan_iter(match="bull:*")))
+
+
+def walker(r, **options) -> DiscoveryPass:
+    return DiscoveryPass(r, connection="default", prefixes=["bull"], keys_per_step=KEYS_PER_STEP,
+                         scan_count=SCAN_COUNT, min_pass_s=0, **options)
+
+
+def test_each_step_stays_within_its_budget_and_a_pass_walks_everything(big_redis, queues):
+    walk = walker(big_redis)
+    per_step = []
+    while walk.passes == 0:
+        before = scans(big_redis)
+        walk.step()
+        per_step.append(scans(big_redis) - before)
+    assert max(per_step) == walk.calls_per_step == 2
+    # 20,000 keys at ~1,000 examined per call: the pass is spread over many steps, not one
+    assert sum(per_step) >= FILLER // SCAN_COUNT // 2
+    assert len(per_step) >= FILLER // KEYS_PER_STEP // 2
+    assert walk.queues == [ref(n) for n in queues]
+
+
+def test_known_queues_stay_listed_and_a_new_one_is_found_within_one_pass(big_redis, queues):
+    walk = walker(big_redis, known=[ref("a"), ref("b"), ref("c")])
+    for _ in range(3):
+        walk.step()
+        assert {ref("a"), ref("b"), ref("c")} <= set(walk.queues)  # followed while the pass runs
+    assert walk.passes == 0
+    make_queue(big_redis, "created-mid-pass")
+    passes_at_creation = walk.passes
+    while walk.passes < passes_at_creation + 2 and ref("created-mid-pass") not in walk.queues:
+        walk.step()
+    assert ref("created-mid-pass") in walk.queues
+
+
+def test_a_deleted_queue_leaves_the_list_when_a_pass_ends(big_redis, queues):
+    walk = walker(big_redis)
+    while walk.passes == 0:
+        walk.step()
+    assert ref("b") in walk.queues
+    walk.step()  # the next pass is under way
+    big_redis.delete("bull:b:meta")
+    assert ref("b") in walk.queues  # a pass only removes at its end
+    passes = walk.passes
+    while walk.passes < passes + 2 and ref("b") in walk.queues:
+        walk.step()
+    assert walk.queues == [ref("a"), ref("c")]
+
+
+def test_names_with_colons_are_checked_once(big_redis, queues):
+    make_queue(big_redis, "orders:eu")  # a Python BullMQ queue named with ':'
+    big_redis.hset("bull:a:job:meta", mapping={"name": "x", "data": "{}"})  # job 'job:meta' of queue 'a'
+    walk = walker(big_redis)
+    while walk.passes == 0:
+        walk.step()
+    assert walk.queues == [ref("a"), ref("b"), ref("c"), ref("orders:eu")]
+
+
+@pytest.mark.django_db
+def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monkeypatch):
+    """The wiring: each of the monitor's discovery steps sends at most its budget of SCAN
+    calls, publishes the list every step, and follows what the pass finds and loses."""
+    from dashboard.live.monitor import Monitor
+
+    r = private_redis
+    fill(r, FILLER)
+    make_queue(r, "old")
+    settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S = KEYS_PER_STEP  # one step per second
+    monkeypatch.setattr(monitor_module, "DISCOVERY_INTERVAL", 0)  # passes back to back
+    monitor = Monitor(tick=1.0, name="budget-test")
+    monitor.intake.start()
+    try:
+        budget = KEYS_PER_STEP // SCAN_COUNT
+        cursors: dict = {}
+
+        def step() -> None:
+            before = scans(r)
+            monitor.discover(cursors)
+            assert scans(r) - before <= budget
+
+        def passes() -> int:
+            return monitor.discoveries["default"].passes
+
+        step()
+        while passes() == 0:
+            step()
+        assert ref("old") in monitor.states
+        step()
+        make_queue(r, "new")
+        r.delete("bull:old:meta")
+        assert ref("old") in monitor.states  # still followed until the pass ends
+        start = passes()
+        while passes() < start + 2:
+            step()
+        assert ref("new") in monitor.states and ref("old") not in monitor.states
+        assert live.read_queue_list(r, "default") == [ref("new")]
+    finally:
+        monitor.intake.stop()
+
+
+def test_a_kind_without_a_resumable_walk_is_discovered_whole_once_per_pass_interval():
+    from queues.discovery_pass import WholeDiscovery, discovery_for
+
+    class WholeOnly:  # a source kind with discover() only (e.g. docs/sources.md's recipe kind)
+        calls = 0
+
+        def discover(self):
+            self.calls += 1
+            return [ref("x")]
+
+    source, now = WholeOnly(), [100.0]
+    assert isinstance(discovery_for(source, keys_per_step=KEYS_PER_STEP, min_pass_s=10), WholeDiscovery)
+    walk = WholeDiscovery(source.discover, min_pass_s=10, clock=lambda: now[0])
+    assert walk.step() and walk.queues == [ref("x")]
+    assert not walk.step() and source.calls == 1  # resting until 10 s after the pass began
+    now[0] += 10
+    assert not walk.step() and source.calls == 2  # walked again, nothing changed

@@ -1,0 +1,92 @@
+"""The worst-case Redis commands per request that README.md and docs/operations.md state, counted
+with the monitored Redis's own command statistics (a redis-server of this module's own; the
+dashboard Redis is another server, so only what reaches the monitored Redis is counted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from dashboard.live.channels import publish_queue_list
+from queues.keys import QueueRef
+from tests.support.servers import RedisServer
+
+pytestmark = pytest.mark.django_db
+JOBS = 1200  # more than the biggest page (200) and than two export pages
+ARGS = ["default", "bull", "wc"]
+
+
+@pytest.fixture
+def monitored(settings):
+    from channels.layers import channel_layers
+
+    from queues.connections import ConnectionSpec
+    from tests.support.redis_db import point_at
+
+    monitored_server, dashboard_server = RedisServer(), RedisServer()
+    point_at(settings, ConnectionSpec("default", monitored_server.url(0), ("bull",)))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_server.url(0)
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    r = monitored_server.client(0)
+    pipe = r.pipeline(transaction=False)
+    pipe.hset("bull:wc:meta", mapping={"opts.maxLenEvents": 10000})
+    for n in range(JOBS):
+        pipe.hset(f"bull:wc:{n}", mapping={"name": f"job-{n % 7}", "data": json.dumps({"n": n}), "timestamp": n,
+                                            "finishedOn": n, "failedReason": "boom", "atm": 1})
+        pipe.zadd("bull:wc:failed", {str(n): n})
+        pipe.rpush("bull:wc:wait", f"w{n}")
+    pipe.rpush("bull:wc:0:logs", *[f"line {i}" for i in range(2000)])
+    pipe.execute()
+    # What a running monitor publishes: requests read it and never discover themselves.
+    publish_queue_list(dashboard_server.client(0), "default", [QueueRef("default", "bull", "wc")])
+    yield r
+    r.close()
+    from dashboard.registry import reset_registry
+
+    reset_registry()
+    channel_layers.backends.clear()
+    monitored_server.stop()
+    dashboard_server.stop()
+
+
+SETUP = {"hello", "client|setname", "ping"}  # a new connection's handshake, not the request's work
+
+
+def commands(r, call) -> tuple[object, dict[str, int]]:
+    r.config_resetstat()
+    response = call()
+    if getattr(response, "streaming", False):
+        b"".join(response.streaming_content)
+    stats = r.info("commandstats")
+    return response, {k[len("cmdstat_"):]: v["calls"] for k, v in stats.items()
+                      if k not in ("cmdstat_info", "cmdstat_config|resetstat") and k[len("cmdstat_"):] not in SETUP}
+
+
+EXPORT_PAGES = 9  # 10, 20, 40, 80, 160, 250, 250, 250, then the last 140 of 1,200
+# What README.md ("What a request costs Redis") states, for one queue and these jobs.
+STATED = {
+    "overview": (lambda: reverse("overview"), 16),  # 14 per queue + MULTI/EXEC per 250 queues
+    "api queues": (lambda: reverse("api_queues"), 16),
+    "api queue": (lambda: reverse("api_queue", args=ARGS), 20),
+    "failed page of 200": (lambda: reverse("queue", args=ARGS) + "?state=failed&size=200", 20 + 200),
+    "deep waiting page of 200": (lambda: reverse("queue", args=ARGS) + "?state=waiting&size=200&page=5", 20 + 200),
+    "api jobs, 200": (lambda: reverse("api_jobs", args=ARGS) + "?state=failed&size=200", 3 + 200),
+    "job page": (lambda: reverse("job", args=[*ARGS, "0"]), 15),
+    "api job": (lambda: reverse("api_job", args=[*ARGS, "0"]), 15),
+    "unknown queue": (lambda: reverse("queue", args=["default", "bull", "nope"]), 1),
+    "export": (lambda: reverse("api_export", args=ARGS) + "?state=failed&format=jsonl", JOBS + 3 * EXPORT_PAGES),
+}
+
+
+def test_each_request_stays_within_what_the_readme_states(monitored, logged_in):
+    over = {}
+    for what, (url, bound) in STATED.items():
+        response, used = commands(monitored, lambda: logged_in.get(url()))
+        assert response.status_code == (404 if what == "unknown queue" else 200), what
+        if sum(used.values()) > bound:
+            over[what] = (sum(used.values()), bound, used)
+        assert "scan" not in used and "keys" not in used, what
+    assert not over, over
