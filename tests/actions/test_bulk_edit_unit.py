@@ -1,0 +1,61 @@
+"""The bulk edit-and-retry's fast parts: the patched data is what the standard library would
+write (orjson only where the two agree; exact text kept where orjson would change a number),
+and the chunks sent without waiting on one another still all run when Redis has to load the
+script first (a fresh server, or a ``SCRIPT FLUSH``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.bulk.edit import CHUNK, patched
+from queues.edit_retry import merge_patch
+from queues.keys import QueueRef
+from queues.selection import JobFilter
+from tests.support.seeding import seed_failed
+
+Q = QueueRef("default", "bull", "edit-unit")
+PATCH = {"amount": 1, "note": {"fixed": True, "by": "Zoë ✓"}, "drop": None}
+
+
+@pytest.fixture
+def r(redis_client):
+    redis_client.hset(Q.key("meta"), "opts.maxLenEvents", 10000)
+    return redis_client
+
+
+@pytest.mark.parametrize("raw", [
+    '{"order":7,"amount":1000,"drop":[1,{"x":null}]}',
+    '{"name":"Zoë \\u2028 😀 \\u0001","f":0.1,"e":1e-7,"neg":-0.0,"big":9007199254740993,"t":true,"n":null}',
+    '{"id":18446744073709551616,"low":-9223372036854775809,"note":{"fixed":false,"keep":[]}}',  # beyond 64 bits
+    '{"card":"4111111111111111111","amount":1}',
+    '[1,2]', '"text"', '3', '{"a":{"b":{"c":[{}]}}}',
+])
+def test_patched_data_equals_the_standard_library_merge_patch(raw):
+    sha, text = patched(raw.encode(), PATCH)
+    text = text.decode() if isinstance(text, bytes) else text
+    expected = merge_patch(json.loads(raw), PATCH)
+    assert json.loads(text) == expected and repr(json.loads(text)) == repr(expected)  # types too: 1 is not 1.0
+    assert "18446744073709551616" in text if "18446744073709551616" in raw else True  # the exact integer, not a float
+
+
+def test_patched_keeps_untouched_bytes_and_refuses_what_is_not_strict_json():
+    same = b'{ "amount" : 1, "note": {"fixed": true, "by": "Zo\xc3\xab \xe2\x9c\x93"} }'
+    assert patched(same, PATCH)[1] == same  # nothing to change: the stored bytes stay as they are
+    for bad in (b'{"x":NaN}', b'{"x":-1e400}', b"{not json", b"\xff\xfe"):
+        assert patched(bad, PATCH) is None
+    assert json.loads(patched(None, PATCH)[1]) == {"amount": 1, "note": {"fixed": True, "by": "Zoë ✓"}}
+
+
+def test_every_chunk_runs_when_redis_must_load_the_script_first(r):
+    n = 2 * CHUNK + 7
+    seed_failed(r, Q, n, data=lambda i: {"i": i, "amount": 5})
+    r.script_flush()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                                      patch={"amount": 1}), store=MemoryStore())
+    assert (final.moved, final.skipped, final.failed) == (n, 0, 0)
+    assert r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == n
+    assert all(json.loads(d) == {"i": i, "amount": 1}
+               for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n)))
