@@ -25,6 +25,15 @@ def head_mode(plan: BulkPlan) -> bool:
             and not f.reads_jobs and f.finished_from_ms is None)
 
 
+def nothing_left_behind(progress: Progress) -> bool:
+    """Whether every job the task met so far left the set (none skipped or failed): then none
+    stays behind the cursor, and the next batch starts at the head of the range without the
+    two round trips that count what stays (``zset_offset``). A job someone else put behind the
+    cursor since (a finish time before the plan's bound) is then taken too, which the plan
+    covers. A crashed batch's jobs are ahead of the saved cursor, so this holds on resume."""
+    return not progress.skipped and not progress.failed
+
+
 def reconcile_head(client: redis.Redis, progress: Progress) -> None:
     """After a crash during a whole-set batch: its receipt says whether it ran and what it moved
     (the jobs it did not move are still ahead of the saved cursor)."""
@@ -42,7 +51,7 @@ def run_head_batch(client: redis.Redis, plan: BulkPlan, progress: Progress, stor
     q, state = plan.queue, plan.filt.state
     key = q.state_key(state)
     lo, hi = zset_bounds(plan.filt, plan.before_ms)
-    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
+    offset = 0 if nothing_left_behind(progress) else zset_offset(client, key=key, lo=lo, cursor=cursor)
     progress.head_batch += 1
     progress.head_pending = True
     store.save(progress)  # the journal: the receipt of this batch number decides after a crash

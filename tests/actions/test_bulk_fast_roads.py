@@ -1,4 +1,6 @@
-"""The bulk edit-and-retry's fast parts: the patched data is what the standard library would
+"""The bulk engine's fast roads. The whole-set retry counts what stays behind its cursor only
+once a job has stayed (until then the next batch is the head of the set). The edit-and-retry's
+patched data is what the standard library would
 write (orjson only where the two agree; exact text kept where orjson would change a number),
 and the chunks sent without waiting on one another still all run when Redis has to load the
 script first (a fresh server, or a ``SCRIPT FLUSH``)."""
@@ -59,3 +61,17 @@ def test_every_chunk_runs_when_redis_must_load_the_script_first(r):
     assert r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == n
     assert all(json.loads(d) == {"i": i, "amount": 1}
                for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n)))
+
+
+def test_whole_set_retry_counts_what_stays_behind_only_once_a_job_stayed(r):
+    seed_failed(r, Q, 100)  # finish times 1,000,000 + i
+    r.zadd(Q.key("failed"), {"ghost": 1_000_049.5})  # a member without its job, in the sixth batch of ten
+    zcounts = lambda: r.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0)  # noqa: E731
+    before = zcounts()
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40),
+                     store=MemoryStore(), sleep=lambda s: None)  # 10 jobs per batch
+    assert (final.moved, final.skipped, final.skipped_by) == (100, 1, {"missing": 1})
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]
+    # One for the count of the preview, then batches 7 to 11 step over the ghost; batches 2 to 6 needed none.
+    assert zcounts() - before == 1 + 5
