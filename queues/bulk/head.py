@@ -12,7 +12,7 @@ from ..selection import Cursor, zset_bounds, zset_offset
 from ..text import to_text
 from .batches import STATE_SET
 from .plan import BulkPlan
-from .progress import Progress, ProgressStore
+from .progress import Progress, ProgressStore, nothing_left_behind
 
 RECEIPT_NAMESPACE = "queuewatch:bulk-receipt"
 
@@ -23,15 +23,6 @@ def head_mode(plan: BulkPlan) -> bool:
     f = plan.filt
     return (plan.action == "retry" and f is not None and f.state in ("failed", "completed")
             and not f.reads_jobs and f.finished_from_ms is None)
-
-
-def nothing_left_behind(progress: Progress) -> bool:
-    """Whether every job the task met so far left the set (none skipped or failed): then none
-    stays behind the cursor, and the next batch starts at the head of the range without the
-    two round trips that count what stays (``zset_offset``). A job someone else put behind the
-    cursor since (a finish time before the plan's bound) is then taken too, which the plan
-    covers. A crashed batch's jobs are ahead of the saved cursor, so this holds on resume."""
-    return not progress.skipped and not progress.failed
 
 
 def reconcile_head(client: redis.Redis, progress: Progress) -> None:
