@@ -25,7 +25,7 @@ import redis
 
 from ..actions import MISSING, WRONG_STATE, ActionResult
 from ..bullmq_scripts import PUSH_CMD, as_function, lua_script
-from ..edit_retry import CHANGED, merge_patch
+from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
 from ..selection import Cursor, Page, zset_bounds, zset_offset
@@ -181,8 +181,8 @@ def _apply(before, patch: dict):
     """``merge_patch(before, patch)``, or ``None`` when the patch changes nothing (so the
     stored bytes are kept). Only what the patch touches is copied: the rest of the data is
     shared with ``before``, which is never modified."""
-    if type(before) is not dict:
-        return merge_patch(before, patch)
+    if type(before) is not dict:  # replaced by an object: the patch applied to an empty one
+        return _apply({}, patch) or {}
     after = None
     for key, value in patch.items():
         if value is None:
