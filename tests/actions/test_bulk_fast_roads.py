@@ -1,9 +1,9 @@
-"""The bulk engine's fast roads. The whole-set retry counts what stays behind its cursor only
-once a job has stayed (until then the next batch is the head of the set). The edit-and-retry's
-patched data is what the standard library would
-write (orjson only where the two agree; exact text kept where orjson would change a number),
-and the chunks sent without waiting on one another still all run when Redis has to load the
-script first (a fresh server, or a ``SCRIPT FLUSH``)."""
+"""The bulk engine's fast roads. The whole-set retry and the whole-set edit count what stays
+behind the cursor only once a job has stayed (until then the next batch is the head of the set),
+and an edit resumed after a cancel finishes exactly once per job. The edit's patched data is what
+the standard library would write (orjson only where the two agree; exact text kept where orjson
+would change a number), and its chunks, sent without waiting on one another, still all run when
+Redis has to load the script first (a fresh server, or a ``SCRIPT FLUSH``)."""
 
 from __future__ import annotations
 
@@ -75,3 +75,21 @@ def test_whole_set_retry_counts_what_stays_behind_only_once_a_job_stayed(r):
     assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]
     # One for the count of the preview, then batches 7 to 11 step over the ghost; batches 2 to 6 needed none.
     assert zcounts() - before == 1 + 5
+
+
+def test_edit_of_the_whole_set_steps_over_jobs_that_stay_and_resumes_after_a_cancel(r):
+    seed_failed(r, Q, 60, data=lambda i: {"i": i, "amount": 5})
+    r.hset(Q.job_key("15"), "data", "{not json")  # stays failed (bad_data) in the second batch
+    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=40,
+                    patch={"amount": 1})  # 10 jobs per batch
+    store = MemoryStore()
+    first = run_bulk(r, plan=plan, store=store, should_cancel=iter([False, False, False, True]).__next__,
+                     sleep=lambda s: None)
+    assert (first.state, first.moved, first.skipped) == ("cancelled", 29, 1)
+    first.state = "running"  # the operator resumes it
+    store.save(first)
+    final = run_bulk(r, plan=plan, store=store, sleep=lambda s: None)
+    assert (final.state, final.moved, final.skipped, final.skipped_by) == ("done", 59, 1, {"bad_data": 1})
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"15"]
+    assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == [i for i in range(1, 61) if i != 15]
+    assert all(json.loads(r.hget(Q.job_key(str(i + 1)), "data")) == {"i": i, "amount": 1} for i in range(60) if i != 14)
