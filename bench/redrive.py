@@ -89,6 +89,12 @@ def _drop_jobs(client, queue: str, n: int) -> None:
     client.delete(*[f"bull:{queue}:{k}" for k in ("wait", "meta", "id", "events", "marker")])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -200,7 +206,12 @@ def main() -> int:
                 log(f"round {rnd + 1}: seeding {n:,} failed jobs into {queue}")
                 seed_failed(client, queue, n)
                 log(f"round {rnd + 1}: {name}")
+                redis_cpu = cpu_seconds(rds.proc.proc.pid)
                 result = tools[name](queue)
+                # Why a round is slow: redis-server's own CPU time for the run (the in-Redis
+                # work; it barely moves between rounds) against the wall time, and the load.
+                result["redis_cpu_s"] = round(cpu_seconds(rds.proc.proc.pid) - redis_cpu, 2)
+                result["load_1m"] = round(os.getloadavg()[0], 2)
                 check_moved(client, queue, n, reset=name.startswith("queuewatch"), edited=name == "queuewatch_edit")
                 result["jobs_per_s"] = round(n / result["seconds"])
                 result["seconds"] = round(result["seconds"], 2)
@@ -238,6 +249,9 @@ def main() -> int:
             "code": code_version(),
         }
         log(f"per round: vs bull-board {vs_bb}, vs retryJobs {vs_rj}, edit vs retry {edit_vs_retry}")
+        for name, results in rounds.items():
+            log(f"{name}: " + ", ".join(f"{r['jobs_per_s']:,} jobs/s ({r['seconds']} s, redis-server CPU {r['redis_cpu_s']} s, "
+                                         f"load {r['load_1m']})" for r in results))
         log(f"median jobs/s: queuewatch {qw:,}, edit-and-retry {qe:,}, retryJobs {rj:,}, bull-board {bb:,}; "
             f"Queuewatch peak RSS {peak} MiB ({args.small:,} jobs: {small['peak_rss_mib']} MiB)")
         print(json.dumps(summary))

@@ -12,6 +12,7 @@ import redis
 from ..actions import DONE, MISSING, WRONG_STATE
 from ..selection import Cursor, Page, advance, next_page
 from .batches import execute_batch, explicit_page, state_check, still_there
+from .edit import read_page, reads_its_page
 from .head import RECEIPT_NAMESPACE, head_mode, reconcile_head, run_head_batch
 from .lock import BulkLock, LockLost
 from .plan import BulkPlan, plan_total
@@ -108,8 +109,11 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             exhausted = next_position >= len(plan.job_ids)
             page: Page | None = None
         else:
-            page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
-                             cursor=cursor, size=plan.batch_size)
+            if reads_its_page(plan):
+                page = read_page(client, plan, cursor, progress)
+            else:
+                page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
+                                 cursor=cursor, size=plan.batch_size)
             items = [(i, plan.filt.state) for i in page.match_ids]
             exhausted = page.exhausted
         if items and not head:

@@ -12,7 +12,7 @@ from ..selection import Cursor, zset_bounds, zset_offset
 from ..text import to_text
 from .batches import STATE_SET
 from .plan import BulkPlan
-from .progress import Progress, ProgressStore
+from .progress import Progress, ProgressStore, nothing_left_behind
 
 RECEIPT_NAMESPACE = "queuewatch:bulk-receipt"
 
@@ -42,7 +42,7 @@ def run_head_batch(client: redis.Redis, plan: BulkPlan, progress: Progress, stor
     q, state = plan.queue, plan.filt.state
     key = q.state_key(state)
     lo, hi = zset_bounds(plan.filt, plan.before_ms)
-    offset = zset_offset(client, key=key, lo=lo, cursor=cursor)
+    offset = 0 if nothing_left_behind(progress) else zset_offset(client, key=key, lo=lo, cursor=cursor)
     progress.head_batch += 1
     progress.head_pending = True
     store.save(progress)  # the journal: the receipt of this batch number decides after a crash

@@ -20,6 +20,10 @@ ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "comple
                  "edit-retry": ("failed",)}
 DEFAULT_RATE = 100.0
 MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
+# An unpaced edit-and-retry reads and journals a bigger batch: its scripts take it in chunks of
+# ``edit.CHUNK`` jobs (so Redis is held no longer), and each batch costs round trips and a
+# pause of the pipeline that runs its chunks.
+EDIT_BATCH = 4000
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class BulkPlan:
     @property
     def batch_size(self) -> int:
         if self.rate is None:
-            return MAX_BATCH
+            return EDIT_BATCH if self.action == "edit-retry" and self.job_ids is None else MAX_BATCH
         return max(1, min(MAX_BATCH, int(self.rate / 4)))  # about four progress updates a second
 
     def as_dict(self) -> dict:

@@ -101,3 +101,13 @@ class RedisStore:
 
     def save(self, progress: Progress) -> None:
         self.client.set(self.key, json.dumps(progress.as_dict()))
+
+
+def nothing_left_behind(progress: Progress) -> bool:
+    """Whether every job the task met so far left the set (none skipped or failed): then none
+    stays behind the cursor, and the next batch of a sorted-set scan starts at the head of its
+    range without the two round trips that count what stays (``selection.zset_offset``). A job
+    someone else put behind the cursor since (a finish time before the plan's bound) is then
+    taken too, which the plan covers. A crashed batch's jobs are ahead of the saved cursor, so
+    this holds on resume."""
+    return not progress.skipped and not progress.failed

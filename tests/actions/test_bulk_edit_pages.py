@@ -32,8 +32,25 @@ def seeded(actions_redis, redis_client):
     ids = run_node("seed_actions.mjs", actions_redis, "fixable", "4", "0", "0", "mail", "bad email")
     run_node("seed_actions.mjs", actions_redis, "fixable", "2", "0", "0", "mail", "timeout after")  # another group
     for n, job_id in enumerate(ids["failed"]):
-        redis_client.hset(f"bull:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2"}))
+        redis_client.hset(f"bull:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2",
+                                                                       **extra(n)}))
     return ids["failed"]
+
+
+def extra(n: int) -> dict:
+    """Data the patch leaves alone but must write back as Node reads it: text beyond ASCII, floats,
+    integers past 2**53 and (every other job) past 64 bits."""
+    more = {"who": "Zoë 😀 \t ✓ \u0001", "f": 0.1, "e": 1e-7, "neg": -0.0, "n": 10 ** 17 + n, "t": [True, None]}
+    return {**more, "big": 2 ** 64 + n} if n % 2 == 0 else more
+
+
+def as_node(value):
+    """A JSON value as JavaScript holds it: every number a double."""
+    if isinstance(value, dict):
+        return {k: as_node(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_node(v) for v in value]
+    return float(value) if type(value) in (int, float) else value
 
 
 def token_for(role: str | None) -> dict:
@@ -76,12 +93,14 @@ def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, see
     assert (final.moved, final.skipped) == (4, 0)
     for n, job_id in enumerate(seeded):
         stored = redis_client.hgetall(f"bull:fixable:{job_id}")
-        assert json.loads(stored[b"data"]) == {"email": "fixed@example.com", "password": "s3cret", "v": 2}
+        assert json.loads(stored[b"data"]) == {"email": "fixed@example.com", "password": "s3cret", **extra(n), "v": 2}
         assert b"atm" not in stored and b"failedReason" not in stored
     assert redis_client.zcard("bull:fixable:failed") == 2  # the other group stayed
     ran = run_node("toolbox.mjs", "run", actions_redis, "fixable", "4", "0")["jobs"]  # a Node BullMQ worker
     assert sorted(ran) == sorted(seeded) and all(j["state"] == "completed" and j["atm"] == 1 for j in ran.values())
-    assert all(j["data"]["email"] == "fixed@example.com" for j in ran.values())
+    for n, job_id in enumerate(seeded):  # what the Node worker read is exactly the patched data
+        expected = {"email": "fixed@example.com", "password": "s3cret", **extra(n), "v": 2}
+        assert as_node(ran[job_id]["data"]) == as_node(expected) and list(ran[job_id]["data"]) == list(expected)
 
 
 def test_bulk_edit_over_the_api_and_viewers_refused(client, seeded):
