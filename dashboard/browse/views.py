@@ -8,6 +8,7 @@ import redis
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from dashboard import downloads
@@ -191,7 +192,8 @@ def job_detail(request, connection, prefix, name, job_id):
 def job_raw(request, connection, prefix, name, job_id, field):
     queue = reads.resolve(connection, prefix, name)
     if field not in RAW_FIELDS:
-        return render(request, "error.html", {"title": "Not found", "message": f"No downloadable field '{field}'."}, status=404)
+        message = _("No downloadable field '%(field)s'.") % {"field": field}
+        return render(request, "error.html", {"status": 404, "title": _("Not found"), "message": message}, status=404)
     body = reads.job_raw_field(queue, job_id, field)
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = downloads.attachment(f"{queue.name}-{job_id[:80]}-{field}.json")
