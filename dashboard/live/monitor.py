@@ -45,12 +45,12 @@ from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from dashboard.live import fragments, history, persistence
+from dashboard.live.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
 from dashboard.live.intake import EventIntake
 from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_state
 from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from dashboard.registry import Registry, get_redactor, get_registry
 from queues.cron import Job, Periodic
-from queues.discovery_pass import discovery_for
 from queues.keys import QueueRef
 from queues.leader import LeaderLock
 from queues.rates import MINUTE_MS
@@ -58,9 +58,6 @@ from queues.rates import MINUTE_MS
 log = logging.getLogger("queuewatch.monitor")
 
 DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
-DISCOVERY_INTERVAL = 10.0  # s: a discovery pass never starts sooner than this after the last began
-DISCOVERY_STEP_INTERVAL = 1.0  # s between steps of a pass (each costs QUEUEWATCH_DISCOVERY_KEYS_PER_S keys)
-LIST_REPUBLISH_S = 20.0  # an unchanged queue list is published again this often (it expires after 60 s)
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
@@ -88,10 +85,7 @@ class Monitor:
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
         self.publishes = 0  # refreshes that changed some queue's own fragments
-        self.discoveries: dict[str, object] = {}  # connection -> its DiscoveryPass / WholeDiscovery, per term
-        self.list_published: dict[str, float] = {}  # connection -> when its queue list was last published
-        self.followed_lists: dict[str, list[QueueRef]] = {}  # connection -> the queue list last followed
-        self.discovery_keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))
+        self.queue_lists = QueueLists(registry=self.registry, dash=self.dash, monitor_name=name)
 
     # --- what the leader knows, for tests and probes ----------------------------------------
 
@@ -137,7 +131,7 @@ class Monitor:
         self.tracker.reset()
         self.banner.reset()
         self.queue_publisher.reset()
-        self.discoveries, self.list_published, self.followed_lists = {}, {}, {}
+        self.queue_lists.reset()
         cursors = persistence.load_cursors()
         self.intake.start()
         self.progress = time.monotonic()
@@ -263,44 +257,19 @@ class Monitor:
     # --- the steps ----------------------------------------------------------------------------
 
     def discover(self, cursors: dict[QueueRef, str]) -> None:
-        """Advance every connection's discovery by one budgeted step (``queues.discovery_pass``);
-        when its list changes, follow the new queues, forget the vanished ones and publish the
-        list (else republish every ``LIST_REPUBLISH_S``: it expires). ``cursors``: this term's
-        stored stream cursors; a queue followed for the first time resumes from (and uses up) its own."""
+        """Advance every connection's discovery by one budgeted step (``discovering``) and follow
+        the new queues and forget the vanished ones when its list changes. ``cursors``: this
+        term's stored stream cursors; a queue followed for the first time resumes from (and uses
+        up) its own."""
         for name in self.intake.followers:
             try:
-                walk = self.discoveries.get(name)
-                if walk is None:
-                    walk = self.discoveries[name] = self._start_discovery(name, cursors)
-                walk.step()
+                found = self.queue_lists.step(name, cursors)
             except redis.RedisError as exc:
                 self.banner.set_down(name, str(exc))
                 continue
-            found = walk.queues
-            # Compared with what is followed, not with the step's answer: a term whose first
-            # steps failed still follows the list it started from.
-            changed = found != self.followed_lists.get(name)
-            if changed:
+            if found is not None:
                 self._follow(name, found, cursors)
-                self.followed_lists[name] = found
-            if changed or time.monotonic() >= self.list_published.get(name, 0.0) + LIST_REPUBLISH_S:
-                try:
-                    live.publish_queue_list(self.dash, name, found)
-                    self.list_published[name] = time.monotonic()
-                except redis.RedisError as exc:  # the dashboard Redis: retried next step
-                    log.warning("%s: could not publish the queue list of %s (%s)", self.name, name, exc)
-
-    def _start_discovery(self, name: str, cursors: dict[QueueRef, str]):
-        """A new term's discovery starts from what is already known: the list the last leader
-        published and the queues with stored cursors. They keep being followed while the first
-        pass walks the keyspace; its end drops those it did not meet."""
-        try:
-            published = live.read_queue_list(self.dash, name) or []
-        except redis.RedisError:
-            published = []
-        known = {*published, *(q for q in cursors if q.connection == name)}
-        return discovery_for(self.registry.source(name), keys_per_step=self.discovery_keys_per_step,
-                             min_pass_s=DISCOVERY_INTERVAL, known=known)
+                self.queue_lists.followed[name] = found
 
     def _follow(self, name: str, found: list[QueueRef], cursors: dict[QueueRef, str]) -> None:
         new = self.tracker.add_queues(found)

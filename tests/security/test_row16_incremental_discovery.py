@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.live import channels as live
-from dashboard.live import monitor as monitor_module
+from dashboard.live import discovering
 from queues.discovery_pass import DiscoveryPass
 from queues.keys import QueueRef
 from tests.support.servers import RedisServer
@@ -125,7 +125,7 @@ def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monk
     fill(r, FILLER)
     make_queue(r, "old")
     settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S = KEYS_PER_STEP  # one step per second
-    monkeypatch.setattr(monitor_module, "DISCOVERY_INTERVAL", 0)  # passes back to back
+    monkeypatch.setattr(discovering, "DISCOVERY_INTERVAL", 0)  # passes back to back
     monitor = Monitor(tick=1.0, name="budget-test")
     monitor.intake.start()
     try:
@@ -138,7 +138,7 @@ def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monk
             assert scans(r) - before <= budget
 
         def passes() -> int:
-            return monitor.discoveries["default"].passes
+            return monitor.queue_lists.walks["default"].passes
 
         step()
         while passes() == 0:
