@@ -55,7 +55,7 @@ def run_checks(client: redis.Redis, queues: list[QueueRef], state: dict | None, 
     connection = connection or (queues[0].connection if queues else "default")
     try:
         server = read_server_facts(client)
-        facts = read_queue_facts(client, queues, snapshots)
+        facts = read_queue_facts(client, queues, snapshots, oldest_from=thresholds.finished_count)
     except redis.RedisError as exc:
         return [check_reachable(connection, str(exc) or exc.__class__.__name__)]
     fresh, note = usable_state(state, now)
