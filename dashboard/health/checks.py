@@ -2,8 +2,8 @@
 and keeps the latest result in the dashboard Redis for ``/metrics``.
 
 Who runs the checks: the health page (on request — they are cheap: a few plain commands per
-queue), ``manage.py check_queues``, and anything else that calls ``run_and_store`` (the monitor
-can, on its schedule). Every run stores its result as one JSON document, ``queuewatch:health``,
+queue), ``manage.py check_queues``, and the leading monitor on its schedule, which hands over
+its own current figures of every queue so they are not read twice. Every run stores its result as one JSON document, ``queuewatch:health``,
 with the time it was taken. ``/metrics`` only *reads* that document, so a scrape never touches
 the monitored Redis; its ``queuewatch_health_age_seconds`` says how old the results are.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import redis
@@ -23,6 +24,8 @@ from dashboard.registry import get_registry
 from dashboard.dead_letters import is_dead_letter_queue
 from queues import health
 from queues.errors import RedisUnavailable
+from queues.keys import QueueRef
+from queues.snapshot import QueueSnapshot
 
 log = logging.getLogger("queuewatch.health")
 
@@ -98,8 +101,11 @@ def read_monitor_state() -> dict | None:
 
 
 def run_all(*, now: int | None = None, connections: list[str] | None = None,
-            thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS) -> HealthReport:
-    """Run every check on every configured connection (or the named ones)."""
+            thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS,
+            snapshots: Mapping[QueueRef, QueueSnapshot] | None = None) -> HealthReport:
+    """Run every check on every configured connection (or the named ones). ``snapshots``: the
+    leading monitor's current figures per queue (one home for them: the checks do not read
+    them again); without them (the health page, ``check_queues``) the checks read for themselves."""
     now = now if now is not None else int(time.time() * 1000)
     registry = get_registry()
     state = read_monitor_state()
@@ -115,7 +121,7 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
             out.append(report)
             continue
         report.results = health.run_checks(conn.client, queues, fresh, now, connection=name, thresholds=thresholds,
-                                           is_dead_letter=is_dead_letter_queue)
+                                           is_dead_letter=is_dead_letter_queue, snapshots=snapshots)
         out.append(report)
     return HealthReport(
         checked_at=now, connections=out,

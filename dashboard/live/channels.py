@@ -153,7 +153,7 @@ class Publisher:
             while not self._outbox.empty():
                 items.append(self._outbox.get_nowait())
             try:
-                self._write_cache([item[1:] for item in items if item[0] == "cache"])
+                self._write_cache([item[1:] for item in items if item[0] in ("cache", "uncache")])
                 for kind, group, html in (item for item in items if item[0] == "send"):
                     try:
                         await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
@@ -163,14 +163,18 @@ class Publisher:
                 for _ in items:
                     self._outbox.task_done()
 
-    def _write_cache(self, entries: list[tuple[str, str, str]]) -> None:
-        """Every fragment of one batch in one round trip (the newest per element wins)."""
+    def _write_cache(self, entries: list[tuple[str, str, str | None]]) -> None:
+        """Every fragment of one batch in one round trip, in order (the newest per element
+        wins; ``None`` removes the element)."""
         if not entries:
             return
         pipe = self.client.pipeline(transaction=False)
         for group, element_id, html in entries:
-            pipe.hset(CACHE_PREFIX + group, element_id, html)
-        for group in {g for g, _, _ in entries}:
+            if html is None:
+                pipe.hdel(CACHE_PREFIX + group, element_id)
+            else:
+                pipe.hset(CACHE_PREFIX + group, element_id, html)
+        for group in {g for g, _, html in entries if html is not None}:
             pipe.expire(CACHE_PREFIX + group, 24 * 3600)
         try:
             pipe.execute()
@@ -218,6 +222,15 @@ class Publisher:
             self._last_batch[group] = self._loop.time()
             self._outbox.put_nowait(("send", group, "".join(pending.values())))
 
+    def uncache(self, group: str, element_id: str) -> None:
+        """Stop keeping ``element_id`` of ``group`` (every language) for newcomers: the monitor
+        no longer renders it, and a tab opened later must not be sent a stale copy (its page
+        renders the element current; the monitor renders it again once someone watches)."""
+        for language, _name in settings.LANGUAGES:
+            other = language_group(group, language)
+            self._last.pop((other, element_id), None)
+            self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("uncache", other, element_id, None))
+
     def drain(self, timeout: float = 5.0) -> None:
         """Wait until every queued fragment has been handed to the channel layer."""
         future = asyncio.run_coroutine_threadsafe(self._outbox.join(), self._loop)
@@ -263,8 +276,20 @@ def request_exact_read(client: redis.Redis, queue: QueueRef) -> None:
     client.publish(EXACT_READS_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name]))
 
 
+WATCHED_CHANNEL = "queuewatch:watched"
+
+
+def announce_watching(client: redis.Redis, queue: QueueRef) -> None:
+    """A tab just started watching something of ``queue`` (its header, a job list, a job): the
+    leading monitor refreshes that queue at once instead of at its next tick, so the tab gets
+    current fragments at once, also those nobody was watching (not rendered until now). It
+    reads nothing more of the monitored Redis for this than the watch itself needs."""
+    client.publish(WATCHED_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name]))
+
+
 def exact_read_asked(message: dict | None) -> QueueRef | None:
-    """The queue a message on ``EXACT_READS_CHANNEL`` asks for (None for anything else)."""
+    """The queue a message on ``EXACT_READS_CHANNEL`` (or ``WATCHED_CHANNEL``) names (None for
+    anything else)."""
     if not message or message.get("type") != "message":
         return None
     try:
@@ -308,16 +333,22 @@ def cached_fragments(client: redis.Redis, group: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Watch:
-    """Someone is looking at a job list (``kind="list"``, ``target`` its state) or a job page
-    (``kind="job"``, ``target`` the job id). Stored as one member of the ``WATCH_KEY`` sorted
-    set; this class is the only place that knows that member's format."""
+    """Someone is looking at a queue page's header (``kind="queue"``, no ``target``), a job
+    list (``kind="list"``, ``target`` its state) or a job page (``kind="job"``, ``target`` the
+    job id). Stored as one member of the ``WATCH_KEY`` sorted set; this class is the only place
+    that knows that member's format."""
 
+    QUEUE = "queue"
     LIST = "list"
     JOB = "job"
 
     kind: str
     queue: QueueRef
     target: str
+
+    @classmethod
+    def queue_page(cls, queue: QueueRef) -> "Watch":
+        return cls(cls.QUEUE, queue, "")
 
     @classmethod
     def job_list(cls, queue: QueueRef, state: str) -> "Watch":
@@ -335,7 +366,7 @@ class Watch:
         """The watch a set member stands for; ``None`` for anything malformed (a member
         written by another version, a job id that contains the separator)."""
         parts = member.split(SEP)
-        if len(parts) != 5 or parts[0] not in (cls.LIST, cls.JOB):
+        if len(parts) != 5 or parts[0] not in (cls.QUEUE, cls.LIST, cls.JOB):
             return None
         kind, connection, prefix, name, target = parts
         return cls(kind, QueueRef(connection, prefix, name), target)

@@ -1,8 +1,9 @@
 """Websocket consumers: authorise, join groups, send the latest fragments, relay.
 
 They never read the monitored Redis: everything they send was rendered once by the monitor,
-so the number of open tabs does not change the load on production Redis. A consumer for a job
-or a job list also keeps a "watch" entry fresh so the monitor knows what to render.
+so the number of open tabs does not change the load on production Redis. A consumer for a
+queue page, a job list or a job also keeps a "watch" entry fresh so the monitor knows what to
+render: it renders nothing of a queue page's that nobody views.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.language = language
         if self.watches() or self.announces_language():
             await self.register_watches()  # before accepting, so the monitor knows at once
+            if self.watches():  # and renders what it watches now, not at its next tick
+                await sync_to_async(live.announce_watching)(self.redis(), self.watches()[0].queue)
             self.heartbeat = asyncio.create_task(self.keep_watching())
         await self.accept()
         # A fresh snapshot on every (re)connect, so a dropped message or a gap heals itself.
@@ -112,7 +115,7 @@ class QueueConsumer(LiveConsumer):
 
     def watches(self):
         q, state = self.queue(), self.list_state()
-        return [live.Watch.job_list(q, state)] if state else []
+        return [live.Watch.queue_page(q)] + ([live.Watch.job_list(q, state)] if state else [])
 
 
 class JobConsumer(LiveConsumer):

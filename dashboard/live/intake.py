@@ -115,7 +115,8 @@ class FollowerThread(threading.Thread):
 
 
 class ExactReadRequests(threading.Thread):
-    """Hands the action service's requests for an exact read to the intake's queue."""
+    """Hands the action service's requests for an exact read, and new viewers' nudges
+    (``channels.announce_watching``), to the intake's queue."""
 
     def __init__(self, out: queue_mod.Queue, stop: threading.Event, wait_s: float = 1.0):
         super().__init__(name="exact-read-requests", daemon=True)
@@ -127,11 +128,13 @@ class ExactReadRequests(threading.Thread):
         while not self.stop_event.is_set():
             try:
                 with live.dashboard_redis().pubsub(ignore_subscribe_messages=True) as requests:
-                    requests.subscribe(live.EXACT_READS_CHANNEL)
+                    requests.subscribe(live.EXACT_READS_CHANNEL, live.WATCHED_CHANNEL)
                     while not self.stop_event.is_set():
-                        asked = live.exact_read_asked(requests.get_message(timeout=self.wait_s))
+                        message = requests.get_message(timeout=self.wait_s)
+                        asked = live.exact_read_asked(message)
                         if asked is not None:
-                            self.out.put(("exact", asked.connection, asked))
+                            watched = message["channel"] in (live.WATCHED_CHANNEL, live.WATCHED_CHANNEL.encode())
+                            self.out.put(("watched" if watched else "exact", asked.connection, asked))
             except redis.RedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
 
@@ -201,3 +204,5 @@ class EventIntake:
             self.tracker.warm(payload)
         elif kind == "exact":
             self.tracker.read_at_once(payload)
+        elif kind == "watched" and payload in self.tracker.states:
+            dirty.add(payload)  # refreshed at once: a new viewer's fragments are rendered for it

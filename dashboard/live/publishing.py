@@ -1,8 +1,9 @@
 """Publishing: what the leader sends to browsers and to readers of its state.
 
-* ``QueuePublisher`` diffs and renders a queue's fragments (overview row, queue header) when
-  what they show changed, and what someone watches of the queue (page 1 of a job list, a job
-  page); it remembers what each showed, so unchanged fragments cost no rendering.
+* ``QueuePublisher`` diffs and renders a queue's fragments when what they show changed: its
+  overview row always, its queue-page header only while someone views that page, and what
+  someone watches of the queue (page 1 of a job list, a job page); it remembers what each
+  showed, so unchanged fragments cost no rendering.
 * ``ConnectionBanner`` holds which monitored connections are down and the banner every page
   carries about them.
 * ``publish_state`` writes every queue's latest figures as one document, for /metrics and the
@@ -54,7 +55,8 @@ class Shown:
     """What a queue's published fragments show, so unchanged ones are not rendered again."""
 
     row_key: tuple | None = None  # the overview row (``columns.row_key``)
-    live_key: tuple | None = None  # the queue page's header (``fragments.queue_live_key``)
+    live_key: tuple | None = None  # the queue page's header (``fragments.queue_live_key``); None: not rendered
+    header_cached: bool = True  # the reconnect cache may hold a header (unknown at first: one left by an earlier term)
     rendered_at: float = 0.0  # monotonic time of the last render of the queue's own fragments
     fresh_lists: set[str] = field(default_factory=set)  # watched list states already published
     list_keys: dict[str, tuple] = field(default_factory=dict)  # state -> what its page 1 showed
@@ -104,10 +106,18 @@ class QueuePublisher:
         shown.fresh_lists &= {w.target for w in mine if w.kind == live.Watch.LIST}
         watched_jobs = {w.target for w in mine if w.kind == live.Watch.JOB}
         shown.job_states = {k: v for k, v in shown.job_states.items() if k in watched_jobs}
-        row_key, live_key = columns.row_key(sig), fragments.queue_live_key(sig)
+        # The header only while someone views the queue page (a busy queue's header changes
+        # every refresh, and rendering nobody's header was a large share of the monitor's CPU).
+        # The state document, /metrics and alert inputs do not depend on it.
+        header_viewed = any(w.kind == live.Watch.QUEUE for w in mine)
+        if not header_viewed:
+            self.stop_header(q, shown)
+        row_key = columns.row_key(sig)
+        live_key = fragments.queue_live_key(sig) if header_viewed else None
+        first_view = header_viewed and shown.live_key is None
         changed = (row_key, live_key) != (shown.row_key, shown.live_key)
         since = time.monotonic() - shown.rendered_at
-        if changed and not full and since < FRAGMENT_MIN_INTERVAL:
+        if changed and not full and not first_view and since < FRAGMENT_MIN_INTERVAL:
             self.held_back.setdefault(q, shown.rendered_at + FRAGMENT_MIN_INTERVAL)
             changed = False
         if changed:
@@ -115,8 +125,9 @@ class QueuePublisher:
             sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
             if row_key != shown.row_key:
                 self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
-            if live_key != shown.live_key:
+            if live_key is not None and live_key != shown.live_key:
                 self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
+                shown.header_cached = True
             shown.row_key, shown.live_key = row_key, live_key
         for item in mine:
             try:
@@ -129,6 +140,15 @@ class QueuePublisher:
             except Exception:  # noqa: BLE001 - a hostile job costs its own watched item, never the loop
                 self.item_failed(item)
         return changed
+
+    def stop_header(self, q: QueueRef, shown: Shown) -> None:
+        """Nobody views the queue page: forget its header and drop it from the reconnect cache,
+        so a tab opened later is not sent a stale one; the first refresh that sees the new
+        viewer renders it at once (``first_view``: never held back)."""
+        shown.live_key = None
+        if shown.header_cached:
+            self.publisher.uncache(live.queue_group(q), live.queue_live_id(q))
+            shown.header_cached = False
 
     def item_failed(self, item: live.Watch) -> None:
         """Log a watched item that cannot be read or rendered, once (it fails every tick)."""

@@ -354,6 +354,11 @@ class CountTracker:
                                    workers=None if st.workers is None else len(st.workers))
         return st.signals
 
+    def current_snapshots(self) -> dict[QueueRef, QueueSnapshot]:
+        """Every queue's figures as last published (exact, or kept current from events), for
+        the health checks; queues not read yet are left out (the checks read those)."""
+        return {q: st.snapshot for q, st in self.states.items() if st.snapshot is not None}
+
     def take_changes(self, q: QueueRef) -> QueueChanges:
         """What moved in the queue since the last call, and start collecting afresh."""
         st = self.states[q]

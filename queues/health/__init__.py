@@ -5,9 +5,10 @@ Framework-free, like the rest of ``queues/``. Two layers:
 
 * **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``): a handful of
   cheap, plain commands per connection — ``INFO``, ``CONFIG GET`` (optional), ``CLIENT LIST``
-  (optional), the snapshot pipeline, and one pipeline of ``ZRANGE completed|failed 0 0
-  WITHSCORES``, ``GET``/``PTTL limiter`` and ``HMGET meta max duration`` per queue, plus the
-  scheduler list of queues that have any. Never Lua, never a write, never anything O(jobs).
+  (optional), the snapshot pipeline (skipped for queues whose snapshot the caller holds: the
+  leading monitor's), and one pipeline of ``GET``/``PTTL limiter`` and ``HMGET meta max
+  duration`` per queue, with ``ZRANGE completed|failed 0 0 WITHSCORES`` for sets large enough
+  to fail the retention check, plus the scheduler list of queues that have any. Never Lua, never a write, never anything O(jobs).
   Managed Redis services often refuse ``CONFIG`` and ``CLIENT LIST``: the facts then record
   the refusal and the checks fall back to ``INFO`` fields, to the monitor's state, or answer
   ``unknown`` — they never crash.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable
 
 import redis
 
 from ..keys import QueueRef
 from ..messages import _
+from ..snapshot import QueueSnapshot
 from .facts import read_queue_facts, read_server_facts
 from .queue_checks import (
     check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat, check_paused,
@@ -41,17 +43,19 @@ def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
 
 def run_checks(client: redis.Redis, queues: list[QueueRef], state: dict | None, now: int, *,
                connection: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-               is_dead_letter: Callable[[str], bool] | None = None) -> list[CheckResult]:
+               is_dead_letter: Callable[[str], bool] | None = None,
+               snapshots: Mapping[QueueRef, QueueSnapshot] | None = None) -> list[CheckResult]:
     """Every check for one connection and its ``queues``, worst first.
 
     ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     A connection that cannot be reached gives one failing ``redis.reachable`` result.
+    ``snapshots``: queue figures the caller already holds (the monitor's), not read again.
     """
     connection = connection or (queues[0].connection if queues else "default")
     try:
         server = read_server_facts(client)
-        facts = read_queue_facts(client, queues)
+        facts = read_queue_facts(client, queues, snapshots, oldest_from=thresholds.finished_count)
     except redis.RedisError as exc:
         return [check_reachable(connection, str(exc) or exc.__class__.__name__)]
     fresh, note = usable_state(state, now)

@@ -10,7 +10,7 @@ from queues.keys import QueueRef
 QUEUE = QueueRef("default", "bull", "orders:eu")
 
 
-@pytest.mark.parametrize("item", [Watch.job_list(QUEUE, "failed"), Watch.job(QUEUE, "a:b/c 1")])
+@pytest.mark.parametrize("item", [Watch.queue_page(QUEUE), Watch.job_list(QUEUE, "failed"), Watch.job(QUEUE, "a:b/c 1")])
 def test_a_watch_survives_its_stored_form(item):
     assert Watch.parse(item.member()) == item
 

@@ -1,0 +1,55 @@
+"""One home for the queue figures: the leading monitor hands the health checks the figures it
+keeps, and the checks read only what it does not hold (issue 11: a full exact read of every
+queue once a minute was ~11 commands/s at 50 queues). Without a monitor they read for
+themselves (``check_queues``, the health page: tests/health/test_check_queues.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from queues.health import FAIL, PASS, run_checks
+from queues.snapshot import COUNT_STATES, QueueSnapshot
+from tests.support.health import make_queue
+
+
+def _result(results, kind, queue):
+    found = [r for r in results if r.kind == kind and r.queue == queue]
+    assert len(found) == 1, [r.as_dict() for r in results]
+    return found[0]
+
+
+def _paused_with_backlog(q) -> QueueSnapshot:
+    """Figures that differ from the queue's keys (which say: not paused, nothing waiting), so
+    a result shows which of the two it judged."""
+    counts = dict.fromkeys(COUNT_STATES, 0)
+    counts["waiting"] = 3
+    return QueueSnapshot(queue=q, counts=counts, paused=True, schedulers=0)
+
+
+def test_checks_judge_the_figures_they_are_given_and_snapshot_only_the_other_queues(private_redis):
+    given, other = make_queue(private_redis, "given"), make_queue(private_redis, "other")
+    private_redis.config_resetstat()
+    results = run_checks(private_redis, [given, other], None, int(time.time() * 1000),
+                         snapshots={given: _paused_with_backlog(given)})
+    assert _result(results, "queue.paused", "given").status == FAIL
+    assert _result(results, "queue.paused", "given").details["backlog"] == 3
+    assert _result(results, "queue.paused", "other").status == PASS
+    stats = private_redis.info("commandstats")
+    # One snapshot read (three LLENs: wait, the legacy paused list, active): the other queue's.
+    assert stats["cmdstat_llen"]["calls"] == 3
+    # Finished sets far below the retention check's count threshold: their oldest job is not read.
+    assert "cmdstat_zrange" not in stats
+
+
+@pytest.mark.django_db
+def test_the_monitor_hands_its_own_figures_to_the_checks(private_redis):
+    from dashboard.live.monitor import Monitor
+
+    q = make_queue(private_redis, "orders")
+    monitor = Monitor(tick=0.3, name="figures-monitor")
+    monitor.tracker.add_queues([q])
+    monitor.tracker.states[q].snapshot = _paused_with_backlog(q)  # as its last refresh left them
+    monitor.run_health_checks()
+    assert _result(monitor.health_report.results, "queue.paused", "orders").status == FAIL
