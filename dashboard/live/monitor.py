@@ -1,26 +1,15 @@
 """The monitor: the one process that reads the monitored Redis continuously.
 
 Several copies may run; exactly one leads (``LeaderLock`` on the dashboard Redis), the others
-wait and take over within a lock TTL when the leader dies. The leader:
-
-* follows every queue's events stream (``intake``: one thread per connection, blocking
-  ``XREAD`` on a dedicated connection) and counts completions, failures, stalls and adds per
-  minute;
-* keeps every queue's counts current from those events (``tracking``, over
-  ``queues.live_counts``) and takes an exact pipelined snapshot of every queue only every
-  ``QUEUEWATCH_RECONCILE_MS`` to correct them: reading counts on every change would cost the
-  monitored Redis more than the polling dashboards Queuewatch replaces; and reads one queue
-  exactly once it has been quiet for a second (``queues.quiet``: quiet means exact, see
-  docs/live-truth.md);
-* checks the locks of jobs active for more than a second, so a stalled job shows within about
-  a second, and renders each changed fragment once for its group (``publishing``);
-* re-renders what someone is watching (job lists, job pages), whatever the number of tabs;
-* flushes minute counters, gauges and stream cursors in one database transaction
-  (``persistence``), so a standby that takes over continues exactly where the leader's last
-  flush left off;
-* rolls minutes up into hours and prunes history (``history``), runs health checks, evaluates
-  alert rules and (optionally) writes a daily digest — all through one scheduler
-  (``queues.cron.Periodic``).
+wait and take over within a lock TTL when the leader dies. The leader discovers queues
+(``discovering``), follows every events stream (``intake``), keeps counts current from events
+and corrects them with exact reads only when a queue goes quiet or every
+``QUEUEWATCH_RECONCILE_MS`` (``tracking``; reading counts on every change would cost the
+monitored Redis more than the polling dashboards Queuewatch replaces; docs/live-truth.md),
+checks the locks of long-active jobs, renders each changed fragment once for whoever watches it
+(``publishing``), stores history (``persistence``) and runs the periodic jobs (roll-up, health
+checks, alert rules, digest, workers) through one ``queues.cron.Periodic``. The parts are
+described in docs/architecture.md, "The live package".
 
 This module is the leadership and the loop: when to do each of those steps. Loops are
 defensive: a failing queue or connection is logged and skipped, Redis reconnects back off,
