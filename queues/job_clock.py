@@ -31,6 +31,7 @@ from typing import Callable
 import redis
 
 from .events import Event
+from .jobs import read_job_field
 from .keys import QueueRef
 from .text import to_text
 
@@ -163,24 +164,14 @@ class JobClock:
         pipeline per connection; returns their samples, named."""
         if not self._unnamed:
             return []
-        by_conn: dict[str, list[tuple[QueueRef, str]]] = {}
-        for key in self._unnamed:
-            by_conn.setdefault(key[0].connection, []).append(key)
         ready: list[Sample] = []
-        for conn, keys in by_conn.items():
-            try:
-                pipe = client_for(conn).pipeline(transaction=False)
-                for q, job_id in keys:
-                    pipe.hget(q.job_key(job_id), "name")
-                names = pipe.execute()
-            except redis.RedisError:
-                continue  # the connection is down: try again at the next resolve
-            for key, raw in zip(keys, names):
-                name = sys.intern(to_text(raw)) if raw is not None else UNKNOWN_NAME
-                job = self._jobs.get(key)
-                if job is not None and job.name is None:
-                    job.name = name
-                ready += [Sample(s.queue, name, s.ts_ms, s.kind, s.ms) for s in self._unnamed.pop(key)]
+        # A connection that cannot be read is left out: its jobs are tried at the next resolve.
+        for key, raw in read_job_field(client_for, list(self._unnamed), "name").items():
+            name = sys.intern(to_text(raw)) if raw is not None else UNKNOWN_NAME
+            job = self._jobs.get(key)
+            if job is not None and job.name is None:
+                job.name = name
+            ready += [Sample(s.queue, name, s.ts_ms, s.kind, s.ms) for s in self._unnamed.pop(key)]
         return ready
 
 

@@ -26,6 +26,7 @@ from typing import Callable
 
 import redis
 
+from .jobs import read_job_field
 from .keys import QueueRef
 from .safe_json import loads_or
 from .text import to_text
@@ -82,26 +83,16 @@ class KeepCounts:
         """Read the pending jobs' options (one pipeline per connection). Returns, per queue
         read, the keep count of each finished set (see ``keep_count``)."""
         pending, self._pending = self._pending, {}
-        by_conn: dict[str, list[tuple[QueueRef, str]]] = {}
-        for q, job in pending.items():
-            by_conn.setdefault(q.connection, []).append((q, job))
+        replies = read_job_field(client_for, pending.items(), "opts")  # a connection not read: asked again later
+        self.reads += len(replies)
         learned: dict[QueueRef, dict[str, int | None]] = {}
-        for name, items in by_conn.items():
-            try:
-                pipe = client_for(name).pipeline(transaction=False)
-                for q, job in items:
-                    pipe.hget(q.job_key(job), "opts")
-                replies = pipe.execute()
-            except redis.RedisError:
-                continue  # asked again with the queue's next job
-            self.reads += len(items)
-            for (q, _), raw in zip(items, replies):
-                opts = loads_or(to_text(raw), None) if raw is not None else None
-                if not isinstance(opts, dict):
-                    self._next_read[q] = at + self.retry_s  # removed already, or not a job hash
-                    continue
-                self._next_read[q] = at + self.refresh_s
-                learned[q] = {state: keep_count(opts, state) for state in OPTION}
+        for (q, _), raw in replies.items():
+            opts = loads_or(to_text(raw), None) if raw is not None else None
+            if not isinstance(opts, dict):
+                self._next_read[q] = at + self.retry_s  # removed already, or not a job hash
+                continue
+            self._next_read[q] = at + self.refresh_s
+            learned[q] = {state: keep_count(opts, state) for state in OPTION}
         return learned
 
     def forget(self, queue: QueueRef) -> None:
