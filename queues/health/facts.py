@@ -87,7 +87,7 @@ def read_queue_facts(client: redis.Redis, queues: list[QueueRef],
     monitor's figures, kept current from events and exact reads), used instead of reading the
     queue's snapshot again; only queues missing from it are snapshotted here. The monitor's
     figures are as exact as what it publishes (docs/live-truth.md), and reading them again
-    once a minute cost the monitored Redis ~13 commands per queue. ``oldest_from``: the oldest
+    once a minute cost the monitored Redis ~12 commands per queue. ``oldest_from``: the oldest
     finished job of a set is read only when the set holds at least this many jobs (the
     retention check cannot fail below its count threshold, so a small set's age is not read)."""
     known = known or {}
