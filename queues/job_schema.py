@@ -91,6 +91,7 @@ def check_schema(schema: Any) -> dict:
         if schema.get("$schema", DRAFT).rstrip("#") != DRAFT:
             raise SchemaProblem(_("Only JSON Schema Draft 2020-12 is supported: remove \"$schema\" or set it to {draft}.",
                                   draft=DRAFT))
+        _check_patterns(schema)  # first: a bad pattern gets the clearer of the two messages
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
@@ -98,7 +99,6 @@ def check_schema(schema: Any) -> dict:
             raise SchemaProblem(_("The schema is not a valid JSON Schema (Draft 2020-12) at {path}: {why}",
                                   path=where, why=exc.message[:300])) from None
         _check_references(schema)
-        _check_patterns(schema)
     except RecursionError:
         raise SchemaProblem(_("The schema is nested too deeply.")) from None
     return schema
