@@ -340,8 +340,12 @@ class Bench:
         a = self.args
         app.env["QUEUEWATCH_TIMINGS"] = "0"
         # The previous monitor's overview rows are still cached: without this, the wait below
-        # would end at once and the window would hold this monitor's start-up work.
-        self.dashboard_client.delete("queuewatch:frag:overview")
+        # would end at once and the window would hold this monitor's start-up work. The closed
+        # tabs' watches also outlive them by up to 90 s (channels.WATCH_TTL_S: a watch is shared
+        # by every tab on the same list, so closing one cannot remove it): without clearing them
+        # this monitor would render the last phase's 25 failed lists, which the timings-on phase
+        # (no client yet) never did; likewise the languages those tabs announced.
+        self.dashboard_client.delete("queuewatch:frag:overview", "queuewatch:watch", "queuewatch:languages")
         try:
             monitor = app.start_monitor()
             await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
