@@ -15,6 +15,10 @@
 //   steady       removeOnComplete {count: 20} / removeOnFail {count: 10} under continuous load
 //                (about 100 jobs/s, 1 in 3 fails, never a pause): prints `CAPPED` once both sets
 //                are at their cap, and runs until killed
+//   flowsteady <s>  for <s> seconds a flow (a parent and 2 children, all removeOnComplete
+//                {count: 1000}) and a plain job every 100 ms, never a pause: the completed set
+//                grows below its cap; prints `STARTED` after the first add, then closes its
+//                worker (jobs in hand finish) and prints the counts
 //   counts       just print getJobCounts()
 // Every mode but `crash` closes its workers and prints one JSON line at the end:
 // {"counts": getJobCounts(), ...}.
@@ -153,6 +157,22 @@ const modes = {
       }
       await sleep(50);
     }
+  },
+  async flowsteady() {
+    const opts = { removeOnComplete: { count: 1000 } };
+    const flows = new FlowProducer({ connection });
+    const w = worker(async () => { await sleep(2 + Math.floor(Math.random() * 8)); return 'ok'; }, { concurrency: 4 });
+    const until_ = Date.now() + 1000 * Number(arg);
+    for (let i = 0; Date.now() < until_; i++) {
+      await flows.add({ name: 'parent', queueName, data: { i }, opts,
+                        children: [1, 2].map(c => ({ name: 'child', queueName, data: { i, c }, opts })) });
+      await queue.add('plain', { i }, opts);
+      if (i === 0) process.stdout.write('STARTED\n');
+      await sleep(100);
+    }
+    await until(c => c.waiting + c.active + c['waiting-children'] === 0);
+    await w.close();
+    await flows.close();
   },
   async eventless() {
     await queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'plain', data: { i } })));
