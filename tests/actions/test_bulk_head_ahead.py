@@ -1,0 +1,120 @@
+"""The whole-set retry unpaced: its check reads a big set's priorities and options with one
+SORT_RO per batch and still places a priority or lifo job as Job.retry would (a small
+listpack-encoded set is read job by job and keeps its encoding), and the next batch sent before
+the current one's reply is read (a follower) never moves a job twice, never skips one and
+counts each exactly once, through a job that stays, a SCRIPT FLUSH, a cancel and a crash with
+two batches unread."""
+
+from __future__ import annotations
+
+import pytest
+
+from queues.bullmq_scripts import scripts_for
+from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.keys import QueueRef
+from queues.selection import JobFilter
+from tests.support.seeding import seed_failed
+
+Q = QueueRef("default", "bull", "head-ahead")
+KEYS = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+
+
+@pytest.fixture
+def r(redis_client):
+    redis_client.hset(Q.key("meta"), "opts.maxLenEvents", 10000)
+    return redis_client
+
+
+def calls(r, command: str) -> int:
+    return r.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
+
+
+def plan(**kw) -> BulkPlan:
+    return BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=None, **kw)
+
+
+def waiting(r) -> list[int]:
+    return sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1))
+
+
+def test_a_big_set_is_checked_with_one_sort_per_batch_and_priority_and_lifo_go_as_job_retry_puts_them(r):
+    seed_failed(r, Q, 2500)
+    r.hset(Q.job_key("1500"), "priority", 3)
+    r.hset(Q.job_key("2300"), "opts", '{"attempts":2,"lifo":true}')
+    sorts, hmgets = calls(r, "sort_ro"), calls(r, "hmget")
+    final = run_bulk(r, plan=plan(), store=MemoryStore())
+    assert (final.moved, final.skipped, final.failed) == (2500, 0, 0)
+    # One SORT_RO per batch and no HMGET per job for the check: the 1,500 HMGETs are reprocessJob's
+    # (the queue's meta, per job) on the slow road of the two batches with the priority and lifo jobs.
+    assert calls(r, "sort_ro") - sorts == 3 and calls(r, "hmget") - hmgets < 1500 + 10
+    assert r.zscore(Q.key("prioritized"), "1500") is not None and b"1500" not in r.lrange(Q.key("wait"), 0, -1)
+    assert r.lindex(Q.key("wait"), -1) == b"2300"  # lifo: the next to run
+    assert waiting(r) == [i for i in range(1, 2501) if i != 1500]
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "failedReason"]) == [None] * 3 for i in (1, 1500, 2300, 2500))
+
+
+def test_a_small_set_is_read_job_by_job_and_keeps_its_encoding(r):
+    seed_failed(r, Q, 40)
+    r.zadd(Q.key("failed"), {"later": 3_000_000})  # failed after the task began: it stays
+    r.hset(Q.job_key("later"), mapping={"opts": "{}", "data": "{}"})
+    assert r.object("encoding", Q.key("failed")) == b"listpack"
+    sorts = calls(r, "sort_ro")
+    final = run_bulk(r, plan=plan(), store=MemoryStore())
+    assert (final.moved, final.skipped) == (40, 0) and calls(r, "sort_ro") == sorts
+    assert r.object("encoding", Q.key("failed")) == b"listpack" and r.zrange(Q.key("failed"), 0, -1) == [b"later"]
+
+
+def test_a_job_that_stays_stops_the_follower_and_the_next_batch_steps_over_it(r):
+    seed_failed(r, Q, 3500)
+    r.zadd(Q.key("failed"), {"ghost": 1_001_500.5})  # a member without its job, in the second batch
+    final = run_bulk(r, plan=plan(), store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (3500, 1, {"missing": 1})
+    assert waiting(r) == list(range(1, 3501)) and r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]
+    assert r.xlen(Q.key("events")) == 3500  # one "waiting" event per job: none moved twice
+
+
+def test_a_script_flush_during_the_run_loses_and_repeats_nothing(r):
+    seed_failed(r, Q, 5500)
+    final = run_bulk(r, plan=plan(), store=MemoryStore(), on_progress=lambda p: r.script_flush())
+    assert (final.moved, final.skipped, final.failed) == (5500, 0, 0)
+    assert waiting(r) == list(range(1, 5501)) and r.xlen(Q.key("events")) == 5500
+
+
+def test_a_cancel_counts_the_batch_already_sent(r):
+    seed_failed(r, Q, 4500)
+    final = run_bulk(r, plan=plan(), store=MemoryStore(), should_cancel=iter([False, True]).__next__)
+    assert (final.state, final.moved) == ("cancelled", 2000)  # the one read, and its follower
+    assert waiting(r) == list(range(1, 2001)) and r.zcard(Q.key("failed")) == 2500
+
+
+@pytest.mark.parametrize("ran", [0, 1, 2])
+def test_a_crash_with_two_batches_unread_resumes_exactly_from_the_receipt(r, ran):
+    seed_failed(r, Q, 4500)
+    store = MemoryStore()
+    run_bulk(r, plan=plan(), store=store, should_cancel=iter([False, True]).__next__)
+    crashed = store.load()
+    assert (crashed.moved, crashed.head_batch, crashed.head_pending) == (2000, 2, 0)
+    # The runner dies with batches 3 and 4 journalled and sent (4 following 3), replies unread.
+    crashed.state, crashed.head_batch, crashed.head_pending = "running", 4, 2
+    store.save(crashed)
+    for batch in (3, 4)[:ran]:
+        reply = scripts_for(r).retry_head(keys=KEYS + [crashed.receipt_key], args=[
+            Q.base, "failed", "failedReason", "1", "(2000000", 0, 1000, batch, "" if batch == 3 else "3"])
+        assert reply[:2] == [1000, 1000]
+    final = run_bulk(r, plan=plan(), store=store)
+    assert (final.state, final.moved, final.skipped) == ("done", 4500, 0)
+    assert waiting(r) == list(range(1, 4501)) and r.xlen(Q.key("events")) == 4500
+    assert not r.exists(crashed.receipt_key)
+
+
+def test_a_follower_does_nothing_unless_the_batch_before_it_moved_a_full_batch(r):
+    seed_failed(r, Q, 30)
+    r.zadd(Q.key("failed"), {"ghost": 1_000_003.5})
+    receipt = "queuewatch:bulk-receipt:test"
+    first = scripts_for(r).retry_head(keys=KEYS + [receipt], args=[
+        Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 1, ""])
+    assert first[:2] == [10, 9] and r.get(receipt) == b"1:9"
+    before = r.zcard(Q.key("failed"))
+    follower = scripts_for(r).retry_head(keys=KEYS + [receipt], args=[
+        Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 2, "1"])
+    assert follower[0] == -1 and r.zcard(Q.key("failed")) == before and r.get(receipt) == b"1:9"
