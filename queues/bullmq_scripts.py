@@ -123,25 +123,29 @@ end
 return codes
 """
 
-# The priority and opts of the first n jobs of a sorted set, in the set's order: {id, priority,
-# opts, id, priority, opts, ...}, read by one SORT_RO ... GET instead of n HMGETs (each a call
-# from Lua into Redis, which costs more than the read itself). Only where that is a plain read:
-# not on a listpack-encoded set (SORT converts it to a skiplist), not when the key prefix holds
-# a "*" (SORT's pattern would substitute there); on Redis Cluster (GET patterns are refused),
-# an ACL user without every key, or Redis before 7.0 (no SORT_RO) it returns nil and the caller
-# reads each job with HMGET.
-HEAD_FIELDS = """
-local function head_fields(setKey, prefix, n)
+# Fields of n jobs that are consecutive members of a sorted set from rank `from`, in the set's
+# order: {id, field 1, field 2, ..., id, ...}, read by one SORT_RO ... GET instead of n HMGETs
+# (each a call from Lua into Redis, which costs more than the read itself). Only where that is a
+# plain read: not on a listpack-encoded set (SORT converts it to a skiplist), not when the key
+# prefix holds a "*" (SORT's pattern would substitute there); on Redis Cluster (GET patterns
+# are refused), for an ACL user without every key, or on Redis before 7.0 (no SORT_RO) it
+# returns nil and the caller reads each job with HMGET. The caller compares the ids.
+SET_FIELDS = """
+local function set_fields(setKey, prefix, from, n, ...)
   if string.find(prefix, "*", 1, true) or redis.call("OBJECT", "ENCODING", setKey) ~= "skiplist" then return nil end
-  local r = redis.pcall("SORT_RO", setKey, "BY", "nosort", "LIMIT", 0, n, "GET", "#",
-                        "GET", prefix .. "*->priority", "GET", prefix .. "*->opts")
+  local args = {setKey, "BY", "nosort", "LIMIT", from, n, "GET", "#"}
+  for _, field in ipairs({...}) do
+    args[#args + 1] = "GET"
+    args[#args + 1] = prefix .. "*->" .. field
+  end
+  local r = redis.pcall("SORT_RO", unpack(args))
   if r.err then return nil end
   return r
 end
 """
 
 RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua")
-                  + PUSH_CMD + HEAD_FIELDS + """
+                  + PUSH_CMD + SET_FIELDS + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
@@ -168,8 +172,8 @@ end
 local last = redis.call("ZSCORE", KEYS[2], ids[n])
 local fast = ARGV[6] == "0"
 if fast then
-  -- At offset 0 the batch is the first n members of the set, which head_fields reads (checked).
-  local f = head_fields(KEYS[2], ARGV[1], n)
+  -- At offset 0 the batch is the first n members of the set, which set_fields reads (checked).
+  local f = set_fields(KEYS[2], ARGV[1], 0, n, "priority", "opts")
   for i = 1, n do
     local p, o
     if f then

@@ -98,7 +98,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
         while True:
             if should_cancel():
                 if head:
-                    head_run.drain()  # a batch already sent runs; count it
+                    progress.cursor = head_run.drain(cursor).as_dict()  # batches already sent run: count them
                 progress.state = CANCELLED
                 store.save(progress)
                 on_progress(progress.copy())

@@ -2,17 +2,18 @@
 package docstring): the batch script picks its own batches and writes a receipt, so ids never
 travel to Python and back.
 
-Unpaced, the next batch is sent before the current one's reply is read, so Redis never waits
-for this process between batches. Such a *follower* runs only if the batch before it moved a
-full batch (its receipt says so, checked inside the follower's own atomic step): then no job
-stayed behind and the head of the set is exactly where the follower starts, as it would be if
-it had been sent after the reply. Otherwise it does nothing and the batch is sent again once
-the reply is read. A follower is sent only while the batch two back moved a full batch, so at
-most two batches are ever unread, and the journal (``head_batch``: the last batch number sent;
-``head_pending``: how many of the last ones are not counted yet) tells ``reconcile_head`` which
-receipt can settle them after a crash."""
+Unpaced, the next batches (up to ``AHEAD`` in all) are sent before the current one's reply is
+read, so Redis never waits for this process between batches. Such a *follower* runs only if the
+batch before it moved a full batch (its receipt says so, checked inside the follower's own
+atomic step): then no job stayed behind and the head of the set is exactly where the follower
+starts, as it would be if it had been sent after the reply. Otherwise it does nothing (nor do
+the followers after it) and the batch is sent again once the replies are read. The journal
+(``head_batch``: the last batch number sent; ``head_pending``: how many of the last ones are
+not counted yet) tells ``reconcile_head`` which receipt settles them after a crash."""
 
 from __future__ import annotations
+
+from collections import deque
 
 import redis
 
@@ -26,6 +27,7 @@ from .progress import Progress, ProgressStore, nothing_left_behind
 
 RECEIPT_NAMESPACE = "queuewatch:bulk-receipt"
 NOT_RUN = -1  # a follower whose batch before it did not move a full batch
+AHEAD = 4  # batches in flight, unpaced: Redis keeps working while this process waits for a core
 
 
 def head_mode(plan: BulkPlan) -> bool:
@@ -66,54 +68,50 @@ class HeadRun:
         self.ahead = plan.rate is None  # paced batches wait between them anyway
         self.script = SCRIPTS["retry_head"]
         self.conn = None
-        self.follower: int | None = None  # the batch number of a follower sent and not read
+        self.flight: deque[int] = deque()  # the batch numbers sent and not read, oldest first
         self.last_full = False  # the last batch read moved a full batch
 
     def step(self, cursor: Cursor) -> tuple[int, bool, Cursor]:
         """One batch; returns (jobs taken, exhausted, new cursor). At most one new batch is sent
-        per step, so the caller's cancellation check before each step comes before each send."""
+        per step once the pipe is full, so the caller's cancellation check before each step
+        comes before each send."""
         p = self.progress
         while True:
-            if self.follower is not None:
-                batch, self.follower = self.follower, None
-                if self.ahead and self.last_full:
-                    self._journal(batch + 1, pending=2)
-                    self._send(batch + 1, 0, follows=batch)
-                reply = self._read()
-            else:
+            if not self.flight:
                 offset = 0 if nothing_left_behind(p) else zset_offset(self.client, key=self.key, lo=self.lo,
                                                                       cursor=cursor)
                 batch = p.head_batch + 1
-                ahead = self.ahead and offset == 0
-                self._journal(batch + 1 if ahead else batch, pending=2 if ahead else 1)
+                sent = AHEAD if self.ahead and offset == 0 else 1
+                self._journal(batch + sent - 1, pending=sent)
                 self._send(batch, offset)
-                if ahead:
-                    self._send(batch + 1, 0, follows=batch)
-                reply = self._read()
-            p.head_pending = int(p.head_pending) - 1
-            if reply is None:  # it did not run: the next pass sends it (again) after the reply
+                for k in range(1, sent):
+                    self._send(batch + k, 0, follows=batch + k - 1)
+            elif self.ahead and self.last_full:
+                batch = self.flight[-1] + 1
+                self._journal(batch, pending=len(self.flight) + 1)
+                self._send(batch, 0, follows=batch - 1)
+            reply = self._read()
+            if reply is None:  # it did not run: nor will the followers; the batch is sent again
                 self.last_full = False
+                cursor = self.drain(cursor)
                 continue
             taken, cursor = self._count(reply, cursor)
-            exhausted = taken < self.plan.batch_size
-            if exhausted:
-                self.drain()
-            return taken, exhausted, cursor
+            if not self.last_full:  # the followers in flight will not run: read their replies
+                cursor = self.drain(cursor)
+            return taken, taken < self.plan.batch_size, cursor
 
-    def drain(self) -> None:
-        """Read a follower still in flight (it ran or not; its moves are counted)."""
-        if self.follower is not None:
-            self.follower = None
+    def drain(self, cursor: Cursor) -> Cursor:
+        """Read every batch still in flight (each ran or not; what ran is counted)."""
+        while self.flight:
             reply = self._read()
-            self.progress.head_pending = int(self.progress.head_pending) - 1
             if reply is not None:
-                cursor = self._count(reply, Cursor.from_dict(self.progress.cursor))[1]
-                self.progress.cursor = cursor.as_dict()
+                cursor = self._count(reply, cursor)[1]
+        return cursor
 
     def close(self) -> None:
         if self.conn is not None:
-            if self.follower is not None:
-                self.conn.disconnect()  # a reply is left unread on it
+            if self.flight:
+                self.conn.disconnect()  # replies are left unread on it
             self.client.connection_pool.release(self.conn)
             self.conn = None
 
@@ -129,11 +127,12 @@ class HeadRun:
             self.conn = self.client.connection_pool.get_connection()
         self.conn.send_command("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.fixed, offset,
                                self.plan.batch_size, batch, "" if follows is None else follows)
-        if follows is not None:
-            self.follower = batch
+        self.flight.append(batch)
 
     def _read(self) -> list | None:
-        """The reply of the oldest batch sent; ``None`` when it did not run."""
+        """The reply of the oldest batch in flight; ``None`` when it did not run."""
+        self.flight.popleft()
+        self.progress.head_pending = int(self.progress.head_pending) - 1
         try:
             reply = self.conn.read_response()
         except redis.exceptions.NoScriptError:  # a SCRIPT FLUSH during the run: load it again

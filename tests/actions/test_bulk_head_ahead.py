@@ -3,7 +3,7 @@ SORT_RO per batch and still places a priority or lifo job as Job.retry would (a 
 listpack-encoded set is read job by job and keeps its encoding), and the next batch sent before
 the current one's reply is read (a follower) never moves a job twice, never skips one and
 counts each exactly once, through a job that stays, a SCRIPT FLUSH, a cancel and a crash with
-two batches unread."""
+three batches unread."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from queues.bullmq_scripts import scripts_for
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.bulk.head import AHEAD
 from queues.keys import QueueRef
 from queues.selection import JobFilter
 from tests.support.seeding import seed_failed
@@ -80,30 +81,32 @@ def test_a_script_flush_during_the_run_loses_and_repeats_nothing(r):
     assert waiting(r) == list(range(1, 5501)) and r.xlen(Q.key("events")) == 5500
 
 
-def test_a_cancel_counts_the_batch_already_sent(r):
-    seed_failed(r, Q, 4500)
+def test_a_cancel_counts_the_batches_already_sent(r):
+    seed_failed(r, Q, (AHEAD + 2) * 1000)
     final = run_bulk(r, plan=plan(), store=MemoryStore(), should_cancel=iter([False, True]).__next__)
-    assert (final.state, final.moved) == ("cancelled", 2000)  # the one read, and its follower
-    assert waiting(r) == list(range(1, 2001)) and r.zcard(Q.key("failed")) == 2500
+    assert (final.state, final.moved) == ("cancelled", AHEAD * 1000)  # the one read, and the followers sent with it
+    assert waiting(r) == list(range(1, AHEAD * 1000 + 1)) and r.zcard(Q.key("failed")) == 2000
 
 
-@pytest.mark.parametrize("ran", [0, 1, 2])
-def test_a_crash_with_two_batches_unread_resumes_exactly_from_the_receipt(r, ran):
-    seed_failed(r, Q, 4500)
+@pytest.mark.parametrize("ran", [0, 1, 2, 3])
+def test_a_crash_with_three_batches_unread_resumes_exactly_from_the_receipt(r, ran):
+    n = (AHEAD + 3) * 1000 + 500
+    seed_failed(r, Q, n)
     store = MemoryStore()
     run_bulk(r, plan=plan(), store=store, should_cancel=iter([False, True]).__next__)
     crashed = store.load()
-    assert (crashed.moved, crashed.head_batch, crashed.head_pending) == (2000, 2, 0)
-    # The runner dies with batches 3 and 4 journalled and sent (4 following 3), replies unread.
-    crashed.state, crashed.head_batch, crashed.head_pending = "running", 4, 2
+    assert (crashed.moved, crashed.head_batch, crashed.head_pending) == (AHEAD * 1000, AHEAD, 0)
+    # The runner dies with three more batches journalled and sent (each following the one
+    # before), their replies unread; Redis ran the first `ran` of them.
+    crashed.state, crashed.head_batch, crashed.head_pending = "running", AHEAD + 3, 3
     store.save(crashed)
-    for batch in (3, 4)[:ran]:
+    for batch in range(AHEAD + 1, AHEAD + 1 + ran):
         reply = scripts_for(r).retry_head(keys=KEYS + [crashed.receipt_key], args=[
-            Q.base, "failed", "failedReason", "1", "(2000000", 0, 1000, batch, "" if batch == 3 else "3"])
+            Q.base, "failed", "failedReason", "1", "(2000000", 0, 1000, batch, "" if batch == AHEAD + 1 else batch - 1])
         assert reply[:2] == [1000, 1000]
     final = run_bulk(r, plan=plan(), store=store)
-    assert (final.state, final.moved, final.skipped) == ("done", 4500, 0)
-    assert waiting(r) == list(range(1, 4501)) and r.xlen(Q.key("events")) == 4500
+    assert (final.state, final.moved, final.skipped) == ("done", n, 0)
+    assert waiting(r) == list(range(1, n + 1)) and r.xlen(Q.key("events")) == n
     assert not r.exists(crashed.receipt_key)
 
 
