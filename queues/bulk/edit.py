@@ -130,11 +130,10 @@ return out
 READ_PAGE = lua_script("""
 -- KEYS[1] the set. ARGV[1] min, ARGV[2] max, ARGV[3] offset, ARGV[4] count.
 -- Returns {} or {last score, id, id, ...}.
-local entries = redis.call("ZRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[2], "WITHSCORES", "LIMIT", ARGV[3], ARGV[4])
-if #entries == 0 then return {} end
-local out = {entries[#entries]}
-for i = 1, #entries, 2 do out[#out + 1] = entries[i] end
-return out
+local ids = redis.call("ZRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[2], "LIMIT", ARGV[3], ARGV[4])
+if #ids == 0 then return {} end
+table.insert(ids, 1, redis.call("ZSCORE", KEYS[1], ids[#ids]))
+return ids
 """)
 
 
