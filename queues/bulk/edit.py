@@ -68,10 +68,12 @@ for k = 1, fast and n or 0 do
   end
 end
 if fast then
+  local jobKeys, data = {}, {}  -- updateData's KEYS and ARGV, one pair of tables for the chunk
   for k = 1, n do
     local i = 3 * k + 1
     local jobKey = ARGV[1] .. ARGV[i]
-    update_data({jobKey}, {ARGV[i + 2]})
+    jobKeys[1], data[1] = jobKey, ARGV[i + 2]
+    update_data(jobKeys, data)
     if ARGV[2] == "1" then redis.call("HDEL", jobKey, "atm", "ats", "stc") end
     codes[k] = 1
   end
