@@ -22,6 +22,7 @@ import re
 
 import orjson
 import redis
+from hiredis import pack_command
 
 from ..actions import MISSING, WRONG_STATE, ActionResult
 from ..bullmq_scripts import PUSH_CMD, SET_FIELDS, as_function, lua_script
@@ -29,7 +30,6 @@ from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
 from ..selection import Cursor, Page, zset_bounds, zset_offset
-from ..text import to_text
 from .plan import BulkPlan
 from .progress import Progress, nothing_left_behind
 
@@ -154,7 +154,7 @@ def read_page(client: redis.Redis, plan: BulkPlan, cursor: Cursor, progress: Pro
     reply = READ_PAGE(keys=[key], args=[lo, hi, offset, plan.batch_size], client=client)
     if not reply:
         return Page([], [], exhausted=True)
-    ids = [to_text(m) for m in reply[1:]]
+    ids = [m.decode("utf-8", "replace") for m in reply[1:]]  # to_text, without a call per id
     passed: list = [(i, None) for i in ids]
     passed[-1] = (ids[-1], float(reply[0]))
     return Page(passed, ids, exhausted=len(ids) < plan.batch_size)
@@ -277,8 +277,8 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
                     continue
                 args += [ids[n], *made]
                 sent.append(n)
-            if sent:
-                conn.send_command("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args)
+            if sent:  # packed by hiredis directly: redis-py's packer looks at every argument first
+                conn.send_packed_command([pack_command(("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args))])
                 edits.append([args, sent, None])
         for edit in edits:
             edit[2] = _reply(conn.read_response)

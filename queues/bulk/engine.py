@@ -11,7 +11,7 @@ import redis
 
 from ..actions import DONE, MISSING, WRONG_STATE
 from ..selection import Cursor, Page, advance, next_page
-from .batches import execute_batch, explicit_page, state_check, still_there
+from .batches import MOVED, execute_batch, explicit_page, state_check, still_there
 from .edit import read_page, reads_its_page
 from .head import RECEIPT_NAMESPACE, HeadRun, head_mode, reconcile_head
 from .lock import BulkLock, LockLost
@@ -48,7 +48,9 @@ def _tally(progress: Progress, results: list) -> set[str]:
     """Add a batch's results to the counts; return the ids that stay where they were."""
     stayed = set()
     for r in results:
-        if isinstance(r, Exception):
+        if r is MOVED:  # most results: one shared object, nothing kept
+            progress.moved += 1
+        elif isinstance(r, Exception):
             progress.failed += 1
             if len(progress.errors) < 20:
                 progress.errors.append(str(r)[:300])
@@ -134,8 +136,11 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             if head:
                 pass  # the cursor moved with the batch
             elif page is not None:
-                matched = set(page.match_ids)
-                cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
+                remaining = None  # a sorted set's page: its last score is the cursor
+                if page.passed and page.passed[-1][1] is None:  # the waiting list: anchored on an id that stays
+                    matched = set(page.match_ids)
+                    remaining = {i for i, _ in page.passed if i not in matched} | stayed
+                cursor = advance(cursor, page, remaining=remaining)
                 progress.cursor = cursor.as_dict()
             else:
                 progress.position = next_position
