@@ -307,6 +307,8 @@ def _record(ids: list[str], results: list, codes, sent: list[int]) -> None:
         for n in sent:
             results[n] = codes
         return
+    if codes.count(1) == len(codes):  # every job moved (their results stay None)
+        return
     for n, code in zip(sent, codes):
         job_id = ids[n]
         if code == -1:
