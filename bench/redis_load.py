@@ -11,7 +11,7 @@ What it starts (all on loopback, free ports, stopped at the end, also on Ctrl-C/
   one (Queuewatch's channel layer, leader lock, fragment cache: ``QUEUEWATCH_DASHBOARD_REDIS_URL``),
   so channel-layer traffic is not counted on the monitored Redis;
 * ``bench/node/workload.mjs``: real Node BullMQ 6.7.0, 50 queues, one Worker each, ``--rate``
-  jobs/s added round-robin, every 5th job fails (attempts 1), retention ``{count: 100}``. It
+  jobs/s added round-robin, every 5th job of each queue fails (attempts 1), retention ``{count: 100}``. It
   first pre-fills every queue so the completed/failed sets already sit at their retention cap:
   the workload's own traffic is stationary when measuring starts;
 * Queuewatch: daphne + ``manage.py monitor`` (the product's default tick unless ``--tick-ms``),
@@ -340,8 +340,12 @@ class Bench:
         a = self.args
         app.env["QUEUEWATCH_TIMINGS"] = "0"
         # The previous monitor's overview rows are still cached: without this, the wait below
-        # would end at once and the window would hold this monitor's start-up work.
-        self.dashboard_client.delete("queuewatch:frag:overview")
+        # would end at once and the window would hold this monitor's start-up work. The closed
+        # tabs' watches also outlive them by up to 90 s (channels.WATCH_TTL_S: a watch is shared
+        # by every tab on the same list, so closing one cannot remove it): without clearing them
+        # this monitor would render the last phase's 25 failed lists, which the timings-on phase
+        # (no client yet) never did; likewise the languages those tabs announced.
+        self.dashboard_client.delete("queuewatch:frag:overview", "queuewatch:watch", "queuewatch:languages")
         try:
             monitor = app.start_monitor()
             await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
@@ -522,8 +526,11 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60,
                     help="measured window per client count; keep it a multiple of 60 s, so every window holds as many "
                          "of the monitor's exact snapshots (every 10 s) and health checks (every 60 s) as the others")
-    ap.add_argument("--baseline-seconds", type=float, default=15,
-                    help="window of each workload-only baseline and of the monitor-without-clients phase")
+    ap.add_argument("--baseline-seconds", type=float, default=60,
+                    help="window of each workload-only baseline and of the monitor-without-clients phase; keep it a "
+                         "multiple of 30 s: the 50 workers, started together, run BullMQ's stalled-job check together "
+                         "every 30 s (about 100 script calls at once), so a shorter baseline either holds one such "
+                         "burst or none, and the subtraction leaves ~10 workload commands/s in the dashboards' figure")
     ap.add_argument("--warmup", type=float, default=5, help="seconds after clients change before measuring")
     ap.add_argument("--monitor-warmup", type=float, default=5,
                     help="seconds after the monitor has published every overview row")
@@ -532,7 +539,8 @@ def main() -> int:
     ap.add_argument("--spread", choices=("distinct", "same"), default="distinct")
     ap.add_argument("--code-ref", default=None, metavar="REF",
                     help="run Queuewatch from this commit (exported with git archive) instead of the working tree")
-    ap.add_argument("--time-limit", type=float, default=600, help="abort (and clean up) after this many seconds")
+    ap.add_argument("--time-limit", type=float, default=1500,
+                    help="abort (and clean up) after this many seconds (a full run with both tools takes about 17 min)")
     ap.add_argument("--tools", default="bullboard,queuewatch", help="which tools to measure (default both)")
     ap.add_argument("--no-proxy", action="store_true",
                     help="connect both tools straight to the monitored Redis (no exact per-tool counts)")

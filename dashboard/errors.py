@@ -16,7 +16,12 @@ from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnav
 
 
 class InvalidInput(QueuewatchError):
-    """Input a request cannot run with (400); the message is shown to the user as is."""
+    """Input a request cannot run with (400); the message is shown to the user as is.
+    ``details`` are extra fields for the JSON answer (e.g. ``errors``: a job schema's reasons)."""
+
+    def __init__(self, message: str = "", **details):
+        self.details = details
+        super().__init__(message)
 
 
 class Conflict(QueuewatchError):
@@ -81,7 +86,7 @@ def api_errors(view):
 
                 audit.record_refusal(user=request.user, kind="validation", via="api",
                                      target=f"{request.method} {request.path}", message=str(exc))
-            return JsonResponse({"error": "bad_request", "message": str(exc)}, status=400)
+            return JsonResponse({"error": "bad_request", "message": str(exc), **exc.details}, status=400)
         except Conflict as exc:
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)
         except PermissionDenied as exc:

@@ -19,6 +19,7 @@ which is what a Redis node source's ``errors()`` does (docs/sources.md lists tho
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.sources import Source, source_for
 from queues.sources.redis_node import redis_errors
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Monitored", "Registry", "get_redactor", "get_registry", "redis_errors", "reset_registry"]
 
@@ -83,6 +86,13 @@ class Registry:
     def client(self, name: str) -> redis.Redis:
         """The connection's raw Redis client, for features not yet moved to ``source(name)``."""
         return self.source(name).raw_client()
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            try:
+                conn.source.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; one source must not stop the rest
+                log.debug("could not close the source of %s", conn.spec.name, exc_info=True)
 
     def queues(self, name: str, *, refresh: bool = False) -> list[QueueRef]:
         """The connection's queues: the monitor's published list, cached for the discovery
@@ -184,10 +194,14 @@ def get_registry() -> Registry:
 
 
 def reset_registry() -> None:
-    """Forget clients and caches (tests change connections between sessions)."""
+    """Forget clients and caches (tests change connections between sessions), closing the old
+    sources' pooled connections: otherwise each reset left its sockets open until the garbage
+    collector found them."""
     global _registry
     with _registry_lock:
-        _registry = None
+        old, _registry = _registry, None
+    if old is not None:
+        old.close()
 
 
 def get_redactor() -> Redactor:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import redis
 
+from . import job_schema
 from .actions import DONE, MISSING, WRONG_STATE, ActionResult, retry_call
 from .bullmq_scripts import as_function, lua_script
 from .messages import _
@@ -79,6 +80,7 @@ class EditPlan:
     before: Any
     after: Any
     lifo: bool = False
+    refusals: tuple = ()  # why the patched data does not pass the queue's schema (queues.job_schema)
 
     @property
     def fingerprint(self) -> str:
@@ -97,8 +99,9 @@ class EditPlan:
         return diff_lines(redact(self.before), redact(self.after))
 
 
-def plan_edit(client: redis.Redis, *, queue, job_id: str, patch: Any) -> EditPlan | None:
-    """The stored data of failed job ``job_id`` with ``patch`` applied (``None``: no such job)."""
+def plan_edit(client: redis.Redis, *, queue, job_id: str, patch: Any, schema: dict | None = None) -> EditPlan | None:
+    """The stored data of failed job ``job_id`` with ``patch`` applied (``None``: no such job),
+    and why the result does not pass the queue's ``schema``, if it does not."""
     key = queue.job_key(job_id)
     pipe = client.pipeline(transaction=False)
     pipe.hget(key, "data")
@@ -112,8 +115,9 @@ def plan_edit(client: redis.Redis, *, queue, job_id: str, patch: Any) -> EditPla
     ok, before = parse_json(before_raw)
     if not ok:
         raise PatchError(_("The job's stored data is not valid JSON, so a merge patch cannot be applied to it."))
+    after = merge_patch(before, patch)
     return EditPlan(job_id=job_id, state="failed" if failed is not None else "other", before_raw=before_raw,
-                    before=before, after=merge_patch(before, patch), lifo=_lifo(opts))
+                    before=before, after=after, lifo=_lifo(opts), refusals=tuple(job_schema.validate(schema, after)))
 
 
 def _lifo(opts_raw) -> bool:
@@ -129,6 +133,8 @@ def edit_and_retry(client: redis.Redis, *, queue, plan: EditPlan, reset_counters
     if not plan.changes:
         return ActionResult(job_id, UNCHANGED, _("The patch leaves job {id}'s data as it is; nothing was done "
                                                  "(use Retry to run it again unchanged).", id=job_id))
+    if plan.refusals:
+        return ActionResult(job_id, job_schema.INVALID_DATA, job_schema.refusal(list(plan.refusals)))
     keys, args = retry_call(queue, job_id, state="failed", reset_counters=reset_counters, lifo=plan.lifo)
     code = int(EDIT_RETRY(keys=keys, args=[*args, plan.before_raw, plan.after_raw], client=client))
     if code == 1:

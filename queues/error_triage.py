@@ -9,8 +9,8 @@ Each error group gets a class from its newest failure reason (first line, as gro
 - *unknown* — nothing matched.
 
 Admins' rules (a regular expression and a class) are tried first, in their order, then the
-built-in patterns. Patterns are compiled with the ``regex`` module and every match runs with a
-timeout on at most ``MAX_INPUT`` characters, so a hostile pattern (``(x+x+)+y``) cannot hang a
+built-in patterns. Every match runs bounded (``queues.bounded_regex``: the ``regex`` module, a
+timeout) on at most ``MAX_INPUT`` characters, so a hostile pattern (``(x+x+)+y``) cannot hang a
 page: a rule that times out is skipped for that reason, and ``validate_pattern`` refuses one
 that times out on a pathological probe. Framework-free (no Django), no I/O.
 """
@@ -18,9 +18,10 @@ that times out on a pathological probe. Framework-free (no Django), no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import regex
+
+from . import bounded_regex
 
 TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
 CLASSES = (TRANSIENT, PERMANENT, UNKNOWN)
@@ -32,10 +33,9 @@ ADVICE = {
 }
 
 MAX_PATTERN = 300  # characters in a user rule's pattern
-MAX_INPUT = 2000  # characters of a reason a pattern is matched against (the grouped first line)
-TIMEOUT_S = 0.05  # per match
+MAX_INPUT = bounded_regex.PROBE_LENGTH  # characters of a reason a pattern is matched against (the grouped first line)
 
-_FLAGS = regex.IGNORECASE | regex.VERSION0
+_FLAGS = regex.IGNORECASE
 _STATUS = r"(?:status(?:\s*code)?|http(?:/\d(?:\.\d)?)?|code|response)\s*[:=]?\s*"
 
 # (class, what it is, pattern), tried in this order: the first match decides. Status codes and
@@ -78,15 +78,10 @@ class Triage:
         return ADVICE[self.error_class]
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str):
-    return regex.compile(pattern, _FLAGS)
-
-
 def _search(pattern: str, text: str) -> bool:
     """Whether ``pattern`` matches; False when it times out or does not compile."""
     try:
-        return _compiled(pattern).search(text[:MAX_INPUT], timeout=TIMEOUT_S) is not None
+        return bounded_regex.search(pattern, text[:MAX_INPUT], flags=_FLAGS)
     except (regex.error, TimeoutError):
         return False
 
@@ -107,28 +102,12 @@ def classify(reason: str, *, user_rules=()) -> Triage:
     return Triage(UNKNOWN, "")
 
 
-# Inputs a pathological pattern is slow on: long runs of one character then a mismatch.
-_PROBES = tuple(c * MAX_INPUT + "!" for c in ("a", "x", "0", " ", "-")) + (("ab" * (MAX_INPUT // 2)) + "!",)
-
-
 def validate_pattern(pattern: str) -> str | None:
     """What is wrong with a user rule's pattern, or None. Refuses empty, too long, invalid, and
-    patterns that take longer than the timeout on a pathological probe of ``MAX_INPUT`` chars."""
+    patterns that take longer than the timeout on a pathological probe (``queues.bounded_regex``)."""
     if not pattern or not pattern.strip():
         return "Enter a regular expression, e.g. payment gateway .* declined."
-    if len(pattern) > MAX_PATTERN:
-        return f"A pattern can be at most {MAX_PATTERN} characters long (this one has {len(pattern)})."
-    try:
-        compiled = regex.compile(pattern, _FLAGS)
-    except regex.error as e:
-        return f"This is not a valid regular expression: {e}."
-    for probe in _PROBES:
-        try:
-            compiled.search(probe, timeout=TIMEOUT_S)
-        except TimeoutError:
-            return ("This pattern takes too long on some inputs (nested repetition such as (a+)+ "
-                    "backtracks exponentially); simplify it.")
-    return None
+    return bounded_regex.problem(pattern, flags=_FLAGS, max_length=MAX_PATTERN)
 
 
 @dataclass(frozen=True)

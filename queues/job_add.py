@@ -22,11 +22,12 @@ from dataclasses import dataclass
 import msgpack
 import redis
 
+from . import job_schema
 from .bullmq_scripts import as_function, lua_script
 from .job_options import InvalidJob, NewJob
 from .keys import QueueRef
 from .messages import _
-from .safe_json import loads_or
+from .safe_json import loads_or, parse_json
 from .text import to_text
 
 CREATED, DUPLICATED, DEDUPLICATED = "created", "duplicated", "deduplicated"
@@ -57,6 +58,25 @@ _KINDS = {
 }
 ADD_SCRIPTS = {kind: lua_script(as_function("add_job", filename) + _OUTCOME % {"id_key": id_key})
                for kind, (filename, _, id_key) in _KINDS.items()}
+
+
+class DataRefused(InvalidJob):
+    """The job's data does not pass the queue's schema (``queues.job_schema``); ``reasons``
+    says where and why, a few at most."""
+
+    def __init__(self, reasons: list):
+        self.reasons = reasons
+        super().__init__(job_schema.refusal(reasons))
+
+
+def check_data(schema: dict | None, data_json: str) -> None:
+    """``DataRefused`` unless the data passes ``schema`` (no schema: everything passes)."""
+    if schema is None:
+        return
+    ok, data = parse_json(data_json)
+    reasons = job_schema.validate(schema, data) if ok else [_("The data is not JSON, so it cannot pass a schema.")]
+    if reasons:
+        raise DataRefused(reasons)
 
 
 @dataclass(frozen=True)
@@ -97,8 +117,10 @@ def add_call(queue: QueueRef, job: NewJob, *, now_ms: int) -> tuple[str, list[st
     return kind, [queue.key(k) for k in key_names], args
 
 
-def add_job(client: redis.Redis, *, queue: QueueRef, job: NewJob) -> AddOutcome:
-    """Add ``job`` (checked by ``queues.job_options.new_job``) with BullMQ's own add script."""
+def add_job(client: redis.Redis, *, queue: QueueRef, job: NewJob, schema: dict | None = None) -> AddOutcome:
+    """Add ``job`` (checked by ``queues.job_options.new_job``) with BullMQ's own add script,
+    if its data passes the queue's ``schema`` (else ``DataRefused``, and nothing is written)."""
+    check_data(schema, job.data_json)
     if not client.exists(queue.key("meta")):
         raise InvalidJob(_("There is no queue '{name}' (no meta key); Queuewatch never creates a queue.", name=queue.name))
     kind, keys, args = add_call(queue, job, now_ms=int(time.time() * 1000))
@@ -142,12 +164,12 @@ def copy_of(source: SourceJob) -> NewJob:
                   opts={k: v for k, v in source.opts.items() if k not in NOT_COPIED})
 
 
-def duplicate_job(client: redis.Redis, *, queue: QueueRef, job_id: str) -> AddOutcome | None:
+def duplicate_job(client: redis.Redis, *, queue: QueueRef, job_id: str, schema: dict | None = None) -> AddOutcome | None:
     """Add a copy of job ``job_id`` (read from Redis) to its queue; ``None`` if it is gone."""
     source = read_source(client, queue=queue, job_id=job_id)
     if source is None:
         return None
-    return add_job(client, queue=queue, job=copy_of(source))
+    return add_job(client, queue=queue, job=copy_of(source), schema=schema)
 
 
 def parse_data(text: str) -> object:

@@ -1,6 +1,6 @@
 """Keeping a queue's counts current between snapshots, from the events the monitor reads anyway.
 
-Reading a queue's counts costs about 13 commands. Re-reading every queue that changed would, at
+Reading a queue's counts costs about 12 commands. Re-reading every queue that changed would, at
 100 jobs/s over 50 queues, cost the monitored Redis more than the dashboards Queuewatch replaces.
 So the monitor takes an exact snapshot every few seconds (it carries the id of the newest event
 at that moment) and in between moves jobs from count to count as BullMQ's events say they

@@ -7,7 +7,7 @@ two shapes (``RedisBackend.clientName``). ``Queue.getWorkers()`` reads ``CLIENT 
 the clients whose name is exactly the base or starts with ``<base>:w:`` (``QueueGetters.getWorkers``
 in the Node dist, ``Queue.get_workers`` in the Python package). Queue-events readers end in
 ``:qe`` and are not workers. This module is the one home of that naming rule (the health check
-``queue.no_workers`` asks it too).
+``queue.no_workers`` judges the monitor's reading, or reads with ``read_workers`` itself).
 
 The monitor reads ``CLIENT LIST`` once per connection per period (``read_workers``), never per
 request or per tab: one command whose reply is about 350 bytes per client connected to that
@@ -30,6 +30,7 @@ class Worker:
     addr: str  # ip:port of the worker's connection, as Redis sees it
     age_s: int  # seconds since the connection was opened
     idle_s: int  # seconds since its last command (a worker blocked waiting for jobs counts as busy)
+    client: str = ""  # the connection's name as BullMQ set it (the health check's evidence)
 
     @property
     def age_ms(self) -> int:
@@ -40,11 +41,12 @@ class Worker:
         return self.idle_s * 1000
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "addr": self.addr, "age_s": self.age_s, "idle_s": self.idle_s}
+        return {"name": self.name, "addr": self.addr, "age_s": self.age_s, "idle_s": self.idle_s, "client": self.client}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Worker":
-        return cls(str(d.get("name", "")), str(d.get("addr", "")), int(d.get("age_s", 0)), int(d.get("idle_s", 0)))
+        return cls(str(d.get("name", "")), str(d.get("addr", "")), int(d.get("age_s", 0)), int(d.get("idle_s", 0)),
+                   str(d.get("client", "")))
 
 
 def client_name(queue: QueueRef) -> str:
@@ -93,7 +95,8 @@ def workers_by_queue(clients: list[dict], queues: list[QueueRef], *, db: int = 0
             q = by_base.get(name.split(WORKER_SUFFIX, 1)[0])
         if q is None:
             continue
-        out[q].append(Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle"))))
+        out[q].append(Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle")),
+                             name))
     for workers in out.values():
         workers.sort(key=lambda w: (w.name, w.addr))
     return out

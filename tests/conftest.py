@@ -183,3 +183,14 @@ def smtp(settings):
     settings.QUEUEWATCH_BASE_URL = "https://qw.example.test"
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def every_language_rendered():
+    """A monitor run in-process narrows the languages live fragments are rendered in
+    (``fragments.only_render``, a process-wide setting); put it back, so a later test that
+    renders a fragment does not depend on which monitor test ran before it."""
+    yield
+    from dashboard.live import fragments
+
+    fragments.only_render(None)

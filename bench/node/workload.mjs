@@ -11,7 +11,10 @@
 //   Plus <delayed> jobs per queue delayed by an hour, so the delayed counts are not zero.
 // * Steady phase: <rate> jobs/s in total, added one by one (Queue.add) round-robin over the
 //   queues on a 50 ms clock that catches up exactly (added = floor(elapsed * rate)); every
-//   <fail-every>-th job throws in the worker (attempts: 1), the others complete.
+//   <fail-every>-th job throws in the worker (attempts: 1), the others complete. The failures
+//   are spread so that every queue has them at the same rate (job r of queue i fails when
+//   (r + i) % <fail-every> is <fail-every> - 1): a plain "seq % 5" over 50 queues would make 10
+//   queues fail every job and 40 none.
 // * stdout: {"ready": true, ...} once the prefill is done and the steady phase starts, then on
 //   SIGTERM/SIGINT (or when stdin closes) {"summary": {...}} with what was added and finished.
 // * stderr: progress every 10 s.
@@ -88,7 +91,8 @@ async function produce() {
     const due = Math.floor(((Date.now() - t0) / 1000) * opts.rate);
     while (seq < due && steady) {
       const q = queues[seq % queues.length];
-      const fail = opts.failEvery > 0 && seq % opts.failEvery === opts.failEvery - 1;
+      const round = Math.floor(seq / queues.length);
+      const fail = opts.failEvery > 0 && (round + (seq % queues.length)) % opts.failEvery === opts.failEvery - 1;
       try {
         await q.add('steady', { seq, fail }, jobOpts);
         stats.added++;

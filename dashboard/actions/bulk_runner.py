@@ -217,6 +217,7 @@ class BulkRunner:
                              message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
                                       + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
                                       + (f"; the copies kept: {kept_by}" if kept_by else "")
+                                      + (" [" + " ".join(final.refusals) + "]" if final and final.refusals else "")
                                       + (f" of {task.total}" if task.total is not None else "")
                                       + (f". {error or note}" if error or note else ".")))
                 return True

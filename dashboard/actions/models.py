@@ -139,3 +139,29 @@ class TriageRule(models.Model):
         from queues.error_triage import UserRule
 
         return UserRule(self.pattern, self.error_class, self.comment or self.pattern)
+
+
+class QueueSchema(models.Model):
+    """An admin's JSON Schema for the data of one queue's jobs (``queues.job_schema``): adding,
+    duplicating and editing-and-retrying jobs of that queue refuse data that does not pass it.
+    Set, replaced and removed through the ``set-schema``/``remove-schema`` actions (audited)."""
+
+    connection = models.CharField(max_length=40)
+    prefix = models.CharField(max_length=200)
+    queue = models.CharField(max_length=200)
+    schema = models.JSONField()
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by_name = models.CharField(max_length=150, blank=True, help_text="Kept if the user is deleted.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["connection", "prefix", "queue"], name="one_schema_per_queue")]
+
+    def __str__(self):
+        return f"{self.connection}/{self.prefix}/{self.queue}"
+
+    @property
+    def pretty(self) -> str:
+        import json
+
+        return json.dumps(self.schema, indent=2, ensure_ascii=False)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
-from dashboard.actions import runners, toolbox_runners
+from dashboard.actions import job_schemas, runners, toolbox_runners
 from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
@@ -62,6 +62,7 @@ class Action:
     danger: bool = False  # drawn as a destructive button
     note: str = ""  # a line of help next to the button
     fields: str = ""  # template with extra form fields, shown after the button
+    needs_user: bool = False  # the runner is also given ``user=`` (it records who, e.g. a stored setting)
 
     @property
     def audit_label(self) -> str:
@@ -149,6 +150,12 @@ for _action in (
     Action("drain", QUEUE, _("Drain"), tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
     Action("obliterate", QUEUE, _("Obliterate"), tools.ObliterateInput, toolbox_runners.obliterate, offered=never,
            role=ADMIN, danger=True),
+    # A queue's job schema (docs/actions.md, "Job schema"): stored in the database, not in Redis;
+    # refused in read-only mode all the same, as every other queue setting.
+    Action("set-schema", QUEUE, _("Save job schema"), job_schemas.SchemaInput, job_schemas.set_schema, offered=never,
+           role=ADMIN, needs_user=True),
+    Action("remove-schema", QUEUE, _("Remove job schema"), ActionInput, job_schemas.remove_schema, offered=never,
+           role=ADMIN, danger=True, needs_user=True),
     # Job schedulers (forms on the schedulers page; the scheduler is named in the input).
     Action("edit-scheduler", QUEUE, _("Save scheduler"), schedulers.EditSchedulerInput, schedulers.edit_scheduler,
            offered=never),

@@ -20,10 +20,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from dashboard import dead_letters
-from dashboard.actions import audit, registry, runners
+from dashboard.actions import audit, job_schemas, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.errors import Conflict, InvalidInput
+from dashboard.i18n import translate
 from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from queues import bulk, edit_retry, selection
@@ -64,11 +65,12 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
     client = client_for(queue)
     entry = dict(user=user, via=via, action=action.audit_label, queue=queue, reason=given.reason,
                  job_ids=[job_id] if action.scope == registry.JOB else [], selection=given.audit_details())
+    extra = {"user": user} if action.needs_user else {}
     with audited_failure(**entry):
         if action.scope == registry.JOB:
-            result = action.run(client, queue=queue, job_id=job_id, given=given)
+            result = action.run(client, queue=queue, job_id=job_id, given=given, **extra)
         else:
-            result = action.run(client, queue=queue, given=given)
+            result = action.run(client, queue=queue, given=given, **extra)
     # A result may add to the row's details what only running it could know: the before and
     # after of an edit, the id a job was added under (dashboard.actions.toolbox_runners).
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
@@ -125,22 +127,25 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
             seen = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE)
             found = BulkPreview(action, chosen, seen.count, list(seen.sample))
         if patch is not None:
-            found.patch, found.diffs = patch, sample_diffs(client, queue, [j.id for j in found.sample], patch)
+            found.patch, found.diffs = patch, sample_diffs(client, queue, [j.id for j in found.sample], patch,
+                                                           schema=job_schemas.schema_for(queue))
     return found
 
 
-def sample_diffs(client, queue: QueueRef, ids: list[str], patch: dict) -> list[tuple[str, list[str]]]:
+def sample_diffs(client, queue: QueueRef, ids: list[str], patch: dict,
+                 schema: dict | None = None) -> list[tuple[str, list[str]]]:
     """What the patch does to each job's stored data, redacted (a job whose data is not JSON
-    says so instead)."""
+    says so instead; one whose patched data the queue's schema refuses says why after its diff,
+    as "! …" lines: the task will leave it failed)."""
     redact, out = get_redactor().value, []
     for job_id in ids:
         try:
-            plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch)
+            plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch, schema=schema)
         except edit_retry.PatchError as exc:
             out.append((job_id, [str(exc)]))
             continue
         if plan is not None:
-            out.append((job_id, plan.diff(redact)[:200]))
+            out.append((job_id, plan.diff(redact)[:200] + [f"! {translate(r)}" for r in plan.refusals]))
     return out
 
 
@@ -155,7 +160,9 @@ def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int
               reset_counters: bool, patch: dict | None = None) -> "bulk.BulkPlan":
     """The domain engine's plan (which jobs, fixed at ``before_ms``; what to do; how fast).
     "Redrive" on a dead-letter queue moves its jobs to their source queue; on any other queue
-    it is the failed-set redrive: retry with the counters reset."""
+    it is the failed-set redrive: retry with the counters reset. An edit's plan carries the
+    queue's job schema as it is when the plan is made (a task resumed after the schema changed
+    checks the rest of its jobs against the new one)."""
     rules = dead_letters.rules()
     dlq_move = action == "redrive" and rules.is_dead_letter(queue.name)
     try:
@@ -164,7 +171,8 @@ def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int
             rate=rate, filt=None if chosen.ids else chosen.job_filter(),
             job_ids=tuple(chosen.ids) if chosen.ids else None,
             reset_counters=True if action == "redrive" else reset_counters,
-            dlq_patterns=rules.patterns, dlq_mapping=tuple(rules.mapping.items()), patch=patch)
+            dlq_patterns=rules.patterns, dlq_mapping=tuple(rules.mapping.items()), patch=patch,
+            schema=job_schemas.schema_for(queue) if patch is not None else None)
     except ValueError as exc:  # the domain's own check of a plan (state the action cannot act on…)
         raise InvalidInput(str(exc)) from None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
 
+from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox_inputs import redacted_json
 from dashboard.errors import InvalidInput
 from dashboard.i18n import translate
@@ -51,10 +52,11 @@ def _parsed(text: str):
 
 
 def add(client, *, queue: QueueRef, given) -> ToolResult:
+    """Add a job; data the queue's schema refuses is a 400 that lists why (nothing written)."""
     try:
-        outcome = job_add.add_job(client, queue=queue, job=given.job)
+        outcome = job_add.add_job(client, queue=queue, job=given.job, schema=schema_for(queue))
     except InvalidJob as exc:
-        raise InvalidInput(translate(exc.args[0])) from None
+        raise refused(exc) from None
     return _added(outcome, new_job=given.job)
 
 
@@ -64,9 +66,9 @@ def duplicate(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
         return ToolResult(actions.MISSING, _("Job %(id)s no longer exists.") % {"id": job_id})
     copy = job_add.copy_of(source)
     try:
-        outcome = job_add.add_job(client, queue=queue, job=copy)
+        outcome = job_add.add_job(client, queue=queue, job=copy, schema=schema_for(queue))
     except InvalidJob as exc:
-        raise InvalidInput(translate(exc.args[0])) from None
+        raise refused(exc) from None
     result = _added(outcome, new_job=copy)
     if outcome.created:
         result.message = _("Job %(id)s duplicated as job %(new)s.") % {"id": job_id, "new": outcome.job_id}
@@ -75,7 +77,7 @@ def duplicate(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
 
 def edit_plan(client, *, queue: QueueRef, job_id: str, patch) -> edit_retry.EditPlan:
     try:
-        plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch)
+        plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch, schema=schema_for(queue))
     except edit_retry.PatchError as exc:
         raise InvalidInput(translate(exc.args[0])) from None
     if plan is None:

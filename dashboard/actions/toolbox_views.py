@@ -17,7 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
-from dashboard.actions import registry, scheduler_actions, toolbox_runners
+from dashboard.actions import job_schemas, registry, scheduler_actions, toolbox_runners
 from dashboard.actions import services as operations
 from dashboard.actions.api import api_post, body_params
 from dashboard.actions.toolbox_inputs import EditRetryInput
@@ -25,6 +25,7 @@ from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
 from dashboard.errors import InvalidInput, JsonResponse, page_errors
+from dashboard.i18n import translate
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from queues import queue_settings, scheduler_edit
 from queues.job_options import BACKOFF_TYPES
@@ -39,7 +40,8 @@ PAYLOAD_CAP = 200_000
 def add_job_page(request, connection, prefix, name):
     """The add form; it posts to the registered ``add`` action. Not under ``jobs/<id>``: a job may be called "new"."""
     queue = reads.resolve(connection, prefix, name)
-    return render(request, "actions/add_job.html", {"queue": queue, "backoff_types": BACKOFF_TYPES})
+    return render(request, "actions/add_job.html", {"queue": queue, "backoff_types": BACKOFF_TYPES,
+                                                    "job_schema": job_schemas.stored(queue)})
 
 
 @require_GET
@@ -67,7 +69,8 @@ def edit_retry_preview(request, connection, prefix, name, job_id):
                                          patch=given.patch)
     return render(request, "actions/partials/edit_preview.html", {
         "queue": queue, "job_id": job_id, "plan": plan, "diff": plan.diff(get_redactor().value),
-        "patch": request.POST.get("patch", ""), "keep_counters": not given.reset_counters})
+        "patch": request.POST.get("patch", ""), "keep_counters": not given.reset_counters,
+        "refusals": [translate(r) for r in plan.refusals]})
 
 
 @require_GET
@@ -79,7 +82,8 @@ def settings_page(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     with redis_errors(connection):
         now = queue_settings.read_settings(get_registry().client(connection), queue=queue)
-    return render(request, "actions/queue_settings.html", {"queue": queue, "settings": now})
+    return render(request, "actions/queue_settings.html", {"queue": queue, "settings": now,
+                                                           "job_schema": job_schemas.stored(queue)})
 
 
 @login_not_required  # both views answer 401 themselves (api_auth)

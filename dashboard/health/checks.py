@@ -3,7 +3,11 @@ and keeps the latest result in the dashboard Redis for ``/metrics``.
 
 Who runs the checks: the health page (on request — they are cheap: a few plain commands per
 queue), ``manage.py check_queues``, and the leading monitor on its schedule, which hands over
-its own current figures of every queue so they are not read twice. Every run stores its result as one JSON document, ``queuewatch:health``,
+its own current figures of every queue so they are not read twice. Wherever they run, the
+``queue.no_workers`` check judges the workers the leading monitor last published
+(``channels.read_workers``; the document expires after three missed periods, so one that exists
+is fresh), and reads ``CLIENT LIST`` itself only without one (no monitor) or for a connection
+the document does not cover. Every run stores its result as one JSON document, ``queuewatch:health``,
 with the time it was taken. ``/metrics`` only *reads* that document, so a scrape never touches
 the monitored Redis; its ``queuewatch_health_age_seconds`` says how old the results are.
 """
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 
+from dashboard.browse import selectors as reads
 from dashboard.live import channels as live
 from dashboard.registry import get_registry
 from dashboard.dead_letters import is_dead_letter_queue
@@ -26,6 +31,7 @@ from queues import health
 from queues.errors import RedisUnavailable
 from queues.keys import QueueRef
 from queues.snapshot import QueueSnapshot
+from queues.workers import Worker
 
 log = logging.getLogger("queuewatch.health")
 
@@ -100,6 +106,17 @@ def read_monitor_state() -> dict | None:
         return None
 
 
+def monitor_workers(doc: dict, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]] | None:
+    """The workers of those of ``queues`` the monitor read, from its published workers document
+    (``{}`` when none exists: it expires after three missed periods, so one that exists is
+    fresh); None without a document. Queues it did not read (a connection it could not read,
+    a queue found since) are left out, and the checks read that connection themselves."""
+    if not doc.get("taken_at"):
+        return None
+    found = {q: reads.queue_workers(q, doc) for q in queues}
+    return {q: w.workers for q, w in found.items() if w.known}
+
+
 def run_all(*, now: int | None = None, connections: list[str] | None = None,
             thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS,
             snapshots: Mapping[QueueRef, QueueSnapshot] | None = None) -> HealthReport:
@@ -110,6 +127,7 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
     registry = get_registry()
     state = read_monitor_state()
     fresh, note = health.usable_state(state, now)
+    workers_doc = reads.workers_document()
     out = []
     for name in connections or registry.names:
         conn = registry.connection(name)
@@ -121,7 +139,9 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
             out.append(report)
             continue
         report.results = health.run_checks(conn.client, queues, fresh, now, connection=name, thresholds=thresholds,
-                                           is_dead_letter=is_dead_letter_queue, snapshots=snapshots)
+                                           is_dead_letter=is_dead_letter_queue, snapshots=snapshots,
+                                           workers=monitor_workers(workers_doc, queues),
+                                           workers_at=workers_doc.get("taken_at"))
         out.append(report)
     return HealthReport(
         checked_at=now, connections=out,

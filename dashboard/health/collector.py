@@ -156,6 +156,14 @@ def state_families(state: dict) -> Iterator[Metric]:
             family.add_metric(queue_label_values(q), value(q))
         yield family
 
+    workers = GaugeMetricFamily("queuewatch_queue_workers",
+                                "Worker connections of the queue as the monitor last read them (CLIENT LIST); "
+                                "no sample when unknown.", labels=QUEUE_LABELS)
+    for q in queues:
+        if isinstance(q.get("workers"), int):  # absent or null: unknown, which is not 0
+            workers.add_metric(queue_label_values(q), q["workers"])
+    yield workers
+
     for name, help_text, key in PER_MINUTE_GAUGES:
         family = GaugeMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "window"])
         for q in queues:

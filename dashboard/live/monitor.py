@@ -365,7 +365,7 @@ class Monitor:
         """The production-readiness checks on the monitor's schedule; the stored report feeds
         the health page's summary, the overview and /metrics (and the Redis alert rules).
         The checks judge the queues' figures this monitor already keeps (at most a tick old):
-        reading every queue again for them cost the monitored Redis ~13 commands per queue."""
+        reading every queue again for them cost the monitored Redis ~12 commands per queue."""
         try:
             self.health_report = health_checks.run_and_store(snapshots=self.tracker.current_snapshots())
         except Exception:

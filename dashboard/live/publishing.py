@@ -267,6 +267,8 @@ def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], conn
             "events_total": dict(st.totals),
             "stream_gaps": st.gaps,
             "timings": timings_totals(st.timings),
+            # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
+            "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
         })
     connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
     try:

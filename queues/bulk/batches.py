@@ -87,8 +87,8 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "edit-retry":
                 made = [MOVED if r is None else r
-                        for r in edit_batch(client, q, ids, patch=plan.patch, reset_counters=plan.reset_counters,
-                                              before_ms=plan.before_ms)]
+                        for r in edit_batch(client, q, ids, patch=plan.patch, schema=plan.schema,
+                                            reset_counters=plan.reset_counters, before_ms=plan.before_ms)]
             elif plan.action == "discard":
                 codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
                 made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]

@@ -11,7 +11,8 @@ BullMQ's ``moveJobsToWait`` moves the batch (the whole-set retry's fast road); o
 ``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as ``Job.retry`` pushes
 it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
 left failed and counted as skipped (``changed``); one whose stored data is not JSON we can
-write back is skipped (``bad_data``) and the others go on.
+write back is skipped (``bad_data``), and so is one whose patched data does not pass the
+queue's job schema (``invalid_data``, with the reasons: ``queues.job_schema``); the others go on.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import orjson
 import redis
 from hiredis import pack_command
 
+from .. import job_schema
 from ..actions import MISSING, WRONG_STATE, ActionResult
 from ..bullmq_scripts import PUSH_CMD, SET_FIELDS, as_function, lua_script
 from ..edit_retry import CHANGED
@@ -249,9 +251,20 @@ def _apply(before, patch: dict):
 CHUNK = 200
 
 
+def _value(text: bytes | str):
+    """The patched data back as a value, for the schema (only read when the queue has one)."""
+    if not text:
+        return {}
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
-               before_ms: int) -> list[ActionResult | Exception | None]:
-    """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved."""
+               before_ms: int, schema: dict | None = None) -> list[ActionResult | Exception | None]:
+    """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved. A job
+    whose patched data does not pass ``schema`` is not written (``invalid_data``, with why)."""
     results: list = [None] * len(ids)
     keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
     failed = keys[1]
@@ -274,6 +287,11 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
                     results[n] = ActionResult(ids[n], BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the "
                                                                   "merge patch cannot be applied; it was left failed.",
                                                                   id=ids[n]))
+                    continue
+                refused = job_schema.validate(schema, _value(made[1])) if schema is not None else None
+                if refused:
+                    results[n] = ActionResult(ids[n], job_schema.INVALID_DATA, _(
+                        "Job {id} was left failed: {why}", id=ids[n], why=job_schema.refusal(refused)))
                     continue
                 args += [ids[n], *made]
                 sent.append(n)

@@ -10,9 +10,10 @@ from typing import Callable
 import redis
 
 from ..actions import DONE, MISSING, WRONG_STATE
+from ..job_schema import INVALID_DATA
 from ..selection import Cursor, Page, advance, next_page
 from .batches import MOVED, execute_batch, explicit_page, state_check, still_there
-from .edit import read_page, reads_its_page
+from .edit import BAD_DATA, read_page, reads_its_page
 from .head import RECEIPT_NAMESPACE, HeadRun, head_mode, reconcile_head
 from .lock import BulkLock, LockLost
 from .plan import BulkPlan, plan_total
@@ -42,6 +43,9 @@ def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_m
 
 # Refusals after which the job is no longer where the scan found it (so it cannot anchor it).
 LEFT_STATE = frozenset({MISSING, WRONG_STATE})
+# Per-job refusals whose message (which job, and why) is kept for the task page and audit log.
+REPORTED = frozenset({BAD_DATA, INVALID_DATA})
+MAX_REPORTED = 20
 
 
 def _tally(progress: Progress, results: list) -> set[str]:
@@ -61,6 +65,8 @@ def _tally(progress: Progress, results: list) -> set[str]:
         else:
             progress.skipped += 1
             progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
+            if r.outcome in REPORTED and len(progress.refusals) < MAX_REPORTED:
+                progress.refusals.append(str(r.message)[:500])
             if r.outcome not in LEFT_STATE:
                 stayed.add(r.job_id)
     return stayed

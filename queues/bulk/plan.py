@@ -35,7 +35,8 @@ class BulkPlan:
     this instant are touched. ``rate``: jobs per second, ``None`` for unpaced. For ``redrive``
     the queue is the dead-letter queue; the source is ``source`` if given, else resolved per job
     with ``dead_letters.dlq_source`` from ``dlq_patterns``/``dlq_mapping``/a data field.
-    ``patch``: for ``edit-retry`` only, the JSON merge patch applied to each job's stored data."""
+    ``patch``: for ``edit-retry`` only, the JSON merge patch applied to each job's stored data;
+    a job whose patched data does not pass ``schema`` is left failed (``invalid_data``)."""
 
     queue: QueueRef
     action: str
@@ -50,6 +51,7 @@ class BulkPlan:
     dlq_mapping: tuple[tuple[str, str], ...] = ()
     payload_field: str | None = None
     patch: dict | None = None
+    schema: dict | None = None  # edit-retry: the queue's job schema (queues.job_schema) the patched data must pass
 
     def __post_init__(self):
         if self.action not in ACTIONS:

@@ -30,9 +30,10 @@ class Progress:
     skipped_by: dict = field(default_factory=dict)  # outcome -> count
     kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redrive) -> count
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
+    refusals: list = field(default_factory=list)  # the first few per-job refusals that say why (REPORTED)
     receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
-    head_batch: int = 0  # whole-set retry: batches sent so far
-    head_pending: bool = False  # whole-set retry: a batch was sent and its result not yet counted
+    head_batch: int = 0  # whole-set retry: the number of the last batch sent
+    head_pending: int = 0  # whole-set retry: how many of the last batches sent are not counted yet (was a bool)
     elapsed_s: float = 0.0  # processing time across runs (resumes add up)
     rate: float = 0.0  # jobs handled per second over the current run
     eta_s: float | None = None
@@ -56,12 +57,14 @@ class Progress:
         # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
         d.update(cursor=dict(self.cursor), in_flight=list(self.in_flight), skipped_by=dict(self.skipped_by),
-                 kept_by=dict(self.kept_by), errors=list(self.errors), remaining=self.remaining, percent=round(self.percent, 1))
+                 kept_by=dict(self.kept_by), errors=list(self.errors), refusals=list(self.refusals),
+                 remaining=self.remaining, percent=round(self.percent, 1))
         return d
 
     def copy(self) -> "Progress":
         return replace(self, cursor=dict(self.cursor), in_flight=list(self.in_flight),
-                       skipped_by=dict(self.skipped_by), kept_by=dict(self.kept_by), errors=list(self.errors))
+                       skipped_by=dict(self.skipped_by), kept_by=dict(self.kept_by), errors=list(self.errors),
+                       refusals=list(self.refusals))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Progress":

@@ -3,15 +3,17 @@ the hard way (reference §3, §4, §6, §7, §10, §11).
 
 Framework-free, like the rest of ``queues/``. Two layers:
 
-* **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``): a handful of
-  cheap, plain commands per connection — ``INFO``, ``CONFIG GET`` (optional), ``CLIENT LIST``
-  (optional), the snapshot pipeline (skipped for queues whose snapshot the caller holds: the
-  leading monitor's), and one pipeline of ``GET``/``PTTL limiter`` and ``HMGET meta max
-  duration`` per queue, with ``ZRANGE completed|failed 0 0 WITHSCORES`` for sets large enough
-  to fail the retention check, plus the scheduler list of queues that have any. Never Lua, never a write, never anything O(jobs).
-  Managed Redis services often refuse ``CONFIG`` and ``CLIENT LIST``: the facts then record
-  the refusal and the checks fall back to ``INFO`` fields, to the monitor's state, or answer
-  ``unknown`` — they never crash.
+* **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``,
+  ``read_worker_facts``): a handful of cheap, plain commands per connection — ``INFO``,
+  ``CONFIG GET`` (optional), the snapshot pipeline (skipped for queues whose snapshot the caller
+  holds: the leading monitor's), and one pipeline of ``GET``/``PTTL limiter`` and ``HMGET meta
+  max duration`` per queue, with ``ZRANGE completed|failed 0 0 WITHSCORES`` for sets large
+  enough to fail the retention check, plus the scheduler list of queues that have any. Workers
+  come from the leading monitor's published reading; only without one does a run send its own
+  ``CLIENT LIST`` (optional). Never Lua, never a write, never anything O(jobs). Managed Redis
+  services often refuse ``CONFIG`` and ``CLIENT LIST``: the facts then record the refusal and
+  the checks fall back to ``INFO`` fields, to the monitor's state, or answer ``unknown`` — they
+  never crash.
 * **Checks** (``redis_checks.py`` per connection, ``queue_checks.py`` per queue): pure
   functions of those facts and of the monitor's state document (plain dicts, see
   ``publish_state`` in ``dashboard/live/monitor.py``). Each returns one ``CheckResult``
@@ -32,10 +34,10 @@ Importers use the package (``from queues import health``; ``health.run_checks``,
 from __future__ import annotations
 
 from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
-from .facts import CONFIG_PARAMS, QueueFacts, ServerFacts, read_queue_facts, read_server_facts
+from .facts import CONFIG_PARAMS, QueueFacts, ServerFacts, WorkerFacts, read_queue_facts, read_server_facts, read_worker_facts
 from .queue_checks import (
     MAX_SAFE_INTEGER, check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat,
-    check_paused, check_rate_limit, check_repeated_stalls, check_workers, stalls_last_15m, worker_names_for,
+    check_paused, check_rate_limit, check_repeated_stalls, check_workers, stalls_last_15m,
 )
 from .redis_checks import (
     check_eviction_policy, check_memory, check_persistence, check_reachable, check_version, parse_version,
@@ -49,10 +51,10 @@ from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
 __all__ = [
     "ADVICE_KINDS", "CHECKS", "CONFIG_PARAMS", "CONNECTION_KINDS", "DEFAULT_THRESHOLDS", "FAIL", "MAX_SAFE_INTEGER", "PASS",
     "QUEUE_KINDS", "SEVERITIES", "SEVERITY_RANK", "STATE_KINDS", "STATE_MAX_AGE_MS", "STATUS_RANK", "UNKNOWN",
-    "Check", "CheckResult", "QueueFacts", "ServerFacts", "Thresholds",
+    "Check", "CheckResult", "QueueFacts", "ServerFacts", "Thresholds", "WorkerFacts",
     "check_duplicated_adds", "check_events_trimmed", "check_eviction_policy", "check_finished_retention",
     "check_legacy_repeat", "check_memory", "check_paused", "check_persistence", "check_rate_limit",
     "check_reachable", "check_repeated_stalls", "check_version", "check_workers", "parse_version",
-    "read_queue_facts", "read_server_facts", "run_checks", "sort_key", "stalls_last_15m", "state_index",
-    "usable_state", "worker_names_for", "worst_first",
+    "read_queue_facts", "read_server_facts", "read_worker_facts", "run_checks", "sort_key", "stalls_last_15m", "state_index",
+    "usable_state", "worst_first",
 ]

@@ -1,8 +1,8 @@
 """Reading the facts the checks judge: a handful of cheap, plain commands per connection.
 
 Never Lua, never a write, never anything O(jobs). Managed Redis services often refuse
-``CONFIG`` and ``CLIENT LIST``: the facts then record the refusal, and the checks fall back
-instead of crashing.
+``CONFIG``: the facts then record the refusal, and the checks fall back instead of crashing.
+(Workers come from the monitor's reading, or from one ``CLIENT LIST`` in ``runner.py``.)
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..keys import QueueRef
 from ..schedulers import Scheduler, read_schedulers
 from ..snapshot import QueueSnapshot, read_snapshots
 from ..text import to_int, to_ms, to_text
+from ..workers import Worker, read_workers
 
 
 @dataclass
@@ -23,8 +24,6 @@ class ServerFacts:
     info: dict  # INFO, keys as text
     config: dict  # CONFIG GET results that were allowed, keys as text
     config_error: str = ""  # why CONFIG GET was refused ("" when it worked)
-    client_names: list[str] | None = None  # CLIENT LIST names; None when refused
-    clients_error: str = ""
 
 
 def _text_dict(d: dict) -> dict:
@@ -36,7 +35,7 @@ CONFIG_PARAMS = ("maxmemory-policy", "maxmemory", "appendonly", "save")
 
 def read_server_facts(client: redis.Redis) -> ServerFacts:
     """INFO always (a failure here means the connection is unusable and is raised);
-    CONFIG GET and CLIENT LIST when the server allows them."""
+    CONFIG GET when the server allows it."""
     info = _text_dict(client.info())
     config, config_error = {}, ""
     for param in CONFIG_PARAMS:
@@ -46,15 +45,31 @@ def read_server_facts(client: redis.Redis) -> ServerFacts:
             config_error = str(exc) or "refused"
             config = {}
             break
-    # CLIENT LIST shows the clients of every database; a worker counts for the database it
-    # has selected, which is ours when it serves these queues.
-    db = str(client.connection_pool.connection_kwargs.get("db", 0))
+    return ServerFacts(info=info, config=config, config_error=config_error)
+
+
+@dataclass
+class WorkerFacts:
+    """The workers of one connection's queues (``queues.workers``) and where they come from."""
+
+    by_queue: Mapping[QueueRef, list[Worker]] | None  # None: unknown (CLIENT LIST refused)
+    source: str  # "monitor": the leading monitor's published reading; "client-list": read here
+    error: str = ""  # why CLIENT LIST was refused
+    taken_at: int | None = None  # when the monitor read them (source "monitor"), ms
+
+
+def read_worker_facts(client: redis.Redis, queues: list[QueueRef],
+                      known: Mapping[QueueRef, list[Worker]] | None = None, known_at: int | None = None) -> WorkerFacts:
+    """The workers of ``queues``: the monitor's reading ``known`` (taken at ``known_at``) when
+    it has every one of them, at no cost to Redis; otherwise one ``CLIENT LIST`` here
+    (``queues.workers.read_workers``, the one home of BullMQ's naming rule), as on a web
+    process with no monitor, or for a queue the monitor has not read yet."""
+    if known is not None and all(q in known for q in queues):
+        return WorkerFacts({q: known[q] for q in queues}, "monitor", taken_at=known_at)
     try:
-        names = [to_text(c.get("name", "")) for c in client.client_list() if str(c.get("db", db)) == db]
-        clients_error = ""
-    except redis.ResponseError as exc:
-        names, clients_error = None, str(exc) or "refused"
-    return ServerFacts(info=info, config=config, config_error=config_error, client_names=names, clients_error=clients_error)
+        return WorkerFacts(read_workers(client, queues), "client-list")
+    except redis.ResponseError as exc:  # refused (some managed services): judged from activity
+        return WorkerFacts(None, "client-list", error=str(exc) or "refused")
 
 
 @dataclass
@@ -87,7 +102,7 @@ def read_queue_facts(client: redis.Redis, queues: list[QueueRef],
     monitor's figures, kept current from events and exact reads), used instead of reading the
     queue's snapshot again; only queues missing from it are snapshotted here. The monitor's
     figures are as exact as what it publishes (docs/live-truth.md), and reading them again
-    once a minute cost the monitored Redis ~13 commands per queue. ``oldest_from``: the oldest
+    once a minute cost the monitored Redis ~12 commands per queue. ``oldest_from``: the oldest
     finished job of a set is read only when the set holds at least this many jobs (the
     retention check cannot fail below its count threshold, so a small set's age is not read)."""
     known = known or {}

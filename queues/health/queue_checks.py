@@ -3,13 +3,10 @@ its entry in the monitor's state document."""
 
 from __future__ import annotations
 
-from typing import Iterable
-
 from ..keys import QueueRef
 from ..messages import Joined, _
 from ..snapshot import QueueSnapshot
-from ..workers import worker_name
-from .facts import QueueFacts
+from .facts import QueueFacts, WorkerFacts
 from .results import DEFAULT_THRESHOLDS, FAIL, PASS, UNKNOWN, CheckResult, Thresholds
 from .wording import count_jobs, format_age
 
@@ -127,29 +124,25 @@ def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str 
                details={"stream_gaps": 0})
 
 
-def worker_names_for(q: QueueRef, client_names: Iterable[str]) -> list[str]:
-    """Connections of workers of this queue, in both naming shapes (``queues.workers``, the one
-    home of BullMQ's naming rule)."""
-    return [n for n in client_names if worker_name(q, n) is not None]
-
-
 def _backlog(counts: dict) -> int:
     return int(counts.get("waiting", 0)) + int(counts.get("prioritized", 0))
 
 
-def check_workers(snapshot: QueueSnapshot, client_names: list[str] | None, state_entry: dict | None,
-                  th: Thresholds = DEFAULT_THRESHOLDS, *, is_dead_letter: bool = False,
-                  clients_error: str = "") -> CheckResult:
+def check_workers(snapshot: QueueSnapshot, workers: WorkerFacts, state_entry: dict | None,
+                  th: Thresholds = DEFAULT_THRESHOLDS, *, is_dead_letter: bool = False) -> CheckResult:
     q, counts = snapshot.queue, snapshot.counts
     backlog = _backlog(counts)
-    details = {"backlog": backlog, "source": "client-list" if client_names is not None else "activity"}
+    details = {"backlog": backlog, "source": workers.source if workers.by_queue is not None else "activity"}
+    if workers.taken_at is not None:
+        details["workers_taken_at"] = workers.taken_at
     if is_dead_letter:
         return _qr("queue.no_workers", PASS, q, _("Dead-letter queue: no workers expected."), details=details)
-    if client_names is not None:
-        workers = worker_names_for(q, client_names)
-        details.update(workers=len(workers), names=workers[:5])
-        if workers:
-            return _qr("queue.no_workers", PASS, q, _("{n} worker connection(s).", n=len(workers)), details=details)
+    if workers.by_queue is not None:
+        # The connection names BullMQ gave them (an older monitor's document has only addresses).
+        names = [w.client or w.addr for w in workers.by_queue.get(q, [])]
+        details.update(workers=len(names), names=names[:5])
+        if names:
+            return _qr("queue.no_workers", PASS, q, _("{n} worker connection(s).", n=len(names)), details=details)
         if backlog:
             return _qr("queue.no_workers", FAIL, q, _("{jobs} waiting and no worker is connected.", jobs=count_jobs(backlog)),
                        details=details)
@@ -157,7 +150,7 @@ def check_workers(snapshot: QueueSnapshot, client_names: list[str] | None, state
     # CLIENT LIST refused (some managed services): judge from activity.
     def judged(finding):
         return _("CLIENT LIST is not allowed ({error}), so this is judged from activity: {finding}",
-                 error=clients_error or _("refused"), finding=finding)
+                 error=workers.error or _("refused"), finding=finding)
 
     active = int(counts.get("active", 0))
     if active:

@@ -10,7 +10,8 @@ import redis
 from ..keys import QueueRef
 from ..messages import _
 from ..snapshot import QueueSnapshot
-from .facts import read_queue_facts, read_server_facts
+from ..workers import Worker
+from .facts import read_queue_facts, read_server_facts, read_worker_facts
 from .queue_checks import (
     check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat, check_paused,
     check_rate_limit, check_repeated_stalls, check_workers,
@@ -44,18 +45,22 @@ def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
 def run_checks(client: redis.Redis, queues: list[QueueRef], state: dict | None, now: int, *,
                connection: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                is_dead_letter: Callable[[str], bool] | None = None,
-               snapshots: Mapping[QueueRef, QueueSnapshot] | None = None) -> list[CheckResult]:
+               snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
+               workers: Mapping[QueueRef, list[Worker]] | None = None, workers_at: int | None = None) -> list[CheckResult]:
     """Every check for one connection and its ``queues``, worst first.
 
     ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     A connection that cannot be reached gives one failing ``redis.reachable`` result.
     ``snapshots``: queue figures the caller already holds (the monitor's), not read again.
+    ``workers``: the leading monitor's last reading of the queues' workers (taken at
+    ``workers_at``), judged instead of a ``CLIENT LIST`` of our own when it has every queue.
     """
     connection = connection or (queues[0].connection if queues else "default")
     try:
         server = read_server_facts(client)
         facts = read_queue_facts(client, queues, snapshots, oldest_from=thresholds.finished_count)
+        found = read_worker_facts(client, queues, workers, workers_at)
     except redis.RedisError as exc:
         return [check_reachable(connection, str(exc) or exc.__class__.__name__)]
     fresh, note = usable_state(state, now)
@@ -78,8 +83,7 @@ def run_checks(client: redis.Redis, queues: list[QueueRef], state: dict | None, 
             check_repeated_stalls(q, entry, thresholds, entry_note),
             check_duplicated_adds(q, entry, entry_note),
             check_events_trimmed(q, entry, entry_note),
-            check_workers(f.snapshot, server.client_names, entry, thresholds, is_dead_letter=dlq,
-                          clients_error=server.clients_error),
+            check_workers(f.snapshot, found, entry, thresholds, is_dead_letter=dlq),
             check_paused(f.snapshot),
             check_rate_limit(f),
         ]

@@ -107,3 +107,29 @@ def test_edit_and_retry_a_whole_error_group(page, live_app, node_fixture_db):
         assert json.loads(client.hget(f"bull:e2e-bulk-edit:{job_id}", "data"))["address"] == "fixed@example.com"
         assert client.hget(f"bull:e2e-bulk-edit:{job_id}", "atm") is None
     assert client.zcard("bull:e2e-bulk-edit:failed") == 2
+
+
+def test_a_job_schema_set_on_the_settings_page_refuses_bad_data_on_the_add_page(page, live_app, node_fixture_db):
+    url = node_fixture_db.url
+    run_node("toolbox.mjs", "hashes", url, "e2e-schema", "[]")  # the queue exists
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-schema/settings")
+    assert "No job schema" in page.locator(".job-schema-setting").inner_text()
+    page.fill("textarea[name=schema]", '{"type": "object", "required": ["invoice"], '
+                                       '"properties": {"invoice": {"type": "integer", "minimum": 1}}}')
+    page.click("button.queue-set-schema")
+    page.wait_for_selector("#action-result .action-result.ok")
+    page.goto(live_app.url + "/q/default/bull/e2e-schema/add-job")
+    page.click("details.job-schema-applies summary")  # collapsed until asked for
+    assert '"required"' in page.locator("details.job-schema-applies pre.job-schema").inner_text()
+    page.fill("input[name=name]", "send-invoice")
+    page.fill("textarea[name=data]", '{"invoice": 0}')
+    page.click("button.queue-add")
+    refused = page.wait_for_selector("#action-result .action-result.refused")
+    assert "$.invoice: should be ≥ 1." in refused.inner_text()
+    assert client.llen("bull:e2e-schema:wait") == 0
+    page.fill("textarea[name=data]", '{"invoice": 7}')
+    page.click("button.queue-add")
+    page.wait_for_selector("#action-result .action-result.ok")
+    assert client.llen("bull:e2e-schema:wait") == 1

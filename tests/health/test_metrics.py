@@ -184,6 +184,39 @@ def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, 
     assert len(calls) == 1  # the spy does see commands to the monitored Redis
 
 
+def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(live_setup):
+    """What the monitor writes for ``queuewatch_queue_workers``: the count of its last CLIENT
+    LIST, and null (no sample) when that read was refused or the connection is down now."""
+    from dashboard.live.publishing import publish_state
+    from dashboard.live.rates import build_signals
+    from dashboard.live.tracking import QueueState
+    from queues.keys import QueueRef
+    from queues.snapshot import COUNT_STATES, QueueSnapshot
+    from queues.workers import Worker
+
+    def published(workers, down):
+        states = {}
+        for name, found in workers.items():
+            q = QueueRef("default", "bull", name)
+            st = QueueState(workers=found)
+            st.signals = build_signals(QueueSnapshot(queue=q, counts=dict.fromkeys(COUNT_STATES, 0), paused=False,
+                                                     schedulers=0), st.series, now_ms=1,
+                                       workers=None if found is None else len(found))
+            states[q] = st
+        publish_state(live_setup, states=states, connection_names=["default"], down=down, monitor_name="m")
+        doc = live.read_state(live_setup)
+        text = render_metrics(state=doc, health=None, now_ms=doc["taken_at"])
+        return ({q["name"]: q["workers"] for q in doc["queues"]},
+                {s.labels["queue"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
+                 if s.name == "queuewatch_queue_workers"})
+
+    two = [Worker("", "10.0.0.1:1", 5, 0), Worker("b", "10.0.0.1:2", 5, 0)]
+    assert published({"mail": two, "idle": [], "refused": None}, {}) == (
+        {"mail": 2, "idle": 0, "refused": None}, {"mail": 2, "idle": 0})
+    # The connection went down since the last read: the old count is not passed off as current.
+    assert published({"mail": two, "idle": []}, {"default": "connection refused"}) == ({"mail": None, "idle": None}, {})
+
+
 # --- access control ------------------------------------------------------------------------
 
 

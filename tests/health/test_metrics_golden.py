@@ -33,7 +33,7 @@ COUNTS = ("waiting", "active", "delayed", "prioritized", "waiting-children", "co
 
 def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None, stalled_now=0, stall_failed=0,
               dead_letter=(0.0, 0.0, 0.0), totals=(0, 0, 0, 0, 0), gaps=0, legacy_paused=0,
-              attempt_failed=(0.0, 0.0, 0.0), attempt_failed_total=0, timings=None) -> dict:
+              attempt_failed=(0.0, 0.0, 0.0), attempt_failed_total=0, timings=None, workers=None) -> dict:
     return {
         "connection": connection, "prefix": prefix, "name": name, "paused": paused,
         "counts": dict(zip(COUNTS, counts)), "oldest_waiting_age_ms": oldest_ms,
@@ -46,6 +46,7 @@ def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None,
                          "attempt_failed": attempt_failed_total},
         "stream_gaps": gaps,
         "timings": timings or {},
+        "workers": workers,
     }
 
 
@@ -69,8 +70,10 @@ STATE = {
         queue_doc("default", "bull", "orders", counts=(12, 3, 4, 1, 0, 250, 7), oldest_ms=4250, stalled_now=1,
                   stall_failed=2, dead_letter=(1.5, 0.75, 0.2), totals=(250, 7, 2, 270, 3), gaps=1,
                   attempt_failed=(4.0, 2.5, 1.25), attempt_failed_total=19,
-                  timings=timings_of([3, 40, 1500], [180, 220, 950, 12_000])),
-        queue_doc("default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True, legacy_paused=5),
+                  timings=timings_of([3, 40, 1500], [180, 220, 950, 12_000]), workers=3),
+        # No worker (0) and unknown workers (null: no sample at all) are told apart.
+        queue_doc("default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True, legacy_paused=5,
+                  workers=0),
         queue_doc("default", "bull", 'we"ird\\name\nline', counts=(1, 0, 0, 0, 0, 0, 1), oldest_ms=1000,
                   totals=(0, 1, 0, 2, 0)),
     ],
@@ -155,7 +158,7 @@ def test_metrics_match_the_golden_file(live_setup, settings, client):
     golden = GOLDEN.read_text()
     assert declarations(text) == declarations(golden)
     assert samples(text) == samples(golden)
-    assert len(samples(text)) == 141  # the comparison is not vacuous (95 before the timing histograms)
+    assert len(samples(text)) == 143  # the comparison is not vacuous (95 before the timing histograms)
 
 
 def test_before_any_queue_exists_the_same_families_are_declared():

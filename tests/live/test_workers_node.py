@@ -1,18 +1,25 @@
 """Workers per queue against real Node BullMQ 6.7 workers that start and stop while the monitor
 runs (issue 14, part 4): the monitor's one CLIENT LIST per period finds them by the connection
 names BullMQ gives them, the queue page lists them (name, address, age, idle), the overview
-counts them, and the "jobs waiting, no workers" rule fires, resolves and fires again."""
+counts them, ``/metrics`` exports the count (``queuewatch_queue_workers``; no sample while unknown),
+and the "jobs waiting, no workers" rule fires, resolves and fires again."""
 
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from django.urls import reverse
+from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.alerts.models import Alert, AlertRule
+from dashboard.live import channels as live
+from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
+from tests.support.health import queue_state
 from tests.support.live import monitor_thread
+from tests.support.redis_db import point_at
 from tests.support.node_workers import NodeWorkers
 from tests.support.servers import node_available
 from tests.support.waiting import wait_for
@@ -24,6 +31,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
 def worker_names(monitor, q: QueueRef):
     st = monitor.tracker.states.get(q)
     return None if st is None or st.workers is None else sorted(w.name for w in st.workers)
+
+
+def scraped_workers(client) -> dict[str, float]:
+    """``queuewatch_queue_workers`` from a real scrape of /metrics: queue name -> value."""
+    response = client.get(reverse("metrics"))
+    assert response.status_code == 200
+    return {s.labels["queue"]: s.value for f in text_string_to_metric_families(response.content.decode())
+            for s in f.samples if s.name == "queuewatch_queue_workers"}
 
 
 def test_workers_start_and_stop_show_on_the_pages_and_drive_the_no_workers_rule(live_setup, redis_url, settings,
@@ -41,6 +56,7 @@ def test_workers_start_and_stop_show_on_the_pages_and_drive_the_no_workers_rule(
             wait_for(lambda: Alert.objects.filter(rule__name="nobody home", state=Alert.FIRING).exists(), timeout=10)
             page = logged_in.get(reverse("queue", args=["default", "bull", "mail"])).content.decode()
             assert "No worker is connected to this queue." in page
+            wait_for(lambda: scraped_workers(logged_in) == {"mail": 0, "other": 1}, timeout=10)
 
             # Held jobs keep the rest waiting: the rule must resolve because of the workers.
             node.send("start", id="a", queue="mail", name="box-7", hold=True)
@@ -56,11 +72,39 @@ def test_workers_start_and_stop_show_on_the_pages_and_drive_the_no_workers_rule(
             assert len(re.findall(r"<code dir=\"ltr\">127\.0\.0\.1:\d+</code>", workers)) == 2
             overview = logged_in.get(reverse("overview")).content.decode()
             assert re.search(r'<td class="num workers">2</td>', overview)
+            wait_for(lambda: scraped_workers(logged_in) == {"mail": 2, "other": 1}, timeout=10)
 
             node.send("stop", id="a")
             node.send("stop", id="b")
             wait_for(lambda: worker_names(monitor, mail) == [], timeout=10)
+            wait_for(lambda: scraped_workers(logged_in) == {"mail": 0, "other": 1}, timeout=10)
             wait_for(lambda: Alert.objects.filter(rule__name="nobody home", state=Alert.FIRING).exists(), timeout=10)
             # A new incident on the same target; the first one stays resolved.
             assert sorted(Alert.objects.filter(rule__name="nobody home").values_list("state", flat=True)) == [
                 Alert.FIRING, Alert.RESOLVED]
+
+
+def test_workers_unknown_where_client_list_is_refused_have_no_sample_not_zero(live_setup, redis_db, settings, logged_in):
+    """A monitored connection whose user may not run CLIENT LIST (as on some managed services):
+    the queue's other figures are exported, its worker gauge is not, so "unknown" never reads
+    as "no workers"."""
+    settings.QUEUEWATCH_WORKERS_INTERVAL_S = 1
+    admin = redis_db.client()
+    user, password = f"noclients-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    admin.execute_command("ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all", "-client|list")
+    try:
+        point_at(settings, ConnectionSpec("default", redis_db.url.replace("redis://", f"redis://{user}:{password}@"),
+                                          ("bull",)))
+        with NodeWorkers(redis_db.url) as node:
+            node.send("add", queue="mail", jobs=[{"name": "send"}])
+            node.send("start", id="a", queue="mail", hold=True)  # a worker exists; nobody may see it
+            with monitor_thread(tick=0.3, name="refused-test", lock_ttl_ms=2000):
+                wait_for(lambda: "default" in ((live.read_workers(live_setup) or {}).get("unknown") or {}), timeout=20)
+                wait_for(lambda: (queue_state("mail")[0] or {}).get("counts", {}).get("active") == 1, timeout=20)
+                assert queue_state("mail")[0]["workers"] is None
+                response = logged_in.get(reverse("metrics")).content.decode()
+                assert 'queuewatch_queue_jobs{connection="default",prefix="bull",queue="mail",state="active"} 1' in response
+                assert "# TYPE queuewatch_queue_workers gauge" in response
+                assert "queuewatch_queue_workers{" not in response
+    finally:
+        admin.execute_command("ACL", "DELUSER", user)

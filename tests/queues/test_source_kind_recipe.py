@@ -126,6 +126,15 @@ def test_registry_holds_the_new_kind_and_discovers_through_it(memory_connections
         registry.client("default")
 
 
+def test_a_reset_registry_closes_its_sources(memory_connections, monkeypatch):
+    closed = []
+    monkeypatch.setattr(MemorySource, "close", lambda self: closed.append(self.spec.name))
+    get_registry().source("archive")
+    reset_registry()
+    assert sorted(closed) == ["archive", "default"]
+    assert get_registry().source("default") is not None  # a new registry, with new sources
+
+
 def test_overview_page_reads_the_new_kind_and_shows_its_own_failure(logged_in, memory_connections):
     response = logged_in.get(reverse("overview"))
     html = response.content.decode()

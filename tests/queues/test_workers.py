@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from queues.keys import QueueRef
-from queues.workers import client_name, read_workers, workers_by_queue
+from queues.workers import Worker, client_name, read_workers, workers_by_queue
 
 MAIL = QueueRef("default", "bull", "mail")
 EMOJI = QueueRef("default", "app", "émails ✉")
@@ -70,10 +70,11 @@ def test_a_server_that_refuses_client_list_raises_so_workers_stay_unknown(redis_
         admin.execute_command("ACL", "DELUSER", user)
 
 
-def test_python_bullmq_names_match_too_and_the_health_check_uses_the_same_rule():
-    from queues.health import worker_names_for
-
+def test_python_bullmq_names_match_too_and_each_worker_keeps_its_connection_name():
     names = ["bull:mail", "bull:mail:w:py-1", "bull:mail:qe", "bull:bWFpbA==:w:node"]
     found = workers_by_queue([client(n, addr=n) for n in names], [MAIL], db=0)
     assert sorted(w.name for w in found[MAIL]) == ["", "node", "py-1"]
-    assert worker_names_for(MAIL, names) == ["bull:mail", "bull:mail:w:py-1", "bull:bWFpbA==:w:node"]
+    # The health check's evidence: the names BullMQ gave the connections, kept through the document.
+    assert [w.client for w in found[MAIL]] == ["bull:mail", "bull:bWFpbA==:w:node", "bull:mail:w:py-1"]
+    assert [Worker.from_dict(w.as_dict()) for w in found[MAIL]] == found[MAIL]
+    assert Worker.from_dict({"name": "old", "addr": "a:1"}).client == ""  # a document from before the field
