@@ -99,8 +99,8 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
 
     started, handled_at_start, elapsed_before = clock(), progress.handled, progress.elapsed_s
     cursor = Cursor.from_dict(progress.cursor)
-    # Unpaced, the head road keeps the next batch in flight: it is sent in the iteration whose
-    # cancellation check came just before, and read (counted) even when the next check cancels.
+    # Unpaced, the head road keeps up to four batches in flight (``head.AHEAD``), each sent after
+    # the cancellation check of the iteration that sends it; a cancel still reads and counts them.
     head_run = HeadRun(client, plan, progress, store) if head else None
     try:
         while True:
