@@ -3,7 +3,8 @@ SORT_RO per batch and still places a priority or lifo job as Job.retry would (a 
 listpack-encoded set is read job by job and keeps its encoding), and the next batch sent before
 the current one's reply is read (a follower) never moves a job twice, never skips one and
 counts each exactly once, through a job that stays, a SCRIPT FLUSH, a cancel and a crash with
-three batches unread."""
+three batches unread. An edit of a big set reads and checks with SORT_RO too, and still places
+priority and lifo jobs as Job.retry would."""
 
 from __future__ import annotations
 
@@ -121,3 +122,21 @@ def test_a_follower_does_nothing_unless_the_batch_before_it_moved_a_full_batch(r
     follower = scripts_for(r).retry_head(keys=KEYS + [receipt], args=[
         Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 2, "1"])
     assert follower[0] == -1 and r.zcard(Q.key("failed")) == before and r.get(receipt) == b"1:9"
+
+
+def test_an_edit_of_a_big_set_reads_with_sort_and_still_places_priority_and_lifo_as_job_retry(r):
+    seed_failed(r, Q, 900, data=lambda i: {"i": i, "amount": 5})
+    r.hset(Q.job_key("850"), "priority", 2)  # all three in the last chunk of 200: the first four
+    r.hset(Q.job_key("870"), "opts", '{"attempts":2,"lifo":true}')  # take the fast road
+    r.hset(Q.job_key("880"), "data", "{not json")
+    sorts, zscores = calls(r, "sort_ro"), calls(r, "zscore")
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                                      patch={"amount": 1}), store=MemoryStore())
+    assert (final.moved, final.skipped, final.skipped_by) == (899, 1, {"bad_data": 1})
+    assert calls(r, "sort_ro") - sorts >= 9  # each chunk's data read, and the fast chunks' checks
+    assert calls(r, "zscore") - zscores < 200  # a ZSCORE per job only in the last chunk (the slow road)
+    assert r.zscore(Q.key("prioritized"), "850") is not None and r.lindex(Q.key("wait"), -1) == b"870"
+    assert waiting(r) == [i for i in range(1, 901) if i not in (850, 880)]
+    assert r.zrange(Q.key("failed"), 0, -1) == [b"880"] and r.hget(Q.job_key("880"), "data") == b"{not json"
+    assert all(r.hget(Q.job_key(str(i)), "data") == b'{"i":%d,"amount":1}' % (i - 1) for i in (1, 850, 870, 900))
+    assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "failedReason"]) == [None] * 3 for i in (1, 850, 870, 900))
