@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -95,9 +94,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mib() -> float:
+def rss_mib(field: str = "VmRSS") -> float:
+    """This process's resident set (``VmHWM``: its peak). Not ``ru_maxrss``: Linux carries the
+    parent's peak into a child across exec, so it read the benchmark's own size, not the run's."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -118,7 +119,7 @@ def child(url: str, queue: str, action: str = "retry") -> None:
     t0 = time.perf_counter()
     progress = run_bulk(client, plan=plan, store=MemoryStore())
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = rss_mib("VmHWM")
     print(json.dumps({"seconds": seconds, "moved": progress.moved, "skipped": progress.skipped,
                       "failed": progress.failed, "rss_start_mib": round(start_rss, 1), "peak_rss_mib": round(peak, 1)}))
 

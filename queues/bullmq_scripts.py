@@ -123,46 +123,82 @@ end
 return codes
 """
 
+# Fields of n jobs that are consecutive members of a sorted set from rank `from`, in the set's
+# order: {id, field 1, field 2, ..., id, ...}, read by one SORT_RO ... GET instead of n HMGETs
+# (each a call from Lua into Redis, which costs more than the read itself). Only where that is a
+# plain read: not on a listpack-encoded set (SORT converts it to a skiplist), not when the key
+# prefix holds a "*" (SORT's pattern would substitute there); on Redis Cluster (GET patterns
+# are refused), for an ACL user without every key, or on Redis before 7.0 (no SORT_RO) it
+# returns nil and the caller reads each job with HMGET. The caller compares the ids.
+SET_FIELDS = """
+local function set_fields(setKey, prefix, from, n, ...)
+  if string.find(prefix, "*", 1, true) or redis.call("OBJECT", "ENCODING", setKey) ~= "skiplist" then return nil end
+  local args = {setKey, "BY", "nosort", "LIMIT", from, n, "GET", "#"}
+  for _, field in ipairs({...}) do
+    args[#args + 1] = "GET"
+    args[#args + 1] = prefix .. "*->" .. field
+  end
+  local r = redis.pcall("SORT_RO", unpack(args))
+  if r.err then return nil end
+  return r
+end
+"""
+
 RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua")
-                  + PUSH_CMD + """
+                  + PUSH_CMD + SET_FIELDS + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
 -- the task's receipt key. ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear,
 -- ARGV[4] reset "1"/"0", ARGV[5] range max (e.g. "(1700000000000"), ARGV[6] offset (entries
--- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number.
+-- left behind before the caller's cursor), ARGV[7] batch size, ARGV[8] batch number, ARGV[9]
+-- "" or the number of the batch this one follows (sent before the caller read that one's
+-- reply): it then runs only if that batch's receipt says it moved a full batch (so it left no
+-- job behind and the head of the set is where this batch starts), else returns {-1, 0, "", ""}
+-- and writes nothing.
 -- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
 -- head of the set (offset 0) and no job has a priority or lifo, moveJobsToWait moves it after the
 -- counters are reset; otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
 -- written in the same atomic step, so a caller that died before reading the reply can tell
 -- afterwards whether the batch ran and what it moved.
 -- Returns {taken, moved, last id, last score, id, code, id, code, ...} (jobs not moved).
-local entries = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[5], "WITHSCORES", "LIMIT", ARGV[6], ARGV[7])
-local n = #entries / 2
+if (ARGV[9] or "") ~= "" and redis.call("GET", KEYS[10]) ~= ARGV[9] .. ":" .. ARGV[7] then return {-1, 0, "", ""} end
+local ids = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[5], "LIMIT", ARGV[6], ARGV[7])
+local n = #ids
 if n == 0 then
   redis.call("SET", KEYS[10], ARGV[8] .. ":0", "PX", 86400000)
   return {0, 0, "", ""}
 end
+local last = redis.call("ZSCORE", KEYS[2], ids[n])
 local fast = ARGV[6] == "0"
 if fast then
+  -- At offset 0 the batch is the first n members of the set, which set_fields reads (checked).
+  local f = set_fields(KEYS[2], ARGV[1], 0, n, "priority", "opts")
   for i = 1, n do
+    local p, o
+    if f then
+      if f[3 * i - 2] ~= ids[i] then fast = false break end
+      p, o = f[3 * i - 1], f[3 * i]
+    else
+      local v = redis.call("HMGET", ARGV[1] .. ids[i], "priority", "opts")
+      p, o = v[1], v[2]
+    end
     -- Every BullMQ job hash has opts: none means a set member without its job (the slow road
     -- reports it as missing).
-    local f = redis.call("HMGET", ARGV[1] .. entries[2 * i - 1], "priority", "opts")
-    if (tonumber(f[1]) or 0) > 0 or not f[2] or push_cmd(f[2]) == "RPUSH" then fast = false break end
+    if not o or (tonumber(p) or 0) > 0 or push_cmd(o) == "RPUSH" then fast = false break end
   end
 end
-local reply = {n, 0, entries[2 * n - 1], entries[2 * n]}
+local reply = {n, 0, ids[n], last}
 if fast then
   if ARGV[4] == "1" then
-    for i = 1, n do redis.call("HDEL", ARGV[1] .. entries[2 * i - 1], "atm", "ats", "stc") end
+    for i = 1, n do redis.call("HDEL", ARGV[1] .. ids[i], "atm", "ats", "stc") end
   end
   move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
-                    {n, entries[2 * n], ARGV[2]})
+                    {n, last, ARGV[2]})
   reply[2] = n
 else
   for i = 1, n do
-    local id = entries[2 * i - 1]
+    local id = ids[i]
     local jobKey = ARGV[1] .. id
     local code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
                                {id, push_cmd(redis.call("HGET", jobKey, "opts")), ARGV[3], ARGV[2], ARGV[4], ARGV[4]})

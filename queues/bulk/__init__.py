@@ -35,8 +35,10 @@ Retrying a whole finished set (the redrive of the failed set: no filter that rea
 takes a faster road: the batch script picks the next batch itself, so ids never travel to
 Python and back, and writes a receipt (``<batch number>:<moved>``, our own key
 ``queuewatch:bulk-receipt:<uuid>`` in the monitored Redis, expiring after a day, deleted when
-the task ends) in the same atomic step. The journal is then just the batch number: after a
-crash the receipt says whether that batch ran and how many it moved, so the counts stay exact.
+the task ends) in the same atomic step. The journal is then just the batch numbers: after a
+crash the receipt says which batch ran last and how many it moved, so the counts stay exact.
+Unpaced, up to four batches are in flight, each running only if the one before moved a full
+batch (``head.py``).
 
 Pacing: ``rate`` jobs per second (default 100; ``None`` = as fast as Redis allows), in batches
 small enough for several progress updates per second. Memory holds one batch, whatever the

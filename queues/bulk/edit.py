@@ -23,15 +23,15 @@ import re
 
 import orjson
 import redis
+from hiredis import pack_command
 
 from .. import job_schema
 from ..actions import MISSING, WRONG_STATE, ActionResult
-from ..bullmq_scripts import PUSH_CMD, as_function, lua_script
+from ..bullmq_scripts import PUSH_CMD, SET_FIELDS, as_function, lua_script
 from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
 from ..selection import Cursor, Page, zset_bounds, zset_offset
-from ..text import to_text
 from .plan import BulkPlan
 from .progress import Progress, nothing_left_behind
 
@@ -39,7 +39,7 @@ BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot
 
 EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
                               + as_function("reprocess_job", "reprocessJob-9.lua")
-                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + """
+                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + SET_FIELDS + """
 -- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
 -- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
 -- finish times (e.g. "(1700000000000"), ARGV[4..] triples: job id, SHA-1 of its data as read,
@@ -48,48 +48,59 @@ EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
 -- When the batch is exactly the head of the failed set, every job's data is as read and none
 -- has a priority or lifo, the data is written (updateData) and the counters reset per job and
 -- BullMQ's moveJobsToWait moves the whole batch, as the whole-set retry does; otherwise
--- reprocessJob runs per job.
+-- reprocessJob runs per job. The head's fields are read with one SORT_RO where set_fields can.
 local n = (#ARGV - 3) / 3
 local codes = {}
-local head = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[3], "WITHSCORES", "LIMIT", 0, n)
-local fast = #head == 2 * n
-local fields = {}
-for k = 1, n do
+local head = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[3], "LIMIT", 0, n)
+local fast = #head == n
+local f = fast and set_fields(KEYS[2], ARGV[1], 0, n, "data", "opts", "priority")
+for k = 1, fast and n or 0 do
   local i = 3 * k + 1
-  local f = redis.call("HMGET", ARGV[1] .. ARGV[i], "data", "opts", "priority")
-  fields[k] = f
-  if fast and (head[2 * k - 1] ~= ARGV[i] or not f[2] or redis.sha1hex(f[1] or "") ~= ARGV[i + 1]
-               or (tonumber(f[3]) or 0) > 0 or push_cmd(f[2]) == "RPUSH") then
+  local id, d, o, p = ARGV[i]
+  if f then
+    id, d, o, p = f[4 * k - 3], f[4 * k - 2], f[4 * k - 1], f[4 * k]
+  else
+    local v = redis.call("HMGET", ARGV[1] .. ARGV[i], "data", "opts", "priority")
+    d, o, p = v[1], v[2], v[3]
+  end
+  if head[k] ~= ARGV[i] or id ~= ARGV[i] or not o or redis.sha1hex(d or "") ~= ARGV[i + 1]
+     or (tonumber(p) or 0) > 0 or push_cmd(o) == "RPUSH" then
     fast = false
+    break
   end
 end
 if fast then
+  local jobKeys, data = {}, {}  -- updateData's KEYS and ARGV, one pair of tables for the chunk
   for k = 1, n do
     local i = 3 * k + 1
     local jobKey = ARGV[1] .. ARGV[i]
-    update_data({jobKey}, {ARGV[i + 2]})
+    jobKeys[1], data[1] = jobKey, ARGV[i + 2]
+    update_data(jobKeys, data)
     if ARGV[2] == "1" then redis.call("HDEL", jobKey, "atm", "ats", "stc") end
     codes[k] = 1
   end
   move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
-                    {n, head[2 * n], "failed"})
+                    {n, redis.call("ZSCORE", KEYS[2], head[n]), "failed"})
   return codes
 end
 for k = 1, n do
   local i = 3 * k + 1
-  local id, f = ARGV[i], fields[k]
+  local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code
   if not redis.call("ZSCORE", KEYS[2], id) then
     code = redis.call("EXISTS", jobKey) == 0 and -1 or -3
-  elseif redis.sha1hex(f[1] or "") ~= ARGV[i + 1] then
-    code = -4
   else
-    code = update_data({jobKey}, {ARGV[i + 2]})  -- -1: a failed-set member without its job
-    if code == 0 then
-      code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
-                           {id, push_cmd(f[2]), "failedReason", "failed", ARGV[2], ARGV[2]})
-      if code == 1 and ARGV[2] == "1" then redis.call("HDEL", jobKey, "stc") end
+    local v = redis.call("HMGET", jobKey, "data", "opts")
+    if redis.sha1hex(v[1] or "") ~= ARGV[i + 1] then
+      code = -4
+    else
+      code = update_data({jobKey}, {ARGV[i + 2]})  -- -1: a failed-set member without its job
+      if code == 0 then
+        code = reprocess_job({jobKey, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]},
+                             {id, push_cmd(v[2]), "failedReason", "failed", ARGV[2], ARGV[2]})
+        if code == 1 and ARGV[2] == "1" then redis.call("HDEL", jobKey, "stc") end
+      end
     end
   end
   codes[k] = code
@@ -97,11 +108,23 @@ end
 return codes
 """)
 
-# A chunk's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis).
-READ_DATA = lua_script("""
--- ARGV[1] queue key prefix, ARGV[2..] job ids. Returns each job's data, false when none.
+# A chunk's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis):
+# one SORT_RO from the first id's rank when the chunk is a run of consecutive members of the set
+# (as on the whole-set road), else one HGET per job.
+READ_DATA = lua_script(SET_FIELDS + """
+-- KEYS[1] the set the ids were read from. ARGV[1] queue key prefix, ARGV[2..] job ids.
+-- Returns each job's data, false when none.
+local n = #ARGV - 1
+local rank = redis.call("ZRANK", KEYS[1], ARGV[2])
+local f = rank and set_fields(KEYS[1], ARGV[1], rank, n, "data")
 local out = {}
-for i = 2, #ARGV do out[i - 1] = redis.call("HGET", ARGV[1] .. ARGV[i], "data") or false end
+for i = 1, n do
+  if not f or f[2 * i - 1] ~= ARGV[i + 1] then f = nil break end
+  out[i] = f[2 * i]
+end
+if not f then
+  for i = 1, n do out[i] = redis.call("HGET", ARGV[1] .. ARGV[i + 1], "data") or false end
+end
 return out
 """)
 
@@ -111,11 +134,10 @@ return out
 READ_PAGE = lua_script("""
 -- KEYS[1] the set. ARGV[1] min, ARGV[2] max, ARGV[3] offset, ARGV[4] count.
 -- Returns {} or {last score, id, id, ...}.
-local entries = redis.call("ZRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[2], "WITHSCORES", "LIMIT", ARGV[3], ARGV[4])
-if #entries == 0 then return {} end
-local out = {entries[#entries]}
-for i = 1, #entries, 2 do out[#out + 1] = entries[i] end
-return out
+local ids = redis.call("ZRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[2], "LIMIT", ARGV[3], ARGV[4])
+if #ids == 0 then return {} end
+table.insert(ids, 1, redis.call("ZSCORE", KEYS[1], ids[#ids]))
+return ids
 """)
 
 
@@ -134,7 +156,7 @@ def read_page(client: redis.Redis, plan: BulkPlan, cursor: Cursor, progress: Pro
     reply = READ_PAGE(keys=[key], args=[lo, hi, offset, plan.batch_size], client=client)
     if not reply:
         return Page([], [], exhausted=True)
-    ids = [to_text(m) for m in reply[1:]]
+    ids = [m.decode("utf-8", "replace") for m in reply[1:]]  # to_text, without a call per id
     passed: list = [(i, None) for i in ids]
     passed[-1] = (ids[-1], float(reply[0]))
     return Page(passed, ids, exhausted=len(ids) < plan.batch_size)
@@ -161,7 +183,10 @@ def patched(raw: bytes | None, patch: dict) -> tuple[str, bytes | str] | None:
     if raw and _LONG_DIGITS(raw) is None:
         try:
             after = _apply(orjson.loads(raw), patch)
-            return hashlib.sha1(raw).hexdigest(), orjson.dumps(after) if after is not None else raw
+            # As text: orjson's bytes keep the big buffer it wrote into, one fresh heap allocation
+            # per job while a chunk's arguments are held (about 2.5 us each here, against 0.1 us
+            # for the copy into a small string).
+            return hashlib.sha1(raw).hexdigest(), orjson.dumps(after).decode() if after is not None else raw
         except (orjson.JSONDecodeError, orjson.JSONEncodeError):
             pass  # the standard library decides (it reads NaN, which the write then refuses)
     try:
@@ -177,6 +202,18 @@ def patched(raw: bytes | None, patch: dict) -> tuple[str, bytes | str] | None:
 
 _SCALARS = (str, int, float, bool)
 _ABSENT = object()
+_MADE: dict[int, tuple[dict, dict]] = {}  # id(patch) -> (patch, the patch applied to an empty object)
+
+
+def _on_nothing(patch: dict) -> dict:
+    """The patch applied to an empty object, made once per patch (a nested patch meets a missing
+    or non-object value in every job that lacks it). The result is shared: nothing modifies it."""
+    made = _MADE.get(id(patch))
+    if made is None or made[0] is not patch:
+        if len(_MADE) > 64:
+            _MADE.clear()
+        made = _MADE[id(patch)] = (patch, _apply({}, patch) or {})
+    return made[1]
 
 
 def _apply(before, patch: dict):
@@ -184,7 +221,7 @@ def _apply(before, patch: dict):
     stored bytes are kept). Only what the patch touches is copied: the rest of the data is
     shared with ``before``, which is never modified."""
     if type(before) is not dict:  # replaced by an object: the patch applied to an empty one
-        return _apply({}, patch) or {}
+        return _on_nothing(patch)
     after = None
     for key, value in patch.items():
         if value is None:
@@ -230,6 +267,7 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
     whose patched data does not pass ``schema`` is not written (``invalid_data``, with why)."""
     results: list = [None] * len(ids)
     keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    failed = keys[1]
     head = [queue.base, "1" if reset_counters else "0", f"({before_ms}"]
     spans = [range(start, min(len(ids), start + CHUNK)) for start in range(0, len(ids), CHUNK)]
     edits: list = []  # [args, positions, reply] per chunk sent
@@ -237,11 +275,11 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
     conn = pool.get_connection()
     try:
         for span in spans:
-            conn.send_command("EVALSHA", READ_DATA.sha, 0, queue.base, *(ids[n] for n in span))
+            conn.send_command("EVALSHA", READ_DATA.sha, 1, failed, queue.base, *(ids[n] for n in span))
         for span in spans:
             stored = _reply(conn.read_response)
             if isinstance(stored, redis.exceptions.NoScriptError):
-                stored = READ_DATA(keys=[], args=[queue.base, *(ids[n] for n in span)], client=client)
+                stored = READ_DATA(keys=[failed], args=[queue.base, *(ids[n] for n in span)], client=client)
             args, sent = list(head), []
             for n, raw in zip(span, stored):
                 made = patched(raw, patch)
@@ -257,8 +295,8 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
                     continue
                 args += [ids[n], *made]
                 sent.append(n)
-            if sent:
-                conn.send_command("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args)
+            if sent:  # packed by hiredis directly: redis-py's packer looks at every argument first
+                conn.send_packed_command([pack_command(("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args))])
                 edits.append([args, sent, None])
         for edit in edits:
             edit[2] = _reply(conn.read_response)
@@ -286,6 +324,8 @@ def _record(ids: list[str], results: list, codes, sent: list[int]) -> None:
     if isinstance(codes, Exception):
         for n in sent:
             results[n] = codes
+        return
+    if codes.count(1) == len(codes):  # every job moved (their results stay None)
         return
     for n, code in zip(sent, codes):
         job_id = ids[n]

@@ -12,9 +12,9 @@ import redis
 from ..actions import DONE, MISSING, WRONG_STATE
 from ..job_schema import INVALID_DATA
 from ..selection import Cursor, Page, advance, next_page
-from .batches import execute_batch, explicit_page, state_check, still_there
+from .batches import MOVED, execute_batch, explicit_page, state_check, still_there
 from .edit import BAD_DATA, read_page, reads_its_page
-from .head import RECEIPT_NAMESPACE, head_mode, reconcile_head, run_head_batch
+from .head import RECEIPT_NAMESPACE, HeadRun, head_mode, reconcile_head
 from .lock import BulkLock, LockLost
 from .plan import BulkPlan, plan_total
 from .progress import CANCELLED, DONE_STATE, GONE, RUNNING, Progress, ProgressStore
@@ -52,7 +52,9 @@ def _tally(progress: Progress, results: list) -> set[str]:
     """Add a batch's results to the counts; return the ids that stay where they were."""
     stayed = set()
     for r in results:
-        if isinstance(r, Exception):
+        if r is MOVED:  # most results: one shared object, nothing kept
+            progress.moved += 1
+        elif isinstance(r, Exception):
             progress.failed += 1
             if len(progress.errors) < 20:
                 progress.errors.append(str(r)[:300])
@@ -91,77 +93,89 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
     head = head_mode(plan)
     if head and not progress.receipt_key:
         progress.receipt_key = f"{RECEIPT_NAMESPACE}:{uuid.uuid4().hex}"
-    reconcile_head(client, progress)
+    reconcile_head(client, plan, progress)
     _reconcile(client, plan, progress, now_ms=now_ms())
     store.save(progress)
 
     started, handled_at_start, elapsed_before = clock(), progress.handled, progress.elapsed_s
     cursor = Cursor.from_dict(progress.cursor)
-    while True:
-        if should_cancel():
-            progress.state = CANCELLED
+    # Unpaced, the head road keeps up to four batches in flight (``head.AHEAD``), each sent after
+    # the cancellation check of the iteration that sends it; a cancel still reads and counts them.
+    head_run = HeadRun(client, plan, progress, store) if head else None
+    try:
+        while True:
+            if should_cancel():
+                if head:
+                    progress.cursor = head_run.drain(cursor).as_dict()  # batches already sent run: count them
+                progress.state = CANCELLED
+                store.save(progress)
+                on_progress(progress.copy())
+                return progress
+            if lock is not None and not lock.extend():
+                raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
+            batch_started = clock()
+            if head:
+                taken, exhausted, cursor = head_run.step(cursor)
+                progress.cursor = cursor.as_dict()
+                items, page = [None] * taken, None  # only the number of jobs matters below
+            elif plan.job_ids is not None:
+                items, next_position = explicit_page(client, plan, progress.position)
+                exhausted = next_position >= len(plan.job_ids)
+                page: Page | None = None
+            else:
+                if reads_its_page(plan):
+                    page = read_page(client, plan, cursor, progress)
+                else:
+                    page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
+                                     cursor=cursor, size=plan.batch_size)
+                items = [(i, plan.filt.state) for i in page.match_ids]
+                exhausted = page.exhausted
+            if items and not head:
+                # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
+                progress.in_flight = [[i, s] for i, s in items]
+                store.save(progress)  # the journal: see the package docstring
+                results = execute_batch(client, plan, items, now_ms=now_ms())
+                stayed = _tally(progress, results)
+            else:
+                stayed = set()
+            progress.in_flight = []
+            if head:
+                pass  # the cursor moved with the batch
+            elif page is not None:
+                remaining = None  # a sorted set's page: its last score is the cursor
+                if page.passed and page.passed[-1][1] is None:  # the waiting list: anchored on an id that stays
+                    matched = set(page.match_ids)
+                    remaining = {i for i, _ in page.passed if i not in matched} | stayed
+                cursor = advance(cursor, page, remaining=remaining)
+                progress.cursor = cursor.as_dict()
+            else:
+                progress.position = next_position
+            # Pacing: a batch of n jobs takes at least n / rate seconds. Its paced end counts as
+            # its end, so the reported rate is the pace the user sees, not the burst speed.
+            now = clock()
+            paced_end = batch_started + len(items) / plan.rate if plan.rate is not None and items else now
+            run_time = max(now, paced_end) - started
+            progress.elapsed_s = elapsed_before + run_time
+            progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0
+            if exhausted:
+                progress.state = DONE_STATE
+                if progress.receipt_key:
+                    client.delete(progress.receipt_key)
+                # Targeted jobs the scan never met were moved or removed by someone else (a
+                # worker, another operator, removeOnFail) before we reached them: skipped.
+                gone = progress.total - progress.handled
+                if gone > 0:
+                    progress.skipped += gone
+                    progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
+                progress.total = max(progress.total, progress.handled)
+            progress.eta_s = progress.remaining / progress.rate if progress.rate > 0 and progress.state == RUNNING else None
             store.save(progress)
             on_progress(progress.copy())
-            return progress
-        if lock is not None and not lock.extend():
-            raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
-        batch_started = clock()
-        if head:
-            taken, exhausted, cursor = run_head_batch(client, plan, progress, store, cursor)
-            progress.cursor = cursor.as_dict()
-            items, page = [None] * taken, None  # only the number of jobs matters below
-        elif plan.job_ids is not None:
-            items, next_position = explicit_page(client, plan, progress.position)
-            exhausted = next_position >= len(plan.job_ids)
-            page: Page | None = None
-        else:
-            if reads_its_page(plan):
-                page = read_page(client, plan, cursor, progress)
-            else:
-                page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
-                                 cursor=cursor, size=plan.batch_size)
-            items = [(i, plan.filt.state) for i in page.match_ids]
-            exhausted = page.exhausted
-        if items and not head:
-            # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
-            progress.in_flight = [[i, s] for i, s in items]
-            store.save(progress)  # the journal: see the package docstring
-            results = execute_batch(client, plan, items, now_ms=now_ms())
-            stayed = _tally(progress, results)
-        else:
-            stayed = set()
-        progress.in_flight = []
-        if head:
-            pass  # the cursor moved with the batch
-        elif page is not None:
-            matched = set(page.match_ids)
-            cursor = advance(cursor, page, remaining={i for i, _ in page.passed if i not in matched} | stayed)
-            progress.cursor = cursor.as_dict()
-        else:
-            progress.position = next_position
-        # Pacing: a batch of n jobs takes at least n / rate seconds. Its paced end counts as
-        # its end, so the reported rate is the pace the user sees, not the burst speed.
-        now = clock()
-        paced_end = batch_started + len(items) / plan.rate if plan.rate is not None and items else now
-        run_time = max(now, paced_end) - started
-        progress.elapsed_s = elapsed_before + run_time
-        progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0
-        if exhausted:
-            progress.state = DONE_STATE
-            if progress.receipt_key:
-                client.delete(progress.receipt_key)
-            # Targeted jobs the scan never met were moved or removed by someone else (a
-            # worker, another operator, removeOnFail) before we reached them: skipped.
-            gone = progress.total - progress.handled
-            if gone > 0:
-                progress.skipped += gone
-                progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
-            progress.total = max(progress.total, progress.handled)
-        progress.eta_s = progress.remaining / progress.rate if progress.rate > 0 and progress.state == RUNNING else None
-        store.save(progress)
-        on_progress(progress.copy())
-        if exhausted:
-            return progress
-        wait = paced_end - clock()
-        if wait > 0:
-            sleep(wait)
+            if exhausted:
+                return progress
+            wait = paced_end - clock()
+            if wait > 0:
+                sleep(wait)
+    finally:
+        if head_run is not None:
+            head_run.close()

@@ -32,8 +32,8 @@ class Progress:
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
     refusals: list = field(default_factory=list)  # the first few per-job refusals that say why (REPORTED)
     receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
-    head_batch: int = 0  # whole-set retry: batches sent so far
-    head_pending: bool = False  # whole-set retry: a batch was sent and its result not yet counted
+    head_batch: int = 0  # whole-set retry: the number of the last batch sent
+    head_pending: int = 0  # whole-set retry: how many of the last batches sent are not counted yet (was a bool)
     elapsed_s: float = 0.0  # processing time across runs (resumes add up)
     rate: float = 0.0  # jobs handled per second over the current run
     eta_s: float | None = None

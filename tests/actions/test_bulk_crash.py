@@ -113,3 +113,41 @@ def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(red
             f"seed {seed}, {dlq.name}: {progress}"
     landed = sum(n for _, n in outcomes)
     assert landed >= 5, f"seed {seed}: only {landed} kills landed mid-run"
+
+
+@pytest.mark.slow
+def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_prefix):
+    # Unpaced, the whole-set retry keeps a second batch in flight (a follower), so a kill can land
+    # with two batches journalled and their replies unread. Jobs in BullMQ's layout, seeded here.
+    from tests.support.seeding import seed_failed
+
+    r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
+    seed = random.randrange(1 << 30)
+    rng, landed, n = random.Random(seed), 0, 20_000
+    for trial in range(3):
+        queue = redis_prefix.queue(f"unpaced-{trial}")
+        r.hset(queue.key("meta"), "opts.maxLenEvents", 10000)
+        ids = seed_failed(r, queue, n)
+        plan = BulkPlan(queue=queue, action="retry", before_ms=int(time.time() * 1000), filt=JobFilter(), rate=None)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        args = [sys.executable, "-m", "tests.support.bulk_runner", url, json.dumps(plan.as_dict()), f"{prefix}:u{trial}"]
+        while True:
+            proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
+            time.sleep(rng.uniform(0, 0.15))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(30)
+                landed += 1
+                proc.stdout.close()
+                proc.stderr.close()
+                continue
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            progress = json.loads(out.strip().splitlines()[-1])
+            break
+        waiting = [m.decode() for m in r.lrange(queue.key("wait"), 0, -1)]
+        assert sorted(waiting) == sorted(ids) and r.zcard(queue.key("failed")) == 0, f"seed {seed}, trial {trial}"
+        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == \
+            ("done", n, 0, 0), f"seed {seed}, trial {trial}: {progress}"
+    assert landed >= 3, f"seed {seed}: only {landed} kills landed mid-run"
