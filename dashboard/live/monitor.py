@@ -48,6 +48,9 @@ from queues.rates import MINUTE_MS
 log = logging.getLogger("queuewatch.monitor")
 
 DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
+# s: refreshes between full ticks also rewrite the state document (/metrics, alert rules), at most
+# this often: written only per tick (2 s), its figures were up to 2 s old (docs/live-truth.md).
+STATE_DOC_INTERVAL = 0.5
 FLUSH_INTERVAL = 1.0
 ROLLUP_INTERVAL = 300.0
 HEALTH_INTERVAL = 60.0
@@ -74,6 +77,7 @@ class Monitor:
         self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
+        self.state_written_at = 0.0  # time.monotonic() of the last state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
         self.queue_lists = QueueLists(registry=self.registry, dash=self.dash, monitor_name=name)
 
@@ -231,7 +235,7 @@ class Monitor:
                         next_snapshot = t + self.snapshot_every
                 close_old_connections()
             elif dirty and t - last_dirty_refresh >= DIRTY_PUBLISH_INTERVAL:
-                self.refresh(list(dirty), full=False, exact=False)
+                self.refresh(list(dirty), full=False, exact=False, state=t - self.state_written_at >= STATE_DOC_INTERVAL)
                 dirty.clear()
                 last_dirty_refresh = t
             if t >= next_flush:
@@ -349,6 +353,7 @@ class Monitor:
         fragments.only_render(viewed)
 
     def publish_state(self) -> None:
+        self.state_written_at = time.monotonic()
         publish_state(self.dash, states=self.tracker.states, connection_names=self.registry.names,
                       down=self.banner.down, monitor_name=self.name)
 
