@@ -1,8 +1,8 @@
 """The state document (/metrics, health checks, alert rules) is written as soon as a refresh
-knows the figures, before it renders any fragment (issue 11, bench/count_accuracy.py: with
-rendering first, on a loaded machine the document carried figures up to a second older than its
-``taken_at``, and a finished set growing 3 jobs a second read 3 under the truth for as long as it
-grew). Real Node BullMQ 6.7: a flow in one queue, then one full refresh of a real monitor."""
+knows the figures, before it renders any fragment (issue 11: rendering every queue took up to a
+second on a loaded machine, and a document written after it carried figures that much older than
+its ``taken_at``). Real Node BullMQ 6.7: a flow in one queue, then one full refresh of a real
+monitor."""
 
 from __future__ import annotations
 
