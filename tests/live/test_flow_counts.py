@@ -13,14 +13,13 @@ two ids are equal, the counts must be equal."""
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
 import time
 
 import pytest
 
 from dashboard.live import channels as live
-from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
+from tests.support.live import monitor_thread, steady_flows
+from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
@@ -38,7 +37,6 @@ def published_completed() -> int | None:
 
 def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, redis_url, settings, monkeypatch):
     from dashboard.live import tracking
-    from dashboard.live.monitor import Monitor
     from queues.quiet import QuietReads
     from queues.sources.redis_node import RedisNodeSource
 
@@ -60,27 +58,19 @@ def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, 
 
     monkeypatch.setattr(tracking.CountTracker, "current_signals", signals)
     run_node("truth.mjs", "counts", redis_url, NAME)  # the Queue constructor writes its meta
-    stop = threading.Event()
-    monitor = Monitor(tick=0.2, name="flow-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    ensure_node_modules()
-    load = None
-    try:
+    with monitor_thread(tick=0.2, name="flow-monitor") as monitor:
         wait_for(lambda: NAME in {q.name for q in monitor.applied_cursors} and published_completed() is not None)
         reads_before = len(reads)
-        load = subprocess.Popen(["node", "truth.mjs", "flowsteady", redis_url, NAME, str(LOAD_S)], cwd=NODE_DIR,
-                                stdout=subprocess.PIPE, text=True)
-        assert load.stdout.readline().strip() == "STARTED"
-        truth: dict[str, int] = {}  # newest stream id -> size of the completed set right after it
-        while load.poll() is None:
-            pipe = live_setup.pipeline(transaction=True)
-            pipe.zcard(f"bull:{NAME}:completed").xrevrange(f"bull:{NAME}:events", count=1)
-            size, newest = pipe.execute()
-            if newest:
-                truth[newest[0][0].decode()] = size
-            time.sleep(0.01)
-        final = json.loads(load.stdout.read().strip().splitlines()[-1])["counts"]
+        with steady_flows(redis_url, NAME, LOAD_S) as load:
+            truth: dict[str, int] = {}  # newest stream id -> size of the completed set right after it
+            while load.poll() is None:
+                pipe = live_setup.pipeline(transaction=True)
+                pipe.zcard(f"bull:{NAME}:completed").xrevrange(f"bull:{NAME}:events", count=1)
+                size, newest = pipe.execute()
+                if newest:
+                    truth[newest[0][0].decode()] = size
+                time.sleep(0.01)
+            final = json.loads(load.stdout.read().strip().splitlines()[-1])["counts"]
         assert 3 * 10 <= final["completed"] < 1000, "a growing set, below its cap"
         during = [(cursor, counted, truth[cursor]) for cursor, counted in list(seen) if cursor in truth and truth[cursor] > 0]
         assert len(during) >= 5, f"too few figures published at a stream position the test also read ({len(seen)} published)"
@@ -91,9 +81,3 @@ def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, 
         except AssertionError:
             raise AssertionError(f"published {published_completed()} completed, BullMQ says {final['completed']}") from None
         assert len(reads) == reads_before, "no exact read of the queue: the figures come from events alone"
-    finally:
-        if load is not None and load.poll() is None:
-            load.kill()
-            load.wait()
-        stop.set()
-        thread.join(15)

@@ -5,14 +5,13 @@ every document written during the load comes from the refreshes that follow even
 
 from __future__ import annotations
 
-import subprocess
-import threading
 import time
 
 import pytest
 
 from dashboard.live import channels as live
-from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
+from tests.support.live import monitor_thread, steady_flows
+from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
@@ -31,36 +30,22 @@ def published() -> tuple[int, int] | None:
 
 def test_the_state_document_is_rewritten_between_ticks_while_events_flow(live_setup, redis_url, settings, monkeypatch):
     from dashboard.live import tracking
-    from dashboard.live.monitor import Monitor
     from queues.quiet import QuietReads
 
     monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # never quiet
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # the periodic snapshot out of reach
     run_node("truth.mjs", "counts", redis_url, NAME)  # the Queue constructor writes its meta
-    stop = threading.Event()
-    monitor = Monitor(tick=10.0, name="fresh-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    ensure_node_modules()
-    load = None
-    try:
+    with monitor_thread(tick=10.0, name="fresh-monitor") as monitor:
         wait_for(lambda: published() is not None)  # the first full tick
         ticks = monitor.ticks
-        load = subprocess.Popen(["node", "truth.mjs", "flowsteady", redis_url, NAME, str(LOAD_S)], cwd=NODE_DIR,
-                                stdout=subprocess.PIPE, text=True)
-        assert load.stdout.readline().strip() == "STARTED"
         documents: list[tuple[int, int]] = []
-        while load.poll() is None:
-            doc = published()
-            if doc is not None and (not documents or doc != documents[-1]):
-                documents.append(doc)
-            time.sleep(0.05)
+        with steady_flows(redis_url, NAME, LOAD_S) as load:
+            while load.poll() is None:
+                doc = published()
+                if doc is not None and (not documents or doc != documents[-1]):
+                    documents.append(doc)
+                time.sleep(0.05)
         assert monitor.ticks == ticks, "a full tick fell inside the load; the test proves nothing"
         written = sorted({taken_at for taken_at, _ in documents})
         assert len(written) >= 3, documents  # with documents per tick only, none would be new
         assert documents[-1][1] > documents[0][1]  # and they carry the completions as they happen
-    finally:
-        if load is not None and load.poll() is None:
-            load.kill()
-        stop.set()
-        thread.join(timeout=15)

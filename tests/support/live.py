@@ -37,3 +37,24 @@ def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monit
     with monitor_thread(tick=tick, name=name, lock_ttl_ms=lock_ttl_ms) as monitor:
         wait_for(lambda: predicate(monitor), timeout=timeout)
     return monitor
+
+
+@contextlib.contextmanager
+def steady_flows(redis_url: str, name: str, seconds: float):
+    """Real Node BullMQ 6.7 adding a flow and a plain job to queue ``name`` every 100 ms for
+    ``seconds`` (``tests/node/truth.mjs flowsteady``); yields the process once it has started.
+    Its last stdout line is ``{"counts": getJobCounts()}``. Killed on exit if still running."""
+    import subprocess
+
+    from tests.support.servers import NODE_DIR, ensure_node_modules
+
+    ensure_node_modules()
+    load = subprocess.Popen(["node", "truth.mjs", "flowsteady", redis_url, name, str(seconds)], cwd=NODE_DIR,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert load.stdout.readline().strip() == "STARTED"
+        yield load
+    finally:
+        if load.poll() is None:
+            load.kill()
+        load.wait()
