@@ -201,7 +201,8 @@ def _legacy_lengths(client: redis.Redis, queues: list[QueueRef]) -> dict[QueueRe
     pipe = client.pipeline(transaction=False)
     for q in queues:
         pipe.llen(q.key("paused"))
-    return {q: _count(n) for q, n in zip(queues, pipe.execute())}
+    # An error reply (the key changed type in between) counts as no list, as in the snapshot.
+    return {q: _count(n) for q, n in zip(queues, pipe.execute(raise_on_error=False))}
 
 
 def _skip_legacy_marker(length: int, tail: bytes | None) -> tuple[int, bytes | None]:
