@@ -15,6 +15,7 @@ import redis
 from django.conf import settings
 
 from dashboard.live import channels as live
+from dashboard.live.workers_document import queue_workers, workers_document
 from dashboard.registry import get_redactor, get_registry, redis_errors
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
@@ -22,7 +23,6 @@ from queues import retry_advice as retry_advice_rules
 from queues.errors import RedisUnavailable
 from queues.health import CheckResult
 from queues.keys import QueueRef, parse_job_key
-from queues.workers import Worker
 
 
 @dataclass
@@ -129,33 +129,6 @@ def link_for_job_key(connection: str, full_key: str) -> tuple[str, str, str] | N
     registry = get_registry()
     known = [(ref.prefix, ref.name) for ref in registry.queues(connection)]
     return parse_job_key(full_key, registry.all_prefixes(connection), known)
-
-
-@dataclass
-class QueueWorkers:
-    """A queue's workers as the monitor last read them (``queues.workers``); ``known`` is false
-    without a running monitor or where the server refuses CLIENT LIST (then ``error`` says why)."""
-
-    known: bool
-    workers: list[Worker] = field(default_factory=list)
-    taken_at: int | None = None
-    error: str = ""
-
-
-def workers_document() -> dict:
-    """The monitor's workers document from the dashboard Redis (never the monitored one)."""
-    try:
-        return live.read_workers(live.dashboard_redis()) or {}
-    except redis.RedisError:  # the page works without the dashboard Redis
-        return {}
-
-
-def queue_workers(queue: QueueRef, doc: dict | None = None) -> QueueWorkers:
-    doc = workers_document() if doc is None else doc
-    found = (doc.get("queues") or {}).get(live.queue_id(queue))
-    if found is None:
-        return QueueWorkers(False, error=(doc.get("unknown") or {}).get(queue.connection, ""))
-    return QueueWorkers(True, [Worker.from_dict(w) for w in found], doc.get("taken_at"))
 
 
 ADVICE_CACHE_S = 60  # one sample per queue per minute, however many tabs or reloads

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import redis
 from django.conf import settings
 
-from dashboard.browse import selectors as reads
 from dashboard.live import channels as live
+from dashboard.live.workers_document import queue_workers, workers_document
 from dashboard.registry import get_registry
 from dashboard.dead_letters import is_dead_letter_queue
 from queues import health
@@ -113,7 +113,7 @@ def monitor_workers(doc: dict, queues: list[QueueRef]) -> dict[QueueRef, list[Wo
     a queue found since) are left out, and the checks read that connection themselves."""
     if not doc.get("taken_at"):
         return None
-    found = {q: reads.queue_workers(q, doc) for q in queues}
+    found = {q: queue_workers(q, doc) for q in queues}
     return {q: w.workers for q, w in found.items() if w.known}
 
 
@@ -127,7 +127,7 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
     registry = get_registry()
     state = read_monitor_state()
     fresh, note = health.usable_state(state, now)
-    workers_doc = reads.workers_document()
+    workers_doc = workers_document()
     out = []
     for name in connections or registry.names:
         conn = registry.connection(name)
