@@ -123,29 +123,58 @@ end
 return codes
 """
 
-# Fields of n jobs that are consecutive members of a sorted set from rank `from`, in the set's
-# order: {id, field 1, field 2, ..., id, ...}, read by one SORT_RO ... GET instead of n HMGETs
-# (each a call from Lua into Redis, which costs more than the read itself). Only where that is a
-# plain read: not on a listpack-encoded set (SORT converts it to a skiplist), not when the key
-# prefix holds a "*" (SORT's pattern would substitute there); on Redis Cluster (GET patterns
-# are refused), for an ACL user without every key, or on Redis before 7.0 (no SORT_RO) it
-# returns nil and the caller reads each job with HMGET. The caller compares the ids.
-SET_FIELDS = """
-local function set_fields(setKey, prefix, from, n, ...)
-  if string.find(prefix, "*", 1, true) or redis.call("OBJECT", "ENCODING", setKey) ~= "skiplist" then return nil end
-  local args = {setKey, "BY", "nosort", "LIMIT", from, n, "GET", "#"}
-  for _, field in ipairs({...}) do
-    args[#args + 1] = "GET"
-    args[#args + 1] = prefix .. "*->" .. field
+# Reading the jobs of a batch that is the head of a sorted set (the first n members): one
+# SORT_RO ... BY nosort LIMIT 0 n GET <prefix>*-><field> per field instead of one HMGET per job
+# (each a call from Lua into Redis, which costs more than the read itself). SORT walks a sorted
+# set in its own (rank) order when told not to sort, so the values come in the order of the ids
+# ZRANGEBYSCORE gave. Only where that is a plain read: not on a listpack-encoded set (SORT
+# converts it to a skiplist), not when the key prefix holds a "*" (SORT's pattern would substitute
+# there); on Redis Cluster (GET patterns are refused), for an ACL user without every key, or on
+# Redis before 7.0 (no SORT_RO) the SORT fails and each job is read with HMGET instead.
+# A missing value (a set member without its job, or without the field) is false, and `joined`
+# of a list holding one is nil: the callers then take the road that reads job by job.
+HEAD_READS = """
+local function sortable(setKey, prefix)
+  return not string.find(prefix, "*", 1, true) and redis.call("OBJECT", "ENCODING", setKey) == "skiplist"
+end
+local function head_fields(sorted, setKey, prefix, ids, ...)
+  local fields, out = {...}, {}
+  for f = 1, sorted and #fields or 0 do
+    local r = redis.pcall("SORT_RO", setKey, "BY", "nosort", "LIMIT", 0, #ids, "GET", prefix .. "*->" .. fields[f])
+    if r.err then out = {} break end
+    out[f] = r
   end
-  local r = redis.pcall("SORT_RO", unpack(args))
-  if r.err then return nil end
-  return r
+  if #out == #fields then return out end
+  for f = 1, #fields do out[f] = {} end
+  for i = 1, #ids do
+    local v = redis.call("HMGET", prefix .. ids[i], unpack(fields))
+    for f = 1, #fields do out[f][i] = v[f] end
+  end
+  return out
+end
+local function joined(values, sep)
+  local ok, text = pcall(table.concat, values, sep)
+  if ok then return text end
+  return nil
+end
+-- Whether no job has a priority (`priorities`: their priority fields; none reads as 0, as in
+-- reprocessJob) or lifo (`opts`: their options joined by newlines), so BullMQ's moveJobsToWait
+-- puts each where Job.retry would (it pushes every job to the far end of the wait list;
+-- Job.retry puts a priority job in prioritized and a lifo job at the near end). A value BullMQ
+-- would not write reads as a priority: the per-job road is always right, only slower.
+local function plain_jobs(priorities, opts)
+  if opts == nil or string.find(opts, '"lifo":true', 1, true) then return false end
+  local text = joined(priorities, ",")
+  if text then return not string.find(text, "[^0,]") end
+  for i = 1, #priorities do
+    if (tonumber(priorities[i]) or 0) > 0 then return false end
+  end
+  return true
 end
 """
 
 RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua")
-                  + PUSH_CMD + SET_FIELDS + """
+                  + PUSH_CMD + HEAD_READS + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
@@ -172,21 +201,9 @@ end
 local last = redis.call("ZSCORE", KEYS[2], ids[n])
 local fast = ARGV[6] == "0"
 if fast then
-  -- At offset 0 the batch is the first n members of the set, which set_fields reads (checked).
-  local f = set_fields(KEYS[2], ARGV[1], 0, n, "priority", "opts")
-  for i = 1, n do
-    local p, o
-    if f then
-      if f[3 * i - 2] ~= ids[i] then fast = false break end
-      p, o = f[3 * i - 1], f[3 * i]
-    else
-      local v = redis.call("HMGET", ARGV[1] .. ids[i], "priority", "opts")
-      p, o = v[1], v[2]
-    end
-    -- Every BullMQ job hash has opts: none means a set member without its job (the slow road
-    -- reports it as missing).
-    if not o or (tonumber(p) or 0) > 0 or push_cmd(o) == "RPUSH" then fast = false break end
-  end
+  -- At offset 0 the batch is the first n members of the set.
+  local f = head_fields(sortable(KEYS[2], ARGV[1]), KEYS[2], ARGV[1], ids, "priority", "opts")
+  fast = plain_jobs(f[1], joined(f[2], "\\n"))
 end
 local reply = {n, 0, ids[n], last}
 if fast then

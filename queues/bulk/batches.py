@@ -67,8 +67,10 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
     results: list = [None] * len(items)
-    by_state: dict[str, list[int]] = {}
-    for n, (job_id, state) in enumerate(items):
+    by_state: dict[str, list[int] | range] = {}
+    if plan.filt is not None and items:  # a scan's page: every job is in the filter's state
+        by_state[items[0][1]] = range(len(items))
+    for n, (job_id, state) in enumerate(items if not by_state else ()):
         if state is None:
             results[n] = ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to.")
         else:
@@ -78,7 +80,7 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         return results
     scripts = scripts_for(client)
     for state, positions in by_state.items():
-        ids = [items[n][0] for n in positions]
+        ids = [job_id for job_id, _ in items] if len(positions) == len(items) else [items[n][0] for n in positions]
         try:
             if plan.action == "retry":
                 keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
@@ -98,8 +100,11 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                 made = [MOVED if c == 0 else promote_outcome(j, int(c)) for j, c in zip(ids, codes)]
         except redis.ResponseError as exc:
             made = [exc] * len(ids)
-        for n, result in zip(positions, made):
-            results[n] = result
+        if len(made) == len(results):
+            results[:] = made
+        else:
+            for n, result in zip(positions, made):
+                results[n] = result
     return results
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import deque
+from itertools import repeat
 
 import orjson
 import redis
@@ -27,7 +29,7 @@ from hiredis import pack_command
 
 from .. import job_schema
 from ..actions import MISSING, WRONG_STATE, ActionResult
-from ..bullmq_scripts import PUSH_CMD, SET_FIELDS, as_function, lua_script
+from ..bullmq_scripts import HEAD_READS, PUSH_CMD, as_function, lua_script
 from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
@@ -39,40 +41,33 @@ BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot
 
 EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
                               + as_function("reprocess_job", "reprocessJob-9.lua")
-                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + SET_FIELDS + """
+                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + HEAD_READS + """
 -- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
 -- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
--- finish times (e.g. "(1700000000000"), ARGV[4..] triples: job id, SHA-1 of its data as read,
--- the new data. Returns per job: 1 done, -1 missing, -3 no longer failed, -4 its data changed
--- since it was read.
--- When the batch is exactly the head of the failed set, every job's data is as read and none
--- has a priority or lifo, the data is written (updateData) and the counters reset per job and
--- BullMQ's moveJobsToWait moves the whole batch, as the whole-set retry does; otherwise
--- reprocessJob runs per job. The head's fields are read with one SORT_RO where set_fields can.
-local n = (#ARGV - 3) / 3
+-- finish times (e.g. "(1700000000000"), ARGV[4] the chunk's digest (``chunk_digest``: one SHA-1
+-- of every job's data as read, joined by NUL), ARGV[5..] triples: job id, SHA-1 of its data as
+-- read, the new data. Returns per job: 1 done, -1 missing, -3 no longer failed, -4 its data
+-- changed since it was read.
+-- When the chunk is exactly the head of the failed set, its data as a whole is as read (the
+-- digest) and no job has a priority or lifo, the data is written (updateData) and the counters
+-- reset per job and BullMQ's moveJobsToWait moves the whole chunk, as the whole-set retry does;
+-- otherwise each job is checked against its own SHA-1 and reprocessJob runs per job.
+local n = (#ARGV - 4) / 3
 local codes = {}
 local head = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[3], "LIMIT", 0, n)
 local fast = #head == n
-local f = fast and set_fields(KEYS[2], ARGV[1], 0, n, "data", "opts", "priority")
 for k = 1, fast and n or 0 do
-  local i = 3 * k + 1
-  local id, d, o, p = ARGV[i]
-  if f then
-    id, d, o, p = f[4 * k - 3], f[4 * k - 2], f[4 * k - 1], f[4 * k]
-  else
-    local v = redis.call("HMGET", ARGV[1] .. ARGV[i], "data", "opts", "priority")
-    d, o, p = v[1], v[2], v[3]
-  end
-  if head[k] ~= ARGV[i] or id ~= ARGV[i] or not o or redis.sha1hex(d or "") ~= ARGV[i + 1]
-     or (tonumber(p) or 0) > 0 or push_cmd(o) == "RPUSH" then
-    fast = false
-    break
-  end
+  if head[k] ~= ARGV[3 * k + 2] then fast = false break end
+end
+if fast then
+  local f = head_fields(sortable(KEYS[2], ARGV[1]), KEYS[2], ARGV[1], head, "data", "opts", "priority")
+  local data = joined(f[1], "\\0")
+  fast = data ~= nil and redis.sha1hex(data) == ARGV[4] and plain_jobs(f[3], joined(f[2], "\\n"))
 end
 if fast then
   local jobKeys, data = {}, {}  -- updateData's KEYS and ARGV, one pair of tables for the chunk
   for k = 1, n do
-    local i = 3 * k + 1
+    local i = 3 * k + 2
     local jobKey = ARGV[1] .. ARGV[i]
     jobKeys[1], data[1] = jobKey, ARGV[i + 2]
     update_data(jobKeys, data)
@@ -84,7 +79,7 @@ if fast then
   return codes
 end
 for k = 1, n do
-  local i = 3 * k + 1
+  local i = 3 * k + 2
   local id = ARGV[i]
   local jobKey = ARGV[1] .. id
   local code
@@ -108,21 +103,38 @@ end
 return codes
 """)
 
+
+def chunk_digest(raws: list[bytes]) -> str:
+    """One SHA-1 of a chunk's stored data as read, joined by NUL, for the edit's fast road (one
+    hash per chunk in Redis instead of one per job). The join cannot be read two ways: when no
+    job's data as read holds a NUL (JSON text never does), a join of the jobs' current data that
+    equals it has NULs in the same places only, so each job's data equals what was read. A
+    chunk whose data holds a NUL gets "", which matches nothing: its jobs are checked one by one."""
+    text = b"\0".join(raws)
+    if text.count(b"\0") != len(raws) - 1:
+        return ""
+    return hashlib.sha1(text).hexdigest()
+
+
 # A chunk's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis):
 # one SORT_RO from the first id's rank when the chunk is a run of consecutive members of the set
 # (as on the whole-set road), else one HGET per job.
-READ_DATA = lua_script(SET_FIELDS + """
+READ_DATA = lua_script(HEAD_READS + """
 -- KEYS[1] the set the ids were read from. ARGV[1] queue key prefix, ARGV[2..] job ids.
 -- Returns each job's data, false when none.
 local n = #ARGV - 1
 local rank = redis.call("ZRANK", KEYS[1], ARGV[2])
-local f = rank and set_fields(KEYS[1], ARGV[1], rank, n, "data")
-local out = {}
-for i = 1, n do
-  if not f or f[2 * i - 1] ~= ARGV[i + 1] then f = nil break end
-  out[i] = f[2 * i]
+local out
+if rank and sortable(KEYS[1], ARGV[1]) then
+  local f = redis.pcall("SORT_RO", KEYS[1], "BY", "nosort", "LIMIT", rank, n, "GET", "#", "GET", ARGV[1] .. "*->data")
+  out = not f.err and {} or nil
+  for i = 1, out and n or 0 do
+    if f[2 * i - 1] ~= ARGV[i + 1] then out = nil break end
+    out[i] = f[2 * i]
+  end
 end
-if not f then
+if not out then
+  out = {}
   for i = 1, n do out[i] = redis.call("HGET", ARGV[1] .. ARGV[i + 1], "data") or false end
 end
 return out
@@ -156,8 +168,11 @@ def read_page(client: redis.Redis, plan: BulkPlan, cursor: Cursor, progress: Pro
     reply = READ_PAGE(keys=[key], args=[lo, hi, offset, plan.batch_size], client=client)
     if not reply:
         return Page([], [], exhausted=True)
-    ids = [m.decode("utf-8", "replace") for m in reply[1:]]  # to_text, without a call per id
-    passed: list = [(i, None) for i in ids]
+    try:  # to_text, without a Python call per id (this runs while Redis waits)
+        ids = list(map(bytes.decode, reply[1:]))
+    except UnicodeDecodeError:
+        ids = [m.decode("utf-8", "replace") for m in reply[1:]]
+    passed: list = list(zip(ids, repeat(None)))
     passed[-1] = (ids[-1], float(reply[0]))
     return Page(passed, ids, exhausted=len(ids) < plan.batch_size)
 
@@ -242,13 +257,16 @@ def _apply(before, patch: dict):
     return after
 
 
-# A batch goes in chunks, all on one connection without waiting in between: every chunk's data
-# read is sent first, then each chunk is patched as its data comes back and its edit sent at
-# once, and the edits' replies are read at the end. Redis runs chunk c while chunk c+1 is
-# patched here, and never waits for this process to wake up (a helper thread, tried before,
-# waited up to the interpreter's switch interval at every hand-over). Each chunk is its own
-# atomic step, run in order, so each can still be the head of the failed set.
+# A batch goes in chunks on one connection, pipelined: the data reads of the next ``AHEAD``
+# chunks are always in flight, each chunk is patched as its data comes back and its edit sent at
+# once, and an edit's reply is read only when the replies before a later read must be (so at
+# most ``AHEAD`` edits are in flight). Redis runs the edits sent while this process patches the
+# next chunk, and never waits for this process to wake up (a helper thread, tried before, waited
+# up to the interpreter's switch interval at every hand-over); what is in flight, in Redis's
+# buffers and here, is a few chunks, whatever the batch size. Each chunk is its own atomic step,
+# run in order, so each can still be the head of the failed set.
 CHUNK = 200
+AHEAD = 4
 
 
 def _value(text: bytes | str):
@@ -270,17 +288,28 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
     failed = keys[1]
     head = [queue.base, "1" if reset_counters else "0", f"({before_ms}"]
     spans = [range(start, min(len(ids), start + CHUNK)) for start in range(0, len(ids), CHUNK)]
-    edits: list = []  # [args, positions, reply] per chunk sent
+    for script in (READ_DATA, EDIT_RETRY_BATCH):  # loaded up front: a chunk sent unloaded runs out of order
+        client.script_load(script.script)
+    flight: deque = deque()  # what was sent, in order: a span (a data read) or [args, positions] (an edit)
+    edits: list = []  # [args, positions, reply] per edit read
     pool = client.connection_pool
     conn = pool.get_connection()
+
+    def send_read(k: int) -> None:
+        conn.send_command("EVALSHA", READ_DATA.sha, 1, failed, queue.base, *(ids[n] for n in spans[k]))
+        flight.append(spans[k])
+
     try:
-        for span in spans:
-            conn.send_command("EVALSHA", READ_DATA.sha, 1, failed, queue.base, *(ids[n] for n in span))
-        for span in spans:
+        for k in range(min(AHEAD, len(spans))):
+            send_read(k)
+        for k, span in enumerate(spans):
+            while not isinstance(flight[0], range):  # the edits sent before this chunk's read
+                edits.append([*flight.popleft(), _reply(conn.read_response)])
+            flight.popleft()
             stored = _reply(conn.read_response)
-            if isinstance(stored, redis.exceptions.NoScriptError):
+            if isinstance(stored, redis.exceptions.NoScriptError):  # a SCRIPT FLUSH meanwhile
                 stored = READ_DATA(keys=[failed], args=[queue.base, *(ids[n] for n in span)], client=client)
-            args, sent = list(head), []
+            args, sent, raws = [*head, ""], [], []  # args[3]: the chunk's digest, once its jobs are known
             for n, raw in zip(span, stored):
                 made = patched(raw, patch)
                 if made is None:
@@ -295,18 +324,22 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
                     continue
                 args += [ids[n], *made]
                 sent.append(n)
+                raws.append(raw or b"")
+            args[3] = chunk_digest(raws)
             if sent:  # packed by hiredis directly: redis-py's packer looks at every argument first
                 conn.send_packed_command([pack_command(("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args))])
-                edits.append([args, sent, None])
-        for edit in edits:
-            edit[2] = _reply(conn.read_response)
+                flight.append([args, sent])
+            if k + AHEAD < len(spans):
+                send_read(k + AHEAD)
+        while flight:
+            edits.append([*flight.popleft(), _reply(conn.read_response)])
     except BaseException:
         conn.disconnect()  # replies may be left unread on it
         raise
     finally:
         pool.release(conn)
     for args, sent, reply in edits:
-        if isinstance(reply, redis.exceptions.NoScriptError):  # it did not run (a fresh server or a SCRIPT FLUSH)
+        if isinstance(reply, redis.exceptions.NoScriptError):  # it did not run (a SCRIPT FLUSH meanwhile)
             reply = _reply(lambda: EDIT_RETRY_BATCH(keys=keys, args=args, client=client))
         _record(ids, results, reply, sent)
     return results

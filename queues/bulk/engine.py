@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from itertools import repeat
 from typing import Callable
 
 import redis
@@ -51,10 +52,10 @@ MAX_REPORTED = 20
 def _tally(progress: Progress, results: list) -> set[str]:
     """Add a batch's results to the counts; return the ids that stay where they were."""
     stayed = set()
-    for r in results:
-        if r is MOVED:  # most results: one shared object, nothing kept
-            progress.moved += 1
-        elif isinstance(r, Exception):
+    others = [r for r in results if r is not MOVED]  # most results: one shared object, nothing kept
+    progress.moved += len(results) - len(others)
+    for r in others:
+        if isinstance(r, Exception):
             progress.failed += 1
             if len(progress.errors) < 20:
                 progress.errors.append(str(r)[:300])
@@ -128,11 +129,11 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                 else:
                     page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
                                      cursor=cursor, size=plan.batch_size)
-                items = [(i, plan.filt.state) for i in page.match_ids]
+                items = list(zip(page.match_ids, repeat(plan.filt.state)))
                 exhausted = page.exhausted
             if items and not head:
                 # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
-                progress.in_flight = [[i, s] for i, s in items]
+                progress.in_flight = items  # (id, state) pairs, saved as lists
                 store.save(progress)  # the journal: see the package docstring
                 results = execute_batch(client, plan, items, now_ms=now_ms())
                 stayed = _tally(progress, results)

@@ -21,9 +21,9 @@ ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "comple
 DEFAULT_RATE = 100.0
 MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
 # An unpaced edit-and-retry reads and journals a bigger batch: its scripts take it in chunks of
-# ``edit.CHUNK`` jobs (so Redis is held no longer), and each batch costs round trips and a
-# pause of the pipeline that runs its chunks.
-EDIT_BATCH = 4000
+# ``edit.CHUNK`` jobs (so Redis is held no longer, and only a few chunks are in flight), and
+# each batch costs round trips and a pause of the pipeline that runs its chunks.
+EDIT_BATCH = 10000
 
 
 @dataclass(frozen=True)

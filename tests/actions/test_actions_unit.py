@@ -378,13 +378,14 @@ def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
 
 
 def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
-    from queues.bulk.edit import EDIT_RETRY_BATCH, patched
+    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest, patched
 
     seed_failed(r, Q, 2)
-    sha, new = patched(r.hget(Q.job_key("1"), "data"), {"x": 1})
+    read = r.hget(Q.job_key("1"), "data")
+    sha, new = patched(read, {"x": 1})
     r.hset(Q.job_key("1"), "data", '{"i":0,"changed":true}')  # a producer wrote in between
     keys = [Q.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
-    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "+inf", "1", sha, new], client=r) == [-4]
+    assert EDIT_RETRY_BATCH(keys=keys, args=[Q.base, "1", "+inf", chunk_digest([read]), "1", sha, new], client=r) == [-4]
     assert r.zscore(Q.key("failed"), "1") is not None and b"changed" in r.hget(Q.job_key("1"), "data")
     with pytest.raises(ValueError, match="merge patch"):
         BulkPlan(queue=Q, action="edit-retry", before_ms=5, filt=JobFilter(), patch={})

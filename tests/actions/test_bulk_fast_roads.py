@@ -3,7 +3,8 @@ behind the cursor only once a job has stayed (until then the next batch is the h
 and an edit resumed after a cancel finishes exactly once per job. The edit's patched data is what
 the standard library would write (orjson only where the two agree; exact text kept where orjson
 would change a number), and its chunks, sent without waiting on one another, still all run when
-Redis has to load the script first (a fresh server, or a ``SCRIPT FLUSH``)."""
+Redis has to load the script first (a fresh server, or a ``SCRIPT FLUSH`` while chunks are in
+flight)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,28 @@ def test_patched_keeps_untouched_bytes_and_refuses_what_is_not_strict_json():
     for bad in (b'{"x":NaN}', b'{"x":-1e400}', b"{not json", b"\xff\xfe"):
         assert patched(bad, PATCH) is None
     assert json.loads(patched(None, PATCH)[1]) == {"amount": 1, "note": {"fixed": True, "by": "Zoë ✓"}}
+
+
+def test_every_chunk_runs_when_the_scripts_are_flushed_in_the_middle_of_a_batch(r, monkeypatch):
+    import queues.bulk.edit as edit
+
+    n = 6 * CHUNK + 7
+    seed_failed(r, Q, n, data=lambda i: {"i": i, "amount": 5})
+    calls, real = [0], edit.patched
+
+    def flushing(raw, patch):  # a SCRIPT FLUSH while chunks are in flight: reads and edits sent after it fail
+        calls[0] += 1
+        if calls[0] == 2 * CHUNK + 1:
+            r.script_flush()
+        return real(raw, patch)
+
+    monkeypatch.setattr(edit, "patched", flushing)
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
+                                      patch={"amount": 1}), store=MemoryStore())
+    assert (final.moved, final.skipped, final.failed) == (n, 0, 0)
+    assert r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == n and r.xlen(Q.key("events")) == n
+    assert all(json.loads(d) == {"i": i, "amount": 1}
+               for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n)))
 
 
 def test_every_chunk_runs_when_redis_must_load_the_script_first(r):

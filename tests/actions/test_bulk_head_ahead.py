@@ -1,5 +1,5 @@
-"""The whole-set retry unpaced: its check reads a big set's priorities and options with one
-SORT_RO per batch and still places a priority or lifo job as Job.retry would (a small
+"""The whole-set retry unpaced: its check reads a big set's priorities and options with a
+SORT_RO per field and batch and still places a priority or lifo job as Job.retry would (a small
 listpack-encoded set is read job by job and keeps its encoding), and the next batch sent before
 the current one's reply is read (a follower) never moves a job twice, never skips one and
 counts each exactly once, through a job that stays, a SCRIPT FLUSH, a cancel and a crash with
@@ -39,16 +39,17 @@ def waiting(r) -> list[int]:
     return sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1))
 
 
-def test_a_big_set_is_checked_with_one_sort_per_batch_and_priority_and_lifo_go_as_job_retry_puts_them(r):
+def test_a_big_set_is_checked_with_one_sort_per_field_and_batch_and_priority_and_lifo_go_as_job_retry_puts_them(r):
     seed_failed(r, Q, 2500)
     r.hset(Q.job_key("1500"), "priority", 3)
     r.hset(Q.job_key("2300"), "opts", '{"attempts":2,"lifo":true}')
     sorts, hmgets = calls(r, "sort_ro"), calls(r, "hmget")
     final = run_bulk(r, plan=plan(), store=MemoryStore())
     assert (final.moved, final.skipped, final.failed) == (2500, 0, 0)
-    # One SORT_RO per batch and no HMGET per job for the check: the 1,500 HMGETs are reprocessJob's
-    # (the queue's meta, per job) on the slow road of the two batches with the priority and lifo jobs.
-    assert calls(r, "sort_ro") - sorts == 3 and calls(r, "hmget") - hmgets < 1500 + 10
+    # One SORT_RO per field (priority, options) and batch, and no HMGET per job for the check: the
+    # 1,500 HMGETs are reprocessJob's (the queue's meta, per job) on the slow road of the two
+    # batches with the priority and lifo jobs.
+    assert calls(r, "sort_ro") - sorts == 2 * 3 and calls(r, "hmget") - hmgets < 1500 + 10
     assert r.zscore(Q.key("prioritized"), "1500") is not None and b"1500" not in r.lrange(Q.key("wait"), 0, -1)
     assert r.lindex(Q.key("wait"), -1) == b"2300"  # lifo: the next to run
     assert waiting(r) == [i for i in range(1, 2501) if i != 1500]
@@ -140,3 +141,29 @@ def test_an_edit_of_a_big_set_reads_with_sort_and_still_places_priority_and_lifo
     assert r.zrange(Q.key("failed"), 0, -1) == [b"880"] and r.hget(Q.job_key("880"), "data") == b"{not json"
     assert all(r.hget(Q.job_key(str(i)), "data") == b'{"i":%d,"amount":1}' % (i - 1) for i in (1, 850, 870, 900))
     assert all(r.hmget(Q.job_key(str(i)), ["atm", "ats", "failedReason"]) == [None] * 3 for i in (1, 850, 870, 900))
+
+
+def test_an_edit_chunk_at_the_head_whose_data_changed_after_it_was_read_moves_all_but_that_job(r):
+    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest, patched
+
+    seed_failed(r, Q, 300, data=lambda i: {"i": i})
+    ids = [str(i) for i in range(1, 201)]  # the head of a skiplist-encoded set, read with SORT_RO
+    raws = [r.hget(Q.job_key(i), "data") for i in ids]
+    made = [patched(raw, {"ok": 1}) for raw in raws]
+    r.hset(Q.job_key("150"), "data", '{"i":149,"changed":true}')  # a producer wrote between the read and the edit
+    args = [Q.base, "1", "+inf", chunk_digest(raws), *(x for i, (sha, new) in zip(ids, made) for x in (i, sha, new))]
+    assert EDIT_RETRY_BATCH(keys=KEYS, args=args, client=r) == [1] * 149 + [-4] + [1] * 50
+    assert r.zrange(Q.key("failed"), 0, 0) == [b"150"] and r.zcard(Q.key("failed")) == 101
+    assert r.hget(Q.job_key("150"), "data") == b'{"i":149,"changed":true}'
+    assert r.hget(Q.job_key("149"), "data") == b'{"i":148,"ok":1}' and r.hget(Q.job_key("149"), "atm") is None
+
+
+def test_a_chunk_digest_joins_the_data_so_it_cannot_be_split_two_ways():
+    import hashlib
+
+    from queues.bulk.edit import chunk_digest
+
+    assert chunk_digest([b'{"a":1}', b"", b"[2]"]) == hashlib.sha1(b'{"a":1}\0\0[2]').hexdigest()
+    # Data holding a NUL could make two different chunks join alike: such a chunk has no digest,
+    # which matches nothing, so each job is checked against its own SHA-1.
+    assert chunk_digest([b"a\0", b"b"]) == "" and chunk_digest([b"a", b"\0b"]) == ""
