@@ -2,14 +2,15 @@
 data *as stored in Redis* (never what a page showed), then the job retried with its counters
 reset, as the single-job fix-and-replay does (``queues.edit_retry``).
 
-The batch reads the jobs' data in one round trip, applies the patch in Python (Lua's cjson would
-rewrite numbers and turn ``[]`` into ``{}``), and sends one script that checks, per job and in
-the same atomic step, that the job is still failed and its data still what was read (by SHA-1,
-so the data travels once). When the batch is the head of the failed set and no job has a
-priority or ``lifo``, BullMQ's ``updateData`` writes each job's data, the counters are reset and
-BullMQ's ``moveJobsToWait`` moves the batch (the whole-set retry's fast road); otherwise
-``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as ``Job.retry`` pushes
-it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
+The batch goes in chunks: each chunk's data is read in one round trip, patched in Python (Lua's
+cjson would rewrite numbers and turn ``[]`` into ``{}``), and sent in one script that checks,
+in the same atomic step as the writes, that the jobs are still failed and their data still what
+was read (by SHA-1, so the data travels once). When the chunk is the head of the failed set, its
+data as a whole is as read (one SHA-1 of the chunk: ``chunk_digest``) and no job has a priority
+or ``lifo``, BullMQ's ``updateData`` writes each job's data, the counters are reset and BullMQ's
+``moveJobsToWait`` moves the chunk (the whole-set retry's fast road); otherwise each job's own
+SHA-1 is checked and ``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as
+``Job.retry`` pushes it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
 left failed and counted as skipped (``changed``); one whose stored data is not JSON we can
 write back is skipped (``bad_data``), and so is one whose patched data does not pass the
 queue's job schema (``invalid_data``, with the reasons: ``queues.job_schema``); the others go on.
