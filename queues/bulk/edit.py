@@ -10,10 +10,11 @@ data as a whole is as read (one SHA-1 of the chunk: ``chunk_digest``) and no job
 or ``lifo``, BullMQ's ``updateData`` writes each job's data, the counters are reset and BullMQ's
 ``moveJobsToWait`` moves the chunk (the whole-set retry's fast road); otherwise each job's own
 SHA-1 is checked and ``updateData`` and ``reprocessJob`` run per job (a ``lifo`` job pushed as
-``Job.retry`` pushes it) and, with the reset, the stall counter is deleted. A job whose data changed in between is
-left failed and counted as skipped (``changed``); one whose stored data is not JSON we can
-write back is skipped (``bad_data``), and so is one whose patched data does not pass the
-queue's job schema (``invalid_data``, with the reasons: ``queues.job_schema``); the others go on.
+``Job.retry`` pushes it) and, with the reset, the stall counter is deleted. A job whose data
+changed in between is left failed and counted as skipped (``changed``); one whose stored data
+is not JSON we can write back is skipped (``bad_data``), and so is one whose patched data does
+not pass the queue's job schema (``invalid_data``, with the reasons: ``queues.job_schema``); the
+others go on.
 """
 
 from __future__ import annotations
@@ -258,16 +259,16 @@ def _apply(before, patch: dict):
     return after
 
 
-# A batch goes in chunks on one connection, pipelined: the data reads of the next ``AHEAD``
-# chunks are always in flight, each chunk is patched as its data comes back and its edit sent at
-# once, and an edit's reply is read only when the replies before a later read must be (so at
-# most ``AHEAD`` edits are in flight). Redis runs the edits sent while this process patches the
-# next chunk, and never waits for this process to wake up (a helper thread, tried before, waited
-# up to the interpreter's switch interval at every hand-over); what is in flight, in Redis's
-# buffers and here, is a few chunks, whatever the batch size. Each chunk is its own atomic step,
-# run in order, so each can still be the head of the failed set.
+# A batch goes in chunks on one connection, pipelined: the data reads of the next
+# ``CHUNKS_AHEAD`` chunks are always in flight, each chunk is patched as its data comes back and
+# its edit sent at once, and an edit's reply is read only when the replies before a later read
+# must be (so at most ``CHUNKS_AHEAD`` edits are in flight). Redis runs the edits sent while this
+# process patches the next chunk, and never waits for this process to wake up (a helper thread,
+# tried before, waited up to the interpreter's switch interval at every hand-over); what is in
+# flight, in Redis's buffers and here, is a few chunks, whatever the batch size. Each chunk is
+# its own atomic step, run in order, so each can still be the head of the failed set.
 CHUNK = 200
-AHEAD = 4
+CHUNKS_AHEAD = 4
 
 
 def _value(text: bytes | str):
@@ -301,7 +302,7 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
         flight.append(spans[k])
 
     try:
-        for k in range(min(AHEAD, len(spans))):
+        for k in range(min(CHUNKS_AHEAD, len(spans))):
             send_read(k)
         for k, span in enumerate(spans):
             while not isinstance(flight[0], range):  # the edits sent before this chunk's read
@@ -330,8 +331,8 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
             if sent:  # packed by hiredis directly: redis-py's packer looks at every argument first
                 conn.send_packed_command([pack_command(("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args))])
                 flight.append([args, sent])
-            if k + AHEAD < len(spans):
-                send_read(k + AHEAD)
+            if k + CHUNKS_AHEAD < len(spans):
+                send_read(k + CHUNKS_AHEAD)
         while flight:
             edits.append([*flight.popleft(), _reply(conn.read_response)])
     except BaseException:
