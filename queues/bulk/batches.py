@@ -68,13 +68,15 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
     q = plan.queue
     results: list = [None] * len(items)
     by_state: dict[str, list[int] | range] = {}
-    if plan.filt is not None and items:  # a scan's page: every job is in the filter's state
-        by_state[items[0][1]] = range(len(items))
-    for n, (job_id, state) in enumerate(items if not by_state else ()):
-        if state is None:
-            results[n] = ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to.")
-        else:
-            by_state.setdefault(state, []).append(n)
+    if plan.filt is not None:  # a scan's page: every job is in the filter's state
+        by_state = {plan.filt.state: range(len(items))} if items else {}
+    else:
+        for n, (job_id, state) in enumerate(items):
+            if state is None:
+                results[n] = ActionResult(job_id, WRONG_STATE,
+                                          f"Job {job_id} is no longer in a state this action applies to.")
+            else:
+                by_state.setdefault(state, []).append(n)
     if plan.action == "redrive":
         _redrive_batch(client, plan, items, [n for ns in by_state.values() for n in ns], results, now_ms=now_ms)
         return results

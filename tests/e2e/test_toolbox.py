@@ -14,27 +14,32 @@ from tests.support.servers import run_node
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
 
-def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
-    url = node_fixture_db.url
-    run_node("toolbox.mjs", "hashes", url, "e2e-add", "[]")  # the queue exists
-    client = node_fixture_db.client()
+def empty_queue(page, live_app, db, name: str):
+    """A queue with no jobs (its meta only), and a logged-in page; the client of its Redis."""
+    run_node("toolbox.mjs", "hashes", db.url, name, "[]")
     log_in(page, live_app)
+    return db.client()
+
+
+def add_on_the_form(page, data: str, outcome: str, **fields: str):
+    """Fill the add page's name, data and option ``fields`` and submit; the result shown."""
+    page.fill("input[name=name]", "send-invoice")
+    page.fill("textarea[name=data]", data)
+    for field, value in fields.items():
+        page.fill(f"input[name={field}]", value)
+    page.click("button.queue-add")
+    return page.wait_for_selector(f"#action-result .action-result.{outcome}")
+
+
+def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
+    client = empty_queue(page, live_app, node_fixture_db, "e2e-add")
     page.goto(live_app.url + "/q/default/bull/e2e-add/")
     page.click("a.add-job-link")
-    page.fill("input[name=name]", "send-invoice")
-    page.fill("textarea[name=data]", '{"invoice": 7,}')
-    page.click("button.queue-add")
-    refused = page.wait_for_selector("#action-result .action-result.refused")
-    assert "not valid JSON" in refused.inner_text()
+    assert "not valid JSON" in add_on_the_form(page, '{"invoice": 7,}', "refused").inner_text()
     assert client.llen("bull:e2e-add:wait") == 0
-    page.fill("textarea[name=data]", '{"invoice": 7}')
-    page.fill("input[name=priority]", "2")
-    page.fill("input[name=attempts]", "5")
     page.select_option("select[name=backoff_type]", "exponential")
-    page.fill("input[name=backoff_delay]", "1000")
-    page.fill("input[name=jobId]", "invoice-7")
-    page.click("button.queue-add")
-    done = page.wait_for_selector("#action-result .action-result.ok")
+    done = add_on_the_form(page, '{"invoice": 7}', "ok", priority="2", attempts="5", backoff_delay="1000",
+                           jobId="invoice-7")
     assert "invoice-7" in done.inner_text()
     assert json.loads(client.hget("bull:e2e-add:invoice-7", "opts")) == {
         "attempts": 5, "priority": 2, "backoff": {"type": "exponential", "delay": 1000}, "jobId": "invoice-7"}
@@ -110,10 +115,7 @@ def test_edit_and_retry_a_whole_error_group(page, live_app, node_fixture_db):
 
 
 def test_a_job_schema_set_on_the_settings_page_refuses_bad_data_on_the_add_page(page, live_app, node_fixture_db):
-    url = node_fixture_db.url
-    run_node("toolbox.mjs", "hashes", url, "e2e-schema", "[]")  # the queue exists
-    client = node_fixture_db.client()
-    log_in(page, live_app)
+    client = empty_queue(page, live_app, node_fixture_db, "e2e-schema")
     page.goto(live_app.url + "/q/default/bull/e2e-schema/settings")
     assert "No job schema" in page.locator(".job-schema-setting").inner_text()
     page.fill("textarea[name=schema]", '{"type": "object", "required": ["invoice"], '
@@ -123,13 +125,7 @@ def test_a_job_schema_set_on_the_settings_page_refuses_bad_data_on_the_add_page(
     page.goto(live_app.url + "/q/default/bull/e2e-schema/add-job")
     page.click("details.job-schema-applies summary")  # collapsed until asked for
     assert '"required"' in page.locator("details.job-schema-applies pre.job-schema").inner_text()
-    page.fill("input[name=name]", "send-invoice")
-    page.fill("textarea[name=data]", '{"invoice": 0}')
-    page.click("button.queue-add")
-    refused = page.wait_for_selector("#action-result .action-result.refused")
-    assert "$.invoice: should be ≥ 1." in refused.inner_text()
+    assert "$.invoice: should be ≥ 1." in add_on_the_form(page, '{"invoice": 0}', "refused").inner_text()
     assert client.llen("bull:e2e-schema:wait") == 0
-    page.fill("textarea[name=data]", '{"invoice": 7}')
-    page.click("button.queue-add")
-    page.wait_for_selector("#action-result .action-result.ok")
+    add_on_the_form(page, '{"invoice": 7}', "ok")
     assert client.llen("bull:e2e-schema:wait") == 1
