@@ -31,7 +31,7 @@ from hiredis import pack_command
 
 from .. import job_schema
 from ..actions import MISSING, WRONG_STATE, ActionResult
-from ..bullmq_scripts import HEAD_READS, PUSH_CMD, as_function, lua_script
+from ..bullmq_scripts import COUNTERS, HEAD_READS, MOVE_JOBS_TO_WAIT_RESETTING, PUSH_CMD, as_function, lua_script
 from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
@@ -43,7 +43,7 @@ BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot
 
 EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
                               + as_function("reprocess_job", "reprocessJob-9.lua")
-                              + as_function("move_jobs_to_wait", "moveJobsToWait-8.lua") + PUSH_CMD + HEAD_READS + """
+                              + MOVE_JOBS_TO_WAIT_RESETTING + PUSH_CMD + HEAD_READS + """
 -- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
 -- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
 -- finish times (e.g. "(1700000000000"), ARGV[4] the chunk's digest (``chunk_digest``: one SHA-1
@@ -51,8 +51,8 @@ EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
 -- read, the new data. Returns per job: 1 done, -1 missing, -3 no longer failed, -4 its data
 -- changed since it was read.
 -- When the chunk is exactly the head of the failed set, its data as a whole is as read (the
--- digest) and no job has a priority or lifo, the data is written (updateData) and the counters
--- reset per job and BullMQ's moveJobsToWait moves the whole chunk, as the whole-set retry does;
+-- digest) and no job has a priority or lifo, the data is written (updateData) and BullMQ's
+-- moveJobsToWait moves the whole chunk, resetting the counters, as the whole-set retry does;
 -- otherwise each job is checked against its own SHA-1 and reprocessJob runs per job.
 local n = (#ARGV - 4) / 3
 local codes = {}
@@ -62,9 +62,10 @@ for k = 1, fast and n or 0 do
   if head[k] ~= ARGV[3 * k + 2] then fast = false break end
 end
 if fast then
-  local f = head_fields(sortable(KEYS[2], ARGV[1]), KEYS[2], ARGV[1], head, "data", "opts", "priority")
-  local data = joined(f[1], "\\0")
-  fast = data ~= nil and redis.sha1hex(data) == ARGV[4] and plain_jobs(f[3], joined(f[2], "\\n"))
+  local rows, data = head_rows(KEYS[2], ARGV[1], head, {"data", "opts", "priority"}), {}
+  for k = 1, n do data[k] = rows[3 * k - 2] end
+  local ok, joined = pcall(table.concat, data, "\\0")  -- fails on a missing job's false
+  fast = ok and redis.sha1hex(joined) == ARGV[4] and plain_jobs(rows, 3, 3, 2)
 end
 if fast then
   local jobKeys, data = {}, {}  -- updateData's KEYS and ARGV, one pair of tables for the chunk
@@ -73,9 +74,9 @@ if fast then
     local jobKey = ARGV[1] .. ARGV[i]
     jobKeys[1], data[1] = jobKey, ARGV[i + 2]
     update_data(jobKeys, data)
-    if ARGV[2] == "1" then redis.call("HDEL", jobKey, "atm", "ats", "stc") end
     codes[k] = 1
   end
+  counters = ARGV[2] == "1" and """ + COUNTERS + """ or {}
   move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
                     {n, redis.call("ZSCORE", KEYS[2], head[n]), "failed"})
   return codes

@@ -297,6 +297,21 @@ def test_the_fast_path_resets_counters_like_the_per_job_path(r):
     assert exists_calls() - before < 10  # reprocessJob (EXISTS per job) was not needed: the fast path ran
 
 
+@pytest.mark.parametrize("state, field", [("failed", "failedReason"), ("completed", "returnvalue")])
+def test_the_fast_path_without_the_reset_keeps_the_counters_as_move_jobs_to_wait_does(r, state, field):
+    seed_failed(r, Q, 1200)
+    if state == "completed":  # the same jobs, finished with a return value instead
+        for i in range(1, 1201):
+            r.hset(Q.job_key(str(i)), field, '"ok"')
+        r.rename(Q.key("failed"), Q.key("completed"))
+    r.hset(Q.job_key("1100"), "stc", 2)
+    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(state=state),
+                                      rate=None, reset_counters=False), store=MemoryStore())
+    assert final.moved == 1200 and r.zcard(Q.key(state)) == 0 and r.llen(Q.key("wait")) == 1200
+    assert r.hmget(Q.job_key("1100"), ["atm", "ats", "stc"]) == [b"2", b"2", b"2"]
+    assert r.hmget(Q.job_key("1100"), ["finishedOn", "processedOn", field]) == [None] * 3
+
+
 def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
     dlq, source = QueueRef("default", "bull", "orders-dlq"), QueueRef("default", "bull", "orders")
     r.hset(source.key("meta"), "opts.maxLenEvents", 10000)  # the source queue exists (a redrive never creates one)

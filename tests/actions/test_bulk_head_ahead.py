@@ -1,5 +1,5 @@
-"""The whole-set retry unpaced: its check reads a big set's priorities and options with a
-SORT_RO per field and batch and still places a priority or lifo job as Job.retry would (a small
+"""The whole-set retry unpaced: its check reads a big set's priorities and options with one
+SORT_RO per batch and still places a priority or lifo job as Job.retry would (a small
 listpack-encoded set is read job by job and keeps its encoding), and the next batch sent before
 the current one's reply is read (a follower) never moves a job twice, never skips one and
 counts each exactly once, through a job that stays, a SCRIPT FLUSH, a cancel and a crash with
@@ -39,17 +39,17 @@ def waiting(r) -> list[int]:
     return sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1))
 
 
-def test_a_big_set_is_checked_with_one_sort_per_field_and_batch_and_priority_and_lifo_go_as_job_retry_puts_them(r):
+def test_a_big_set_is_checked_with_one_sort_per_batch_and_priority_and_lifo_go_as_job_retry_puts_them(r):
     seed_failed(r, Q, 2500)
     r.hset(Q.job_key("1500"), "priority", 3)
     r.hset(Q.job_key("2300"), "opts", '{"attempts":2,"lifo":true}')
     sorts, hmgets = calls(r, "sort_ro"), calls(r, "hmget")
     final = run_bulk(r, plan=plan(), store=MemoryStore())
     assert (final.moved, final.skipped, final.failed) == (2500, 0, 0)
-    # One SORT_RO per field (priority, options) and batch, and no HMGET per job for the check: the
-    # 1,500 HMGETs are reprocessJob's (the queue's meta, per job) on the slow road of the two
-    # batches with the priority and lifo jobs.
-    assert calls(r, "sort_ro") - sorts == 2 * 3 and calls(r, "hmget") - hmgets < 1500 + 10
+    # One SORT_RO per batch (both fields), and no HMGET per job for the check: the 1,500 HMGETs are
+    # reprocessJob's (the queue's meta, per job) on the slow road of the two batches with the
+    # priority and lifo jobs.
+    assert calls(r, "sort_ro") - sorts == 3 and calls(r, "hmget") - hmgets < 1500 + 10
     assert r.zscore(Q.key("prioritized"), "1500") is not None and b"1500" not in r.lrange(Q.key("wait"), 0, -1)
     assert r.lindex(Q.key("wait"), -1) == b"2300"  # lifo: the next to run
     assert waiting(r) == [i for i in range(1, 2501) if i != 1500]
