@@ -102,7 +102,7 @@ def test_a_session_post_without_the_csrf_token_is_refused(failed):
 
 
 @pytest.mark.parametrize("schema, says", [
-    ({"properties": {"email": {"pattern": "^(x+x+)+y$"}}}, "takes too long"),
+    ({"properties": {"email": {"pattern": "(x+x+)+y"}}}, "takes too long"),
     ({"$ref": "https://example.com/schema.json"}, "only local references"),
     ({"type": "objekt"}, "not a valid JSON Schema"),
     ('{"type": "object",}', "not valid JSON"),
