@@ -80,6 +80,25 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   document.addEventListener("htmx:oobAfterSwap", markTab);
 })();
 
+// What is offered only while jobs are in a state ("Retry all failed…" while there are failed
+// jobs: data-qw-shown-when="failed", or several states) follows the live state tabs' counts, so
+// a page opened on a quiet queue offers the retry once jobs fail, without a reload. The server
+// renders the same choice at load; the views check again when the form is sent.
+(function () {
+  "use strict";
+  function hasJobs(state) {
+    var count = document.querySelector(".tabs a.state-" + state + " .count");
+    return !!count && !count.classList.contains("zero");
+  }
+  function sync() {
+    document.querySelectorAll("[data-qw-shown-when]").forEach(function (el) {
+      el.hidden = !el.dataset.qwShownWhen.split(" ").some(hasJobs);
+    });
+  }
+  document.addEventListener("htmx:oobAfterSwap", sync);
+  document.addEventListener("htmx:afterSettle", sync);
+})();
+
 // Ticked jobs survive live re-renders of a job list: remember ticks by job id and tick them
 // again after each swap (the monitor's fragment knows nothing of this browser's choices).
 (function () {

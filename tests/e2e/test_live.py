@@ -1,6 +1,6 @@
 """In real Chromium, through daphne, channels_redis and the monitor process: pages update
-without a reload when a Node worker fails a job and when a job stalls; an idle websocket is
-still delivering after more than 60 seconds."""
+without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
+is one) and when a job stalls; an idle websocket is still delivering after more than 60 seconds."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     log_in(page, live_app)
     open_live(page, live_app, "/q/default/bull/e2e-live/?state=failed")
     assert page.locator("nav.tabs a.state-failed .count").inner_text() == "0"
+    retry_all = page.locator("button.bulk-retry-failed")
+    assert not retry_all.is_visible()  # nothing to retry yet
 
     # Idle for longer than redis-py's old 5 s socket timeout (the channel layer's read must not
     # time out: channels_redis socket_timeout=None) and than daphne's 20 s websocket ping
@@ -44,6 +46,8 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     page.wait_for_function("document.querySelector('nav.tabs a.state-failed .count').textContent === '1'")
     assert page.evaluate("window.__noReload") == 1
     assert "active" in page.locator("nav.tabs a.state-failed").get_attribute("class")
+    # What is offered only while there are failed jobs appears with the first one, without a reload.
+    assert retry_all.is_visible() and page.locator("nav.queue-links a:has-text('Failed jobs by error')").is_visible()
 
 
 def test_stalled_job_is_marked_live(page, live_app, node_fixture_db):
