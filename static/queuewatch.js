@@ -82,17 +82,22 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
 
 // What is offered only while jobs are in a state ("Retry all failed…" while there are failed
 // jobs: data-qw-shown-when="failed", or several states) follows the live state tabs' counts, so
-// a page opened on a quiet queue offers the retry once jobs fail, without a reload. The server
-// renders the same choice at load; the views check again when the form is sent.
+// a page opened on a quiet queue offers the retry once jobs fail, without a reload; "paused" and
+// "running" follow the live paused badge (pause or resume). The server renders the same choice
+// at load; the views check again when the form is sent.
 (function () {
   "use strict";
-  function hasJobs(state) {
-    var count = document.querySelector(".tabs a.state-" + state + " .count");
+  function holds(token) {
+    var live = document.querySelector(".queue-live");
+    if (token === "paused" || token === "running") {
+      return !!live && !!live.querySelector(".badge.paused") === (token === "paused");
+    }
+    var count = document.querySelector(".tabs a.state-" + token + " .count");
     return !!count && !count.classList.contains("zero");
   }
   function sync() {
     document.querySelectorAll("[data-qw-shown-when]").forEach(function (el) {
-      el.hidden = !el.dataset.qwShownWhen.split(" ").some(hasJobs);
+      el.hidden = !el.dataset.qwShownWhen.split(" ").some(holds);
     });
   }
   document.addEventListener("htmx:oobAfterSwap", sync);

@@ -63,6 +63,9 @@ class Action:
     note: str = ""  # a line of help next to the button
     fields: str = ""  # template with extra form fields, shown after the button
     needs_user: bool = False  # the runner is also given ``user=`` (it records who, e.g. a stored setting)
+    # A queue action drawn either way but shown only while the queue is "paused" or "running":
+    # the page swaps pause for resume as its live state changes (data-qw-shown-when, queuewatch.js).
+    shown_when: str = ""
 
     @property
     def audit_label(self) -> str:
@@ -126,8 +129,8 @@ for _action in (
     Action("discard", JOB, _("Discard"), ReasonedInput, runners.discard, danger=True,
            note=_("Removes the job (the result says what happened to its children); refused while a worker holds "
                   "its lock or if it is a scheduler's current iteration.")),
-    Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, offered=lambda where: not where.snap.paused),
-    Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, offered=lambda where: where.snap.paused),
+    Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, shown_when="running"),
+    Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, shown_when="paused"),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
     Action("clean", QUEUE, _("Clean"), CleanInput, runners.clean, offered=never),
     # The operator toolbox (docs/actions.md, "Toolbox"). Add and edit-and-retry have their own

@@ -1,6 +1,6 @@
 """In real Chromium, through daphne, channels_redis and the monitor process: pages update
 without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
-is one) and when a job stalls; an idle websocket is still delivering after more than 60 seconds."""
+is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering after more than 60 seconds."""
 
 from __future__ import annotations
 
@@ -67,3 +67,21 @@ def test_stalled_job_is_marked_live(page, live_app, node_fixture_db):
     finally:
         stuck.kill()
         stuck.wait()
+
+
+def test_pause_then_resume_from_the_queue_page_without_a_reload(page, live_app, node_fixture_db):
+    # The queue page offers pause or resume as the queue is; after either, the other one is
+    # offered as soon as the live state says the queue changed.
+    client = node_fixture_db.client()
+    run_node("produce.mjs", "complete", node_fixture_db.url, "e2e-pause", "1")
+    log_in(page, live_app)
+    open_live(page, live_app, "/q/default/bull/e2e-pause/")
+    pause, resume = page.locator("button.queue-pause"), page.locator("button.queue-resume")
+    assert pause.is_visible() and not resume.is_visible()
+    pause.click()
+    page.wait_for_selector("button.queue-resume", state="visible", timeout=10_000)
+    assert not pause.is_visible() and client.hexists("bull:e2e-pause:meta", "paused")
+    resume.click()
+    page.wait_for_selector("button.queue-pause", state="visible", timeout=10_000)
+    assert not resume.is_visible() and not client.hexists("bull:e2e-pause:meta", "paused")
+    assert page.evaluate("window.__noReload") == 1
