@@ -182,7 +182,7 @@ end
 # started and the stall counter). That is one HDEL of the fields reprocessJob's own HDEL deletes
 # for Job.retry with resetAttemptsMade/resetAttemptsStarted, plus "stc" as in RETRY: the same
 # writes in the same atomic step as the plain composition (an HDEL of the counters per job, then
-# moveJobsToWait), one call into Redis fewer per job, which is a tenth of the fast road's time.
+# moveJobsToWait), one call into Redis fewer per job (about 0.03 s per 100,000 jobs of 0.38 s).
 # The one change to a BullMQ script's text; it fails at import if BullMQ's line moved.
 def _move_jobs_to_wait_resetting() -> str:
     source = bullmq_source("moveJobsToWait-8.lua")
@@ -213,9 +213,9 @@ RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + MOVE_JOBS
 -- and writes nothing.
 -- The batch is the first ARGV[7] entries of the set from ARGV[6] up to ARGV[5]. When it is the
 -- head of the set (offset 0) and no job has a priority or lifo, moveJobsToWait moves it (with the
--- reset, its per-job HDEL deletes the counters too); otherwise reprocessJob runs per job. The receipt "<batch>:<moved>" is
--- written in the same atomic step, so a caller that died before reading the reply can tell
--- afterwards whether the batch ran and what it moved.
+-- reset, its per-job HDEL deletes the counters too); otherwise reprocessJob runs per job. The
+-- receipt "<batch>:<moved>" is written in the same atomic step, so a caller that died before
+-- reading the reply can tell afterwards whether the batch ran and what it moved.
 -- Returns {taken, moved, last id, last score, id, code, id, code, ...} (jobs not moved).
 if (ARGV[9] or "") ~= "" and redis.call("GET", KEYS[10]) ~= ARGV[9] .. ":" .. ARGV[7] then return {-1, 0, "", ""} end
 local ids = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", ARGV[5], "LIMIT", ARGV[6], ARGV[7])
