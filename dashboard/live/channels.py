@@ -36,6 +36,7 @@ CACHE_PREFIX = "queuewatch:frag:"
 WATCH_KEY = "queuewatch:watch"
 WATCH_TTL_S = 90
 SEP = "\x1f"
+TAB_SEP = "\x1e"  # between a watch's member and the tab (websocket channel) that holds it
 
 
 def language_group(group: str, language: str) -> str:
@@ -386,15 +387,36 @@ def viewed_languages(client: redis.Redis) -> set[str]:
     return {m.decode() if isinstance(m, bytes) else m for m in client.zrangebyscore(LANGUAGES_KEY, time.time(), "+inf")}
 
 
-def watch(client: redis.Redis, item: Watch) -> None:
-    """Record that someone is looking at a job or a job list, for ``WATCH_TTL_S`` seconds.
-    The monitor reads this set once per tick, so its work follows what is watched, not how
+def _held(item: Watch, tab: str) -> str:
+    return item.member() + TAB_SEP + tab
+
+
+def watch(client: redis.Redis, item: Watch, tab: str = "") -> None:
+    """Record that a tab (its websocket channel's name) is looking at a queue page, a job list
+    or a job, for ``WATCH_TTL_S`` seconds (the tab refreshes it). The monitor reads this set once
+    per tick and renders each thing watched once, so its work follows what is watched, not how
     many tabs watch it."""
-    client.zadd(WATCH_KEY, {item.member(): time.time() + WATCH_TTL_S})
+    client.zadd(WATCH_KEY, {_held(item, tab): time.time() + WATCH_TTL_S})
+
+
+def unwatch(client: redis.Redis, items: list[Watch], tab: str) -> None:
+    """A tab closed: what it watched stops being watched now (not when its entry lapses), unless
+    another tab watches it too."""
+    if items:
+        client.zrem(WATCH_KEY, *(_held(item, tab) for item in items))
 
 
 def watched(client: redis.Redis) -> list[Watch]:
+    """What some tab watches, each once."""
     now = time.time()
     client.zremrangebyscore(WATCH_KEY, "-inf", now)
-    items = (Watch.parse(m.decode("utf-8")) for m in client.zrangebyscore(WATCH_KEY, now, "+inf"))
-    return [item for item in items if item is not None]
+    found: dict[Watch, None] = {}
+    for raw in client.zrangebyscore(WATCH_KEY, now, "+inf"):
+        member = raw.decode("utf-8")
+        # The tab is last (a channel name holds no TAB_SEP); a member without one was written
+        # by a web process of the version before, which kept one member per thing watched.
+        head, sep, _ = member.rpartition(TAB_SEP)
+        item = Watch.parse(head if sep else member)
+        if item is not None:
+            found[item] = None
+    return list(found)

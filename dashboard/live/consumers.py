@@ -3,13 +3,15 @@
 They never read the monitored Redis: everything they send was rendered once by the monitor,
 so the number of open tabs does not change the load on production Redis. A consumer for a
 queue page, a job list or a job also keeps a "watch" entry fresh so the monitor knows what to
-render: it renders nothing of a queue page's that nobody views.
+render, and removes it when the tab closes: the monitor renders nothing of a queue page's that
+nobody views.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import redis
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -50,6 +52,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         task = getattr(self, "heartbeat", None)
         if task:
             task.cancel()
+            try:
+                await sync_to_async(live.unwatch)(self.redis(), self.watches(), self.channel_name)
+            except redis.RedisError:
+                pass  # the dashboard Redis is away: the entries lapse on their own (WATCH_TTL_S)
 
     async def receive(self, text_data=None, bytes_data=None):
         pass  # the page sends nothing; htmx's ws extension may send form data we ignore
@@ -87,7 +93,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def register_watches(self):
         for item in self.watches():
-            await sync_to_async(live.watch)(self.redis(), item)
+            await sync_to_async(live.watch)(self.redis(), item, self.channel_name)
         if self.announces_language():
             await sync_to_async(live.announce_language)(self.redis(), self.language)
 

@@ -58,9 +58,10 @@ async def test_an_unviewed_header_is_not_rendered_and_a_new_viewer_gets_a_curren
             assert f'id="{live.queue_live_id(QUEUE)}"' in html and waiting_tab_count(html) == "2"
             await comm.disconnect()
 
-            # The viewer is gone (its watch lapsed): the header leaves the reconnect cache, so a
-            # tab opened later is never sent a stale copy, and is no longer rendered.
-            await sync_to_async(live.dashboard_redis().delete)(live.WATCH_KEY)
+            # The viewer is gone (closing the tab removed its watch, no wait for it to lapse):
+            # the header leaves the reconnect cache, so a tab opened later is never sent a stale
+            # copy, and is no longer rendered.
+            assert await sync_to_async(live.watched)(live.dashboard_redis()) == []
             await producer.add("job", {"i": 3})
             await async_wait_for(lambda: waiting_in_state_document() == 3)
             await async_wait_for(lambda: cached_header() == [])
