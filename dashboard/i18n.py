@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.utils import translation
 from django.utils.functional import Promise
 
-from queues.messages import Joined, Message
+from queues.messages import Joined, Message, from_data
 
 SESSION_KEY = "queuewatch_language"
 
@@ -93,8 +93,10 @@ def other_languages() -> list[str]:
 
 def translate(text):
     """Text marked in ``queues/`` (a ``Message``), translated into the active language with its
-    parameters filled in (parameters that are messages are translated too). Plain strings and
-    Django's lazy strings pass through."""
+    parameters filled in (parameters that are messages are translated too); also a message kept
+    as JSON (``queues.messages.as_data``). Plain strings and Django's lazy strings pass through."""
+    if isinstance(text, dict):
+        text = from_data(text)
     if isinstance(text, Joined):
         return text.separator.join(translate(part) for part in text.parts)
     if isinstance(text, Message):

@@ -56,3 +56,37 @@ def _(msgid: str, /, **params) -> Message:
     """Mark ``msgid`` for translation and fill ``{name}`` placeholders from ``params``. The
     placeholders stay in the message id, so translators can move them around."""
     return Message(msgid, **params)
+
+
+# Text kept as JSON (a bulk task's progress in the database) is translated when it is shown, so
+# it keeps its message id and parameters: ``as_data`` gives the JSON form, ``from_data`` rebuilds
+# the message (a plain string stays a string, as older rows hold).
+_PLAIN = (int, float, bool, type(None))
+
+
+def as_data(text, *, limit: int = 300):
+    """``text`` as JSON-able data: ``{"msgid", "params"}`` for a ``Message``, ``{"parts",
+    "separator"}`` for a ``Joined``, else a string. A text parameter longer than ``limit``
+    characters is cut (a job id can be huge); numbers stay numbers."""
+    if isinstance(text, Joined):
+        return {"parts": [as_data(part, limit=limit) for part in text.parts], "separator": text.separator}
+    if isinstance(text, Message):
+        return {"msgid": text.msgid, "params": {k: as_data(v, limit=limit) for k, v in text.params.items()}}
+    if isinstance(text, _PLAIN):
+        return text
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def from_data(data):
+    """The message ``as_data`` gave (its English text if the stored form cannot be filled in)."""
+    if isinstance(data, dict):
+        if "parts" in data:
+            return Joined([from_data(part) for part in data.get("parts") or []], str(data.get("separator", " ")))
+        if "msgid" in data:
+            params = {str(k): from_data(v) for k, v in (data.get("params") or {}).items()}
+            try:
+                return Message(str(data["msgid"]), **params)
+            except (KeyError, IndexError, ValueError):  # a stored form that does not fit its message id
+                return str(data["msgid"])
+    return data if isinstance(data, (str, *_PLAIN)) else str(data)

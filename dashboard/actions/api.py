@@ -23,6 +23,7 @@ from dashboard.actions.models import BulkTask
 from dashboard.browse import selectors as reads
 from dashboard.errors import InvalidInput, JsonResponse, api_errors
 from dashboard.registry import get_redactor
+from queues.messages import from_data
 
 
 def api_post(view):
@@ -132,4 +133,7 @@ def task_body(task: BulkTask) -> dict:
         "state": task.state, "cancel_requested": task.cancel_requested, "total": task.total, "moved": task.moved,
         "skipped": task.skipped, "failed": task.failed, "remaining": task.remaining, "rate_now": task.rate_now,
         "eta_s": task.eta_s, "percent": task.percent, "error": task.error or None,
+        # Why jobs were left as they were: a count per reason, and the first few jobs' own words.
+        "skipped_by": dict((task.progress or {}).get("skipped_by") or {}),
+        "refusals": [str(from_data(why)) for why in (task.progress or {}).get("refusals") or []],
     }

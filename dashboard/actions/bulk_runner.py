@@ -40,6 +40,7 @@ from dashboard.actions.inputs import Selection
 from dashboard.actions.services import ask_for_exact_read, bulk_plan, task_queue
 from dashboard.registry import Registry
 from queues import bulk
+from queues.messages import from_data
 
 log = logging.getLogger("queuewatch.bulk")
 
@@ -217,7 +218,8 @@ class BulkRunner:
                              message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
                                       + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
                                       + (f"; the copies kept: {kept_by}" if kept_by else "")
-                                      + (" [" + " ".join(final.refusals) + "]" if final and final.refusals else "")
+                                      + (" [" + " ".join(map(str, map(from_data, final.refusals))) + "]"
+                                         if final and final.refusals else "")
                                       + (f" of {task.total}" if task.total is not None else "")
                                       + (f". {error or note}" if error or note else ".")))
                 return True

@@ -12,6 +12,7 @@ import redis
 
 from ..actions import DONE, MISSING, WRONG_STATE
 from ..job_schema import INVALID_DATA
+from ..messages import as_data
 from ..selection import Cursor, Page, advance, next_page
 from .batches import MOVED, execute_batch, explicit_page, state_check, still_there
 from .edit import BAD_DATA, read_page, reads_its_page
@@ -67,7 +68,7 @@ def _tally(progress: Progress, results: list) -> set[str]:
             progress.skipped += 1
             progress.skipped_by[r.outcome] = progress.skipped_by.get(r.outcome, 0) + 1
             if r.outcome in REPORTED and len(progress.refusals) < MAX_REPORTED:
-                progress.refusals.append(str(r.message)[:500])
+                progress.refusals.append(as_data(r.message))  # translated when shown
             if r.outcome not in LEFT_STATE:
                 stayed.add(r.job_id)
     return stayed

@@ -30,7 +30,9 @@ class Progress:
     skipped_by: dict = field(default_factory=dict)  # outcome -> count
     kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redrive) -> count
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
-    refusals: list = field(default_factory=list)  # the first few per-job refusals that say why (REPORTED)
+    # The first few per-job refusals that say why (engine.REPORTED), as ``messages.as_data`` keeps
+    # them, so the task page shows them in the reader's language.
+    refusals: list = field(default_factory=list)
     receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
     head_batch: int = 0  # whole-set retry: the number of the last batch sent
     head_pending: int = 0  # whole-set retry: how many of the last batches sent are not counted yet (was a bool)

@@ -16,6 +16,7 @@ from django.urls import reverse
 from dashboard.actions.bulk_runner import plan_for
 from dashboard.actions.models import AuditEntry, BulkTask, QueueSchema
 from queues.bulk import MemoryStore, run_bulk
+from queues.messages import from_data
 from tests.support.accounts import token_for, user_with
 from tests.support.servers import run_node
 
@@ -36,6 +37,10 @@ def failed(actions_redis):
 def api(client, url: str, body, token: str):
     data = body if isinstance(body, str) else json.dumps(body)
     return client.post(url, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def api_get(client, url: str, token: str):
+    return client.get(url, HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 def keys(r) -> list:
@@ -188,8 +193,20 @@ def test_bulk_edit_and_retry_leaves_jobs_that_would_not_pass_failed_and_says_why
     task = BulkTask.objects.get()
     final = run_bulk(redis_client, plan=plan_for(task), store=MemoryStore())  # what the monitor runs
     assert (final.moved, final.skipped, final.skipped_by) == (1, 1, {"invalid_data": 1})
-    assert final.refusals == [f"Job {failed[1]} was left failed: The data does not pass the queue's schema: "
-                              "$.amount: should be ≥ 1."]
+    why = f"Job {failed[1]} was left failed: The data does not pass the queue's schema: $.amount: should be ≥ 1."
+    assert [str(from_data(r)) for r in final.refusals] == [why]
     assert json.loads(redis_client.hget(f"bull:sc:{failed[0]}", "data"))["email"] == "fixed@example.com"
     assert json.loads(redis_client.hget(f"bull:sc:{failed[1]}", "data")) == {"email": "also-bad@", "amount": 0}
     assert redis_client.zscore("bull:sc:failed", failed[1]) is not None
+    # The reasons are kept with their message ids (the task's row holds the engine's progress as
+    # JSON), so the task page says them in the reader's language, and the API in English.
+    BulkTask.objects.filter(pk=task.pk).update(progress=json.loads(json.dumps(final.as_dict())), state=BulkTask.DONE,
+                                               moved=final.moved, skipped=final.skipped)
+    assert api_get(client, reverse("api_task", args=[task.pk]), token).json()["refusals"] == [why]
+    assert api_get(client, reverse("api_task", args=[task.pk]), token).json()["skipped_by"] == {"invalid_data": 1}
+    client.force_login(user_with("viewer", username="reader"))
+    english = client.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "was left failed: The data does not pass the queue&#x27;s schema: $.amount: should be ≥ 1." in english
+    arabic = client.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    assert f"تُركت المهمة {failed[1]} فاشلة: البيانات لا تجتاز مخطط الطابور: $.amount: يجب أن يكون ≥ 1." in arabic
+    assert "was left failed" not in arabic
