@@ -162,15 +162,21 @@ end
 -- BullMQ's moveJobsToWait puts each where Job.retry would (it pushes every job to the far end of
 -- the wait list; Job.retry puts a priority job in prioritized and a lifo job at the near end).
 -- A job without options (a set member without its job) is not plain either: the per-job road
--- is always right, only slower.
+-- is always right, only slower. Lua 5.1 interns every string, so jobs with the same options
+-- (most of a queue) share one value and its search runs once per batch (`plain_opts`).
 local function plain_jobs(rows, stride, p, o)
   for i = p, #rows, stride do
     local v = rows[i]
     if v ~= "0" and v and (tonumber(v) or 0) > 0 then return false end
   end
+  local plain_opts = {}
   for i = o, #rows, stride do
     local v = rows[i]
-    if not v or string.find(v, '"lifo":true', 1, true) then return false end
+    if not v then return false end
+    if not plain_opts[v] then
+      if string.find(v, '"lifo":true', 1, true) then return false end
+      plain_opts[v] = true
+    end
   end
   return true
 end
