@@ -68,6 +68,29 @@ LABELS = {
     # children of a flow job
     "processed": pgettext_lazy("children", "processed"),
     "ignored": pgettext_lazy("children", "ignored"),
+    # why a bulk task left a job as it was (the outcomes of queues.actions, edit_retry, job_schema,
+    # bulk and redrive; a task's skipped_by)
+    "missing": pgettext_lazy("left as it was", "no longer exists"),
+    "locked": pgettext_lazy("left as it was", "held by a worker"),
+    "wrong_state": pgettext_lazy("left as it was", "moved meanwhile"),
+    "gone": pgettext_lazy("left as it was", "moved before the task reached it"),
+    "scheduler_iteration": pgettext_lazy("left as it was", "a job scheduler's current run"),
+    "not_a_job": pgettext_lazy("left as it was", "not a job"),
+    "changed": pgettext_lazy("left as it was", "changed meanwhile"),
+    "unchanged": pgettext_lazy("left as it was", "the patch changes nothing"),
+    "invalid_data": pgettext_lazy("left as it was", "refused by the queue's schema"),
+    "bad_data": pgettext_lazy("left as it was", "its data is not JSON"),
+    "target_exists": pgettext_lazy("left as it was", "an earlier copy is still in the source queue"),
+    "deduplicated": pgettext_lazy("left as it was", "deduplicated in the source queue"),
+    "no_source": pgettext_lazy("left as it was", "no source queue known"),
+    "unknown_target": pgettext_lazy("left as it was", "the source queue does not exist"),
+    # what the copies of a redrive kept (queues.redrive.kept_items; a task's kept_by)
+    "job_id": pgettext_lazy("kept", "their id"),
+    "new_id": pgettext_lazy("kept", "a new id"),
+    "deduplication": pgettext_lazy("kept", "their deduplication id"),
+    "priority": pgettext_lazy("kept", "their priority"),
+    "delay": pgettext_lazy("kept", "their delay"),
+    "lifo": pgettext_lazy("kept", "lifo"),
 }
 
 

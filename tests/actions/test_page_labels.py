@@ -39,3 +39,19 @@ def test_task_page_says_the_pace_asked(logged_in):
     html = logged_in.get(reverse("task", args=[task.pk])).content.decode()
     assert "(paced at 0.5/s)" in html
     assert '<dd class="moved"><data class="qw-num" value="12000">12000</data></dd>' in html
+
+
+def test_task_page_names_why_jobs_were_skipped_and_what_the_copies_kept_in_the_readers_language(logged_in):
+    task = BulkTask.objects.create(action="redrive", connection=Q.connection, prefix=Q.prefix, queue=Q.name,
+                                   selection={"state": "waiting"}, before_ms=BEFORE_MS, rate=None, reason="why",
+                                   state=BulkTask.DONE, total=10, moved=6, skipped=4,
+                                   progress={"skipped_by": {"target_exists": 3, "a_code_from_later": 1},
+                                             "kept_by": {"job_id": 5, "deduplication": 2, "new_id": 1}})
+    english = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    skipped = re.search(r'<small class="muted skipped-by">(.*?)</small>', english).group(1)
+    assert re.sub(r"<[^>]+>", "", skipped) == "(an earlier copy is still in the source queue: 3, a_code_from_later: 1)"
+    kept = re.search(r'<dd class="kept">(.*?)</dd>', english).group(1)
+    assert re.sub(r"<[^>]+>", "", kept) == "their id: 5, their deduplication id: 2, a new id: 1"
+    arabic = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    assert "نسخة سابقة لا تزال في الطابور المصدر" in arabic and "معرّف إزالة التكرار الخاص بها" in arabic
+    assert "an earlier copy" not in arabic and "their id" not in arabic
