@@ -1,9 +1,10 @@
 """Choosing jobs: "all jobs matching this filter", oldest first, fixed at confirmation.
 
 A filter is evaluated over one state, oldest first: failed/completed by finish time (the ZSET
-score), delayed by due time, waiting from the list's tail (the next to run). The target set is
-fixed by ``before_ms`` (the confirmation time): only jobs that finished before it (failed and
-completed), or were created before it (delayed, waiting), match, so jobs that fail after the
+score), delayed by due time, waiting from the list's tail and prioritized in priority order (both
+the next to run first). The target set is fixed by ``before_ms`` (the confirmation time): only
+jobs that finished before it (failed and completed), or were created before it (delayed,
+waiting, prioritized), match, so jobs that fail after the
 start are not swept in, and a job we retried that fails again is not picked up twice.
 
 The scan is resumable from a small ``Cursor`` (the bulk engine persists it) and never holds
@@ -22,7 +23,7 @@ from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
 from .text import to_text
 
-SELECTABLE_STATES = ("failed", "completed", "delayed", "waiting")
+SELECTABLE_STATES = ("failed", "completed", "delayed", "waiting", "prioritized")
 FINISHED_STATES = ("failed", "completed")
 PAGE = 500
 
@@ -109,7 +110,7 @@ def zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
         if filt.finished_to_ms is not None and filt.finished_to_ms < before_ms:
             hi = str(filt.finished_to_ms)
         return lo, hi
-    return "-inf", "+inf"  # delayed: the score is the due time; before_ms applies to creation
+    return "-inf", "+inf"  # delayed, prioritized: the score is the due time or the priority; before_ms applies to creation
 
 
 def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> int:

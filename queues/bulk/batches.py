@@ -19,7 +19,8 @@ from .plan import ACTION_STATES, BulkPlan
 MOVED = ActionResult("", DONE, "moved")
 
 # The BullMQ key each state lives in (waiting jobs are in the ``wait`` list).
-STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active"}
+STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active",
+             "prioritized": "prioritized"}
 
 
 def state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:

@@ -15,8 +15,9 @@ from ..selection import JobFilter, preview
 ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
 # The states each action looks for a job in. ``active`` only matters for explicit selections
 # (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
-ACTION_STATES = {"retry": ("failed", "completed"), "discard": ("failed", "completed", "delayed", "waiting", "active"),
-                 "promote": ("delayed",), "redrive": ("waiting", "failed", "completed", "delayed"),
+ACTION_STATES = {"retry": ("failed", "completed"),
+                 "discard": ("failed", "completed", "delayed", "waiting", "prioritized", "active"),
+                 "promote": ("delayed",), "redrive": ("waiting", "prioritized", "failed", "completed", "delayed"),
                  "edit-retry": ("failed",)}
 DEFAULT_RATE = 100.0
 MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time

@@ -273,3 +273,27 @@ def test_task_list_shows_active_then_recent_escaped(client, seeded):
     assert html.index(f'data-task-id="{running.pk}"') < html.index(f'data-task-id="{done.pk}"')
     assert "40%" in html and "100%" in html
     assert "<script>alert" not in html and "&lt;script&gt;" in html
+
+
+def test_a_dead_letter_queues_prioritized_tab_offers_a_bulk_redrive_and_counts_it(operator_client, actions_redis):
+    """Dead letters that wait with a priority (the prioritized set): the tab offers the redrive
+    (ticked or all matching) and the queue offers "Redrive all prioritized"; the preview counts
+    them. An ordinary queue's prioritized tab offers discard, not redrive."""
+    run_node("toolbox.mjs", "hashes", actions_redis, "bills", "[]")
+    run_node("toolbox.mjs", "add", actions_redis, "bills-dlq", json.dumps(
+        [{"name": "bill", "data": {"n": n}, "opts": {"priority": n}} for n in (1, 2)]))
+    run_node("toolbox.mjs", "add", actions_redis, "bills", json.dumps([{"name": "bill", "data": {}, "opts": {"priority": 4}}]))
+    dlq_tab = operator_client.get(reverse("queue", args=["default", "bull", "bills-dlq"]) + "?state=prioritized").content.decode()
+    form = dlq_tab[dlq_tab.index('<form id="bulk-form"'):]
+    form = form[:form.index("</form>")]
+    assert '<option value="redrive">redrive to source</option>' in form and '<option value="discard">' in form
+    assert 'class="bulk-redrive-prioritized">Redrive all prioritized to the source queue…' in dlq_tab
+    preview = operator_client.post(reverse("bulk_preview", args=["default", "bull", "bills-dlq"]),
+                                   {"action": "redrive", "state": "prioritized", "scope": "matching"},
+                                   HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-count="2"' in preview
+    plain_tab = operator_client.get(reverse("queue", args=["default", "bull", "bills"]) + "?state=prioritized").content.decode()
+    form = plain_tab[plain_tab.index('<form id="bulk-form"'):]
+    form = form[:form.index("</form>")]
+    assert '<option value="discard">' in form and 'value="redrive"' not in form
+    assert "bulk-redrive-prioritized" not in plain_tab
