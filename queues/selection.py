@@ -243,16 +243,21 @@ def matching_ids(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, befor
 
 @dataclass
 class Preview:
-    count: int
+    count: int  # the jobs that match (of those examined, when ``complete`` is False)
     sample: list[JobSummary]
     scanned: int = 0
+    complete: bool = True  # every entry of the state was examined
+    in_state: int | None = None  # the state's size, when the scan stopped early
 
 
-def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, sample: int = 10) -> Preview:
+def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, sample: int = 10,
+            limit: int | None = None) -> Preview:
     """How many jobs an action on this filter would touch, and the oldest ``sample`` of them.
 
     Without name/reason/fingerprint conditions a finished state is counted with one ZCOUNT;
-    otherwise the state is scanned (pipelined, one page at a time)."""
+    otherwise the state is scanned (pipelined, one page at a time), examining at most ``limit``
+    entries (one Redis command each) when given: a request never reads a whole big state. A
+    scan stopped there says so (``complete`` False, ``count`` then counts the examined ones)."""
     if not filt.reads_jobs:
         lo, hi = zset_bounds(filt, before_ms)
         count = client.zcount(queue.state_key(filt.state), lo, hi)
@@ -262,11 +267,16 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
     count, scanned, jobs = 0, 0, []
     cursor = Cursor()
     while True:
-        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)
+        size = PAGE if limit is None else min(PAGE, limit - scanned)
+        page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor, size=size)
         scanned += len(page.passed)
         count += len(page.match_ids)
         jobs.extend(page.matches[: max(0, sample - len(jobs))])
         if page.exhausted:
             return Preview(count=count, sample=jobs, scanned=scanned)
+        if limit is not None and scanned >= limit:
+            key = queue.state_key(filt.state)
+            size_of = client.llen(key) if filt.state == "waiting" else client.zcard(key)
+            return Preview(count=count, sample=jobs, scanned=scanned, complete=False, in_state=size_of)
         cursor = advance(cursor, page)
 

@@ -78,7 +78,9 @@ def bulk_preview(request, connection, prefix, name):
     given = BulkInput.from_params(body_params(request), confirming=False)
     preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
     body = {"action": preview.action, "selection": preview.selection.as_dict(), "count": preview.count,
-            "sample": [j.as_dict() for j in preview.sample]}
+            "sample": [j.as_dict() for j in preview.sample], "complete": preview.complete}
+    if not preview.complete:  # count is then of the first `examined` jobs of the state's `in_state`
+        body.update(examined=preview.examined, in_state=preview.in_state)
     if preview.diffs is not None:  # edit-retry: the diff the patch makes to each sample job's stored data
         body["diffs"] = [{"job_id": job_id, "diff": lines} for job_id, lines in preview.diffs]
     return JsonResponse(body)

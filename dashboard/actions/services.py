@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import redis
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -113,6 +114,9 @@ class BulkPreview:
     sample: list  # JobSummary
     patch: dict | None = None
     diffs: list | None = None  # edit-retry: [(job id, redacted diff lines)] of the sample, from the stored data
+    complete: bool = True  # False: only the first ``examined`` of the state's ``in_state`` jobs were read
+    examined: int = 0
+    in_state: int | None = None
 
 
 def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> BulkPreview:
@@ -124,8 +128,12 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
         if chosen.ids:
             found = BulkPreview(action, chosen, len(chosen.ids), read_summaries(client, queue, chosen.ids[:SAMPLE_SIZE]))
         else:
-            seen = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE)
-            found = BulkPreview(action, chosen, seen.count, list(seen.sample))
+            # At most QUEUEWATCH_SCAN_SAMPLE jobs examined: a request never reads a whole big
+            # state (the task itself goes through all of it).
+            seen = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE,
+                                     limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+            found = BulkPreview(action, chosen, seen.count, list(seen.sample), complete=seen.complete,
+                                examined=seen.scanned, in_state=seen.in_state)
         if patch is not None:
             found.patch, found.diffs = patch, sample_diffs(client, queue, [j.id for j in found.sample], patch,
                                                            schema=job_schemas.schema_for(queue))

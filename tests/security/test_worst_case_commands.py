@@ -90,3 +90,30 @@ def test_each_request_stays_within_what_the_readme_states(monitored, logged_in):
             over[what] = (sum(used.values()), bound, used)
         assert "scan" not in used and "keys" not in used, what
     assert not over, over
+
+
+def test_a_bulk_preview_examines_at_most_the_scan_sample(monitored, client, settings):
+    """A filter that reads the jobs (a name, a failure reason, or a waiting, delayed or
+    prioritized state) is previewed over at most QUEUEWATCH_SCAN_SAMPLE jobs, and says so; the
+    task itself goes through them all."""
+    from tests.support.accounts import user_with
+
+    settings.QUEUEWATCH_SCAN_SAMPLE = 300
+    client.force_login(user_with("operator"))
+    url = reverse("bulk_preview", args=ARGS)
+    for params, per_job in (({"action": "retry", "state": "failed", "reason_contains": "boom"}, 2),  # HMGET + HGET
+                            ({"action": "discard", "state": "failed", "name": "job-3"}, 1),
+                            ({"action": "discard", "state": "waiting"}, 1)):
+        response, used = commands(monitored, lambda: client.post(url, {**params, "scope": "matching"},
+                                                                 HTTP_HX_REQUEST="true"))
+        html = response.content.decode()
+        assert response.status_code == 200 and "Counted among the first 300 of the 1200" in html, params
+        assert sum(used.values()) <= 300 * per_job + 20, (params, used)
+    body = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed",
+                                                                             "name": "job-3"}),
+                       content_type="application/json").json()
+    assert (body["complete"], body["examined"], body["in_state"]) == (False, 300, 1200)
+    assert body["count"] == len([n for n in range(300) if n % 7 == 3])  # the oldest 300, by finish time
+    whole = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed"}),
+                        content_type="application/json").json()
+    assert (whole["complete"], whole["count"]) == (True, 1200)  # no job condition: one ZCOUNT, exact
