@@ -107,13 +107,21 @@ def test_a_bulk_preview_examines_at_most_the_scan_sample(monitored, client, sett
         response, used = commands(monitored, lambda: client.post(url, {**params, "scope": "matching"},
                                                                  HTTP_HX_REQUEST="true"))
         html = response.content.decode()
-        assert response.status_code == 200 and "Counted among the first 300 of the 1200" in html, params
+        assert response.status_code == 200 and "Matches among the first 300 of the 1200" in html, params
         assert sum(used.values()) <= 300 * per_job + 20, (params, used)
     body = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed",
                                                                              "name": "job-3"}),
                        content_type="application/json").json()
     assert (body["complete"], body["examined"], body["in_state"]) == (False, 300, 1200)
     assert body["count"] == len([n for n in range(300) if n % 7 == 3])  # the oldest 300, by finish time
+    # A job that matches only beyond the examined ones: the preview cannot see it, but it still
+    # offers the task, which goes through the whole state.
+    monitored.hset("bull:wc:late", mapping={"name": "late-one", "timestamp": 1, "finishedOn": 5000, "failedReason": "x"})
+    monitored.zadd("bull:wc:failed", {"late": 5000})
+    late = client.post(url, {"action": "retry", "state": "failed", "name": "late-one", "scope": "matching"},
+                       HTTP_HX_REQUEST="true").content.decode()
+    assert "Matches among the first 300 of the 1201 failed jobs: 0." in late
+    assert "Nothing to do" not in late and "Confirm: retry all matching jobs" in late
     whole = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed"}),
                         content_type="application/json").json()
-    assert (whole["complete"], whole["count"]) == (True, 1200)  # no job condition: one ZCOUNT, exact
+    assert (whole["complete"], whole["count"]) == (True, 1201)  # no job condition: one ZCOUNT, exact
