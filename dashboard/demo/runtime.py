@@ -46,14 +46,32 @@ async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
     return stop.is_set()
 
 
+async def _until_idle(worker: Worker) -> None:
+    """Until no job of a paused ``worker`` runs, counting one its run loop is about to start
+    from a fetch that finished a moment ago (it does so on its next turn)."""
+    while True:
+        running = [task for task in list(worker.processing) if not task.done()]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+            continue
+        for _ in range(3):  # the run loop's turns
+            await asyncio.sleep(0)
+        if all(task.done() for task in list(worker.processing)):
+            return
+
+
 async def close_worker(worker: Worker, runner: asyncio.Future) -> None:
     """Close a worker started with ``autorun: False`` whose ``run()`` task is ``runner``.
 
     bullmq 3.4.4's ``Worker.close()`` waits for a snapshot of the worker's tasks: a job fetched
     by a ``getNextJob`` still in flight when close() starts is processed after close() (and even
     ``run()``) has returned, and its Redis calls silently reopen the closed connection, which
-    then stays open. So: wait for those leftover jobs too, then close the connections again."""
+    then stays open; one whose call is in flight as close() closes the connection fails, and
+    the job is left active. So: pause first (no new fetches) and wait until nothing runs, then
+    close; and still wait for any leftover job, then close the connections again."""
     try:
+        await worker.pause()
+        await _until_idle(worker)
         await worker.close()
     finally:
         await asyncio.gather(runner, return_exceptions=True)
