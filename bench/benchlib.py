@@ -179,16 +179,19 @@ class Procs:
 
 
 class RedisServer:
-    def __init__(self, procs: Procs, name: str, *extra_args: str):
+    """``launcher``: a command the server runs under (e.g. valgrind), which keeps its pid."""
+
+    def __init__(self, procs: Procs, name: str, *extra_args: str, launcher: tuple[str, ...] = (),
+                 start_timeout: float = 10):
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix=f"qw-bench-{name}-"))
-        self.proc = procs.start(name, [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+        self.proc = procs.start(name, [*launcher, binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                         "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
                                         "--loglevel", "warning", *extra_args])
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 info = self.client().info("server")

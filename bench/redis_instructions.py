@@ -3,10 +3,10 @@
     .venv/bin/python bench/redis_instructions.py [--jobs 20000]
 
 Wall-clock figures on a shared machine move by a third from one run of the same work to the
-next (``bench/redrive.py`` reports them per round); an instruction count does not move, so it
-is how two versions of a script are compared. One private redis-server runs under callgrind;
-the same failed jobs as ``bench/redrive.py`` are seeded, and only what each run makes Redis do
-is counted (the counters are zeroed after seeding and dumped after the run):
+next (``bench/redrive.py`` reports them per round); an instruction count moves by about 1 %
+(the ratios between the runs below by less), so it is how two versions of a script are
+compared. One private redis-server runs under callgrind; the same failed jobs as
+``bench/redrive.py`` are seeded, and only what each run makes Redis do is counted (the counters are zeroed after seeding and dumped after the run):
 
 * **moveJobsToWait**: BullMQ's script alone, 1,000 jobs per call, as ``Queue.retryJobs`` runs it
   (no counter reset, no priority or ``lifo`` check): the floor for any bulk retry built on it;
@@ -22,7 +22,6 @@ import argparse
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,50 +33,35 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchlib import code_version, log  # noqa: E402
+from benchlib import Procs, RedisServer, code_version, log  # noqa: E402
 from redrive import PATCH, _drop_jobs, check_moved, seed_failed  # noqa: E402
 
 
 class CountedRedis:
     """A private redis-server under callgrind; ``count(run)`` is the instructions ``run`` costs it."""
 
-    def __init__(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.dir = Path(tempfile.mkdtemp(prefix="qw-bench-instructions-"))
-        self.proc = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.dir}/callgrind.out",
-             shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=600)
+    def __init__(self, procs: Procs):
+        self.out = Path(tempfile.mkdtemp(prefix="qw-bench-callgrind-"))
+        self.server = RedisServer(procs, "redis-callgrind", start_timeout=60, launcher=(
+            "valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}/callgrind.out"))
+        self.client = self.server.client(socket_timeout=600)
         self.dumps = 0
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if self.client.info("server")["process_id"] == self.proc.pid:
-                    break
-            except redis.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start under valgrind")
-                time.sleep(0.2)
 
     def _control(self, flag: str) -> None:
-        subprocess.run(["callgrind_control", flag, str(self.proc.pid)], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(["callgrind_control", flag, str(self.server.proc.proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def count(self, run) -> int:
         self._control("-z")
         run()
         self._control("-d")
         self.dumps += 1
-        text = (self.dir / f"callgrind.out.{self.dumps}").read_text()
+        text = (self.out / f"callgrind.out.{self.dumps}").read_text()
         return int(re.search(r"^summary: (\d+)", text, re.M).group(1))
 
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def cleanup(self) -> None:
+        self.server.cleanup()
+        shutil.rmtree(self.out, ignore_errors=True)
 
 
 def move_jobs_to_wait(client: redis.Redis, queue: str) -> None:
@@ -108,7 +92,8 @@ def main() -> int:
         print("valgrind is needed (Debian/Ubuntu: apt-get install valgrind).", file=sys.stderr)
         return 2
     n = args.jobs
-    server = CountedRedis()
+    procs = Procs(Path(tempfile.mkdtemp(prefix="qw-bench-instructions-")))
+    server = CountedRedis(procs)
     try:
         client = server.client
         runs = {
@@ -128,7 +113,8 @@ def main() -> int:
             log(f"{name}: {per_job[name]:,} instructions per job")
             _drop_jobs(client, name, n)  # each run meets the same keyspace
     finally:
-        server.stop()
+        procs.stop_all()
+        server.cleanup()
     floor, retry, edit = per_job["move_jobs_to_wait"], per_job["queuewatch_retry"], per_job["queuewatch_edit"]
     log(f"retry / moveJobsToWait {retry / floor:.2f}, edit / retry {edit / retry:.2f}")
     print(json.dumps({"benchmark": "redis_instructions", "jobs": n, "instructions_per_job": per_job,

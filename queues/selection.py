@@ -21,6 +21,7 @@ import redis
 from .error_groups import fingerprint as reason_fingerprint
 from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
+from .listing import state_length
 from .text import to_text
 
 SELECTABLE_STATES = ("failed", "completed", "delayed", "waiting", "prioritized")
@@ -275,8 +276,7 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
         if page.exhausted:
             return Preview(count=count, sample=jobs, scanned=scanned)
         if limit is not None and scanned >= limit:
-            key = queue.state_key(filt.state)
-            size_of = client.llen(key) if filt.state == "waiting" else client.zcard(key)
-            return Preview(count=count, sample=jobs, scanned=scanned, complete=False, in_state=size_of)
+            return Preview(count=count, sample=jobs, scanned=scanned, complete=False,
+                           in_state=state_length(client, queue, filt.state))
         cursor = advance(cursor, page)
 

@@ -128,6 +128,7 @@ def task_cancel(request, task_id):
 
 
 def task_body(task: BulkTask) -> dict:
+    progress = task.progress or {}
     return {
         "id": task.pk, "action": task.action, "connection": task.connection, "prefix": task.prefix,
         "queue": task.queue, "selection": task.selection, "before_ms": task.before_ms, "rate": task.rate,
@@ -136,6 +137,6 @@ def task_body(task: BulkTask) -> dict:
         "skipped": task.skipped, "failed": task.failed, "remaining": task.remaining, "rate_now": task.rate_now,
         "eta_s": task.eta_s, "percent": task.percent, "error": task.error or None,
         # Why jobs were left as they were: a count per reason, and the first few jobs' own words.
-        "skipped_by": dict((task.progress or {}).get("skipped_by") or {}),
-        "refusals": [str(from_data(why)) for why in (task.progress or {}).get("refusals") or []],
+        "skipped_by": dict(progress.get("skipped_by") or {}),
+        "refusals": [str(from_data(why)) for why in progress.get("refusals") or []],
     }

@@ -202,8 +202,9 @@ def test_bulk_edit_and_retry_leaves_jobs_that_would_not_pass_failed_and_says_why
     # JSON), so the task page says them in the reader's language, and the API in English.
     BulkTask.objects.filter(pk=task.pk).update(progress=json.loads(json.dumps(final.as_dict())), state=BulkTask.DONE,
                                                moved=final.moved, skipped=final.skipped)
-    assert api_get(client, reverse("api_task", args=[task.pk]), token).json()["refusals"] == [why]
-    assert api_get(client, reverse("api_task", args=[task.pk]), token).json()["skipped_by"] == {"invalid_data": 1}
+    body = api_get(client, reverse("api_task", args=[task.pk]), token).json()
+    assert body["refusals"] == [why]
+    assert body["skipped_by"] == {"invalid_data": 1}
     client.force_login(user_with("viewer", username="reader"))
     english = client.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "was left failed: The data does not pass the queue&#x27;s schema: $.amount: should be ≥ 1." in english
