@@ -136,6 +136,8 @@ def task_body(task: BulkTask) -> dict:
         "state": task.state, "cancel_requested": task.cancel_requested, "total": task.total, "moved": task.moved,
         "skipped": task.skipped, "failed": task.failed, "remaining": task.remaining, "rate_now": task.rate_now,
         "eta_s": task.eta_s, "percent": task.percent, "error": task.error or None,
+        # While a filter that reads jobs is still counting (total null): how far through the state.
+        "examined": progress.get("examined", 0), "in_state": progress.get("in_state", 0),
         # Why jobs were left as they were: a count per reason, and the first few jobs' own words.
         "skipped_by": dict(progress.get("skipped_by") or {}),
         "refusals": [str(from_data(why)) for why in progress.get("refusals") or []],

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable
 
 import redis
+from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
@@ -171,7 +172,8 @@ class BulkRunner:
         try:
             client = self.registry.client(queue.connection)
             final = bulk.run_bulk(client, plan=plan_for(task), store=TaskStore(task, self.owner),
-                                  should_cancel=should_cancel, on_progress=on_progress)
+                                  should_cancel=should_cancel, on_progress=on_progress,
+                                  count_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
             self.finish(task, final, note=_read_only_stop() if braked else "")
         except (Interrupted, DatabaseError, redis.ConnectionError, redis.TimeoutError) as exc:
             # A busy database (SQLite under concurrent writers) or a Redis outage is not the

@@ -64,6 +64,8 @@ class BulkTask(models.Model):
 
     @property
     def percent(self) -> int:
+        if self.total is None and self.state != self.DONE:  # still counting: the engine's own figure
+            return int((self.progress or {}).get("percent") or 0)
         if not self.total:
             return 100 if self.state == self.DONE else 0
         return min(100, int(100 * self.done_count / self.total))

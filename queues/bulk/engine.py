@@ -78,6 +78,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
              should_cancel: Callable[[], bool] = lambda: False,
              on_progress: Callable[[Progress], None] = lambda p: None,
              lock: BulkLock | None = None,
+             count_limit: int | None = None,
              clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep,
              now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> Progress:
@@ -85,10 +86,13 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
 
     Starting fresh when the store is empty; otherwise resuming from the stored cursor (a
     finished or cancelled task returns at once). ``should_cancel`` is checked before every
-    batch: what moved stays moved. ``on_progress`` gets the progress after every batch."""
+    batch: what moved stays moved. ``on_progress`` gets the progress after every batch.
+    ``count_limit``: how many entries counting the total may examine before the first batch
+    (``plan_total``); past it the total is known when the scan ends."""
     progress = store.load()
     if progress is None:
-        progress = Progress(total=plan_total(client, plan))
+        total, in_state = plan_total(client, plan, limit=count_limit)
+        progress = Progress(total=total, in_state=in_state)
         store.save(progress)
     if progress.state != RUNNING:
         return progress
@@ -132,6 +136,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                                      cursor=cursor, size=plan.batch_size)
                 items = list(zip(page.match_ids, repeat(plan.filt.state)))
                 exhausted = page.exhausted
+                progress.examined += len(page.passed)
             if items and not head:
                 # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
                 progress.in_flight = items  # (id, state) pairs, saved as lists
@@ -164,13 +169,15 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                 if progress.receipt_key:
                     client.delete(progress.receipt_key)
                 # Targeted jobs the scan never met were moved or removed by someone else (a
-                # worker, another operator, removeOnFail) before we reached them: skipped.
-                gone = progress.total - progress.handled
+                # worker, another operator, removeOnFail) before we reached them: skipped. A
+                # total still being counted is what the scan met.
+                gone = 0 if progress.total is None else progress.total - progress.handled
                 if gone > 0:
                     progress.skipped += gone
                     progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
-                progress.total = max(progress.total, progress.handled)
-            progress.eta_s = progress.remaining / progress.rate if progress.rate > 0 and progress.state == RUNNING else None
+                progress.total = max(progress.total or 0, progress.handled)
+            left = progress.remaining
+            progress.eta_s = left / progress.rate if left is not None and progress.rate > 0 and progress.state == RUNNING else None
             store.save(progress)
             on_progress(progress.copy())
             if exhausted:

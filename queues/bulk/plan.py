@@ -93,8 +93,12 @@ class BulkPlan:
         return cls(**d)
 
 
-def plan_total(client: redis.Redis, plan: BulkPlan) -> int:
-    """How many jobs the plan targets now (the preview count; explicit ids: their number)."""
+def plan_total(client: redis.Redis, plan: BulkPlan, limit: int | None = None) -> tuple[int | None, int]:
+    """How many jobs the plan targets now (the preview count; explicit ids: their number), and
+    the state's size. A filter that reads jobs examines at most ``limit`` entries here: past
+    that the total is None (still to be counted), since counting a big state in one go before a
+    paced task would read every job at full speed, and then the task reads them all again."""
     if plan.job_ids is not None:
-        return len(plan.job_ids)
-    return preview(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms, sample=0).count
+        return len(plan.job_ids), 0
+    counted = preview(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms, sample=0, limit=limit)
+    return (counted.count, 0) if counted.complete else (None, counted.in_state or 0)

@@ -19,7 +19,11 @@ GONE = "gone"  # skipped_by key: targeted, but moved elsewhere before the scan r
 class Progress:
     """Counts and position of a bulk task; what the store saves and the page shows."""
 
-    total: int = 0
+    # None while a scan of a filter that reads jobs is still counting (``plan.plan_total``): the
+    # percent is then how much of the state was examined, and the total is known at the end.
+    total: int | None = 0
+    examined: int = 0  # entries of the state the scan passed (counted while the total is unknown)
+    in_state: int = 0  # the state's size when counting stopped early: what ``examined`` runs up to
     moved: int = 0
     skipped: int = 0
     failed: int = 0
@@ -45,15 +49,20 @@ class Progress:
         return self.moved + self.skipped + self.failed
 
     @property
-    def remaining(self) -> int:
-        """Targeted jobs not handled yet (for a cancelled task: those it left where they were)."""
-        return 0 if self.state == DONE_STATE else max(0, self.total - self.handled)
+    def remaining(self) -> int | None:
+        """Targeted jobs not handled yet (for a cancelled task: those it left where they were);
+        None while the total is not known."""
+        if self.state == DONE_STATE:
+            return 0
+        return None if self.total is None else max(0, self.total - self.handled)
 
     @property
     def percent(self) -> float:
-        if self.state == DONE_STATE or self.total == 0:
-            return 100.0 if self.state == DONE_STATE else 0.0
-        return min(100.0, 100.0 * self.handled / self.total)
+        if self.state == DONE_STATE:
+            return 100.0
+        if self.total is None:  # counting: how far through the state; never 100 before the end
+            return min(99.0, 100.0 * self.examined / self.in_state) if self.in_state else 0.0
+        return min(100.0, 100.0 * self.handled / self.total) if self.total else 0.0
 
     def as_dict(self) -> dict:
         # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.

@@ -185,6 +185,48 @@ def test_paced_bulk_retry_keeps_the_rate_and_reports_progress(r):
     assert [m.decode() for m in r.lrange(Q.key("wait"), -3, -1)] == ["3", "2", "1"]  # oldest runs first
 
 
+def test_a_filter_that_reads_jobs_counts_its_total_as_it_goes_past_the_count_limit(r):
+    # 1,000 failed jobs, every tenth named "a": counting them all before a task paced at 100/s
+    # would read all 1,000 at full speed first. With a limit of 100, the total is left to the scan.
+    seed_failed(r, Q, 1000, name=lambda i: "a" if i % 10 == 0 else "b")
+    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(name="a"), rate=100)
+    t, saved, seen = FakeTime(), [], []
+
+    class Recording(MemoryStore):
+        def save(self, progress):
+            saved.append(progress.copy())
+            super().save(progress)
+
+    r.config_resetstat()
+    cancel = iter([True])
+    run_bulk(r, plan=plan, store=Recording(), should_cancel=lambda: next(cancel), count_limit=100,
+             clock=t.clock, sleep=t.sleep)
+    stats = r.info("commandstats")
+    reads = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("hget", "hmget", "hgetall"))
+    assert 0 < reads <= 100, stats  # the jobs counting read before the first batch: at most the limit
+    first = saved[0]
+    assert (first.total, first.in_state, first.remaining, first.percent) == (None, 1000, None, 0.0)
+
+    # A fresh store: the same plan run to its end.
+    final = run_bulk(r, plan=plan, store=MemoryStore(), on_progress=seen.append, count_limit=100,
+                     clock=t.clock, sleep=t.sleep)
+    running = [p for p in seen if p.state == "running"]
+    assert running and all(p.total is None and p.remaining is None and p.eta_s is None for p in running)
+    percents = [p.percent for p in running]
+    assert percents == sorted(percents) and 0 < percents[0] and percents[-1] < 100
+    assert (final.state, final.total, final.moved, final.skipped, final.percent, final.remaining) == \
+        ("done", 100, 100, 0, 100.0, 0)
+    assert r.llen(Q.key("wait")) == 100 and r.zcard(Q.key("failed")) == 900
+
+    # Within the limit the total is exact from the start, as before.
+    seed_failed(r, QueueRef("default", "bull", "small"), 50, name=lambda i: "a" if i % 2 else "b")
+    small = BulkPlan(queue=QueueRef("default", "bull", "small"), action="retry", before_ms=2_000_000,
+                     filt=JobFilter(name="a"), rate=None)
+    store = Recording()
+    saved.clear()
+    assert run_bulk(r, plan=small, store=store, count_limit=100).moved == 25 and saved[0].total == 25
+
+
 def test_unpaced_bulk_never_sleeps(r):
     seed_failed(r, Q, 1100)
     t = FakeTime()

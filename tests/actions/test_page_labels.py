@@ -55,3 +55,19 @@ def test_task_page_names_why_jobs_were_skipped_and_what_the_copies_kept_in_the_r
     arabic = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
     assert "نسخة سابقة لا تزال في الطابور المصدر" in arabic and "معرّف إزالة التكرار الخاص بها" in arabic
     assert "an earlier copy" not in arabic and "their id" not in arabic
+
+
+def test_a_task_still_counting_says_how_far_through_the_state_it_is(logged_in):
+    task = BulkTask.objects.create(action="retry", connection=Q.connection, prefix=Q.prefix, queue=Q.name,
+                                   selection={"state": "failed", "name": "a"}, before_ms=BEFORE_MS, rate=100,
+                                   reason="why", state=BulkTask.RUNNING, total=None, moved=30,
+                                   progress={"total": None, "examined": 3000, "in_state": 10000, "percent": 30.0})
+    english = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    total = re.search(r"<dt>Total</dt><dd>(.*?)</dd>", english).group(1)
+    assert re.sub(r"<[^>]+>", "", total) == "counting: 3000 of 10000 examined"
+    assert 'data-percent="30"' in english and '<dd class="remaining">—</dd>' in english
+    arabic = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    assert "جارٍ العدّ" in arabic and "counting" not in arabic
+    body = logged_in.get(reverse("api_task", args=[task.pk])).json()
+    assert (body["total"], body["remaining"], body["percent"], body["examined"], body["in_state"]) == \
+        (None, None, 30, 3000, 10000)
