@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from dashboard.accounts.auth import read_only
 from dashboard.actions import audit
@@ -41,7 +41,7 @@ from dashboard.actions.inputs import Selection
 from dashboard.actions.services import ask_for_exact_read, bulk_plan, task_queue
 from dashboard.registry import Registry
 from queues import bulk
-from queues.messages import from_data
+from queues.messages import Message, as_data, from_data
 
 log = logging.getLogger("queuewatch.bulk")
 
@@ -210,8 +210,11 @@ class BulkRunner:
 
         def close() -> bool:
             with transaction.atomic():
+                closing = dict(state=state, finished_at=timezone.now(), error=(error or note)[:2000])
+                if note and final is not None:  # kept with its message id: the page shows it in the reader's language
+                    closing["progress"] = {**final.as_dict(), "note": as_data(Message(note))}
                 if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                        state=state, finished_at=timezone.now(), error=(error or note)[:2000]):
+                        **closing):
                     return False
                 task.refresh_from_db()
                 outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
@@ -239,8 +242,9 @@ class BulkRunner:
 
 
 def _read_only_stop() -> str:
-    return _("Stopped: Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY). What moved stays moved; "
-             "start the task again once read-only mode is off.")
+    # English in the task's error (the API and the audit log); the page translates the note.
+    return gettext_noop("Stopped: Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY). What moved stays moved; "
+                        "start the task again once read-only mode is off.")
 
 
 def plan_for(task: BulkTask) -> "bulk.BulkPlan":

@@ -32,7 +32,7 @@ def start_retry(operator, queue: QueueRef, *, rate: float | None) -> BulkTask:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_switching_read_only_on_stops_a_running_task(running_monitor, live_setup, settings, operator):
+def test_switching_read_only_on_stops_a_running_task(running_monitor, live_setup, settings, operator, client):
     queue = QueueRef("default", "bull", "brake")
     seed_failed(live_setup, queue, 200)
     task = start_retry(operator, queue, rate=20.0)  # paced: many batches, a brake point between each
@@ -48,6 +48,12 @@ def test_switching_read_only_on_stops_a_running_task(running_monitor, live_setup
     assert moved_then == row.moved and live_setup.zcard("bull:brake:failed") == 200 - row.moved
     entry = AuditEntry.objects.get(task=row, via="task")
     assert entry.outcome == AuditEntry.PARTIAL and "read-only mode" in entry.message
+    # The page says why in the reader's language (the row's error and the audit stay English).
+    client.force_login(operator)
+    arabic = client.get(reverse("task", args=[row.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    assert "أُوقفت: Queuewatch في وضع القراءة فقط" in arabic and "What moved stays moved" not in arabic
+    english = client.get(reverse("task", args=[row.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Stopped: Queuewatch is in read-only mode" in english
 
     # A task confirmed before the switch but not started yet never starts moving jobs.
     settings.QUEUEWATCH_READ_ONLY = False
