@@ -11,8 +11,8 @@ What it does
    SIGTERM or an exception. The child gets PR_SET_PDEATHSIG (Linux), so even a SIGKILL of this
    script does not leave it running.
 
-2. Fills it with ``--queues`` queues and ``--jobs`` jobs in BullMQ 6's layout (see
-   ``/work/shared/reference/bullmq-redis.md`` sections 1 and 2) with an **equivalent bulk
+2. Fills it with ``--queues`` queues and ``--jobs`` jobs in BullMQ 6's Redis layout (its keys
+   and job hashes, as BullMQ's own Lua scripts write them) with an **equivalent bulk
    loader**: instead of running BullMQ's Lua scripts (``addStandardJob``, ``moveToActive``,
    ``moveToFinished`` …) once per job — several round trips and script executions per job,
    which for 1,000,000 jobs would take many minutes — it writes the *end state* those scripts
