@@ -177,6 +177,14 @@ def _list_page(client: redis.Redis, queue: QueueRef, cursor: Cursor, size: int):
     return [(i, None) for i in ids], len(raw) < size
 
 
+def scan_length(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int) -> int:
+    """How many entries a scan by ``next_page`` passes from start to end, as the state is now: the
+    wait list, or the sorted set's entries within the filter's score bounds."""
+    if filt.state == "waiting":
+        return client.llen(queue.state_key("waiting"))
+    return client.zcount(queue.state_key(filt.state), *zset_bounds(filt, before_ms))
+
+
 def next_page(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor,
               size: int = PAGE) -> Page:
     """The next ``size`` entries after ``cursor``, oldest first, with those that match."""

@@ -10,7 +10,7 @@ import redis
 
 from ..dead_letters import DEFAULT_DLQ_PATTERNS
 from ..keys import QueueRef
-from ..selection import JobFilter, preview
+from ..selection import JobFilter, preview, scan_length
 
 ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
 # The states each action looks for a job in. ``active`` only matters for explicit selections
@@ -94,11 +94,14 @@ class BulkPlan:
 
 
 def plan_total(client: redis.Redis, plan: BulkPlan, limit: int | None = None) -> tuple[int | None, int]:
-    """How many jobs the plan targets now (the preview count; explicit ids: their number), and
-    the state's size. A filter that reads jobs examines at most ``limit`` entries here: past
-    that the total is None (still to be counted), since counting a big state in one go before a
-    paced task would read every job at full speed, and then the task reads them all again."""
+    """How many jobs the plan targets now (the preview count; explicit ids: their number), and,
+    when that is not known yet, how many entries the task's scan will pass. A filter that reads
+    jobs examines at most ``limit`` entries here: past that the total is None (still to be
+    counted), since counting a big state in one go before a paced task would read every job at
+    full speed, and then the task reads them all again."""
     if plan.job_ids is not None:
         return len(plan.job_ids), 0
     counted = preview(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms, sample=0, limit=limit)
-    return (counted.count, 0) if counted.complete else (None, counted.in_state or 0)
+    if counted.complete:
+        return counted.count, 0
+    return None, scan_length(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms)

@@ -23,7 +23,7 @@ class Progress:
     # percent is then how much of the state was examined, and the total is known at the end.
     total: int | None = 0
     examined: int = 0  # entries of the state the scan passed (counted while the total is unknown)
-    in_state: int = 0  # the state's size when counting stopped early: what ``examined`` runs up to
+    in_state: int = 0  # when counting stopped early: the entries the scan will pass (``examined`` runs up to it)
     moved: int = 0
     skipped: int = 0
     failed: int = 0

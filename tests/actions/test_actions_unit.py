@@ -188,8 +188,10 @@ def test_paced_bulk_retry_keeps_the_rate_and_reports_progress(r):
 def test_a_filter_that_reads_jobs_counts_its_total_as_it_goes_past_the_count_limit(r):
     # 1,000 failed jobs, every tenth named "a": counting them all before a task paced at 100/s
     # would read all 1,000 at full speed first. With a limit of 100, the total is left to the scan.
+    # The last 100 failed after the confirmation (before_ms): outside the task, and outside what it
+    # says it will examine.
     seed_failed(r, Q, 1000, name=lambda i: "a" if i % 10 == 0 else "b")
-    plan = BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(name="a"), rate=100)
+    plan = BulkPlan(queue=Q, action="retry", before_ms=1_000_900, filt=JobFilter(name="a"), rate=100)
     t, saved, seen = FakeTime(), [], []
 
     class Recording(MemoryStore):
@@ -205,7 +207,7 @@ def test_a_filter_that_reads_jobs_counts_its_total_as_it_goes_past_the_count_lim
     reads = sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("hget", "hmget", "hgetall"))
     assert 0 < reads <= 100, stats  # the jobs counting read before the first batch: at most the limit
     first = saved[0]
-    assert (first.total, first.in_state, first.remaining, first.percent) == (None, 1000, None, 0.0)
+    assert (first.total, first.in_state, first.remaining, first.percent) == (None, 900, None, 0.0)
 
     # A fresh store: the same plan run to its end.
     final = run_bulk(r, plan=plan, store=MemoryStore(), on_progress=seen.append, count_limit=100,
@@ -214,9 +216,10 @@ def test_a_filter_that_reads_jobs_counts_its_total_as_it_goes_past_the_count_lim
     assert running and all(p.total is None and p.remaining is None and p.eta_s is None for p in running)
     percents = [p.percent for p in running]
     assert percents == sorted(percents) and 0 < percents[0] and percents[-1] < 100
+    assert running[-1].examined == 900  # the scan passed exactly what it said it would
     assert (final.state, final.total, final.moved, final.skipped, final.percent, final.remaining) == \
-        ("done", 100, 100, 0, 100.0, 0)
-    assert r.llen(Q.key("wait")) == 100 and r.zcard(Q.key("failed")) == 900
+        ("done", 90, 90, 0, 100.0, 0)
+    assert r.llen(Q.key("wait")) == 90 and r.zcard(Q.key("failed")) == 910
 
     # Within the limit the total is exact from the start, as before.
     seed_failed(r, QueueRef("default", "bull", "small"), 50, name=lambda i: "a" if i % 2 else "b")
