@@ -124,6 +124,7 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     seed = random.randrange(1 << 30)
     rng, landed, n = random.Random(seed), 0, 20_000
+    in_flight = []  # batches journalled and unread at each kill
     for trial in range(3):
         queue = redis_prefix.queue(f"unpaced-{trial}")
         r.hset(queue.key("meta"), "opts.maxLenEvents", 10000)
@@ -147,6 +148,7 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
                     proc.send_signal(signal.SIGKILL)
                     proc.wait(30)
                     landed += 0 < r.zcard(queue.key("failed")) < left  # killed with some batches done
+                    in_flight.append(RedisStore(r, f"{prefix}:u{trial}").load().head_pending)
                     proc.stdout.close()
                     proc.stderr.close()
                     continue
@@ -159,3 +161,4 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
         assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == \
             ("done", n, 0, 0), f"seed {seed}, trial {trial}: {progress}"
     assert landed >= 3, f"seed {seed}: only {landed} kills landed mid-run"
+    assert max(in_flight) >= 2, f"seed {seed}: no kill landed with two batches in flight ({in_flight})"
