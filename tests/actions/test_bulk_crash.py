@@ -116,6 +116,7 @@ def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(red
     assert landed >= 5, f"seed {seed}: only {landed} kills landed mid-run"
 
 
+@pytest.mark.slow  # a kill-and-restart trial (docs/testing.md, Markers)
 def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_prefix):
     # Unpaced, the whole-set retry keeps a second batch in flight (a follower), so a kill can land
     # with two batches journalled and their replies unread. Jobs in BullMQ's layout, seeded here.
