@@ -7,27 +7,21 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.urls import reverse
 
 from dashboard.actions import services as operations
 from dashboard.actions.models import AuditEntry, BulkTask
 from queues.keys import QueueRef
+from tests.support.accounts import user_with
 from tests.support.seeding import seed_failed
 from tests.support.waiting import wait_for
 
 
-@pytest.fixture
-def operator():
-    user = User.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get_or_create(name="operator")[0])
-    return user
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_task_beyond_the_scan_sample_counts_as_it_goes_and_ends_exact(running_monitor, live_setup, settings,
-                                                                         operator, client):
+                                                                         client):
     settings.QUEUEWATCH_SCAN_SAMPLE = 100
+    operator = user_with("operator")
     queue = QueueRef("default", "bull", "counting")
     seed_failed(live_setup, queue, 600, name=lambda i: "a" if i % 3 == 0 else "b")  # 200 named "a"
     task = operations.bulk_start(user=operator, via="page", queue=queue, action="retry",
