@@ -22,7 +22,7 @@ class Progress:
     # None while a scan of a filter that reads jobs is still counting (``plan.plan_total``): the
     # percent is then how much of the state was examined, and the total is known at the end.
     total: int | None = 0
-    examined: int = 0  # entries of the state the scan passed (counted while the total is unknown)
+    examined: int = 0  # entries of the state the scan passed (the percent while the total is unknown)
     in_state: int = 0  # when counting stopped early: the entries the scan will pass (``examined`` runs up to it)
     moved: int = 0
     skipped: int = 0
