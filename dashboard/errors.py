@@ -12,7 +12,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from queues.errors import JobNotFound, QueueNotFound, QueuewatchError, RedisUnavailable
+from dashboard.i18n import translate
+from queues.errors import JobNotFound, NotOffered, QueueNotFound, QueuewatchError, SourceUnavailable
 
 
 class InvalidInput(QueuewatchError):
@@ -63,10 +64,13 @@ def page_errors(view):
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
             return render(request, "error.html", {"status": 404, "title": _("Not found"), "message": _not_found_message(exc)}, status=404)
-        except RedisUnavailable as exc:
+        except SourceUnavailable as exc:
             return render(request, "error.html", {"status": 503, "title": _("Redis unavailable"), "message": str(exc)}, status=503)
         except TooManyRequests as exc:
             return render(request, "error.html", {"status": 429, "title": _("Too many requests"), "message": str(exc)}, status=429)
+        except NotOffered as exc:
+            return render(request, "error.html", {"status": 501, "title": _("Not offered"),
+                                                  "message": translate(exc.message)}, status=501)
 
     return wrapper
 
@@ -78,7 +82,7 @@ def api_errors(view):
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
             return JsonResponse({"error": "not_found", "message": _not_found_message(exc)}, status=404)
-        except RedisUnavailable as exc:
+        except SourceUnavailable as exc:
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
         except InvalidInput as exc:
             if request.method != "GET":  # a refused action, not a bad filter on a read
@@ -93,5 +97,7 @@ def api_errors(view):
             return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
         except TooManyRequests as exc:
             return JsonResponse({"error": "too_many_requests", "message": str(exc)}, status=429)
+        except NotOffered as exc:
+            return JsonResponse({"error": "not_offered", "message": str(exc)}, status=501)
 
     return wrapper

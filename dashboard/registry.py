@@ -12,9 +12,8 @@ monitored Redis walk its keyspace:
   itself — once per ``QUEUEWATCH_DISCOVERY_TTL``, one scan at a time, shared by its requests.
 
 Features ask ``get_registry().source(name)`` for what a connection can do (discover, snapshot,
-follow events, scripts). Two accessors remain for the reads and actions that still take a raw
-Redis client: ``client(name)``, which is the source's ``raw_client()``, and ``redis_errors``,
-which is what a Redis node source's ``errors()`` does (docs/sources.md lists those call sites).
+follow events), and ``jobs(name)``, ``commands(name)``… for its facets: a facet the connection's
+kind does not offer raises ``NotOffered``, which pages and the API show as such.
 """
 
 from __future__ import annotations
@@ -32,11 +31,12 @@ from queues.errors import QueueNotFound
 from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.sources import Source, source_for
-from queues.sources.redis_node import redis_errors
+from queues.sources import facets
+from queues.sources.facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Monitored", "Registry", "get_redactor", "get_registry", "redis_errors", "reset_registry"]
+__all__ = ["Monitored", "Registry", "get_redactor", "get_registry", "reset_registry"]
 
 
 EXISTS_ANSWER_TTL_S = 5.0  # how long "that queue exists / does not" is reused
@@ -56,11 +56,6 @@ class Monitored:
     @property
     def spec(self) -> ConnectionSpec:
         return self.source.spec
-
-    @property
-    def client(self) -> redis.Redis:
-        """The source's raw client (transitional: see ``Source.raw_client``)."""
-        return self.source.raw_client()
 
 
 class Registry:
@@ -83,9 +78,26 @@ class Registry:
     def source(self, name: str) -> Source:
         return self.connection(name).source
 
-    def client(self, name: str) -> redis.Redis:
-        """The connection's raw Redis client, for features not yet moved to ``source(name)``."""
-        return self.source(name).raw_client()
+    def offers(self, name: str, facet: str) -> bool:
+        return getattr(self.source(name), facet, None) is not None
+
+    def jobs(self, name: str) -> JobsFacet:
+        return facets.jobs_of(self.source(name))
+
+    def probes(self, name: str) -> ProbesFacet:
+        return facets.probes_of(self.source(name))
+
+    def commands(self, name: str) -> CommandsFacet:
+        return facets.commands_of(self.source(name))
+
+    def schedulers(self, name: str) -> SchedulersFacet:
+        return facets.schedulers_of(self.source(name))
+
+    def bulk(self, name: str) -> BulkFacet:
+        return facets.bulk_of(self.source(name))
+
+    def server(self, name: str) -> ServerFacet:
+        return facets.server_of(self.source(name))
 
     def close(self) -> None:
         for conn in self._conns.values():

@@ -33,14 +33,19 @@ activation or completion.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import redis
-
+from .errors import SourceUnavailable
 from .events import Event, _id_tuple
 from .keys import QueueRef
 from .text import to_int
 
+if TYPE_CHECKING:
+    from .sources.facets import ProbesFacet
+
+# What deciding a candidate reads of its job: attempts made (and the pre-v5 name), attempts
+# allowed, the stall counter, and whether it has finished.
+ATTEMPT_FIELDS = ("atm", "attemptsMade", "ats", "stc", "finishedOn")
 MEMORY = 100_000  # jobs whose attemptsMade we remember (least recently read forgotten first)
 
 
@@ -89,7 +94,7 @@ class AttemptFailures:
         if is_candidate(ev, old_state):
             self._pending[(*key, ev.stream_id)] = ev
 
-    def resolve(self, client_for: Callable[[str], redis.Redis], *, settled_only: bool = True) -> list[Event]:
+    def resolve(self, probes_for: Callable[[str], ProbesFacet | None], *, settled_only: bool = True) -> list[Event]:
         """Decide the pending candidates (all of them, or only those a later event of their
         queue has followed); returns the events that were attempt failures."""
         ready = [(k, ev) for k, ev in self._pending.items()
@@ -102,12 +107,12 @@ class AttemptFailures:
             del self._pending[k]
         failures = []
         for name, items in by_conn.items():
+            probes = probes_for(name)
+            if probes is None:
+                continue  # a kind without probes: its attempts go uncounted
             try:
-                pipe = client_for(name).pipeline(transaction=False)
-                for (q, job), _ in items:
-                    pipe.hmget(q.job_key(job), "atm", "attemptsMade", "ats", "stc", "finishedOn")
-                replies = pipe.execute()
-            except redis.RedisError:
+                replies = probes.job_fields([key for key, _ in items], ATTEMPT_FIELDS)
+            except SourceUnavailable:
                 continue  # the connection is down: these attempts go uncounted
             for (key, ev), (atm, legacy_atm, ats, stc, finished_on) in zip(items, replies):
                 atm = to_int(atm) or to_int(legacy_atm) or 0

@@ -1,17 +1,32 @@
 """Errors the reader raises, each with a message safe to show a user (no passwords)."""
 
+from .messages import _
+
 
 class QueuewatchError(Exception):
     """Base class for errors with a user-facing message."""
 
 
-class RedisUnavailable(QueuewatchError):
-    """The monitored Redis could not be reached or did not answer in time."""
+class SourceUnavailable(QueuewatchError):
+    """A monitored connection (of any kind) could not be reached, refused a command or did not
+    answer in time. ``reason`` is safe to show: it never holds the URL or a password."""
 
     def __init__(self, connection: str, reason: str):
         self.connection = connection
         self.reason = reason
-        super().__init__(f"Redis connection '{connection}' is unavailable: {reason}")
+        super().__init__(f"Connection '{connection}' is unavailable: {reason}")
+
+
+class NotOffered(QueuewatchError):
+    """A connection's kind does not offer this capability (a facet it has not built yet, such
+    as job pages on a kind that only counts): shown as "not offered", never as an outage."""
+
+    def __init__(self, *, connection: str, kind: str, facet: str):
+        self.connection, self.kind, self.facet = connection, kind, facet
+        # ``facet`` is the wording of ``queues.sources.facets.FACETS`` (a marked message).
+        self.message = _("Connection “{connection}” ({kind}) does not offer {facet}.", connection=connection,
+                         kind=kind, facet=facet)
+        super().__init__(str(self.message))
 
 
 class QueueNotFound(QueuewatchError):

@@ -26,14 +26,16 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import redis
 
 from .events import Event
-from .jobs import read_job_field
+from .job_fields import read_job_field
 from .keys import QueueRef
 from .text import to_text
+
+if TYPE_CHECKING:
+    from .sources.facets import ProbesFacet
 
 MEMORY = 100_000  # jobs remembered at once (the id -> name map's bound)
 UNKNOWN_NAME = "(unknown)"  # a job whose hash was gone before its name could be read
@@ -159,14 +161,14 @@ class JobClock:
 
     # --- names of jobs added before we followed ----------------------------------------------
 
-    def resolve_names(self, client_for: Callable[[str], redis.Redis]) -> list[Sample]:
+    def resolve_names(self, probes_for: Callable[[str], ProbesFacet | None]) -> list[Sample]:
         """Read the names of jobs whose samples wait for one: one pipelined ``HGET`` per job, a
         pipeline per connection; returns their samples, named."""
         if not self._unnamed:
             return []
         ready: list[Sample] = []
         # A connection that cannot be read is left out: its jobs are tried at the next resolve.
-        for key, raw in read_job_field(client_for, list(self._unnamed), "name").items():
+        for key, raw in read_job_field(probes_for, list(self._unnamed), "name").items():
             name = sys.intern(to_text(raw)) if raw is not None else UNKNOWN_NAME
             job = self._jobs.get(key)
             if job is not None and job.name is None:

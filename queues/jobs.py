@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis
@@ -22,7 +21,6 @@ from .redact import Redactor
 from .safe_json import parse_json
 from .stalls import STALLED_LIMIT_REASON
 from .text import finite, first_line, to_int, to_ms, to_text
-
 log = logging.getLogger(__name__)
 
 # Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
@@ -341,23 +339,3 @@ def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor
         progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
         logs=[redactor.text(to_text(line)) for line in logs], logs_total=logs_total,
     )
-
-
-def read_job_field(client_for: Callable[[str], redis.Redis], jobs: Iterable[tuple[QueueRef, str]],
-                   field: str) -> dict[tuple[QueueRef, str], bytes | None]:
-    """One field of each job: a pipelined ``HGET`` per job, one pipeline per connection. The
-    jobs of a connection that cannot be read are left out (the caller asks again later); a
-    job that is gone reads ``None``."""
-    by_conn: dict[str, list[tuple[QueueRef, str]]] = {}
-    for job in jobs:
-        by_conn.setdefault(job[0].connection, []).append(job)
-    read: dict[tuple[QueueRef, str], bytes | None] = {}
-    for name, items in by_conn.items():
-        try:
-            pipe = client_for(name).pipeline(transaction=False)
-            for queue, job_id in items:
-                pipe.hget(queue.job_key(job_id), field)
-            read.update(zip(items, pipe.execute()))
-        except redis.RedisError:
-            continue
-    return read

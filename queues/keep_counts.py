@@ -22,14 +22,16 @@ counts are clamped to the count of the job read last.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import redis
 
-from .jobs import read_job_field
+from .job_fields import read_job_field
 from .keys import QueueRef
 from .safe_json import loads_or
 from .text import to_text
+
+if TYPE_CHECKING:
+    from .sources.facets import ProbesFacet
 
 KEEP_ALL = -1  # the set is never trimmed by count: every finish adds one
 OPTION = {"completed": "removeOnComplete", "failed": "removeOnFail"}
@@ -79,11 +81,11 @@ class KeepCounts:
     def pending(self) -> bool:
         return bool(self._pending)
 
-    def resolve(self, client_for: Callable[[str], redis.Redis], at: float) -> dict[QueueRef, dict[str, int | None]]:
+    def resolve(self, probes_for: Callable[[str], ProbesFacet | None], at: float) -> dict[QueueRef, dict[str, int | None]]:
         """Read the pending jobs' options (one pipeline per connection). Returns, per queue
         read, the keep count of each finished set (see ``keep_count``)."""
         pending, self._pending = self._pending, {}
-        replies = read_job_field(client_for, pending.items(), "opts")  # a connection not read: asked again later
+        replies = read_job_field(probes_for, pending.items(), "opts")  # a connection not read: asked again later
         self.reads += len(replies)
         learned: dict[QueueRef, dict[str, int | None]] = {}
         for (q, _), raw in replies.items():

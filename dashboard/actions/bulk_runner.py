@@ -24,7 +24,6 @@ import time
 import uuid
 from collections.abc import Callable
 
-import redis
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
@@ -41,6 +40,7 @@ from dashboard.actions.inputs import Selection
 from dashboard.actions.services import ask_for_exact_read, bulk_plan, task_queue
 from dashboard.registry import Registry
 from queues import bulk
+from queues.errors import SourceUnavailable
 from queues.messages import Message, as_data, from_data
 
 log = logging.getLogger("queuewatch.bulk")
@@ -170,12 +170,11 @@ class BulkRunner:
             return self.should_cancel(task.pk)
 
         try:
-            client = self.registry.client(queue.connection)
-            final = bulk.run_bulk(client, plan=plan_for(task), store=TaskStore(task, self.owner),
-                                  should_cancel=should_cancel, on_progress=on_progress,
-                                  count_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+            final = self.registry.bulk(queue.connection).run(
+                plan=plan_for(task), store=TaskStore(task, self.owner), should_cancel=should_cancel,
+                on_progress=on_progress, count_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
             self.finish(task, final, note=_read_only_stop() if braked else "")
-        except (Interrupted, DatabaseError, redis.ConnectionError, redis.TimeoutError) as exc:
+        except (Interrupted, DatabaseError, SourceUnavailable) as exc:
             # A busy database (SQLite under concurrent writers) or a Redis outage is not the
             # task's fault: leave it running with its saved progress; its heartbeat goes stale
             # and it is claimed again and resumed, exactly as after a crash.

@@ -12,10 +12,8 @@ from dashboard.actions.services import now_ms
 from dashboard.browse import selectors as reads
 from dashboard.errors import InvalidInput
 from dashboard.registry import get_redactor, get_registry
-from queues import export
 
-EXPORT_FORMATS = {"jsonl": ("application/x-ndjson; charset=utf-8", export.iter_jobs_jsonl),
-                  "csv": ("text/csv; charset=utf-8", export.iter_jobs_csv)}
+EXPORT_FORMATS = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 
 
 def export_response(request, connection: str, prefix: str, name: str) -> streaming.Download:
@@ -27,10 +25,9 @@ def export_response(request, connection: str, prefix: str, name: str) -> streami
     if fmt not in EXPORT_FORMATS:
         raise InvalidInput("Export format must be 'jsonl' or 'csv'.")
     chosen = Selection.from_params(request.GET)
-    content_type, writer = EXPORT_FORMATS[fmt]
-    client = get_registry().client(connection)
-    chunks = writer(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
-    response = streaming.download(request, chunks, content_type=content_type)
+    chunks = get_registry().jobs(connection).export(queue, fmt=fmt, filt=chosen.job_filter(), before_ms=now_ms(),
+                                                    redactor=get_redactor())
+    response = streaming.download(request, chunks, content_type=EXPORT_FORMATS[fmt])
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response

@@ -1,8 +1,9 @@
 """What each built-in action does: a thin adapter from its validated input
 (``dashboard.actions.inputs``) to one framework-free function of ``queues.actions``.
 
-A job action is ``run(client, *, queue, job_id, given)`` and returns ``queues.actions.ActionResult``;
-a queue action is ``run(client, *, queue, given)`` and returns a ``QueueActionResult``. Either
+A job action is ``run(source, *, queue, job_id, given)`` and returns ``queues.actions.ActionResult``;
+a queue action is ``run(source, *, queue, given)`` and returns a ``QueueActionResult``; ``source`` is
+the connection's source, whose facets (``queues.sources.facets``) do the work. Either
 result says ``ok``, ``outcome`` and ``message``; the services audit it (``affected`` when the
 result has it, else 1 for a job that was acted on).
 """
@@ -17,8 +18,8 @@ from dashboard import dead_letters
 from dashboard.errors import InvalidInput
 from dashboard.labels import label
 from queues import actions
-from queues.redrive import job_redrive_to_source
 from queues.keys import QueueRef
+from queues.sources.facets import commands_of
 
 
 @dataclass
@@ -40,21 +41,20 @@ def affected_by(result) -> int:
 # --- jobs -------------------------------------------------------------------------------------
 
 
-def retry(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    return actions.job_retry(client, queue=queue, job_id=job_id, reset_counters=given.reset_counters)
+def retry(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).retry(queue, job_id=job_id, reset_counters=given.reset_counters)
 
 
-def discard(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    return actions.job_discard(client, queue=queue, job_id=job_id)
+def discard(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).discard(queue, job_id=job_id)
 
 
-def promote(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    return actions.job_promote(client, queue=queue, job_id=job_id)
+def promote(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).promote(queue, job_id=job_id)
 
 
-def redrive(client, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    source = redrive_source(queue=queue)
-    return job_redrive_to_source(client, dlq=queue, job_id=job_id, source=source)
+def redrive(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).redrive(queue, job_id=job_id, source=redrive_source(queue=queue))
 
 
 def redrive_source(*, queue: QueueRef) -> QueueRef:
@@ -70,19 +70,18 @@ def redrive_source(*, queue: QueueRef) -> QueueRef:
 # --- queues -----------------------------------------------------------------------------------
 
 
-def pause(client, *, queue: QueueRef, given) -> QueueActionResult:
-    actions.queue_pause(client, queue=queue, paused=True)
+def pause(source, *, queue: QueueRef, given) -> QueueActionResult:
+    commands_of(source).pause(queue, paused=True)
     return QueueActionResult(actions.DONE, gettext("Queue paused: workers finish their active jobs and take no new ones."), 1)
 
 
-def resume(client, *, queue: QueueRef, given) -> QueueActionResult:
-    actions.queue_pause(client, queue=queue, paused=False)
+def resume(source, *, queue: QueueRef, given) -> QueueActionResult:
+    commands_of(source).pause(queue, paused=False)
     return QueueActionResult(actions.DONE, gettext("Queue resumed: workers take jobs again."), 1)
 
 
-def clean(client, *, queue: QueueRef, given) -> QueueActionResult:
-    count = actions.queue_clean(client, queue=queue, state=given.state, older_than_ms=given.older_than_ms,
-                                limit=given.limit)
+def clean(source, *, queue: QueueRef, given) -> QueueActionResult:
+    count = commands_of(source).clean(queue, state=given.state, older_than_ms=given.older_than_ms, limit=given.limit)
     removed = ngettext("Removed %(n)d %(state)s job older than %(minutes)d min.",
                        "Removed %(n)d %(state)s jobs older than %(minutes)d min.", count)
     return QueueActionResult(actions.DONE, removed % {"n": count, "state": label(given.state),

@@ -21,6 +21,7 @@ from dashboard.errors import InvalidInput
 from dashboard.registry import get_redactor
 from queues import scheduler_edit
 from queues.keys import QueueRef
+from queues.sources.facets import schedulers_of
 
 
 def _number(params, name: str) -> int | None:
@@ -99,35 +100,37 @@ def _result(done: scheduler_edit.SchedulerResult, **audit) -> ToolResult:
     return ToolResult(done.outcome, done.message, int(done.ok), audit=audit, body=body)
 
 
-def edit_scheduler(client, *, queue: QueueRef, given) -> ToolResult:
-    before = scheduler_edit.read_spec(client, queue=queue, scheduler_id=given.spec.scheduler_id)
+def edit_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
+    stored = schedulers_of(source)
+    before = stored.spec(queue, scheduler_id=given.spec.scheduler_id)
     if before is None:
         return ToolResult(scheduler_edit.NOT_EDITABLE, _("There is no job scheduler %(id)s; nothing was changed.")
                           % {"id": given.spec.scheduler_id})
     try:
-        done = scheduler_edit.edit_scheduler(client, queue=queue, spec=given.spec)
+        done = stored.edit(queue, spec=given.spec)
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
     return _result(done, change={"before": _spec_audit(before), "after": _spec_audit(given.spec)})
 
 
-def remove_scheduler(client, *, queue: QueueRef, given) -> ToolResult:
-    before = scheduler_edit.read_spec(client, queue=queue, scheduler_id=given.scheduler_id)
-    done = scheduler_edit.remove_scheduler(client, queue=queue, scheduler_id=given.scheduler_id)
+def remove_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
+    stored = schedulers_of(source)
+    before = stored.spec(queue, scheduler_id=given.scheduler_id)
+    done = stored.remove(queue, scheduler_id=given.scheduler_id)
     return _result(done, change={"before": _spec_audit(before) if before else None, "after": None})
 
 
-def migration_plan(client, *, queue: QueueRef, member: str, scheduler_id: str = ""):
+def migration_plan(source, *, queue: QueueRef, member: str, scheduler_id: str = ""):
     try:
-        return scheduler_edit.plan_migration(client, queue=queue, member=member, scheduler_id=scheduler_id)
+        return schedulers_of(source).migration_plan(queue, member=member, scheduler_id=scheduler_id)
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
 
 
-def migrate_repeat(client, *, queue: QueueRef, given) -> ToolResult:
-    plan = migration_plan(client, queue=queue, member=given.member, scheduler_id=given.scheduler_id)
+def migrate_repeat(source, *, queue: QueueRef, given) -> ToolResult:
+    plan = migration_plan(source, queue=queue, member=given.member, scheduler_id=given.scheduler_id)
     try:
-        done = scheduler_edit.migrate_legacy(client, queue=queue, plan=plan)
+        done = schedulers_of(source).migrate(queue, plan=plan)
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
     return _result(done, change={"before": json.dumps({"legacy": plan.member, "layout": plan.layout,

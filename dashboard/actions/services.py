@@ -27,11 +27,11 @@ from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.errors import Conflict, InvalidInput
 from dashboard.i18n import translate
 from dashboard.live import channels as live
-from dashboard.registry import get_redactor, get_registry, redis_errors
-from queues import bulk, edit_retry, selection
-from queues.errors import RedisUnavailable
-from queues.jobs import read_summaries
+from dashboard.registry import get_redactor, get_registry
+from queues import bulk, edit_retry
+from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
+from queues.sources.facets import JobsFacet
 
 BULK_ACTIONS = bulk.ACTIONS
 SAMPLE_SIZE = 10
@@ -41,21 +41,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def client_for(queue: QueueRef):
-    return get_registry().client(queue.connection)
-
-
 # --- single jobs and queues ---------------------------------------------------------------
 
 
 @contextmanager
 def audited_failure(**entry):
-    """Redis errors as ``RedisUnavailable`` (a clear message), and an ``error`` audit row for
-    the attempt: the log records attempts that failed, not only those that worked."""
+    """An ``error`` audit row for an attempt the connection could not carry out (its facets
+    raise ``SourceUnavailable``): the log records attempts that failed, not only those that worked."""
     try:
-        with redis_errors(entry["queue"].connection):
-            yield
-    except RedisUnavailable as exc:
+        yield
+    except SourceUnavailable as exc:
         audit.record(**entry, outcome=AuditEntry.ERROR, message=str(exc))
         raise
 
@@ -63,15 +58,15 @@ def audited_failure(**entry):
 def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given, job_id: str | None = None):
     """Run ``action`` with its validated input ``given`` and audit it. Returns the runner's
     result (``ok``, ``outcome``, ``message``)."""
-    client = client_for(queue)
+    source = get_registry().source(queue.connection)
     entry = dict(user=user, via=via, action=action.audit_label, queue=queue, reason=given.reason,
                  job_ids=[job_id] if action.scope == registry.JOB else [], selection=given.audit_details())
     extra = {"user": user} if action.needs_user else {}
     with audited_failure(**entry):
         if action.scope == registry.JOB:
-            result = action.run(client, queue=queue, job_id=job_id, given=given, **extra)
+            result = action.run(source, queue=queue, job_id=job_id, given=given, **extra)
         else:
-            result = action.run(client, queue=queue, given=given, **extra)
+            result = action.run(source, queue=queue, given=given, **extra)
     # A result may add to the row's details what only running it could know: the before and
     # after of an edit, the id a job was added under (dashboard.actions.toolbox_runners).
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
@@ -123,24 +118,23 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
     """How many jobs the action would touch right now, and a sample of them (for an edit, the
     diff the patch makes to each sample job's stored data; nothing is written)."""
     _check_bulk(queue=queue, action=action, chosen=chosen, patch=patch)
-    client = client_for(queue)
-    with redis_errors(queue.connection):
-        if chosen.ids:
-            found = BulkPreview(action, chosen, len(chosen.ids), read_summaries(client, queue, chosen.ids[:SAMPLE_SIZE]))
-        else:
-            # At most QUEUEWATCH_SCAN_SAMPLE jobs examined: a request never reads a whole big
-            # state (the task itself goes through all of it).
-            seen = selection.preview(client, queue=queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE,
-                                     limit=settings.QUEUEWATCH_SCAN_SAMPLE)
-            found = BulkPreview(action, chosen, seen.count, list(seen.sample), complete=seen.complete,
-                                examined=seen.scanned, in_state=seen.in_state)
-        if patch is not None:
-            found.patch, found.diffs = patch, sample_diffs(client, queue, [j.id for j in found.sample], patch,
-                                                           schema=job_schemas.schema_for(queue))
+    jobs = get_registry().jobs(queue.connection)
+    if chosen.ids:
+        found = BulkPreview(action, chosen, len(chosen.ids), jobs.summaries(queue, chosen.ids[:SAMPLE_SIZE]))
+    else:
+        # At most QUEUEWATCH_SCAN_SAMPLE jobs examined: a request never reads a whole big
+        # state (the task itself goes through all of it).
+        seen = jobs.preview(queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE,
+                            limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+        found = BulkPreview(action, chosen, seen.count, list(seen.sample), complete=seen.complete,
+                            examined=seen.scanned, in_state=seen.in_state)
+    if patch is not None:
+        found.patch, found.diffs = patch, sample_diffs(jobs, queue, [j.id for j in found.sample], patch,
+                                                       schema=job_schemas.schema_for(queue))
     return found
 
 
-def sample_diffs(client, queue: QueueRef, ids: list[str], patch: dict,
+def sample_diffs(jobs: JobsFacet, queue: QueueRef, ids: list[str], patch: dict,
                  schema: dict | None = None) -> list[tuple[str, list[str]]]:
     """What the patch does to each job's stored data, redacted (a job whose data is not JSON
     says so instead; one whose patched data the queue's schema refuses says why after its diff,
@@ -148,7 +142,7 @@ def sample_diffs(client, queue: QueueRef, ids: list[str], patch: dict,
     redact, out = get_redactor().value, []
     for job_id in ids:
         try:
-            plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch, schema=schema)
+            plan = jobs.edit_plan(queue, job_id=job_id, patch=patch, schema=schema)
         except edit_retry.PatchError as exc:
             out.append((job_id, [str(exc)]))
             continue

@@ -22,6 +22,7 @@ from queues import actions, edit_retry, job_add, queue_settings
 from queues.job_options import InvalidJob
 from queues.keys import QueueRef
 from queues.safe_json import loads_or
+from queues.sources.facets import commands_of, jobs_of
 
 
 @dataclass
@@ -51,22 +52,22 @@ def _parsed(text: str):
     return loads_or(text, text)
 
 
-def add(client, *, queue: QueueRef, given) -> ToolResult:
+def add(source, *, queue: QueueRef, given) -> ToolResult:
     """Add a job; data the queue's schema refuses is a 400 that lists why (nothing written)."""
     try:
-        outcome = job_add.add_job(client, queue=queue, job=given.job, schema=schema_for(queue))
+        outcome = commands_of(source).add(queue, job=given.job, schema=schema_for(queue))
     except InvalidJob as exc:
         raise refused(exc) from None
     return _added(outcome, new_job=given.job)
 
 
-def duplicate(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
-    source = job_add.read_source(client, queue=queue, job_id=job_id)
-    if source is None:
+def duplicate(source, *, queue: QueueRef, job_id: str, given) -> ToolResult:
+    original = jobs_of(source).duplicate_source(queue, job_id=job_id)
+    if original is None:
         return ToolResult(actions.MISSING, _("Job %(id)s no longer exists.") % {"id": job_id})
-    copy = job_add.copy_of(source)
+    copy = job_add.copy_of(original)
     try:
-        outcome = job_add.add_job(client, queue=queue, job=copy, schema=schema_for(queue))
+        outcome = commands_of(source).add(queue, job=copy, schema=schema_for(queue))
     except InvalidJob as exc:
         raise refused(exc) from None
     result = _added(outcome, new_job=copy)
@@ -75,9 +76,9 @@ def duplicate(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
     return result
 
 
-def edit_plan(client, *, queue: QueueRef, job_id: str, patch) -> edit_retry.EditPlan:
+def edit_plan(source, *, queue: QueueRef, job_id: str, patch) -> edit_retry.EditPlan:
     try:
-        plan = edit_retry.plan_edit(client, queue=queue, job_id=job_id, patch=patch, schema=schema_for(queue))
+        plan = jobs_of(source).edit_plan(queue, job_id=job_id, patch=patch, schema=schema_for(queue))
     except edit_retry.PatchError as exc:
         raise InvalidInput(translate(exc.args[0])) from None
     if plan is None:
@@ -85,8 +86,8 @@ def edit_plan(client, *, queue: QueueRef, job_id: str, patch) -> edit_retry.Edit
     return plan
 
 
-def edit_and_retry(client, *, queue: QueueRef, job_id: str, given) -> ToolResult:
-    plan = edit_plan(client, queue=queue, job_id=job_id, patch=given.patch)
+def edit_and_retry(source, *, queue: QueueRef, job_id: str, given) -> ToolResult:
+    plan = edit_plan(source, queue=queue, job_id=job_id, patch=given.patch)
     redactor = get_redactor()
     change = {"before": redacted_json(plan.before, redactor=redactor),
               "after": redacted_json(plan.after, redactor=redactor),
@@ -94,63 +95,68 @@ def edit_and_retry(client, *, queue: QueueRef, job_id: str, given) -> ToolResult
     if given.expected and given.expected != plan.fingerprint:
         return ToolResult(edit_retry.CHANGED, _("Job %(id)s's data changed since the preview; nothing was done. "
                                                 "Preview the patch again.") % {"id": job_id}, audit={"change": change})
-    done = edit_retry.edit_and_retry(client, queue=queue, plan=plan, reset_counters=given.reset_counters)
+    done = commands_of(source).edit_and_retry(queue, plan=plan, reset_counters=given.reset_counters)
     return ToolResult(done.outcome, translate(done.message), int(done.ok), audit={"change": change})
 
 
 # --- queue settings, drain, obliterate -------------------------------------------------------
 
 
-def set_concurrency(client, *, queue: QueueRef, given) -> ToolResult:
-    before = queue_settings.read_settings(client, queue=queue).concurrency
-    queue_settings.set_global_concurrency(client, queue=queue, concurrency=given.concurrency)
+def set_concurrency(source, *, queue: QueueRef, given) -> ToolResult:
+    commands = commands_of(source)
+    before = commands.settings(queue).concurrency
+    commands.set_concurrency(queue, concurrency=given.concurrency)
     return ToolResult(actions.DONE, _("Global concurrency set to %(n)s.") % {"n": given.concurrency}, 1,
                       audit={"change": {"before": before, "after": given.concurrency}})
 
 
-def remove_concurrency(client, *, queue: QueueRef, given) -> ToolResult:
-    before = queue_settings.read_settings(client, queue=queue).concurrency
-    queue_settings.set_global_concurrency(client, queue=queue, concurrency=None)
+def remove_concurrency(source, *, queue: QueueRef, given) -> ToolResult:
+    commands = commands_of(source)
+    before = commands.settings(queue).concurrency
+    commands.set_concurrency(queue, concurrency=None)
     return ToolResult(actions.DONE, _("Global concurrency removed: workers' own concurrency applies."), 1,
                       audit={"change": {"before": before, "after": None}})
 
 
-def set_rate_limit(client, *, queue: QueueRef, given) -> ToolResult:
-    now = queue_settings.read_settings(client, queue=queue)
-    queue_settings.set_global_rate_limit(client, queue=queue, max_jobs=given.max, duration_ms=given.duration)
+def set_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
+    commands = commands_of(source)
+    now = commands.settings(queue)
+    commands.set_rate_limit(queue, max_jobs=given.max, duration_ms=given.duration)
     return ToolResult(actions.DONE, _("Global rate limit set to %(max)s jobs per %(ms)s ms.")
                       % {"max": given.max, "ms": given.duration}, 1,
                       audit={"change": {"before": [now.rate_max, now.rate_duration_ms],
                                         "after": [given.max, given.duration]}})
 
 
-def remove_rate_limit(client, *, queue: QueueRef, given) -> ToolResult:
-    now = queue_settings.read_settings(client, queue=queue)
-    queue_settings.set_global_rate_limit(client, queue=queue, max_jobs=None)
+def remove_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
+    commands = commands_of(source)
+    now = commands.settings(queue)
+    commands.set_rate_limit(queue, max_jobs=None, duration_ms=None)
     return ToolResult(actions.DONE, _("Global rate limit removed."), 1,
                       audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": None}})
 
 
-def remove_rate_limit_key(client, *, queue: QueueRef, given) -> ToolResult:
-    if queue_settings.remove_rate_limit_key(client, queue=queue):
+def remove_rate_limit_key(source, *, queue: QueueRef, given) -> ToolResult:
+    if commands_of(source).remove_rate_limit_key(queue):
         return ToolResult(actions.DONE, _("Rate-limit key removed: workers take jobs again now."), 1)
     return ToolResult(actions.DONE, _("There was no rate-limit key: the queue was not being rate-limited."), 0)
 
 
-def drain(client, *, queue: QueueRef, given) -> ToolResult:
-    removed = queue_settings.drain(client, queue=queue, delayed=given.delayed)
+def drain(source, *, queue: QueueRef, given) -> ToolResult:
+    removed = commands_of(source).drain(queue, delayed=given.delayed)
     what = _("waiting, prioritized and delayed") if given.delayed else _("waiting and prioritized")
     return ToolResult(actions.DONE, _("Drained: %(n)s %(what)s job(s) removed.") % {"n": removed, "what": what},
                       removed)
 
 
-def obliterate(client, *, queue: QueueRef, given) -> ToolResult:
+def obliterate(source, *, queue: QueueRef, given) -> ToolResult:
     if given.confirm != queue.name:
         return ToolResult("not_confirmed", _("The name typed (%(typed)s) is not the queue's name (%(name)s); "
                                              "nothing was done.") % {"typed": given.confirm, "name": queue.name})
-    counts = queue_settings.read_settings(client, queue=queue)
+    commands = commands_of(source)
+    counts = commands.settings(queue)
     try:
-        queue_settings.obliterate(client, queue=queue)
+        commands.obliterate(queue)
     except queue_settings.SettingRefused as exc:
         return ToolResult("refused", translate(exc.args[0]))
     return ToolResult(actions.DONE, _("Queue %(name)s obliterated: %(n)s job(s) and %(s)s scheduler(s) deleted.")

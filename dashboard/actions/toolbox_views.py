@@ -26,8 +26,7 @@ from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
 from dashboard.errors import InvalidInput, JsonResponse, page_errors
 from dashboard.i18n import translate
-from dashboard.registry import get_redactor, get_registry, redis_errors
-from queues import queue_settings, scheduler_edit
+from dashboard.registry import get_redactor, get_registry
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload
 
@@ -50,8 +49,7 @@ def add_job_page(request, connection, prefix, name):
 def edit_retry_page(request, connection, prefix, name, job_id):
     """A failed job's data (as the job page shows it: redacted) and a merge-patch form."""
     queue = reads.resolve(connection, prefix, name)
-    with redis_errors(connection):
-        raw = get_registry().client(connection).hget(queue.job_key(job_id), "data")
+    raw = get_registry().jobs(connection).stored_data(queue, job_id)
     data = prepare_payload((raw or b"{}").decode("utf-8", "replace"), cap=PAYLOAD_CAP, redactor=get_redactor())
     return render(request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data,
                                                        "exists": raw is not None})
@@ -64,9 +62,7 @@ def edit_retry_preview(request, connection, prefix, name, job_id):
     registry.authorized(request.user, scope=registry.JOB, name="edit-retry")
     queue = reads.resolve(connection, prefix, name)
     given = EditRetryInput.from_params(request.POST)
-    with redis_errors(connection):
-        plan = toolbox_runners.edit_plan(get_registry().client(connection), queue=queue, job_id=job_id,
-                                         patch=given.patch)
+    plan = toolbox_runners.edit_plan(get_registry().source(connection), queue=queue, job_id=job_id, patch=given.patch)
     return render(request, "actions/partials/edit_preview.html", {
         "queue": queue, "job_id": job_id, "plan": plan, "diff": plan.diff(get_redactor().value),
         "patch": request.POST.get("patch", ""), "keep_counters": not given.reset_counters,
@@ -80,8 +76,7 @@ def settings_page(request, connection, prefix, name):
     """Global concurrency, rate limit (and whether it bites now), and drain/obliterate with
     counts of what they would remove. The forms are drawn for admins only."""
     queue = reads.resolve(connection, prefix, name)
-    with redis_errors(connection):
-        now = queue_settings.read_settings(get_registry().client(connection), queue=queue)
+    now = get_registry().commands(connection).settings(queue)
     return render(request, "actions/queue_settings.html", {"queue": queue, "settings": now,
                                                            "job_schema": job_schemas.stored(queue)})
 
@@ -119,8 +114,7 @@ def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
     """A scheduler's definition as stored, in a form posting to ``actions/edit-scheduler``;
     and the remove form (``actions/remove-scheduler``)."""
     queue = reads.resolve(connection, prefix, name)
-    with redis_errors(connection):
-        spec = scheduler_edit.read_spec(get_registry().client(connection), queue=queue, scheduler_id=scheduler_id)
+    spec = get_registry().schedulers(connection).spec(queue, scheduler_id=scheduler_id)
     opts = json.dumps(spec.opts, indent=2) if spec else "{}"
     return render(request, "actions/edit_scheduler.html", {"queue": queue, "scheduler_id": scheduler_id,
                                                            "spec": spec, "opts_json": opts})
@@ -136,9 +130,8 @@ def migrate_repeat_page(request, connection, prefix, name):
     member, chosen = request.GET.get("member", ""), request.GET.get("id", "")
     plan, refused = None, ""
     try:
-        with redis_errors(connection):
-            plan = scheduler_actions.migration_plan(get_registry().client(connection), queue=queue, member=member,
-                                                    scheduler_id=chosen)
+        plan = scheduler_actions.migration_plan(get_registry().source(connection), queue=queue, member=member,
+                                                scheduler_id=chosen)
     except InvalidInput as exc:
         refused = str(exc)
     now_ms = int(time.time() * 1000)

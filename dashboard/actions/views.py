@@ -25,8 +25,7 @@ from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.browse import selectors as reads
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.errors import Conflict, InvalidInput, page_errors
-from dashboard.registry import get_registry, redis_errors
-from queues import error_groups
+from dashboard.registry import get_registry
 from queues.errors import JobNotFound
 
 RESULT = "actions/action_result.html"
@@ -164,9 +163,7 @@ def task_cancel(request, task_id):
 @page_errors
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    with redis_errors(connection):
-        found = error_groups.error_groups(get_registry().client(connection), queue=queue,
-                                          scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+    found = get_registry().jobs(connection).error_groups(queue, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
     return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
                                                  "triaged": triage.triaged(found.groups),
                                                  "is_dlq": is_dead_letter_queue(queue.name)})

@@ -44,7 +44,7 @@ def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.d
     facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report),
                   complete=complete)
     for need in alert_kinds.needs_of(rules):
-        facts.needs[need.name] = need.gather(signals=signals, client_for=registry.client, down=down, now=now)
+        facts.needs[need.name] = need.gather(signals=signals, source_for=registry.source, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
     if publisher is not None:
         publisher.publish(live.ALL, *fragments.firing_alerts(firing_alerts()))

@@ -1,7 +1,7 @@
 """What the pages and the API read, in one place so both show the same thing.
 
 Each function resolves names through the registry, calls the framework-free reader in
-``queues/`` and converts Redis failures into ``RedisUnavailable``.
+``queues/`` through the connection's source (whose failures arrive as ``SourceUnavailable``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from django.conf import settings
 
 from dashboard.live import channels as live
 from dashboard.live.workers_document import queue_workers, workers_document
-from dashboard.registry import get_redactor, get_registry, redis_errors
+from dashboard.registry import get_redactor, get_registry
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from queues import jobs, listing, schedulers, snapshot
 from queues import retry_advice as retry_advice_rules
-from queues.errors import RedisUnavailable
+from queues.errors import SourceUnavailable
 from queues.health import CheckResult
 from queues.keys import QueueRef, parse_job_key
 
@@ -45,7 +45,7 @@ def overview(*, refresh: bool = False, narrow=None) -> list[ConnectionView]:
     for name in registry.names:
         try:
             listed.append((name, registry.queues(name, refresh=refresh), ""))
-        except RedisUnavailable as exc:
+        except SourceUnavailable as exc:
             listed.append((name, [], exc.reason))
     chosen = narrow([queues for _, queues, _ in listed]) if narrow else [queues for _, queues, _ in listed]
     result = []
@@ -58,7 +58,7 @@ def overview(*, refresh: bool = False, narrow=None) -> list[ConnectionView]:
             with conn.source.errors():
                 snaps = conn.source.snapshots(queues)
             result.append(ConnectionView(name, conn.spec.display_url, snaps))
-        except RedisUnavailable as exc:
+        except SourceUnavailable as exc:
             result.append(ConnectionView(name, conn.spec.display_url, [], error=exc.reason))
     return result
 
@@ -74,47 +74,40 @@ def queue_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
 
 
 def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str) -> listing.JobPage:
-    with redis_errors(queue.connection):
-        return listing.list_jobs(
-            get_registry().client(queue.connection), queue, state,
-            page=page, page_size=page_size, name_filter=name_filter, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE,
-        )
+    return get_registry().jobs(queue.connection).page(queue, state, page=page, page_size=page_size,
+                                                      name_filter=name_filter,
+                                                      scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
 
 
 def job_detail(queue: QueueRef, job_id: str) -> jobs.JobDetail:
-    with redis_errors(queue.connection):
-        return jobs.read_job(
-            get_registry().client(queue.connection), queue, job_id,
-            cap=settings.QUEUEWATCH_PAYLOAD_CAP, redactor=get_redactor(),
-        )
+    return get_registry().jobs(queue.connection).detail(queue, job_id, cap=settings.QUEUEWATCH_PAYLOAD_CAP,
+                                                        redactor=get_redactor())
 
 
 def job_raw_field(queue: QueueRef, job_id: str, field: str) -> str:
-    with redis_errors(queue.connection):
-        return jobs.read_raw_field(get_registry().client(queue.connection), queue, job_id, field, redactor=get_redactor())
+    return get_registry().jobs(queue.connection).raw_field(queue, job_id, field, redactor=get_redactor())
 
 
 def job_exists(queue: QueueRef, job_id: str) -> bool:
-    with redis_errors(queue.connection):
-        return bool(get_registry().client(queue.connection).exists(queue.job_key(job_id)))
+    return get_registry().jobs(queue.connection).exists(queue, job_id)
 
 
 def queue_schedulers(queue: QueueRef) -> list[schedulers.Scheduler]:
-    with redis_errors(queue.connection):
-        return schedulers.read_schedulers(get_registry().client(queue.connection), queue)
+    return get_registry().schedulers(queue.connection).list(queue)
 
 
 def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[schedulers.Scheduler]]]]]:
     """Schedulers of every queue that has any, per connection."""
     out = []
+    registry = get_registry()
     for conn in overview():
         per_queue = []
-        if not conn.error:
+        if not conn.error and registry.offers(conn.name, "schedulers"):
             for snap in conn.snapshots:
                 if snap.schedulers:
                     try:
                         per_queue.append((snap.queue, queue_schedulers(snap.queue)))
-                    except RedisUnavailable as exc:
+                    except SourceUnavailable as exc:
                         conn.error = exc.reason
                         break
         out.append((conn, per_queue))
@@ -149,9 +142,7 @@ def retry_advice(queue: QueueRef) -> list[CheckResult]:
     except (ValueError, KeyError, TypeError):
         sample = None  # an entry of another shape (an older version): read afresh and replace it
     if sample is None:
-        with redis_errors(queue.connection):
-            sample = retry_advice_rules.read_sample(get_registry().client(queue.connection), queue,
-                                                    now_ms=int(time.time() * 1000))
+        sample = get_registry().jobs(queue.connection).option_sample(queue, now_ms=int(time.time() * 1000))
         try:
             if dash is not None:
                 dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)

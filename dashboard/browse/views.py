@@ -21,9 +21,10 @@ from dashboard.htmx import render_page_or_fragment
 from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
-from queues.errors import JobNotFound
+from dashboard.i18n import translate
+from queues.errors import JobNotFound, NotOffered
 from queues.keys import BROWSABLE_STATES, QueueRef
-from queues.listing import PAGE_SIZES
+from queues.listing import PAGE_SIZES, JobPage
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
 
@@ -141,10 +142,14 @@ def queue_detail(request, connection, prefix, name):
 
     state = state_param(request)
     wanted = dict(page_size=page_size_param(request), name_filter=request.GET.get("name", "").strip()[:200])
-    page = reads.job_page(queue, state, page=int_param(request, "page", 1), **wanted)
-    if not page.name_filter and page.page > max(1, page.pages):
-        # A page past the end (an old link, a hand-edited URL): show the last one, not "Page 99999 of 2".
-        page = reads.job_page(queue, state, page=max(1, page.pages), **wanted)
+    not_offered = ""
+    try:
+        page = reads.job_page(queue, state, page=int_param(request, "page", 1), **wanted)
+        if not page.name_filter and page.page > max(1, page.pages):
+            # A page past the end (an old link, a hand-edited URL): show the last one, not "Page 99999 of 2".
+            page = reads.job_page(queue, state, page=max(1, page.pages), **wanted)
+    except NotOffered as exc:  # the queue's counts and figures still show; its jobs cannot be listed
+        page, not_offered = JobPage(state, [], 0, 1, wanted["page_size"]), translate(exc.message)
     snap = reads.queue_snapshot(queue)
     context = {
         "queue": queue,
@@ -153,6 +158,7 @@ def queue_detail(request, connection, prefix, name):
         "is_dlq": is_dead_letter_queue(queue.name),  # its jobs wait: the bulk form offers "redrive to source"
         "workers": reads.queue_workers(queue),
         "job_page": page,
+        "jobs_not_offered": not_offered,
         "state": state,
         "states": BROWSABLE_STATES,
         "page_sizes": PAGE_SIZES,

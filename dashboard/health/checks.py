@@ -28,7 +28,7 @@ from dashboard.live.workers_document import queue_workers, workers_document
 from dashboard.registry import get_registry
 from dashboard.dead_letters import is_dead_letter_queue
 from queues import health
-from queues.errors import RedisUnavailable
+from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from queues.snapshot import QueueSnapshot
 from queues.workers import Worker
@@ -134,14 +134,18 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
         report = ConnectionHealth(name=name, display_url=conn.spec.display_url)
         try:
             queues = registry.queues(name)
-        except RedisUnavailable as exc:
+        except SourceUnavailable as exc:
             report.results = [health.check_reachable(name, exc.reason)]
             out.append(report)
             continue
-        report.results = health.run_checks(conn.client, queues, fresh, now, connection=name, thresholds=thresholds,
-                                           is_dead_letter=is_dead_letter_queue, snapshots=snapshots,
-                                           workers=monitor_workers(workers_doc, queues),
-                                           workers_at=workers_doc.get("taken_at"))
+        server = conn.source.server
+        if server is None:  # a kind without server checks: its queues answer, nothing more to judge
+            report.results = [health.check_reachable(name, None)]
+        else:
+            report.results = server.health_checks(queues, state=fresh, now=now, thresholds=thresholds,
+                                                  is_dead_letter=is_dead_letter_queue, snapshots=snapshots,
+                                                  workers=monitor_workers(workers_doc, queues),
+                                                  workers_at=workers_doc.get("taken_at"))
         out.append(report)
     return HealthReport(
         checked_at=now, connections=out,

@@ -32,7 +32,7 @@ from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
 from queues.job_clock import WARM_EVENTS
-from queues.sources import EventsReader
+from queues.sources import EventsReader, UnsupportedBySource
 from queues.keys import QueueRef
 
 log = logging.getLogger("queuewatch.monitor")
@@ -55,6 +55,7 @@ class FollowerThread(threading.Thread):
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self.follower: EventsReader | None = None
+        self.without_events = False  # the source's kind has no events to follow: this thread ends
 
     def follow(self, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
         with self._lock:
@@ -67,7 +68,14 @@ class FollowerThread(threading.Thread):
             try:
                 if self.follower is None:
                     # The source opens a dedicated connection for blocking reads and checks it.
-                    self.follower = self.source.events_follower(block_ms=self.block_ms)
+                    try:
+                        self.follower = self.source.events_follower(block_ms=self.block_ms)
+                    except UnsupportedBySource:
+                        # Not an outage: the monitor reads this connection's queues exactly on
+                        # every tick instead (``EventIntake.follows_events``).
+                        log.info("follower %s: its kind has no events to follow", self.conn_name)
+                        self.without_events = True
+                        return
                     if backoff > 0.5:
                         self.out.put(("up", self.conn_name, None))
                 with self._lock:
@@ -167,6 +175,11 @@ class EventIntake:
     def follow(self, connection: str, queues: list[QueueRef], start_ids: dict[QueueRef, str]) -> None:
         """Follow exactly these queues of the connection, from these ids where given."""
         self.followers[connection].follow(queues, start_ids)
+
+    def follows_events(self, connection: str) -> bool:
+        """Whether the connection's events keep its counts current between exact reads."""
+        follower = self.followers.get(connection)
+        return follower is not None and not follower.without_events
 
     # --- applying what arrives ----------------------------------------------------------------
 

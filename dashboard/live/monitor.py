@@ -1,15 +1,12 @@
-"""The monitor: the one process that reads the monitored Redis continuously.
+"""The monitor: the one process that reads the monitored connections continuously.
 
 Several copies may run; exactly one leads (``LeaderLock`` on the dashboard Redis), the others
-wait and take over within a lock TTL when the leader dies. The leader discovers queues
-(``discovering``), follows every events stream (``intake``), keeps counts current from events
-and corrects them with exact reads only when a queue goes quiet or every
-``QUEUEWATCH_RECONCILE_MS`` (``tracking``; reading counts on every change would cost the
-monitored Redis more than the polling dashboards Queuewatch replaces; docs/live-truth.md),
-checks the locks of long-active jobs, renders each changed fragment once for whoever watches it
-(``publishing``), stores history (``persistence``) and runs the periodic jobs (roll-up, health
-checks, alert rules, digest, workers) through one ``queues.cron.Periodic``. The parts are
-described in docs/architecture.md, "The live package".
+take over within a lock TTL when the leader dies. The leader discovers queues (``discovering``),
+follows every events stream (``intake``), keeps counts current from events and reads them
+exactly only when a queue goes quiet or every ``QUEUEWATCH_RECONCILE_MS`` (``tracking``;
+docs/live-truth.md), checks the locks of long-active jobs, renders each changed fragment once
+for whoever watches it (``publishing``), stores history (``persistence``) and runs the periodic
+jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The live package".
 
 This module is the leadership and the loop: when to do each of those steps. Loops are defensive
 (a failing queue or connection is logged and skipped, Redis reconnects back off, leadership is
@@ -40,6 +37,7 @@ from dashboard.live.rates import QueueSignals
 from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from dashboard.registry import Registry, get_redactor, get_registry
 from queues.cron import Job, Periodic
+from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from queues.leader import LeaderLock
 from queues.rates import MINUTE_MS
@@ -253,9 +251,10 @@ class Monitor:
         up) its own."""
         for name in self.intake.followers:
             try:
-                found = self.queue_lists.step(name, cursors)
-            except redis.RedisError as exc:
-                self.banner.set_down(name, str(exc))
+                with self.registry.source(name).errors():
+                    found = self.queue_lists.step(name, cursors)
+            except SourceUnavailable as exc:
+                self.banner.set_down(name, exc.reason)
                 continue
             if found is not None:
                 self._follow(name, found, cursors)
@@ -313,11 +312,13 @@ class Monitor:
         """The current figures of some queues of one connection, read exactly first where
         needed (None: the connection could not be read)."""
         source = self.registry.source(name)
+        exact = exact or not self.intake.follows_events(name)  # a kind without events: read every time
         try:
-            self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
-        except redis.RedisError as exc:
+            with source.errors():
+                self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
+        except SourceUnavailable as exc:
             if not self.banner.is_down(name):
-                self.banner.set_down(name, str(exc) or exc.__class__.__name__)
+                self.banner.set_down(name, exc.reason)
             return None
         if exact and self.banner.is_down(name):
             self.banner.set_up(name)
@@ -327,11 +328,11 @@ class Monitor:
                            full: bool) -> bool:
         """Render what changed of these queues (and what is watched of them); whether an
         overview fragment changed."""
-        client = self.registry.source(name).raw_client()
+        jobs = self.registry.source(name).jobs  # None: the kind shows no job lists or pages live
         changed_overview = False
         for sig in signals:
             q = sig.snapshot.queue
-            changed = self.queue_publisher.publish_queue(sig, watches, client, changes=self.tracker.take_changes(q),
+            changed = self.queue_publisher.publish_queue(sig, watches, jobs, changes=self.tracker.take_changes(q),
                                                          full=full)
             self.tracker.mark_gauges(q, now, changed=changed)
             changed_overview |= changed
@@ -359,17 +360,16 @@ class Monitor:
     def read_watched(self) -> list[live.Watch]:
         try:
             return live.watched(self.dash)
-        except redis.RedisError:
+        except redis.RedisError:  # nothing watched is known: only the overview is published
             return []
 
     def flush(self) -> None:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)
 
     def run_health_checks(self) -> None:
-        """The production-readiness checks on the monitor's schedule; the stored report feeds
-        the health page's summary, the overview and /metrics (and the Redis alert rules).
-        The checks judge the queues' figures this monitor already keeps (at most a tick old):
-        reading every queue again for them cost the monitored Redis ~12 commands per queue."""
+        """The production-readiness checks, stored for the health page, the overview, /metrics and
+        the Redis alert rules. They judge the figures this monitor keeps (reading every queue
+        again cost the monitored Redis ~12 commands per queue)."""
         try:
             self.health_report = health_checks.run_and_store(snapshots=self.tracker.current_snapshots())
         except Exception:

@@ -23,10 +23,12 @@ from dashboard.live import channels as live
 from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
 from dashboard.live.tracking import Move, QueueChanges, QueueState, now_ms
-from queues.jobs import JobSummary, read_job_live, read_summaries
+from queues.errors import SourceUnavailable
+from queues.jobs import JobSummary
 from queues.keys import BROWSABLE_STATES, QueueRef
-from queues.listing import JobPage, page_one_ids
+from queues.listing import JobPage
 from queues.live_counts import FINISHED
+from queues.sources.facets import JobsFacet
 from queues.timings import QueueTimings
 
 log = logging.getLogger("queuewatch.monitor")
@@ -93,12 +95,12 @@ class QueuePublisher:
     def next_due(self) -> float | None:
         return min(self.held_back.values()) if self.held_back else None
 
-    def publish_queue(self, sig: QueueSignals, watches: list[live.Watch], client, *, changes: QueueChanges,
-                      full: bool) -> bool:
+    def publish_queue(self, sig: QueueSignals, watches: list[live.Watch], jobs: JobsFacet | None, *,
+                      changes: QueueChanges, full: bool) -> bool:
         """Publish a queue's fragments if what they show changed, then what is watched of it:
         job lists whose state jobs entered or left, job pages when their job had events (or,
-        on full ticks, while it is active: log lines arrive without events). Returns whether
-        the queue's own fragments changed."""
+        on full ticks, while it is active: log lines arrive without events), where the
+        connection's kind offers ``jobs``. Returns whether the queue's own fragments changed."""
         q = sig.snapshot.queue
         shown = self.shown.setdefault(q, Shown())
         mine = [w for w in watches if w.queue == q]
@@ -129,13 +131,13 @@ class QueuePublisher:
                 self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
                 shown.header_cached = True
             shown.row_key, shown.live_key = row_key, live_key
-        for item in mine:
+        for item in mine if jobs is not None else ():
             try:
                 if item.kind == live.Watch.LIST and item.target in BROWSABLE_STATES:
-                    self.publish_list(q, item.target, sig, client, changes=changes)
+                    self.publish_list(q, item.target, sig, jobs, changes=changes)
                 elif item.kind == live.Watch.JOB:
-                    self.publish_job(q, item.target, client, changes=changes, full=full)
-            except redis.RedisError:
+                    self.publish_job(q, item.target, jobs, changes=changes, full=full)
+            except SourceUnavailable:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
             except Exception:  # noqa: BLE001 - a hostile job costs its own watched item, never the loop
                 self.item_failed(item)
@@ -156,18 +158,19 @@ class QueuePublisher:
             self.failed_items.add(item)
             log.exception("cannot read or render %s; skipping it while it fails", str(item)[:300])
 
-    def publish_job(self, q: QueueRef, job_id: str, client, *, changes: QueueChanges, full: bool) -> None:
+    def publish_job(self, q: QueueRef, job_id: str, jobs: JobsFacet, *, changes: QueueChanges, full: bool) -> None:
         """A watched job page, read when its job had events, is new to us, or (on full ticks)
         is active."""
         shown = self.shown[q]
         last_state = shown.job_states.get(job_id)
         if job_id in changes.jobs or last_state is None or (full and last_state == "active"):
-            job = read_job_live(client, q, job_id, redactor=self.redactor)
+            job = jobs.live_detail(q, job_id, redactor=self.redactor)
             shown.job_states[job_id] = job.state if job else "gone"
             if job is not None:
                 self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
 
-    def publish_list(self, q: QueueRef, state: str, sig: QueueSignals, client, *, changes: QueueChanges) -> None:
+    def publish_list(self, q: QueueRef, state: str, sig: QueueSignals, jobs: JobsFacet, *,
+                     changes: QueueChanges) -> None:
         """Page 1 of a watched job list, re-rendered when its ids, stalled markers or count
         change. The ids of a finished list follow from the moves the events describe (a new
         failure goes on top, a retried job leaves); other lists are re-read when jobs entered
@@ -188,7 +191,7 @@ class QueuePublisher:
             # list without events: the ids no longer agree with the count, so read them.
             ids = None
         if ids is None:
-            ids, scores = page_one_ids(client, q, state, size)
+            ids, scores = jobs.first_page(q, state, size=size)
             ids = tuple(ids)
         list_key = (ids, tuple(sig.stalled_now), count)
         if fresh and shown.list_keys.get(state) == list_key:
@@ -199,7 +202,7 @@ class QueuePublisher:
         missing = [i for i in ids if i not in rows]
         if missing:
             by_id = dict(zip(ids, scores)) if scores else {}
-            got = read_summaries(client, q, missing, [by_id.get(i) for i in missing] if scores else None)
+            got = jobs.summaries(q, missing, [by_id.get(i) for i in missing] if scores else None)
             rows.update((job.id, job) for job in got)
         shown.list_rows[state] = {i: rows[i] for i in ids}
         page = JobPage(state, [rows[i] for i in ids], count, 1, size, has_next=count > size)

@@ -15,14 +15,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import redis
 from django.conf import settings
 
 from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
 from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
-from queues.errors import QueuewatchError
+from queues.errors import QueuewatchError, SourceUnavailable
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
 from queues.keep_counts import KeepCounts
@@ -31,7 +30,8 @@ from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
-from queues.stalls import read_active, without_lock
+from queues.sources.facets import ProbesFacet
+from queues.stalls import ActiveLists
 from queues.timings import QueueTimings
 from queues.workers import Worker
 
@@ -174,7 +174,11 @@ class CountTracker:
                 # Events between that snapshot and where following starts were missed.
                 live_counts.needs_snapshot = True
 
-    # --- reads of the monitored Redis ---------------------------------------------------------
+    # --- reads of the monitored connections ---------------------------------------------------
+
+    def probes_for(self, connection: str) -> ProbesFacet | None:
+        """The connection's probes, or ``None`` where its kind offers none (nothing probed)."""
+        return self.registry.source(connection).probes
 
     def needs_snapshot(self, q: QueueRef) -> bool:
         """Whether the estimate of this queue cannot be trusted (new, stream gap, ``cleaned``)."""
@@ -184,14 +188,17 @@ class CountTracker:
     def take_snapshots(self, source, queues: list[QueueRef], now: int) -> None:
         """Exact counts of these queues (through their source), and which of their active jobs
         have lost their lock (all of them, not only those active for a while: this also learns
-        about jobs that became active before we followed the stream). Locks are Redis keys: a
-        source of another kind would bring its own stall reading here."""
+        about jobs that became active before we followed the stream). Stalls come from the
+        source's probes, where its kind offers them."""
         if not queues:
             return
         snaps = source.snapshots(queues)
-        client = source.raw_client()
-        actives = read_active(client, {s.queue: s.counts["active"] for s in snaps})  # whole lists, bounded
-        stalled = without_lock(client, actives.ids)
+        probes = source.probes
+        if probes is None:  # a kind without probes: no active jobs known, so no stalls shown
+            actives, stalled = ActiveLists(), {}
+        else:
+            actives = probes.active({s.queue: s.counts["active"] for s in snaps})
+            stalled = probes.without_lock(actives.ids)
         for snap in snaps:
             st = self.states[snap.queue]
             if st.live is None:
@@ -220,7 +227,7 @@ class CountTracker:
         """Count the failed attempts that will be retried among the candidate events seen
         (one HMGET per candidate, see queues.attempts); returns the queues they were in."""
         counted: set[QueueRef] = set()
-        for ev in self.attempts.resolve(self.registry.client, settled_only=settled_only):
+        for ev in self.attempts.resolve(self.probes_for, settled_only=settled_only):
             st = self.states.get(ev.queue)
             if st is not None:
                 st.series.bucket(ev.ts_ms).attempt_failed += 1
@@ -236,7 +243,7 @@ class CountTracker:
         and clamp its finished sets to their keep counts; returns the queues whose counts
         that changed."""
         changed: set[QueueRef] = set()
-        for q, keeps in self.keeps.resolve(self.registry.client, time.monotonic()).items():
+        for q, keeps in self.keeps.resolve(self.probes_for, time.monotonic()).items():
             live_counts = self.states[q].live if q in self.states else None
             if live_counts is None:
                 continue
@@ -256,7 +263,7 @@ class CountTracker:
         """Read the names of jobs the clock met without their ``added`` (batched), and count
         the samples that waited for them."""
         if self.timings_on:
-            self.record_timings(self.clock.resolve_names(self.registry.client))
+            self.record_timings(self.clock.resolve_names(self.probes_for))
 
     def record_timings(self, samples: list[Sample]) -> None:
         for s in samples:
@@ -277,9 +284,12 @@ class CountTracker:
                 by_conn.setdefault(q.connection, {})[q] = old
         changed: set[QueueRef] = set()
         for name, jobs in by_conn.items():
+            probes = self.probes_for(name)
+            if probes is None:
+                continue
             try:
-                lockless = without_lock(self.registry.client(name), jobs)
-            except redis.RedisError:
+                lockless = probes.without_lock(jobs)
+            except SourceUnavailable:
                 continue  # the next refresh reports the connection
             for q in jobs:
                 st = self.states.get(q)
@@ -302,19 +312,17 @@ class CountTracker:
         for q in queues:
             by_conn.setdefault(q.connection, []).append(q)
         for name, qs in by_conn.items():
+            probes = self.probes_for(name)
+            if probes is None:
+                continue
             try:
-                pipe = self.registry.client(name).pipeline(transaction=False)
-                for q in qs:
-                    for m in minutes:
-                        pipe.zcount(q.key("completed"), m, m + MINUTE_MS - 1)
-                        pipe.zcount(q.key("failed"), m, m + MINUTE_MS - 1)
-                counts = iter(pipe.execute())
-            except redis.RedisError:
+                counts = probes.finished_counts(qs, minutes=minutes, width_ms=MINUTE_MS)
+            except SourceUnavailable:
                 continue
             for q in qs:
                 st = self.states[q]
-                for m in minutes:
-                    st.series.bucket(m).merge_max(Minute(completed=next(counts), failed=next(counts)))
+                for m, (completed, failed) in zip(minutes, counts[q]):
+                    st.series.bucket(m).merge_max(Minute(completed=completed, failed=failed))
                     st.dirty_minutes.add(m)
 
     def read_workers(self, down: dict[str, str]) -> dict:
@@ -332,7 +340,7 @@ class CountTracker:
             else:
                 try:
                     found = self.registry.source(name).workers(queues)
-                except (redis.RedisError, QueuewatchError) as exc:  # refused, or a kind that cannot tell
+                except QueuewatchError as exc:  # unavailable, refused, or a kind that cannot tell
                     log.warning("could not read the workers of %s (%s); workers unknown", name, exc)
                     doc["unknown"][name] = str(exc) or exc.__class__.__name__
             for q in queues:

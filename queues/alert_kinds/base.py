@@ -64,8 +64,8 @@ def fingerprint(*, rule_id: int, target: Target) -> str:
 @dataclass(frozen=True)
 class Need:
     """Data beyond the monitor's per-queue signals that some kinds read. It is gathered only
-    when an enabled rule needs it (``RuleKind.needs``), by ``gather(*, signals, client_for,
-    down, now)`` — ``client_for(connection name)`` gives a Redis client — and is found by the
+    when an enabled rule needs it (``RuleKind.needs``), by ``gather(*, signals, source_for,
+    down, now)`` — ``source_for(connection name)`` gives its source — and is found by the
     kinds in ``facts.of(need)``. A gatherer skips (and logs) what it cannot read."""
 
     name: str

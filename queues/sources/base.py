@@ -13,7 +13,7 @@ for adding a kind.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, ContextManager, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, ContextManager, Protocol, runtime_checkable
 
 from ..errors import QueuewatchError
 
@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from ..keys import QueueRef
     from ..snapshot import QueueSnapshot
     from ..workers import Worker
+    from .facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
     from .spec import ConnectionSpec
 
 
 class UnsupportedBySource(QueuewatchError):
-    """A feature asked a source for something its kind cannot give (e.g. a raw Redis client
-    from a PostgreSQL source). A programming error, not a user's: the feature must go through
-    the source's own methods."""
+    """A core member a kind cannot give (an events follower for a kind without events, the
+    workers of a kind that cannot tell): callers treat it as "not known", never as an outage."""
 
     def __init__(self, *, kind: str, connection: str, what: str):
         self.kind, self.connection, self.what = kind, connection, what
@@ -73,6 +73,14 @@ class Source(Protocol):
 
     spec: ConnectionSpec
 
+    # The facets (``queues.sources.facets``): ``None`` where the kind does not offer one yet.
+    jobs: JobsFacet | None
+    probes: ProbesFacet | None
+    commands: CommandsFacet | None
+    schedulers: SchedulersFacet | None
+    bulk: BulkFacet | None
+    server: ServerFacet | None
+
     @classmethod
     def check_url(cls, url: str) -> None:
         """Raise ``ValueError`` saying what is wrong with ``url`` (called while settings load,
@@ -106,20 +114,10 @@ class Source(Protocol):
         """A follower on a connection of its own, checked reachable (raises if not)."""
         ...
 
-    def scripts(self) -> Any:
-        """BullMQ's state-changing commands for this connection (``BullScripts`` on Redis)."""
-        ...
-
     def errors(self) -> ContextManager[None]:
-        """A context that turns this backend's failures into ``RedisUnavailable`` naming the
-        connection, never its URL or password."""
-        ...
-
-    def raw_client(self) -> Any:
-        """The raw client, for reads not yet behind this interface (job pages, actions). Kinds
-        without one raise ``UnsupportedBySource``. Transitional: new code uses the methods.
-        (A method, not a property: ``isinstance(x, Source)`` reads every member, and must not
-        raise for such kinds.)"""
+        """A context that turns this backend's failures into ``SourceUnavailable`` naming the
+        connection, never its URL or password (for the core members above; facets translate
+        their own)."""
         ...
 
     def close(self) -> None:

@@ -5,17 +5,21 @@ unchanged; this module only decides which client each of them gets.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import ClassVar, Iterator
+from typing import ClassVar
 
 import redis
 
-from ..bullmq_scripts import BullScripts, scripts_for
 from ..discovery import discover_queue_names
 from ..discovery_pass import DiscoveryPass
-from ..errors import RedisUnavailable
 from ..events import EventsFollower
 from ..keys import QueueRef
+from ..redis.bulk_facet import RedisBulk
+from ..redis.commands_facet import RedisCommands
+from ..redis.errors import redis_errors
+from ..redis.jobs_facet import RedisJobs
+from ..redis.probes_facet import RedisProbes
+from ..redis.schedulers_facet import RedisSchedulers
+from ..redis.server_facet import RedisServer
 from ..snapshot import QueueSnapshot, read_snapshots
 from ..workers import Worker, read_workers
 from .spec import ConnectionSpec
@@ -46,13 +50,17 @@ class RedisNodeSource:
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
         self._client = redis_client(spec.url, socket_timeout=socket_timeout)  # connects on first use
+        facet = dict(connection=spec.name)
+        self.jobs = RedisJobs(self._client, **facet)
+        self.probes = RedisProbes(self._client, **facet)
+        self.commands = RedisCommands(self._client, **facet)
+        self.schedulers = RedisSchedulers(self._client, **facet)
+        self.bulk = RedisBulk(self._client, **facet)
+        self.server = RedisServer(self._client, **facet)
 
     @classmethod
     def check_url(cls, url: str) -> None:
         redis.connection.parse_url(url)  # raises ValueError with redis-py's reason
-
-    def raw_client(self) -> redis.Redis:
-        return self._client
 
     def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
         return read_workers(self._client, queues)  # one CLIENT LIST
@@ -82,33 +90,8 @@ class RedisNodeSource:
         client.ping()
         return EventsFollower(client, block_ms=block_ms)
 
-    def scripts(self) -> BullScripts:
-        return scripts_for(self._client)
-
     def errors(self):
         return redis_errors(self.spec.name)
 
     def close(self) -> None:
         self._client.close()
-
-
-@contextmanager
-def redis_errors(connection: str) -> Iterator[None]:
-    """Turn redis-py's failures into ``RedisUnavailable`` with a message that names the
-    connection but never its URL or password."""
-    try:
-        yield
-    except (redis.AuthenticationError, redis.exceptions.AuthorizationError):
-        # Checked before ConnectionError, which these subclass in redis-py.
-        raise RedisUnavailable(connection, "authentication failed (check the user and password)") from None
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise RedisUnavailable(connection, _describe(exc)) from None
-    except redis.ResponseError as exc:
-        raise RedisUnavailable(connection, f"Redis refused a command: {exc}") from None
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, redis.TimeoutError):
-        return "timed out waiting for Redis to answer"
-    text = str(exc) or exc.__class__.__name__
-    return text if len(text) < 300 else text[:300] + "…"

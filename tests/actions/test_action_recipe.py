@@ -25,6 +25,8 @@ from dashboard.actions.inputs import ReasonedInput, text
 from dashboard.actions.models import AuditEntry
 from dashboard.errors import InvalidInput
 from queues.actions import DONE, ActionResult
+from queues.redis.commands_facet import RedisCommands
+from queues.sources.facets import commands_of
 from tests.support.accounts import user_with, token_for
 
 pytestmark = pytest.mark.django_db
@@ -51,14 +53,21 @@ class FlagInput(ReasonedInput):  # needs a reason, like every destructive action
         return {"colour": self.colour}
 
 
-def flag_job(client, *, queue, job_id: str, given: FlagInput) -> ActionResult:
-    """The domain function (framework-free in real life: it would live in queues/)."""
-    client.hset(queue.job_key(job_id), "qw:flag", given.colour)
+def flag_on_redis(commands: RedisCommands, queue, *, job_id: str, colour: str) -> None:
+    """The backend operation: a method of the commands facet of each kind that offers it (in
+    real life written in queues/redis/commands_facet.py and declared in the facet's protocol)."""
+    commands.client.hset(queue.job_key(job_id), "qw:flag", colour)
+
+
+def flag_job(source, *, queue, job_id: str, given: FlagInput) -> ActionResult:
+    """The runner: the validated input to the facet's operation, and the result."""
+    commands_of(source).flag(queue, job_id=job_id, colour=given.colour)
     return ActionResult(job_id, DONE, f"Job {job_id} flagged {given.colour}.")
 
 
 @pytest.fixture
-def flag_action():
+def flag_action(monkeypatch):
+    monkeypatch.setattr(RedisCommands, "flag", flag_on_redis, raising=False)
     action = registry.register(registry.Action(
         "flag", registry.JOB, "Flag", FlagInput, flag_job, role=ADMIN,
         offered=lambda where: where.job.state == "waiting"))

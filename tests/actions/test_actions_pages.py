@@ -18,7 +18,7 @@ from dashboard.actions import services as operations
 from dashboard.actions.models import AuditEntry, BulkTask
 from queues.connections import ConnectionSpec
 from queues.error_groups import fingerprint
-from queues.errors import RedisUnavailable
+from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from tests.support.redis_db import point_at
 from tests.support.servers import RedisServer, free_port
@@ -180,7 +180,7 @@ def test_an_action_that_fails_on_redis_is_audited_as_an_error(operator_client, s
         queue = QueueRef(*Q)
         operations.queue_action(user=operator_client.user, via="page", queue=queue, action="pause")
         server.kill()  # Redis goes away between two clicks
-        with pytest.raises(RedisUnavailable):
+        with pytest.raises(SourceUnavailable):
             operations.queue_action(user=operator_client.user, via="page", queue=queue, action="resume")
     finally:
         server.stop()

@@ -18,7 +18,6 @@ from dashboard.registry import get_registry
 from dashboard.live.rates import build_signals
 from queues.keys import QueueRef
 from queues.rates import QueueSeries
-from queues.snapshot import read_snapshots
 from tests.support.alerting import make_channel, make_rule
 from tests.support.redis_db import app_on
 from tests.support.servers import node_available, run_node
@@ -34,7 +33,7 @@ def node_db(settings, redis_url):
 def evaluate_queue(queue: QueueRef, now: dt.datetime):
     """What the monitor does each evaluation, for one queue: snapshot, signals, rules."""
     registry = get_registry()
-    (snap,) = read_snapshots(registry.client(queue.connection), [queue])
+    (snap,) = registry.source(queue.connection).snapshots([queue])
     sig = build_signals(snap, QueueSeries(), now_ms=int(now.timestamp() * 1000))
     return monitoring.evaluate(signals=[sig], registry=registry, down={}, report=None, now=now)
 

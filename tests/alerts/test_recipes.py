@@ -4,7 +4,8 @@ registry (``queues.alert_kinds``, ``dashboard.alerts.notifiers``) — and nothin
 
 End to end: the channel and the rule are created through their forms (the form choices, the
 settings fields and the validation come from the registries), the monitor's evaluation gathers
-the data the dummy kind needs from a real Redis, the rule fires and resolves in the engine, and
+the data the dummy kind needs (from a quota book kept in a real Redis of its own, the
+way a kind reads data that is not the queues'), the rule fires and resolves in the engine, and
 both notifications leave through the outbox and the dummy channel kind.
 """
 
@@ -34,15 +35,16 @@ pytestmark = pytest.mark.django_db
 
 QUOTA_KEY = f"recipe-test:{uuid.uuid4().hex}:quotas"  # this module's own key (a prefix, not a database)
 GATHERED: list[dt.datetime] = []  # when the quotas were read
+QUOTA_BOOK: list = []  # the Redis client holding the quota book, set by the fixture
 
 
-def read_quotas(*, signals, client_for, down, now) -> dict:
+def read_quotas(*, signals, source_for, down, now) -> dict:
     """The quota of every queue that has one, on reachable connections."""
     GATHERED.append(now)
     out = {}
     for sig in signals:
         q = sig.snapshot.queue
-        if q.connection not in down and (quota := client_for(q.connection).hget(QUOTA_KEY, q.name)) is not None:
+        if q.connection not in down and (quota := QUOTA_BOOK[0].hget(QUOTA_KEY, q.name)) is not None:
             out[q] = int(quota)
     return out
 
@@ -114,6 +116,7 @@ def recipes(settings, redis_server):
     notifiers.register(MemoNotifier)
     point_at(settings, ConnectionSpec("default", redis_server.url(0), ("bull",)))
     client = redis_server.client(0)
+    QUOTA_BOOK[:] = [client]
     MEMOS.clear()
     GATHERED.clear()
     try:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 
 from dashboard.registry import get_redactor, get_registry
-from queues import jobs, schedulers, snapshot
+from queues import jobs, snapshot
 from queues.keys import QueueRef
 
 pytestmark = [pytest.mark.node, pytest.mark.django_db]
@@ -22,7 +23,7 @@ def test_discovery_finds_every_queue_including_braced_prefix(node_queues):
 
 def test_snapshot_counts_equal_getjobcounts_for_every_queue_and_state(node_queues):
     registry = get_registry()
-    snaps = {(s.queue.prefix, s.queue.name): s for s in snapshot.read_snapshots(registry.client("default"), registry.queues("default"))}
+    snaps = {(s.queue.prefix, s.queue.name): s for s in registry.source("default").snapshots(registry.queues("default"))}
     for q in node_queues["queues"]:
         snap = snaps[(q["prefix"], q["name"])]
         assert snap.counts == q["counts"], q["name"]
@@ -37,19 +38,19 @@ def test_snapshot_counts_equal_getjobcounts_for_every_queue_and_state(node_queue
 def test_oldest_waiting_age_is_measured(node_queues):
     registry = get_registry()
     mixed = QueueRef("default", "bull", "mixed")
-    snap = snapshot.read_snapshots(registry.client("default"), [mixed])[0]
+    snap = registry.source("default").snapshots([mixed])[0]
     assert snap.oldest_waiting_id is not None
     assert 0 <= snap.oldest_waiting_age_ms < 10 * 60 * 1000
 
 
 def test_job_details_match_node(node_queues):
     registry = get_registry()
-    client = registry.client("default")
+    found = registry.jobs("default")
     checked = 0
     for full_id, expected in node_queues["jobs"].items():
         prefix, rest = full_id.split("/", 1) if not full_id.startswith("{") else (full_id[: full_id.index("}/") + 1], full_id[full_id.index("}/") + 2 :])
         name, job_id = rest.split("/", 1)
-        detail = jobs.read_job(client, QueueRef("default", prefix, name), job_id, cap=256 * 1024, redactor=get_redactor())
+        detail = found.detail(QueueRef("default", prefix, name), job_id, cap=256 * 1024, redactor=get_redactor())
         assert detail.summary.name == expected["name"]
         assert detail.summary.attempts_made == expected["attemptsMade"]
         assert detail.stacktrace == expected["stacktrace"]
@@ -63,7 +64,7 @@ def test_job_details_match_node(node_queues):
 
 
 def test_failed_state_and_completed_with_old_failure_reason(node_queues):
-    client = get_registry().client("default")
+    client = redis.Redis.from_url(get_registry().source("default").spec.url)  # the test's own reads
     mixed = QueueRef("default", "bull", "mixed")
     states = {}
     for full_id, expected in node_queues["jobs"].items():
@@ -79,8 +80,7 @@ def test_failed_state_and_completed_with_old_failure_reason(node_queues):
 
 
 def test_schedulers_read_with_pattern_every_and_timezone(node_queues):
-    client = get_registry().client("default")
-    items = schedulers.read_schedulers(client, QueueRef("default", "bull", "sched"))
+    items = get_registry().schedulers("default").list(QueueRef("default", "bull", "sched"))
     assert len(items) == 2
     cron = next(s for s in items if s.pattern)
     every = next(s for s in items if s.every)

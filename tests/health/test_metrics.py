@@ -174,13 +174,13 @@ def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, 
     live.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
     from dashboard.registry import get_registry
 
-    pool = get_registry().client("default").connection_pool  # every command to the monitored Redis
+    pool = get_registry().source("default")._client.connection_pool  # every command to the monitored Redis
     calls = []
     original = pool.get_connection
     monkeypatch.setattr(pool, "get_connection", lambda *a, **kw: calls.append(a) or original(*a, **kw))
     assert scrape(client, **bearer(TOKEN)).status_code == 200
     assert calls == []
-    get_registry().client("default").ping()
+    get_registry().source("default")._client.ping()
     assert len(calls) == 1  # the spy does see commands to the monitored Redis
 
 

@@ -16,7 +16,6 @@ import pytest
 from dashboard.live.models import QueuePoint
 from dashboard.registry import get_registry
 from queues.keys import QueueRef
-from queues.snapshot import read_snapshots
 from tests.support.live import run_monitor_until
 from tests.support.servers import ROOT, run_node
 from tests.support.waiting import wait_for
@@ -141,5 +140,5 @@ def test_trimmed_stream_is_detected_and_reconciled(live_setup, redis_url):
     wait_for(lambda: completed_total() >= base + 300, timeout=10)
     assert completed_total() == 305  # all 305 completions are in the completed set's scores
 
-    snap = read_snapshots(get_registry().client("default"), [QueueRef("default", "bull", "trimmy")])[0]
+    snap = get_registry().source("default").snapshots([QueueRef("default", "bull", "trimmy")])[0]
     assert snap.counts == result["counts"]

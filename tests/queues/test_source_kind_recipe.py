@@ -8,89 +8,25 @@ overview no longer reaches for a raw Redis client.
 
 from __future__ import annotations
 
-import contextlib
 from io import StringIO
-from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard.registry import get_registry, reset_registry
-from queues.connections import ConnectionSpec, connection_specs_from_env
-from queues.errors import ConfigurationError, RedisUnavailable
-from queues.keys import QueueRef
-from queues.snapshot import COUNT_STATES, QueueSnapshot
-from queues.sources import Source, UnsupportedBySource, factory
+from queues.connections import connection_specs_from_env
+from queues.errors import ConfigurationError, NotOffered
+from queues.sources import Source, factory
+from tests.support.memory_source import STORED, MemorySource, register_memory_kind
 from tests.support.redis_db import point_at
 
 pytestmark = pytest.mark.django_db
 
-# Counts nobody would type by accident, so finding them in a page proves where they came from.
-STORED = {"orders": {"waiting": 9173, "failed": 4421}, "emails": {"completed": 55501}}
-
-
-class StoreOffline(Exception):
-    """The in-memory kind's own failure, which only its ``errors()`` knows how to translate."""
-
-
-class MemorySource:
-    kind = "memory"
-    label = "in-memory store"
-    schemes = ("memory",)
-
-    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
-        self.spec = spec
-        self.offline = urlsplit(spec.url).netloc == "offline"
-
-    @classmethod
-    def check_url(cls, url: str) -> None:
-        if not urlsplit(url).netloc:
-            raise ValueError("name the store, e.g. memory://shop")
-
-    def discover(self) -> list[QueueRef]:
-        if self.offline:
-            raise StoreOffline()
-        return [QueueRef(self.spec.name, prefix, name) for prefix in self.spec.prefixes for name in sorted(STORED)]
-
-    def queue_exists(self, queue: QueueRef) -> bool:
-        return queue in self.discover()
-
-    def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
-        if self.offline:
-            raise StoreOffline()
-        return [
-            QueueSnapshot(queue=q, counts={s: STORED[q.name].get(s, 0) for s in COUNT_STATES}, paused=False, schedulers=0)
-            for q in queues
-        ]
-
-    def events_follower(self, *, block_ms: int):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower")
-
-    def workers(self, queues: list[QueueRef]):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
-
-    def scripts(self):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="BullMQ scripts")
-
-    @contextlib.contextmanager
-    def errors(self):
-        try:
-            yield
-        except StoreOffline:
-            raise RedisUnavailable(self.spec.name, "the in-memory store is offline") from None
-
-    def raw_client(self):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="raw Redis client")
-
-    def close(self) -> None:
-        pass
-
 
 @pytest.fixture
 def memory_kind(monkeypatch):
-    """The one line of the recipe: the kind's entry in the factory's table."""
-    monkeypatch.setattr(factory, "SOURCE_KINDS", (*factory.SOURCE_KINDS, MemorySource))
+    register_memory_kind(monkeypatch)
 
 
 @pytest.fixture
@@ -122,8 +58,8 @@ def test_registry_holds_the_new_kind_and_discovers_through_it(memory_connections
     source = registry.source("default")
     assert isinstance(source, MemorySource) and isinstance(source, Source)
     assert [q.name for q in registry.queues("default")] == ["emails", "orders"]
-    with pytest.raises(UnsupportedBySource, match="'default' is a memory source, which has no raw Redis client"):
-        registry.client("default")
+    with pytest.raises(NotOffered, match="“default” \\(memory\\) does not offer job lists and job pages"):
+        registry.jobs("default")
 
 
 def test_a_reset_registry_closes_its_sources(memory_connections, monkeypatch):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from queues.connections import ConnectionSpec, connection_specs_from_env
-from queues.errors import ConfigurationError, RedisUnavailable
+from queues.errors import ConfigurationError, SourceUnavailable
 from queues.keys import QueueRef
+from queues.sources.facets import FACETS
 from queues.sources import Source, source_for
 from queues.sources.factory import SOURCE_KINDS, known_schemes
 from queues.sources.redis_node import RedisNodeSource
@@ -85,7 +86,7 @@ def test_redis_node_source_snapshot_counts_and_newest_event(node_source, redis_c
 def test_redis_node_source_follower_reads_new_events_on_its_own_connection(node_source, redis_client):
     queue = QueueRef("default", "bull", "orders")
     follower = node_source.events_follower(block_ms=200)
-    assert follower.client is not node_source.raw_client()  # XREAD BLOCK must not hold a pooled page connection
+    assert follower.client is not node_source._client  # XREAD BLOCK must not hold a pooled page connection
     assert follower.follow([queue]) == [queue]
     redis_client.xadd("bull:orders:events", {"event": "completed", "jobId": "7"})
     events, gaps = follower.read(block_ms=1000)
@@ -93,15 +94,15 @@ def test_redis_node_source_follower_reads_new_events_on_its_own_connection(node_
     follower.client.close()
 
 
-def test_redis_node_source_scripts_run_on_its_client(node_source):
-    scripts = node_source.scripts()
-    assert scripts.retry.client is node_source.raw_client() and scripts.remove.client is node_source.raw_client()
+def test_redis_node_source_offers_every_facet_on_its_own_client(node_source):
+    for facet in FACETS:
+        assert getattr(node_source, facet).client is node_source._client, facet
 
 
 def test_unreachable_redis_follower_raises_and_errors_name_the_connection_not_the_password():
     source = source_for(ConnectionSpec("billing", f"redis://:hunter2@127.0.0.1:{free_port()}/0"), socket_timeout=1)
-    with pytest.raises(RedisUnavailable) as caught, source.errors():
+    with pytest.raises(SourceUnavailable) as caught, source.errors():
         source.discover()
     assert caught.value.connection == "billing" and "hunter2" not in str(caught.value)
-    with pytest.raises(RedisUnavailable), source.errors():
+    with pytest.raises(SourceUnavailable), source.errors():
         source.events_follower(block_ms=100)

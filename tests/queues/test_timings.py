@@ -117,32 +117,23 @@ def test_a_delayed_job_waits_from_its_due_time_and_a_retry_waits_again():
 
 
 def test_a_job_from_before_following_is_named_once_by_one_read():
-    class Pipe:
-        def __init__(self):
-            self.keys = []
+    reads = []  # one entry per probe: the jobs it read
 
-        def hget(self, key, field):
-            self.keys.append(key)
-
-        def execute(self):
-            return [b"resize" if k.endswith(":7") else None for k in self.keys]
-
-    pipes = []
-
-    class Client:
-        def pipeline(self, transaction=False):
-            pipes.append(Pipe())
-            return pipes[-1]
+    class Probes:
+        def job_fields(self, jobs, fields):
+            assert list(fields) == ["name"]
+            reads.append([job_id for _, job_id in jobs])
+            return [[b"resize" if job_id == "7" else None] for _, job_id in jobs]
 
     clock = JobClock()
     assert clock.observe(ev("active", "7", 100)) == [] and clock.observe(ev("completed", "7", 300)) == []
     assert clock.observe(ev("completed", "8", 300)) == []
-    samples = clock.resolve_names(lambda conn: Client())
+    samples = clock.resolve_names(lambda conn: Probes())
     assert sorted((s.name, s.kind, s.ms) for s in samples) == [("(unknown)", "completed", None), ("resize", "completed", 200)]
-    assert len(pipes) == 1 and len(pipes[0].keys) == 2
+    assert len(reads) == 1 and len(reads[0]) == 2
     clock.observe(ev("waiting", "7", 400, prev="failed"))
     assert [s.name for s in clock.observe(ev("active", "7", 450))] == ["resize"]  # remembered: no second read
-    assert clock.resolve_names(lambda conn: Client()) == [] and len(pipes) == 1
+    assert clock.resolve_names(lambda conn: Probes()) == [] and len(reads) == 1
 
 
 def test_warming_learns_without_counting_and_memory_is_bounded():

@@ -1,0 +1,21 @@
+"""The bulk facet on Redis: the batch engine of ``queues.bulk`` on this connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import redis
+
+from ..bulk import BulkPlan, Progress, ProgressStore, run_bulk
+from .errors import unreachable_only
+
+
+class RedisBulk:
+    def __init__(self, client: redis.Redis, *, connection: str):
+        self.client, self.connection = client, connection
+
+    def run(self, *, plan: BulkPlan, store: ProgressStore, should_cancel: Callable[[], bool],
+            on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
+        with unreachable_only(self.connection):
+            return run_bulk(self.client, plan=plan, store=store, should_cancel=should_cancel, on_progress=on_progress,
+                            count_limit=count_limit)

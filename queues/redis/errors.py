@@ -1,0 +1,49 @@
+"""redis-py's failures as the source-neutral ``SourceUnavailable``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+from ..errors import SourceUnavailable
+
+
+@contextmanager
+def redis_errors(connection: str) -> Iterator[None]:
+    """Turn redis-py's failures into ``SourceUnavailable`` with a message that names the
+    connection but never its URL or password."""
+    try:
+        yield
+    except (redis.AuthenticationError, redis.exceptions.AuthorizationError):
+        # Checked before ConnectionError, which these subclass in redis-py.
+        raise SourceUnavailable(connection, "authentication failed (check the user and password)") from None
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise SourceUnavailable(connection, describe(exc)) from None
+    except redis.ResponseError as exc:
+        raise SourceUnavailable(connection, f"Redis refused a command: {exc}") from None
+
+
+@contextmanager
+def unreachable_only(connection: str) -> Iterator[None]:
+    """Only "could not reach the server" as ``SourceUnavailable``; a refused command stays the
+    error it is (a long task treats the first as a pause and the second as its failure)."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise SourceUnavailable(connection, describe(exc)) from None
+
+
+def describe(exc: Exception) -> str:
+    if isinstance(exc, redis.TimeoutError):
+        return "timed out waiting for Redis to answer"
+    text = str(exc) or exc.__class__.__name__
+    return text if len(text) < 300 else text[:300] + "…"
+
+
+def guarded_iter(connection: str, chunks: Iterator[str]) -> Iterator[str]:
+    """``chunks`` with the failures met while iterating translated too (a streamed export
+    reads Redis page by page, after the response has started)."""
+    with redis_errors(connection):
+        yield from chunks

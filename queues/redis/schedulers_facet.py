@@ -1,0 +1,38 @@
+"""The schedulers facet on Redis: BullMQ's ``repeat`` set and ``repeat:<id>`` hashes."""
+
+from __future__ import annotations
+
+import redis
+
+from .. import scheduler_edit, schedulers
+from ..keys import QueueRef
+from .errors import redis_errors
+
+
+class RedisSchedulers:
+    def __init__(self, client: redis.Redis, *, connection: str):
+        self.client, self.connection = client, connection
+
+    def list(self, queue: QueueRef) -> list[schedulers.Scheduler]:
+        with redis_errors(self.connection):
+            return schedulers.read_schedulers(self.client, queue)
+
+    def spec(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerSpec | None:
+        with redis_errors(self.connection):
+            return scheduler_edit.read_spec(self.client, queue=queue, scheduler_id=scheduler_id)
+
+    def edit(self, queue: QueueRef, *, spec: scheduler_edit.SchedulerSpec) -> scheduler_edit.SchedulerResult:
+        with redis_errors(self.connection):
+            return scheduler_edit.edit_scheduler(self.client, queue=queue, spec=spec)
+
+    def remove(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerResult:
+        with redis_errors(self.connection):
+            return scheduler_edit.remove_scheduler(self.client, queue=queue, scheduler_id=scheduler_id)
+
+    def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> scheduler_edit.MigrationPlan:
+        with redis_errors(self.connection):
+            return scheduler_edit.plan_migration(self.client, queue=queue, member=member, scheduler_id=scheduler_id)
+
+    def migrate(self, queue: QueueRef, *, plan: scheduler_edit.MigrationPlan) -> scheduler_edit.SchedulerResult:
+        with redis_errors(self.connection):
+            return scheduler_edit.migrate_legacy(self.client, queue=queue, plan=plan)

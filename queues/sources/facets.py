@@ -1,0 +1,215 @@
+"""What a source kind can offer beyond the core members of ``Source``, one facet at a time.
+
+A facet is a group of capabilities a kind builds together (its job reads, the monitor's cheap
+probes, BullMQ's state-changing commands…). A kind that has not built one sets the attribute to
+``None``, and the features show that capability as "not offered" (``NotOffered``) instead of
+failing: a new kind can ship discovery and counts first, then job pages, then actions.
+
+Every method raises ``SourceUnavailable`` (naming the connection, never its URL) when the
+backend cannot be read or refuses a command; nothing else of the backend's own errors escapes.
+Results are the plain types of ``queues/``: the same for every kind.
+
+The protocols are checked by mypy: a kind whose method has another signature fails the type
+check (``tests/project/test_typing.py`` proves it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import NotOffered
+from ..messages import _
+
+if TYPE_CHECKING:
+    from ..actions import ActionResult
+    from ..bulk import BulkPlan, Progress, ProgressStore
+    from ..edit_retry import EditPlan
+    from ..error_groups import ErrorGroups
+    from ..health import CheckResult, Thresholds
+    from ..job_add import AddOutcome, SourceJob
+    from ..job_options import NewJob
+    from ..jobs import JobDetail, JobLive, JobSummary
+    from ..keys import QueueRef
+    from ..listing import JobPage
+    from ..queue_settings import QueueSettings
+    from ..redact import Redactor
+    from ..retry_advice import Sample
+    from ..scheduler_edit import MigrationPlan, SchedulerResult, SchedulerSpec
+    from ..schedulers import Scheduler
+    from ..selection import JobFilter, Preview
+    from ..snapshot import QueueSnapshot
+    from ..stalls import ActiveLists
+    from ..workers import Worker
+
+# The facets, by attribute name, with the words a "not offered" message uses.
+FACETS: dict[str, str] = {
+    "jobs": _("job lists and job pages"),
+    "probes": _("stall and attempt probes"),
+    "commands": _("actions on jobs and queues"),
+    "schedulers": _("job schedulers"),
+    "bulk": _("bulk tasks"),
+    "server": _("server health checks"),
+}
+
+
+class JobsFacet(Protocol):
+    """Reading jobs: lists, summaries, one job, bounded scans (previews, error groups, export)."""
+
+    def page(self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str,
+             scan_limit: int) -> JobPage: ...
+
+    def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
+        """The ids (and scores, for sorted sets) of the first ``size`` jobs a list shows."""
+        ...
+
+    def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]: ...
+
+    def detail(self, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> JobDetail:
+        """Raises ``JobNotFound`` when there is no such job."""
+        ...
+
+    def live_detail(self, queue: QueueRef, job_id: str, *, redactor: Redactor) -> JobLive | None: ...
+
+    def raw_field(self, queue: QueueRef, job_id: str, field: str, *, redactor: Redactor) -> str: ...
+
+    def exists(self, queue: QueueRef, job_id: str) -> bool: ...
+
+    def stored_data(self, queue: QueueRef, job_id: str) -> bytes | None:
+        """The job's data exactly as stored (``None``: no such job)."""
+        ...
+
+    def preview(self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None) -> Preview: ...
+
+    def error_groups(self, queue: QueueRef, *, scan_limit: int) -> ErrorGroups: ...
+
+    def export(self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int,
+               redactor: Redactor) -> Iterator[str]:
+        """The matching jobs as ``fmt`` ("jsonl" or "csv") text, one chunk at a time."""
+        ...
+
+    def option_sample(self, queue: QueueRef, *, now_ms: int) -> Sample: ...
+
+    def edit_plan(self, queue: QueueRef, *, job_id: str, patch: Any, schema: dict | None) -> EditPlan | None: ...
+
+    def duplicate_source(self, queue: QueueRef, *, job_id: str) -> SourceJob | None: ...
+
+
+class ProbesFacet(Protocol):
+    """The monitor's cheap reads between snapshots; each call is one round trip or a few."""
+
+    def active(self, lengths: Mapping[QueueRef, int]) -> ActiveLists: ...
+
+    def without_lock(self, jobs: Mapping[QueueRef, list[str]]) -> dict[QueueRef, list[str]]:
+        """The given active jobs whose worker lock has lapsed (stalled now)."""
+        ...
+
+    def job_fields(self, jobs: Sequence[tuple[QueueRef, str]], fields: Sequence[str]) -> list[list[bytes | None]]:
+        """The named fields of each job, in order (``None`` for a missing job or field)."""
+        ...
+
+    def finished_counts(self, queues: Sequence[QueueRef], *, minutes: Sequence[int],
+                        width_ms: int) -> dict[QueueRef, list[tuple[int, int]]]:
+        """(completed, failed) finishing within each minute, from finish times."""
+        ...
+
+    def due_delayed(self, queues: Sequence[QueueRef], *, now_ms: int) -> dict[QueueRef, int]:
+        """Delayed jobs already due (a worker would have promoted them)."""
+        ...
+
+
+class CommandsFacet(Protocol):
+    """State changes, through the backend's own scripts (BullMQ's Lua on Redis)."""
+
+    def retry(self, queue: QueueRef, *, job_id: str, reset_counters: bool) -> ActionResult: ...
+
+    def discard(self, queue: QueueRef, *, job_id: str) -> ActionResult: ...
+
+    def promote(self, queue: QueueRef, *, job_id: str) -> ActionResult: ...
+
+    def redrive(self, dlq: QueueRef, *, job_id: str, source: QueueRef) -> ActionResult: ...
+
+    def pause(self, queue: QueueRef, *, paused: bool) -> None: ...
+
+    def clean(self, queue: QueueRef, *, state: str, older_than_ms: int, limit: int) -> int: ...
+
+    def add(self, queue: QueueRef, *, job: NewJob, schema: dict | None) -> AddOutcome: ...
+
+    def edit_and_retry(self, queue: QueueRef, *, plan: EditPlan, reset_counters: bool) -> ActionResult: ...
+
+    def settings(self, queue: QueueRef) -> QueueSettings: ...
+
+    def set_concurrency(self, queue: QueueRef, *, concurrency: int | None) -> None: ...
+
+    def set_rate_limit(self, queue: QueueRef, *, max_jobs: int | None, duration_ms: int | None) -> None: ...
+
+    def remove_rate_limit_key(self, queue: QueueRef) -> bool: ...
+
+    def drain(self, queue: QueueRef, *, delayed: bool) -> int: ...
+
+    def obliterate(self, queue: QueueRef) -> None: ...
+
+
+class SchedulersFacet(Protocol):
+    def list(self, queue: QueueRef) -> list[Scheduler]: ...
+
+    def spec(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerSpec | None: ...
+
+    def edit(self, queue: QueueRef, *, spec: SchedulerSpec) -> SchedulerResult: ...
+
+    def remove(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerResult: ...
+
+    def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> MigrationPlan: ...
+
+    def migrate(self, queue: QueueRef, *, plan: MigrationPlan) -> SchedulerResult: ...
+
+
+class BulkFacet(Protocol):
+    def run(self, *, plan: BulkPlan, store: ProgressStore, should_cancel: Callable[[], bool],
+            on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
+        """Run (or resume from ``store``) a bulk task to its end. Raises ``SourceUnavailable``
+        only when the backend could not be reached (the task stays resumable); any other error
+        ends the task."""
+        ...
+
+
+class ServerFacet(Protocol):
+    def health_checks(self, queues: list[QueueRef], *, state: dict | None, now: int, thresholds: Thresholds,
+                      is_dead_letter: Callable[[str], bool],
+                      snapshots: Mapping[QueueRef, QueueSnapshot] | None,
+                      workers: Mapping[QueueRef, list[Worker]] | None,
+                      workers_at: int | None) -> list[CheckResult]:
+        """The production-readiness checks of this connection and its queues, worst first."""
+        ...
+
+
+def offered(source: Any, facet: str) -> Any:
+    """The source's ``facet``, or ``NotOffered`` naming the connection and what is missing."""
+    found = getattr(source, facet, None)
+    if found is None:
+        raise NotOffered(connection=source.spec.name, kind=source.kind, facet=FACETS[facet])
+    return found
+
+
+def jobs_of(source: Any) -> JobsFacet:
+    return offered(source, "jobs")
+
+
+def probes_of(source: Any) -> ProbesFacet:
+    return offered(source, "probes")
+
+
+def commands_of(source: Any) -> CommandsFacet:
+    return offered(source, "commands")
+
+
+def schedulers_of(source: Any) -> SchedulersFacet:
+    return offered(source, "schedulers")
+
+
+def bulk_of(source: Any) -> BulkFacet:
+    return offered(source, "bulk")
+
+
+def server_of(source: Any) -> ServerFacet:
+    return offered(source, "server")
