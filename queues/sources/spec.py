@@ -14,8 +14,9 @@ from ..redact import DEFAULT_SECRET_KEYS, Redactor
 
 HIDDEN = "***"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
-# A query or fragment parameter: its separator, its name, then the value up to the next one.
-_PARAM = re.compile(r"[?&;#]([^=&;#]*)=([^&;#]*)")
+# A query or fragment parameter: its name, then the value up to the next separator. Matched as
+# a lookahead, at every separator, so one that swallows the next ("?=x?password=…") hides none.
+_PARAM = re.compile(r"(?=[?&;#]([^=&;#?]*)=([^&;#]*))")
 # Secret-looking parameter names (``?password=``, ``?sentinel_password=``, ``?auth_token=``):
 # the payload redactor's rule, plus the bare ``pass`` some drivers accept.
 _SECRET_PARAMS = Redactor((*DEFAULT_SECRET_KEYS, "pass"))
