@@ -7,7 +7,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.env import env_bool, env_int, env_list, env_str
-from queues.connections import connection_specs_from_env
+from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
 from queues.redact import DEFAULT_SECRET_KEYS
 
@@ -204,11 +204,13 @@ LOGGING = {
 
 # --- Live updates -----------------------------------------------------------------------------
 
-# Queuewatch's own Redis (channel layer, leader lock, fragment cache). Defaults to the default
-# monitored connection; point it elsewhere to keep all dashboard traffic off production Redis.
-QUEUEWATCH_DASHBOARD_REDIS_URL = env_str("QUEUEWATCH_DASHBOARD_REDIS_URL") or (
-    QUEUEWATCH_CONNECTIONS[0].url if QUEUEWATCH_CONNECTIONS else None
-)
+# Queuewatch's own Redis (channel layer, leader lock, fragment cache). Defaults to the first
+# monitored connection that is a Redis node (the default one first), and is required when none
+# is; point it elsewhere to keep all dashboard traffic off production Redis.
+try:
+    QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
+except ConfigurationError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 if QUEUEWATCH_DASHBOARD_REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

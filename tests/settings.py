@@ -4,7 +4,7 @@ not start. Connections are pointed at the test session's own redis-server by fix
 import os
 
 os.environ.setdefault("QUEUEWATCH_INSECURE_DEV", "1")
-for var in [v for v in os.environ if v.startswith("QUEUEWATCH_REDIS_URL") or v == "QUEUEWATCH_CONNECTIONS"]:
+for var in [v for v in os.environ if v.startswith(("QUEUEWATCH_URL_", "QUEUEWATCH_REDIS_URL")) or v == "QUEUEWATCH_CONNECTIONS"]:
     del os.environ[var]
 
 from dashboard.settings import *  # noqa: E402,F401,F403

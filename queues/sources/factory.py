@@ -6,12 +6,12 @@ Adding a kind is one module (a class following ``queues.sources.base.Source``) a
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from typing import Iterable
 
 from ..errors import ConfigurationError
 from .base import Source
 from .redis_node import RedisNodeSource
-from .spec import ConnectionSpec
+from .spec import ConnectionSpec, hide_url_secrets, url_scheme
 
 SOURCE_KINDS: tuple[type[Source], ...] = (
     RedisNodeSource,
@@ -29,18 +29,28 @@ def known_schemes() -> list[str]:
     return [scheme for kind in SOURCE_KINDS for scheme in kind.schemes]
 
 
-def check_url(url: str, var: str) -> str:
+def check_url(url: str, var: str, *, kinds: Iterable[type[Source]] | None = None) -> str:
     """``url`` if a source kind serves its scheme and finds it well-formed; otherwise a
-    ``ConfigurationError`` naming the variable ``var`` (never the URL: it may hold a password)."""
-    scheme = urlsplit(url).scheme
+    ``ConfigurationError`` naming the variable ``var`` (never the URL: it may hold a password).
+    ``kinds`` narrows the kinds that may serve it (the dashboard's own Redis must be a node)."""
+    allowed = tuple(SOURCE_KINDS if kinds is None else kinds)
+    scheme = url_scheme(url)
     kind = kind_for_scheme(scheme)
-    if kind is None:
-        raise ConfigurationError(f"{var} must be {_one_of(known_schemes())} URL (got scheme {scheme!r}).")
+    if kind not in allowed:
+        schemes = [s for k in allowed for s in k.schemes]
+        raise ConfigurationError(f"{var} must be {_one_of(schemes)} URL (got scheme {scheme!r}).")
     try:
         kind.check_url(url)
     except ValueError as exc:
-        raise ConfigurationError(f"{var} is not a valid {kind.label} URL: {exc}") from None
+        reason = hide_url_secrets(str(exc), url)
+        raise ConfigurationError(f"{var} is not a valid {kind.label} URL: {reason}") from None
     return url
+
+
+def is_redis_node(spec: ConnectionSpec) -> bool:
+    """Whether a single Redis node serves ``spec``: the kind Queuewatch's own data (channel
+    layer, leader lock, caches) can also live in."""
+    return kind_for_scheme(spec.scheme) is RedisNodeSource
 
 
 def source_for(spec: ConnectionSpec, *, socket_timeout: float = 5.0) -> Source:

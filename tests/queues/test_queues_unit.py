@@ -35,7 +35,7 @@ def test_default_connection_and_extra_connections_from_env(tmp_path):
 
 @pytest.mark.parametrize("env, message", [
     ({"QUEUEWATCH_REDIS_URL": "http://x"}, "must be a redis://"),
-    ({"QUEUEWATCH_CONNECTIONS": "orders"}, "QUEUEWATCH_REDIS_URL_ORDERS is not set"),
+    ({"QUEUEWATCH_CONNECTIONS": "orders"}, "QUEUEWATCH_URL_ORDERS is not set"),
     ({"QUEUEWATCH_CONNECTIONS": "Bad Name!"}, "not a valid connection name"),
     ({"QUEUEWATCH_REDIS_URL": "redis://x", "QUEUEWATCH_PREFIXES": " , "}, "names no prefix"),
 ])
