@@ -114,6 +114,23 @@ def dashboard_redis() -> redis.Redis:
     return _clients[url]
 
 
+@dataclass(frozen=True)
+class CacheWrite:
+    """Keep (or, with ``html`` None, drop) an element's fragment for tabs that connect later."""
+
+    group: str
+    element_id: str
+    html: str | None
+
+
+@dataclass(frozen=True)
+class Send:
+    """Send ``html`` (one or more elements) to every tab in ``group``."""
+
+    group: str
+    html: str
+
+
 class Publisher:
     """Used by the monitor: send a fragment to a group once, and remember it for newcomers.
     Unchanged fragments are not re-sent.
@@ -154,28 +171,30 @@ class Publisher:
             while not self._outbox.empty():
                 items.append(self._outbox.get_nowait())
             try:
-                self._write_cache([item[1:] for item in items if item[0] in ("cache", "uncache")])
-                for kind, group, html in (item for item in items if item[0] == "send"):
-                    try:
-                        await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
-                    except Exception:  # a failed send must not stop later ones; the cache still heals
-                        log.warning("group_send to %s failed", group, exc_info=True)
+                self._write_cache([item for item in items if isinstance(item, CacheWrite)])
+                for item in items:
+                    match item:
+                        case Send(group=group, html=html):
+                            try:
+                                await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
+                            except Exception:  # a failed send must not stop later ones; the cache still heals
+                                log.warning("group_send to %s failed", group, exc_info=True)
             finally:
                 for _ in items:
                     self._outbox.task_done()
 
-    def _write_cache(self, entries: list[tuple[str, str, str | None]]) -> None:
+    def _write_cache(self, entries: list[CacheWrite]) -> None:
         """Every fragment of one batch in one round trip, in order (the newest per element
         wins; ``None`` removes the element)."""
         if not entries:
             return
         pipe = self.client.pipeline(transaction=False)
-        for group, element_id, html in entries:
-            if html is None:
-                pipe.hdel(CACHE_PREFIX + group, element_id)
+        for entry in entries:
+            if entry.html is None:
+                pipe.hdel(CACHE_PREFIX + entry.group, entry.element_id)
             else:
-                pipe.hset(CACHE_PREFIX + group, element_id, html)
-        for group in {g for g, _, html in entries if html is not None}:
+                pipe.hset(CACHE_PREFIX + entry.group, entry.element_id, entry.html)
+        for group in {e.group for e in entries if e.html is not None}:
             pipe.expire(CACHE_PREFIX + group, 24 * 3600)
         try:
             pipe.execute()
@@ -195,11 +214,11 @@ class Publisher:
         if not force and self._last.get((group, element_id)) == html:
             return False
         self._last[(group, element_id)] = html
-        self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("cache", group, element_id, html))
+        self._loop.call_soon_threadsafe(self._outbox.put_nowait, CacheWrite(group, element_id, html))
         if base_group(group) in BATCHED_GROUPS:
             self._loop.call_soon_threadsafe(self._batch_add, group, element_id, html)
         else:
-            self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("send", group, html))
+            self._loop.call_soon_threadsafe(self._outbox.put_nowait, Send(group, html))
         return True
 
     # Groups with many members and many elements (the overview: every open overview tab, a
@@ -221,7 +240,7 @@ class Publisher:
         pending = self._pending.pop(group, {})
         if pending:
             self._last_batch[group] = self._loop.time()
-            self._outbox.put_nowait(("send", group, "".join(pending.values())))
+            self._outbox.put_nowait(Send(group, "".join(pending.values())))
 
     def uncache(self, group: str, element_id: str) -> None:
         """Stop keeping ``element_id`` of ``group`` (every language) for newcomers: the monitor
@@ -230,7 +249,7 @@ class Publisher:
         for language, _name in settings.LANGUAGES:
             other = language_group(group, language)
             self._last.pop((other, element_id), None)
-            self._loop.call_soon_threadsafe(self._outbox.put_nowait, ("uncache", other, element_id, None))
+            self._loop.call_soon_threadsafe(self._outbox.put_nowait, CacheWrite(other, element_id, None))
 
     def drain(self, timeout: float = 5.0) -> None:
         """Wait until every queued fragment has been handed to the channel layer."""

@@ -1,17 +1,17 @@
 """Event intake: following every queue's events stream, and handing what arrives to the tracker.
 
-One ``FollowerThread`` per connection reads its streams with a blocking ``XREAD`` on a
-dedicated connection and puts what it reads on one hand-off queue, in order:
+One ``FollowerThread`` per connection reads its streams with a blocking read on a dedicated
+connection (its source's events follower) and puts what it reads on one hand-off queue, in
+order, as the types of ``intake_items``:
 
-* ``("followed", connection, {queue: start id})`` before any event of newly followed queues,
-  then ``("recent", connection, events)``: the tail of their streams up to the start ids, for
-  the job clock's state (``queues.job_clock``), never counted;
-* ``("events", connection, (events, gaps))``;
-* ``("down", connection, error)`` / ``("up", connection, None)`` when its connection is lost or back.
+* ``Followed`` before any event of newly followed queues, then ``RecentEvents``: the tail of
+  their streams up to the start ids, for the job clock's state (``queues.job_clock``), never counted;
+* ``EventsRead``;
+* ``ConnectionDown`` / ``ConnectionUp`` when its connection is lost or back.
 
 One more thread (``ExactReadRequests``) subscribes on the dashboard Redis to the action service's
-requests of an exact read (a change Queuewatch itself made) and hands on ``("exact", connection,
-queue)``, so the loop wakes and reads that queue at once.
+requests of an exact read (a change Queuewatch itself made) and hands on ``ExactReadAsked`` (and
+``ViewerArrived`` for a new viewer), so the loop wakes and reads that queue at once.
 
 ``EventIntake`` owns the threads for one term of leadership and applies those items on the
 leader's loop thread: events to the ``CountTracker``, connection changes to the banner.
@@ -28,6 +28,8 @@ import redis
 from django.conf import settings
 
 from dashboard.live import channels as live
+from dashboard.live.intake_items import (ConnectionDown, ConnectionUp, EventsRead, ExactReadAsked, Followed,
+                                         IntakeItem, RecentEvents, ViewerArrived)
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
 from dashboard.registry import Registry
@@ -77,7 +79,7 @@ class FollowerThread(threading.Thread):
                         self.without_events = True
                         return
                     if backoff > 0.5:
-                        self.out.put(("up", self.conn_name, None))
+                        self.out.put(ConnectionUp(self.conn_name))
                 with self._lock:
                     wanted, self._wanted = self._wanted, None
                 if wanted is not None:
@@ -86,11 +88,11 @@ class FollowerThread(threading.Thread):
                     if added:
                         # Tell the monitor where counting starts for these queues, before any
                         # of their events (same hand-off queue, so the order is kept).
-                        self.out.put(("followed", self.conn_name, {q: self.follower.last_ids[q] for q in added}))
+                        self.out.put(Followed(self.conn_name, {q: self.follower.last_ids[q] for q in added}))
                         # What happened just before (names, start times of jobs in flight), so
                         # their timings survive a takeover; counted by nobody twice: state only.
                         if self.timings:
-                            self.out.put(("recent", self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
+                            self.out.put(RecentEvents(self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
                 if not self.follower.last_ids:
                     self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
                     self._wake.clear()
@@ -99,7 +101,7 @@ class FollowerThread(threading.Thread):
                 events, gaps = self.follower.read()
                 backoff = 0.5
                 if events or gaps:
-                    self.out.put(("events", self.conn_name, (events, gaps)))
+                    self.out.put(EventsRead(self.conn_name, events, gaps))
                     # Under load every XREAD returns at once with a few events; pacing the
                     # reads batches them, so the command rate stays bounded at a small cost
                     # in latency (well inside the refresh coalescing of the leader's loop).
@@ -117,7 +119,7 @@ class FollowerThread(threading.Thread):
                             self._wanted = (list(cursors), cursors)
                         else:
                             self._wanted[1].update({q: c for q, c in cursors.items() if q not in self._wanted[1]})
-                self.out.put(("down", self.conn_name, str(exc) or exc.__class__.__name__))
+                self.out.put(ConnectionDown(self.conn_name, str(exc) or exc.__class__.__name__))
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, 15.0)
 
@@ -142,7 +144,7 @@ class ExactReadRequests(threading.Thread):
                         asked = live.exact_read_asked(message)
                         if asked is not None:
                             watched = message["channel"] in (live.WATCHED_CHANNEL, live.WATCHED_CHANNEL.encode())
-                            self.out.put(("watched" if watched else "exact", asked.connection, asked))
+                            self.out.put(ViewerArrived(asked) if watched else ExactReadAsked(asked))
             except redis.RedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
 
@@ -193,29 +195,28 @@ class EventIntake:
         except queue_mod.Empty:
             pass
 
-    def handle(self, item, dirty: set[QueueRef]) -> None:
-        kind, conn, payload = item
-        if kind == "events":
-            events, gaps = payload
-            dirty |= self.tracker.apply_events(events)
-            self.events_seen += len(events)
-            for q, (lost_from, lost_to) in gaps.items():
-                log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling",
-                            self.monitor_name, q.prefix, q.name)
-                self.gaps_seen += 1
-                self.tracker.stream_gap(q, lost_from=lost_from, lost_to=lost_to)
-                dirty.add(q)
-        elif kind == "down":
-            if not self.banner.is_down(conn):
-                log.warning("%s: connection %s lost: %s", self.monitor_name, conn, payload)
-            self.banner.set_down(conn, payload)
-        elif kind == "up":
-            self.banner.set_up(conn)
-        elif kind == "followed":
-            self.tracker.following_from(payload)
-        elif kind == "recent":
-            self.tracker.warm(payload)
-        elif kind == "exact":
-            self.tracker.read_at_once(payload)
-        elif kind == "watched" and payload in self.tracker.states:
-            dirty.add(payload)  # refreshed at once: a new viewer's fragments are rendered for it
+    def handle(self, item: IntakeItem, dirty: set[QueueRef]) -> None:
+        match item:
+            case EventsRead(events=events, gaps=gaps):
+                dirty |= self.tracker.apply_events(events)
+                self.events_seen += len(events)
+                for q, (lost_from, lost_to) in gaps.items():
+                    log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling",
+                                self.monitor_name, q.prefix, q.name)
+                    self.gaps_seen += 1
+                    self.tracker.stream_gap(q, lost_from=lost_from, lost_to=lost_to)
+                    dirty.add(q)
+            case ConnectionDown(connection=conn, reason=reason):
+                if not self.banner.is_down(conn):
+                    log.warning("%s: connection %s lost: %s", self.monitor_name, conn, reason)
+                self.banner.set_down(conn, reason)
+            case ConnectionUp(connection=conn):
+                self.banner.set_up(conn)
+            case Followed(start_ids=start_ids):
+                self.tracker.following_from(start_ids)
+            case RecentEvents(events=events):
+                self.tracker.warm(events)
+            case ExactReadAsked(queue=q):
+                self.tracker.read_at_once(q)
+            case ViewerArrived(queue=q) if q in self.tracker.states:
+                dirty.add(q)  # refreshed at once: a new viewer's fragments are rendered for it

@@ -338,8 +338,10 @@ class CountTracker:
             if name in down:
                 doc["unknown"][name] = down[name]
             else:
+                source = self.registry.source(name)
                 try:
-                    found = self.registry.source(name).workers(queues)
+                    with source.errors():
+                        found = source.workers(queues)
                 except QueuewatchError as exc:  # unavailable, refused, or a kind that cannot tell
                     log.warning("could not read the workers of %s (%s); workers unknown", name, exc)
                     doc["unknown"][name] = str(exc) or exc.__class__.__name__
