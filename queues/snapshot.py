@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 import redis
 
 from .keys import QueueRef
+from .states import JOB_STATES
 from .text import to_ms
 
-COUNT_STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
+COUNT_STATES = JOB_STATES  # the counts a snapshot holds (a legacy ``paused`` list counts as waiting)
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
 
 

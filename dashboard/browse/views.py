@@ -22,8 +22,9 @@ from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
 from queues.errors import JobNotFound
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import PAGE_SIZES
+from queues.states import BROWSABLE_STATES
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
 

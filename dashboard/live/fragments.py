@@ -18,8 +18,9 @@ from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, jo
 from dashboard.live.rates import WINDOWS, QueueSignals
 from dashboard.templatetags.qw import percent, rate_value
 from queues.jobs import JobLive
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage
+from queues.states import BROWSABLE_STATES
 
 LIVE_PAGE_SIZE = DEFAULT_PAGE_SIZE  # only page 1 at the default size is kept live
 

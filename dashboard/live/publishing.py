@@ -24,9 +24,10 @@ from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
 from dashboard.live.tracking import Move, QueueChanges, QueueState, now_ms
 from queues.jobs import JobSummary, read_job_live, read_summaries
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import JobPage, page_one_ids
 from queues.live_counts import FINISHED
+from queues.states import BROWSABLE_STATES
 from queues.timings import QueueTimings
 
 log = logging.getLogger("queuewatch.monitor")
