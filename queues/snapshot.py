@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 import redis
 
 from .keys import QueueRef
-from .states import JOB_STATES
+from .states import COUNT_STATES  # noqa: F401  (the states a snapshot's counts hold)
 from .text import to_ms
 
-COUNT_STATES = JOB_STATES  # the counts a snapshot holds (a legacy ``paused`` list counts as waiting)
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
 
 

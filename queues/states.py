@@ -77,7 +77,9 @@ STATE_KEYS = {s.name: s.key for s in STATES}  # e.g. waiting -> "wait"
 LIST_STATES = tuple(s.name for s in STATES if s.structure == LIST)
 FINISHED_STATES = tuple(s.name for s in STATES if s.finished)
 BROWSABLE_STATES = states_allowing(BROWSE)
-JOB_STATES = BROWSABLE_STATES  # every state a job is counted in (the legacy list counts as waiting)
+# Every state a job is counted in (the legacy list counts as waiting), in the order counts were
+# first published in (the snapshot, /metrics): scrapers and the golden /metrics file see it.
+COUNT_STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
 SELECTABLE_STATES = states_allowing(SELECT)
 RETRYABLE_STATES = states_allowing(RETRY)
 CLEANABLE_STATES = states_allowing(CLEAN)

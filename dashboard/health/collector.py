@@ -28,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from queues.rates import RATE_WINDOWS
-from queues.snapshot import COUNT_STATES
+from queues.states import COUNT_STATES
 from queues.timings import PROMETHEUS_LE_SECONDS
 
 # The text format 0.0.4, as before prometheus_client; no content negotiation (OpenMetrics

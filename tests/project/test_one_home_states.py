@@ -134,5 +134,6 @@ def test_the_table_answers_what_each_operation_accepts():
     assert states.RETRYABLE_STATES == states.FINISHED_STATES == ("completed", "failed")
     assert states.PROMOTABLE_STATES == ("delayed",)
     assert states.STATE_KEYS["waiting"] == "wait" and states.LIST_STATES == ("waiting", "active", "paused")
+    assert sorted(states.COUNT_STATES) == sorted(states.BROWSABLE_STATES)  # every state a job is counted in
     assert "paused" not in states.BROWSABLE_STATES and not states.state_allows("paused", states.CLEAN)
     assert not states.state_allows("no-such-state", states.BROWSE)
