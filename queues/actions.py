@@ -22,6 +22,7 @@ from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
 from .safe_json import loads_or
+from .states import CLEANABLE_STATES, RETRYABLE_STATES, STATE_KEYS
 from .text import to_text
 
 # ActionResult.outcome values
@@ -31,8 +32,6 @@ LOCKED = "locked"  # a worker holds the job's lock
 WRONG_STATE = "wrong_state"  # the job is not in the state the action needs (someone moved it)
 SCHEDULER_ITERATION = "scheduler_iteration"  # the current iteration of a job scheduler
 NOT_A_JOB = "not_a_job"  # the id names a key of the queue that is in none of its states (meta, repeat:<id>, ...)
-
-RETRYABLE_STATES = ("failed", "completed")
 
 
 @dataclass(frozen=True)
@@ -91,14 +90,14 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
     """
     pipe = client.pipeline(transaction=False)
     for st in RETRYABLE_STATES:
-        pipe.zscore(queue.key(st), job_id)
+        pipe.zscore(queue.state_key(st), job_id)
     pipe.exists(queue.job_key(job_id))
-    failed_score, completed_score, exists = pipe.execute()
+    *scores, exists = pipe.execute()
     if not exists:
         return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-    if failed_score is None and completed_score is None:
+    state = next((st for st, score in zip(RETRYABLE_STATES, scores) if score is not None), None)
+    if state is None:
         return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is neither failed nor completed, so it cannot be retried.")
-    state = "failed" if failed_score is not None else "completed"
     keys, args = retry_call(queue, job_id, state=state, reset_counters=reset_counters,
                             lifo=_lifo(client, queue, job_id))
     return retry_outcome(job_id, int(scripts_for(client).retry(keys=keys, args=args)), state=state)
@@ -214,18 +213,15 @@ def queue_pause(client: redis.Redis, *, queue: QueueRef, paused: bool) -> None:
         emit = "0"
 
 
-CLEANABLE_STATES = ("completed", "failed", "delayed", "waiting", "prioritized")
-
-
 def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_ms: int, limit: int = 0) -> int:
-    """Delete jobs of ``state`` older than ``older_than_ms`` (finishedOn for finished jobs),
-    at most ``limit`` (0 = all) with BullMQ's ``cleanJobsInSet``. Returns how many went.
+    """Delete jobs of ``state`` older than ``older_than_ms`` (finishedOn for finished jobs; for
+    the others the last attempt's start, else the creation time), at most ``limit`` (0 = all) with BullMQ's ``cleanJobsInSet``. Returns how many went.
     Scheduler iterations and locked jobs are skipped by the script itself."""
     if state not in CLEANABLE_STATES:
         raise ValueError(f"Cannot clean state {state!r}; choose one of {', '.join(CLEANABLE_STATES)}.")
     if older_than_ms < 0 or limit < 0:
         raise ValueError("older_than_ms and limit must not be negative.")
-    set_name = "wait" if state == "waiting" else state
+    set_name = STATE_KEYS[state]
     keys = [queue.key(set_name), queue.key("events"), queue.key("repeat")]
     removed = scripts_for(client).clean(keys=keys, args=[queue.base, _now_ms() - older_than_ms, limit, set_name])
     return len(removed or [])

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .keys import STATE_KEYS
+from .states import STATE_KEYS
 
 
 class InvalidJob(ValueError):

@@ -10,28 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# The lists/sets a job can sit in, in the order BullMQ's getState checks them.
-STATE_KEYS = {
-    "completed": "completed",
-    "failed": "failed",
-    "delayed": "delayed",
-    "prioritized": "prioritized",
-    "active": "active",
-    "waiting": "wait",
-    "paused": "paused",  # legacy v5 list only; BullMQ 6 pauses with a flag in meta
-    "waiting-children": "waiting-children",
-}
-
-# States a user can browse, in the order the queue page shows its tabs.
-BROWSABLE_STATES = (
-    "waiting",
-    "active",
-    "prioritized",
-    "delayed",
-    "waiting-children",
-    "completed",
-    "failed",
-)
+from .states import STATE_KEYS  # which key holds each state: queues.states
 
 
 @dataclass(frozen=True, order=True)

@@ -19,8 +19,8 @@ import redis
 
 from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
+from .states import LIST_STATES
 
-LIST_STATES = {"waiting", "active"}
 ZSET_ASCENDING = {"prioritized", "delayed"}
 ZSET_DESCENDING = {"completed", "failed", "waiting-children"}
 DEFAULT_PAGE_SIZE = 25  # pages, the API and the live job list (only page 1 at this size is kept live)

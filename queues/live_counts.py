@@ -29,13 +29,14 @@ from collections import OrderedDict
 from .events import Event, _id_tuple
 from .keep_counts import KEEP_ALL
 from .snapshot import QueueSnapshot
+from .states import FINISHED_STATES
 
 # The state a job is in after each event (``waiting`` also stands for ``prioritized``).
 STATE_AFTER = {
     "waiting": "waiting", "delayed": "delayed", "active": "active", "completed": "completed",
     "failed": "failed", "waiting-children": "waiting-children",
 }
-FINISHED = ("completed", "failed")
+FINISHED = FINISHED_STATES
 # ``removed`` names the structure the job was taken from.
 PREV_STATE = {"wait": "waiting", "paused": "waiting", "unknown": None}
 NEW = "new"  # added, next event says where it went

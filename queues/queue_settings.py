@@ -22,16 +22,17 @@ import redis
 from .bullmq_scripts import bullmq_source, lua_script
 from .keys import QueueRef
 from .messages import _
+from .states import BY_NAME, LIST, ZSET
 from .text import to_text
 
 DRAIN = lua_script(bullmq_source("drain-5.lua"))
 OBLITERATE = lua_script(bullmq_source("obliterate-2.lua"))
 OBLITERATE_BATCH = 1000  # Node's default ``count`` per call
 
-COUNTED = (("waiting", "wait", "list"), ("active", "active", "list"), ("paused", "paused", "list"),
-           ("prioritized", "prioritized", "zset"), ("delayed", "delayed", "zset"),
-           ("waiting-children", "waiting-children", "zset"), ("completed", "completed", "zset"),
-           ("failed", "failed", "zset"), ("schedulers", "repeat", "zset"))
+# What the settings page counts, in the order it shows them: (name, key suffix, LIST or ZSET).
+COUNTED = (*((name, BY_NAME[name].key, BY_NAME[name].structure)
+             for name in ("waiting", "active", "paused", "prioritized", "delayed", "waiting-children", "completed", "failed")),
+           ("schedulers", "repeat", ZSET))
 
 
 class SettingRefused(ValueError):
@@ -71,7 +72,7 @@ def read_settings(client: redis.Redis, *, queue: QueueRef) -> QueueSettings:
     pipe.get(queue.key("limiter"))
     pipe.pttl(queue.key("limiter"))
     for _label, suffix, kind in COUNTED:
-        (pipe.llen if kind == "list" else pipe.zcard)(queue.key(suffix))
+        (pipe.llen if kind == LIST else pipe.zcard)(queue.key(suffix))
     (concurrency, rate_max, duration, paused), limiter, pttl, *sizes = pipe.execute()
     rate_max = _int(rate_max)
     used = _int(limiter) or 0

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, fields
 from .stalls import STALLED_LIMIT_REASON
 
 MINUTE_MS = 60_000
+# The sliding windows, in minutes, every rate is kept and shown over: the queue page, /metrics,
+# alert rules' windows and the per-job-name timings ("1m", "5m", "15m").
+RATE_WINDOWS = (1, 5, 15)
 # Stored per minute (QueuePoint). ``failed`` counts final failures only; ``attempt_failed`` the
 # failed attempts that will be retried (queues.attempts), which emit no ``failed`` event.
 COUNTERS = ("completed", "failed", "stalled", "added", "stall_failed", "attempt_failed")

@@ -38,6 +38,7 @@ import redis
 
 from .actions import DONE, MISSING, ActionResult, remove_outcome
 from .bullmq_scripts import IN_A_STATE, as_function, lua_script
+from .job_options import RESERVED_IDS
 from .keys import QueueRef
 from .messages import Joined, _
 from .safe_json import loads_or
@@ -55,10 +56,6 @@ DROPPED_OPTS = frozenset({"jobId", "delay", "repeat", "prevMillis", "repeatJobKe
                           "parent", "fpof", "cpof", "idof", "rdof", "failParentOnFailure", "continueParentOnFailure",
                           "ignoreDependencyOnFailure", "removeDependencyOnFailure", "tm", "omc"})
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
-# Suffixes of a queue's own keys: an id equal to one would name that key, never a job.
-_RESERVED = frozenset({"wait", "paused", "active", "delayed", "prioritized", "completed", "failed", "waiting-children",
-                       "meta", "id", "events", "marker", "pc", "stalled", "stalled-check", "limiter", "repeat",
-                       "metrics", "de", "dn"})
 
 
 def redrive_job_id(*, dlq_name: str, job_id: str) -> str:
@@ -74,7 +71,7 @@ def keepable_id(job_id: str) -> bool:
     """Whether the dead letter's id is a custom id Node's ``Queue.add`` would accept as such
     (a plain integer is one BullMQ generated, and refused as a custom id)."""
     return (bool(job_id.strip()) and len(job_id) <= 1000 and not _INTEGER.fullmatch(job_id) and ":" not in job_id
-            and job_id not in _RESERVED)
+            and job_id not in RESERVED_IDS)
 
 
 def candidate_ids(*, dlq_name: str, job_id: str, timestamp_raw: str) -> list[str]:

@@ -22,10 +22,9 @@ from .error_groups import fingerprint as reason_fingerprint
 from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
 from .listing import state_length
+from .states import FINISHED_STATES, SELECTABLE_STATES
 from .text import to_text
 
-SELECTABLE_STATES = ("failed", "completed", "delayed", "waiting", "prioritized")
-FINISHED_STATES = ("failed", "completed")
 PAGE = 500
 
 

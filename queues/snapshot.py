@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import redis
 
 from .keys import QueueRef
+from .states import COUNT_STATES  # noqa: F401  (the states a snapshot's counts hold)
 from .text import to_ms
 
-COUNT_STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
 
 

@@ -20,14 +20,13 @@ from dashboard.labels import label
 from queues import selection
 from queues.job_add import parse_data
 from queues.job_options import InvalidJob
+from queues.states import CLEANABLE_STATES, SELECTABLE_STATES
 
 MAX_REASON = 2000
 MAX_SELECTED_IDS = 10_000
 DEFAULT_RATE = 100.0  # jobs per second when the form leaves the pace empty
 MAX_RATE = 100_000
-CLEANABLE_STATES = ("completed", "failed")
 CLEAN_LIMIT = 10_000  # jobs removed by one clean at most
-FILTER_STATES = selection.SELECTABLE_STATES
 
 
 # --- single fields ---------------------------------------------------------------------------
@@ -159,7 +158,8 @@ class CleanInput(ActionInput):
         older_than_ms = minutes_from(params) * 60_000
         state = text(params, "state")
         if state not in CLEANABLE_STATES:
-            raise InvalidInput(gettext("Clean removes completed or failed jobs: choose one of those states."))
+            raise InvalidInput(gettext("Jobs in state '%(state)s' cannot be cleaned. Choose one of: %(states)s.")
+                               % {"state": state, "states": ", ".join(CLEANABLE_STATES)})
         return {"state": state, "older_than_ms": older_than_ms}
 
     def audit_details(self) -> dict:
@@ -193,8 +193,8 @@ class Selection:
         if len(ids) > MAX_SELECTED_IDS:
             raise InvalidInput(gettext("At most %(n)d jobs can be selected one by one; use a filter instead.") % {"n": MAX_SELECTED_IDS})
         state = str(params.get("state") or "failed")
-        if state not in FILTER_STATES:
-            raise InvalidInput(gettext("Unknown state '%(state)s'. Choose one of: %(states)s.") % {"state": state, "states": ", ".join(FILTER_STATES)})
+        if state not in SELECTABLE_STATES:
+            raise InvalidInput(gettext("Unknown state '%(state)s'. Choose one of: %(states)s.") % {"state": state, "states": ", ".join(SELECTABLE_STATES)})
         return cls(ids=ids, state=state, name=text(params, "name")[:200],
                    reason_contains=text(params, "reason_contains")[:500],
                    finished_from_ms=_time_param(params.get("finished_from"), "finished_from"),

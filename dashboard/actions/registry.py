@@ -26,6 +26,7 @@ from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.errors import InvalidInput
 from queues.keys import QueueRef
+from queues.states import PROMOTE, RETRY, state_allows
 
 JOB, QUEUE = "job", "queue"  # what an action acts on: posted to the job_action or queue_action URL
 
@@ -121,9 +122,9 @@ def offered(scope: str, where: Offer, *, user) -> list[Action]:
 
 for _action in (
     Action("retry", JOB, _("Retry"), RetryInput, runners.retry, fields="actions/partials/keep_counters.html",
-           offered=lambda where: where.job.state in ("failed", "completed")),
+           offered=lambda where: state_allows(where.job.state, RETRY)),
     Action("promote", JOB, _("Promote (run now)"), ActionInput, runners.promote,
-           offered=lambda where: where.job.state == "delayed"),
+           offered=lambda where: state_allows(where.job.state, PROMOTE)),
     Action("redrive", JOB, _("Redrive to source queue"), ReasonedInput, runners.redrive,
            offered=lambda where: where.is_dlq),
     Action("discard", JOB, _("Discard"), ReasonedInput, runners.discard, danger=True,

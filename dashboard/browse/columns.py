@@ -32,7 +32,7 @@ from dashboard.labels import LABELS
 
 from dashboard.live.rates import QueueSignals
 from dashboard.templatetags.qw import queue_url, rate_value
-from queues.keys import BROWSABLE_STATES
+from queues.states import BROWSABLE_STATES
 from queues.snapshot import QueueSnapshot
 
 RATE_WINDOW = 5  # minutes: the overview's rates are over the last five

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dashboard.browse import columns
-from queues.keys import BROWSABLE_STATES
+from queues.states import BROWSABLE_STATES
 from queues.listing import DEFAULT_PAGE_SIZE, PAGE_SIZES
 
 

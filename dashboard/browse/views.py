@@ -23,8 +23,9 @@ from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
 from dashboard.i18n import translate
 from queues.errors import JobNotFound, NotOffered
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import PAGE_SIZES, JobPage
+from queues.states import BROWSABLE_STATES
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
 

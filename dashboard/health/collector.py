@@ -27,14 +27,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from queues.snapshot import COUNT_STATES
+from queues.rates import RATE_WINDOWS
+from queues.states import COUNT_STATES
 from queues.timings import PROMETHEUS_LE_SECONDS
 
 # The text format 0.0.4, as before prometheus_client; no content negotiation (OpenMetrics
 # or the 1.0.0 text format would change what a scraper sees).
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 COUNTED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
-WINDOWS = ("1", "5", "15")
+WINDOWS = tuple(str(w) for w in RATE_WINDOWS)  # as the state document's JSON keys them
 QUEUE_LABELS = ("connection", "prefix", "queue")
 CHECK_LABELS = ("connection", "prefix", "queue", "kind")
 ALERT_LABELS = ("alertname", "alertstate", "severity", "connection", "prefix", "queue", "item", "silenced")

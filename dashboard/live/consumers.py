@@ -18,7 +18,8 @@ from django.conf import settings
 
 from dashboard.i18n import language_for_scope
 from dashboard.live import channels as live
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
+from queues.states import BROWSABLE_STATES
 
 UNAUTHORISED = 4401
 

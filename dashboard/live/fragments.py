@@ -15,11 +15,13 @@ from django.template.loader import render_to_string
 from django.utils import translation
 
 from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
-from dashboard.live.rates import WINDOWS, QueueSignals
+from dashboard.live.rates import QueueSignals
 from dashboard.templatetags.qw import percent, rate_value
 from queues.jobs import JobLive
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage
+from queues.rates import RATE_WINDOWS
+from queues.states import BROWSABLE_STATES
 
 LIVE_PAGE_SIZE = DEFAULT_PAGE_SIZE  # only page 1 at the default size is kept live
 
@@ -75,7 +77,7 @@ def queue_live_key(sig: QueueSignals) -> tuple:
     s = sig.snapshot
     rates = tuple(rate_value(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.attempt_failed_per_min,
                                        sig.dlq_growth_per_min, sig.stalled_per_min)
-                  for w in WINDOWS)
+                  for w in RATE_WINDOWS)
     ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)
     return (tuple(s.counts.items()), s.paused, s.schedulers, s.legacy_paused_jobs, s.oldest_waiting_ts,
             rates, ratio, tuple(sig.stalled_now), sig.stall_failed_15m, sig.is_dlq)

@@ -25,10 +25,11 @@ from dashboard.live.rates import QueueSignals
 from dashboard.live.tracking import Move, QueueChanges, QueueState, now_ms
 from queues.errors import SourceUnavailable
 from queues.jobs import JobSummary
-from queues.keys import BROWSABLE_STATES, QueueRef
+from queues.keys import QueueRef
 from queues.listing import JobPage
 from queues.live_counts import FINISHED
 from queues.sources.facets import JobsFacet
+from queues.states import BROWSABLE_STATES
 from queues.timings import QueueTimings
 
 log = logging.getLogger("queuewatch.monitor")

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.live.models import QueuePoint
 from queues.keys import QueueRef
-from queues.rates import COUNTERS, Minute, QueueSeries
+from queues.rates import COUNTERS, RATE_WINDOWS, Minute, QueueSeries
 from queues.snapshot import QueueSnapshot
 from queues.timings import NameMinute, QueueTimings
 
-WINDOWS = (1, 5, 15)
 
 
 @dataclass
@@ -28,7 +27,7 @@ class QueueSignals:
     dlq_growth_per_min: dict[int, float]  # jobs entering the dead-letter set per minute
     stalled_per_min: dict[int, float]
     # Failed attempts that will be retried (queues.attempts), beside final failures.
-    attempt_failed_per_min: dict[int, float] = field(default_factory=lambda: dict.fromkeys(WINDOWS, 0.0))
+    attempt_failed_per_min: dict[int, float] = field(default_factory=lambda: dict.fromkeys(RATE_WINDOWS, 0.0))
     stalled_now: list[str] = field(default_factory=list)
     stall_failed_15m: int = 0
     is_dlq: bool = False
@@ -67,7 +66,7 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
     dlq = is_dead_letter_queue(snapshot.queue.name)
 
     def rates(name):
-        return {w: series.per_minute(name, now_ms=now_ms, window_min=w) for w in WINDOWS}
+        return {w: series.per_minute(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
 
     failed = rates("failed")
     return QueueSignals(
@@ -82,7 +81,7 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
         stalled_now=stalled_now or [],
         stall_failed_15m=series.total("stall_failed", now_ms=now_ms, window_min=15),
         is_dlq=dlq,
-        totals={name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in WINDOWS}
+        totals={name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
                 for name in ("completed", "failed", "stalled")},
         timings=timings,
         now_ms=now_ms,

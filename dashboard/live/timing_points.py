@@ -11,9 +11,10 @@ import datetime as dt
 
 from dashboard.live.models import TIMING_KEY, TIMING_VALUES, JobTimingPoint
 from queues.keys import QueueRef
+from queues.rates import RATE_WINDOWS
 from queues.timings import MINUTE_MS, Histogram, NameMinute, QueueTimings, summarize
 
-WINDOWS = {"1m": 1, "5m": 5, "15m": 15}  # live windows, minutes
+WINDOWS = {f"{w}m": w for w in RATE_WINDOWS}  # live windows by period name ("5m"), minutes
 # History ranges: (resolution in seconds, length); minutes for short ranges, hours beyond.
 RANGES = {"1h": (60, 3600),
           "24h": (60, 24 * 3600), "7d": (3600, 7 * 24 * 3600), "90d": (3600, 90 * 24 * 3600)}

@@ -4,8 +4,36 @@ from django.utils.translation import gettext_lazy as _
 from dashboard.actions import registry
 from dashboard.actions.models import BulkTask
 from dashboard.dead_letters import is_dead_letter_queue
+from queues.states import CLEANABLE_STATES, FINISHED_STATES, state_allows
 
 register = template.Library()
+
+# The queue page previews a clean with the bulk filter's "finished before", so it offers the
+# cleanable states that are finished; the API cleans every cleanable state (queues.states).
+PAGE_CLEAN_STATES = tuple(s for s in CLEANABLE_STATES if s in FINISHED_STATES)
+
+
+@register.filter
+def allows(state, operation):
+    """Whether ``operation`` takes jobs from ``state`` (``queues.states``): ``state|allows:"retry"``."""
+    return state_allows(str(state), operation)
+
+
+@register.filter
+def finished_state(state) -> bool:
+    """Whether jobs in ``state`` have finished (scored by finish time: failure reason, "finished between")."""
+    return state in FINISHED_STATES
+
+
+@register.simple_tag
+def page_clean_states():
+    return PAGE_CLEAN_STATES
+
+
+@register.filter
+def has_jobs_in(counts, states) -> bool:
+    """Whether a snapshot's ``counts`` has a job in any of ``states``."""
+    return any((counts or {}).get(s) for s in states)
 
 
 @register.simple_tag

@@ -14,7 +14,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext
 
+from dashboard.labels import label
 from dashboard.live import channels as live
+from queues.rates import RATE_WINDOWS
 
 register = template.Library()
 
@@ -134,16 +136,15 @@ def rate_num(value):
 
 
 @register.simple_tag
-def rate_windows(per_min: dict, windows="1,5,15"):
+def rate_windows(per_min: dict, windows=""):
     """One rate over several windows, each "39/min · 1m", so figures never run together.
-    ``windows``: the minutes, comma-separated."""
-    windows = [int(w) for w in str(windows).split(",")]
+    ``windows``: the minutes, comma-separated; all the rate windows (``queues.rates``) by default."""
+    windows = [int(w) for w in str(windows).split(",")] if windows else RATE_WINDOWS
     per = gettext("/min")
-    names = {1: gettext("1m"), 5: gettext("5m"), 15: gettext("15m")}
     return format_html('<span class="qw-rates">{}</span>', format_html_join(
         "", '<span class="qw-rate-w">{}<span class="qw-unit">{}</span> <small>· {}</small></span>',
         ((rate_num(per_min.get(w) if hasattr(per_min, "get") else None), per,
-          names.get(w, w)) for w in windows)))
+          label(f"{w}m")) for w in windows)))
 
 
 @register.simple_tag

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from ..messages import _
+from ..rates import RATE_WINDOWS
 
-WINDOWS = (1, 5, 15)  # minutes; the monitor keeps rates over these
+WINDOWS = RATE_WINDOWS  # a rule's window (minutes) is one the monitor keeps rates over
 QUEUE, CONNECTION, SCHEDULER = "queue", "connection", "scheduler"
 
 # Rule fields only some kinds read; a kind lists the ones it uses in ``RuleKind.params``.

@@ -47,7 +47,7 @@ number of jobs.
 
 from __future__ import annotations
 
-from .batches import MOVED, STATE_SET, execute_batch
+from .batches import MOVED, execute_batch
 from .engine import LEFT_STATE, run_bulk
 from .head import RECEIPT_NAMESPACE, head_mode
 from .lock import BulkLock, LockLost
@@ -56,7 +56,7 @@ from .progress import CANCELLED, DONE_STATE, GONE, RUNNING, MemoryStore, Progres
 
 __all__ = [
     "ACTIONS", "ACTION_STATES", "CANCELLED", "DEFAULT_RATE", "DONE_STATE", "GONE", "LEFT_STATE", "MAX_BATCH", "MOVED",
-    "RECEIPT_NAMESPACE", "RUNNING", "STATE_SET",
+    "RECEIPT_NAMESPACE", "RUNNING",
     "BulkLock", "BulkPlan", "LockLost", "MemoryStore", "Progress", "ProgressStore", "RedisStore",
     "execute_batch", "head_mode", "plan_total", "run_bulk",
 ]

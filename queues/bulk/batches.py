@@ -11,6 +11,7 @@ from ..actions import (DONE, MISSING, WRONG_STATE, ActionResult, promote_call, p
 from ..bullmq_scripts import scripts_for
 from ..dead_letters import dlq_source
 from ..keys import QueueRef
+from ..states import FINISHED_STATES, LIST_STATES, STATE_KEYS
 from .edit import edit_batch
 from .plan import ACTION_STATES, BulkPlan
 
@@ -18,13 +19,9 @@ from .plan import ACTION_STATES, BulkPlan
 # than the move itself at bulk speed); refusals keep their own id and message.
 MOVED = ActionResult("", DONE, "moved")
 
-# The BullMQ key each state lives in (waiting jobs are in the ``wait`` list).
-STATE_SET = {"failed": "failed", "completed": "completed", "delayed": "delayed", "waiting": "wait", "active": "active",
-             "prioritized": "prioritized"}
-
 
 def state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:
-    if state in ("waiting", "active"):
+    if state in LIST_STATES:
         pipe.lpos(queue.state_key(state), job_id, rank=-1)
     else:
         pipe.zscore(queue.state_key(state), job_id)
@@ -33,7 +30,7 @@ def state_check(pipe, queue: QueueRef, job_id: str, state: str) -> None:
 def still_there(value, state: str, before_ms: int) -> bool:
     if value is None:
         return False
-    return state not in ("failed", "completed") or float(value) < before_ms
+    return state not in FINISHED_STATES or float(value) < before_ms
 
 
 def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[list[tuple[str, str]], int]:
@@ -86,7 +83,7 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         ids = [job_id for job_id, _ in items] if len(positions) == len(items) else [items[n][0] for n in positions]
         try:
             if plan.action == "retry":
-                keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
+                keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
                 codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
                                                             "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]

@@ -20,8 +20,8 @@ import redis
 from ..actions import retry_outcome
 from ..bullmq_scripts import SCRIPTS
 from ..selection import Cursor, zset_bounds, zset_offset
+from ..states import FINISHED_STATES, STATE_KEYS
 from ..text import to_text
-from .batches import STATE_SET
 from .plan import BulkPlan
 from .progress import Progress, ProgressStore, nothing_left_behind
 
@@ -34,7 +34,7 @@ def head_mode(plan: BulkPlan) -> bool:
     """Whether the plan retries a whole finished set up to ``before_ms`` (no filter reading the
     jobs, no lower time bound): then the batch script picks its own batches (``HeadRun``)."""
     f = plan.filt
-    return (plan.action == "retry" and f is not None and f.state in ("failed", "completed")
+    return (plan.action == "retry" and f is not None and f.state in FINISHED_STATES
             and not f.reads_jobs and f.finished_from_ms is None)
 
 
@@ -61,7 +61,7 @@ class HeadRun:
         q, state = plan.queue, plan.filt.state
         self.key = q.state_key(state)
         self.lo, hi = zset_bounds(plan.filt, plan.before_ms)
-        self.keys = [q.key(s) for s in ("events", STATE_SET[state], "wait", "meta", "active", "marker", "prioritized",
+        self.keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized",
                                         "pc", "paused")] + [progress.receipt_key]
         self.fixed = [q.base, state, "failedReason" if state == "failed" else "returnvalue",
                       "1" if plan.reset_counters else "0", hi]

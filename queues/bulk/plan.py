@@ -11,14 +11,13 @@ import redis
 from ..dead_letters import DEFAULT_DLQ_PATTERNS
 from ..keys import QueueRef
 from ..selection import JobFilter, preview, scan_length
+from ..states import states_allowing
 
 ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
-# The states each action looks for a job in. ``active`` only matters for explicit selections
-# (filters cannot select active jobs): removeJob refuses locked ones, which are counted as skipped.
-ACTION_STATES = {"retry": ("failed", "completed"),
-                 "discard": ("failed", "completed", "delayed", "waiting", "prioritized", "active"),
-                 "promote": ("delayed",), "redrive": ("waiting", "prioritized", "failed", "completed", "delayed"),
-                 "edit-retry": ("failed",)}
+# The states each action looks for a job in (``queues.states``). ``active`` only matters for
+# explicit selections (filters cannot select active jobs): removeJob refuses locked ones, which
+# are counted as skipped.
+ACTION_STATES = {action: states_allowing(action) for action in ACTIONS}
 DEFAULT_RATE = 100.0
 MAX_BATCH = 1000  # jobs per batch script: about 15 ms of Redis time
 # An unpaced edit-and-retry reads and journals a bigger batch: its scripts take it in chunks of
