@@ -69,19 +69,19 @@ def retry_call(queue: QueueRef, job_id: str, *, state: str, reset_counters: bool
 
 def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
     if code == 1:
-        moved = (_("Job {job_id} moved from failed back to waiting.", job_id=job_id) if state == "failed"
-                 else _("Job {job_id} moved from completed back to waiting.", job_id=job_id))
+        moved = (_("Job {id} moved from failed back to waiting.", id=job_id) if state == "failed"
+                 else _("Job {id} moved from completed back to waiting.", id=job_id))
         return ActionResult(job_id, DONE, moved)
     if code == -1:
         return ActionResult(job_id, MISSING, gone(job_id))
-    left = (_("Job {job_id} is no longer failed; it was left as it is.", job_id=job_id) if state == "failed"
-            else _("Job {job_id} is no longer completed; it was left as it is.", job_id=job_id))
+    left = (_("Job {id} is no longer failed; it was left as it is.", id=job_id) if state == "failed"
+            else _("Job {id} is no longer completed; it was left as it is.", id=job_id))
     return ActionResult(job_id, WRONG_STATE, left)
 
 
 def gone(job_id: str) -> str:
     """What every action says of a job that is no longer there."""
-    return _("Job {job_id} no longer exists.", job_id=job_id)
+    return _("Job {id} no longer exists.", id=job_id)
 
 
 def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
@@ -107,8 +107,8 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
     if not exists:
         return ActionResult(job_id, MISSING, gone(job_id))
     if failed_score is None and completed_score is None:
-        return ActionResult(job_id, WRONG_STATE, _("Job {job_id} is neither failed nor completed, so it cannot be "
-                                                   "retried.", job_id=job_id))
+        return ActionResult(job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be "
+                                                   "retried.", id=job_id))
     state = "failed" if failed_score is not None else "completed"
     keys, args = retry_call(queue, job_id, state=state, reset_counters=reset_counters,
                             lifo=_lifo(client, queue, job_id))
@@ -124,27 +124,27 @@ def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple
 
 
 def not_a_job(job_id: str) -> ActionResult:
-    return ActionResult(job_id, NOT_A_JOB, _("'{job_id}' is not a job: it is in none of this queue's states (waiting, "
+    return ActionResult(job_id, NOT_A_JOB, _("'{id}' is not a job: it is in none of this queue's states (waiting, "
                                              "active, delayed, prioritized, waiting-children, completed, failed). It "
                                              "may be one of the queue's own keys (meta, events, a scheduler or "
-                                             "deduplication key). Nothing was done.", job_id=job_id))
+                                             "deduplication key). Nothing was done.", id=job_id))
 
 
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
     if code == NOT_A_JOB_CODE:
         return not_a_job(job_id)
     if code == 1:
-        removed = _("Job {job_id} removed.", job_id=job_id)
+        removed = _("Job {id} removed.", id=job_id)
         return ActionResult(job_id, DONE, Joined([removed, children_note], " ") if children_note else removed)
     if code == 0:
-        return ActionResult(job_id, LOCKED, _("Job {job_id} is being processed by a worker (it holds the lock); "
-                                              "it was not removed. Try again when it has finished.", job_id=job_id))
+        return ActionResult(job_id, LOCKED, _("Job {id} is being processed by a worker (it holds the lock); "
+                                              "it was not removed. Try again when it has finished.", id=job_id))
     if code == -8:
-        return ActionResult(job_id, SCHEDULER_ITERATION, _("Job {job_id} is the next iteration of its job scheduler "
+        return ActionResult(job_id, SCHEDULER_ITERATION, _("Job {id} is the next iteration of its job scheduler "
                                                            "and cannot be removed on its own; remove the scheduler "
-                                                           "instead.", job_id=job_id))
-    return ActionResult(job_id, WRONG_STATE, _("Job {job_id} was not removed (BullMQ returned {code}).",
-                                               job_id=job_id, code=code))
+                                                           "instead.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).",
+                                               id=job_id, code=code))
 
 
 def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool) -> str:
@@ -197,8 +197,8 @@ def promote_call(queue: QueueRef, job_id: str) -> tuple[list[str], list]:
 
 def promote_outcome(job_id: str, code: int) -> ActionResult:
     if code == 0:
-        return ActionResult(job_id, DONE, _("Job {job_id} promoted: it runs as soon as a worker is free.", job_id=job_id))
-    return ActionResult(job_id, WRONG_STATE, _("Job {job_id} is no longer delayed; nothing to promote.", job_id=job_id))
+        return ActionResult(job_id, DONE, _("Job {id} promoted: it runs as soon as a worker is free.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer delayed; nothing to promote.", id=job_id))
 
 
 def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionResult:
