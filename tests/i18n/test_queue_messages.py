@@ -15,12 +15,15 @@ import pytest
 from django.utils import translation
 
 from dashboard.i18n import translate
-from queues import actions, scheduler_edit
+from queues import actions, cron, scheduler_edit
 from queues.bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from queues.messages import Joined, Message
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = [ROOT / "queues" / "actions.py", ROOT / "queues" / "scheduler_edit.py"]
+# Cron errors reach the scheduler pages through ``SchedulerError`` (its other ValueErrors are a
+# programmer's: aware datetimes, a Periodic job's own definition).
+CATALOGUED = [*MODULES, ROOT / "queues" / "cron.py"]
 # A result's message (ActionResult(job_id, outcome, message), SchedulerResult(outcome, message))
 # and an error's text: where the user reads what happened.
 MESSAGE_ARGUMENT = {"ActionResult": 2, "SchedulerResult": 1, "SchedulerError": 0, "CronError": 0, "ValueError": 0}
@@ -52,7 +55,7 @@ def test_messages_are_marked(path):
     assert not unmarked, unmarked
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CATALOGUED, ids=lambda p: p.name)
 def test_every_message_id_has_an_arabic_entry(path):
     msgids = [call.args[0].value for call in _calls(path)
               if _name(call.func) in MARKERS and call.args and isinstance(call.args[0], ast.Constant)]
@@ -82,11 +85,16 @@ def _refusals() -> list[str]:
            dict(scheduler_id="s", name="n", every=5, start_date=-1),
            dict(scheduler_id="s", name="n", every=5, start_date=10, end_date=5),
            dict(scheduler_id="s", name="n", every=5, limit=0), dict(scheduler_id="s", name="n", every=5, opts="x"),
-           dict(scheduler_id="s", name="n", every=5, opts={"jobId": "x"})]
+           dict(scheduler_id="s", name="n", every=5, opts={"jobId": "x"}),
+           dict(scheduler_id="s", name="n", every=5, tz="Mars/Olympus")]
     texts = []
     for kwargs in bad:
         with pytest.raises(scheduler_edit.SchedulerError) as caught:
             scheduler_edit.check_spec(**kwargs)
+        texts.append(str(caught.value))
+    for expr in ("", "* * *", "99 * * * *", "0 0 30 2 *"):
+        with pytest.raises(cron.CronError) as caught:
+            cron.cron_validate(expr)
         texts.append(str(caught.value))
     with pytest.raises(ValueError) as caught:
         actions.queue_clean(None, queue=None, state="active", older_than_ms=0)
