@@ -21,6 +21,7 @@ import redis
 from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
 from .keys import QueueRef
+from .messages import Joined, _
 from .safe_json import loads_or
 from .states import CLEANABLE_STATES, RETRYABLE_STATES, STATE_KEYS
 from .text import to_text
@@ -67,10 +68,19 @@ def retry_call(queue: QueueRef, job_id: str, *, state: str, reset_counters: bool
 
 def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
     if code == 1:
-        return ActionResult(job_id, DONE, f"Job {job_id} moved from {state} back to waiting.")
+        moved = (_("Job {id} moved from failed back to waiting.", id=job_id) if state == "failed"
+                 else _("Job {id} moved from completed back to waiting.", id=job_id))
+        return ActionResult(job_id, DONE, moved)
     if code == -1:
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
-    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer {state}; it was left as it is.")
+        return ActionResult(job_id, MISSING, gone(job_id))
+    left = (_("Job {id} is no longer failed; it was left as it is.", id=job_id) if state == "failed"
+            else _("Job {id} is no longer completed; it was left as it is.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, left)
+
+
+def gone(job_id: str) -> str:
+    """What every action says of a job that is no longer there."""
+    return _("Job {id} no longer exists.", id=job_id)
 
 
 def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
@@ -94,10 +104,11 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
     pipe.exists(queue.job_key(job_id))
     *scores, exists = pipe.execute()
     if not exists:
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+        return ActionResult(job_id, MISSING, gone(job_id))
     state = next((st for st, score in zip(RETRYABLE_STATES, scores) if score is not None), None)
     if state is None:
-        return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is neither failed nor completed, so it cannot be retried.")
+        return ActionResult(job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be "
+                                                   "retried.", id=job_id))
     keys, args = retry_call(queue, job_id, state=state, reset_counters=reset_counters,
                             lifo=_lifo(client, queue, job_id))
     return retry_outcome(job_id, int(scripts_for(client).retry(keys=keys, args=args)), state=state)
@@ -112,24 +123,27 @@ def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple
 
 
 def not_a_job(job_id: str) -> ActionResult:
-    return ActionResult(job_id, NOT_A_JOB, f"{job_id!r} is not a job: it is in none of this queue's states (waiting, "
-                                           "active, delayed, prioritized, waiting-children, completed, failed). It may "
-                                           "be one of the queue's own keys (meta, events, a scheduler or deduplication "
-                                           "key). Nothing was done.")
+    return ActionResult(job_id, NOT_A_JOB, _("'{id}' is not a job: it is in none of this queue's states (waiting, "
+                                             "active, delayed, prioritized, waiting-children, completed, failed). It "
+                                             "may be one of the queue's own keys (meta, events, a scheduler or "
+                                             "deduplication key). Nothing was done.", id=job_id))
 
 
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
     if code == NOT_A_JOB_CODE:
         return not_a_job(job_id)
     if code == 1:
-        return ActionResult(job_id, DONE, f"Job {job_id} removed.{children_note}")
+        removed = _("Job {id} removed.", id=job_id)
+        return ActionResult(job_id, DONE, Joined([removed, children_note], " ") if children_note else removed)
     if code == 0:
-        return ActionResult(job_id, LOCKED, f"Job {job_id} is being processed by a worker (it holds the lock); "
-                                            "it was not removed. Try again when it has finished.")
+        return ActionResult(job_id, LOCKED, _("Job {id} is being processed by a worker (it holds the lock); "
+                                              "it was not removed. Try again when it has finished.", id=job_id))
     if code == -8:
-        return ActionResult(job_id, SCHEDULER_ITERATION, f"Job {job_id} is the next iteration of its job scheduler "
-                                                         "and cannot be removed on its own; remove the scheduler instead.")
-    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} was not removed (BullMQ returned {code}).")
+        return ActionResult(job_id, SCHEDULER_ITERATION, _("Job {id} is the next iteration of its job scheduler "
+                                                           "and cannot be removed on its own; remove the scheduler "
+                                                           "instead.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).",
+                                               id=job_id, code=code))
 
 
 def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool) -> str:
@@ -143,14 +157,15 @@ def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_c
     parts = []
     if pending or processed:
         if remove_children:
-            parts.append(f" Its {pending + processed} child job(s) were removed with it (unless a worker held one).")
+            parts.append(_("Its {n} child job(s) were removed with it (unless a worker held one).",
+                           n=pending + processed))
         else:
-            parts.append(f" Its {pending} unfinished and {processed} finished child job(s) were kept; "
-                         "they run on, with no parent left to report to.")
+            parts.append(_("Its {pending} unfinished and {processed} finished child job(s) were kept; they run on, "
+                           "with no parent left to report to.", pending=pending, processed=processed))
     if parent:
-        parts.append(f" It was also taken off its parent {to_text(parent)}'s dependencies; the parent moves "
-                     "to waiting if this was its last pending child.")
-    return "".join(parts)
+        parts.append(_("It was also taken off its parent {parent}'s dependencies; the parent moves to waiting if "
+                       "this was its last pending child.", parent=to_text(parent)))
+    return Joined(parts, " ")
 
 
 def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool = False) -> ActionResult:
@@ -162,7 +177,7 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
     """
     kind = to_text(client.type(queue.job_key(job_id)))
     if kind == "none":
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+        return ActionResult(job_id, MISSING, gone(job_id))
     if kind != "hash":  # a stream, list or string under the queue (events, de:<id>, ...): never a job
         return not_a_job(job_id)
     note = children_note(client, queue=queue, job_id=job_id, remove_children=remove_children)
@@ -181,14 +196,14 @@ def promote_call(queue: QueueRef, job_id: str) -> tuple[list[str], list]:
 
 def promote_outcome(job_id: str, code: int) -> ActionResult:
     if code == 0:
-        return ActionResult(job_id, DONE, f"Job {job_id} promoted: it runs as soon as a worker is free.")
-    return ActionResult(job_id, WRONG_STATE, f"Job {job_id} is no longer delayed; nothing to promote.")
+        return ActionResult(job_id, DONE, _("Job {id} promoted: it runs as soon as a worker is free.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer delayed; nothing to promote.", id=job_id))
 
 
 def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionResult:
     """Move a delayed job to waiting now (BullMQ's ``promote``)."""
     if not client.exists(queue.job_key(job_id)):
-        return ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
+        return ActionResult(job_id, MISSING, gone(job_id))
     keys, args = promote_call(queue, job_id)
     return promote_outcome(job_id, int(scripts_for(client).promote(keys=keys, args=args)))
 
@@ -218,7 +233,8 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
     the others the last attempt's start, else the creation time), at most ``limit`` (0 = all) with BullMQ's ``cleanJobsInSet``. Returns how many went.
     Scheduler iterations and locked jobs are skipped by the script itself."""
     if state not in CLEANABLE_STATES:
-        raise ValueError(f"Cannot clean state {state!r}; choose one of {', '.join(CLEANABLE_STATES)}.")
+        raise ValueError(_("Cannot clean state '{state}'; choose one of {states}.", state=state,
+                           states=", ".join(CLEANABLE_STATES)))
     if older_than_ms < 0 or limit < 0:
         raise ValueError("older_than_ms and limit must not be negative.")
     set_name = STATE_KEYS[state]

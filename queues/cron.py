@@ -25,6 +25,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
 
+from .messages import _
+
 log = logging.getLogger("queuewatch.cron")
 
 UTC = dt.timezone.utc
@@ -40,7 +42,7 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
-        raise CronError(f"Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.") from None
+        raise CronError(_("Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.", name=name)) from None
 
 
 def cron_validate(expr: str, tz: str = "UTC") -> None:
@@ -48,17 +50,18 @@ def cron_validate(expr: str, tz: str = "UTC") -> None:
     zone(tz)
     text = (expr or "").strip()
     if not text:
-        raise CronError("Enter a cron expression, e.g. “0 2 * * *” (every day at 02:00).")
+        raise CronError(_("Enter a cron expression, e.g. “0 2 * * *” (every day at 02:00)."))
     if len(text.split()) not in (5, 6):
-        raise CronError(f"“{text}” has {len(text.split())} fields; a cron expression has 5 "
-                        "(minute hour day-of-month month day-of-week), optionally 6 with seconds.")
+        raise CronError(_("“{text}” has {fields} fields; a cron expression has 5 (minute hour day-of-month month "
+                          "day-of-week), optionally 6 with seconds.", text=text, fields=len(text.split())))
     if not croniter.is_valid(text):
-        raise CronError(f"“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).")
+        raise CronError(_("“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).",
+                          text=text))
     try:  # valid fields can still name a date that never comes (30 February)
         croniter(text, dt.datetime(2000, 1, 1)).get_next(dt.datetime)
     except CroniterBadDateError:
-        raise CronError(f"“{text}” never fires: no date matches its day-of-month, month and day-of-week "
-                        "(e.g. 30 February).") from None
+        raise CronError(_("“{text}” never fires: no date matches its day-of-month, month and day-of-week "
+                          "(e.g. 30 February).", text=text)) from None
 
 
 def _local(at: dt.datetime, tz: ZoneInfo) -> dt.datetime:

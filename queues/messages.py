@@ -29,6 +29,11 @@ class Message(str):
     def __reduce__(self):  # pickles (and copies) keep the message id and parameters
         return (_rebuild, (self.msgid, self.params))
 
+    def __str__(self):
+        # ``str(error)`` of an exception raised with a message gives the message itself, so a
+        # refusal re-raised at the edge (``InvalidInput(str(exc))``) is still translated there.
+        return self
+
 
 class Joined(str):
     """Several messages joined by a separator: the English text, and the parts to translate one
@@ -47,6 +52,9 @@ class Joined(str):
     def __reduce__(self):
         return (Joined, (self.parts, self.separator))
 
+    def __str__(self):  # as ``Message.__str__``
+        return self
+
 
 def _rebuild(msgid: str, params: dict) -> Message:
     return Message(msgid, **params)
@@ -56,6 +64,12 @@ def _(msgid: str, /, **params) -> Message:
     """Mark ``msgid`` for translation and fill ``{name}`` placeholders from ``params``. The
     placeholders stay in the message id, so translators can move them around."""
     return Message(msgid, **params)
+
+
+def gettext_noop(msgid: str, /) -> str:
+    """Mark ``msgid`` for ``makemessages`` where it is filled in later (a table of message ids
+    that a function passes to ``_``); returns it unchanged."""
+    return msgid
 
 
 # Text kept as JSON (a bulk task's progress in the database) is translated when it is shown, so

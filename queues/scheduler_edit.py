@@ -32,6 +32,7 @@ from . import cron
 from .bullmq_scripts import as_function, lua_script
 from .job_options import InvalidJob, new_job
 from .keys import QueueRef
+from .messages import _, gettext_noop
 from .safe_json import loads_or
 from .schedulers import is_legacy_key_shape
 from .text import to_int, to_text
@@ -83,40 +84,41 @@ def check_spec(*, scheduler_id, name, pattern="", every=None, tz="", start_date=
     """Check a scheduler as ``upsertJobScheduler`` would (and a little more: a zone that exists,
     a pattern cron-parser can read, a template Queuewatch's add would accept)."""
     if not isinstance(scheduler_id, str) or not scheduler_id.strip() or len(scheduler_id) > MAX_ID:
-        raise SchedulerError(f"The scheduler id must be a non-empty string of at most {MAX_ID} characters.")
+        raise SchedulerError(_("The scheduler id must be a non-empty string of at most {max} characters.", max=MAX_ID))
     pattern = (pattern or "").strip()
     if pattern and every:
-        raise SchedulerError("Both a pattern and 'every' are given: a scheduler has one or the other.")
+        raise SchedulerError(_("Both a pattern and 'every' are given: a scheduler has one or the other."))
     if not pattern and not every:
-        raise SchedulerError("Give a cron pattern (e.g. \"0 3 * * *\") or 'every' (milliseconds).")
+        raise SchedulerError(_("Give a cron pattern (e.g. \"0 3 * * *\") or 'every' (milliseconds)."))
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-        raise SchedulerError("'every' must be a whole number of milliseconds, 1 or more.")
+        raise SchedulerError(_("'every' must be a whole number of milliseconds, 1 or more."))
     try:
         cron.zone(tz or "UTC")
         if pattern:
             fields = len(pattern.split())
             if fields not in (5, 6):
-                raise cron.CronError(f"“{pattern}” has {fields} fields; a pattern has 5, or 6 with seconds first.")
+                raise cron.CronError(_("“{pattern}” has {fields} fields; a pattern has 5, or 6 with seconds first.",
+                                       pattern=pattern, fields=fields))
             if cron.bullmq_next_millis(pattern=pattern, tz=tz or "UTC", now_ms=0) is None:
-                raise cron.CronError(f"“{pattern}” never fires.")
+                raise cron.CronError(_("“{pattern}” never fires.", pattern=pattern))
     except cron.CronError as exc:
         raise SchedulerError(str(exc)) from None
     except (ValueError, KeyError):
-        raise SchedulerError(f"“{pattern}” is not a valid cron pattern.") from None
+        raise SchedulerError(_("“{pattern}” is not a valid cron pattern.", pattern=pattern)) from None
     for label, value in (("startDate", start_date), ("endDate", end_date)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise SchedulerError(f"'{label}' must be a time in milliseconds since 1970.")
+            raise SchedulerError(_("'{label}' must be a time in milliseconds since 1970.", label=label))
     if start_date and end_date and end_date <= start_date:
-        raise SchedulerError("'endDate' must come after 'startDate'.")
+        raise SchedulerError(_("'endDate' must come after 'startDate'."))
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise SchedulerError("'limit' must be a whole number, 1 or more.")
+        raise SchedulerError(_("'limit' must be a whole number, 1 or more."))
     opts = opts or {}
     if not isinstance(opts, dict):
-        raise SchedulerError("The template's options must be a JSON object.")
+        raise SchedulerError(_("The template's options must be a JSON object."))
     unknown = set(opts) - set(TEMPLATE_OPTIONS)
     if unknown:
-        raise SchedulerError(f"Unknown template option(s): {', '.join(sorted(unknown))}. A scheduler's template "
-                             f"takes: {', '.join(TEMPLATE_OPTIONS)}.")
+        raise SchedulerError(_("Unknown template option(s): {unknown}. A scheduler's template takes: {known}.",
+                               unknown=", ".join(sorted(unknown)), known=", ".join(TEMPLATE_OPTIONS)))
     try:
         template = new_job(name=name, data=data, opts=opts)
     except InvalidJob as exc:
@@ -148,13 +150,13 @@ def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[l
     builds them for ``spec`` at ``now_ms``. Raises ``SchedulerError`` where Node would add
     nothing (end date passed, a pattern that never fires again)."""
     if spec.end_date and now_ms > spec.end_date:
-        raise SchedulerError("The end date has passed: BullMQ would schedule nothing.")
+        raise SchedulerError(_("The end date has passed: BullMQ would schedule nothing."))
     next_millis = None
     if spec.pattern:
         next_millis = cron.bullmq_next_millis(pattern=spec.pattern, tz=spec.tz or "UTC", now_ms=now_ms,
                                               start_ms=spec.start_date)
         if next_millis is None:
-            raise SchedulerError("The pattern never fires again: BullMQ would schedule nothing.")
+            raise SchedulerError(_("The pattern never fires again: BullMQ would schedule nothing."))
     repeat = {**spec.repeat_opts(), "count": 1}
     merged = {**spec.opts, "repeat": repeat, "timestamp": now_ms, "repeatJobKey": spec.scheduler_id}
     if next_millis is not None:  # an ``every`` scheduler's are left to the script, as Node leaves them
@@ -217,12 +219,13 @@ if type(added) == "number" then return {added} end
 return {1, added[1], added[2], removed}
 """)
 
+# Message ids, filled in (and so marked for translation) by ``_refusal``.
 _REFUSED = {
-    -102: (NOT_EDITABLE, "There is no job scheduler {id} (removed meanwhile?); nothing was changed."),
-    -103: (NOT_EDITABLE, "{id} is a legacy repeatable entry, not a job scheduler: migrate it first."),
-    -10: (COLLISION, "BullMQ refused: the next iteration {id} would run at is already taken by the iteration "
-                     "being processed now. Try again when it has finished."),
-    -11: (COLLISION, "BullMQ refused: every slot for the next iterations is busy."),
+    -102: (NOT_EDITABLE, gettext_noop("There is no job scheduler {id} (removed meanwhile?); nothing was changed.")),
+    -103: (NOT_EDITABLE, gettext_noop("{id} is a legacy repeatable entry, not a job scheduler: migrate it first.")),
+    -10: (COLLISION, gettext_noop("BullMQ refused: the next iteration {id} would run at is already taken by the "
+                                  "iteration being processed now. Try again when it has finished.")),
+    -11: (COLLISION, gettext_noop("BullMQ refused: every slot for the next iterations is busy.")),
 }
 
 
@@ -240,8 +243,10 @@ class SchedulerResult:
 
 
 def _refusal(code: int, scheduler_id: str) -> SchedulerResult:
-    outcome, text = _REFUSED.get(code, ("refused", f"BullMQ refused (code {code})."))
-    return SchedulerResult(outcome, text.format(id=scheduler_id))
+    if code not in _REFUSED:
+        return SchedulerResult("refused", _("BullMQ refused (code {code}).", code=code))
+    outcome, msgid = _REFUSED[code]
+    return SchedulerResult(outcome, _(msgid, id=scheduler_id))
 
 
 def edit_scheduler(client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec,
@@ -252,7 +257,8 @@ def edit_scheduler(client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec,
     if isinstance(reply, int):
         return _refusal(reply, spec.scheduler_id)
     job_id, delay = to_text(reply[0]), int(reply[1])
-    return SchedulerResult(DONE, f"Scheduler {spec.scheduler_id} updated; its next job is {job_id}.", job_id, delay)
+    return SchedulerResult(DONE, _("Scheduler {id} updated; its next job is {job_id}.", id=spec.scheduler_id,
+                                            job_id=job_id), job_id, delay)
 
 
 def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerResult:
@@ -260,10 +266,10 @@ def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str)
     code = REMOVE(keys=[queue.key("repeat"), queue.key("delayed"), queue.key("events")],
                   args=[scheduler_id, queue.base], client=client)
     if code == 0:
-        return SchedulerResult(DONE, f"Scheduler {scheduler_id} removed, with its next delayed job. An iteration "
-                                     "already waiting or running still runs once.")
+        return SchedulerResult(DONE, _("Scheduler {id} removed, with its next delayed job. An iteration already "
+                                       "waiting or running still runs once.", id=scheduler_id))
     if code == 1:
-        return SchedulerResult(MISSING, f"There is no job scheduler {scheduler_id}; nothing was removed.")
+        return SchedulerResult(MISSING, _("There is no job scheduler {id}; nothing was removed.", id=scheduler_id))
     return _refusal(int(code), scheduler_id)
 
 
@@ -302,8 +308,8 @@ def plan_migration(client: redis.Redis, *, queue: QueueRef, member: str, schedul
     score = client.zscore(queue.key("repeat"), member)
     h = {to_text(k): to_text(v) for k, v in client.hgetall(queue.key("repeat:") + member).items()}
     if score is None or "ic" in h:
-        raise SchedulerError(f"{member} is not a legacy repeatable entry of this queue (gone, or already a "
-                             "job scheduler).")
+        raise SchedulerError(_("{member} is not a legacy repeatable entry of this queue (gone, or already a "
+                               "job scheduler).", member=member))
     if h:
         layout, name, tz, spec_text = "v5-hash", h.get("name", ""), h.get("tz", ""), h.get("pattern") or h.get("every", "")
         end_date, default_id = to_int(h.get("endDate")), h.get("name", "") or member
@@ -312,7 +318,7 @@ def plan_migration(client: redis.Redis, *, queue: QueueRef, member: str, schedul
         layout, name, tz, spec_text, end_date = "key-shape", parts[0], parts[3], parts[4], to_int(parts[2])
         default_id = parts[1] or parts[0]
     else:
-        raise SchedulerError(f"{member} has no definition Queuewatch can read; migrate it by hand.")
+        raise SchedulerError(_("{member} has no definition Queuewatch can read; migrate it by hand.", member=member))
     due = int(score)
     pending_id, job = _pending_iteration(client, queue, member, due)
     stored = loads_or(job.get("opts", "{}"), {})
@@ -334,16 +340,17 @@ def migrate_legacy(client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan,
     reply = MIGRATE(keys=keys, args=[*args, plan.member], client=client)
     code = int(reply[0])
     if code == -104:
-        return SchedulerResult(NOT_LEGACY, f"{plan.member} is no longer a legacy entry (migrated or removed "
-                                           "meanwhile); nothing was changed.")
+        return SchedulerResult(NOT_LEGACY, _("{member} is no longer a legacy entry (migrated or removed "
+                                             "meanwhile); nothing was changed.", member=plan.member))
     if code == -105:
-        return SchedulerResult(TARGET_EXISTS, f"A job scheduler {plan.spec.scheduler_id} already exists; choose "
-                                              "another id. Nothing was changed.")
+        return SchedulerResult(TARGET_EXISTS, _("A job scheduler {id} already exists; choose another id. Nothing "
+                                                "was changed.", id=plan.spec.scheduler_id))
     if code < 0:
         return _refusal(code, plan.spec.scheduler_id)
     job_id, delay, removed = to_text(reply[1]), int(reply[2]), int(reply[3])
-    return SchedulerResult(DONE, f"Legacy entry migrated to job scheduler {plan.spec.scheduler_id}; its next job is "
-                                 f"{job_id} ({removed} legacy pending job removed).", job_id, delay, removed)
+    return SchedulerResult(DONE, _("Legacy entry migrated to job scheduler {id}; its next job is {job_id} "
+                                   "({removed} legacy pending job removed).", id=plan.spec.scheduler_id,
+                                   job_id=job_id, removed=removed), job_id, delay, removed)
 
 
 def spec_as_dict(spec: SchedulerSpec) -> dict:

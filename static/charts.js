@@ -58,18 +58,10 @@
 
   // ---- number formats ---------------------------------------------------------------------
 
-  function trim(s) {
-    return s.indexOf(".") < 0 ? s : s.replace(/\.?0+$/, "");
-  }
-
-  function fmtNum(v, decimals) {
-    if (v == null || isNaN(v)) return "—";
-    var a = Math.abs(v);
-    if (a >= 1e6) return trim((v / 1e6).toFixed(1)) + "M";
-    if (a >= 1e4) return trim((v / 1e3).toFixed(1)) + "k";
-    if (a >= 100 || Number.isInteger(v)) return String(Math.round(v));
-    return trim(v.toFixed(a >= 10 ? 1 : decimals));
-  }
+  // The product's one set of rules (static/queuewatch.js, window.qwText): the same text, in the
+  // page's language, as the tables and the server write for the same value.
+  function text() { return window.qwText; }
+  function orDash(fmt) { return function (v) { return v == null || isNaN(v) ? "—" : fmt(v); }; }
 
   function lastValue(arr) {
     for (var i = (arr || []).length - 1; i >= 0; i--) if (arr[i] != null) return arr[i];
@@ -84,38 +76,13 @@
     return null;
   }
 
-  function fmtRate(v) { return fmtNum(v, 2); }
-  function fmtCount(v) { return v == null ? "—" : fmtNum(Math.round(v), 0); }
-
-  function fmtDuration(s) {
-    if (s == null || isNaN(s)) return "—";
-    if (s < 60) return trim(s.toFixed(s < 10 ? 1 : 0)) + " s";
-    var m = Math.floor(s / 60);
-    if (m < 60) { var rs = Math.round(s % 60); return m < 10 && rs ? m + " min " + rs + " s" : m + " min"; }
-    var h = Math.floor(m / 60);
-    if (h < 48) return m % 60 ? h + " h " + (m % 60) + " min" : h + " h";
-    return Math.floor(h / 24) + " d" + (h % 24 ? " " + (h % 24) + " h" : "");
-  }
-
-  // Axis ticks: short forms of the same units.
-  function tickDuration(s) {
-    if (s === 0) return "0";
-    if (s < 60) return trim(s.toFixed(1)) + "s";
-    if (s < 3600) return trim((s / 60).toFixed(1)) + "m";
-    if (s < 172800) return trim((s / 3600).toFixed(1)) + "h";
-    return trim((s / 86400).toFixed(1)) + "d";
-  }
-
-  // Wait and processing times arrive in milliseconds.
-  function fmtMs(v) {
-    if (v == null || isNaN(v)) return "—";
-    return v < 1000 ? fmtNum(v, 1) + " ms" : fmtDuration(v / 1000);
-  }
-
-  function tickMs(v) {
-    if (v === 0) return "0";
-    return v < 1000 ? trim(v.toFixed(v < 10 ? 1 : 0)) + "ms" : tickDuration(v / 1000);
-  }
+  var fmtRate = orDash(function (v) { return text().rate(v); });
+  var fmtPerMinute = orDash(function (v) { return text().perMinute(v); });
+  var fmtCount = orDash(function (v) { return text().count(Math.round(v)); });
+  // Durations arrive in seconds (ages) or milliseconds (wait and processing times); axis ticks
+  // and the legend read alike.
+  var fmtDuration = orDash(function (s) { return text().duration(s); });
+  var fmtMs = orDash(function (v) { return text().durationMs(v); });
 
   var COUNT_INCRS = [];
   var FRACTION_INCRS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5];
@@ -205,7 +172,7 @@
         line(gettext("p95"), kind + "_p95", COLORS.p95, { scale: "ms", fmt: fmtMs, width: 2, fill: fillOf(COLORS.p95, 0.06) }),
         line(gettext("p99"), kind + "_p99", COLORS.p99, { scale: "ms", fmt: fmtMs, dash: [4, 3] }),
       ],
-      axes: [valueAxis({ scale: "ms", label: axisLabel, fmt: tickMs, incrs: RATE_INCRS })],
+      axes: [valueAxis({ scale: "ms", label: axisLabel, fmt: fmtMs, incrs: RATE_INCRS })],
     };
   }
 
@@ -217,17 +184,17 @@
       processing: timingSpec("processing", gettext("processing time")),
       throughput: {
         series: [
-          line(gettext("Completed"), "completed", COLORS.completed, { unit: "/min", fill: fillOf(COLORS.completed, 0.08) }),
-          line(gettext("Failed"), "failed", COLORS.failed, { unit: "/min" }),
+          line(gettext("Completed"), "completed", COLORS.completed, { fmt: fmtPerMinute, fill: fillOf(COLORS.completed, 0.08) }),
+          line(gettext("Failed"), "failed", COLORS.failed, { fmt: fmtPerMinute }),
           // Attempts that failed and will be retried: a flapping dependency shows here first.
-          line(gettext("Failed attempts (retried)"), "attempt_failed", COLORS.attemptFailed, { unit: "/min", dash: [4, 3] }),
+          line(gettext("Failed attempts (retried)"), "attempt_failed", COLORS.attemptFailed, { fmt: fmtPerMinute, dash: [4, 3] }),
         ],
         axes: [valueAxis({ scale: "y", label: gettext("jobs / min"), fmt: fmtRate, incrs: rateIncrs })],
       },
       deadletters: {
         series: [
           line(isDlq ? gettext("Added") : gettext("Failed"), "dlq_growth", COLORS.dlqGrowth,
-            { unit: "/min", fill: fillOf(COLORS.dlqGrowth, 0.08) }),
+            { fmt: fmtPerMinute, fill: fillOf(COLORS.dlqGrowth, 0.08) }),
           line(isDlq ? gettext("Depth (waiting)") : gettext("Depth (failed set)"), "dlq_depth", COLORS.dlqDepth,
             { scale: "depth", fmt: fmtCount, unit: " " + gettext("jobs"), width: 2 }),
         ],
@@ -238,7 +205,7 @@
         ],
       },
       stalls: {
-        series: [line(gettext("Stalled"), "stalled", COLORS.stalled, { unit: "/min", fill: fillOf(COLORS.stalled, 0.1) })],
+        series: [line(gettext("Stalled"), "stalled", COLORS.stalled, { fmt: fmtPerMinute, fill: fillOf(COLORS.stalled, 0.1) })],
         axes: [valueAxis({ scale: "y", label: gettext("stalls / min"), fmt: fmtRate, incrs: rateIncrs })],
       },
       backlog: {
@@ -249,7 +216,7 @@
         ],
         axes: [
           valueAxis({ scale: "jobs", label: gettext("jobs waiting"), fmt: fmtCount, incrs: COUNT_INCRS }),
-          valueAxis({ scale: "age", side: 1, label: gettext("oldest age"), fmt: tickDuration, incrs: DURATION_INCRS,
+          valueAxis({ scale: "age", side: 1, label: gettext("oldest age"), fmt: fmtDuration, incrs: DURATION_INCRS,
             grid: false, color: COLORS.age }),
         ],
       },
@@ -281,15 +248,16 @@
     };
   }
 
-  // Time axis ticks in 24-hour time; the date is added under the first tick of each day.
+  // Time axis ticks in 24-hour time; the date is added under the first tick of each day, in the
+  // product's one numeric shape (2026-12-01), so no English month name reaches an Arabic page.
   var TIME_TICKS = [
     // [tick increment, default, new year, new month, new day, new hour, new minute, new second, mode]
     [3600 * 24 * 365, "{YYYY}", null, null, null, null, null, null, 1],
-    [3600 * 24 * 28, "{MMM}", "\n{YYYY}", null, null, null, null, null, 1],
-    [3600 * 24, "{MMM} {D}", "\n{YYYY}", null, null, null, null, null, 1],
-    [3600, "{HH}:{mm}", "\n{MMM} {D} {YYYY}", null, "\n{MMM} {D}", null, null, null, 1],
-    [60, "{HH}:{mm}", "\n{MMM} {D} {YYYY}", null, "\n{MMM} {D}", null, null, null, 1],
-    [1, "{HH}:{mm}:{ss}", "\n{MMM} {D} {YYYY}", null, "\n{MMM} {D}", null, null, null, 1],
+    [3600 * 24 * 28, "{YYYY}-{MM}", null, null, null, null, null, null, 1],
+    [3600 * 24, "{MM}-{DD}", "\n{YYYY}", null, null, null, null, null, 1],
+    [3600, "{HH}:{mm}", "\n{YYYY}-{MM}-{DD}", null, "\n{MM}-{DD}", null, null, null, 1],
+    [60, "{HH}:{mm}", "\n{YYYY}-{MM}-{DD}", null, "\n{MM}-{DD}", null, null, null, 1],
+    [1, "{HH}:{mm}:{ss}", "\n{YYYY}-{MM}-{DD}", null, "\n{MM}-{DD}", null, null, null, 1],
   ];
 
   function columns(spec, data) {
@@ -377,7 +345,9 @@
       .then(function (data) {
         if (seq !== self.seq) return; // a newer request (e.g. another range) is on its way
         self.draw(data, opts.rescale);
-        var when = new Date().toLocaleTimeString([], { hour12: false });
+        // The time of day in the product's one zone and shape (static/queuewatch.js).
+        var when = window.qwFormatTime ? window.qwFormatTime(Date.now(), "s").slice(11)
+                                       : new Date().toLocaleTimeString([], { hour12: false });
         if (hasAnyValue(data)) {
           self.setStatus(interpolate(data.resolution >= 3600 ? gettext("Hourly points, rates are hourly totals / 60 · updated %(when)s")
                                                              : gettext("Per-minute points · updated %(when)s"), { when: when }, true));

@@ -33,20 +33,88 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", gettext("reconnecting…")); });
 })();
 
+// Numbers and durations: the rules of dashboard/templatetags/qw.py, step for step (the same
+// float operations), with its words (units, short scales) in the page's language from the JSON
+// it renders once (#qw-format-rules, base.html). The server and the browser write the same text
+// for the same value (tests/i18n/test_number_formats.py). charts.js uses these too.
+(function () {
+  "use strict";
+  var rules = null;
+  function words() {
+    if (rules) return rules;
+    var el = typeof document !== "undefined" && document.getElementById("qw-format-rules");
+    try { rules = el ? JSON.parse(el.textContent) : null; } catch (e) { rules = null; }
+    // Without the rules (never on our pages): the keys, which are the English abbreviations.
+    rules = rules || { units: {}, scales: {} };
+    return rules;
+  }
+  function unit(key, text) {
+    var pattern = words().units[key] || (key.charAt(0) === "/" ? "%(n)s" : "%(n)s ") + key;
+    return pattern.replace("%(n)s", text);
+  }
+  var SCALES = [["B", 1e9], ["M", 1e6], ["K", 1e3]];  // largest first, as qw.SCALES
+  var COMPACT_COUNTS_FROM = 10000, COMPACT_RATES_FROM = 1000;
+
+  function rounded(value, decimals) {
+    var scale = Math.pow(10, decimals);
+    var r = Math.floor(Math.abs(value) * scale + 0.5);
+    var whole = Math.floor(r / scale);
+    var fraction = decimals ? String(r - whole * scale).padStart(decimals, "0").replace(/0+$/, "") : "";
+    return [whole, fraction];
+  }
+  function grouped(whole) { return String(whole).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+
+  function compact(value) {
+    var i = 0;
+    while (i < SCALES.length - 1 && value < SCALES[i][1]) i++;
+    if (i > 0 && rounded(value / SCALES[i][1], 1)[0] >= 1000) i--;
+    var pattern = words().scales[SCALES[i][0]] || "%(n)s" + SCALES[i][0];
+    return pattern.replace("%(n)s", number(value / SCALES[i][1]));
+  }
+  function number(value, decimals, compactFrom) {
+    value = Number(value);
+    if (!isFinite(value)) return "—";
+    if (decimals == null) decimals = 1;
+    var sign = value < 0 ? "-" : "";
+    if (compactFrom != null && Math.abs(value) >= compactFrom) return sign + compact(Math.abs(value));
+    var r = rounded(value, decimals);
+    if (!r[0] && !r[1]) sign = "";
+    return sign + grouped(r[0]) + (r[1] ? "." + r[1] : "");
+  }
+  function rate(value) {
+    var v = Math.abs(Number(value));
+    return number(value, v < 1 ? 2 : v < 10 ? 1 : 0, COMPACT_RATES_FROM);
+  }
+  function duration(seconds) {
+    var s = Math.max(0, Number(seconds));
+    if (!isFinite(s)) return "—";
+    if (s === 0) return unit("s", "0");
+    if (s < 1) return unit("ms", number(s * 1000, s < 0.01 ? 1 : 0));
+    if (s < 60) return unit("s", s < 10 ? number(s, 1) : String(Math.floor(s)));
+    var total = Math.floor(s), minutes = Math.floor(total / 60), sec = total % 60;
+    if (minutes < 60) return unit("min", String(minutes)) + (minutes < 10 && sec ? " " + unit("s", String(sec)) : "");
+    var hours = Math.floor(minutes / 60);
+    minutes = minutes % 60;
+    if (hours < 48) return unit("h", String(hours)) + (minutes ? " " + unit("min", String(minutes)) : "");
+    return unit("d", number(Math.floor(hours / 24))) + (hours % 24 ? " " + unit("h", String(hours % 24)) : "");
+  }
+  window.qwText = {
+    number: function (v) { return number(v, 1); },
+    count: function (v) { return number(v, 1, COMPACT_COUNTS_FROM); },
+    rate: rate,
+    perMinute: function (v) { return unit("/min", rate(v)); },
+    duration: duration,
+    durationMs: function (ms) { return duration(Number(ms) / 1000); },
+    COMPACT_COUNTS_FROM: COMPACT_COUNTS_FROM,
+    COMPACT_RATES_FROM: COMPACT_RATES_FROM,
+  };
+})();
+
 // Relative times and running ages are computed here, not on the server, so the HTML of a
 // live fragment only changes when the data changes.
 (function () {
   "use strict";
-  function fmt(ms) {
-    var s = ms / 1000;
-    function unit(n, fmt) { return interpolate(fmt, { n: n }, true); }
-    if (s < 60) return unit(s < 10 ? s.toFixed(1) : Math.floor(s), gettext("%(n)s s"));
-    var m = Math.floor(s / 60), sec = Math.floor(s % 60);
-    if (m < 60) return m < 10 && sec ? unit(m, gettext("%(n)s min")) + " " + unit(sec, gettext("%(n)s s")) : unit(m, gettext("%(n)s min"));
-    var h = Math.floor(m / 60);
-    if (h < 48) return unit(h, gettext("%(n)s h")) + " " + unit(m % 60, gettext("%(n)s min"));
-    return unit(Math.floor(h / 24), gettext("%(n)s d")) + " " + unit(h % 24, gettext("%(n)s h"));
-  }
+  function fmt(ms) { return window.qwText.durationMs(ms); }
   function update() {
     var now = Date.now();
     document.querySelectorAll("time.rel[datetime]").forEach(function (el) {
@@ -210,7 +278,6 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
 (function () {
   "use strict";
   var KEY = "qw-time-zone";
-  function locale() { return (document.documentElement.lang || "en") + "-u-nu-latn"; }
   function utc() {
     try { return window.localStorage.getItem(KEY) === "utc"; } catch (e) { return false; }
   }
@@ -226,25 +293,17 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   }
   window.qwZoneLabel = zoneLabel;
 
-  var cache = {};
-  function numberFormat(kind) {
-    var key = locale() + kind;
-    if (!cache[key]) {
-      cache[key] = new Intl.NumberFormat(locale(), kind === "compact"
-        ? { notation: "compact", maximumFractionDigits: 1 } : { maximumFractionDigits: 1 });
-    }
-    return cache[key];
-  }
   function formatNumber(el) {
     var v = Number(el.getAttribute("value"));
     if (el.getAttribute("value") === "" || !isFinite(v)) return;
-    var exact = numberFormat("exact").format(v);
-    // Counts stay exact below 10,000 (a 4-digit count reads fine with its separator); rates
-    // are short from 1,000 on. The exact figure is always on hover.
-    var threshold = el.classList.contains("qw-rate") ? 1000 : 10000;
-    var text = el.classList.contains("qw-compact") && Math.abs(v) >= threshold ? numberFormat("compact").format(v) : exact;
+    var exact = window.qwText.number(v);
+    // Counts are short from 10,000, rates from 1,000 (the rules above). The exact figure is
+    // always on hover.
+    var isRate = el.classList.contains("qw-rate"), compact = el.classList.contains("qw-compact");
+    var text = !compact ? exact : isRate ? window.qwText.rate(v) : window.qwText.count(v);
+    var from = isRate ? window.qwText.COMPACT_RATES_FROM : window.qwText.COMPACT_COUNTS_FROM;
     if (el.textContent !== text) el.textContent = text;
-    if (text !== exact) el.title = exact; else el.removeAttribute("title");
+    if (compact && Math.abs(v) >= from) el.title = exact; else el.removeAttribute("title");
   }
 
   function pad(n) { return String(n).padStart(2, "0"); }

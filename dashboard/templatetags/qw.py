@@ -6,13 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import math
 import time
 from urllib.parse import quote, urlencode
 
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.translation import gettext
+from django.utils.html import format_html, format_html_join, json_script
+from django.utils.translation import gettext, pgettext_lazy
 
 from dashboard.labels import label
 from dashboard.live import channels as live
@@ -32,22 +33,120 @@ def ms_datetime(ms):
         return str(ms)
 
 
-@register.filter
-def duration(ms):
-    """A millisecond duration in the largest sensible units: '3 d 4 h', '12 min', '4.2 s'."""
-    if ms in (None, ""):
+# ---- Numbers and durations: one set of rules -------------------------------------------------
+# The words are defined here, once, and translated in django.po; ``{% format_rules %}`` (in
+# base.html) hands them to static/queuewatch.js, whose formatters (used by charts.js too) follow
+# the same rules step for step, so a value reads the same whether the server or the browser
+# wrote it (tests/i18n/test_number_formats.py runs both). Digits are Latin in every language,
+# with "," between thousands and "." before decimals, as in ids and JSON. Units are the
+# glossary's abbreviations, which take no plural. The JS falls back to the keys.
+UNITS = {
+    "ms": pgettext_lazy("unit", "%(n)s ms"),
+    "s": pgettext_lazy("unit", "%(n)s s"),
+    "min": pgettext_lazy("unit", "%(n)s min"),
+    "h": pgettext_lazy("unit", "%(n)s h"),
+    "d": pgettext_lazy("unit", "%(n)s d"),
+    "/min": pgettext_lazy("unit", "%(n)s/min"),
+}
+# Short scales of compact numbers, largest first.
+SCALES = {
+    "B": (1e9, pgettext_lazy("short scale", "%(n)sB")),
+    "M": (1e6, pgettext_lazy("short scale", "%(n)sM")),
+    "K": (1e3, pgettext_lazy("short scale", "%(n)sK")),
+}
+COMPACT_COUNTS_FROM = 10_000  # a 4-digit count reads fine with its separator
+COMPACT_RATES_FROM = 1_000
+
+
+@register.simple_tag
+def format_rules():
+    """The words of the rules in the active language, as JSON for static/queuewatch.js."""
+    return json_script({"units": {key: str(text) for key, text in UNITS.items()},
+                        "scales": {key: str(text) for key, (_, text) in SCALES.items()}}, "qw-format-rules")
+
+
+def _unit(key: str, text: str) -> str:
+    return str(UNITS[key]) % {"n": text}
+
+
+def _rounded(value: float, decimals: int) -> tuple[int, str]:
+    """``|value|`` rounded half up: the whole part and the decimals (no trailing zeros). The same
+    float operations as the JS, so both round alike."""
+    scale = 10 ** decimals
+    whole, fraction = divmod(math.floor(abs(value) * scale + 0.5), scale)
+    return whole, str(fraction).rjust(decimals, "0").rstrip("0") if decimals else ""
+
+
+def number_text(value, *, decimals: int = 1, compact_from: float | None = None) -> str:
+    """A number with thousands separators and at most ``decimals`` decimals; from
+    ``compact_from`` on, short (12.3K) with one decimal."""
+    value = float(value)
+    if not math.isfinite(value):
         return "—"
-    ms = int(ms)
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{int(seconds)} s"
-    minutes, sec = divmod(int(seconds), 60)
+    sign = "-" if value < 0 else ""
+    if compact_from is not None and abs(value) >= compact_from:
+        return sign + _compact(abs(value))
+    whole, fraction = _rounded(value, decimals)
+    if not whole and not fraction:
+        sign = ""
+    return f"{sign}{whole:,}" + (f".{fraction}" if fraction else "")
+
+
+def _compact(value: float) -> str:
+    """A positive number in its largest short scale (999.96K reads 1M)."""
+    scales = list(SCALES.values())
+    i = next((i for i, (size, _) in enumerate(scales) if value >= size), len(scales) - 1)
+    if i > 0 and _rounded(value / scales[i][0], 1)[0] >= 1000:
+        i -= 1
+    size, text = scales[i]
+    return str(text) % {"n": number_text(value / size)}
+
+
+def rate_text(value) -> str:
+    """A per-minute rate without its unit: '0', '0.25', '4.2', '39', '1.2K'."""
+    v = abs(float(value))
+    return number_text(value, decimals=2 if v < 1 else 1 if v < 10 else 0, compact_from=COMPACT_RATES_FROM)
+
+
+def duration_text(seconds) -> str:
+    """A duration in the largest sensible units: '420 ms', '4.2 s', '59 s', '1 min 1 s', '12 min',
+    '1 h 5 min', '3 d 4 h'. Negative durations (clocks apart) read as zero."""
+    s = max(0.0, float(seconds))
+    if not math.isfinite(s):
+        return "—"
+    if s == 0:
+        return _unit("s", "0")
+    if s < 1:
+        return _unit("ms", number_text(s * 1000, decimals=1 if s < 0.01 else 0))
+    if s < 60:
+        return _unit("s", number_text(s, decimals=1) if s < 10 else str(math.floor(s)))
+    minutes, sec = divmod(math.floor(s), 60)
     if minutes < 60:
-        return f"{minutes} min {sec} s" if minutes < 10 and sec else f"{minutes} min"
+        return _unit("min", str(minutes)) + (" " + _unit("s", str(sec)) if minutes < 10 and sec else "")
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"{hours} h {minutes} min"
-    return f"{hours // 24} d {hours % 24} h"
+        return _unit("h", str(hours)) + (" " + _unit("min", str(minutes)) if minutes else "")
+    days, hours = divmod(hours, 24)
+    return _unit("d", number_text(days)) + (" " + _unit("h", str(hours)) if hours else "")
+
+
+@register.filter
+def duration(ms):
+    """A millisecond duration (``duration_text``)."""
+    if ms in (None, ""):
+        return "—"
+    try:
+        return duration_text(float(ms) / 1000)
+    except (TypeError, ValueError):
+        return str(ms)
+
+
+@register.filter
+def per_min(value):
+    """A per-minute rate with its unit: '39/min'."""
+    if value in (None, ""):
+        return "—"
+    return _unit("/min", rate_text(value))
 
 
 @register.simple_tag
@@ -106,7 +205,11 @@ def num(value, compact=False):
     Shared live fragments keep the raw value (static/queuewatch.js formats it)."""
     if value in (None, ""):
         return "—"
-    return format_html('<data class="qw-num{}" value="{}">{}</data>', " qw-compact" if compact else "", value, value)
+    try:
+        text = number_text(value, compact_from=COMPACT_COUNTS_FROM if compact else None)
+    except (TypeError, ValueError):
+        text = value
+    return format_html('<data class="qw-num{}" value="{}">{}</data>', " qw-compact" if compact else "", value, text)
 
 
 def rate_value(value):
@@ -153,7 +256,8 @@ def age_since(ms):
     if ms in (None, ""):
         return "—"
     iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
-    return format_html('<time class="age" datetime="{}" title="since {}">{}</time>', iso, ms_datetime(ms), duration(max(0, int(time.time() * 1000) - int(ms))))
+    return format_html('<time class="age" datetime="{}" title="{}">{}</time>', iso,
+                       gettext("since %(time)s") % {"time": ms_datetime(ms)}, duration(max(0, int(time.time() * 1000) - int(ms))))
 
 
 @register.filter
@@ -222,17 +326,10 @@ def get(mapping, key):
 
 @register.filter
 def rate(value):
-    """A per-minute rate: '0', '0.4', '12', '1.2k'."""
+    """A per-minute rate without its unit (``rate_text``)."""
     if value in (None, ""):
         return "—"
-    v = float(value)
-    if v == 0:
-        return "0"
-    if v < 10:
-        return f"{v:.1f}"
-    if v < 1000:
-        return f"{v:.0f}"
-    return f"{v / 1000:.1f}k"
+    return rate_text(value)
 
 
 @register.filter

@@ -38,7 +38,7 @@ def test_task_page_says_the_pace_asked(logged_in):
                                    state=BulkTask.DONE, total=12000, moved=12000)
     html = logged_in.get(reverse("task", args=[task.pk])).content.decode()
     assert "(paced at 0.5/s)" in html
-    assert '<dd class="moved"><data class="qw-num" value="12000">12000</data></dd>' in html
+    assert '<dd class="moved"><data class="qw-num" value="12000">12,000</data></dd>' in html
 
 
 def test_task_page_names_why_jobs_were_skipped_and_what_the_copies_kept_in_the_readers_language(logged_in):
@@ -64,7 +64,7 @@ def test_a_task_still_counting_says_how_far_through_the_state_it_is(logged_in):
                                    progress={"total": None, "examined": 3000, "in_state": 10000, "percent": 30.0})
     english = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
     total = re.search(r"<dt>Total</dt><dd>(.*?)</dd>", english).group(1)
-    assert re.sub(r"<[^>]+>", "", total) == "counting: 3000 of 10000 examined"
+    assert re.sub(r"<[^>]+>", "", total) == "counting: 3,000 of 10,000 examined"
     assert 'data-percent="30"' in english and '<dd class="remaining">—</dd>' in english
     arabic = logged_in.get(reverse("task", args=[task.pk]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
     assert "جارٍ العدّ" in arabic and "counting" not in arabic
