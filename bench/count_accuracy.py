@@ -1,4 +1,4 @@
-"""How exact the monitor's live figures are under a mixed real-BullMQ workload (issue 11), what
+"""How exact the monitor's live figures are under a mixed real-BullMQ workload, what
 that costs the monitored Redis, and how fast stalls are found in a 10,000-job fleet.
 
     .venv/bin/python bench/count_accuracy.py [--queues 50] [--rate 100] [--seconds 60]
@@ -122,7 +122,7 @@ def as_of(samples: list[tuple]) -> list[tuple]:
     the workload adds on a fixed clock, the documents come on a fixed tick, and for seconds at a
     time a queue's burst (a flow's parent and two children finishing within ~20 ms) fell between
     a document and the sample 60-100 ms after it, which read as a document 3 under the truth
-    although its figure was the truth at its ``taken_at`` (issue 11, docs/benchmarks.md). A
+    although its figure was the truth at its ``taken_at`` (docs/benchmarks.md). A
     document that lags by less than one sample period therefore reads as exact here; its age is
     what ``as_seen`` measures."""
     docs = {}

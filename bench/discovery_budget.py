@@ -1,4 +1,4 @@
-"""Discovery budget benchmark (issue 12, row 16): what one incremental discovery pass costs a
+"""Discovery budget benchmark: what one incremental discovery pass costs a
 large Redis, in Redis CPU, and how long it takes.
 
     .venv/bin/python bench/discovery_budget.py [--keys 10000000] [--queues 1000] [--rate 20000]

@@ -1,4 +1,4 @@
-"""Export streaming benchmark (issue 12, row 1): first-byte time and daphne's memory while a
+"""Export streaming benchmark: first-byte time and daphne's memory while a
 large failed-jobs export streams.
 
     .venv/bin/python bench/export_stream.py [--jobs 200000] [--payload 4096]

@@ -16,8 +16,9 @@ jobs in BullMQ 6's layout (``attempts: 3``, attempts made 3, a stack trace) and 
   bulk retry of the same round.
 
 The machine is shared, so the tools take turns in a rotated order each round; the medians and
-every round's own ratios are reported (issue 15 asks for >= 10x bull-board in every round). Each result is checked: the failed set is empty and every job is in ``wait``
-exactly once. Progress goes to stderr; the last stdout line is one JSON object.
+every round's own ratios are reported (the goal: >= 10x bull-board in every round). Each
+result is checked: the failed set is empty and every job is in ``wait`` exactly once. Progress
+goes to stderr; the last stdout line is one JSON object.
 
 Needs ``(cd bench/node && npm ci)``.
 """

@@ -35,9 +35,17 @@ from pathlib import Path
 import redis
 from redis.commands.core import Script
 
+
 # Located without importing ``bullmq`` (which pulls in its asyncio client, workers and more):
 # only its script files are used.
-COMMANDS_DIR = Path(importlib.util.find_spec("bullmq").submodule_search_locations[0]).resolve() / "commands"
+def _bullmq_commands_dir() -> Path:
+    spec = importlib.util.find_spec("bullmq")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("The bullmq package (requirements.txt) is not installed.")
+    return Path(spec.submodule_search_locations[0]).resolve() / "commands"
+
+
+COMMANDS_DIR = _bullmq_commands_dir()
 
 
 @functools.cache
@@ -286,7 +294,8 @@ return codes
 
 def lua_script(source: str) -> Script:
     # Bytes, so no client is needed to hash it; every call names its client (or pipeline).
-    return Script(None, source.encode("utf-8"))
+    # redis-py types the client as required; without one a Script only hashes its bytes.
+    return Script(None, source.encode("utf-8"))  # type: ignore[arg-type]
 
 
 SCRIPTS = {
@@ -314,6 +323,17 @@ class _Bound:
 
 class BullScripts:
     """The scripts, bound to one client: ``scripts_for(client).retry(keys=..., args=...)``."""
+
+    # One per entry of SCRIPTS (set below), declared for the type checker.
+    retry: _Bound
+    retry_batch: _Bound
+    retry_head: _Bound
+    remove_batch: _Bound
+    promote_batch: _Bound
+    remove: _Bound
+    promote: _Bound
+    pause: _Bound
+    clean: _Bound
 
     def __init__(self, client: redis.Redis):
         for name, script in SCRIPTS.items():

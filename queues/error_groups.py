@@ -21,6 +21,7 @@ import redis
 
 from .keys import QueueRef
 from .listing import SAMPLE_LIMIT
+from .redis import replies
 from .safe_json import loads_or
 from .text import to_int, to_text
 
@@ -116,7 +117,7 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMP
     cache: dict[str, tuple[str, str]] = {}  # reason -> (fingerprint, normalized): reasons repeat
     scanned = 0
     while scanned < min(total, scan_limit):
-        pairs = client.zrevrange(key, scanned, min(scanned + batch, scan_limit) - 1, withscores=True)
+        pairs = replies.scored(client.zrevrange(key, scanned, min(scanned + batch, scan_limit) - 1, withscores=True))
         if not pairs:
             break
         pipe = client.pipeline(transaction=False)

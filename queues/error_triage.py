@@ -1,4 +1,4 @@
-"""Error triage (issue 14, part 3): is a failure worth retrying?
+"""Error triage: is a failure worth retrying?
 
 Each error group gets a class from its newest failure reason (first line, as grouped):
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
+from redis.typing import KeyT, StreamIdT
 
 from .keys import QueueRef
+from .redis import replies
 from .text import to_text
 
 
@@ -93,14 +95,14 @@ class EventsFollower:
         gaps): for each queue whose stream was trimmed past our cursor, the (from, to) ms
         timestamps between which events were lost."""
         if not self.last_ids:
-            return [], []
+            return [], {}
         by_key = {q.key("events"): q for q in self.last_ids}
-        streams = {k: self.last_ids[q] for k, q in by_key.items()}
+        streams: dict[KeyT, StreamIdT] = {k: self.last_ids[q] for k, q in by_key.items()}
         block = self.block_ms if block_ms is None else block_ms
         response = self.client.xread(streams, count=self.count, block=block if block > 0 else None)
         events: list[Event] = []
         touched: list[tuple[QueueRef, str]] = []
-        for key, entries in response or []:
+        for key, entries in replies.stream_read(response):
             q = by_key[to_text(key)]
             previous = self.last_ids[q]
             for stream_id, fields in entries:

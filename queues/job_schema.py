@@ -1,4 +1,4 @@
-"""An optional JSON Schema for the data of a queue's jobs (issue 15): what an admin may store
+"""An optional JSON Schema for the data of a queue's jobs: what an admin may store
 (``check_schema``) and what data passes it (``validate``). One home for the rule; adding a job,
 duplicating one, and editing-and-retrying one or many all ask it before writing.
 

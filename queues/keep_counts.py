@@ -1,4 +1,4 @@
-"""How many jobs each queue's finished sets keep: learned from a job's own options (issue 11).
+"""How many jobs each queue's finished sets keep: learned from a job's own options.
 
 ``removeOnComplete``/``removeOnFail`` with a count trim the finished set in the same script that
 adds the finished job (``moveToFinished``), and no event says so. Counting every ``completed``

@@ -12,6 +12,8 @@ import secrets
 
 import redis
 
+from .redis import replies
+
 _EXTEND = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -56,5 +58,5 @@ class LeaderLock:
         self.held = False
 
     def holder(self) -> str | None:
-        value = self.client.get(self.key)
+        value = replies.value(self.client.get(self.key))
         return value.decode() if value else None

@@ -19,6 +19,7 @@ import redis
 
 from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
+from .redis import replies
 from .states import LIST_STATES
 
 ZSET_ASCENDING = {"prioritized", "delayed"}
@@ -72,16 +73,16 @@ def _range_ids(client: redis.Redis, queue: QueueRef, state: str, start: int, sto
             ids += _tail_first(client, key, max(0, start - legacy_len), stop - legacy_len)
         return ids, None
     if state == "active":
-        return [i.decode("utf-8", "replace") for i in client.lrange(key, start, stop)], None
+        return [i.decode("utf-8", "replace") for i in replies.members(client.lrange(key, start, stop))], None
     if state in ZSET_ASCENDING:
-        pairs = client.zrange(key, start, stop, withscores=True)
+        pairs = replies.scored(client.zrange(key, start, stop, withscores=True))
     else:
-        pairs = client.zrevrange(key, start, stop, withscores=True)
+        pairs = replies.scored(client.zrevrange(key, start, stop, withscores=True))
     return [m.decode("utf-8", "replace") for m, _ in pairs], [s for _, s in pairs]
 
 
 def _tail_first(client: redis.Redis, key: str, start: int, stop: int) -> list[str]:
-    raw = client.lrange(key, -(stop + 1), -(start + 1))
+    raw = replies.members(client.lrange(key, -(stop + 1), -(start + 1)))
     return [i.decode("utf-8", "replace") for i in reversed(raw) if not i.startswith(b"0:")]
 
 

@@ -95,7 +95,7 @@ def resolve(host: str, port: int, *, policy: OutboundPolicy) -> list[tuple]:
     except socket.gaierror as exc:
         raise Unresolvable(f"cannot resolve {host}: {exc.strerror}") from None
     for *_, sockaddr in infos:
-        why = policy.address_refusal(sockaddr[0], host=host)
+        why = policy.address_refusal(str(sockaddr[0]), host=host)  # the host part: always a str for INET(6)
         if why:
             raise OutboundRefused(why)
     return infos
@@ -117,7 +117,8 @@ def connect(host: str, port: int, *, policy: OutboundPolicy, timeout: float) -> 
 
 
 def _split_entries(entries: list[str]) -> tuple[tuple, tuple[str, ...]]:
-    networks, hosts = [], []
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    hosts: list[str] = []
     for entry in entries:
         entry = entry.strip().lower()
         if not entry:

@@ -223,7 +223,8 @@ def redrive_call(*, dlq: QueueRef, job_id: str, source: QueueRef, copy: RedriveC
 def kept_items(copy: RedriveCopy, *, job_id: str, new_id: str, taken: list[str], now_ms: int) -> tuple[list[str], list[str]]:
     """(what the copy kept, as counter names; the same in words) for a moved job."""
     kind, opts = copy.placed(now_ms)
-    names, words = [], []
+    names: list[str] = []
+    words: list[str] = []
     if new_id == job_id:
         names.append("job_id")
         words.append(_("its id"))

@@ -1,4 +1,4 @@
-"""Retry-policy advice per queue, from what the jobs' own ``opts`` say (issue 14, part 4).
+"""Retry-policy advice per queue, from what the jobs' own ``opts`` say.
 
 Read from a **sample**, never a scan: the newest ``SAMPLE_PER_STATE`` jobs of the wait list and
 of the completed and failed sets (one ``LRANGE``/``ZREVRANGE`` each), one pipelined

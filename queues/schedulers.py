@@ -15,6 +15,7 @@ import redis
 
 from .keys import QueueRef
 from .messages import _
+from .redis import replies
 from .text import to_int, to_text
 
 MAX_SCHEDULERS = 1000
@@ -67,7 +68,7 @@ def is_legacy_key_shape(member: str) -> bool:
 
 
 def read_schedulers(client: redis.Redis, queue: QueueRef) -> list[Scheduler]:
-    members = client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True)
+    members = replies.scored(client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True))
     pipe = client.pipeline(transaction=False)
     for member, _score in members:
         pipe.hgetall(queue.key("repeat:") + to_text(member))

@@ -22,6 +22,7 @@ from .error_groups import fingerprint as reason_fingerprint
 from .jobs import JobSummary, read_summaries
 from .keys import QueueRef
 from .listing import state_length
+from .redis import replies
 from .states import FINISHED_STATES, SELECTABLE_STATES
 from .text import to_text
 
@@ -120,7 +121,7 @@ def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> in
     if cursor.score is None:
         return 0
     below = client.zcount(key, lo, f"({cursor.score!r}")
-    same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
+    same = replies.members(client.zrangebyscore(key, repr(cursor.score), repr(cursor.score)))
     mark = _member_key(cursor.member or "")
     return below + sum(1 for m in same if m <= mark)
 
@@ -134,7 +135,7 @@ def zset_resume(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> tu
     O(log N + page + equal scores)."""
     if cursor.score is None:
         return lo, 0
-    same = client.zrangebyscore(key, repr(cursor.score), repr(cursor.score))
+    same = replies.members(client.zrangebyscore(key, repr(cursor.score), repr(cursor.score)))
     mark = _member_key(cursor.member or "")
     return repr(cursor.score), sum(1 for m in same if m <= mark)
 
@@ -144,23 +145,23 @@ def _zset_page(client: redis.Redis, queue: QueueRef, filt: JobFilter, before_ms:
     range_lo, hi = zset_bounds(filt, before_ms)
     lo, offset = zset_resume(client, key=key, lo=range_lo, cursor=cursor)
     if filt.reads_jobs:
-        pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
+        pairs = replies.scored(client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True))
         return [(to_text(m), s) for m, s in pairs], len(pairs) < size
     # Ids only, plus the last one's score (all the cursor needs): parsing a score per job
     # costs more than the rest of a bulk retry's Python work.
-    members = client.zrangebyscore(key, lo, hi, start=offset, num=size)
+    members = replies.members(client.zrangebyscore(key, lo, hi, start=offset, num=size))
     if not members:
         return [], True
     last = client.zscore(key, members[-1])
     if last is None:  # moved by someone else just now: read the scores after all
         return _zset_page_with_scores(client, key, lo, hi, offset, size)
-    passed = [(m.decode("utf-8", "replace"), None) for m in members]
+    passed: list[tuple[str, float | None]] = [(m.decode("utf-8", "replace"), None) for m in members]
     passed[-1] = (passed[-1][0], last)
     return passed, len(members) < size
 
 
 def _zset_page_with_scores(client, key, lo, hi, offset, size):
-    pairs = client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True)
+    pairs = replies.scored(client.zrangebyscore(key, lo, hi, start=offset, num=size, withscores=True))
     return [(to_text(m), s) for m, s in pairs], len(pairs) < size
 
 
@@ -169,9 +170,9 @@ def _list_page(client: redis.Redis, queue: QueueRef, cursor: Cursor, size: int):
     skip = 0
     if cursor.anchor is not None:
         pos = client.lpos(key, cursor.anchor, rank=-1)
-        if pos is not None:
+        if isinstance(pos, int):  # without COUNT, LPOS gives one position or none
             skip = client.llen(key) - pos  # entries from the tail up to and including the anchor
-    raw = client.lrange(key, -(skip + size), -(skip + 1)) if skip + size > 0 else []
+    raw = replies.members(client.lrange(key, -(skip + size), -(skip + 1))) if skip + size > 0 else []
     ids = [to_text(i) for i in reversed(raw) if not i.startswith(b"0:")]
     return [(i, None) for i in ids], len(raw) < size
 
@@ -269,7 +270,7 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
     if not filt.reads_jobs:
         lo, hi = zset_bounds(filt, before_ms)
         count = client.zcount(queue.state_key(filt.state), lo, hi)
-        first = client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True)
+        first = replies.scored(client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True))
         jobs = read_summaries(client, queue, [to_text(m) for m, _ in first], [s for _, s in first])
         return Preview(count=count, sample=[j for j in jobs if j.exists], scanned=count)
     count, scanned, jobs = 0, 0, []

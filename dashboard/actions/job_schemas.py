@@ -1,4 +1,4 @@
-"""A queue's optional JSON Schema for its jobs' data (issue 15): where it is stored
+"""A queue's optional JSON Schema for its jobs' data: where it is stored
 (``QueueSchema`` rows), the input and runners of the admin's ``set-schema`` and
 ``remove-schema`` actions (registered in ``dashboard.actions.registry``, so roles, read-only
 mode, CSRF and the audit with before/after are the other actions'), and ``schema_for``, which

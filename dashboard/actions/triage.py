@@ -1,4 +1,4 @@
-"""Error triage on the error groups page (issue 14, part 3): each group's class (built-in
+"""Error triage on the error groups page: each group's class (built-in
 patterns plus the admins' ``TriageRule`` rows, ``queues.error_triage``), what to do about it,
 and the guard that keeps a permanent group from a blind retry."""
 

@@ -1,7 +1,7 @@
 """User-supplied webhook bodies, filled with a single-pass ``$PLACEHOLDER`` replace.
 
 Never the Django template engine: a template written by a user must not be able to reach
-objects, filters or tags (DESIGN.md convention 5, healthchecks' approach). The replace is one
+objects, filters or tags (healthchecks' approach). The replace is one
 pass over the template, so a value that itself contains ``$NAME`` (a job's failure reason, a
 queue name) is inserted as it is and never expanded again.
 """

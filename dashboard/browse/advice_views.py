@@ -1,4 +1,4 @@
-"""Retry-policy advice on the queue page (issue 14, part 4): an htmx section, a plain page
+"""Retry-policy advice on the queue page: an htmx section, a plain page
 without JavaScript. The rules are in ``queues.retry_advice``; the read (a bounded sample, at
 most once a minute per queue) is ``selectors.retry_advice``."""
 

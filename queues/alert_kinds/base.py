@@ -171,7 +171,7 @@ class RuleKind:
 
     def validate(self, rule) -> dict[str, str]:
         """Messages for the rule's fields that make no sense for this kind (field -> message)."""
-        errors = {}
+        errors: dict[str, str] = {}
         threshold, resolve = rule.threshold, rule.resolve_threshold
         if self.percent and threshold is not None and threshold > 100:
             errors["threshold"] = _("A percentage cannot be above 100 (got {threshold}).", threshold=f"{threshold:g}")

@@ -1,4 +1,4 @@
-"""Rule kinds on the monitor's wait and processing times (issue 14): "p95 wait time above T" and
+"""Rule kinds on the monitor's wait and processing times: "p95 wait time above T" and
 "p95 processing time above T", of a whole queue or per job name — the SLO a user actually has.
 
 The figures are the monitor's own per-job-name histograms (``queues.timings``, fed by

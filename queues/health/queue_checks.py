@@ -54,13 +54,12 @@ def check_legacy_repeat(facts: QueueFacts) -> CheckResult:
                severity=severity, details={"entries": entries})
 
 
-def _state_missing(kind: str, q: QueueRef, state_entry, state_note: str) -> CheckResult | None:
-    if state_entry is None:
-        reason = state_note or _("This queue is not in the monitor's state yet.")
-        return _qr(kind, UNKNOWN, q, _("{reason} This check needs the monitor's event counts, so the result is unknown.",
-                                      reason=reason),
-                   details={"state": None})
-    return None
+def _state_missing(kind: str, q: QueueRef, state_note: str) -> CheckResult:
+    """The result of a check that needs the monitor's state for a queue not in it."""
+    reason = state_note or _("This queue is not in the monitor's state yet.")
+    return _qr(kind, UNKNOWN, q, _("{reason} This check needs the monitor's event counts, so the result is unknown.",
+                                  reason=reason),
+               details={"state": None})
 
 
 def _events_total(entry: dict, name: str) -> int:
@@ -76,9 +75,8 @@ def stalls_last_15m(entry: dict) -> int:
 
 def check_repeated_stalls(q: QueueRef, state_entry: dict | None, th: Thresholds = DEFAULT_THRESHOLDS,
                           state_note: str = "") -> CheckResult:
-    missing = _state_missing("queue.repeated_stalls", q, state_entry, state_note)
-    if missing:
-        return missing
+    if state_entry is None:
+        return _state_missing("queue.repeated_stalls", q, state_note)
     recent = stalls_last_15m(state_entry)
     stall_failed = int(state_entry.get("stall_failed_15m") or 0)
     total = _events_total(state_entry, "stalled")
@@ -97,9 +95,8 @@ def check_repeated_stalls(q: QueueRef, state_entry: dict | None, th: Thresholds 
 
 
 def check_duplicated_adds(q: QueueRef, state_entry: dict | None, state_note: str = "") -> CheckResult:
-    missing = _state_missing("queue.duplicated_adds", q, state_entry, state_note)
-    if missing:
-        return missing
+    if state_entry is None:
+        return _state_missing("queue.duplicated_adds", q, state_note)
     dup, added = _events_total(state_entry, "duplicated"), _events_total(state_entry, "added")
     details = {"duplicated_total": dup, "added_total": added}
     if dup:
@@ -111,9 +108,8 @@ def check_duplicated_adds(q: QueueRef, state_entry: dict | None, state_note: str
 
 
 def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str = "") -> CheckResult:
-    missing = _state_missing("queue.events_trimmed", q, state_entry, state_note)
-    if missing:
-        return missing
+    if state_entry is None:
+        return _state_missing("queue.events_trimmed", q, state_note)
     gaps = int(state_entry.get("stream_gaps") or 0)
     if gaps:
         return _qr("queue.events_trimmed", FAIL, q,

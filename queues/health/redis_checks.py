@@ -20,7 +20,8 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
         parts.append(int(digits))
     while len(parts) < 3:
         parts.append(0)
-    return tuple(parts)
+    major, minor, patch = parts[:3]
+    return major, minor, patch
 
 
 def check_reachable(connection: str, error: str | None) -> CheckResult:
@@ -92,7 +93,7 @@ def check_version(connection: str, server: ServerFacts) -> CheckResult:
 def check_memory(connection: str, server: ServerFacts, th: Thresholds = DEFAULT_THRESHOLDS) -> CheckResult:
     used = to_int(server.info.get("used_memory"))
     limit = to_int(server.config.get("maxmemory")) if "maxmemory" in server.config else to_int(server.info.get("maxmemory"))
-    details = {"used_memory": used, "maxmemory": limit}
+    details: dict[str, int | float | None] = {"used_memory": used, "maxmemory": limit}
     if used is None or limit is None:
         return CheckResult("redis.memory", UNKNOWN, connection, _("The server does not report its memory use and limit."),
                            details=details)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..messages import Message, _
 
 
-def format_bytes(n: int) -> str:
+def format_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -10,6 +10,7 @@ import redis
 from .. import edit_retry, error_groups, export, job_add, jobs, listing, retry_advice, selection
 from ..keys import QueueRef
 from ..redact import Redactor
+from . import replies
 from .errors import guarded_iter, redis_errors
 
 EXPORT_WRITERS = {"jsonl": export.iter_jobs_jsonl, "csv": export.iter_jobs_csv}
@@ -51,7 +52,7 @@ class RedisJobs:
 
     def stored_data(self, queue: QueueRef, job_id: str) -> bytes | None:
         with redis_errors(self.connection):
-            return self.client.hget(queue.job_key(job_id), "data")
+            return replies.value(self.client.hget(queue.job_key(job_id), "data"))
 
     def preview(self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int,
                 limit: int | None) -> selection.Preview:

@@ -13,7 +13,8 @@ for adding a kind.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, ContextManager, Protocol, runtime_checkable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from ..errors import QueuewatchError
 
@@ -73,13 +74,23 @@ class Source(Protocol):
 
     spec: ConnectionSpec
 
+    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0) -> None: ...
+
     # The facets (``queues.sources.facets``): ``None`` where the kind does not offer one yet.
-    jobs: JobsFacet | None
-    probes: ProbesFacet | None
-    commands: CommandsFacet | None
-    schedulers: SchedulersFacet | None
-    bulk: BulkFacet | None
-    server: ServerFacet | None
+    # Read-only for the type check, so a kind may declare its own facet classes (a plain
+    # attribute holding a ``RedisJobs`` satisfies ``jobs``).
+    @property
+    def jobs(self) -> JobsFacet | None: ...
+    @property
+    def probes(self) -> ProbesFacet | None: ...
+    @property
+    def commands(self) -> CommandsFacet | None: ...
+    @property
+    def schedulers(self) -> SchedulersFacet | None: ...
+    @property
+    def bulk(self) -> BulkFacet | None: ...
+    @property
+    def server(self) -> ServerFacet | None: ...
 
     @classmethod
     def check_url(cls, url: str) -> None:
@@ -114,7 +125,7 @@ class Source(Protocol):
         """A follower on a connection of its own, checked reachable (raises if not)."""
         ...
 
-    def errors(self) -> ContextManager[None]:
+    def errors(self) -> AbstractContextManager[None]:
         """A context that turns this backend's failures into ``SourceUnavailable`` naming the
         connection, never its URL or password (for the core members above; facets translate
         their own)."""

@@ -118,7 +118,7 @@ def test_read_only_mode_refuses_even_an_admin(client, seeded, settings):
     task_id = some_task()
     for kind, name, args, body, _ in endpoints(seeded, task_id):
         if name.endswith("task_cancel"):
-            continue  # allowed: read-only mode is an emergency brake (tests/security/test_row10_*)
+            continue  # allowed: read-only mode is an emergency brake (tests/security/test_read_only_brake.py)
         r = call(client, kind, name, args, body, token=token, task_id=task_id)
         assert r.status_code == 403, (kind, name)
     assert not AuditEntry.objects.exclude(queue="").exists()  # no queue action (refusals are recorded as events)

@@ -1,4 +1,4 @@
-"""Error triage (issue 14, part 3): built-in classes on real error messages (as Node libraries,
+"""Error triage: built-in classes on real error messages (as Node libraries,
 databases and BullMQ word them), admins' rules, hostile patterns, the retry outlook from the
 failed set's times, and the page's guard against a blind retry of a permanent group."""
 

@@ -105,7 +105,7 @@ def test_admin_creates_email_and_webhook_channels():
     assert response.status_code == 302
     channel = Channel.objects.get(name="new-hook")
     assert channel.secret == "abc" and channel.kind == "webhook"
-    stored_headers = channel.config["headers"]  # encrypted at rest (tests/security/test_row15_secrets_at_rest.py)
+    stored_headers = channel.config["headers"]  # encrypted at rest (tests/security/test_secrets_at_rest.py)
     assert {**channel.config, "headers": decrypt_values(stored_headers)} == {
         "url": "https://example.test/hook", "shape": "queuewatch", "timeout_s": 10,
         "headers": {"X-Team": "payments", "Authorization": "Bearer t"}}

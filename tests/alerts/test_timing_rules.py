@@ -1,4 +1,4 @@
-"""The p95 wait / processing time rule kinds (issue 14, part 2), through the rule engine: per
+"""The p95 wait / processing time rule kinds, through the rule engine: per
 queue and per job name, windows, minimum volume, pending, hysteresis, grouping and silences.
 Samples are counted into a real ``QueueTimings`` the way the monitor's job clock counts them."""
 

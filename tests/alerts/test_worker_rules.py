@@ -1,4 +1,4 @@
-"""The "jobs waiting, no workers" rule kind (issue 14, part 4) through the engine: pending and
+"""The "jobs waiting, no workers" rule kind through the engine: pending and
 hysteresis as for every kind, a paused queue not counted, and unknown workers (no CLIENT LIST
 read yet, or refused) changing nothing. Real Node workers: tests/live/test_workers_node.py."""
 

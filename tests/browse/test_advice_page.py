@@ -1,4 +1,4 @@
-"""The queue page's retry-policy advice section (issue 14, part 4): loaded with htmx, shown like
+"""The queue page's retry-policy advice section: loaded with htmx, shown like
 the health checks (evidence, sample job link, fix), read at most once a minute per queue
 whatever the number of views, and behind login. The rules themselves:
 tests/queues/test_retry_advice.py."""

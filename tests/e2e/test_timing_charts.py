@@ -1,4 +1,4 @@
-"""In real Chromium: the queue page's wait and processing time charts (issue 14, part 1) draw
+"""In real Chromium: the queue page's wait and processing time charts draw
 p50/p95/p99 from the stored per-job-name minutes, and from the hour roll-up on the 7 d and 90 d
 ranges."""
 

@@ -1,5 +1,5 @@
 """One home for the queue figures: the leading monitor hands the health checks the figures it
-keeps, and the checks read only what it does not hold (issue 11: a full exact read of every
+keeps, and the checks read only what it does not hold (a full exact read of every
 queue once a minute was ~11 commands/s at 50 queues). Without a monitor they read for
 themselves (``check_queues``, the health page: tests/health/test_check_queues.py)."""
 

@@ -1,5 +1,5 @@
 """A `flows` queue's completed set, growing below its cap under continuous load, is counted
-exactly from events (issue 11). Real Node BullMQ 6.7: a flow (a parent and two children in the
+exactly from events. Real Node BullMQ 6.7: a flow (a parent and two children in the
 same queue) and a plain job every 100 ms, all ``removeOnComplete: {count: 1000}``; the queue
 never goes quiet (no quiet read) and the periodic snapshot is out of reach, so every figure
 after the monitor's first read comes from events alone.

@@ -1,4 +1,4 @@
-"""A queue page's header is rendered only while someone views it (issue 11: re-rendering every
+"""A queue page's header is rendered only while someone views it (re-rendering every
 busy queue's header every 0.5 s for nobody was a large share of the monitor's CPU). The state
 document behind /metrics, health and alerts stays current all along, and a tab that opens the
 page gets a current header at once: its watch nudges the monitor, which renders it on that

@@ -274,7 +274,7 @@ def test_vendored_uplot_is_the_pinned_version_and_is_served(logged_in, queues):
     assert r.status_code == 200
 
 
-# ---- wait and processing times (issue 14) -------------------------------------------------
+# ---- wait and processing times -------------------------------------------------
 
 
 def timing_point(queue: QueueRef, name: str, start: dt.datetime, *, wait=(), processing=(), resolution=60):

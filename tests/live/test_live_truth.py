@@ -1,4 +1,4 @@
-"""Quiet means exact (issue 11), against real Node BullMQ 6.7 with the periodic snapshot pushed
+"""Quiet means exact, against real Node BullMQ 6.7 with the periodic snapshot pushed
 out of reach (QUEUEWATCH_RECONCILE_MS = 10 minutes): after each workload stops, the figures
 the monitor publishes (the state document /metrics, health and alert rules read) settle to
 BullMQ's own getJobCounts() and to the number of lock-less active jobs.

@@ -1,5 +1,5 @@
 """The state document (/metrics, health checks, alert rules) is written as soon as a refresh
-knows the figures, before it renders any fragment (issue 11: rendering every queue took up to a
+knows the figures, before it renders any fragment (rendering every queue took up to a
 second on a loaded machine, and a document written after it carried figures that much older than
 its ``taken_at``). Real Node BullMQ 6.7: a flow in one queue, then one full refresh of a real
 monitor."""

@@ -1,5 +1,5 @@
 """The state document (/metrics, alert rules) is rewritten while events flow, not only on full
-ticks (issue 11: written per 2 s tick, a scraper saw figures up to 2 s old). Real Node BullMQ 6.7
+ticks (written per 2 s tick, a scraper saw figures up to 2 s old). Real Node BullMQ 6.7
 adds a flow and a plain job every 100 ms; the monitor's full tick is put out of reach (10 s), so
 every document written during the load comes from the refreshes that follow events."""
 

@@ -1,4 +1,4 @@
-"""Wait and processing times against real Node BullMQ 6.7 (issue 14): jobs named `fast` (200 ms)
+"""Wait and processing times against real Node BullMQ 6.7: jobs named `fast` (200 ms)
 and `slow` (1 s), the first 15 of them waiting a known 1.5 s for a worker, measured by the
 monitor from the events stream alone and compared with what BullMQ's own job fields say
 (``processedOn - timestamp``, ``finishedOn - processedOn``). The monitor is restarted while the

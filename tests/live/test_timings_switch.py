@@ -1,4 +1,4 @@
-"""``QUEUEWATCH_TIMINGS`` (issue 14, part 4 of the bench): on, the tracker times jobs from their
+"""``QUEUEWATCH_TIMINGS``: on, the tracker times jobs from their
 events; off, the job clock is not run at all (what bench/redis_load.py compares the monitor's CPU
 against)."""
 

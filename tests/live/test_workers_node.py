@@ -1,5 +1,5 @@
 """Workers per queue against real Node BullMQ 6.7 workers that start and stop while the monitor
-runs (issue 14, part 4): the monitor's one CLIENT LIST per period finds them by the connection
+runs: the monitor's one CLIENT LIST per period finds them by the connection
 names BullMQ gives them, the queue page lists them (name, address, age, idle), the overview
 counts them, ``/metrics`` exports the count (``queuewatch_queue_workers``; no sample while unknown),
 and the "jobs waiting, no workers" rule fires, resolves and fires again."""

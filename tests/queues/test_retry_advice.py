@@ -1,4 +1,4 @@
-"""Retry-policy advice (issue 14, part 4) on real BullMQ 6.7 queues built by Node: each piece of
+"""Retry-policy advice on real BullMQ 6.7 queues built by Node: each piece of
 advice on a queue built to trigger it, and not on one built correctly. The sample is read with
 ``read_sample`` (bounded) and the worker count with one real CLIENT LIST (``read_workers``), as
 the page does with the monitor's count."""

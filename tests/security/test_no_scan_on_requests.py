@@ -1,4 +1,4 @@
-"""Issue #12 rows 4 and 16: requests never make the monitored Redis walk its keyspace.
+"""Requests never make the monitored Redis walk its keyspace.
 
 The monitor publishes the queue list; pages read it. A queue named in a URL that is not on the
 list costs one EXISTS (shared by concurrent requests), not a rescan; and with no monitor

@@ -1,4 +1,4 @@
-"""Issue #12 row 8: queue names (and prefixes) containing "/" — Python BullMQ creates them —
+"""Queue names (and prefixes) containing "/" — Python BullMQ creates them —
 used to raise NoReverseMatch and take the overview and health pages down for everyone.
 Every queue URL now carries its segments through one converter (dashboard/converters.py)."""
 

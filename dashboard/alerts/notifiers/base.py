@@ -1,4 +1,4 @@
-"""The one notifier interface (DESIGN.md convention 4).
+"""The one notifier interface.
 
 A notifier kind is one class: how to deliver (``send``), the settings its channels need (form
 fields, their validation into ``Channel.config``, and their initial values on edit), and how to

@@ -1,4 +1,4 @@
-"""Row 12: production defaults are secure (HSTS, SSL redirect, secure cookies, 12 h sessions,
+"""Production defaults are secure (HSTS, SSL redirect, secure cookies, 12 h sessions,
 a CSP without 'unsafe-inline'), `check --deploy` is clean with production settings, each
 relaxation is its own setting, and no template needs inline script or style."""
 

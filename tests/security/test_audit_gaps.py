@@ -1,4 +1,4 @@
-"""Row 11: refusals (role, CSRF, validation), rule/channel/silence/window changes, send-test,
+"""Refusals (role, CSRF, validation), rule/channel/silence/window changes, send-test,
 token issuance and role changes, and admin edits were not in the audit log. Each is now an
 ``AuditEntry`` (``dashboard.actions.audit.record_event``), shown on the audit page."""
 

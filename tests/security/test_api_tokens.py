@@ -1,4 +1,4 @@
-"""Row 13: API tokens had no expiry, no scopes and no revocation in the UI or the CLI: a token
+"""API tokens had no expiry, no scopes and no revocation in the UI or the CLI: a token
 once leaked worked forever with its user's full role. Now a token's rights are the minimum of its
 scopes and its user's role, it can expire, and it can be revoked from the token page or the CLI.
 Against the real API and a real Redis (pausing a queue is the act)."""

@@ -1,4 +1,4 @@
-"""Row 15 (reads): one error-groups page or one name-filtered job list cost ~20,000 Redis commands
+"""One error-groups page or one name-filtered job list cost ~20,000 Redis commands
 (one per failed job examined), so a few viewers could keep the monitored Redis busy. Each is now
 bounded by ``QUEUEWATCH_SCAN_SAMPLE`` (the newest N jobs, stated on the page), counted here with
 the real Redis's own command statistics."""

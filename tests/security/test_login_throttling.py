@@ -1,4 +1,4 @@
-"""Row 9: no login rate limit. 40 wrong passwords, then the right one, were accepted, on the
+"""No login rate limit. 40 wrong passwords, then the right one, were accepted, on the
 login page and on the admin's. Now django-axes counts failures per user name and per address."""
 
 from __future__ import annotations

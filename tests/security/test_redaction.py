@@ -1,4 +1,4 @@
-"""Row 7: redaction gaps. Job logs were never redacted (page, API, websocket); export did not
+"""Redaction gaps. Job logs were never redacted (page, API, websocket); export did not
 redact stack traces; JSON held in a string field, ``password=…`` in free text and keys ``pwd``,
 ``auth``, ``credentials``, ``privateKey`` were missed."""
 

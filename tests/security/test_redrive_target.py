@@ -1,4 +1,4 @@
-"""Row 5: job data used to choose a redrive's target (``data.source``, ``queue``, ``sourceQueue``
+"""Job data used to choose a redrive's target (``data.source``, ``queue``, ``sourceQueue``
 overrode the DLQ map and name patterns) and the target need not exist, so a producer could
 inject jobs into any queue, even one that did not exist. The target now comes from the
 operator's configuration only, and must be an existing queue (checked in the same script)."""

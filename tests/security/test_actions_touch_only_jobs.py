@@ -1,4 +1,4 @@
-"""Row 3: discard used to accept any key under the queue: discarding job id ``meta`` wiped the
+"""Discard used to accept any key under the queue: discarding job id ``meta`` wiped the
 queue's pause flag, concurrency and rate limit; ``repeat:sch1`` deleted a scheduler's hash and
 left its zset entry. A job action now acts on an id only if it is in one of the queue's state
 structures, checked inside the same script; a scheduler iteration that is a real job is accepted."""

@@ -1,4 +1,4 @@
-"""Row 15 (secrets): webhook signing secrets and header values were plaintext in the database.
+"""Webhook signing secrets and header values were plaintext in the database.
 They are now Fernet-encrypted with QUEUEWATCH_ENCRYPTION_KEY; deliveries still sign and send the
 real values (checked by a real HTTP receiver); keys rotate with MultiFernet and
 ``manage.py rotate_secrets``; rows from before are encrypted by the data migration."""

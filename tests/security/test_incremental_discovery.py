@@ -1,4 +1,4 @@
-"""Issue #12 row 16 (rest): the monitor discovers queues incrementally, within a budget.
+"""The monitor discovers queues incrementally, within a budget.
 
 A full SCAN every 10 s costs a whole Redis core on a 10M-key production Redis. Discovery is
 now one resumable SCAN pass advanced by a fixed number of SCAN calls per step. These tests

@@ -1,4 +1,4 @@
-"""Row 10: read-only mode is an emergency brake. With ``QUEUEWATCH_READ_ONLY`` on, a running
+"""Read-only mode is an emergency brake. With ``QUEUEWATCH_READ_ONLY`` on, a running
 bulk task stops before its next batch (cancelled, with a message saying why; what moved stays
 moved), and operators may still cancel tasks: cancelling writes nothing to Redis."""
 

@@ -1,4 +1,4 @@
-"""Row 1: exports must stream for real under ASGI. Django turns a sync iterator into a list
+"""Exports must stream for real under ASGI. Django turns a sync iterator into a list
 before the first byte when served by daphne, so a large export was built whole in memory.
 
 The proof needs no timing: the monitored Redis sits behind a gate (``GateProxy``) that holds

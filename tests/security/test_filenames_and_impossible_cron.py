@@ -1,4 +1,4 @@
-"""Row 14: a raw queue name in Content-Disposition (a name with ``"; filename="x.html`` added a
+"""A raw queue name in Content-Disposition (a name with ``"; filename="x.html`` added a
 parameter of its own), and an impossible cron date (``0 0 30 2 *``) gave a 500 on the cron
 preview and, once saved as a maintenance window, on ``/alerts/silences/`` for everyone."""
 

@@ -1,4 +1,4 @@
-"""Row 2: non-finite numbers (``1e400``, ``inf``, ``Infinity``) and JSON nested ~900 deep in a
+"""Non-finite numbers (``1e400``, ``inf``, ``Infinity``) and JSON nested ~900 deep in a
 job used to raise (500 on lists, job page, API; the monitor crash-looped). Now the field shows as
 unreadable, the rest of the job and every other job render, and the monitor keeps serving."""
 

@@ -1,4 +1,4 @@
-"""Row 6: webhook URLs to loopback and link-local addresses were accepted (a viewer read a secret
+"""Webhook URLs to loopback and link-local addresses were accepted (a viewer read a secret
 served by a loopback-only service through the delivery log; also a port-scan oracle).
 
 Now: ``queues.outbound`` denies loopback, link-local (and unspecified, multicast, reserved) unless
