@@ -236,7 +236,7 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
         raise ValueError(_("Cannot clean state '{state}'; choose one of {states}.", state=state,
                            states=", ".join(CLEANABLE_STATES)))
     if older_than_ms < 0 or limit < 0:
-        raise ValueError("older_than_ms and limit must not be negative.")
+        raise ValueError(_("The age and the limit of a clean must not be negative."))
     set_name = STATE_KEYS[state]
     keys = [queue.key(set_name), queue.key("events"), queue.key("repeat")]
     removed = scripts_for(client).clean(keys=keys, args=[queue.base, _now_ms() - older_than_ms, limit, set_name])

@@ -15,8 +15,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join, json_script
 from django.utils.translation import gettext, pgettext_lazy
 
+from dashboard.i18n import translate
 from dashboard.labels import label
 from dashboard.live import channels as live
+from queues.health.wording import format_bytes
 from queues.rates import RATE_WINDOWS
 
 register = template.Library()
@@ -262,12 +264,8 @@ def age_since(ms):
 
 @register.filter
 def filesize(n):
-    n = int(n or 0)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+    """A size in binary units, in the reader's language (the health checks' sizes read the same)."""
+    return translate(format_bytes(int(n or 0)))
 
 
 # reverse() per row was most of the cost of a long list; the base of a queue's job URLs is

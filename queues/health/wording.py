@@ -5,12 +5,17 @@ from __future__ import annotations
 from ..messages import Message, _
 
 
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+# Byte sizes in binary units, each a marked message so the reader's language names the unit.
+BYTE_UNITS = (_("{n} B"), _("{n} KiB"), _("{n} MiB"), _("{n} GiB"))
+
+
+def format_bytes(n: float) -> Message:
+    """A size in the largest unit that keeps the number under 1024 (whole bytes, else one decimal)."""
+    for i, unit in enumerate(BYTE_UNITS):
+        if abs(n) < 1024 or i == len(BYTE_UNITS) - 1:
+            return Message(unit.msgid, n=f"{n:.0f}" if i == 0 else f"{n:.1f}")
         n /= 1024
-    return str(n)
+    raise AssertionError("unreachable: the last unit always answers")
 
 
 def count_jobs(n: int) -> str:
