@@ -8,14 +8,17 @@ task runs, and the monitor publishes the store's counts and follows a change mad
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from dashboard.actions.models import BulkTask
+from dashboard.alerts.models import Alert
 from dashboard.live import channels as live
 from dashboard.registry import get_registry, reset_registry
 from queues.connections import ConnectionSpec
+from queues.keys import QueueRef
 from tests.support.accounts import token_for, user_with
 from tests.support.live import monitor_thread
 from tests.support.memory_backend import STORES, FullMemorySource, register_full_memory_kind, seeded_shop
@@ -120,7 +123,7 @@ def test_every_page_shows_the_store(shop, admin, name, kwargs, query, shown):
 def test_the_queue_page_lists_each_state_from_the_store(shop, admin, state):
     response = admin.get(reverse("queue", kwargs=Q) + f"?state={state}")
     assert response.status_code == 200
-    assert f">{STATE_TEXT[state]}<" in response.content.decode() or STATE_TEXT[state] in response.content.decode()
+    assert reverse("job", kwargs={**Q, "job_id": STATE_TEXT[state]}) in response.content.decode()
 
 
 # --- every endpoint of the URL resolver --------------------------------------------------------
@@ -130,7 +133,8 @@ PARAMS = {**Q, "job_id": "f1", "field": "data", "scheduler_id": "nightly-report"
 # POSTs are exercised by the action tests below, the objects need rows this tour does not make.
 NOT_FETCHED = {
     "token_revoke": "names an API token row (POST only)",
-    "alert_rule": "names an alert rule row", "alert_rule_edit": "names an alert rule row",
+    "alert_rule": "names an alert rule row (fetched for every rule kind in the alert test)",
+    "alert_rule_edit": "names an alert rule row",
     "alert_rule_delete": "names an alert rule row (POST)", "silence_expire": "names a silence row (POST)",
     "window_delete": "names a maintenance window row (POST)", "channel_edit": "names a channel row",
     "channel_delete": "names a channel row (POST)", "channel_test": "names a channel row (POST)",
@@ -284,3 +288,33 @@ def test_the_monitor_publishes_the_store_and_runs_a_bulk_task(shop, admin, clien
                      HTTP_AUTHORIZATION=f"Bearer {admin.token}").json()
     assert (task["state"], task["moved"]) == ("done", 4)
     assert admin.get(reverse("task", kwargs={"task_id": task_id})).status_code == 200
+
+
+def test_every_alert_kind_is_evaluated_on_the_store(shop, admin, settings, caplog):
+    from queues.alert_kinds import KINDS
+    from tests.support.alerting import make_rule
+
+    settings.QUEUEWATCH_ALERT_INTERVAL_S = 1
+    rules = {kind: make_rule(f"tour-{kind}", kind=kind, threshold=1, connection="default") for kind in KINDS}
+    queue, dash = QueueRef("default", "bull", "orders"), live.dashboard_redis()
+    live.watch(dash, live.Watch.job_list(queue, "failed"))  # a browser on the failed tab …
+    live.watch(dash, live.Watch.job(queue, "a1"))  # … and one on the active job's page
+
+    def fragments(group: str) -> str:
+        return "".join(live.cached_fragments(dash, group))
+
+    with caplog.at_level(logging.WARNING), monitor_thread(tick=0.3, name="tour-alerts", lock_ttl_ms=2000):
+        # emails is paused and orders has two waiting jobs: both rules fire from the store's figures.
+        wait_for(lambda: Alert.objects.filter(rule=rules["paused"], queue="emails").exists()
+                 and Alert.objects.filter(rule=rules["backlog"], queue="orders").exists(), timeout=30)
+        # The live list and the live job page are rendered from the jobs facet.
+        wait_for(lambda: "f3" in fragments(live.list_group(queue, "failed")), timeout=20)
+        with shop.lock:
+            orders(shop).jobs["a1"].logs.append("handed to carrier 5518")
+        wait_for(lambda: "handed to carrier 5518" in fragments(live.job_group(queue, "a1")), timeout=20)
+    trouble = [r for r in caplog.records if r.levelno >= logging.ERROR or "restarting" in r.getMessage()]
+    assert not trouble, [r.getMessage() for r in trouble]
+    for rule in rules.values():
+        page = admin.get(reverse("alert_rule", kwargs={"rule_id": rule.pk}))
+        assert page.status_code == 200, rule.kind
+    assert "The in-memory store answers." in admin.get(reverse("health")).content.decode()
