@@ -318,3 +318,29 @@ def test_every_alert_kind_is_evaluated_on_the_store(shop, admin, settings, caplo
         page = admin.get(reverse("alert_rule", kwargs={"rule_id": rule.pk}))
         assert page.status_code == 200, rule.kind
     assert "The in-memory store answers." in admin.get(reverse("health")).content.decode()
+
+
+FULL_KIND_CONFORMS = """
+from queues.sources.base import Source
+from queues.sources.facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
+from queues.sources.spec import ConnectionSpec
+from tests.support.memory_backend import FullMemorySource
+
+kind = FullMemorySource(ConnectionSpec("default", "memory://shop", ("bull",)))
+source: Source = kind
+facets: tuple[JobsFacet, ProbesFacet, CommandsFacet, SchedulersFacet, BulkFacet, ServerFacet] = (
+    kind.jobs, kind.probes, kind.commands, kind.schedulers, kind.bulk, kind.server)
+"""
+
+
+def test_the_full_kind_types_as_a_source_with_every_facet(tmp_path, monkeypatch):
+    """The signatures are the protocols' own (mypy, as ``tests/project/test_typing.py`` checks the Redis kind)."""
+    from pathlib import Path
+
+    from mypy import api
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "full_kind_conforms.py").write_text(FULL_KIND_CONFORMS)
+    monkeypatch.chdir(root)
+    report, errors, status = api.run(["--cache-dir", str(root / ".mypy_cache"), str(tmp_path / "full_kind_conforms.py")])
+    assert status == 0, report + errors

@@ -17,6 +17,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from queues.errors import SourceUnavailable
@@ -178,9 +179,9 @@ def translated(connection: str):
 
 
 class FullMemorySource:
-    kind = "memory"
-    label = "in-memory BullMQ store"
-    schemes = ("memory",)
+    kind: ClassVar[str] = "memory"
+    label: ClassVar[str] = "in-memory BullMQ store"
+    schemes: ClassVar[tuple[str, ...]] = ("memory",)
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         from tests.support.memory_commands import MemBulk, MemCommands, MemSchedulers, MemServer
@@ -188,13 +189,13 @@ class FullMemorySource:
 
         self.spec = spec
         self.store = store_named(urlsplit(spec.url).netloc)
-        facet = dict(store=self.store, connection=spec.name)
-        self.jobs = MemJobs(**facet)
-        self.probes = MemProbes(**facet)
-        self.commands = MemCommands(**facet)
-        self.schedulers = MemSchedulers(**facet)
-        self.bulk = MemBulk(commands=self.commands, **facet)
-        self.server = MemServer(**facet)
+        store, name = self.store, spec.name
+        self.jobs = MemJobs(store=store, connection=name)
+        self.probes = MemProbes(store=store, connection=name)
+        self.commands = MemCommands(store=store, connection=name)
+        self.schedulers = MemSchedulers(store=store, connection=name)
+        self.bulk = MemBulk(commands=self.commands, store=store, connection=name)
+        self.server = MemServer(store=store, connection=name)
 
     @classmethod
     def check_url(cls, url: str) -> None:

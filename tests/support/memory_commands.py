@@ -243,7 +243,11 @@ class MemBulk(_Facet):
             on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
         with translated(self.connection), self.store.lock:
             q = self._queue(plan.queue)
-            ids = list(plan.job_ids) if plan.job_ids is not None else [j.id for j in selected(q, plan.filt, plan.before_ms)]
+            if plan.job_ids is not None:
+                ids = list(plan.job_ids)
+            else:
+                assert plan.filt is not None  # a plan has ids or a filter (BulkPlan checks it)
+                ids = [j.id for j in selected(q, plan.filt, plan.before_ms)]
         progress = store.load() or Progress(total=len(ids))
         for job_id in ids[progress.position:]:
             if should_cancel():
