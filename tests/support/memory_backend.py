@@ -1,6 +1,7 @@
 """A source kind that offers every facet with no Redis at all: ``FullMemorySource``, serving
-``memory://<store>`` (in place of the minimal ``MemorySource``) from an in-memory BullMQ-like store (``MemStore``). It is the recipe of
-docs/sources.md followed to its end: one class and one entry in
+``memory://<store>`` (in place of the minimal ``MemorySource``) from an in-memory BullMQ-like
+store (``MemStore``). It is the recipe of docs/sources.md followed to its end: one class and one
+entry in
 ``queues.sources.factory.SOURCE_KINDS`` (``register_full_memory_kind``), and every page, API
 endpoint, action, bulk task and the monitor read and change its queues through the facets only
 (``tests/project/test_tour_memory_kind.py``).
@@ -85,11 +86,22 @@ class MemJob:
         """The job as BullMQ's hash holds it (field name → bytes), so the readers' pure parsers
         (``queues.jobs.summary_from_fields``…) apply unchanged."""
         values = {
-            "name": self.name, "data": self.data, "opts": json.dumps(self.opts), "timestamp": self.timestamp,
-            "processedOn": self.processed_on, "finishedOn": self.finished_on, "atm": self.attempts_made,
-            "ats": self.attempts_started, "stc": self.stalled, "delay": self.delay, "priority": self.priority,
-            "failedReason": self.failed_reason or None, "stacktrace": json.dumps(self.stacktrace),
-            "returnvalue": self.returnvalue, "progress": self.progress or None, "rjk": self.scheduler_id or None,
+            "name": self.name,
+            "data": self.data,
+            "opts": json.dumps(self.opts),
+            "timestamp": self.timestamp,
+            "processedOn": self.processed_on,
+            "finishedOn": self.finished_on,
+            "atm": self.attempts_made,
+            "ats": self.attempts_started,
+            "stc": self.stalled,
+            "delay": self.delay,
+            "priority": self.priority,
+            "failedReason": self.failed_reason or None,
+            "stacktrace": json.dumps(self.stacktrace),
+            "returnvalue": self.returnvalue,
+            "progress": self.progress or None,
+            "rjk": self.scheduler_id or None,
         }
         return {k: str(v).encode() for k, v in values.items() if v is not None}
 
@@ -205,8 +217,12 @@ class FullMemorySource:
     def discover(self) -> list[QueueRef]:
         with self.store.lock:
             self.store.check()
-            return [QueueRef(self.spec.name, prefix, name) for prefix in self.spec.prefixes
-                    for (p, name) in sorted(self.store.queues) if p == prefix]
+            return [
+                QueueRef(self.spec.name, prefix, name)
+                for prefix in self.spec.prefixes
+                for (p, name) in sorted(self.store.queues)
+                if p == prefix
+            ]
 
     def queue_exists(self, queue: QueueRef) -> bool:
         with self.store.lock:
@@ -223,9 +239,14 @@ class FullMemorySource:
         if q is None:
             return QueueSnapshot(queue=ref, counts={s: 0 for s in COUNT_STATES}, paused=False, schedulers=0)
         waiting = q.in_state("waiting")
-        return QueueSnapshot(queue=ref, counts=q.counts(), paused=q.paused, schedulers=len(q.schedulers),
-                             oldest_waiting_id=waiting[0].id if waiting else None,
-                             oldest_waiting_ts=waiting[0].timestamp if waiting else None)
+        return QueueSnapshot(
+            queue=ref,
+            counts=q.counts(),
+            paused=q.paused,
+            schedulers=len(q.schedulers),
+            oldest_waiting_id=waiting[0].id if waiting else None,
+            oldest_waiting_ts=waiting[0].timestamp if waiting else None,
+        )
 
     def workers(self, queues: list[QueueRef]):
         raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
@@ -256,19 +277,64 @@ def seeded_shop() -> MemStore:
     for job in (
         MemJob("w1", "charge-card", "waiting", data='{"order": 7301}', timestamp=t),
         MemJob("w2", "charge-card", "waiting", data='{"order": 7302}', timestamp=t + 1),
-        MemJob("a1", "ship-parcel", "active", data='{"order": 7303}', timestamp=t, processed_on=t + 5,
-               attempts_started=1, locked=True, progress="40", logs=["picked from shelf 19"]),
+        MemJob(
+            "a1",
+            "ship-parcel",
+            "active",
+            data='{"order": 7303}',
+            timestamp=t,
+            processed_on=t + 5,
+            attempts_started=1,
+            locked=True,
+            progress="40",
+            logs=["picked from shelf 19"],
+        ),
         MemJob("d1", "remind-buyer", "delayed", opts={"delay": 86_400_000}, timestamp=t),
         MemJob("p1", "vip-order", "prioritized", opts={"priority": 3}, timestamp=t),
-        MemJob("c1", "charge-card", "completed", timestamp=t, processed_on=t + 10, finished_on=t + 20,
-               attempts_made=1, returnvalue='{"receipt": "RCPT-5521"}'),
-        MemJob("f1", "charge-card", "failed", data='{"order": 7304, "amount": 12}', opts={"attempts": 3},
-               timestamp=t, processed_on=t + 10, finished_on=t + 30, attempts_made=3, attempts_started=3,
-               failed_reason="CardDeclined: issuer said no (7304)", stacktrace=["CardDeclined at pay.js:41"]),
-        MemJob("f2", "charge-card", "failed", data='{"order": 7305}', timestamp=t, finished_on=t + 40,
-               attempts_made=1, failed_reason="CardDeclined: issuer said no (7305)"),
-        MemJob("f3", "ship-parcel", "failed", data='{"order": 7306}', timestamp=t, finished_on=t + 50,
-               attempts_made=1, failed_reason="Timeout talking to carrier"),
+        MemJob(
+            "c1",
+            "charge-card",
+            "completed",
+            timestamp=t,
+            processed_on=t + 10,
+            finished_on=t + 20,
+            attempts_made=1,
+            returnvalue='{"receipt": "RCPT-5521"}',
+        ),
+        MemJob(
+            "f1",
+            "charge-card",
+            "failed",
+            data='{"order": 7304, "amount": 12}',
+            opts={"attempts": 3},
+            timestamp=t,
+            processed_on=t + 10,
+            finished_on=t + 30,
+            attempts_made=3,
+            attempts_started=3,
+            failed_reason="CardDeclined: issuer said no (7304)",
+            stacktrace=["CardDeclined at pay.js:41"],
+        ),
+        MemJob(
+            "f2",
+            "charge-card",
+            "failed",
+            data='{"order": 7305}',
+            timestamp=t,
+            finished_on=t + 40,
+            attempts_made=1,
+            failed_reason="CardDeclined: issuer said no (7305)",
+        ),
+        MemJob(
+            "f3",
+            "ship-parcel",
+            "failed",
+            data='{"order": 7306}',
+            timestamp=t,
+            finished_on=t + 50,
+            attempts_made=1,
+            failed_reason="Timeout talking to carrier",
+        ),
         MemJob("gc1", "bundle", "waiting-children", timestamp=t),
     ):
         orders.put(job)
@@ -276,5 +342,6 @@ def seeded_shop() -> MemStore:
     emails.put(MemJob("e2", "welcome", "waiting", timestamp=t))
     emails.paused = True
     orders.schedulers["nightly-report"] = MemScheduler(
-        SchedulerSpec(scheduler_id="nightly-report", name="report", pattern="0 3 * * *"), next_run=t + 86_400_000)
+        SchedulerSpec(scheduler_id="nightly-report", name="report", pattern="0 3 * * *"), next_run=t + 86_400_000
+    )
     return store

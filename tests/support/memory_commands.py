@@ -11,7 +11,7 @@ from queues import actions, edit_retry, job_schema
 from queues.actions import ActionResult, gone, promote_outcome, remove_outcome, retry_outcome
 from queues.bulk import DONE_STATE, BulkPlan, Progress, ProgressStore
 from queues.cron import bullmq_next_millis
-from queues.health import PASS, FAIL, CheckResult, Thresholds
+from queues.health import FAIL, PASS, CheckResult, Thresholds
 from queues.job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, add_kind, check_data
 from queues.job_options import InvalidJob, NewJob
 from queues.keys import QueueRef
@@ -46,7 +46,7 @@ class MemCommands(_Facet):
             if job is None:
                 return retry_outcome(job_id, -1, state="failed")
             if job.state not in FINISHED:
-                return ActionResult(job_id, actions.WRONG_STATE, "Job %s is neither failed nor completed." % job_id)
+                return ActionResult(job_id, actions.WRONG_STATE, f"Job {job_id} is neither failed nor completed.")
             state = job.state
             if reset_counters:
                 job.attempts_made = job.attempts_started = job.stalled = 0
@@ -82,8 +82,12 @@ class MemCommands(_Facet):
             if job is None or target is None:
                 return ActionResult(job_id, actions.MISSING, gone(job_id))
             copy = target.put(MemJob(id=target.new_id(), name=job.name, state="waiting", data=job.data))
-            return ActionResult(job_id, actions.DONE, f"Job {job_id} redriven to {source.name} as {copy.id}.",
-                                moved_to=(source, copy.id))
+            return ActionResult(
+                job_id,
+                actions.DONE,
+                f"Job {job_id} redriven to {source.name} as {copy.id}.",
+                moved_to=(source, copy.id),
+            )
 
     def pause(self, queue: QueueRef, *, paused: bool) -> None:
         with translated(self.connection), self.store.lock:
@@ -98,9 +102,9 @@ class MemCommands(_Facet):
                 return (j.finished_on if state in FINISHED else j.processed_on or j.timestamp) or 0
 
             old = [j for j in q.in_state(state) if age(j) <= cutoff and not j.scheduler_id]
-            for j in old[:limit or None]:
+            for j in old[: limit or None]:
                 del q.jobs[j.id]
-            return len(old[:limit or None])
+            return len(old[: limit or None])
 
     def add(self, queue: QueueRef, *, job: NewJob, schema: dict | None) -> AddOutcome:
         check_data(schema, job.data_json)
@@ -111,19 +115,33 @@ class MemCommands(_Facet):
                 raise InvalidJob(f"There is no queue '{queue.name}'; Queuewatch never creates a queue.")
             if job.job_id and job.job_id in q.jobs:
                 return AddOutcome(job.job_id, DUPLICATED)
-            dedup = next((j for j in q.jobs.values() if job.deduplication_id
-                          and (j.opts.get("de") or {}).get("id") == job.deduplication_id), None)
+            dedup = next(
+                (
+                    j
+                    for j in q.jobs.values()
+                    if job.deduplication_id and (j.opts.get("de") or {}).get("id") == job.deduplication_id
+                ),
+                None,
+            )
             if dedup is not None:
                 return AddOutcome(dedup.id, DEDUPLICATED)
             state = {"delayed": "delayed", "prioritized": "prioritized"}.get(add_kind(job.opts), "waiting")
-            added = q.put(MemJob(id=job.job_id or q.new_id(), name=job.name, state=state, data=job.data_json,
-                                 opts=job.stored_opts()))
+            added = q.put(
+                MemJob(
+                    id=job.job_id or q.new_id(), name=job.name, state=state, data=job.data_json, opts=job.stored_opts()
+                )
+            )
             return AddOutcome(added.id, CREATED)
 
     def edit_and_retry(self, queue: QueueRef, *, plan: edit_retry.EditPlan, reset_counters: bool) -> ActionResult:
         if plan.state != "failed" or not plan.changes or plan.refusals:
-            outcome = (actions.WRONG_STATE if plan.state != "failed" else
-                       edit_retry.UNCHANGED if not plan.changes else job_schema.INVALID_DATA)
+            outcome = (
+                actions.WRONG_STATE
+                if plan.state != "failed"
+                else edit_retry.UNCHANGED
+                if not plan.changes
+                else job_schema.INVALID_DATA
+            )
             return ActionResult(plan.job_id, outcome, f"Job {plan.job_id} was left as it is ({outcome}).")
         with translated(self.connection), self.store.lock:
             job = self._queue(queue).jobs.get(plan.job_id)
@@ -133,16 +151,22 @@ class MemCommands(_Facet):
                 return ActionResult(plan.job_id, edit_retry.CHANGED, f"Job {plan.job_id}'s data changed.")
             job.data = plan.after_raw
         result = self.retry(queue, job_id=plan.job_id, reset_counters=reset_counters)
-        return ActionResult(plan.job_id, result.outcome,
-                            f"Job {plan.job_id}'s data was edited and the job moved back to waiting.")
+        return ActionResult(
+            plan.job_id, result.outcome, f"Job {plan.job_id}'s data was edited and the job moved back to waiting."
+        )
 
     def settings(self, queue: QueueRef) -> QueueSettings:
         with translated(self.connection), self.store.lock:
             q = self._queue(queue)
             limited = max(0, q.limited_until_ms - now_ms())
-            return QueueSettings(concurrency=q.concurrency, rate_max=q.rate_max, rate_duration_ms=q.rate_duration_ms,
-                                 limited_for_ms=limited, paused=q.paused,
-                                 counts={**q.counts(), "paused": 0, "schedulers": len(q.schedulers)})
+            return QueueSettings(
+                concurrency=q.concurrency,
+                rate_max=q.rate_max,
+                rate_duration_ms=q.rate_duration_ms,
+                limited_for_ms=limited,
+                paused=q.paused,
+                counts={**q.counts(), "paused": 0, "schedulers": len(q.schedulers)},
+            )
 
     def set_concurrency(self, queue: QueueRef, *, concurrency: int | None) -> None:
         with translated(self.connection), self.store.lock:
@@ -188,10 +212,21 @@ def _next_run(spec: SchedulerSpec, at: int) -> int:
 class MemSchedulers(_Facet):
     def list(self, queue: QueueRef) -> list[Scheduler]:
         with translated(self.connection), self.store.lock:
-            return [Scheduler(id=s.spec.scheduler_id, name=s.spec.name, pattern=s.spec.pattern, every=s.spec.every,
-                              tz=s.spec.tz, next_run=s.next_run, iterations=s.iterations, limit=s.spec.limit,
-                              start_date=s.spec.start_date, end_date=s.spec.end_date)
-                    for s in sorted(self._queue(queue).schedulers.values(), key=lambda s: s.next_run)]
+            return [
+                Scheduler(
+                    id=s.spec.scheduler_id,
+                    name=s.spec.name,
+                    pattern=s.spec.pattern,
+                    every=s.spec.every,
+                    tz=s.spec.tz,
+                    next_run=s.next_run,
+                    iterations=s.iterations,
+                    limit=s.spec.limit,
+                    start_date=s.spec.start_date,
+                    end_date=s.spec.end_date,
+                )
+                for s in sorted(self._queue(queue).schedulers.values(), key=lambda s: s.next_run)
+            ]
 
     def spec(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerSpec | None:
         with translated(self.connection), self.store.lock:
@@ -206,11 +241,20 @@ class MemSchedulers(_Facet):
             self._drop_iteration(q, spec.scheduler_id)
             due = _next_run(spec, at)
             q.schedulers[spec.scheduler_id] = MemScheduler(spec=spec, next_run=due, iterations=1)
-            job = q.put(MemJob(id=f"repeat:{spec.scheduler_id}:{due}", name=spec.name, state="delayed",
-                               data=spec.data_json, opts={**spec.opts, "delay": due - at}, timestamp=at,
-                               scheduler_id=spec.scheduler_id))
-            return SchedulerResult("done", f"Scheduler {spec.scheduler_id} updated; its next job is {job.id}.",
-                                   job.id, due - at)
+            job = q.put(
+                MemJob(
+                    id=f"repeat:{spec.scheduler_id}:{due}",
+                    name=spec.name,
+                    state="delayed",
+                    data=spec.data_json,
+                    opts={**spec.opts, "delay": due - at},
+                    timestamp=at,
+                    scheduler_id=spec.scheduler_id,
+                )
+            )
+            return SchedulerResult(
+                "done", f"Scheduler {spec.scheduler_id} updated; its next job is {job.id}.", job.id, due - at
+            )
 
     def remove(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerResult:
         with translated(self.connection), self.store.lock:
@@ -239,8 +283,15 @@ class MemBulk(_Facet):
         super().__init__(store=store, connection=connection)
         self.commands = commands
 
-    def run(self, *, plan: BulkPlan, store: ProgressStore, should_cancel: Callable[[], bool],
-            on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
+    def run(
+        self,
+        *,
+        plan: BulkPlan,
+        store: ProgressStore,
+        should_cancel: Callable[[], bool],
+        on_progress: Callable[[Progress], None],
+        count_limit: int | None,
+    ) -> Progress:
         with translated(self.connection), self.store.lock:
             q = self._queue(plan.queue)
             if plan.job_ids is not None:
@@ -249,7 +300,7 @@ class MemBulk(_Facet):
                 assert plan.filt is not None  # a plan has ids or a filter (BulkPlan checks it)
                 ids = [j.id for j in selected(q, plan.filt, plan.before_ms)]
         progress = store.load() or Progress(total=len(ids))
-        for job_id in ids[progress.position:]:
+        for job_id in ids[progress.position :]:
             if should_cancel():
                 progress.state = "cancelled"
                 break
@@ -281,18 +332,29 @@ class MemBulk(_Facet):
             return c.redrive(q, job_id=job_id, source=QueueRef(q.connection, q.prefix, plan.source or ""))
         from tests.support.memory_jobs import MemJobs
 
-        edit = MemJobs(store=self.store, connection=self.connection).edit_plan(q, job_id=job_id, patch=plan.patch,
-                                                                               schema=plan.schema)
-        return c.edit_and_retry(q, plan=edit, reset_counters=plan.reset_counters) if edit else \
-            ActionResult(job_id, actions.MISSING, gone(job_id))
+        edit = MemJobs(store=self.store, connection=self.connection).edit_plan(
+            q, job_id=job_id, patch=plan.patch, schema=plan.schema
+        )
+        return (
+            c.edit_and_retry(q, plan=edit, reset_counters=plan.reset_counters)
+            if edit
+            else ActionResult(job_id, actions.MISSING, gone(job_id))
+        )
 
 
 class MemServer(_Facet):
-    def health_checks(self, queues: list[QueueRef], *, state: dict | None, now: int, thresholds: Thresholds,
-                      is_dead_letter: Callable[[str], bool],
-                      snapshots: Mapping[QueueRef, QueueSnapshot] | None,
-                      workers: Mapping[QueueRef, list[Worker]] | None,
-                      workers_at: int | None) -> list[CheckResult]:
+    def health_checks(
+        self,
+        queues: list[QueueRef],
+        *,
+        state: dict | None,
+        now: int,
+        thresholds: Thresholds,
+        is_dead_letter: Callable[[str], bool],
+        snapshots: Mapping[QueueRef, QueueSnapshot] | None,
+        workers: Mapping[QueueRef, list[Worker]] | None,
+        workers_at: int | None,
+    ) -> list[CheckResult]:
         # The catalogue has no check of its own for a non-Redis store: "redis.reachable" is the
         # nearest (see the report of test_tour_memory_kind).
         if self.store.offline:
@@ -301,7 +363,14 @@ class MemServer(_Facet):
         with self.store.lock:
             for ref in queues:
                 q = self._queue(ref)
-                results.append(CheckResult("queue.paused", FAIL if q.paused else PASS, self.connection,
-                                           f"Queue {ref.name} is {'paused' if q.paused else 'running'}.",
-                                           prefix=ref.prefix, queue=ref.name))
+                results.append(
+                    CheckResult(
+                        "queue.paused",
+                        FAIL if q.paused else PASS,
+                        self.connection,
+                        f"Queue {ref.name} is {'paused' if q.paused else 'running'}.",
+                        prefix=ref.prefix,
+                        queue=ref.name,
+                    )
+                )
         return sorted(results, key=lambda r: r.status != FAIL)

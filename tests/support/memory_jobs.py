@@ -53,9 +53,13 @@ def selected(q: MemQueue, filt: JobFilter, before_ms: int) -> list[MemJob]:
     jobs = q.in_state(filt.state)
     if filt.state in FINISHED:
         jobs = list(reversed(jobs))
-        jobs = [j for j in jobs if (j.finished_on or 0) < before_ms
-                and (filt.finished_from_ms is None or (j.finished_on or 0) >= filt.finished_from_ms)
-                and (filt.finished_to_ms is None or (j.finished_on or 0) <= filt.finished_to_ms)]
+        jobs = [
+            j
+            for j in jobs
+            if (j.finished_on or 0) < before_ms
+            and (filt.finished_from_ms is None or (j.finished_on or 0) >= filt.finished_from_ms)
+            and (filt.finished_to_ms is None or (j.finished_on or 0) <= filt.finished_to_ms)
+        ]
     return [j for j in jobs if matches_filter(summary(j, j.id), filt=filt, before_ms=before_ms, reason=j.failed_reason)]
 
 
@@ -69,10 +73,17 @@ def _json_or_text(raw: str | None, redactor: Redactor) -> Any:
 def export_record(job: MemJob, redactor: Redactor) -> dict:
     """The record ``queues.export.iter_record_pages`` writes for a job (same keys, same order)."""
     return {
-        "id": job.id, "name": job.name, "timestamp": job.timestamp, "processedOn": job.processed_on,
-        "finishedOn": job.finished_on, "attemptsMade": job.attempts_made, "attemptsStarted": job.attempts_started,
-        "stalledCounter": job.stalled, "failedReason": redactor.text(job.failed_reason),
-        "data": _json_or_text(job.data, redactor), "opts": _json_or_text(json.dumps(job.opts), redactor),
+        "id": job.id,
+        "name": job.name,
+        "timestamp": job.timestamp,
+        "processedOn": job.processed_on,
+        "finishedOn": job.finished_on,
+        "attemptsMade": job.attempts_made,
+        "attemptsStarted": job.attempts_started,
+        "stalledCounter": job.stalled,
+        "failedReason": redactor.text(job.failed_reason),
+        "data": _json_or_text(job.data, redactor),
+        "opts": _json_or_text(json.dumps(job.opts), redactor),
         "stacktrace": _json_or_text(json.dumps(job.stacktrace), redactor),
         "returnvalue": _json_or_text(job.returnvalue, redactor),
     }
@@ -85,20 +96,29 @@ def _csv_line(row: list) -> str:
 
 
 class MemJobs(_Facet):
-    def page(self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str,
-             scan_limit: int) -> JobPage:
+    def page(
+        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+    ) -> JobPage:
         with translated(self.connection), self.store.lock:
             jobs = self._queue(queue).in_state(state)
             page = max(1, page)
             start = (page - 1) * page_size
             if not name_filter:
-                shown = [summary(j, j.id) for j in jobs[start:start + page_size]]
+                shown = [summary(j, j.id) for j in jobs[start : start + page_size]]
                 return JobPage(state, shown, len(jobs), page, page_size, has_next=start + page_size < len(jobs))
             scanned = jobs[:scan_limit]
             matches = [summary(j, j.id) for j in scanned if name_filter.lower() in j.name.lower()]
-            return JobPage(state, matches[start:start + page_size], len(jobs), page, page_size, name_filter=name_filter,
-                           scanned=len(scanned), scan_complete=len(scanned) >= len(jobs),
-                           has_next=len(matches) > start + page_size)
+            return JobPage(
+                state,
+                matches[start : start + page_size],
+                len(jobs),
+                page,
+                page_size,
+                name_filter=name_filter,
+                scanned=len(scanned),
+                scan_complete=len(scanned) >= len(jobs),
+                has_next=len(matches) > start + page_size,
+            )
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         with translated(self.connection), self.store.lock:
@@ -120,22 +140,36 @@ class MemJobs(_Facet):
             def payload(raw: str | None):
                 return prepare_payload(raw or "", cap=cap, redactor=redactor)
 
-            return JobDetail(queue=queue, id=job_id, state=job.state, summary=summary(job, job_id),
-                             data=payload(job.data), opts=payload(json.dumps(job.opts)),
-                             returnvalue=payload(job.returnvalue), progress=payload(job.progress),
-                             failed_reason=redactor.text(job.failed_reason),
-                             stacktrace=[redactor.text(s) for s in job.stacktrace],
-                             logs=[redactor.text(line) for line in job.logs[-LOG_TAIL:]], logs_total=len(job.logs),
-                             parent="")
+            return JobDetail(
+                queue=queue,
+                id=job_id,
+                state=job.state,
+                summary=summary(job, job_id),
+                data=payload(job.data),
+                opts=payload(json.dumps(job.opts)),
+                returnvalue=payload(job.returnvalue),
+                progress=payload(job.progress),
+                failed_reason=redactor.text(job.failed_reason),
+                stacktrace=[redactor.text(s) for s in job.stacktrace],
+                logs=[redactor.text(line) for line in job.logs[-LOG_TAIL:]],
+                logs_total=len(job.logs),
+                parent="",
+            )
 
     def live_detail(self, queue: QueueRef, job_id: str, *, redactor: Redactor) -> JobLive | None:
         with translated(self.connection), self.store.lock:
             job = self._job(queue, job_id)
             if job is None:
                 return None
-            return JobLive(queue=queue, id=job_id, state=job.state, summary=summary(job, job_id),
-                           progress=prepare_payload(job.progress, cap=4096, redactor=redactor),
-                           logs=[redactor.text(line) for line in job.logs[-50:]], logs_total=len(job.logs))
+            return JobLive(
+                queue=queue,
+                id=job_id,
+                state=job.state,
+                summary=summary(job, job_id),
+                progress=prepare_payload(job.progress, cap=4096, redactor=redactor),
+                logs=[redactor.text(line) for line in job.logs[-50:]],
+                logs_total=len(job.logs),
+            )
 
     def raw_field(self, queue: QueueRef, job_id: str, field: str, *, redactor: Redactor) -> str:
         with translated(self.connection), self.store.lock:
@@ -168,17 +202,25 @@ class MemJobs(_Facet):
                 fp, at = fingerprint(job.failed_reason), job.finished_on
                 g = groups.get(fp)
                 if g is None:
-                    groups[fp] = ErrorGroup(fp, normalize(job.failed_reason), 1, at, at, job.id,
-                                            job.stacktrace[-1] if job.stacktrace else "",
-                                            job.failed_reason.split("\n", 1)[0])
+                    groups[fp] = ErrorGroup(
+                        fp,
+                        normalize(job.failed_reason),
+                        1,
+                        at,
+                        at,
+                        job.id,
+                        job.stacktrace[-1] if job.stacktrace else "",
+                        job.failed_reason.split("\n", 1)[0],
+                    )
                 else:
                     g.count += 1
                     g.first_seen_ms = min(x for x in (g.first_seen_ms, at) if x is not None) if at else g.first_seen_ms
             ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
             return ErrorGroups(ordered, scanned=min(len(failed), scan_limit), total=len(failed))
 
-    def export(self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int,
-               redactor: Redactor) -> Iterator[str]:
+    def export(
+        self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor
+    ) -> Iterator[str]:
         with translated(self.connection), self.store.lock:
             records = [export_record(j, redactor) for j in selected(self._queue(queue), filt, before_ms)]
         if fmt == "jsonl":
@@ -188,8 +230,11 @@ class MemJobs(_Facet):
     def option_sample(self, queue: QueueRef, *, now_ms: int) -> Sample:
         with translated(self.connection), self.store.lock:
             q = self._queue(queue)
-            jobs = [SampledJob(j.id, "wait" if state == "waiting" else state, j.name, dict(j.opts), j.attempts_made)
-                    for state in ("waiting", "completed", "failed") for j in q.in_state(state)[:50]]
+            jobs = [
+                SampledJob(j.id, "wait" if state == "waiting" else state, j.name, dict(j.opts), j.attempts_made)
+                for state in ("waiting", "completed", "failed")
+                for j in q.in_state(state)[:50]
+            ]
             failed = q.in_state("failed")
             recent = sum(1 for j in failed if (j.finished_on or 0) >= now_ms - 15 * 60_000)
             return Sample(queue, jobs, recent, len(failed))
@@ -203,18 +248,24 @@ class MemJobs(_Facet):
             if not ok:
                 raise edit_retry.PatchError("The job's stored data is not valid JSON.")
             after = edit_retry.merge_patch(before, patch)
-            return edit_retry.EditPlan(job_id=job_id, state="failed" if job.state == "failed" else "other",
-                                       before_raw=job.data, before=before, after=after,
-                                       lifo=bool(job.opts.get("lifo")),
-                                       refusals=tuple(job_schema.validate(schema, after)))
+            return edit_retry.EditPlan(
+                job_id=job_id,
+                state="failed" if job.state == "failed" else "other",
+                before_raw=job.data,
+                before=before,
+                after=after,
+                lifo=bool(job.opts.get("lifo")),
+                refusals=tuple(job_schema.validate(schema, after)),
+            )
 
     def duplicate_source(self, queue: QueueRef, *, job_id: str) -> SourceJob | None:
         with translated(self.connection), self.store.lock:
             job = self._job(queue, job_id)
             if job is None:
                 return None
-            return SourceJob(name=job.name, data_json=job.data,
-                             opts={STORED_TO_OPTION.get(k, k): v for k, v in job.opts.items()})
+            return SourceJob(
+                name=job.name, data_json=job.data, opts={STORED_TO_OPTION.get(k, k): v for k, v in job.opts.items()}
+            )
 
 
 class MemProbes(_Facet):
@@ -224,8 +275,10 @@ class MemProbes(_Facet):
 
     def without_lock(self, jobs: Mapping[QueueRef, list[str]]) -> dict[QueueRef, list[str]]:
         with translated(self.connection), self.store.lock:
-            return {q: [i for i in ids if (j := self._job(q, i)) is not None and j.state == "active" and not j.locked]
-                    for q, ids in jobs.items()}
+            return {
+                q: [i for i in ids if (j := self._job(q, i)) is not None and j.state == "active" and not j.locked]
+                for q, ids in jobs.items()
+            }
 
     def job_fields(self, jobs: Sequence[tuple[QueueRef, str]], fields: Sequence[str]) -> list[list[bytes | None]]:
         with translated(self.connection), self.store.lock:
@@ -236,9 +289,11 @@ class MemProbes(_Facet):
                 rows.append([stored.get(f) for f in fields])
             return rows
 
-    def finished_counts(self, queues: Sequence[QueueRef], *, minutes: Sequence[int],
-                        width_ms: int) -> dict[QueueRef, list[tuple[int, int]]]:
+    def finished_counts(
+        self, queues: Sequence[QueueRef], *, minutes: Sequence[int], width_ms: int
+    ) -> dict[QueueRef, list[tuple[int, int]]]:
         with translated(self.connection), self.store.lock:
+
             def within(q: QueueRef, state: str, m: int) -> int:
                 return sum(1 for j in self._queue(q).in_state(state) if m <= (j.finished_on or 0) < m + width_ms)
 
