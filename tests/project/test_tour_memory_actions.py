@@ -41,6 +41,10 @@ def test_every_action_changes_the_store(shop, admin):
     assert job_action("discard", "f2").status_code == 200 and "f2" not in q.jobs
     assert job_action("discard", "a1").status_code == 409 and "a1" in q.jobs  # locked by its worker
     assert job_action("promote", "d1").status_code == 200 and q.jobs["d1"].state == "waiting"
+    redriven = api_post(admin, "api_job_action", {"reason": "tour"}, name="orders-dlq", action="redrive", job_id="x1")
+    assert redriven.status_code == 200, redriven.content
+    assert not shop.queues[("bull", "orders-dlq")].jobs
+    assert [j.id for j in q.jobs.values() if j.data == '{"order": 6601, "dead": true}' and j.state == "waiting"]
 
     assert queue_action("pause").status_code == 200 and q.paused
     assert queue_action("resume").status_code == 200 and not q.paused

@@ -24,7 +24,7 @@ def test_the_registry_serves_the_full_kind(shop):
     source = get_registry().source("default")
     assert isinstance(source, FullMemorySource)
     assert all(getattr(source, f) is not None for f in ("jobs", "probes", "commands", "schedulers", "bulk", "server"))
-    assert [q.name for q in get_registry().queues("default")] == ["emails", "orders"]
+    assert [q.name for q in get_registry().queues("default")] == ["emails", "orders", "orders-dlq"]
 
 
 PAGES = [  # (url name, kwargs, query, a text of the store the page must show)

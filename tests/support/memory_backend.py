@@ -269,8 +269,8 @@ def register_full_memory_kind(monkeypatch) -> None:
 
 def seeded_shop() -> MemStore:
     """A store with a queue ``bull:orders`` holding a job in every state (figures nobody types
-    by accident, so a page showing them proves where they came from) and a scheduler, and a
-    small ``bull:emails``."""
+    by accident, so a page showing them proves where they came from) and a scheduler, its
+    dead-letter queue ``bull:orders-dlq``, and a small paused ``bull:emails``."""
     store = MemStore()
     orders, emails = store.create("bull", "orders"), store.create("bull", "emails")
     t = now_ms() - 3_600_000  # an hour ago: old enough to clean
@@ -338,6 +338,8 @@ def seeded_shop() -> MemStore:
         MemJob("gc1", "bundle", "waiting-children", timestamp=t),
     ):
         orders.put(job)
+    dead = store.create("bull", "orders-dlq")  # a dead-letter queue by the default patterns: redrive goes to orders
+    dead.put(MemJob("x1", "charge-card", "waiting", data='{"order": 6601, "dead": true}', timestamp=t))
     emails.put(MemJob("e1", "welcome", "completed", timestamp=t, finished_on=t + 5))
     emails.put(MemJob("e2", "welcome", "waiting", timestamp=t))
     emails.paused = True
