@@ -85,6 +85,10 @@ def test_every_action_changes_the_store(shop, admin):
     assert queue_action("remove-scheduler", id="nightly-report").status_code == 200
     assert "nightly-report" not in q.schedulers and not [j for j in q.jobs.values() if j.scheduler_id]
 
+    # The page forms take the same road as the API.
+    page_form = admin.post(reverse("job_action", kwargs={**Q, "action": "discard", "job_id": "p1"}), {"reason": "tour"})
+    assert page_form.status_code in (200, 302) and "p1" not in q.jobs
+
     waiting = {j.id for j in q.jobs.values() if j.state in ("waiting", "prioritized")}
     assert queue_action("drain", delayed=True).json()["affected"] == len(waiting) > 0
     assert not waiting & set(q.jobs)
@@ -174,3 +178,15 @@ def test_every_alert_kind_is_evaluated_on_the_store(shop, admin, settings, caplo
         page = admin.get(reverse("alert_rule", kwargs={"rule_id": rule.pk}))
         assert page.status_code == 200, rule.kind
     assert "The in-memory store answers." in admin.get(reverse("health")).content.decode()
+
+
+def test_check_queues_runs_the_kinds_health_checks(shop):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("check_queues", "--json", "--no-store", stdout=out)  # nothing critical fails: exit 0
+    report = json.loads(out.getvalue())
+    found = {(c["kind"], c["queue"], c["status"]) for conn in report["connections"] for c in conn["results"]}
+    assert ("queue.paused", "emails", "fail") in found and ("queue.paused", "orders", "pass") in found
