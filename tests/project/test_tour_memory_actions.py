@@ -190,3 +190,31 @@ def test_check_queues_runs_the_kinds_health_checks(shop):
     report = json.loads(out.getvalue())
     found = {(c["kind"], c["queue"], c["status"]) for conn in report["connections"] for c in conn["results"]}
     assert ("queue.paused", "emails", "fail") in found and ("queue.paused", "orders", "pass") in found
+
+
+# --- what the app cannot yet serve for a kind that is not Redis (findings, kept executable) ----
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="The health catalogue has only Redis-named connection checks (queues/health/catalogue.py:31) and "
+    "CheckResult accepts no other kind (queues/health/results.py:43), so a non-Redis kind's server facet must "
+    "report its reachability as 'Redis reachable'; the page also says the checks 'read Redis directly' "
+    "(templates/health/health.html:8).",
+)
+def test_the_health_page_does_not_call_a_non_redis_store_redis(shop, admin):
+    html = admin.get(reverse("health")).content.decode()
+    assert "The in-memory store answers." in html
+    assert "Redis reachable" not in html and "read Redis directly" not in html
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="dashboard/live/tracking.py:346 logs a WARNING every workers period for a kind whose workers() raises "
+    "UnsupportedBySource, which base.py documents as 'not known, never an outage'.",
+)
+def test_a_kind_that_cannot_tell_its_workers_is_not_warned_about(shop, caplog):
+    with caplog.at_level(logging.WARNING), monitor_thread(tick=0.3, name="tour-workers", lock_ttl_ms=2000):
+        wait_for(lambda: state_counts().get(("default", "orders"), {}).get("failed") == 3, timeout=20)
+        wait_for(lambda: live.read_workers(live.dashboard_redis()) is not None, timeout=20)
+    assert not [r for r in caplog.records if "could not read the workers" in r.getMessage()]
