@@ -30,6 +30,7 @@ from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.quiet import QuietReads
 from queues.snapshot import QueueSnapshot
+from queues.sources import UnsupportedBySource
 from queues.sources.facets import ProbesFacet
 from queues.stalls import ActiveLists
 from queues.timings import QueueTimings
@@ -342,7 +343,9 @@ class CountTracker:
                 try:
                     with source.errors():
                         found = source.workers(queues)
-                except QueuewatchError as exc:  # unavailable, refused, or a kind that cannot tell
+                except UnsupportedBySource as exc:  # a kind that cannot tell: known as unknown, not a fault
+                    doc["unknown"][name] = str(exc)
+                except QueuewatchError as exc:  # unavailable or refused
                     log.warning("could not read the workers of %s (%s); workers unknown", name, exc)
                     doc["unknown"][name] = str(exc) or exc.__class__.__name__
             for q in queues:

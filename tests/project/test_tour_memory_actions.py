@@ -208,11 +208,6 @@ def test_the_health_page_does_not_call_a_non_redis_store_redis(shop, admin):
     assert "Redis reachable" not in html and "read Redis directly" not in html
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard/live/tracking.py:346 logs a WARNING every workers period for a kind whose workers() raises "
-    "UnsupportedBySource, which base.py documents as 'not known, never an outage'.",
-)
 def test_a_kind_that_cannot_tell_its_workers_is_not_warned_about(shop, caplog):
     with caplog.at_level(logging.WARNING), monitor_thread(tick=0.3, name="tour-workers", lock_ttl_ms=2000):
         wait_for(lambda: state_counts().get(("default", "orders"), {}).get("failed") == 3, timeout=20)
