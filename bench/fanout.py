@@ -90,7 +90,9 @@ try:
     from websockets.typing import Origin
     from websockets.uri import parse_uri
 except ImportError:  # pragma: no cover - a setup message, not a code path
-    raise SystemExit("bench/fanout.py needs the pinned 'websockets' package: .venv/bin/pip install -r bench/requirements.txt")
+    raise SystemExit(
+        "bench/fanout.py needs the pinned 'websockets' package: .venv/bin/pip install -r bench/requirements.txt"
+    ) from None
 
 from bench import proc_tools as pt  # noqa: E402
 from bench.snapshot_bench import PREFIX, PrivateRedis, QueuePlan, _free_port, load, log, pct  # noqa: E402
