@@ -108,7 +108,7 @@ def main() -> int:
             _drop_jobs(client, f"warm-{name}", 10)
             seed_failed(client, name, n)
             log(f"{name}: {n:,} jobs under callgrind")
-            per_job[name] = round(server.count(lambda: run(name)) / n)
+            per_job[name] = round(server.count(lambda run=run, name=name: run(name)) / n)
             check_moved(client, name, n, reset=name != "move_jobs_to_wait", edited=name == "queuewatch_edit")
             log(f"{name}: {per_job[name]:,} instructions per job")
             _drop_jobs(client, name, n)  # each run meets the same keyspace

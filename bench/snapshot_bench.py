@@ -429,7 +429,8 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
         pc = 0
         events: list[tuple] = []
 
-        def flush_set(st: str) -> None:
+        # This queue's parts and key base, bound now: the function is made anew per queue.
+        def flush_set(st: str, *, zparts=zparts, wait_parts=wait_parts, base=base) -> None:
             parts = zparts[st] if st != "wait" else wait_parts
             if parts:
                 k = base + st
@@ -902,7 +903,7 @@ def run(args, rds: PrivateRedis) -> int:
     log("")
     log(f"{'measurement':<58} {'p50 ms':>8} {'p95 ms':>8} {'cpu ms':>7} {'redis ms':>8} {'cmds/run':>8}  notes")
     log("-" * 130)
-    for key, r in results.items():
+    for r in results.values():
         cmds = {k: v for k, v in r.commands.items() if k != "__usec__"}
         top = ", ".join(f"{k}={v / r.runs:g}" for k, v in sorted(cmds.items(), key=lambda kv: -kv[1])[:4])
         log(f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} {r.redis_ms_per_run:8.2f} {r.commands_per_run:8.1f}  "

@@ -349,7 +349,7 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
         pool.release(conn)
     for args, sent, reply in edits:
         if isinstance(reply, redis.exceptions.NoScriptError):  # it did not run (a SCRIPT FLUSH meanwhile)
-            reply = _reply(lambda: EDIT_RETRY_BATCH(keys=keys, args=args, client=client))
+            reply = _reply(lambda chunk_args=args: EDIT_RETRY_BATCH(keys=keys, args=chunk_args, client=client))
         _record(ids, results, reply, sent)
     return results
 
