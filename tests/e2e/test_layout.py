@@ -124,7 +124,7 @@ def check_shell(page, lang: str, width: int, name: str) -> None:
     assert_fits(page, "the shell")
 
 
-@pytest.mark.parametrize(("lang", "width", "scheme"), COMBOS, ids=[f"{l}-{w}-{s}" for l, w, s in COMBOS])
+@pytest.mark.parametrize(("lang", "width", "scheme"), COMBOS, ids=["-".join(map(str, combo)) for combo in COMBOS])
 def test_pages_fit_and_navigation_works(browser, live_app, session_state, job_path, lang, width, scheme):
     context, page = open_context(browser, session_state, lang=lang, width=width, scheme=scheme)
     name = f"{lang}-{width}-{scheme}"
