@@ -6,7 +6,8 @@ Wall-clock figures on a shared machine move by a third from one run of the same 
 next (``bench/redrive.py`` reports them per round); an instruction count moves by about 1 %
 (the ratios between the runs below by less), so it is how two versions of a script are
 compared. One private redis-server runs under callgrind; the same failed jobs as
-``bench/redrive.py`` are seeded, and only what each run makes Redis do is counted (the counters are zeroed after seeding and dumped after the run):
+``bench/redrive.py`` are seeded, and only what each run makes Redis do is counted (the counters
+are zeroed after seeding and dumped after the run):
 
 * **moveJobsToWait**: BullMQ's script alone, 1,000 jobs per call, as ``Queue.retryJobs`` runs it
   (no counter reset, no priority or ``lifo`` check): the floor for any bulk retry built on it;
