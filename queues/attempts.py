@@ -18,10 +18,10 @@ batch of events:
   ``moveToFinished`` increments ``atm`` too). Counting
   one per event, not "atm grew since the last read", keeps the total right when a read lags
   behind several retries of the same job;
-* otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every started attempt (``ats``) has
-  ended by failing (``atm``) or stalling (``stc``) — a skipped attempt or a push-back leaves
-  ``ats`` ahead. (A job that was pushed back or delayed itself *before* we knew it, and fails
-  now, is missed: ``ats`` stays ahead: undercounted.)
+* otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every
+  started attempt (``ats``) has ended by failing (``atm``) or stalling (``stc``) — a skipped
+  attempt or a push-back leaves ``ats`` ahead. (A job that was pushed back or delayed itself
+  *before* we knew it, and fails now, is missed: ``ats`` stays ahead: undercounted.)
 * a ``waiting prev=active`` followed by ``stalled`` for the same job is a stall recovery. The
   ``stalled`` entry is written by the same script right after, so a candidate is decided only
   once a later event of its queue arrived, or at the next ``resolve(settled_only=False)``.

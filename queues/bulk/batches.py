@@ -63,8 +63,8 @@ def _resolve_source(plan: BulkPlan) -> str | None:
 
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
-    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
-    as one batch script per state (one round trip, one atomic step); a redrive reads the
+    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``).
+    Retry, discard and promote run as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
