@@ -196,9 +196,9 @@ class RedisServer:
             try:
                 info = self.client().info("server")
                 break
-            except redis.ConnectionError:
+            except redis.ConnectionError as exc:
                 if not self.proc.alive() or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start:\n{self.proc.tail()}")
+                    raise RuntimeError(f"redis-server did not start:\n{self.proc.tail()}") from exc
                 time.sleep(0.05)
         if info["process_id"] != self.proc.proc.pid:  # never measure a server we did not start
             raise RuntimeError(f"port {self.port} is answered by pid {info['process_id']}, not our redis-server")
@@ -318,9 +318,9 @@ class QueuewatchApp:
             try:
                 urllib.request.urlopen(self.url + "/login/", timeout=2)
                 break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if not self.daphne.alive() or time.monotonic() > deadline:
-                    raise RuntimeError("daphne did not start:\n" + self.daphne.tail())
+                    raise RuntimeError("daphne did not start:\n" + self.daphne.tail()) from exc
                 time.sleep(0.1)
 
     def start_monitor(self, *, probe: bool = False) -> Proc:

@@ -273,7 +273,8 @@ class Bench:
                     "as_of_nearest": summarise(as_of_nearest(samples), a.tick_ms / 1000)}
         for fig, s in accuracy["as_of"]["by_state"].items():
             log(f"  as of {fig:17} p50 {s['p50']} p95 {s['p95']} max {s['max']}; over bound {s['over_bound_pct']}%; "
-                f"episodes {s['episodes']} (p95 {s['episode_p95_s']} s, max {s['episode_max_s']} s, > 2 s: {s['episodes_over_2s']})")
+                f"episodes {s['episodes']} (p95 {s['episode_p95_s']} s, max {s['episode_max_s']} s, "
+                f"> 2 s: {s['episodes_over_2s']})")
 
         workload.proc.terminate()  # stop producing and working: every queue goes quiet
         summary = workload.expect("summary", 15)["summary"]
@@ -282,7 +283,8 @@ class Bench:
         _, _, truth, pub = sampler.sample()
         mismatches = {f"{q}.{fig}": (pub.get(q, {}).get(fig), v) for q, tv in truth.items() for fig, v in tv.items()
                       if pub.get(q, {}).get(fig) != v}
-        log(f"quiet for 3 s: {len(mismatches)} published figures differ from the truth {dict(list(mismatches.items())[:5])}")
+        log(f"quiet for 3 s: {len(mismatches)} published figures differ from the truth "
+            f"{dict(list(mismatches.items())[:5])}")
 
         fleet = self.fleet(r, sampler)
         self.procs.stop(monitor)

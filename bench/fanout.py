@@ -90,7 +90,9 @@ try:
     from websockets.typing import Origin
     from websockets.uri import parse_uri
 except ImportError:  # pragma: no cover - a setup message, not a code path
-    raise SystemExit("bench/fanout.py needs the pinned 'websockets' package: .venv/bin/pip install -r bench/requirements.txt")
+    raise SystemExit(
+        "bench/fanout.py needs the pinned 'websockets' package: .venv/bin/pip install -r bench/requirements.txt"
+    ) from None
 
 from bench import proc_tools as pt  # noqa: E402
 from bench.snapshot_bench import PREFIX, PrivateRedis, QueuePlan, _free_port, load, log, pct  # noqa: E402
@@ -627,7 +629,8 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
 
 def report(r: dict) -> None:
     log("")
-    log(f"clients connected: {r['clients_connected']}/{r['clients_requested']}  connect wall {r['connect']['wall_s']} s  "
+    log(f"clients connected: {r['clients_connected']}/{r['clients_requested']}  "
+        f"connect wall {r['connect']['wall_s']} s  "
         f"handshake p50/p95/max {r['connect']['handshake_s'].get('p50')}/{r['connect']['handshake_s'].get('p95')}/"
         f"{r['connect']['handshake_s'].get('max')} s  failures {r['connect']['failed']}")
     for phase in ("quiet", "busy"):
@@ -636,7 +639,8 @@ def report(r: dict) -> None:
         p = r[phase]
         d = p["delivery_write_to_client_s"]
         log(f"{phase:>5}: delivery write->client p50 {d.get('p50')} s  p95 {d.get('p95')} s  max {d.get('max')} s  "
-            f"(n={d.get('n')}, missed {p['missed_deliveries']}); {p['ws_messages_per_s']} msgs/s; cpu {p['cpu_utilisation']}")
+            f"(n={d.get('n')}, missed {p['missed_deliveries']}); {p['ws_messages_per_s']} msgs/s; "
+            f"cpu {p['cpu_utilisation']}")
         ms = p.get("monitor_side")
         if ms:
             line = (f"       write->publish p50 {ms['write_to_publish_s'].get('p50')} s; publish->client "
@@ -647,7 +651,8 @@ def report(r: dict) -> None:
                          f"p95 {ms['daphne_pop_to_client_s'].get('p95')} s")
             log(line)
         cl = p["channel_layer"]
-        log(f"       channel layer: {cl['overview_rows_published']} rows published, {cl['dropped_at_capacity']} dropped at "
+        log(f"       channel layer: {cl['overview_rows_published']} rows published, "
+            f"{cl['dropped_at_capacity']} dropped at "
             f"capacity, {cl['group_messages_popped_by_daphne']} popped by daphne ({cl['popped_per_s']}/s, "
             f"{cl['daphne_cpu_s_per_popped_message']} daphne CPU s each)")
 

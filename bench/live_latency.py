@@ -161,7 +161,8 @@ class Bench:
             res["monitor_probe"] = probe
         s = res["thrown_to_arrival_ms"]
         log(f"{name}: {len(e2e)}/{len(thrown)} arrived; thrown->arrival p50 {s.get('p50')} ms, p95 {s.get('p95')} ms, "
-            f"max {s.get('max')} ms; event->arrival p95 {res['event_to_arrival_ms'].get('p95')} ms; missing {len(missing)}")
+            f"max {s.get('max')} ms; event->arrival p95 {res['event_to_arrival_ms'].get('p95')} ms; "
+            f"missing {len(missing)}")
         return res
 
     async def run(self) -> dict:

@@ -8,7 +8,8 @@ its time on. Nothing in the product is changed: methods are wrapped at run time.
 max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
 
 * ``refresh_exact`` / ``refresh_full`` / ``refresh_dirty``: ``Monitor.refresh`` (with ``queues``: queues per call);
-* ``take_snapshots`` (exact reads), ``apply_events``, ``count_attempt_failures``, ``learn_keep_counts``, ``publish_state``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
+* ``take_snapshots`` (exact reads), ``apply_events``, ``count_attempt_failures``, ``learn_keep_counts``,
+  ``publish_state``, ``without_lock``, ``read_summaries``, ``read_watched``: Redis reads;
 * ``render_*``: the fragment renders (Django templates);
 * ``publish``: ``Publisher.publish`` (dashboard-Redis write + hand-off to the channel layer);
 * ``flush``, ``discover``, ``lock_extend``, ``handle`` (one item from the event intake): the rest of the loop;

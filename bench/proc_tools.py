@@ -117,9 +117,9 @@ def wait_http(url: str, child: Child, timeout: float = 30) -> None:
             return
         except urllib.error.HTTPError:
             return  # it answered
-        except (urllib.error.URLError, ConnectionError, OSError):
+        except (urllib.error.URLError, ConnectionError, OSError) as exc:
             if not child.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"{child.name} did not start:\n{child.tail()}")
+                raise RuntimeError(f"{child.name} did not start:\n{child.tail()}") from exc
             time.sleep(0.1)
 
 

@@ -6,7 +6,8 @@ Wall-clock figures on a shared machine move by a third from one run of the same 
 next (``bench/redrive.py`` reports them per round); an instruction count moves by about 1 %
 (the ratios between the runs below by less), so it is how two versions of a script are
 compared. One private redis-server runs under callgrind; the same failed jobs as
-``bench/redrive.py`` are seeded, and only what each run makes Redis do is counted (the counters are zeroed after seeding and dumped after the run):
+``bench/redrive.py`` are seeded, and only what each run makes Redis do is counted (the counters
+are zeroed after seeding and dumped after the run):
 
 * **moveJobsToWait**: BullMQ's script alone, 1,000 jobs per call, as ``Queue.retryJobs`` runs it
   (no counter reset, no priority or ``lifo`` check): the floor for any bulk retry built on it;
@@ -108,7 +109,7 @@ def main() -> int:
             _drop_jobs(client, f"warm-{name}", 10)
             seed_failed(client, name, n)
             log(f"{name}: {n:,} jobs under callgrind")
-            per_job[name] = round(server.count(lambda: run(name)) / n)
+            per_job[name] = round(server.count(lambda run=run, name=name: run(name)) / n)
             check_moved(client, name, n, reset=name != "move_jobs_to_wait", edited=name == "queuewatch_edit")
             log(f"{name}: {per_job[name]:,} instructions per job")
             _drop_jobs(client, name, n)  # each run meets the same keyspace

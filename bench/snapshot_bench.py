@@ -58,9 +58,10 @@ What it does
    * ``queues.listing.list_jobs`` alone (no Django) for the failed lists below;
    * through Django's test ``Client`` (DEBUG settings, SQLite in the temp dir, a logged-in
      user): the overview page (its first page of rows, and the last page sorted by failed
-     count; the render p50 is printed beside the snapshot time, target <= 200 ms), and the failed-jobs page of the biggest queue for page sizes 25
-     and 100, page 1 and the last full page, the same for a small queue (the smallest with
-     >= 200 failed jobs), and a waiting-list page of the big queue;
+     count; the render p50 is printed beside the snapshot time, target <= 200 ms), and the
+     failed-jobs page of the biggest queue for page sizes 25 and 100, page 1 and the last full
+     page, the same for a small queue (the smallest with >= 200 failed jobs), and a
+     waiting-list page of the big queue;
    * "cold" variants: the overview and a job-list page when the registry's discovery cache has
      expired, so the request itself rescans (once per ``QUEUEWATCH_DISCOVERY_TTL`` per process).
      For the other page figures the TTL is set to 3600 s so no rescan lands in them.
@@ -392,7 +393,8 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
     def progress(final: bool = False) -> None:
         elapsed = time.perf_counter() - t0
         rate = done / elapsed if elapsed else 0
-        line = f"loading: {done:>9,}/{total_jobs:,} jobs ({100 * done / max(1, total_jobs):5.1f}%)  {rate / 1000:6.1f}k jobs/s  {elapsed:5.1f}s"
+        line = (f"loading: {done:>9,}/{total_jobs:,} jobs ({100 * done / max(1, total_jobs):5.1f}%)  "
+                f"{rate / 1000:6.1f}k jobs/s  {elapsed:5.1f}s")
         if tty:
             sys.stderr.write("\r" + line + ("\n" if final else ""))
             sys.stderr.flush()
@@ -429,7 +431,8 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
         pc = 0
         events: list[tuple] = []
 
-        def flush_set(st: str) -> None:
+        # This queue's parts and key base, bound now: the function is made anew per queue.
+        def flush_set(st: str, *, zparts=zparts, wait_parts=wait_parts, base=base) -> None:
             parts = zparts[st] if st != "wait" else wait_parts
             if parts:
                 k = base + st
@@ -445,8 +448,10 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             ts = created0 + idx * spacing + (jid * 2654435761) % spacing
             c = (p.index * 7919 + jid) % 100_000_000
             data = (f'{{"orderId":{jid},"customerId":"cus_{c:08d}","email":"customer{c}@example.com","currency":"EUR",'
-                    f'"amountCents":{100 + (jid * 37) % 99_900},"items":[{{"sku":"SKU-{jid % 100_000:05d}","qty":{1 + jid % 5}}},'
-                    f'{{"sku":"SKU-{(jid * 7) % 100_000:05d}","qty":{1 + jid % 3}}}],"channel":"web","locale":"de-DE","note":"bench payload"}}')
+                    f'"amountCents":{100 + (jid * 37) % 99_900},'
+                    f'"items":[{{"sku":"SKU-{jid % 100_000:05d}","qty":{1 + jid % 5}}},'
+                    f'{{"sku":"SKU-{(jid * 7) % 100_000:05d}","qty":{1 + jid % 3}}}],'
+                    f'"channel":"web","locale":"de-DE","note":"bench payload"}}')
             head = f"{kb}{F_NAME}{NAMES_B[jid & 3]}{F_DATA}${len(data)}\r\n{data}\r\n"
             if state == "completed" or state == "failed":
                 processed = ts + 5 + (jid * 40503) % 495
@@ -457,7 +462,8 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
                              f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_1}{F_RV}${len(rv)}\r\n{rv}\r\n{F_FINISHED}$13\r\n{finished}\r\n")
                 else:
                     pipe.add(f"*26\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{DELAY0_PRIO0}"
-                             f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_3}{failure_fields(jid, 3)}{F_FINISHED}$13\r\n{finished}\r\n")
+                             f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_3}{failure_fields(jid, 3)}"
+                             f"{F_FINISHED}$13\r\n{finished}\r\n")
                 zparts[state].append(f"$13\r\n{finished}\r\n${len(sid)}\r\n{sid}\r\n")
                 if len(zparts[state]) >= 1000:
                     flush_set(state)
@@ -507,7 +513,8 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             pipe.add(resp("HSET", base + "repeat:" + sched, "name", "nightly-report", "pattern", "0 0 * * *", "ic", 12))
             jid = f"repeat:{sched}:{nxt}"
             pipe.add(resp("HSET", base + jid, "name", "nightly-report", "data", "{}", "opts",
-                          f'{{"repeat":{{"pattern":"0 0 * * *","count":12}},"jobId":"{jid}","delay":{nxt - now},"prevMillis":{nxt},"repeatJobKey":"{sched}","attempts":0}}',
+                          f'{{"repeat":{{"pattern":"0 0 * * *","count":12}},"jobId":"{jid}","delay":{nxt - now},'
+                          f'"prevMillis":{nxt},"repeatJobKey":"{sched}","attempts":0}}',
                           "timestamp", now, "delay", nxt - now, "priority", 0, "rjk", sched))
             pipe.add(resp("ZADD", base + "delayed", nxt * 4096, jid))
             adds += 1
@@ -664,7 +671,8 @@ def verify_with_bullmq(rds: PrivateRedis, plans: list[QueuePlan]) -> bool | None
                     problems.append(f"{p.name} job {j['id']}: prioritized job with priority 0")
     if problems:
         raise RuntimeError("loaded layout disagrees with Node BullMQ:\n  " + "\n  ".join(problems[:20]))
-    log(f"layout check: Node BullMQ 6 reads {', '.join(names)} exactly as planned (counts, states, paused, schedulers, job fields)")
+    log(f"layout check: Node BullMQ 6 reads {', '.join(names)} exactly as planned "
+        "(counts, states, paused, schedulers, job fields)")
     return True
 
 
@@ -902,10 +910,11 @@ def run(args, rds: PrivateRedis) -> int:
     log("")
     log(f"{'measurement':<58} {'p50 ms':>8} {'p95 ms':>8} {'cpu ms':>7} {'redis ms':>8} {'cmds/run':>8}  notes")
     log("-" * 130)
-    for key, r in results.items():
+    for r in results.values():
         cmds = {k: v for k, v in r.commands.items() if k != "__usec__"}
         top = ", ".join(f"{k}={v / r.runs:g}" for k, v in sorted(cmds.items(), key=lambda kv: -kv[1])[:4])
-        log(f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} {r.redis_ms_per_run:8.2f} {r.commands_per_run:8.1f}  "
+        log(f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} "
+            f"{r.redis_ms_per_run:8.2f} {r.commands_per_run:8.1f}  "
             f"{r.note + '; ' if r.note else ''}{top}")
     log("-" * 130)
     log("p50/p95 = wall time; cpu ms = this process's CPU time (median), i.e. redis-py, the reader,")
@@ -965,7 +974,8 @@ def run(args, rds: PrivateRedis) -> int:
 
     log(f"targets: snapshot of {len(queues)} queues < {TARGET_SNAPSHOT_MS} ms: "
         f"{verdict(out['snapshot_target_met'], out['snapshot_target_met_p95'])}; "
-        f"every job-list page < {TARGET_LIST_MS} ms: {verdict(out['job_list_target_met'], out['job_list_target_met_p95'])}")
+        f"every job-list page < {TARGET_LIST_MS} ms: "
+        f"{verdict(out['job_list_target_met'], out['job_list_target_met_p95'])}")
     log(f"overview render p50 {results['overview'].p50:.1f} ms (target <= {TARGET_OVERVIEW_MS} ms: "
         f"{'met' if out['overview_target_met'] else 'MISSED'}) beside the snapshot p50 {results['snapshot'].p50:.1f} ms")
     print(json.dumps(out, sort_keys=False), flush=True)

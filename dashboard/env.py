@@ -21,7 +21,7 @@ def env_str(name: str, default: str | None = None) -> str | None:
             with open(path, encoding="utf-8") as fh:
                 return fh.read().strip()
         except OSError as exc:
-            raise ImproperlyConfigured(f"{name}_FILE: cannot read {path!r}: {exc.strerror}")
+            raise ImproperlyConfigured(f"{name}_FILE: cannot read {path!r}: {exc.strerror}") from exc
     return default
 
 

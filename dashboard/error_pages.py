@@ -20,7 +20,8 @@ def _page(request, status: int, title: str, message: str) -> HttpResponse:
 
 def bad_request(request, exception=None):
     return _page(request, 400, _("Bad request"),
-                 _("Queuewatch could not understand this request. Go back and try again; if it keeps happening, the link may be broken."))
+                 _("Queuewatch could not understand this request. Go back and try again; "
+                   "if it keeps happening, the link may be broken."))
 
 
 def forbidden(request, exception=None):
@@ -49,4 +50,5 @@ def csrf_failure(request, reason: str = "") -> HttpResponse:
     """A form sent without a valid CSRF token: what to do about it (the reason goes to the audit
     log, not on the page)."""
     return _page(request, 403, _("This form has expired"),
-                 _("The form was sent without a valid security token, usually because the page was open for a long time or you logged in again in another tab. Reload the page and send the form again."))
+                 _("The form was sent without a valid security token, usually because the page was open for a "
+                   "long time or you logged in again in another tab. Reload the page and send the form again."))

@@ -230,8 +230,9 @@ def queue_pause(client: redis.Redis, *, queue: QueueRef, paused: bool) -> None:
 
 def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_ms: int, limit: int = 0) -> int:
     """Delete jobs of ``state`` older than ``older_than_ms`` (finishedOn for finished jobs; for
-    the others the last attempt's start, else the creation time), at most ``limit`` (0 = all) with BullMQ's ``cleanJobsInSet``. Returns how many went.
-    Scheduler iterations and locked jobs are skipped by the script itself."""
+    the others the last attempt's start, else the creation time), at most ``limit`` (0 = all)
+    with BullMQ's ``cleanJobsInSet``. Returns how many went. Scheduler iterations and locked
+    jobs are skipped by the script itself."""
     if state not in CLEANABLE_STATES:
         raise ValueError(_("Cannot clean state '{state}'; choose one of {states}.", state=state,
                            states=", ".join(CLEANABLE_STATES)))

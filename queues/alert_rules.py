@@ -101,10 +101,11 @@ def next_step(*, rule, phase: Phase | None, obs: Observation, now: dt.datetime) 
     if not obs.clear:
         return STAY  # still bad (or between the thresholds); a keep-firing clock is reset by the caller
     keep = dt.timedelta(seconds=rule.keep_firing_seconds)
-    if keep and phase.clear_since is None:
-        return START_CLEAR
-    if keep and now - phase.clear_since < keep:
-        return STAY
+    if keep:
+        if phase.clear_since is None:
+            return START_CLEAR
+        if now - phase.clear_since < keep:
+            return STAY
     return RESOLVE
 
 

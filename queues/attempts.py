@@ -18,10 +18,10 @@ batch of events:
   ``moveToFinished`` increments ``atm`` too). Counting
   one per event, not "atm grew since the last read", keeps the total right when a read lags
   behind several retries of the same job;
-* otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every started attempt (``ats``) has
-  ended by failing (``atm``) or stalling (``stc``) — a skipped attempt or a push-back leaves
-  ``ats`` ahead. (A job that was pushed back or delayed itself *before* we knew it, and fails
-  now, is missed: ``ats`` stays ahead: undercounted.)
+* otherwise (a job from before we followed) iff ``atm >= 1`` and ``atm + stc >= ats``: every
+  started attempt (``ats``) has ended by failing (``atm``) or stalling (``stc``) — a skipped
+  attempt or a push-back leaves ``ats`` ahead. (A job that was pushed back or delayed itself
+  *before* we knew it, and fails now, is missed: ``ats`` stays ahead: undercounted.)
 * a ``waiting prev=active`` followed by ``stalled`` for the same job is a stall recovery. The
   ``stalled`` entry is written by the same script right after, so a candidate is decided only
   once a later event of its queue arrived, or at the next ``resolve(settled_only=False)``.
@@ -114,14 +114,14 @@ class AttemptFailures:
                 replies = probes.job_fields([key for key, _ in items], ATTEMPT_FIELDS)
             except SourceUnavailable:
                 continue  # the connection is down: these attempts go uncounted
-            for (key, ev), (atm, legacy_atm, ats, stc, finished_on) in zip(items, replies):
-                atm = to_int(atm) or to_int(legacy_atm) or 0
+            for (key, ev), (atm_reply, legacy_atm, ats, stc, finished_on) in zip(items, replies):
+                attempts_made = to_int(atm_reply) or to_int(legacy_atm) or 0
                 # moveToFinished increments atm and sets finishedOn in one script (a retry from
                 # the finished sets deletes finishedOn): the finish counted as a made attempt
                 # too, whether or not its event has reached us yet.
                 if key in self._finished or finished_on is not None:
-                    atm = max(0, atm - 1)
-                if self._attempt_failed(key, atm=atm, ats=to_int(ats) or 0, stc=to_int(stc) or 0):
+                    attempts_made = max(0, attempts_made - 1)
+                if self._attempt_failed(key, atm=attempts_made, ats=to_int(ats) or 0, stc=to_int(stc) or 0):
                     failures.append(ev)
             self._finished.difference_update(key for key, _ in items)
         return failures

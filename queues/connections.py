@@ -61,7 +61,7 @@ def _read(env: Mapping[str, str], var: str) -> str | None:
             with open(env[file_var], encoding="utf-8") as fh:
                 return fh.read().strip()
         except OSError as exc:
-            raise ConfigurationError(f"{file_var}: cannot read {env[file_var]!r}: {exc.strerror}")
+            raise ConfigurationError(f"{file_var}: cannot read {env[file_var]!r}: {exc.strerror}") from exc
     return None
 
 

@@ -116,7 +116,7 @@ def bullmq_next_millis(*, pattern: str, tz: str, now_ms: int, start_ms: int | No
     # Every-hour patterns may still owe a run in the repeated hour behind the local clock.
     steps = croniter(pattern.strip(), local - dt.timedelta(hours=1 if every_hour else 0), second_at_beginning=six)
     found: int | None = None
-    for _ in range(_MAX_SKIPS * 10):
+    for _skip in range(_MAX_SKIPS * 10):
         try:
             naive = steps.get_next(dt.datetime)
         except CroniterBadDateError:
@@ -138,7 +138,7 @@ def cron_prev(*, expr: str, tz: str, at: dt.datetime) -> dt.datetime | None:
     cron_validate(expr, tz)
     zi = zone(tz)
     it = croniter(expr.strip(), _local(at, zi) + dt.timedelta(microseconds=1))
-    for _ in range(_MAX_SKIPS):
+    for _skip in range(_MAX_SKIPS):
         try:
             fire = _to_utc(it.get_prev(dt.datetime), zi)
         except CroniterBadDateError:  # no earlier date matches (saved before validation caught it)

@@ -31,6 +31,7 @@ import redis
 
 from .discovery import QUEUE_META_FIELD, glob_escape
 from .keys import QueueRef
+from .redis import replies
 
 
 class DiscoveryPass:
@@ -97,10 +98,12 @@ class DiscoveryPass:
         pattern = glob_escape(prefix) + ":*:meta"
         if self._typed:
             try:
-                return self.client.scan(self._cursor, match=pattern, count=self.scan_count, _type="hash")
+                cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count, _type="hash")
+                return cursor, replies.members(keys)
             except redis.ResponseError:
                 self._typed = False  # an old server: same cursor, unfiltered by type
-        return self.client.scan(self._cursor, match=pattern, count=self.scan_count)
+        cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count)
+        return cursor, replies.members(keys)
 
     def _take(self, prefix: str, keys: list[bytes]) -> None:
         head, tail = f"{prefix}:".encode(), b":meta"

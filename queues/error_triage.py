@@ -26,7 +26,8 @@ from . import bounded_regex
 TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
 CLASSES = (TRANSIENT, PERMANENT, UNKNOWN)
 ADVICE = {
-    TRANSIENT: "Transient: the cause usually passes (timeouts, resets, rate limits, lock contention). Retry once it has.",
+    TRANSIENT: "Transient: the cause usually passes (timeouts, resets, rate limits, lock contention). "
+               "Retry once it has.",
     PERMANENT: "Permanent: the same input fails again (validation, 4xx, not found, UnrecoverableError). "
                "Fix the data or the code; retrying wastes attempts.",
     UNKNOWN: "Unknown: no built-in pattern or rule matched. Read the sample before retrying.",
@@ -44,7 +45,8 @@ BUILT_IN: tuple[tuple[str, str, str], ...] = (
     (PERMANENT, "UnrecoverableError", r"\bUnrecoverableError\b"),
     (TRANSIENT, "HTTP 429 / 502 / 503 / 504", _STATUS + r"(?:429|50[234])\b"),
     (TRANSIENT, "rate limited or unavailable",
-     r"too many requests|rate.?limit(?:ed|s)?\b|service unavailable|bad gateway|gateway time-?out|temporarily unavailable"),
+     r"too many requests|rate.?limit(?:ed|s)?\b|service unavailable|"
+     r"bad gateway|gateway time-?out|temporarily unavailable"),
     (PERMANENT, "HTTP 4xx", _STATUS + r"4(?!29)\d\d\b"),
     (TRANSIENT, "timeout", r"\btime[sd]?\s?out\b|\btimeout\b|ETIMEDOUT|ESOCKETTIMEDOUT|deadline exceeded"),
     (TRANSIENT, "connection reset or refused",
@@ -57,7 +59,8 @@ BUILT_IN: tuple[tuple[str, str, str], ...] = (
     (PERMANENT, "client error", r"bad request|unauthori[sz]ed|forbidden|permission denied|access denied"),
     (PERMANENT, "not found", r"not found|does not exist|no such\b|unknown (?:user|customer|account|id)"),
     (PERMANENT, "programming error",
-     r"\b(?:TypeError|ReferenceError|SyntaxError)\b|is not a function|cannot read propert(?:y|ies) of (?:undefined|null)"),
+     r"\b(?:TypeError|ReferenceError|SyntaxError)\b|is not a function|"
+     r"cannot read propert(?:y|ies) of (?:undefined|null)"),
 )
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal, overload
 
 
 from .events import Event
@@ -98,9 +98,9 @@ class JobClock:
             return []
         key, ts, name = (ev.queue, ev.job_id), ev.ts_ms, ev.name
         if name == "added":
-            job = self._job(key, create=True)
-            job.name = sys.intern(ev.fields.get("name", "") or "")
-            job.ready_ms, job.due_ms, job.active_ms = ts, None, None
+            added = self._job(key, create=True)
+            added.name = sys.intern(ev.fields.get("name", "") or "")
+            added.ready_ms, added.due_ms, added.active_ms = ts, None, None
             return []
         if name == "removed":
             self._jobs.pop(key, None)
@@ -146,6 +146,12 @@ class JobClock:
             self._unnamed.setdefault((queue, job_id), []).extend(samples)
             return []
         return samples
+
+    @overload
+    def _job(self, key: tuple[QueueRef, str], *, create: Literal[True]) -> _Job: ...
+
+    @overload
+    def _job(self, key: tuple[QueueRef, str], *, create: bool) -> _Job | None: ...
 
     def _job(self, key: tuple[QueueRef, str], *, create: bool) -> _Job | None:
         job = self._jobs.get(key)

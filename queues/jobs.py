@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from .errors import JobNotFound
 from .keys import QueueRef
 from .messages import _
 from .redact import Redactor
+from .redis import replies
 from .safe_json import parse_json
 from .stalls import STALLED_LIMIT_REASON
 from .text import finite, first_line, to_int, to_ms, to_text
@@ -58,7 +60,8 @@ class JobSummary:
     @property
     def due_at(self) -> int | None:
         """For delayed jobs: when the job becomes due (score = due_ms * 4096 + seq)."""
-        return to_ms(self.score // 4096) if finite(self.score) is not None else None
+        score = finite(self.score)
+        return to_ms(score // 4096) if score is not None else None
 
     def as_dict(self) -> dict:
         return {
@@ -139,7 +142,7 @@ def summary_or_unreadable(job_id: str, values: list[bytes | None], score: float 
         return JobSummary(id=job_id, exists=True, unreadable=("job",))
 
 
-def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]:
+def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores: Sequence[float | None] | None = None) -> list[JobSummary]:
     pipe = client.pipeline(transaction=False)
     for job_id in ids:
         pipe.hmget(queue.job_key(job_id), SUMMARY_FIELDS)
@@ -250,7 +253,7 @@ def job_state(client: redis.Redis, queue: QueueRef, job_id: str) -> tuple[str, f
 
 def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> JobDetail:
     key = queue.job_key(job_id)
-    raw = client.hgetall(key)
+    raw = replies.fields(client.hgetall(key))
     if not raw:
         raise JobNotFound(queue.name, job_id)
     f = {to_text(k): v for k, v in raw.items()}

@@ -75,27 +75,30 @@ class LiveCounts:
         self.waiting_memory = waiting_memory
         self.moves: list[tuple[str, str | None, str | None]] = []
         self.moves_overflowed = False
-        self.base: QueueSnapshot | None = None
-        self.reset(snapshot)
+        # The first snapshot has nothing before it to learn caps from.
+        self._take(snapshot)
 
     def reset(self, snapshot: QueueSnapshot) -> None:
         """Take an exact snapshot as the new base."""
         previous = self.base
         for s in FINISHED:
+            cap = self.cap[s]
             if self.cap_from_options[s]:
-                if self.cap[s] is not None and snapshot.counts[s] > self.cap[s]:
+                if cap is not None and snapshot.counts[s] > cap:
                     # Some jobs keep more than the one whose options we read: trust reads.
                     self.cap[s], self.cap_from_options[s] = None, False
-            elif previous is not None:
-                if snapshot.counts[s] > previous.counts[s]:
-                    self.cap[s] = None
-                elif self.finished_since[s] > 0:  # events said it grew; it did not
-                    self.cap[s] = snapshot.counts[s]
+            elif snapshot.counts[s] > previous.counts[s]:
+                self.cap[s] = None
+            elif self.finished_since[s] > 0:  # events said it grew; it did not
+                self.cap[s] = snapshot.counts[s]
+        self._take(snapshot)
+
+    def _take(self, snapshot: QueueSnapshot) -> None:
         self.base = snapshot
         self.counts = dict(snapshot.counts)
         self.paused = snapshot.paused
         self.cutoff = _id_tuple(snapshot.last_event_id) if snapshot.last_event_id else (0, 0)
-        self.finished_since = dict.fromkeys(FINISHED, 0)
+        self.finished_since: dict[str, int] = dict.fromkeys(FINISHED, 0)
         # Jobs that entered waiting after the snapshot, oldest first, with when they entered:
         # the oldest waiting job once the snapshot's oldest has been taken.
         self.entered_waiting: OrderedDict[str, int] = OrderedDict()
@@ -110,9 +113,10 @@ class LiveCounts:
                 self.cap[state], self.cap_from_options[state] = None, False
             return
         self.cap_from_options[state] = True
-        self.cap[state] = None if keep == KEEP_ALL else keep
-        if self.cap[state] is not None:
-            self.counts[state] = min(self.counts[state], self.cap[state])
+        cap = None if keep == KEEP_ALL else keep
+        self.cap[state] = cap
+        if cap is not None:
+            self.counts[state] = min(self.counts[state], cap)
 
     def read_before(self, stream_id: str) -> bool:
         """Whether the snapshot predates this stream entry (so events up to it are missing)."""
@@ -152,7 +156,8 @@ class LiveCounts:
             self.needs_snapshot = self.needs_snapshot or after_snapshot
             return set()
         if ev.name == "removed":
-            old = PREV_STATE.get(ev.fields.get("prev"), ev.fields.get("prev")) or known.get(key)
+            prev = ev.fields.get("prev")
+            old = (PREV_STATE.get(prev, prev) if prev else None) or known.get(key)
             known.pop(key)
             self._record_move(job, old, None)
             if after_snapshot:
@@ -171,8 +176,9 @@ class LiveCounts:
             if new in FINISHED:
                 self.finished_since[new] += 1
             self.counts[new] += 1
-            if self.cap.get(new) is not None:  # trimmed in the same script, without an event
-                self.counts[new] = min(self.counts[new], self.cap[new])
+            cap = self.cap.get(new)
+            if cap is not None:  # trimmed in the same script, without an event
+                self.counts[new] = min(self.counts[new], cap)
             if new == "waiting":
                 self.entered_waiting[job] = ev.ts_ms
                 if len(self.entered_waiting) > self.waiting_memory:

@@ -128,7 +128,8 @@ def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) 
     parsed_opts = parsed_opts if isinstance(parsed_opts, dict) else {}
     kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
     de = kept.get("de")
-    dedup_id = to_text(deid) or (de.get("id") if isinstance(de, dict) and isinstance(de.get("id"), str) else "")
+    de_id = de.get("id") if isinstance(de, dict) else None
+    dedup_id = to_text(deid) or (de_id if isinstance(de_id, str) else "")
     if dedup_id and not isinstance(de, dict):
         kept["de"] = {"id": dedup_id}
     due = int(float(delayed_score)) // 0x1000 if delayed_score is not None else None

@@ -45,8 +45,8 @@ class Scheduler:
         if self.legacy == "key-shape":
             return _("Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. {hint}", hint=MIGRATION_HINT)
         if self.legacy == "v5-hash":
-            return _("v5 repeatable without an iteration count: BullMQ 6 adopts it silently, but it should be migrated. {hint}",
-                     hint=MIGRATION_HINT)
+            return _("v5 repeatable without an iteration count: BullMQ 6 adopts it silently, "
+                     "but it should be migrated. {hint}", hint=MIGRATION_HINT)
         return ""
 
     def as_dict(self) -> dict:

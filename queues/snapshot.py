@@ -182,12 +182,12 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
             )
         )
 
-    with_oldest = [s for s in snapshots if s.oldest_waiting_id]
+    with_oldest = [(s, s.oldest_waiting_id) for s in snapshots if s.oldest_waiting_id]
     if with_oldest:
         pipe = client.pipeline(transaction=False)
-        for s in with_oldest:
-            pipe.hget(s.queue.job_key(s.oldest_waiting_id), "timestamp")
-        for s, ts in zip(with_oldest, pipe.execute()):
+        for s, oldest_id in with_oldest:
+            pipe.hget(s.queue.job_key(oldest_id), "timestamp")
+        for (s, _oldest_id), ts in zip(with_oldest, pipe.execute()):
             s.oldest_waiting_ts = to_ms(ts)
     return snapshots
 

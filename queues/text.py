@@ -9,6 +9,7 @@ raising: a page must render whatever a producer stored.
 from __future__ import annotations
 
 import math
+from typing import overload
 
 # The last instant a datetime can show (9999-12-31T23:59:59.999Z): a "timestamp" beyond it
 # (or before the epoch) cannot be displayed, so it is as unreadable as a non-number.
@@ -21,6 +22,14 @@ def to_text(value: bytes | str | None, default: str = "") -> str:
     if isinstance(value, str):
         return value
     return value.decode("utf-8", errors="replace")
+
+
+@overload
+def to_int(value: bytes | str | float | None, default: int) -> int: ...
+
+
+@overload
+def to_int(value: bytes | str | float | None, default: None = None) -> int | None: ...
 
 
 def to_int(value: bytes | str | float | None, default: int | None = None) -> int | None:

@@ -1,7 +1,8 @@
 """Django admin for alerting: rules, alerts, silences and maintenance windows (alerts and their
-steps are written by the monitor only: read-only here), channels and the outbox. The signing secret is write-only here too: never
-shown, replaced by typing a new one. A channel's settings (``config``) are shown with header
-values hidden and edited on the Channels page, which validates them."""
+steps are written by the monitor only: read-only here), channels and the outbox. The signing
+secret is write-only here too: never shown, replaced by typing a new one. A channel's settings
+(``config``) are shown with header values hidden and edited on the Channels page, which
+validates them."""
 
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ def _state_column(state: str) -> OverviewColumn:
         value=lambda sig: sig.snapshot.counts.get(state),
         # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
         # A zero is not a link: there is nothing to open.
-        cell=f'<td class="num state-{state}">{{% if value %}}<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
+        cell=f'<td class="num state-{state}">{{% if value %}}'
+             f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
              f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
         sort=lambda s: (s.counts.get(state, 0), s.queue.name),
     )
@@ -73,7 +74,8 @@ COLUMNS: list[OverviewColumn] = [
         name="name", header=_("Queue"),
         value=lambda sig: sig.is_dlq,
         cell='<td><bdi class="queue-name"><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
-             '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">{% translate "DLQ" %}</span>{% endif %}</td>',
+             '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">'
+             '{% translate "DLQ" %}</span>{% endif %}</td>',
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
     OverviewColumn(
@@ -106,21 +108,26 @@ COLUMNS: list[OverviewColumn] = [
         title=_("workers connected to the queue (the monitor reads CLIENT LIST every few seconds)"),
         # None (unknown: no monitor, or CLIENT LIST refused) shows a dash, never "0".
         value=lambda sig: (sig.workers, sig.workers == 0 and bool(sig.snapshot.counts.get("waiting"))),
-        cell='<td class="num workers{% if value.1 %} bad{% endif %}">{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>',
+        cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
+             '{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>',
     ),
     OverviewColumn(
         name="spark", header=_("Last hour"), title=_("last hour: completed, failed, dead-letter depth"),
         # Drawn from stored history on page load; live rows carry none and keep the page's.
         value=lambda sig: None,
-        cell='<td class="spark-cell"><span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
+        cell='<td class="spark-cell">'
+             '<span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
     ),
     OverviewColumn(
         # Sorts by the paused flag: ``sort=paused`` is the parameter bookmarks already carry.
         name="paused", header=_("Status"),
         value=lambda sig: (sig.snapshot.paused, len(sig.stalled_now)),
-        cell='<td>{% if value.0 %}<span class="badge paused">{% translate "paused" context "job state" %}</span>{% endif %}{% if value.1 %} '
+        cell='<td>{% if value.0 %}<span class="badge paused">{% translate "paused" context "job state" %}</span>'
+             '{% endif %}{% if value.1 %} '
              '<span class="badge stalled" title="{% translate "in active without a lock" %}">'
-             '{% blocktranslate count counter=value.1 %}{{ counter }} stalled{% plural %}{{ counter }} stalled{% endblocktranslate %}</span>{% endif %}</td>',
+             '{% blocktranslate count counter=value.1 %}'
+             '{{ counter }} stalled{% plural %}{{ counter }} stalled'
+             '{% endblocktranslate %}</span>{% endif %}</td>',
         sort=lambda s: (s.paused, s.queue.name),
     ),
 ]

@@ -55,7 +55,8 @@ QUEUE_GAUGES = (
 PER_MINUTE_GAUGES = (
     # (name, HELP, key in the queue's rates_per_min)
     ("queuewatch_queue_dead_letter_growth_per_minute",
-     "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), averaged over the window.",
+     "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), "
+     "averaged over the window.",
      "dead_letter"),
     ("queuewatch_queue_attempt_failures_per_minute",
      "Failed attempts that will be retried (not final failures) per minute, averaged over the window.",

@@ -42,8 +42,9 @@ class QueueLists:
 
     def step(self, name: str, cursors: dict[QueueRef, str]) -> list[QueueRef] | None:
         """One budgeted step of connection ``name``'s discovery: the new list when it differs
-        from the one followed (the caller follows it, then says so with ``followed``), else ``None``. A failed step raises
-        the source's own error (the caller translates it with ``source.errors()``); the list is published (or republished: it expires) either way."""
+        from the one followed (the caller follows it, then says so with ``followed``), else
+        ``None``. A failed step raises the source's own error (the caller translates it with
+        ``source.errors()``); the list is published (or republished: it expires) either way."""
         walk = self.walks.get(name)
         if walk is None:
             walk = self.walks[name] = self._start(name, cursors)

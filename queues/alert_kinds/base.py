@@ -223,7 +223,11 @@ class QueueKind(RuleKind):
                 continue
             value, summary = self.measure(rule, sig, facts)
             target = Target(q.connection, q.prefix, q.name)
-            out.append(flag(target, value > 0, summary) if self.duration_threshold else compare(rule, target, value, summary))
+            if self.duration_threshold:
+                # The duration kinds always measure 1.0 or 0.0; an unknown value holds nothing.
+                out.append(flag(target, value is not None and value > 0, summary))
+            else:
+                out.append(compare(rule, target, value, summary))
         return out
 
 

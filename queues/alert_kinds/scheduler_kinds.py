@@ -39,7 +39,8 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
 
 class SchedulerMissed(RuleKind):
     id, title, scope, unit = "scheduler_missed", _("A job scheduler missed its run"), SCHEDULER, _("seconds of grace")
-    help = _("The iteration due by the scheduler's cron pattern or interval was not taken by a worker within the grace period.")
+    help = _("The iteration due by the scheduler's cron pattern or interval was not taken by a worker "
+             "within the grace period.")
 
     def needs(self, rule):
         return (SCHEDULERS,)

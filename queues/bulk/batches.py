@@ -3,6 +3,8 @@ move it (one atomic step per job, acting only if the job is still where the plan
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import redis
 
 from .. import redrive
@@ -33,9 +35,11 @@ def still_there(value, state: str, before_ms: int) -> bool:
     return state not in FINISHED_STATES or float(value) < before_ms
 
 
-def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[list[tuple[str, str]], int]:
+def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[list[tuple[str, str | None]], int]:
     """The next batch of an explicit selection, each id with the state the action finds it in
     (None when it is in none of the action's states)."""
+    if plan.job_ids is None:
+        raise ValueError("This plan scans a state: it has no list of job ids.")
     ids = list(plan.job_ids[position: position + plan.batch_size])
     states = ACTION_STATES[plan.action]
     pipe = client.pipeline(transaction=False)
@@ -43,7 +47,7 @@ def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[l
         for st in states:
             state_check(pipe, plan.queue, job_id, st)
     found = pipe.execute()
-    items = []
+    items: list[tuple[str, str | None]] = []
     for n, job_id in enumerate(ids):
         values = found[n * len(states):(n + 1) * len(states)]
         state = next((st for st, v in zip(states, values) if still_there(v, st, plan.before_ms)), None)
@@ -59,28 +63,31 @@ def _resolve_source(plan: BulkPlan) -> str | None:
 
 
 def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
-    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``). Retry, discard and promote run
-    as one batch script per state (one round trip, one atomic step); a redrive reads the
+    """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``).
+    Retry, discard and promote run as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
     second. A script error is returned (not raised) so one bad job cannot stop the batch."""
     q = plan.queue
     results: list = [None] * len(items)
-    by_state: dict[str, list[int] | range] = {}
+    by_state: Mapping[str, Sequence[int]]
     if plan.filt is not None:  # a scan's page: every job is in the filter's state
         by_state = {plan.filt.state: range(len(items))} if items else {}
     else:
+        listed: dict[str, list[int]] = {}
         for n, (job_id, state) in enumerate(items):
             if state is None:
                 results[n] = ActionResult(job_id, WRONG_STATE,
                                           f"Job {job_id} is no longer in a state this action applies to.")
             else:
-                by_state.setdefault(state, []).append(n)
+                listed.setdefault(state, []).append(n)
+        by_state = listed
     if plan.action == "redrive":
         _redrive_batch(client, plan, items, [n for ns in by_state.values() for n in ns], results, now_ms=now_ms)
         return results
     scripts = scripts_for(client)
     for state, positions in by_state.items():
         ids = [job_id for job_id, _ in items] if len(positions) == len(items) else [items[n][0] for n in positions]
+        made: list[ActionResult | Exception]
         try:
             if plan.action == "retry":
                 keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
@@ -88,6 +95,8 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
                                                             "1" if plan.reset_counters else "0", *ids])
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "edit-retry":
+                if plan.patch is None:  # refused by BulkPlan.__post_init__
+                    raise ValueError("An edit-and-retry plan needs a patch.")
                 made = [MOVED if r is None else r
                         for r in edit_batch(client, q, ids, patch=plan.patch, schema=plan.schema,
                                             reset_counters=plan.reset_counters, before_ms=plan.before_ms)]

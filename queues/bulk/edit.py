@@ -165,8 +165,9 @@ def reads_its_page(plan: BulkPlan) -> bool:
 def read_page(client: redis.Redis, plan: BulkPlan, cursor: Cursor, progress: Progress) -> Page:
     """The next page after ``cursor``, as ``selection.next_page`` gives it, in one round trip
     (instead of up to four) while no job has stayed behind the cursor."""
-    key = plan.queue.state_key(plan.filt.state)
-    lo, hi = zset_bounds(plan.filt, plan.before_ms)
+    filt = plan.scan_filter
+    key = plan.queue.state_key(filt.state)
+    lo, hi = zset_bounds(filt, plan.before_ms)
     offset = 0 if nothing_left_behind(progress) else zset_offset(client, key=key, lo=lo, cursor=cursor)
     reply = READ_PAGE(keys=[key], args=[lo, hi, offset, plan.batch_size], client=client)
     if not reply:
@@ -312,7 +313,10 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
             stored = _reply(conn.read_response)
             if isinstance(stored, redis.exceptions.NoScriptError):  # a SCRIPT FLUSH meanwhile
                 stored = READ_DATA(keys=[failed], args=[queue.base, *(ids[n] for n in span)], client=client)
-            args, sent, raws = [*head, ""], [], []  # args[3]: the chunk's digest, once its jobs are known
+            # args[3]: the chunk's digest, once its jobs are known
+            args: list[str | bytes] = [*head, ""]
+            sent: list[int] = []
+            raws: list[bytes] = []
             for n, raw in zip(span, stored):
                 made = patched(raw, patch)
                 if made is None:
@@ -330,7 +334,9 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
                 raws.append(raw or b"")
             args[3] = chunk_digest(raws)
             if sent:  # packed by hiredis directly: redis-py's packer looks at every argument first
-                conn.send_packed_command([pack_command(("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args))])
+                command = ("EVALSHA", EDIT_RETRY_BATCH.sha, len(keys), *keys, *args)
+                # hiredis's stub types the command as a 1-tuple; it takes a tuple of any length.
+                conn.send_packed_command([pack_command(command)])  # type: ignore[arg-type]
                 flight.append([args, sent])
             if k + CHUNKS_AHEAD < len(spans):
                 send_read(k + CHUNKS_AHEAD)
@@ -343,7 +349,7 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
         pool.release(conn)
     for args, sent, reply in edits:
         if isinstance(reply, redis.exceptions.NoScriptError):  # it did not run (a SCRIPT FLUSH meanwhile)
-            reply = _reply(lambda: EDIT_RETRY_BATCH(keys=keys, args=args, client=client))
+            reply = _reply(lambda chunk_args=args: EDIT_RETRY_BATCH(keys=keys, args=chunk_args, client=client))
         _record(ids, results, reply, sent)
     return results
 

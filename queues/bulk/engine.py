@@ -111,7 +111,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
     try:
         while True:
             if should_cancel():
-                if head:
+                if head_run is not None:
                     progress.cursor = head_run.drain(cursor).as_dict()  # batches already sent run: count them
                 progress.state = CANCELLED
                 store.save(progress)
@@ -120,23 +120,27 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             if lock is not None and not lock.extend():
                 raise LockLost(f"Lost the bulk lock of queue {plan.queue.name}; another runner may hold it.")
             batch_started = clock()
-            if head:
+            items: list[tuple[str, str | None]] = []  # the head road sends no ids
+            page: Page | None = None
+            if head_run is not None:
                 taken, exhausted, cursor = head_run.step(cursor)
                 progress.cursor = cursor.as_dict()
-                items, page = [None] * taken, None  # only the number of jobs matters below
+                batch_jobs = taken
             elif plan.job_ids is not None:
                 items, next_position = explicit_page(client, plan, progress.position)
                 exhausted = next_position >= len(plan.job_ids)
-                page: Page | None = None
+                batch_jobs = len(items)
             else:
+                filt = plan.scan_filter
                 if reads_its_page(plan):
                     page = read_page(client, plan, cursor, progress)
                 else:
-                    page = next_page(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms,
+                    page = next_page(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms,
                                      cursor=cursor, size=plan.batch_size)
-                items = list(zip(page.match_ids, repeat(plan.filt.state)))
+                items = list(zip(page.match_ids, repeat(filt.state)))
                 exhausted = page.exhausted
                 progress.examined += len(page.passed)
+                batch_jobs = len(items)
             if items and not head:
                 # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
                 progress.in_flight = items  # (id, state) pairs, saved as lists
@@ -160,7 +164,7 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
             # Pacing: a batch of n jobs takes at least n / rate seconds. Its paced end counts as
             # its end, so the reported rate is the pace the user sees, not the burst speed.
             now = clock()
-            paced_end = batch_started + len(items) / plan.rate if plan.rate is not None and items else now
+            paced_end = batch_started + batch_jobs / plan.rate if plan.rate is not None and batch_jobs else now
             run_time = max(now, paced_end) - started
             progress.elapsed_s = elapsed_before + run_time
             progress.rate = (progress.handled - handled_at_start) / run_time if run_time > 0 else 0.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import deque
 
 import redis
+from redis.connection import Connection
 
 from ..actions import retry_outcome
 from ..bullmq_scripts import SCRIPTS
@@ -58,16 +59,16 @@ class HeadRun:
 
     def __init__(self, client: redis.Redis, plan: BulkPlan, progress: Progress, store: ProgressStore):
         self.client, self.plan, self.progress, self.store = client, plan, progress, store
-        q, state = plan.queue, plan.filt.state
+        q, state = plan.queue, plan.scan_filter.state
         self.key = q.state_key(state)
-        self.lo, hi = zset_bounds(plan.filt, plan.before_ms)
+        self.lo, hi = zset_bounds(plan.scan_filter, plan.before_ms)
         self.keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized",
                                         "pc", "paused")] + [progress.receipt_key]
         self.fixed = [q.base, state, "failedReason" if state == "failed" else "returnvalue",
                       "1" if plan.reset_counters else "0", hi]
         self.ahead = plan.rate is None  # paced batches wait between them anyway
         self.script = SCRIPTS["retry_head"]
-        self.conn = None
+        self.conn: Connection | None = None  # taken from the pool by the first batch sent
         self.flight: deque[int] = deque()  # the batch numbers sent and not read, oldest first
         self.last_full = False  # the last batch read moved a full batch
 
@@ -122,29 +123,33 @@ class HeadRun:
         self.store.save(self.progress)
 
     def _send(self, batch: int, offset: int, *, follows: int | None = None) -> None:
-        if self.conn is None:
+        conn = self.conn
+        if conn is None:
             self.client.script_load(self.script.script)  # the EVALSHA below cannot load it itself
-            self.conn = self.client.connection_pool.get_connection()
-        self.conn.send_command("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.fixed, offset,
+            conn = self.conn = self.client.connection_pool.get_connection()
+        conn.send_command("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.fixed, offset,
                                self.plan.batch_size, batch, "" if follows is None else follows)
         self.flight.append(batch)
 
     def _read(self) -> list | None:
         """The reply of the oldest batch in flight; ``None`` when it did not run."""
         self.flight.popleft()
+        conn = self.conn
+        if conn is None:  # a batch in flight was sent on it
+            raise RuntimeError("A whole-set retry read a reply before sending a batch.")
         self.progress.head_pending = int(self.progress.head_pending) - 1
         try:
-            reply = self.conn.read_response()
+            reply = conn.read_response()
         except redis.exceptions.NoScriptError:  # a SCRIPT FLUSH during the run: load it again
             self.client.script_load(self.script.script)
             return None
         except BaseException:
-            self.conn.disconnect()
+            conn.disconnect()
             raise
         return None if int(reply[0]) == NOT_RUN else reply
 
     def _count(self, reply: list, cursor: Cursor) -> tuple[int, Cursor]:
-        p, state = self.progress, self.plan.filt.state
+        p, state = self.progress, self.plan.scan_filter.state
         taken, moved = int(reply[0]), int(reply[1])
         p.moved += moved
         self.last_full = moved == self.plan.batch_size

@@ -67,6 +67,13 @@ class BulkPlan:
             raise ValueError("The rate must be a positive number of jobs per second, or unpaced.")
 
     @property
+    def scan_filter(self) -> JobFilter:
+        """The filter of a plan that scans a state: every plan without explicit ids has one."""
+        if self.filt is None:
+            raise ValueError("This plan lists its jobs by id: it has no filter to scan with.")
+        return self.filt
+
+    @property
     def batch_size(self) -> int:
         if self.rate is None:
             return EDIT_BATCH if self.action == "edit-retry" and self.job_ids is None else MAX_BATCH
@@ -100,7 +107,8 @@ def plan_total(client: redis.Redis, plan: BulkPlan, limit: int | None = None) ->
     full speed, and then the task reads them all again."""
     if plan.job_ids is not None:
         return len(plan.job_ids), 0
-    counted = preview(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms, sample=0, limit=limit)
+    filt = plan.scan_filter
+    counted = preview(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms, sample=0, limit=limit)
     if counted.complete:
         return counted.count, 0
-    return None, scan_length(client, queue=plan.queue, filt=plan.filt, before_ms=plan.before_ms)
+    return None, scan_length(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms)

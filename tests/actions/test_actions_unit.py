@@ -1,5 +1,6 @@
 """Unit tests of the actions domain: fingerprints, filters, previews, error groups, export, the
-bulk engine's pacing/cancel/resume with a fake clock. Real Redis (a database of each test's own); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
+bulk engine's pacing/cancel/resume with a fake clock. Real Redis (a database of each test's
+own); jobs are written in BullMQ 6's layout by ``seed_failed`` (the interop module checks the
 same code paths against jobs failed by real Node workers)."""
 
 from __future__ import annotations

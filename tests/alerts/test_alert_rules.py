@@ -102,7 +102,7 @@ def test_scheduler_missed_counts_runs_from_the_cron_pattern_in_its_zone():
 
 @pytest.mark.django_db
 def test_pending_period_then_firing_and_a_blip_during_pending_starts_over():
-    rule = make_rule(for_seconds=60, channels=[make_channel()])
+    make_rule(for_seconds=60, channels=[make_channel()])  # saved: evaluate_rules reads it back
     bad, good = facts(signals(counts={"waiting": 50})), facts(signals(counts={"waiting": 1}))
     evaluate_rules(facts=bad, now=T0)
     evaluate_rules(facts=bad, now=T0 + 59 * S)
@@ -120,7 +120,7 @@ def test_pending_period_then_firing_and_a_blip_during_pending_starts_over():
 
 @pytest.mark.django_db
 def test_resolve_threshold_gives_hysteresis():
-    rule = make_rule(threshold=100, resolve_threshold=20, channels=[make_channel()])
+    make_rule(threshold=100, resolve_threshold=20, channels=[make_channel()])  # saved: evaluate_rules reads it back
     at = lambda n: facts(signals(counts={"waiting": n}))  # noqa: E731
     evaluate_rules(facts=at(150), now=T0)
     for i, n in enumerate((90, 101, 50, 21)):  # between the thresholds: still firing

@@ -73,8 +73,9 @@ def test_a_name_seen_before_but_quiet_in_the_window_is_observed_as_zero():
 
 @pytest.mark.django_db
 def test_job_name_alerts_pend_fire_group_into_one_notification_and_resolve_with_hysteresis():
-    rule = make_rule(kind="processing_p95", threshold=2, resolve_threshold=1, for_seconds=60, job_name="*",
-                     channels=[make_channel()])
+    # Saved: evaluate_rules reads it back.
+    make_rule(kind="processing_p95", threshold=2, resolve_threshold=1, for_seconds=60, job_name="*",
+              channels=[make_channel()])
 
     def at(resize_ms, crop_ms):
         return facts(signals(timings=[("resize", "processing", resize_ms, 10)] * 10 + [("crop", "processing", crop_ms, 10)] * 10))

@@ -67,7 +67,7 @@ def test_failed_state_and_completed_with_old_failure_reason(node_queues):
     client = redis.Redis.from_url(get_registry().source("default").spec.url)  # the test's own reads
     mixed = QueueRef("default", "bull", "mixed")
     states = {}
-    for full_id, expected in node_queues["jobs"].items():
+    for full_id in node_queues["jobs"]:
         if full_id.startswith("bull/mixed/"):
             job_id = full_id.split("/", 2)[2]
             states[job_id] = jobs.job_state(client, mixed, job_id)[0]

@@ -76,8 +76,15 @@ def sticking_out(page) -> list[str]:
             if (clipped(el)) continue;  // inside its own scrolling box: cannot widen the page
             const b = el.getBoundingClientRect();
             if ((b.right > w + 0.5 || b.left < -0.5) && b.width > 0
-                && ![...el.children].some(c => { const r = c.getBoundingClientRect(); return r.right > w + 0.5 || r.left < -0.5; }))
-                out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '') + (el.name ? '[name=' + el.name + ']' : '') + ' ' + Math.round(b.left) + '..' + Math.round(b.right));
+                && ![...el.children].some(c => {
+                    const r = c.getBoundingClientRect();
+                    return r.right > w + 0.5 || r.left < -0.5;
+                }))
+                out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+                    + (el.className && typeof el.className === 'string'
+                       ? '.' + el.className.trim().split(/\\s+/).join('.') : '')
+                    + (el.name ? '[name=' + el.name + ']' : '')
+                    + ' ' + Math.round(b.left) + '..' + Math.round(b.right));
         }
         return out.slice(0, 8);
     }""")
@@ -124,7 +131,7 @@ def check_shell(page, lang: str, width: int, name: str) -> None:
     assert_fits(page, "the shell")
 
 
-@pytest.mark.parametrize(("lang", "width", "scheme"), COMBOS, ids=[f"{l}-{w}-{s}" for l, w, s in COMBOS])
+@pytest.mark.parametrize(("lang", "width", "scheme"), COMBOS, ids=["-".join(map(str, combo)) for combo in COMBOS])
 def test_pages_fit_and_navigation_works(browser, live_app, session_state, job_path, lang, width, scheme):
     context, page = open_context(browser, session_state, lang=lang, width=width, scheme=scheme)
     name = f"{lang}-{width}-{scheme}"

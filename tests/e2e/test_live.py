@@ -1,6 +1,7 @@
 """In real Chromium, through daphne, channels_redis and the monitor process: pages update
 without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
-is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering after more than 60 seconds."""
+is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering
+after more than 60 seconds."""
 
 from __future__ import annotations
 

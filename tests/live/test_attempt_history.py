@@ -58,7 +58,8 @@ def test_queue_page_shows_the_attempt_failure_rate_next_to_final_failures(logged
                               start=this_minute, attempt_failed=12, failed=2)
     page = logged_in.get(reverse("queue", args=[Q.connection, Q.prefix, Q.name])).content.decode()
     # The first window (1m) of each rate, as the raw value the browser formats.
-    failed = re.search(r'<dt>Failed /min</dt><dd[^>]*><span class="qw-rates"><span class="qw-rate-w"><data [^>]*value="([^"]*)"', page)
-    retried = re.search(r'<dt>Failed attempts /min</dt><dd[^>]*><span class="qw-rates"><span class="qw-rate-w"><data [^>]*value="([^"]*)"', page)
+    first_window = r'</dt><dd[^>]*><span class="qw-rates"><span class="qw-rate-w"><data [^>]*value="([^"]*)"'
+    failed = re.search(r"<dt>Failed /min" + first_window, page)
+    retried = re.search(r"<dt>Failed attempts /min" + first_window, page)
     assert failed and retried and failed.start() < retried.start()
     assert float(failed.group(1)) == 2 and float(retried.group(1)) == 12

@@ -92,7 +92,8 @@ def test_both_names_for_the_default_connection_stop_start_up_naming_both(tmp_pat
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
     assert str(caught.value) == (
-        f"{current} and {alias} both set the URL of connection 'default': keep {current} and remove {alias}, its old name."
+        f"{current} and {alias} both set the URL of connection 'default': "
+        f"keep {current} and remove {alias}, its old name."
     )
 
 

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.django_db
-
 from queues.connections import connection_specs_from_env, redact_url
 from queues.discovery import discover_queue_names, glob_escape
 from queues.errors import ConfigurationError
 from queues.keys import QueueRef, parse_job_key
 from queues.redact import Redactor
 from queues.schedulers import is_legacy_key_shape, read_schedulers
+
+pytestmark = pytest.mark.django_db
 
 
 def test_default_connection_and_extra_connections_from_env(tmp_path):

@@ -75,10 +75,10 @@ def start_daphne(env) -> subprocess.Popen:
         try:
             http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
             return proc
-        except OSError:
+        except OSError as exc:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
+                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:]) from exc
             time.sleep(0.1)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import importlib
+import json
 from io import StringIO
 
 import pytest
@@ -96,7 +97,7 @@ def test_the_data_migration_encrypts_rows_written_before_it(keyed):
     channel = Channel.objects.create(name="legacy", kind="webhook", config={"url": "https://example.test/"})
     with connection.cursor() as cursor:  # as a row from before this release: plaintext
         cursor.execute("UPDATE alerts_channel SET secret = %s, config = %s WHERE id = %s",
-                       [SECRET, '{"url": "https://example.test/", "headers": {"X-Api-Key": "%s"}}' % HEADER, channel.pk])
+                       [SECRET, json.dumps({"url": "https://example.test/", "headers": {"X-Api-Key": HEADER}}), channel.pk])
     assert SECRET in raw_row(channel.pk)
     migration = importlib.import_module("dashboard.alerts.migrations.0005_secrets_encrypted_at_rest")
     migration.encrypt_existing(apps, None)

@@ -84,7 +84,7 @@ STATED = {
 def test_each_request_stays_within_what_the_readme_states(monitored, logged_in):
     over = {}
     for what, (url, bound) in STATED.items():
-        response, used = commands(monitored, lambda: logged_in.get(url()))
+        response, used = commands(monitored, lambda url=url: logged_in.get(url()))
         assert response.status_code == (404 if what == "unknown queue" else 200), what
         if sum(used.values()) > bound:
             over[what] = (sum(used.values()), bound, used)
@@ -104,8 +104,8 @@ def test_a_bulk_preview_examines_at_most_the_scan_sample(monitored, client, sett
     for params, per_job in (({"action": "retry", "state": "failed", "reason_contains": "boom"}, 2),  # HMGET + HGET
                             ({"action": "discard", "state": "failed", "name": "job-3"}, 1),
                             ({"action": "discard", "state": "waiting"}, 1)):
-        response, used = commands(monitored, lambda: client.post(url, {**params, "scope": "matching"},
-                                                                 HTTP_HX_REQUEST="true"))
+        response, used = commands(monitored, lambda params=params: client.post(url, {**params, "scope": "matching"},
+                                                                                HTTP_HX_REQUEST="true"))
         html = response.content.decode()
         assert response.status_code == 200 and "Matches among the first 300 of the 1200" in html, params
         assert sum(used.values()) <= 300 * per_job + 20, (params, used)

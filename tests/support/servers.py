@@ -48,9 +48,9 @@ class RedisServer:
             try:
                 redis.Redis(port=self.port, socket_timeout=1).ping()
                 break
-            except redis.ConnectionError:
+            except redis.ConnectionError as exc:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start: {self.proc.stderr.read().decode()}")
+                    raise RuntimeError(f"redis-server did not start: {self.proc.stderr.read().decode()}") from exc
                 time.sleep(0.05)
 
     def start(self) -> None:

@@ -17,7 +17,7 @@ class Command(BaseCommand):
         try:
             user = get_user_model().objects.get(username=username)
         except get_user_model().DoesNotExist:
-            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.")
+            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
         before = role_of(user)
         # One role at a time: roles include the ones below, so extra groups would only confuse.
         user.groups.remove(*Group.objects.filter(name__in=ROLES))
