@@ -1,4 +1,5 @@
-"""Shared fixtures. One redis-server is started for the session on a free port. A test isolates
+"""Shared fixtures. One redis-server is started for the session on a free port (each
+pytest-xdist worker is a session of its own, with its own server). A test isolates
 its keys either by a key prefix of its own on database 0 (``redis_prefix``) or, when something
 reads the whole keyspace (a monitor, the channel layer), by a database leased for it from one
 allocator (``redis_db`` and the fixtures built on it). See docs/testing.md."""
@@ -10,6 +11,7 @@ import pytest
 from dashboard.registry import reset_registry
 from queues.connections import ConnectionSpec
 from tests.support.live import monitor_thread
+from tests.support.parallel import pytest_addoption, pytest_xdist_auto_num_workers  # noqa: F401  (hooks)
 from tests.support.redis_db import (SHARED_DB, DatabaseAllocator, PrefixedRedis, app_on, delete_prefixed, point_at,
                                     prefix_for)
 from tests.support.servers import RedisServer, run_node

@@ -21,7 +21,7 @@ from queues.error_groups import fingerprint
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from tests.support.redis_db import point_at
-from tests.support.servers import RedisServer, free_port
+from tests.support.servers import RedisServer, refused_port
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
@@ -166,7 +166,7 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
 
 
 def test_unreachable_redis_gets_a_clear_503(operator_client, settings):
-    point_at(settings, ConnectionSpec("default", f"redis://:s3cret@127.0.0.1:{free_port()}/0", ("bull",)))
+    point_at(settings, ConnectionSpec("default", f"redis://:s3cret@127.0.0.1:{refused_port()}/0", ("bull",)))
     r = operator_client.post(reverse("queue_action", args=[*Q, "pause"]))
     assert r.status_code == 503 and "is unavailable" in r.content.decode() and "s3cret" not in r.content.decode()
     r = operator_client.post(reverse("api_queue_action", args=[*Q, "pause"]), "{}", content_type="application/json")

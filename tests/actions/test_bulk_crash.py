@@ -20,6 +20,7 @@ import pytest
 from queues.redrive import redrive_job_id
 from queues.bulk import BulkPlan, RedisStore
 from queues.selection import JobFilter
+from tests.support.parallel import heavy_trial
 from tests.support.servers import ROOT, node_available, run_node
 
 JOBS_PER_TRIAL = 300
@@ -55,6 +56,7 @@ def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills
 
 
 @pytest.mark.slow  # > 20 s (--durations)
+@heavy_trial
 def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redis_prefix):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     names = [f"crash-{n}" for n in range(6)]
@@ -87,6 +89,7 @@ def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redi
 
 
 @pytest.mark.slow  # > 20 s (--durations)
+@heavy_trial
 def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(redis_prefix):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     seed = random.randrange(1 << 30)
@@ -117,6 +120,7 @@ def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(red
 
 
 @pytest.mark.slow  # a kill-and-restart trial (docs/testing.md, Markers)
+@heavy_trial
 def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_prefix):
     # Unpaced, the whole-set retry keeps a second batch in flight (a follower), so a kill can land
     # with two batches journalled and their replies unread. Jobs in BullMQ's layout, seeded here.

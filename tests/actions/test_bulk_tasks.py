@@ -25,6 +25,7 @@ from dashboard.actions.models import AuditEntry, BulkTask
 from queues.error_groups import fingerprint
 from queues.keys import QueueRef
 from tests.support.live import session_headers
+from tests.support.parallel import heavy_trial
 from tests.support.servers import ROOT, run_node
 from tests.support.waiting import receive_until, wait_for
 
@@ -130,6 +131,7 @@ def task_row(db_path, task_id: int) -> dict:
 
 
 @pytest.mark.slow  # > 20 s (--durations)
+@heavy_trial
 def test_a_killed_monitor_is_replaced_and_the_task_finishes_exactly_once(tmp_path, redis_client, redis_url):
     client, url = redis_client, redis_url
     db_path = tmp_path / "crash.sqlite3"

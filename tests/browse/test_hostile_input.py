@@ -119,9 +119,9 @@ def test_missing_and_vanished_jobs(logged_in, hostile):
 def test_unreachable_redis_on_queue_page_and_api_is_a_clear_503(logged_in, settings, redis_server):
     from queues.connections import ConnectionSpec
     from tests.support.redis_db import point_at
-    from tests.support.servers import free_port
+    from tests.support.servers import refused_port
 
-    point_at(settings, ConnectionSpec("default", f"redis://:pw-secret@127.0.0.1:{free_port()}/0", ("bull",)))
+    point_at(settings, ConnectionSpec("default", f"redis://:pw-secret@127.0.0.1:{refused_port()}/0", ("bull",)))
     response = logged_in.get(reverse("queue", args=["default", "bull", "anything"]))
     assert response.status_code == 503
     assert "unavailable" in response.content.decode() and "pw-secret" not in response.content.decode()

@@ -11,7 +11,7 @@ from django.urls import reverse
 from dashboard.registry import reset_registry
 from queues.connections import ConnectionSpec
 from tests.support.redis_db import point_at
-from tests.support.servers import free_port
+from tests.support.servers import refused_port
 
 pytestmark = [pytest.mark.node, pytest.mark.django_db]
 
@@ -53,7 +53,7 @@ def test_unreachable_connection_shows_banner_while_others_work(logged_in, settin
     point_at(
         settings,
         ConnectionSpec("default", node_fixture_db.url, ("bull", "{app:bull}")),
-        ConnectionSpec("broken", f"redis://:hunter2@127.0.0.1:{free_port()}/0", ("bull",)),
+        ConnectionSpec("broken", f"redis://:hunter2@127.0.0.1:{refused_port()}/0", ("bull",)),
     )
     response = logged_in.get(reverse("overview"))
     html = response.content.decode()

@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 
 from tests.support.browser import LiveApp, manage
-from tests.support.servers import ROOT, free_port
-from tests.support.waiting import wait_for
+from tests.support.servers import ROOT, AppServer
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.
@@ -20,17 +18,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def answers(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url, timeout=10)
-        return True
-    except OSError:  # refused while starting, or slow to answer on a loaded machine (TimeoutError)
-        return False
-
-
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
-    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
@@ -44,28 +33,21 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     monitor = subprocess.Popen([sys.executable, "manage.py", "monitor"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    web = None
     try:
-        try:
-            wait_for(lambda: proc.poll() is not None or answers(url + "/login/"), timeout=60)
-        except AssertionError:  # no answer in time: stop it and report what it said
-            proc.kill()
-            proc.wait(10)
-        if proc.poll() is not None:
-            raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:])
-        yield LiveApp(url, username, password, env)
+        web = AppServer(env)  # answering, or it raised with what daphne said
+        yield LiveApp(web.url, username, password, env)
     finally:  # also when startup fails: no server or monitor outlives the session
-        for p in (proc, monitor):
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        if web is not None:
+            web.stop()
+        monitor.terminate()
+        try:
+            monitor.wait(10)
+        except subprocess.TimeoutExpired:
+            monitor.kill()
+            monitor.wait(10)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, 
 from queues.keys import QueueRef
 from tests.support.health import make_queue, queue_state, wait_followed
 from tests.support.live import monitor_thread, run_monitor_until
-from tests.support.servers import NODE_DIR, RedisServer, ensure_node_modules, free_port, run_node
+from tests.support.servers import NODE_DIR, RedisServer, ensure_node_modules, refused_port, run_node
 from tests.support.waiting import async_wait_for, wait_for
 
 DAY_MS = 24 * 3600 * 1000
@@ -140,7 +140,7 @@ def test_memory_near_maxmemory(servers):
 
 
 def test_unreachable_connection_is_one_failing_result_not_a_crash():
-    client = redis.Redis(port=free_port(), socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    client = redis.Redis(port=refused_port(), socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
     results = run_checks(client, [QueueRef("default", "bull", "q")], None, now_ms())
     assert [(r.kind, r.status, r.severity) for r in results] == [("redis.reachable", FAIL, "critical")]
 

@@ -5,7 +5,6 @@ updates live over the websocket when its value changes, with a real monitor runn
 from __future__ import annotations
 
 import re
-import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -15,7 +14,7 @@ from dashboard.asgi import application
 from dashboard.browse import columns
 from dashboard.live import channels as live
 from queues.keys import QueueRef
-from tests.support.live import session_headers
+from tests.support.live import monitor_thread, session_headers
 from tests.support.waiting import receive_until, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,17 +69,10 @@ def test_the_column_shows_on_the_overview_and_sorts_it(schedulers_column, live_s
 def snapshotting_monitor(live_setup, settings):
     """A leading monitor that reads an exact snapshot on every tick (a scheduler count changes
     without an event, so only a snapshot sees it), with the queue there from the start."""
-    from dashboard.live.monitor import Monitor
-
     make_queue(live_setup, "orders")
     settings.QUEUEWATCH_RECONCILE_MS = 200
-    stop = threading.Event()
-    monitor = Monitor(tick=0.3, name="columns-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    yield monitor
-    stop.set()
-    thread.join(15)
+    with monitor_thread(tick=0.3, name="columns-monitor") as monitor:
+        yield monitor
 
 
 @pytest.mark.asyncio

@@ -17,6 +17,7 @@ from dashboard.live.models import QueuePoint
 from dashboard.registry import get_registry
 from queues.keys import QueueRef
 from tests.support.live import run_monitor_until
+from tests.support.parallel import heavy_trial
 from tests.support.servers import ROOT, run_node
 from tests.support.waiting import wait_for
 
@@ -86,6 +87,7 @@ def lock_renewed(client, times: int):
 
 
 @pytest.mark.slow  # > 20 s (--durations)
+@heavy_trial
 def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(monitor_env, redis_url, redis_client):
     env, db, procs = monitor_env
     url = redis_url

@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from dashboard.live.models import QueuePoint
-from tests.support.live import session_headers
+from tests.support.live import monitor_thread, session_headers
 from tests.support.servers import NODE_DIR, ensure_node_modules, run_node
 from tests.support.waiting import receive_until, wait_for
 
@@ -97,9 +97,6 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     """The monitor reads a queue's counts once, then keeps them current from events alone:
     after real Node workers fail, retry and complete jobs, its counts equal getJobCounts()
     without another snapshot read."""
-    import threading
-
-    from dashboard.live import monitor as mon
     from dashboard.live import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
@@ -113,11 +110,7 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
 
     real = RedisNodeSource.snapshots
     monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append([q.name for q in qs]) or real(self, qs))
-    stop = threading.Event()
-    monitor = mon.Monitor(tick=0.3, name="test-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with monitor_thread(tick=0.3, name="test-monitor") as monitor:
         def evq():
             return next((st for q, st in getattr(monitor, "states", {}).items() if q.name == "evq" and st.live), None)
 
@@ -129,6 +122,3 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
         wait_for(lambda: {s: evq().live.counts[s] for s in want} == want)
         assert want["failed"] >= 4 and want["completed"] >= 5
         assert len(reads) == reads_before, "events, not snapshots, moved the counts"
-    finally:
-        stop.set()
-        thread.join(15)

@@ -4,7 +4,6 @@ is back. History roll-up and pruning."""
 from __future__ import annotations
 
 import datetime as dt
-import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -13,9 +12,8 @@ from channels.testing import WebsocketCommunicator
 from dashboard.asgi import application
 from dashboard.live.history import rollup_and_prune
 from dashboard.live.models import QueuePoint
-from dashboard.live.monitor import Monitor
 from queues.connections import ConnectionSpec
-from tests.support.live import session_headers
+from tests.support.live import monitor_thread, session_headers
 from tests.support.redis_db import point_at
 from tests.support.servers import RedisServer
 from tests.support.waiting import receive_until, wait_for
@@ -29,14 +27,11 @@ def outage_setup(settings, live_setup):
     monitored = RedisServer()
     monitored.client().hset("bull:orders:meta", "opts.maxLenEvents", 10000)
     point_at(settings, ConnectionSpec("default", monitored.url(), ("bull",)))
-    stop = threading.Event()
-    monitor = Monitor(tick=0.5, name="outage-monitor")
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    yield monitored, monitor
-    stop.set()
-    thread.join(20)
-    monitored.stop()
+    try:
+        with monitor_thread(tick=0.5, name="outage-monitor") as monitor:
+            yield monitored, monitor
+    finally:
+        monitored.stop()
 
 
 @pytest.mark.asyncio

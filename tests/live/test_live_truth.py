@@ -8,12 +8,13 @@ before the workload: what settles the figures afterwards is the quiet read alone
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
-import threading
 
 import pytest
 
 from dashboard.live import channels as live
+from tests.support.live import monitor_thread
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
 
@@ -34,24 +35,18 @@ def start_monitor(live_setup, settings):
     """Start a leading monitor (after the test created its queues); stopped at teardown."""
     from dashboard.live.monitor import Monitor
 
-    stop = threading.Event()
-    threads = []
+    running = contextlib.ExitStack()
 
     def start(*queues: str, reconcile_ms: int = 600_000) -> Monitor:
         settings.QUEUEWATCH_RECONCILE_MS = reconcile_ms  # by default the periodic snapshot is out of reach
-        monitor = Monitor(tick=0.3, name="truth-monitor")
-        thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-        thread.start()
-        threads.append(thread)
+        monitor = running.enter_context(monitor_thread(tick=0.3, name="truth-monitor"))
         # Following every queue (its stream cursor is set): later events are counted live.
         wait_for(lambda: set(queues) <= {q.name for q in getattr(monitor, "applied_cursors", {})}
                  and published(queues[0]) is not None)
         return monitor
 
-    yield start
-    stop.set()
-    for t in threads:
-        t.join(15)
+    with running:
+        yield start
 
 
 def published(name: str) -> dict | None:

@@ -20,6 +20,7 @@ from dashboard.live.models import JobTimingPoint
 from queues.keys import QueueRef
 from queues.timings import Histogram
 from tests.support.live import monitor_thread
+from tests.support.parallel import heavy_trial
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
 
@@ -48,6 +49,7 @@ def stored_samples(name: str, kind: str) -> int:
                for r in JobTimingPoint.objects.filter(queue=name, resolution=60))
 
 
+@heavy_trial
 def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(live_setup, redis_url, settings,
                                                                                logged_in):
     name = "timed"

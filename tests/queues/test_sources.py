@@ -12,7 +12,7 @@ from queues.sources.facets import FACETS
 from queues.sources import Source, source_for
 from queues.sources.factory import SOURCE_KINDS, known_schemes
 from queues.sources.redis_node import RedisNodeSource
-from tests.support.servers import free_port
+from tests.support.servers import refused_port
 
 
 @pytest.mark.parametrize("var, env", [
@@ -100,7 +100,7 @@ def test_redis_node_source_offers_every_facet_on_its_own_client(node_source):
 
 
 def test_unreachable_redis_follower_raises_and_errors_name_the_connection_not_the_password():
-    source = source_for(ConnectionSpec("billing", f"redis://:hunter2@127.0.0.1:{free_port()}/0"), socket_timeout=1)
+    source = source_for(ConnectionSpec("billing", f"redis://:hunter2@127.0.0.1:{refused_port()}/0"), socket_timeout=1)
     with pytest.raises(SourceUnavailable) as caught, source.errors():
         source.discover()
     assert caught.value.connection == "billing" and "hunter2" not in str(caught.value)

@@ -7,17 +7,15 @@ from __future__ import annotations
 import socket
 import threading
 
-from tests.support.servers import free_port
-
 
 class GateProxy:
     def __init__(self, *, upstream_port: int, marker: bytes):
         self.marker = marker
         self.upstream_port = upstream_port
-        self.port = free_port()
         self.opened = threading.Event()
         self.held = threading.Event()  # a command naming the marker is waiting at the gate
-        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = socket.create_server(("127.0.0.1", 0))  # a port the OS chooses
+        self.port = self._listener.getsockname()[1]
         self._sockets: list[socket.socket] = [self._listener]
         threading.Thread(target=self._accept, daemon=True).start()
 

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard import download_slots
 from dashboard.errors import TooManyRequests
-from tests.support.servers import RedisServer, free_port
+from tests.support.servers import RedisServer, refused_port
 
 
 def test_leases_in_the_dashboard_redis_cap_and_release(settings):
@@ -32,7 +32,7 @@ def test_leases_in_the_dashboard_redis_cap_and_release(settings):
 
 
 def test_without_a_dashboard_redis_the_cap_counts_in_this_process(settings):
-    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = f"redis://127.0.0.1:{refused_port()}/0"  # nothing listens
     first = download_slots.acquire("u3", limit=1)
     with pytest.raises(TooManyRequests):
         download_slots.acquire("u3", limit=1)

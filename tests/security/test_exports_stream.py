@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from queues.export import FIRST_PAGE
 from tests.security.gate import GateProxy
-from tests.support.servers import ROOT, RedisServer, free_port
+from tests.support.servers import ROOT, AppServer, RedisServer
 
 GATED = 300  # jobs after the first page; the exporter's later pages name them
 QUEUE = ("default", "bull", "exp")
@@ -64,24 +64,6 @@ def manage(env, *args) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def start_daphne(env) -> subprocess.Popen:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "dashboard.asgi:application"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    proc.port = port
-    deadline = time.monotonic() + 30
-    while True:  # a condition: daphne answers
-        try:
-            http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/login/")
-            return proc
-        except OSError as exc:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("daphne did not start:\n" + proc.stderr.read().decode()[-3000:]) from exc
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def gated_daphne(tmp_path_factory):
     """Two web processes (daphne) behind one gate, sharing the database and Queuewatch's Redis."""
@@ -93,11 +75,10 @@ def gated_daphne(tmp_path_factory):
     manage(env, "migrate", "-v0")
     manage(env, "demo_user", "--username", "exporter")
     token = manage(env, "api_token", "exporter")
-    webs = [start_daphne(env), start_daphne(env)]
+    webs = [AppServer(env, timeout=30), AppServer(env, timeout=30)]
     yield webs[0].port, token, gate, webs[1].port
-    for proc in webs:
-        proc.terminate()
-        proc.wait(10)
+    for web in webs:
+        web.stop()
     gate.close()
     redis_server.stop()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import threading
 
 import pytest
 from django.urls import NoReverseMatch, reverse
@@ -18,6 +17,7 @@ from django.urls import NoReverseMatch, reverse
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.hostile import DEEP, monitor_log
+from tests.support.live import monitor_thread
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,13 +96,8 @@ def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
             live.watch(dash, live.Watch.job_list(queue, state))
         live.watch(dash, live.Watch.job(queue, ids[0]))
 
-    from dashboard.live.monitor import Monitor
-
-    stop = threading.Event()
-    thread = threading.Thread(target=Monitor(tick=0.5, name="fuzz-monitor").run, args=(stop,), daemon=True)
     with monitor_log() as messages:
-        thread.start()
-        try:
+        with monitor_thread(tick=0.5, name="fuzz-monitor"):
             # Every hostile queue is discovered, except a name with ':', which BullMQ itself
             # refuses (its keys read as another prefix's): still seeded, and still requested.
             wait_for(lambda: _names(dash) >= {n for n in seeded if ":" not in n}, timeout=30)
@@ -116,9 +111,6 @@ def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
             live_setup.hset("bull:calm:meta", mapping={"opts.maxLenEvents": 10000})
             live_setup.rpush("bull:calm:wait", *[f"c{i}" for i in range(4)])
             wait_for(lambda: _counts(dash, "calm").get("waiting") == 4, timeout=30)
-        finally:
-            stop.set()
-            thread.join(15)
     assert [m for m in messages if "restarting the leader loop" in m] == [], f"seed {SEED}"
 
 

@@ -58,9 +58,7 @@ def test_monitor_keeps_serving_every_other_queue(live_setup):
 
 
 def _watch_hostile_then_update_another_queue(live_setup):
-    import threading
-
-    from dashboard.live.monitor import Monitor
+    from tests.support.live import monitor_thread
 
     seed_non_finite(live_setup)
     evil = QueueRef(*EVIL)
@@ -72,19 +70,13 @@ def _watch_hostile_then_update_another_queue(live_setup):
     def rendered(group):
         return "".join(live.cached_fragments(dash, group))
 
-    stop = threading.Event()
-    thread = threading.Thread(target=Monitor(tick=0.5, name="test-monitor").run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with monitor_thread(tick=0.5, name="test-monitor"):
         wait_for(lambda: "ordinary" in rendered(live.list_group(evil, "failed")))
         wait_for(lambda: "Unreadable" in rendered(live.job_group(evil, "inf")))
         # Another queue keeps updating after the hostile one was rendered.
         live_setup.hset("bull:other:meta", mapping={"opts.maxLenEvents": 10000})
         live_setup.rpush("bull:other:wait", *[f"j{i}" for i in range(3)])
         wait_for(lambda: _counts(dash, "other").get("waiting") == 3, timeout=30)
-    finally:
-        stop.set()
-        thread.join(15)
 
 
 def _counts(dash, name: str) -> dict:

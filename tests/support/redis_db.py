@@ -1,4 +1,5 @@
-"""Keeping tests' Redis data apart on the session's one redis-server.
+"""Keeping tests' Redis data apart on the session's one redis-server (a pytest-xdist worker
+is a session of its own: it starts its own server, so workers never share one).
 
 Two kinds of isolation, in order of preference:
 

@@ -3,13 +3,20 @@ fixture. Nothing here ever talks to a server it did not start."""
 
 from __future__ import annotations
 
+import collections
+import fcntl
+import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import redis
@@ -24,6 +31,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_HELD: list[socket.socket] = []
+
+
+def refused_port() -> int:
+    """A loopback port where connections are refused for the rest of this test process: bound
+    (so no other process, such as a parallel pytest-xdist worker's redis-server, can listen
+    on it) but never listening."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    _HELD.append(held)
+    return held.getsockname()[1]
+
+
+class PortTaken(Exception):
+    """The port redis-server was told to listen on was taken meanwhile."""
+
+
 class RedisServer:
     """A throwaway redis-server. Extra ``config`` lines let a test start one in a deliberately
     wrong configuration (e.g. ``maxmemory-policy allkeys-lru``)."""
@@ -32,26 +56,61 @@ class RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
-        self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="qw-redis-")
         self.config = config
-        self._start(binary)
+        # free_port() only finds a port that was free a moment ago: a parallel test process
+        # (pytest-xdist worker) or another program may take it before redis-server binds it.
+        # Then this server exits at once, and another port is tried.
+        for _ in range(5):
+            self.port = free_port()
+            try:
+                self._start(binary)
+                return
+            except PortTaken:
+                continue
+        raise RuntimeError("redis-server found no free port in 5 tries")
 
     def _start(self, binary: str) -> None:
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning"]
+                "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning", "--logfile", self.log]
         for line in self.config:
             args += ["--" + line.split()[0], *line.split()[1:]]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while True:
             try:
-                redis.Redis(port=self.port, socket_timeout=1).ping()
-                break
-            except redis.ConnectionError as exc:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start: {self.proc.stderr.read().decode()}") from exc
-                time.sleep(0.05)
+                # Our own process answering, not whoever else listens on the port.
+                with redis.Redis(port=self.port, socket_timeout=1) as probe:
+                    answered_by = probe.info("server")["process_id"]
+                if answered_by == self.proc.pid:
+                    break
+            except redis.RedisError:  # not listening yet, or something else is
+                pass
+            if self.proc.poll() is not None:
+                said = self._said()
+                if "Address already in use" in said:
+                    raise PortTaken(self.port)
+                raise RuntimeError(f"redis-server did not start: {said}")
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise RuntimeError(f"redis-server did not start: {self._said()}")
+            time.sleep(0.05)
+
+    @property
+    def log(self) -> str:
+        return os.path.join(self.dir, "redis.log")
+
+    def _said(self) -> str:
+        """What the exited server wrote: configuration errors on stderr, the rest in its log."""
+        said = self.proc.stderr.read().decode(errors="replace")
+        self.proc.stderr.close()
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                said += f.read()
+        except FileNotFoundError:
+            pass
+        return said[-3000:]
 
     def start(self) -> None:
         """Start again on the same port after kill() (data is not kept)."""
@@ -78,9 +137,74 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class AppServer:
+    """Queuewatch served by daphne in a subprocess with the environment ``env``, as users run
+    it. Daphne binds a port the OS chooses (``-p 0``) and says which in its log: no other
+    process (a parallel pytest-xdist worker) can take the port between choosing and binding."""
+
+    LISTENING = re.compile(r"Listening on TCP address [0-9.]+:(\d+)")
+
+    def __init__(self, env: dict, *, timeout: float = 60):
+        self.port: int | None = None
+        self._said: collections.deque[str] = collections.deque(maxlen=100)
+        self._bound = threading.Event()
+        self.proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0",
+                                      "dashboard.asgi:application"], cwd=ROOT, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # Read its log for the whole run (a pipe nobody reads would block daphne once full).
+        threading.Thread(target=self._read_log, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        self._bound.wait(timeout)
+        while not (self.port is not None and self.answers()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("daphne did not start:\n" + self.said())
+            time.sleep(0.1)
+
+    def answers(self) -> bool:
+        """The login page answers (slow to answer on a loaded machine counts as not yet)."""
+        try:
+            urllib.request.urlopen(self.url + "/login/", timeout=10).close()
+            return True
+        except OSError:
+            return False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def said(self) -> str:
+        """The last lines daphne logged."""
+        return "".join(self._said)[-3000:]
+
+    def _read_log(self) -> None:
+        for line in self.proc.stderr:
+            self._said.append(line)
+            found = self.LISTENING.search(line)
+            if found and self.port is None:
+                self.port = int(found.group(1))
+                self._bound.set()
+        self._bound.set()  # it exited without listening
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
 def ensure_node_modules() -> None:
-    if not (NODE_DIR / "node_modules" / "bullmq").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
+    """``npm ci`` in tests/node on first use, by one test process at a time: pytest-xdist
+    workers that found it missing together wait for the first, then see it installed."""
+    if (NODE_DIR / "node_modules" / "bullmq").exists():
+        return
+    lock = Path(tempfile.gettempdir()) / f"queuewatch-npm-ci-{hashlib.sha1(bytes(NODE_DIR)).hexdigest()[:12]}.lock"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not (NODE_DIR / "node_modules" / "bullmq").exists():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
 
 
 def run_node(script: str, *args: str, timeout: float = 90) -> dict:
