@@ -52,4 +52,4 @@ def test_name_filtered_list_reads_a_bounded_sample(many_failed, logged_in):
     assert response.status_code == 200
     assert used <= STATED + 100, used
     text = re.sub(r"<[^>]+>", "", response.content.decode())  # counts are <data> the browser formats
-    assert f"the first {STATED} of {FAILED}" in text
+    assert f"the first {STATED:,} of {FAILED:,}" in text
