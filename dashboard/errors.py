@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from dashboard.i18n import translate
+from dashboard.core.i18n import translate
 from queues.errors import JobNotFound, NotOffered, QueueNotFound, QueuewatchError, SourceUnavailable
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from django.utils.translation import gettext, ngettext
 
 from dashboard import dead_letters
+from dashboard.core.labels import label
 from dashboard.errors import InvalidInput
-from dashboard.labels import label
 from queues import actions
 from queues.keys import QueueRef
 from queues.sources.facets import commands_of

@@ -15,7 +15,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -24,9 +23,10 @@ from dashboard import dead_letters
 from dashboard.actions import audit, job_schemas, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
 from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.core.i18n import translate
 from dashboard.errors import Conflict, InvalidInput
-from dashboard.i18n import translate
-from dashboard.live import channels as live
 from dashboard.registry import get_redactor, get_registry
 from queues import bulk, edit_retry
 from queues.errors import SourceUnavailable
@@ -81,8 +81,8 @@ def ask_for_exact_read(queue: QueueRef) -> None:
     """Live figures exact at once after a change made here, even one BullMQ emits no event for
     (drain, obliterate, clean...): the leading monitor reads the queue (docs/live-truth.md)."""
     try:
-        live.request_exact_read(live.dashboard_redis(), queue)
-    except redis.RedisError:
+        dash_redis.request_exact_read(dash_redis.dashboard_redis(), queue)
+    except DashboardRedisError:
         pass  # the change is made; its figures settle at the next snapshot instead
 
 

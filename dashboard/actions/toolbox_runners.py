@@ -15,8 +15,8 @@ from django.utils.translation import gettext as _
 
 from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox_inputs import redacted_json
+from dashboard.core.i18n import translate
 from dashboard.errors import InvalidInput
-from dashboard.i18n import translate
 from dashboard.registry import get_redactor
 from queues import actions, edit_retry, job_add, queue_settings
 from queues.job_options import InvalidJob

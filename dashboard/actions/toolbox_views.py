@@ -24,8 +24,8 @@ from dashboard.actions.toolbox_inputs import EditRetryInput
 from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
+from dashboard.core.i18n import translate
 from dashboard.errors import InvalidInput, JsonResponse, page_errors
-from dashboard.i18n import translate
 from dashboard.registry import get_redactor, get_registry
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload

@@ -13,18 +13,18 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
 from dashboard import streaming
+from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
 from dashboard.actions import audit, registry, triage
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
-from dashboard.htmx import vary_on_htmx, wants_fragment
-from dashboard.i18n import translate
 from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.browse import selectors as reads
+from dashboard.core.i18n import translate
 from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.errors import Conflict, InvalidInput, page_errors
+from dashboard.htmx import vary_on_htmx, wants_fragment
 from dashboard.registry import get_registry
 from queues.errors import JobNotFound
 

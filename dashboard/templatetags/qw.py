@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join, json_script
 from django.utils.translation import gettext, pgettext_lazy
 
-from dashboard.labels import label
+from dashboard.core.labels import label
 from dashboard.live import channels as live
 from queues.rates import RATE_WINDOWS
 

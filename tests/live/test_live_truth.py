@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
 
@@ -55,7 +55,7 @@ def start_monitor(live_setup, settings):
 
 
 def published(name: str) -> dict | None:
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None)
 
 
@@ -163,7 +163,7 @@ def attempt_failures_once_decided(monitor, name: str) -> int:
 
     wait_for(lambda: monitor.tracker.attempts.undecided == 0)
     decided_at = time.time() * 1000
-    entry = wait_for(lambda: (state := live.read_state(live.dashboard_redis())) and state["taken_at"] > decided_at
+    entry = wait_for(lambda: (state := dash_redis.read_state(dash_redis.dashboard_redis())) and state["taken_at"] > decided_at
                      and published(name))
     return entry["events_total"].get("attempt_failed", 0)
 
@@ -233,7 +233,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
         since = time.time() * 1000
 
         def collect():
-            state = live.read_state(live.dashboard_redis())
+            state = dash_redis.read_state(dash_redis.dashboard_redis())
             entry = published(name)
             if state and entry and state["taken_at"] > since:
                 documents[state["taken_at"]] = entry["counts"]
@@ -263,7 +263,7 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     name = "truth-drain-here"
     create(url, name)
     start_monitor(name)
-    wait_for(lambda: live_setup.pubsub_numsub(live.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
+    wait_for(lambda: live_setup.pubsub_numsub(dash_redis.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
     run_node("truth.mjs", "eventless", url, name)
     # Counted from the events alone (which cannot tell prioritized from waiting).
     wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)

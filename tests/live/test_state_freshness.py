@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from tests.support.live import monitor_thread, steady_flows
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
@@ -23,7 +23,7 @@ LOAD_S = 4
 
 def published() -> tuple[int, int] | None:
     """(taken_at, completed) of the queue's entry in the state document."""
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     entry = next((q for q in state["queues"] if q["name"] == NAME), None)
     return None if entry is None else (entry["taken_at"], entry["counts"]["completed"])
 

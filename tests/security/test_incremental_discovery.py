@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from dashboard.live import discovering
 from queues.discovery_pass import DiscoveryPass
 from queues.keys import QueueRef
@@ -152,7 +152,7 @@ def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monk
         while passes() < start + 2:
             step()
         assert ref("new") in monitor.states and ref("old") not in monitor.states
-        assert live.read_queue_list(r, "default") == [ref("new")]
+        assert dash_redis.read_queue_list(r, "default") == [ref("new")]
     finally:
         monitor.intake.stop()
 

@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.urls import reverse
 
-from dashboard.live.channels import publish_queue_list
+from dashboard.core.dash_redis import publish_queue_list
 from dashboard.registry import get_registry, reset_registry
 from queues.keys import QueueRef
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.live.channels import publish_queue_list
+from dashboard.core.dash_redis import publish_queue_list
 from queues.keys import QueueRef
 from tests.support.servers import RedisServer
 
