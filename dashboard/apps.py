@@ -17,6 +17,6 @@ class DashboardConfig(AppConfig):
 
 def _admin_edit_audited(sender, instance, created, **kwargs):
     if created:
-        from dashboard.actions import audit
+        from dashboard.audit import log as audit
 
         audit.admin_edit(instance)

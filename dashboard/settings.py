@@ -48,7 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "dashboard.security.ContentSecurityPolicyMiddleware",
+    "dashboard.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: the cookie set by the switcher, else Accept-Language (dashboard/core/i18n.py
@@ -63,7 +63,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # request.htmx; dashboard/htmx.py decides fragment or full page from it.
+    # request.htmx; dashboard/web/htmx.py decides fragment or full page from it.
     "django_htmx.middleware.HtmxMiddleware",
     # Login throttling (django-axes): answers a locked-out login (page or admin) with the
     # lockout page; must come last.
@@ -161,7 +161,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# No inline script or style anywhere (dashboard/security.py); websockets are same-origin.
+# No inline script or style anywhere (dashboard/web/security.py); websockets are same-origin.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
@@ -188,7 +188,7 @@ QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
 # Downloads (job exports, audit CSV) one user may stream at once, across all web processes
-# (dashboard.download_slots: leases in the dashboard Redis).
+# (dashboard.web.download_slots: leases in the dashboard Redis).
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 # Jobs one error-groups page or name-filtered list may examine (one Redis command each).
 QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)

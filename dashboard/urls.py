@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
+import dashboard.web.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
 from dashboard.accounts import views as accounts_views
 from dashboard.actions import api as actions_api
 from dashboard.actions import toolbox_views
 from dashboard.actions import views as actions_views
-from dashboard.browse import api as browse_api
 from dashboard.browse import advice_views, history_views, timings_views
+from dashboard.browse import api as browse_api
 from dashboard.browse import views as browse_views
 from dashboard.health import metrics
 from dashboard.health import views as health_views
@@ -70,8 +70,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-# Friendly error pages with the shell and a way back (dashboard/error_pages.py).
-handler400 = "dashboard.error_pages.bad_request"
-handler403 = "dashboard.error_pages.forbidden"
-handler404 = "dashboard.error_pages.not_found"
-handler500 = "dashboard.error_pages.server_error"
+# Friendly error pages with the shell and a way back (dashboard/web/error_pages.py).
+handler400 = "dashboard.web.error_pages.bad_request"
+handler403 = "dashboard.web.error_pages.forbidden"
+handler404 = "dashboard.web.error_pages.not_found"
+handler500 = "dashboard.web.error_pages.server_error"

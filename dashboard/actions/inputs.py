@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from django.utils.translation import gettext, ngettext
 
 from dashboard.core.labels import label
-from dashboard.errors import InvalidInput
+from dashboard.web.errors import InvalidInput
 from queues import selection
 from queues.job_add import parse_data
 from queues.job_options import InvalidJob

@@ -24,7 +24,7 @@ from dashboard.actions import job_schemas, runners, toolbox_runners
 from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
-from dashboard.errors import InvalidInput
+from dashboard.web.errors import InvalidInput
 from queues.keys import QueueRef
 from queues.states import PROMOTE, RETRY, state_allows
 

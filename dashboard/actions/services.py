@@ -19,15 +19,17 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dashboard import dead_letters
-from dashboard.actions import audit, job_schemas, registry, runners
+from dashboard.actions import job_schemas, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
+from dashboard.connections import dead_letters
+from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import translate
-from dashboard.errors import Conflict, InvalidInput
-from dashboard.registry import get_redactor, get_registry
+from dashboard.web.errors import Conflict, InvalidInput
 from queues import bulk, edit_retry
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef

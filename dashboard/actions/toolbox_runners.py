@@ -15,9 +15,9 @@ from django.utils.translation import gettext as _
 
 from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox_inputs import redacted_json
+from dashboard.connections.registry import get_redactor
 from dashboard.core.i18n import translate
-from dashboard.errors import InvalidInput
-from dashboard.registry import get_redactor
+from dashboard.web.errors import InvalidInput
 from queues import actions, edit_retry, job_add, queue_settings
 from queues.job_options import InvalidJob
 from queues.keys import QueueRef

@@ -24,9 +24,9 @@ from dashboard.actions.toolbox_inputs import EditRetryInput
 from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
+from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
-from dashboard.errors import InvalidInput, JsonResponse, page_errors
-from dashboard.registry import get_redactor, get_registry
+from dashboard.web.errors import InvalidInput, JsonResponse, page_errors
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload
 

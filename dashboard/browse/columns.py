@@ -30,7 +30,8 @@ from django.utils.translation import gettext_noop, ngettext_lazy
 
 from dashboard.core.labels import LABELS
 from dashboard.live.rates import QueueSignals
-from dashboard.templatetags.qw import queue_url, rate_value
+from dashboard.web.formatting import rate_value
+from dashboard.web.links import queue_url
 from queues.snapshot import QueueSnapshot
 from queues.states import BROWSABLE_STATES
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
 from dashboard.live.workers_document import queue_workers, workers_document
-from dashboard.registry import get_redactor, get_registry
 from queues import jobs, listing, schedulers, snapshot
 from queues import retry_advice as retry_advice_rules
 from queues.errors import SourceUnavailable

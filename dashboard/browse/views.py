@@ -10,18 +10,18 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
-from dashboard import downloads
 from dashboard.browse import columns
 from dashboard.browse import selectors as reads
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
+from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import translate
-from dashboard.dead_letters import is_dead_letter_queue
-from dashboard.errors import page_errors
 from dashboard.health import checks as health_checks
-from dashboard.htmx import render_page_or_fragment
 from dashboard.live.fragments import LIVE_PAGE_SIZE
+from dashboard.web import downloads
+from dashboard.web.errors import page_errors
+from dashboard.web.htmx import render_page_or_fragment
 from queues.errors import JobNotFound, NotOffered
 from queues.keys import QueueRef
 from queues.listing import PAGE_SIZES, JobPage

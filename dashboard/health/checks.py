@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from dashboard.connections.dead_letters import is_dead_letter_queue
+from dashboard.connections.registry import get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
-from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.live.workers_document import queue_workers, workers_document
-from dashboard.registry import get_registry
 from queues import health
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef

@@ -13,9 +13,9 @@ import time
 
 from django.conf import settings
 
+from dashboard.connections.registry import Registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
-from dashboard.registry import Registry
 from queues.discovery_pass import discovery_for
 from queues.keys import QueueRef
 

@@ -24,7 +24,7 @@ from dashboard.live.channels import (
     task_progress_id,
 )
 from dashboard.live.rates import QueueSignals
-from dashboard.templatetags.qw import percent, rate_value
+from dashboard.web.formatting import percent, rate_value
 from queues.jobs import JobLive
 from queues.keys import QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage

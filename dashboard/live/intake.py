@@ -26,6 +26,7 @@ import time
 
 from django.conf import settings
 
+from dashboard.connections.registry import Registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live.intake_items import (
@@ -40,7 +41,6 @@ from dashboard.live.intake_items import (
 )
 from dashboard.live.publishing import ConnectionBanner
 from dashboard.live.tracking import CountTracker
-from dashboard.registry import Registry
 from queues.job_clock import WARM_EVENTS
 from queues.keys import QueueRef
 from queues.sources import EventsReader, UnsupportedBySource

@@ -26,6 +26,7 @@ from django.db import close_old_connections
 from dashboard.actions.bulk_runner import BulkRunner
 from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
+from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
@@ -36,7 +37,6 @@ from dashboard.live.intake import EventIntake
 from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_state
 from dashboard.live.rates import QueueSignals
 from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
-from dashboard.registry import Registry, get_redactor, get_registry
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef

@@ -172,7 +172,7 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
 def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, monkeypatch):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
     dash_redis.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
-    from dashboard.registry import get_registry
+    from dashboard.connections.registry import get_registry
 
     pool = get_registry().source("default")._client.connection_pool  # every command to the monitored Redis
     calls = []

@@ -44,7 +44,7 @@ def monitored(settings):
     publish_queue_list(dashboard_server.client(0), "default", [QueueRef("default", "bull", "wc")])
     yield r
     r.close()
-    from dashboard.registry import reset_registry
+    from dashboard.connections.registry import reset_registry
 
     reset_registry()
     channel_layers.backends.clear()

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from django.utils.translation import gettext as _
 
 from dashboard.core.dash_redis import DashboardRedisError
-from dashboard.errors import TooManyRequests
+from dashboard.web.errors import TooManyRequests
 
 log = logging.getLogger("queuewatch.downloads")
 
