@@ -15,8 +15,8 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from dashboard.actions.inputs import ActionInput, ReasonedInput, text
-from dashboard.actions.toolbox_inputs import is_form, json_field, redacted_json, whole
-from dashboard.actions.toolbox_runners import ToolResult
+from dashboard.actions.toolbox.inputs import is_form, json_field, redacted_json, whole
+from dashboard.actions.toolbox.runners import ToolResult
 from dashboard.connections.registry import get_redactor
 from dashboard.web.errors import InvalidInput
 from queues import scheduler_edit

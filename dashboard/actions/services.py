@@ -70,7 +70,7 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
         else:
             result = action.run(source, queue=queue, given=given, **extra)
     # A result may add to the row's details what only running it could know: the before and
-    # after of an edit, the id a job was added under (dashboard.actions.toolbox_runners).
+    # after of an edit, the id a job was added under (dashboard.actions.toolbox.runners).
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
     audit.record(**entry, affected=runners.affected_by(result), outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
                  message=result.message)

@@ -65,7 +65,7 @@ EXACT_READS_CHANNEL = "queuewatch:exact-reads"
 def request_exact_read(client: redis.Redis, queue: QueueRef) -> None:
     """Ask the leading monitor for an exact read of ``queue`` now: Queuewatch itself just
     changed it, maybe without an event (drain, obliterate, clean...). The monitor does the read
-    (``dashboard.live.intake``); the web process only asks. Published, not stored: with no
+    (``dashboard.monitor.intake``); the web process only asks. Published, not stored: with no
     monitor leading nobody needs it (a new leader reads every queue when it starts), and it
     leaves no key behind in a dashboard Redis that is also the monitored one."""
     client.publish(EXACT_READS_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name]))

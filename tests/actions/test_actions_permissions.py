@@ -55,7 +55,7 @@ def endpoints(ids: dict, task_id: int | None) -> list[tuple[str, str, list, dict
     return rows
 
 
-ACTION_MODULES = ("dashboard.actions.views", "dashboard.actions.api", "dashboard.actions.toolbox_views")
+ACTION_MODULES = ("dashboard.actions.views", "dashboard.actions.api", "dashboard.actions.toolbox.views")
 READ_ONLY_VIEWS = {"task_list", "task_detail", "queue_error_groups", "queue_export", "audit_log", "audit_csv", "export",
                    "add_job_page", "edit_retry_page", "settings_page", "scheduler_edit_page", "migrate_repeat_page"}
 

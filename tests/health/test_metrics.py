@@ -187,9 +187,9 @@ def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, 
 def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(live_setup):
     """What the monitor writes for ``queuewatch_queue_workers``: the count of its last CLIENT
     LIST, and null (no sample) when that read was refused or the connection is down now."""
-    from dashboard.live.publishing import publish_state
     from dashboard.live.rates import build_signals
-    from dashboard.live.tracking import QueueState
+    from dashboard.monitor.publishing import publish_state
+    from dashboard.monitor.tracking import QueueState
     from queues.keys import QueueRef
     from queues.snapshot import COUNT_STATES, QueueSnapshot
     from queues.workers import Worker

@@ -52,7 +52,7 @@ def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None,
 
 def timings_of(waits_ms: list[int], processing_ms: list[int]) -> dict:
     """The state document's per-name histograms, as the monitor publishes them."""
-    from dashboard.live.publishing import timings_totals
+    from dashboard.monitor.publishing import timings_totals
     from queues.timings import QueueTimings
 
     t = QueueTimings()

@@ -27,7 +27,7 @@ def test_only_viewed_languages_are_rendered(restore_rendering):
 
 
 def test_a_viewer_announces_its_language_and_the_monitor_follows(live_setup, restore_rendering):
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     dash = dash_redis.dashboard_redis()
     monitor = Monitor(tick=0.5, name="test-monitor")

@@ -70,7 +70,7 @@ def test_the_column_shows_on_the_overview_and_sorts_it(schedulers_column, live_s
 def snapshotting_monitor(live_setup, settings):
     """A leading monitor that reads an exact snapshot on every tick (a scheduler count changes
     without an event, so only a snapshot sees it), with the queue there from the start."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     make_queue(live_setup, "orders")
     settings.QUEUEWATCH_RECONCILE_MS = 200

@@ -36,7 +36,7 @@ def published_completed() -> int | None:
 
 
 def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, redis_url, settings, monkeypatch):
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
     from queues.sources.redis_node import RedisNodeSource
 

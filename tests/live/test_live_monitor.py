@@ -99,8 +99,8 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     without another snapshot read."""
     import threading
 
-    from dashboard.live import monitor as mon
-    from dashboard.live import tracking
+    from dashboard.monitor import loop as mon
+    from dashboard.monitor import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
     from queues.quiet import QuietReads

@@ -13,7 +13,7 @@ from channels.testing import WebsocketCommunicator
 from dashboard.asgi import application
 from dashboard.live.history import rollup_and_prune
 from dashboard.live.models import QueuePoint
-from dashboard.live.monitor import Monitor
+from dashboard.monitor.loop import Monitor
 from queues.connections import ConnectionSpec
 from tests.support.live import session_headers
 from tests.support.redis_db import point_at

@@ -32,7 +32,7 @@ def url(live_setup, redis_url):
 @pytest.fixture
 def start_monitor(live_setup, settings):
     """Start a leading monitor (after the test created its queues); stopped at teardown."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     stop = threading.Event()
     threads = []
@@ -204,7 +204,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
     published finished sets stay within max(2, 1 %) of the truth, document after document."""
     import time
 
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
     from queues.sources.redis_node import RedisNodeSource
 
@@ -254,7 +254,7 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     """The same eventless drain, made through Queuewatch's action service, with neither a quiet
     read nor a periodic snapshot in reach: the service asks, the monitor reads that queue."""
     from dashboard.actions import services
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.keys import QueueRef
     from queues.quiet import QuietReads
     from tests.support.accounts import user_with

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
 
 
 def test_a_refresh_writes_the_state_document_before_rendering_and_it_is_exact(live_setup, redis_url, monkeypatch):
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     expected = run_node("truth.mjs", "flow", redis_url, "state-first")["counts"]  # a parent and 4 children, all done
     q = QueueRef("default", "bull", "state-first")

@@ -29,7 +29,7 @@ def published() -> tuple[int, int] | None:
 
 
 def test_the_state_document_is_rewritten_between_ticks_while_events_flow(live_setup, redis_url, settings, monkeypatch):
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
 
     monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # never quiet

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.connections.registry import get_registry
-from dashboard.live.tracking import CountTracker
+from dashboard.monitor.tracking import CountTracker
 from queues.events import Event
 from queues.keys import QueueRef
 

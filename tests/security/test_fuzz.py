@@ -96,7 +96,7 @@ def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
             dash_redis.watch(dash, dash_redis.Watch.job_list(queue, state))
         dash_redis.watch(dash, dash_redis.Watch.job(queue, ids[0]))
 
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     stop = threading.Event()
     thread = threading.Thread(target=Monitor(tick=0.5, name="fuzz-monitor").run, args=(stop,), daemon=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.core import dash_redis
-from dashboard.live import discovering
+from dashboard.monitor import discovering
 from queues.discovery_pass import DiscoveryPass
 from queues.keys import QueueRef
 from tests.support.servers import RedisServer
@@ -119,7 +119,7 @@ def test_names_with_colons_are_checked_once(big_redis, queues):
 def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monkeypatch):
     """The wiring: each of the monitor's discovery steps sends at most its budget of SCAN
     calls, publishes the list every step, and follows what the pass finds and loses."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     r = private_redis
     fill(r, FILLER)

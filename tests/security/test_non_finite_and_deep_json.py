@@ -62,7 +62,7 @@ def test_monitor_keeps_serving_every_other_queue(live_setup):
 def _watch_hostile_then_update_another_queue(live_setup):
     import threading
 
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     seed_non_finite(live_setup)
     evil = QueueRef(*EVIL)

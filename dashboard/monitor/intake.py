@@ -29,7 +29,7 @@ from django.conf import settings
 from dashboard.connections.registry import Registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
-from dashboard.live.intake_items import (
+from dashboard.monitor.intake_items import (
     ConnectionDown,
     ConnectionUp,
     EventsRead,
@@ -39,8 +39,8 @@ from dashboard.live.intake_items import (
     RecentEvents,
     ViewerArrived,
 )
-from dashboard.live.publishing import ConnectionBanner
-from dashboard.live.tracking import CountTracker
+from dashboard.monitor.publishing import ConnectionBanner
+from dashboard.monitor.tracking import CountTracker
 from queues.job_clock import WARM_EVENTS
 from queues.keys import QueueRef
 from queues.sources import EventsReader, UnsupportedBySource

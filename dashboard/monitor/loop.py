@@ -31,12 +31,13 @@ from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
-from dashboard.live import fragments, history, persistence
-from dashboard.live.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
-from dashboard.live.intake import EventIntake
-from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_state
+from dashboard.live import fragments, history
 from dashboard.live.rates import QueueSignals
-from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
+from dashboard.monitor import persistence
+from dashboard.monitor.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
+from dashboard.monitor.intake import EventIntake
+from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, publish_state
+from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef

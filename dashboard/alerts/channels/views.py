@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from dashboard.accounts.auth import ADMIN, role_required
 from dashboard.alerts import notifiers
-from dashboard.alerts.channel_forms import ChannelForm
+from dashboard.alerts.channels.forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
 from dashboard.alerts.notifiers.webhook import receiver_detail
 from dashboard.alerts.sender import send_test

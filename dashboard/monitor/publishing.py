@@ -22,7 +22,7 @@ from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
-from dashboard.live.tracking import Move, QueueChanges, QueueState, now_ms
+from dashboard.monitor.tracking import Move, QueueChanges, QueueState, now_ms
 from queues.errors import SourceUnavailable
 from queues.jobs import JobSummary
 from queues.keys import QueueRef
