@@ -6,7 +6,7 @@ follows every events stream (``intake``), keeps counts current from events and r
 exactly only when a queue goes quiet or every ``QUEUEWATCH_RECONCILE_MS`` (``tracking``;
 docs/live-truth.md), checks the locks of long-active jobs, renders each changed fragment once
 for whoever watches it (``publishing``), stores history (``persistence``) and runs the periodic
-jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The live package".
+jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The monitor package".
 
 This module is the leadership and the loop: when to do each of those steps. Loops are defensive
 (a failing queue or connection is logged and skipped, Redis reconnects back off, leadership is
@@ -28,7 +28,6 @@ from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
-from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from dashboard.live import fragments, history
@@ -108,7 +107,7 @@ class Monitor:
                         log.info("%s: stopped leading", self.name)
                 else:
                     stop.wait(1.0)
-            except DashboardRedisError as exc:
+            except dash_redis.DashboardRedisError as exc:
                 log.warning("%s: dashboard Redis unavailable (%s); retrying", self.name, exc)
                 stop.wait(2.0)
             except Exception:  # a bug must not kill the monitor; log it and start over
@@ -345,7 +344,7 @@ class Monitor:
         being viewed, send every fragment afresh so its groups are complete at once."""
         try:
             viewed = dash_redis.viewed_languages(self.dash)
-        except DashboardRedisError:
+        except dash_redis.DashboardRedisError:
             return  # keep the current choice; the dashboard Redis trouble shows elsewhere
         if viewed - self.rendered_languages:
             self.queue_publisher.reset()
@@ -362,7 +361,7 @@ class Monitor:
     def read_watched(self) -> list[dash_redis.Watch]:
         try:
             return dash_redis.watched(self.dash)
-        except DashboardRedisError:  # nothing watched is known: only the overview is published
+        except dash_redis.DashboardRedisError:  # nothing watched is known: only the overview is published
             return []
 
     def flush(self) -> None:
@@ -384,7 +383,7 @@ class Monitor:
         signals = [st.signals for st in states.values() if st.signals is not None]
         reachable = [st for q, st in states.items() if not self.banner.is_down(q.connection)]
         alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.banner.down),
-                                  report=self.health_report, now=dt.datetime.now(dt.timezone.utc),
+                                  report=self.health_report, now=dt.datetime.now(dt.UTC),
                                   publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
 
     def read_workers(self) -> None:
@@ -394,8 +393,8 @@ class Monitor:
         doc = self.tracker.read_workers(dict(self.banner.down))
         try:
             dash_redis.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
-        except DashboardRedisError:
+        except dash_redis.DashboardRedisError:
             log.warning("%s: could not publish the workers document", self.name)
 
     def write_digest(self) -> None:
-        alert_monitoring.write_digest(now=dt.datetime.now(dt.timezone.utc))
+        alert_monitoring.write_digest(now=dt.datetime.now(dt.UTC))
