@@ -60,9 +60,18 @@ READ_ONLY_VIEWS = {"task_list", "task_detail", "queue_error_groups", "queue_expo
                    "add_job_page", "edit_retry_page", "settings_page", "scheduler_edit_page", "migrate_repeat_page"}
 
 
+def every_route(patterns):
+    """The routes of a URLconf, those of included URLconfs too (each feature has its own)."""
+    for p in patterns:
+        if hasattr(p, "url_patterns"):
+            yield from every_route(p.url_patterns)
+        else:
+            yield p
+
+
 def test_the_table_covers_every_action_url():
     names = set()
-    for p in get_resolver().url_patterns:
+    for p in every_route(get_resolver().url_patterns):
         callback = getattr(p, "callback", None)
         if callback is not None and callback.__module__ in ACTION_MODULES and callback.__name__ not in READ_ONLY_VIEWS:
             names.add(p.name)
