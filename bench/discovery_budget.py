@@ -28,7 +28,7 @@ from bench.benchlib import Procs, RedisServer  # noqa: E402
 from queues.discovery import discover_queue_names  # noqa: E402
 from queues.discovery_pass import DiscoveryPass  # noqa: E402
 
-STEP_S = 1.0  # dashboard.live.discovering.DISCOVERY_STEP_INTERVAL
+STEP_S = 1.0  # dashboard.monitor.discovering.DISCOVERY_STEP_INTERVAL
 
 
 def redis_cpu(r: redis.Redis) -> float:

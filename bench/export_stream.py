@@ -102,7 +102,7 @@ def main() -> None:
         warm.request("GET", "/api/v1/queues/default/bull/warm/export?state=failed&format=csv",
                      headers={"Authorization": f"Bearer {token}"})
         warm.getresponse().read()
-        # What a running monitor publishes (dashboard.live.channels.publish_queue_list): the
+        # What a running monitor publishes (dashboard.core.dash_redis.publish_queue_list): the
         # request reads the queue list instead of discovering (no monitor runs here).
         r.set("queuewatch:queues:default", json.dumps([["bull", "big"], ["bull", "warm"]]), ex=600)
         before = rss_mb(web.pid)

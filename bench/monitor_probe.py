@@ -39,8 +39,12 @@ django.setup()
 
 from dashboard.live import channels as live  # noqa: E402
 from dashboard.live import fragments  # noqa: E402
-from dashboard.live import intake, publishing, tracking  # noqa: E402
-from dashboard.live import monitor as mon  # noqa: E402
+from dashboard.monitor import (
+    intake,  # noqa: E402
+    publishing,
+    tracking,
+)
+from dashboard.monitor import loop as mon  # noqa: E402
 from queues import leader  # noqa: E402
 
 _lock = threading.Lock()

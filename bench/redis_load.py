@@ -88,9 +88,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (run_bench, BENCH_NODE, ROOT, CountingProxy, Procs, QueuewatchApp, RedisServer, Tab,  # noqa: E402
-                      code_version, commandstats, export_code, free_port, install_time_limit, log, percentile,
-                      rates, resolve_ref, wait_for_monitor)
+from benchlib import (  # noqa: E402
+    BENCH_NODE,
+    ROOT,
+    CountingProxy,
+    Procs,
+    QueuewatchApp,
+    RedisServer,
+    Tab,
+    code_version,
+    commandstats,
+    export_code,
+    free_port,
+    install_time_limit,
+    log,
+    percentile,
+    rates,
+    resolve_ref,
+    run_bench,
+    wait_for_monitor,
+)
 
 POLL_INTERVAL = 5.0  # bull-board UI default pollingInterval (seconds)
 
@@ -447,7 +464,7 @@ class Bench:
                                   "events_per_s": round(events_per_s, 1), "monitor_cpu_pct": cpu,
                                   "net_cmds_per_s": e["net_cmds_per_s"]}
 
-        # Derived: what the monitor did per second (exact proxy counts; see dashboard/live/monitor.py).
+        # Derived: what the monitor did per second (exact proxy counts; see dashboard/monitor/loop.py).
         derived = {}
         for n, e in qw.items():
             p = e.get("proxy_per_command", {})

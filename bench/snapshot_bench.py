@@ -809,7 +809,7 @@ def run(args, rds: PrivateRedis) -> int:
     client_http = setup_django(rds, rds.tmpdir)
     from django.urls import reverse
 
-    from dashboard import registry as qw_registry
+    from dashboard.connections import registry as qw_registry
 
     def get(url: str, expect_rows: int | None = None, row_marker: str = "", marker: bytes = b'<table class="jobs">'):
         def fn():
@@ -828,7 +828,7 @@ def run(args, rds: PrivateRedis) -> int:
         return fn
 
     def expire_discovery():
-        # Workaround for dashboard/registry.py: Monitored.discovered_at starts at 0.0 and
+        # Workaround for dashboard/connections/registry.py: Monitored.discovered_at starts at 0.0 and
         # "fresh" is ``time.monotonic() - discovered_at < ttl``. time.monotonic() counts from
         # boot, so on a host up for less than the TTL the empty initial queue list is treated as
         # fresh and the overview shows "No BullMQ queues found". -inf always means "stale".
@@ -840,7 +840,7 @@ def run(args, rds: PrivateRedis) -> int:
     if time.monotonic() < dj_settings.QUEUEWATCH_DISCOVERY_TTL:
         log(f"note: host uptime ({time.monotonic():.0f} s) < QUEUEWATCH_DISCOVERY_TTL "
             f"({dj_settings.QUEUEWATCH_DISCOVERY_TTL} s): the registry would treat its empty initial "
-            "queue list as fresh (dashboard/registry.py bug); the bench forces the first discovery")
+            "queue list as fresh (dashboard/connections/registry.py bug); the bench forces the first discovery")
     expire_discovery()
     from dashboard.browse.views import OVERVIEW_PAGE_SIZE
 

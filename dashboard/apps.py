@@ -6,17 +6,17 @@ class DashboardConfig(AppConfig):
     verbose_name = "Queuewatch"
 
     def ready(self):
-        from dashboard import i18n  # noqa: F401  (connects the saved-language-at-login receiver)
-
         # Every admin edit (any model) is also an audit row: the admin writes a LogEntry for each.
         from django.contrib.admin.models import LogEntry
         from django.db.models.signals import post_save
+
+        from dashboard.accounts import language  # noqa: F401  (connects the saved-language-at-login receiver)
 
         post_save.connect(_admin_edit_audited, sender=LogEntry, dispatch_uid="queuewatch-admin-audit")
 
 
 def _admin_edit_audited(sender, instance, created, **kwargs):
     if created:
-        from dashboard.actions import audit
+        from dashboard.audit import log as audit
 
         audit.admin_edit(instance)

@@ -1,7 +1,6 @@
 from django.urls import path
 
-import dashboard.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
-
+import dashboard.web.converters  # noqa: F401  (registers the <seg:…> converter for queue segments)
 from dashboard.live import consumers
 
 queue = "ws/queue/<seg:connection>/<seg:prefix>/<seg:name>/"

@@ -1,17 +1,16 @@
 """Django settings. Every deployment value comes from the environment (see README,
 "Configuration"); defaults give the embedded single-machine setup."""
 
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_int, env_list, env_str
+from dashboard.core.env import env_bool, env_int, env_list, env_str
 from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
 from queues.redact import DEFAULT_SECRET_KEYS
-
-import os
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,22 +48,22 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "dashboard.security.ContentSecurityPolicyMiddleware",
+    "dashboard.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    # The language: the cookie set by the switcher, else Accept-Language (dashboard/i18n.py
+    # The language: the cookie set by the switcher, else Accept-Language (dashboard/core/i18n.py
     # then prefers the logged-in user's saved choice).
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "dashboard.i18n.UserLanguageMiddleware",
+    "dashboard.core.i18n.UserLanguageMiddleware",
     # Every URL requires login unless its view is explicitly marked otherwise (login page,
     # and the API, which answers 401 JSON through its own bearer-token check).
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # request.htmx; dashboard/htmx.py decides fragment or full page from it.
+    # request.htmx; dashboard/web/htmx.py decides fragment or full page from it.
     "django_htmx.middleware.HtmxMiddleware",
     # Login throttling (django-axes): answers a locked-out login (page or admin) with the
     # lockout page; must come last.
@@ -162,7 +161,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-# No inline script or style anywhere (dashboard/security.py); websockets are same-origin.
+# No inline script or style anywhere (dashboard/web/security.py); websockets are same-origin.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
@@ -189,7 +188,7 @@ QUEUEWATCH_PAYLOAD_CAP = env_int("QUEUEWATCH_PAYLOAD_CAP", 256 * 1024, minimum=1
 QUEUEWATCH_SECRET_KEYS = env_list("QUEUEWATCH_SECRET_KEYS", list(DEFAULT_SECRET_KEYS))
 QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
 # Downloads (job exports, audit CSV) one user may stream at once, across all web processes
-# (dashboard.download_slots: leases in the dashboard Redis).
+# (dashboard.web.download_slots: leases in the dashboard Redis).
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 # Jobs one error-groups page or name-filtered list may examine (one Redis command each).
 QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)
@@ -243,7 +242,7 @@ QUEUEWATCH_HISTORY_HOUR_DAYS = env_int("QUEUEWATCH_HISTORY_HOUR_DAYS", 90, minim
 # A bearer token Prometheus sends (`authorization: {credentials: …}`), compared in constant
 # time; and/or an allow-list of client networks (CIDRs, matched against REMOTE_ADDR). With
 # both set, a scrape needs both. With neither, /metrics needs a logged-in user or an API token.
-from dashboard.env import env_networks  # noqa: E402
+from dashboard.core.env import env_networks  # noqa: E402
 
 QUEUEWATCH_METRICS_TOKEN = env_str("QUEUEWATCH_METRICS_TOKEN")
 QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
@@ -276,10 +275,10 @@ QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
 # Secrets at rest (webhook signing secrets, header values): comma-separated Fernet keys, the first
-# encrypts, all decrypt (dashboard/crypto.py). Unset: derived from the secret key.
+# encrypts, all decrypt (dashboard/core/crypto.py). Unset: derived from the secret key.
 QUEUEWATCH_ENCRYPTION_KEY = env_str("QUEUEWATCH_ENCRYPTION_KEY")
 try:
-    from dashboard.crypto import parse_keys  # noqa: E402
+    from dashboard.core.crypto import parse_keys  # noqa: E402
 
     parse_keys(QUEUEWATCH_ENCRYPTION_KEY, secret_key=SECRET_KEY)
 except ValueError as exc:

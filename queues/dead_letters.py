@@ -8,7 +8,7 @@ never from the job's data).
 
 Both read the same rules: an explicit ``mapping`` (``{"graveyard": "orders"}``) and name
 ``patterns`` with one ``*`` (``*-dlq``: ``orders-dlq`` came from ``orders``). The dashboard
-builds ``DeadLetterRules`` from its settings (``dashboard.dead_letters``); no Django here.
+builds ``DeadLetterRules`` from its settings (``dashboard.connections.dead_letters``); no Django here.
 """
 
 from __future__ import annotations

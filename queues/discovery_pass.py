@@ -17,7 +17,7 @@ What the list holds while a pass runs:
   case by the next one (SCAN returns every key present for a whole pass): found within one
   complete pass after its creation;
 * a page naming a queue that is not listed yet does not wait for any of this: the registry
-  confirms it with one ``EXISTS <prefix>:<name>:meta`` (``dashboard.registry``).
+  confirms it with one ``EXISTS <prefix>:<name>:meta`` (``dashboard.connections.registry``).
 
 Names containing ``:`` are confirmed once, when first met (``discovery.QUEUE_META_FIELD``).
 """

@@ -5,7 +5,7 @@ findings; alert kind titles and help) is shown to people in their language. It m
 strings with ``_`` — the name ``makemessages`` (xgettext) already looks for — which does not
 translate: it returns a ``Message``, a ``str`` holding the English text, that also remembers its
 message id and the values filled into it. The dashboard translates it at the edge, at render
-time (``dashboard.i18n.translate``), so a result computed once (by the monitor, say) can be
+time (``dashboard.core.i18n.translate``), so a result computed once (by the monitor, say) can be
 shown in any language. Everything else (logs, JSON, /metrics, ``check_queues``) keeps using it
 as the plain English string it is.
 """

@@ -11,7 +11,7 @@ MULTI), which replaces the estimate by the truth. A busy queue is never read thi
 never goes quiet); a queue that stays quiet is read once, not again until its next event.
 
 A change Queuewatch itself makes (an action) is read at once instead, busy or not: the action
-service asks (``dashboard.live.channels.request_exact_read``) and the monitor reads.
+service asks (``dashboard.core.dash_redis.request_exact_read``) and the monitor reads.
 """
 
 from __future__ import annotations

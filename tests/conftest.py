@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.registry import reset_registry
+from dashboard.connections.registry import reset_registry
 from queues.connections import ConnectionSpec
 from tests.support.live import monitor_thread
 from tests.support.parallel import pytest_addoption, pytest_xdist_auto_num_workers  # noqa: F401  (hooks)
-from tests.support.redis_db import (SHARED_DB, DatabaseAllocator, PrefixedRedis, app_on, delete_prefixed, point_at,
-                                    prefix_for)
+from tests.support.redis_db import (
+    SHARED_DB,
+    DatabaseAllocator,
+    PrefixedRedis,
+    app_on,
+    delete_prefixed,
+    point_at,
+    prefix_for,
+)
 from tests.support.servers import RedisServer, run_node
 
 

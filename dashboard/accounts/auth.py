@@ -33,7 +33,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.accounts.models import ACT, ADMIN_SCOPE, METRICS, READ, ApiToken
-from dashboard.errors import JsonResponse
+from dashboard.web.errors import JsonResponse
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)  # in increasing order of power
@@ -106,7 +106,7 @@ def require(user, *, role: str, mutates_redis: bool = False, target: str = "") -
 
 def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") -> None:
     """Refusals (role, read-only, CSRF) are audit rows too: ``refused.role``, ``refused.csrf``."""
-    from dashboard.actions import audit  # lazily: the audit module loads models
+    from dashboard.audit import log as audit  # lazily: the audit module loads models
 
     audit.record_refusal(user=user, kind=kind, via=via, target=target, message=message)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from dashboard.accounts.models import ApiToken
-from dashboard.actions import audit
+from dashboard.audit import log as audit
 
 
 def issue(user, *, scopes, expires_at, by, via: str) -> tuple[ApiToken, str]:

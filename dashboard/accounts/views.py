@@ -15,10 +15,12 @@ from django.utils.translation import gettext as _
 from django.views import i18n as django_i18n
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import error_pages, i18n
+from dashboard.accounts import language as saved_language
 from dashboard.accounts import tokens
 from dashboard.accounts.auth import ADMIN, audit_refusal, has_role, may_manage_token
 from dashboard.accounts.models import ApiToken
+from dashboard.core import i18n
+from dashboard.web import error_pages
 
 login = login_not_required(auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True))
 
@@ -31,7 +33,7 @@ def set_language(request):
     response = django_i18n.set_language(request)
     language = i18n.supported(request.POST.get("language"))
     if language:
-        i18n.remember(request, language)
+        saved_language.remember(request, language)
     return response
 
 
@@ -47,7 +49,7 @@ def locked_out(request, original_response=None, credentials=None):
 
 
 def csrf_failure(request, reason=""):
-    """The friendly CSRF failure page (dashboard/error_pages.py), after recording the refusal in
+    """The friendly CSRF failure page (dashboard/web/error_pages.py), after recording the refusal in
     the audit log."""
     audit_refusal(request.user, kind="csrf", via="page", target=f"{request.method} {request.path}", message=reason)
     return error_pages.csrf_failure(request, reason)

@@ -21,8 +21,8 @@ from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import BulkInput
 from dashboard.actions.models import BulkTask
 from dashboard.browse import selectors as reads
-from dashboard.errors import InvalidInput, JsonResponse, api_errors
-from dashboard.registry import get_redactor
+from dashboard.connections.registry import get_redactor
+from dashboard.web.errors import InvalidInput, JsonResponse, api_errors
 from queues.messages import from_data
 
 

@@ -27,18 +27,18 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
-
 from django.utils.translation import gettext_noop
 
 from dashboard.accounts.auth import read_only
-from dashboard.actions import audit
-from dashboard.live import fragments
-from dashboard.live import channels as live
-from dashboard.db import db_retry
-from dashboard.actions.models import AuditEntry, BulkTask
 from dashboard.actions.inputs import Selection
+from dashboard.actions.models import BulkTask
 from dashboard.actions.services import ask_for_exact_read, bulk_plan, task_queue
-from dashboard.registry import Registry
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
+from dashboard.connections.registry import Registry
+from dashboard.core.db import db_retry
+from dashboard.live import channels as live
+from dashboard.live import fragments
 from queues import bulk
 from queues.errors import SourceUnavailable
 from queues.messages import Message, as_data, from_data

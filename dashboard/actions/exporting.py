@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dashboard import downloads, streaming
 from dashboard.actions.inputs import Selection
 from dashboard.actions.services import now_ms
 from dashboard.browse import selectors as reads
-from dashboard.errors import InvalidInput
-from dashboard.registry import get_redactor, get_registry
+from dashboard.connections.registry import get_redactor, get_registry
+from dashboard.web import downloads, streaming
+from dashboard.web.errors import InvalidInput
 
 EXPORT_FORMATS = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 

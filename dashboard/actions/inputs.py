@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from django.utils.translation import gettext, ngettext
 
-from dashboard.errors import InvalidInput
-from dashboard.labels import label
+from dashboard.core.labels import label
+from dashboard.web.errors import InvalidInput
 from queues import selection
 from queues.job_add import parse_data
 from queues.job_options import InvalidJob

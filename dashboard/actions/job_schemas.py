@@ -16,8 +16,8 @@ from django.utils.translation import gettext as _
 
 from dashboard.actions.inputs import ActionInput, is_form
 from dashboard.actions.models import QueueSchema
-from dashboard.errors import InvalidInput
-from dashboard.i18n import translate
+from dashboard.core.i18n import translate
+from dashboard.web.errors import InvalidInput
 from queues import actions, job_schema
 from queues.edit_retry import diff_lines
 from queues.keys import QueueRef

@@ -81,33 +81,6 @@ class BulkTask(models.Model):
         return self.state not in self.ACTIVE_STATES
 
 
-class AuditEntry(models.Model):
-    """One row per mutation attempt that reached the monitored Redis (or was refused by it):
-    who, when, what, why, how many and how it went. Written for pages, the API and tasks."""
-
-    OK, PARTIAL, REFUSED, ERROR, STARTED = "ok", "partial", "refused", "error", "started"
-    OUTCOMES = [(s, s) for s in (OK, PARTIAL, REFUSED, ERROR, STARTED)]
-
-    at = models.DateTimeField(default=timezone.now, db_index=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    username = models.CharField(max_length=150, help_text="Kept if the user is deleted.")
-    via = models.CharField(max_length=10)  # "page", "api" or "task"
-    action = models.CharField(max_length=30, db_index=True)
-    connection = models.CharField(max_length=40)
-    prefix = models.CharField(max_length=200)
-    queue = models.CharField(max_length=200, db_index=True)
-    job_ids = models.JSONField(default=list, blank=True)
-    selection = models.JSONField(default=dict, blank=True)
-    reason = models.TextField(blank=True)
-    affected = models.IntegerField(default=0)
-    outcome = models.CharField(max_length=10, choices=OUTCOMES)
-    message = models.TextField(blank=True)
-    task = models.ForeignKey(BulkTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
-
-    class Meta:
-        ordering = ["-at", "-id"]
-
-
 class TriageRule(models.Model):
     """An admin's rule for error triage (``queues.error_triage``): failure reasons matching
     ``pattern`` are of ``error_class``. Tried in ``position`` order before the built-in patterns."""

@@ -20,11 +20,12 @@ from typing import Any, Callable
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
-from dashboard.actions import job_schemas, runners, toolbox_runners
+from dashboard.actions import job_schemas, runners
 from dashboard.actions import scheduler_actions as schedulers
-from dashboard.actions import toolbox_inputs as tools
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
-from dashboard.errors import InvalidInput
+from dashboard.actions.toolbox import inputs as tools
+from dashboard.actions.toolbox import runners as toolbox_runners
+from dashboard.web.errors import InvalidInput
 from queues.keys import QueueRef
 from queues.states import PROMOTE, RETRY, state_allows
 

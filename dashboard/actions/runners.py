@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext, ngettext
 
-from dashboard import dead_letters
-from dashboard.errors import InvalidInput
-from dashboard.labels import label
+from dashboard.connections import dead_letters
+from dashboard.core.labels import label
+from dashboard.web.errors import InvalidInput
 from queues import actions
 from queues.keys import QueueRef
 from queues.sources.facets import commands_of

@@ -15,10 +15,10 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from dashboard.actions.inputs import ActionInput, ReasonedInput, text
-from dashboard.actions.toolbox_inputs import is_form, json_field, redacted_json, whole
-from dashboard.actions.toolbox_runners import ToolResult
-from dashboard.errors import InvalidInput
-from dashboard.registry import get_redactor
+from dashboard.actions.toolbox.inputs import is_form, json_field, redacted_json, whole
+from dashboard.actions.toolbox.runners import ToolResult
+from dashboard.connections.registry import get_redactor
+from dashboard.web.errors import InvalidInput
 from queues import scheduler_edit
 from queues.keys import QueueRef
 from queues.sources.facets import schedulers_of

@@ -15,19 +15,21 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dashboard import dead_letters
-from dashboard.actions import audit, job_schemas, registry, runners
+from dashboard.actions import job_schemas, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
-from dashboard.actions.models import AuditEntry, BulkTask
-from dashboard.errors import Conflict, InvalidInput
-from dashboard.i18n import translate
-from dashboard.live import channels as live
-from dashboard.registry import get_redactor, get_registry
+from dashboard.actions.models import BulkTask
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
+from dashboard.connections import dead_letters
+from dashboard.connections.registry import get_redactor, get_registry
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.core.i18n import translate
+from dashboard.web.errors import Conflict, InvalidInput
 from queues import bulk, edit_retry
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
@@ -68,7 +70,7 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
         else:
             result = action.run(source, queue=queue, given=given, **extra)
     # A result may add to the row's details what only running it could know: the before and
-    # after of an edit, the id a job was added under (dashboard.actions.toolbox_runners).
+    # after of an edit, the id a job was added under (dashboard.actions.toolbox.runners).
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
     audit.record(**entry, affected=runners.affected_by(result), outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
                  message=result.message)
@@ -81,8 +83,8 @@ def ask_for_exact_read(queue: QueueRef) -> None:
     """Live figures exact at once after a change made here, even one BullMQ emits no event for
     (drain, obliterate, clean...): the leading monitor reads the queue (docs/live-truth.md)."""
     try:
-        live.request_exact_read(live.dashboard_redis(), queue)
-    except redis.RedisError:
+        dash_redis.request_exact_read(dash_redis.dashboard_redis(), queue)
+    except DashboardRedisError:
         pass  # the change is made; its figures settle at the next snapshot instead
 
 

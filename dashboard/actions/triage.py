@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 from dashboard.actions.models import TriageRule
-from dashboard.errors import InvalidInput
+from dashboard.web.errors import InvalidInput
 from queues import error_triage
 from queues.error_groups import ErrorGroup
 

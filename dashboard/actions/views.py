@@ -14,18 +14,20 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
-from dashboard import streaming
-from dashboard.actions import audit, registry, triage
+from dashboard.actions import registry, triage
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
-from dashboard.htmx import vary_on_htmx, wants_fragment
-from dashboard.i18n import translate
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
 from dashboard.browse import selectors as reads
-from dashboard.dead_letters import is_dead_letter_queue
-from dashboard.errors import Conflict, InvalidInput, page_errors
-from dashboard.registry import get_registry
+from dashboard.connections.dead_letters import is_dead_letter_queue
+from dashboard.connections.registry import get_registry
+from dashboard.core.i18n import translate
+from dashboard.web import streaming
+from dashboard.web.errors import Conflict, InvalidInput, page_errors
+from dashboard.web.htmx import vary_on_htmx, wants_fragment
 from queues.errors import JobNotFound
 
 RESULT = "actions/action_result.html"

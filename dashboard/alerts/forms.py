@@ -9,8 +9,8 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.alerts.models import AlertRule, Channel, MaintenanceWindow, Silence
-from dashboard.registry import get_registry
-from dashboard.i18n import translate
+from dashboard.connections.registry import get_registry
+from dashboard.core.i18n import translate
 from queues import alert_kinds
 
 # Labels and help of the model fields, in the viewer's language (set here rather than on the
@@ -111,6 +111,6 @@ class SilenceForm(forms.ModelForm):
 
 
 def _severity(code: str) -> str:
-    from dashboard.labels import label
+    from dashboard.core.labels import label
 
     return label(code)

@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from dashboard.alerts import notifiers
-from dashboard.crypto import EncryptedTextField
-from dashboard.i18n import translate
+from dashboard.core.crypto import EncryptedTextField
+from dashboard.core.i18n import translate
 from queues import alert_kinds, alert_rules
 from queues.cron import CronError, cron_validate
 
@@ -33,7 +33,7 @@ class Channel(models.Model):
     # it rather than fixed as ``choices``, so that a new kind needs no migration.
     kind = models.CharField(max_length=20)
     config = models.JSONField(default=dict, blank=True)
-    secret = EncryptedTextField(blank=True)  # encrypted at rest (dashboard/crypto.py)
+    secret = EncryptedTextField(blank=True)  # encrypted at rest (dashboard/core/crypto.py)
     enabled = models.BooleanField(default=True)
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)

@@ -38,7 +38,7 @@ from django.utils import timezone
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
 from dashboard.alerts.notifiers import DeliveryError, notifier_for
 from dashboard.alerts.notifiers.base import absolute_url
-from dashboard.db import db_retry
+from dashboard.core.db import db_retry
 
 logger = logging.getLogger(__name__)
 

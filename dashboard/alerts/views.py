@@ -10,12 +10,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.accounts.auth import ADMIN, role_required
 from dashboard.alerts.forms import MaintenanceWindowForm, RuleForm, SilenceForm
 from dashboard.alerts.models import Alert, AlertRule, MaintenanceWindow, Silence
 from dashboard.alerts.preview import rule_preview
-from dashboard.accounts.auth import ADMIN, role_required
-from dashboard.actions import audit
-from dashboard.actions.models import AuditEntry
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
 from queues import alert_kinds
 from queues.cron import CronError, cron_next, zone
 

@@ -8,9 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard.browse import selectors as reads
-from dashboard.errors import page_errors
+from dashboard.core.i18n import translate
 from dashboard.health.views import code_spans
-from dashboard.i18n import translate
+from dashboard.web.errors import page_errors
 from queues import retry_advice
 
 

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET
 
 from dashboard.accounts.auth import api_auth
 from dashboard.browse import selectors as reads
-from dashboard.errors import JsonResponse, api_errors
 from dashboard.browse.params import int_param, page_size_param, state_param
+from dashboard.web.errors import JsonResponse, api_errors
 
 
 @require_GET

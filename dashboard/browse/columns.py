@@ -28,12 +28,12 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext_lazy
 
-from dashboard.labels import LABELS
-
+from dashboard.core.labels import LABELS
 from dashboard.live.rates import QueueSignals
-from dashboard.templatetags.qw import queue_url, rate_value
-from queues.states import BROWSABLE_STATES
+from dashboard.web.formatting import rate_value
+from dashboard.web.links import queue_url
 from queues.snapshot import QueueSnapshot
+from queues.states import BROWSABLE_STATES
 
 RATE_WINDOW = 5  # minutes: the overview's rates are over the last five
 

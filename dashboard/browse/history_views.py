@@ -6,8 +6,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from dashboard.browse import selectors as reads
-from dashboard.errors import JsonResponse, page_errors
 from dashboard.live.history import queue_history as history_for
+from dashboard.web.errors import JsonResponse, page_errors
 
 
 @require_GET

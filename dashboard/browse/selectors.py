@@ -11,13 +11,14 @@ import json
 import time
 from dataclasses import dataclass, field
 
-import redis
 from django.conf import settings
 
+from dashboard.connections.registry import get_redactor, get_registry
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live import channels as live
-from dashboard.live.workers_document import queue_workers, workers_document
-from dashboard.registry import get_redactor, get_registry
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
+from dashboard.live.workers_document import queue_workers, workers_document
 from queues import jobs, listing, schedulers, snapshot
 from queues import retry_advice as retry_advice_rules
 from queues.errors import SourceUnavailable
@@ -133,9 +134,9 @@ def retry_advice(queue: QueueRef) -> list[CheckResult]:
     cache_key = f"queuewatch:advice:{live.queue_id(queue)}"
     sample = None
     try:
-        dash = live.dashboard_redis()
+        dash = dash_redis.dashboard_redis()
         raw = dash.get(cache_key)
-    except redis.RedisError:
+    except DashboardRedisError:
         dash, raw = None, None  # no dashboard Redis: read afresh each time; the page works without it
     try:
         sample = retry_advice_rules.Sample.from_dict(queue, json.loads(raw)) if raw else None
@@ -146,7 +147,7 @@ def retry_advice(queue: QueueRef) -> list[CheckResult]:
         try:
             if dash is not None:
                 dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
-        except redis.RedisError:
+        except DashboardRedisError:
             pass
     found = queue_workers(queue)
     return retry_advice_rules.advise(sample, workers=len(found.workers) if found.known else None)

@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET
 
 from dashboard.accounts.auth import api_auth
 from dashboard.browse import selectors as reads
-from dashboard.errors import InvalidInput, JsonResponse, api_errors, page_errors
 from dashboard.live import timing_points
+from dashboard.web.errors import InvalidInput, JsonResponse, api_errors, page_errors
 
 # Table columns: (sort key, value of one row's summary); rows without a value sort last.
 SORTS = {

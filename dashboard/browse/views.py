@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import redis
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
-from dashboard import downloads
-from dashboard.health import checks as health_checks
-from dashboard.live import channels as live
 from dashboard.browse import columns
 from dashboard.browse import selectors as reads
-from dashboard.errors import page_errors
-from dashboard.htmx import render_page_or_fragment
-from dashboard.live.fragments import LIVE_PAGE_SIZE
-from dashboard.dead_letters import is_dead_letter_queue
 from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
-from dashboard.i18n import translate
+from dashboard.connections.dead_letters import is_dead_letter_queue
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.core.i18n import translate
+from dashboard.health import checks as health_checks
+from dashboard.live.fragments import LIVE_PAGE_SIZE
+from dashboard.web import downloads
+from dashboard.web.errors import page_errors
+from dashboard.web.htmx import render_page_or_fragment
 from queues.errors import JobNotFound, NotOffered
 from queues.keys import QueueRef
 from queues.listing import PAGE_SIZES, JobPage
@@ -120,8 +120,8 @@ class OverviewPager:
 def stored_health_summary() -> dict | None:
     """Failing checks from the last stored health report (the monitor runs them every minute)."""
     try:
-        report = health_checks.read_stored(live.dashboard_redis())
-    except redis.RedisError:  # no dashboard Redis, or it is down: the page works without it
+        report = health_checks.read_stored(dash_redis.dashboard_redis())
+    except DashboardRedisError:  # no dashboard Redis, or it is down: the page works without it
         return None
     if not report:
         return None

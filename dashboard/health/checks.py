@@ -20,13 +20,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import redis
 from django.conf import settings
 
-from dashboard.live import channels as live
+from dashboard.connections.dead_letters import is_dead_letter_queue
+from dashboard.connections.registry import get_registry
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.live.workers_document import queue_workers, workers_document
-from dashboard.registry import get_registry
-from dashboard.dead_letters import is_dead_letter_queue
 from queues import health
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
@@ -101,8 +101,8 @@ class HealthReport:
 
 def read_monitor_state() -> dict | None:
     try:
-        return live.read_state(live.dashboard_redis())
-    except (redis.RedisError, ValueError):
+        return dash_redis.read_state(dash_redis.dashboard_redis())
+    except (DashboardRedisError, ValueError):
         return None
 
 
@@ -159,14 +159,14 @@ def store(report: HealthReport) -> bool:
     if not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
         return False
     try:
-        live.dashboard_redis().set(HEALTH_KEY, json.dumps(report.as_dict()), ex=HEALTH_TTL_S)
+        dash_redis.dashboard_redis().set(HEALTH_KEY, json.dumps(report.as_dict()), ex=HEALTH_TTL_S)
         return True
-    except redis.RedisError:
+    except DashboardRedisError:
         log.warning("could not store the health report in the dashboard Redis")
         return False
 
 
-def read_stored(client: redis.Redis) -> dict | None:
+def read_stored(client: DashboardRedis) -> dict | None:
     raw = client.get(HEALTH_KEY)
     try:
         return json.loads(raw) if raw else None

@@ -15,7 +15,6 @@ import hmac
 import ipaddress
 import time
 
-import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
@@ -23,10 +22,10 @@ from django.views.decorators.http import require_GET
 
 from dashboard.accounts.auth import authenticate, bearer_token, token_may_scrape
 from dashboard.alerts.models import Alert
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
-from dashboard.live import channels as live
-
 
 # ------------------------------------------------------------------------------------------
 # Protection
@@ -82,10 +81,10 @@ def metrics(request):
     if denied is not None:
         return denied
     try:
-        client = live.dashboard_redis()
-        state = live.read_state(client)
+        client = dash_redis.dashboard_redis()
+        state = dash_redis.read_state(client)
         health_doc = health_checks.read_stored(client)
-    except redis.RedisError as exc:
+    except DashboardRedisError as exc:
         return _text(f"dashboard Redis unavailable: {exc.__class__.__name__}", 503)
     alerts = list(Alert.objects.filter(state__in=Alert.OPEN).order_by("rule__name", "fingerprint").values(
         "rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by"))

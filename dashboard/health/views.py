@@ -14,8 +14,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from dashboard.core.i18n import translate
 from dashboard.health import checks as health_checks
-from dashboard.i18n import translate
 from queues import health
 
 _WORST_RANK = {"ok": 0, **health.SEVERITY_RANK}

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
-import redis
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from dashboard.i18n import language_for_scope
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.core.i18n import language_for_scope
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from queues.states import BROWSABLE_STATES
@@ -39,12 +40,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.watches() or self.announces_language():
             await self.register_watches()  # before accepting, so the monitor knows at once
             if self.watches():  # and renders what it watches now, not at its next tick
-                await sync_to_async(live.announce_watching)(self.redis(), self.watches()[0].queue)
+                await sync_to_async(dash_redis.announce_watching)(self.redis(), self.watches()[0].queue)
             self.heartbeat = asyncio.create_task(self.keep_watching())
         await self.accept()
         # A fresh snapshot on every (re)connect, so a dropped message or a gap heals itself.
         for group in self.joined:
-            for html in await sync_to_async(live.cached_fragments)(self.redis(), group):
+            for html in await sync_to_async(dash_redis.cached_fragments)(self.redis(), group):
                 await self.send(text_data=html)
 
     async def disconnect(self, code):
@@ -54,8 +55,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if task:
             task.cancel()
             try:
-                await sync_to_async(live.unwatch)(self.redis(), self.watches(), self.channel_name)
-            except redis.RedisError:
+                await sync_to_async(dash_redis.unwatch)(self.redis(), self.watches(), self.channel_name)
+            except DashboardRedisError:
                 pass  # the dashboard Redis is away: the entries lapse on their own (WATCH_TTL_S)
 
     async def receive(self, text_data=None, bytes_data=None):
@@ -77,7 +78,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def groups_for_page(self) -> list[str]:
         return []
 
-    def watches(self) -> list[live.Watch]:
+    def watches(self) -> list[dash_redis.Watch]:
         return []
 
     def queue(self) -> QueueRef:
@@ -86,7 +87,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     def redis(self):
         if not hasattr(self, "_redis"):
-            self._redis = live.dashboard_redis()
+            self._redis = dash_redis.dashboard_redis()
         return self._redis
 
     def announces_language(self) -> bool:
@@ -94,13 +95,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def register_watches(self):
         for item in self.watches():
-            await sync_to_async(live.watch)(self.redis(), item, self.channel_name)
+            await sync_to_async(dash_redis.watch)(self.redis(), item, self.channel_name)
         if self.announces_language():
-            await sync_to_async(live.announce_language)(self.redis(), self.language)
+            await sync_to_async(dash_redis.announce_language)(self.redis(), self.language)
 
     async def keep_watching(self):
         while True:
-            await asyncio.sleep(live.WATCH_TTL_S / 3)
+            await asyncio.sleep(dash_redis.WATCH_TTL_S / 3)
             await self.register_watches()
 
 
@@ -122,7 +123,7 @@ class QueueConsumer(LiveConsumer):
 
     def watches(self):
         q, state = self.queue(), self.list_state()
-        return [live.Watch.queue_page(q)] + ([live.Watch.job_list(q, state)] if state else [])
+        return [dash_redis.Watch.queue_page(q)] + ([dash_redis.Watch.job_list(q, state)] if state else [])
 
 
 class JobConsumer(LiveConsumer):
@@ -130,7 +131,7 @@ class JobConsumer(LiveConsumer):
         return [live.job_group(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
 
     def watches(self):
-        return [live.Watch.job(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
+        return [dash_redis.Watch.job(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
 
 
 class TaskConsumer(LiveConsumer):

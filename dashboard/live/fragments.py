@@ -5,7 +5,7 @@ once per change and fans the result out; pages call them through their templates
 Fragments are rendered once per configured language (``LocalizedHtml``): the default
 language's HTML is the string itself, the others ride along, and the publisher sends each to
 its language's group (``channels.language_group``); a websocket joins its page's language's
-groups (``dashboard.i18n.language_for_scope``). Two languages cost the monitor two renders of
+groups (``dashboard.core.i18n.language_for_scope``). Two languages cost the monitor two renders of
 each changed fragment."""
 
 from __future__ import annotations
@@ -14,9 +14,17 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from dashboard.live.channels import BANNER_ID, FIRING_ALERTS_ID, job_live_id, job_table_id, queue_live_id, row_id, task_progress_id
+from dashboard.live.channels import (
+    BANNER_ID,
+    FIRING_ALERTS_ID,
+    job_live_id,
+    job_table_id,
+    queue_live_id,
+    row_id,
+    task_progress_id,
+)
 from dashboard.live.rates import QueueSignals
-from dashboard.templatetags.qw import percent, rate_value
+from dashboard.web.formatting import percent, rate_value
 from queues.jobs import JobLive
 from queues.keys import QueueRef
 from queues.listing import DEFAULT_PAGE_SIZE, JobPage

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.live import timing_points
 from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint
 from queues.keys import QueueRef

@@ -10,13 +10,12 @@ import datetime as dt
 import json
 from dataclasses import dataclass, field
 
-from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.live.models import QueuePoint
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, RATE_WINDOWS, Minute, QueueSeries
 from queues.snapshot import QueueSnapshot
 from queues.timings import NameMinute, QueueTimings
-
 
 
 @dataclass

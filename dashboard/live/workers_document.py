@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import redis
-
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from queues.workers import Worker
@@ -27,8 +27,8 @@ class QueueWorkers:
 def workers_document() -> dict:
     """The monitor's workers document from the dashboard Redis (``{}`` without one)."""
     try:
-        return live.read_workers(live.dashboard_redis()) or {}
-    except redis.RedisError:  # pages and checks work without the dashboard Redis
+        return dash_redis.read_workers(dash_redis.dashboard_redis()) or {}
+    except DashboardRedisError:  # pages and checks work without the dashboard Redis
         return {}
 
 

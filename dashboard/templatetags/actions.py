@@ -3,7 +3,7 @@ from django.utils.translation import gettext_lazy as _
 
 from dashboard.actions import registry
 from dashboard.actions.models import BulkTask
-from dashboard.dead_letters import is_dead_letter_queue
+from dashboard.connections.dead_letters import is_dead_letter_queue
 from queues.states import CLEANABLE_STATES, FINISHED_STATES, state_allows
 
 register = template.Library()

@@ -4,24 +4,37 @@ by the template engine; nothing here marks job data safe."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
-import math
 import time
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join, json_script
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext
 
-from dashboard.i18n import translate
-from dashboard.labels import label
+from dashboard.core.i18n import translate
+from dashboard.core.labels import label
 from dashboard.live import channels as live
+from dashboard.web.formatting import (
+    COMPACT_COUNTS_FROM,
+    SCALES,
+    UNITS,
+    duration_text,
+    number_text,
+    percent,
+    rate_text,
+    rate_value,
+    unit_text,
+)
+from dashboard.web.links import job_url, queue_url
 from queues.health.wording import format_bytes
 from queues.rates import RATE_WINDOWS
 
 register = template.Library()
+register.filter("percent", percent)
+register.simple_tag(job_url)
+register.simple_tag(queue_url)
 
 
 @register.filter
@@ -35,101 +48,11 @@ def ms_datetime(ms):
         return str(ms)
 
 
-# ---- Numbers and durations: one set of rules -------------------------------------------------
-# The words are defined here, once, and translated in django.po; ``{% format_rules %}`` (in
-# base.html) hands them to static/queuewatch.js, whose formatters (used by charts.js too) follow
-# the same rules step for step, so a value reads the same whether the server or the browser
-# wrote it (tests/i18n/test_number_formats.py runs both). Digits are Latin in every language,
-# with "," between thousands and "." before decimals, as in ids and JSON. Units are the
-# glossary's abbreviations, which take no plural. The JS falls back to the keys.
-UNITS = {
-    "ms": pgettext_lazy("unit", "%(n)s ms"),
-    "s": pgettext_lazy("unit", "%(n)s s"),
-    "min": pgettext_lazy("unit", "%(n)s min"),
-    "h": pgettext_lazy("unit", "%(n)s h"),
-    "d": pgettext_lazy("unit", "%(n)s d"),
-    "/min": pgettext_lazy("unit", "%(n)s/min"),
-}
-# Short scales of compact numbers, largest first.
-SCALES = {
-    "B": (1e9, pgettext_lazy("short scale", "%(n)sB")),
-    "M": (1e6, pgettext_lazy("short scale", "%(n)sM")),
-    "K": (1e3, pgettext_lazy("short scale", "%(n)sK")),
-}
-COMPACT_COUNTS_FROM = 10_000  # a 4-digit count reads fine with its separator
-COMPACT_RATES_FROM = 1_000
-
-
 @register.simple_tag
 def format_rules():
     """The words of the rules in the active language, as JSON for static/queuewatch.js."""
     return json_script({"units": {key: str(text) for key, text in UNITS.items()},
                         "scales": {key: str(text) for key, (_, text) in SCALES.items()}}, "qw-format-rules")
-
-
-def _unit(key: str, text: str) -> str:
-    return str(UNITS[key]) % {"n": text}
-
-
-def _rounded(value: float, decimals: int) -> tuple[int, str]:
-    """``|value|`` rounded half up: the whole part and the decimals (no trailing zeros). The same
-    float operations as the JS, so both round alike."""
-    scale = 10 ** decimals
-    whole, fraction = divmod(math.floor(abs(value) * scale + 0.5), scale)
-    return whole, str(fraction).rjust(decimals, "0").rstrip("0") if decimals else ""
-
-
-def number_text(value, *, decimals: int = 1, compact_from: float | None = None) -> str:
-    """A number with thousands separators and at most ``decimals`` decimals; from
-    ``compact_from`` on, short (12.3K) with one decimal."""
-    value = float(value)
-    if not math.isfinite(value):
-        return "—"
-    sign = "-" if value < 0 else ""
-    if compact_from is not None and abs(value) >= compact_from:
-        return sign + _compact(abs(value))
-    whole, fraction = _rounded(value, decimals)
-    if not whole and not fraction:
-        sign = ""
-    return f"{sign}{whole:,}" + (f".{fraction}" if fraction else "")
-
-
-def _compact(value: float) -> str:
-    """A positive number in its largest short scale (999.96K reads 1M)."""
-    scales = list(SCALES.values())
-    i = next((i for i, (size, _) in enumerate(scales) if value >= size), len(scales) - 1)
-    if i > 0 and _rounded(value / scales[i][0], 1)[0] >= 1000:
-        i -= 1
-    size, text = scales[i]
-    return str(text) % {"n": number_text(value / size)}
-
-
-def rate_text(value) -> str:
-    """A per-minute rate without its unit: '0', '0.25', '4.2', '39', '1.2K'."""
-    v = abs(float(value))
-    return number_text(value, decimals=2 if v < 1 else 1 if v < 10 else 0, compact_from=COMPACT_RATES_FROM)
-
-
-def duration_text(seconds) -> str:
-    """A duration in the largest sensible units: '420 ms', '4.2 s', '59 s', '1 min 1 s', '12 min',
-    '1 h 5 min', '3 d 4 h'. Negative durations (clocks apart) read as zero."""
-    s = max(0.0, float(seconds))
-    if not math.isfinite(s):
-        return "—"
-    if s == 0:
-        return _unit("s", "0")
-    if s < 1:
-        return _unit("ms", number_text(s * 1000, decimals=1 if s < 0.01 else 0))
-    if s < 60:
-        return _unit("s", number_text(s, decimals=1) if s < 10 else str(math.floor(s)))
-    minutes, sec = divmod(math.floor(s), 60)
-    if minutes < 60:
-        return _unit("min", str(minutes)) + (" " + _unit("s", str(sec)) if minutes < 10 and sec else "")
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return _unit("h", str(hours)) + (" " + _unit("min", str(minutes)) if minutes else "")
-    days, hours = divmod(hours, 24)
-    return _unit("d", number_text(days)) + (" " + _unit("h", str(hours)) if hours else "")
 
 
 @register.filter
@@ -148,7 +71,7 @@ def per_min(value):
     """A per-minute rate with its unit: '39/min'."""
     if value in (None, ""):
         return "—"
-    return _unit("/min", rate_text(value))
+    return unit_text("/min", rate_text(value))
 
 
 @register.simple_tag
@@ -214,22 +137,6 @@ def num(value, compact=False):
     return format_html('<data class="qw-num{}" value="{}">{}</data>', " qw-compact" if compact else "", value, text)
 
 
-def rate_value(value):
-    """A per-minute rate rounded as shown: 0.4, 12, 12300 (three significant digits from
-    1,000). Equal values render identically, so the monitor's change keys use this too."""
-    if value in (None, ""):
-        return None
-    v = float(value)
-    if v == 0:
-        return 0
-    if v < 10:
-        return round(v, 1)
-    if v < 1000:
-        return int(round(v))
-    digits = len(str(int(v))) - 3
-    return int(round(v, -digits))
-
-
 @register.filter("rate_num")
 @register.simple_tag
 def rate_num(value):
@@ -266,28 +173,6 @@ def age_since(ms):
 def filesize(n):
     """A size in binary units, in the reader's language (the health checks' sizes read the same)."""
     return translate(format_bytes(int(n or 0)))
-
-
-# reverse() per row was most of the cost of a long list; the base of a queue's job URLs is
-# built once and job ids are quoted exactly as reverse() would (RFC 3986 sub-delims kept).
-_URL_SAFE = "!$&'()*+,;=" + "/~:@"
-
-
-@functools.lru_cache(maxsize=4096)
-def _job_url_base(queue) -> str:
-    return reverse("job", args=[queue.connection, queue.prefix, queue.name, "_"])[:-1]
-
-
-@register.simple_tag
-def job_url(queue, job_id):
-    return _job_url_base(queue) + quote(str(job_id), safe=_URL_SAFE)
-
-
-@register.simple_tag
-def queue_url(queue, **params):
-    url = reverse("queue", args=[queue.connection, queue.prefix, queue.name])
-    params = {k: v for k, v in params.items() if v not in (None, "")}
-    return url + ("?" + urlencode(params) if params else "")
 
 
 @register.simple_tag
@@ -328,11 +213,6 @@ def rate(value):
     if value in (None, ""):
         return "—"
     return rate_text(value)
-
-
-@register.filter
-def percent(value):
-    return f"{float(value) * 100:.1f}%"
 
 
 @register.simple_tag

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import template
 
-from dashboard import i18n, labels
+from dashboard.core import i18n, labels
 
 register = template.Library()
 

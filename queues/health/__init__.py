@@ -16,7 +16,7 @@ Framework-free, like the rest of ``queues/``. Two layers:
   never crash.
 * **Checks** (``redis_checks.py`` per connection, ``queue_checks.py`` per queue): pure
   functions of those facts and of the monitor's state document (plain dicts, see
-  ``publish_state`` in ``dashboard/live/monitor.py``). Each returns one ``CheckResult``
+  ``publish_state`` in ``dashboard/monitor/loop.py``). Each returns one ``CheckResult``
   (``results.py``) with a stable ``kind`` id (the keys of ``CHECKS``, ``catalogue.py``), a
   severity, a status (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was
   found, the failure it causes and the fix.
@@ -34,17 +34,47 @@ Importers use the package (``from queues import health``; ``health.run_checks``,
 from __future__ import annotations
 
 from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
-from .facts import CONFIG_PARAMS, QueueFacts, ServerFacts, WorkerFacts, read_queue_facts, read_server_facts, read_worker_facts
+from .facts import (
+    CONFIG_PARAMS,
+    QueueFacts,
+    ServerFacts,
+    WorkerFacts,
+    read_queue_facts,
+    read_server_facts,
+    read_worker_facts,
+)
 from .queue_checks import (
-    MAX_SAFE_INTEGER, check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat,
-    check_paused, check_rate_limit, check_repeated_stalls, check_workers, stalls_last_15m,
+    MAX_SAFE_INTEGER,
+    check_duplicated_adds,
+    check_events_trimmed,
+    check_finished_retention,
+    check_legacy_repeat,
+    check_paused,
+    check_rate_limit,
+    check_repeated_stalls,
+    check_workers,
+    stalls_last_15m,
 )
 from .redis_checks import (
-    check_eviction_policy, check_memory, check_persistence, check_reachable, check_version, parse_version,
+    check_eviction_policy,
+    check_memory,
+    check_persistence,
+    check_reachable,
+    check_version,
+    parse_version,
 )
 from .results import (
-    DEFAULT_THRESHOLDS, FAIL, PASS, SEVERITIES, SEVERITY_RANK, STATUS_RANK, UNKNOWN, CheckResult, Thresholds,
-    sort_key, worst_first,
+    DEFAULT_THRESHOLDS,
+    FAIL,
+    PASS,
+    SEVERITIES,
+    SEVERITY_RANK,
+    STATUS_RANK,
+    UNKNOWN,
+    CheckResult,
+    Thresholds,
+    sort_key,
+    worst_first,
 )
 from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
 

@@ -5,7 +5,7 @@ Cluster, Sentinel, BullMQ's PostgreSQL backend). Everything that knows what the 
 made of lives behind this interface, in the source kind's own module: making clients, finding
 queues, the cheap per-queue snapshot, following events, running BullMQ's scripts and turning the
 backend's failures into errors a user can read. Features hold sources (through
-``dashboard.registry``) and never build clients themselves.
+``dashboard.connections.registry``) and never build clients themselves.
 
 What every kind promises is written on each member below; ``docs/sources.md`` has the recipe
 for adding a kind.

@@ -11,23 +11,21 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass
-from io import StringIO
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.core.management import call_command
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
 from dashboard.accounts.auth import ADMIN
 from dashboard.actions import registry
 from dashboard.actions.inputs import ReasonedInput, text
-from dashboard.actions.models import AuditEntry
-from dashboard.errors import InvalidInput
+from dashboard.audit.models import AuditEntry
+from dashboard.web.errors import InvalidInput
 from queues.actions import DONE, ActionResult
 from queues.redis.commands_facet import RedisCommands
 from queues.sources.facets import commands_of
-from tests.support.accounts import user_with, token_for
+from tests.support.accounts import token_for, user_with
 
 pytestmark = pytest.mark.django_db
 

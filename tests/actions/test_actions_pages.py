@@ -15,14 +15,14 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard.actions import services as operations
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit.models import AuditEntry
 from queues.connections import ConnectionSpec
 from queues.error_groups import fingerprint
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from tests.support.redis_db import point_at
-from tests.support.servers import RedisServer, refused_port
-from tests.support.servers import run_node
+from tests.support.servers import RedisServer, refused_port, run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 

@@ -16,7 +16,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard.actions.bulk_runner import plan_for
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit.models import AuditEntry
 from queues.bulk import MemoryStore, run_bulk
 from queues.error_groups import fingerprint
 from tests.support.servers import run_node

@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from dashboard.actions import services as operations
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 from tests.support.accounts import user_with
 from tests.support.seeding import seed_failed

@@ -19,9 +19,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 
 from dashboard.actions import services as operations
+from dashboard.actions.models import BulkTask
 from dashboard.asgi import application
-from dashboard.db import db_retry
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.audit.models import AuditEntry
+from dashboard.core.db import db_retry
 from queues.error_groups import fingerprint
 from queues.keys import QueueRef
 from tests.support.live import session_headers

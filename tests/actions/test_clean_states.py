@@ -10,7 +10,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.actions.models import AuditEntry
+from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 from queues.states import CLEANABLE_STATES
 from tests.support.accounts import token_for, user_with

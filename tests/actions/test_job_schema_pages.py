@@ -14,7 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.actions.bulk_runner import plan_for
-from dashboard.actions.models import AuditEntry, BulkTask, QueueSchema
+from dashboard.actions.models import BulkTask, QueueSchema
+from dashboard.audit.models import AuditEntry
 from queues.bulk import MemoryStore, run_bulk
 from queues.messages import from_data
 from tests.support.accounts import token_for, user_with

@@ -8,8 +8,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from dashboard.actions import audit
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 
 pytestmark = [pytest.mark.django_db]

@@ -6,16 +6,14 @@ message and nothing changed."""
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.core.management import call_command
+from django.contrib.auth.models import User
 from django.urls import reverse
 
-from dashboard.actions.models import AuditEntry
+from dashboard.audit.models import AuditEntry
+from tests.support.accounts import token_for, user_with
 from tests.support.servers import run_node
-from tests.support.accounts import user_with, token_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
-from dashboard.crypto import decrypt_values
+from dashboard.core.crypto import decrypt_values
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db

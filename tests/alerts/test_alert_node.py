@@ -14,7 +14,7 @@ import pytest
 
 from dashboard.alerts import monitoring
 from dashboard.alerts.models import Alert, Notification
-from dashboard.registry import get_registry
+from dashboard.connections.registry import get_registry
 from dashboard.live.rates import build_signals
 from queues.keys import QueueRef
 from queues.rates import QueueSeries

@@ -22,12 +22,12 @@ from django.test import Client
 from dashboard.alerts import monitoring, notifiers, sender
 from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
 from dashboard.alerts.notifiers import DeliveryError, Notifier
-from dashboard.registry import get_registry, reset_registry
+from dashboard.connections.registry import get_registry, reset_registry
 from queues import alert_kinds
 from queues.alert_kinds.base import Need, QueueKind
 from queues.connections import ConnectionSpec
-from tests.support.redis_db import point_at
 from tests.support.alerting import T0, signals
+from tests.support.redis_db import point_at
 
 pytestmark = pytest.mark.django_db
 

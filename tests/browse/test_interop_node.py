@@ -8,7 +8,7 @@ import json
 import pytest
 import redis
 
-from dashboard.registry import get_redactor, get_registry
+from dashboard.connections.registry import get_redactor, get_registry
 from queues import jobs, snapshot
 from queues.keys import QueueRef
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from django.urls import reverse
 
-from dashboard.registry import reset_registry
+from dashboard.connections.registry import reset_registry
 from queues.connections import ConnectionSpec
 from tests.support.redis_db import point_at
 from tests.support.servers import refused_port
@@ -177,7 +177,7 @@ def test_schedulers_pages(logged_in, node_queues):
 
 @pytest.mark.parametrize("job_id", ["a:b/c", "ünï ジョブ", "x?y#z%20", "repeat:s:123", "a&b=c"])
 def test_fast_job_links_equal_reverse(job_id):
-    from dashboard.templatetags.qw import job_url
+    from dashboard.web.links import job_url
     from queues.keys import QueueRef
 
     q = QueueRef("default", "{app:bull}", "q")

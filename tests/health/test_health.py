@@ -12,11 +12,11 @@ import time
 
 import pytest
 import redis
+from django.urls import reverse
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from django.urls import reverse
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from queues import health
 from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, run_checks
 from queues.keys import QueueRef
@@ -455,12 +455,12 @@ def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_set
 
 
     run_monitor_until(lambda m: m.stats["ticks"] >= 2 and m.applied_cursors.get(q))
-    r = result(run_checks(live_setup, [q], live.read_state(live_setup), now_ms()), "queue.events_trimmed")
+    r = result(run_checks(live_setup, [q], dash_redis.read_state(live_setup), now_ms()), "queue.events_trimmed")
     assert r.status == PASS
     # While no monitor runs, 300 completions go through a stream capped at ~20 entries.
     run_node("produce.mjs", "complete", url, "trimmy", "300", "20")
     run_monitor_until(lambda m: (e := queue_state("trimmy")[0]) is not None and e["stream_gaps"] >= 1)
-    r = result(run_checks(live_setup, [q], live.read_state(live_setup), now_ms()), "queue.events_trimmed")
+    r = result(run_checks(live_setup, [q], dash_redis.read_state(live_setup), now_ms()), "queue.events_trimmed")
     assert (r.status, r.severity) == (FAIL, "warning") and r.details["stream_gaps"] >= 1 and "maxLen" in r.fix
 
 
@@ -496,7 +496,7 @@ def test_health_page_worst_first_with_fixes_and_says_the_monitor_state_is_missin
 
 @pytest.mark.django_db(transaction=True)
 def test_health_page_uses_a_running_monitors_state_and_stores_the_result(followed_queues, running_monitor, logged_in):
-    live_client = live.dashboard_redis()
+    live_client = dash_redis.dashboard_redis()
     wait_for(lambda: queue_state("calm")[0] is not None, timeout=20)
     html = logged_in.get(reverse("health")).content.decode()
     assert 'id="monitor-state-missing"' not in html
@@ -521,8 +521,8 @@ def test_monitor_runs_the_checks_and_the_overview_summarises_them(live_setup, lo
 
     live_setup.hset("bull:orders:meta", "opts.maxLenEvents", 10000)
     with monitor_thread(tick=0.3, name="health-monitor"):
-        wait_for(lambda: dashboard_health.read_stored(live.dashboard_redis()) is not None, timeout=15)
-    report = dashboard_health.read_stored(live.dashboard_redis())
+        wait_for(lambda: dashboard_health.read_stored(dash_redis.dashboard_redis()) is not None, timeout=15)
+    report = dashboard_health.read_stored(dash_redis.dashboard_redis())
     assert report is not None and report["monitor_state"]["present"]
     html = logged_in.get("/").content.decode()
     # The test server keeps nothing on disk, so at least the persistence check fails.

@@ -11,12 +11,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
-from dashboard.live import channels as live
+from dashboard.accounts.models import ApiToken
+from dashboard.core import dash_redis
 from dashboard.health.checks import run_and_store
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
-from dashboard.accounts.models import ApiToken
-from tests.support.servers import run_node
 from tests.support.health import make_queue, queue_state, wait_followed
+from tests.support.servers import run_node
 from tests.support.waiting import wait_for
 
 TOKEN = "prom-secret-token-0123456789"
@@ -123,11 +123,11 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
     # compare a scrape with the documents read just before and after it, when both are the same.
     from dashboard.health.checks import read_stored
 
-    dash = live.dashboard_redis()
+    dash = dash_redis.dashboard_redis()
     for _ in range(50):
-        before, stored = live.read_state(dash), read_stored(dash)
+        before, stored = dash_redis.read_state(dash), read_stored(dash)
         response = scrape(client, **bearer(TOKEN))
-        if live.read_state(dash) == before and read_stored(dash) == stored:
+        if dash_redis.read_state(dash) == before and read_stored(dash) == stored:
             break
     else:
         pytest.fail("the state document changed during every scrape")
@@ -171,8 +171,8 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
 @pytest.mark.django_db(transaction=True)
 def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, monkeypatch):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
-    live.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
-    from dashboard.registry import get_registry
+    dash_redis.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
+    from dashboard.connections.registry import get_registry
 
     pool = get_registry().source("default")._client.connection_pool  # every command to the monitored Redis
     calls = []
@@ -187,9 +187,9 @@ def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, 
 def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(live_setup):
     """What the monitor writes for ``queuewatch_queue_workers``: the count of its last CLIENT
     LIST, and null (no sample) when that read was refused or the connection is down now."""
-    from dashboard.live.publishing import publish_state
     from dashboard.live.rates import build_signals
-    from dashboard.live.tracking import QueueState
+    from dashboard.monitor.publishing import publish_state
+    from dashboard.monitor.tracking import QueueState
     from queues.keys import QueueRef
     from queues.snapshot import COUNT_STATES, QueueSnapshot
     from queues.workers import Worker
@@ -204,7 +204,7 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
                                        workers=None if found is None else len(found))
             states[q] = st
         publish_state(live_setup, states=states, connection_names=["default"], down=down, monitor_name="m")
-        doc = live.read_state(live_setup)
+        doc = dash_redis.read_state(live_setup)
         text = render_metrics(state=doc, health=None, now_ms=doc["taken_at"])
         return ({q["name"]: q["workers"] for q in doc["queues"]},
                 {s.labels["queue"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
@@ -224,7 +224,7 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
 def with_state(live_setup, settings):
     settings.QUEUEWATCH_METRICS_TOKEN = None
     settings.QUEUEWATCH_METRICS_ALLOW = []
-    live.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
+    dash_redis.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
     return settings
 
 
@@ -270,7 +270,7 @@ def test_ip_allow_list(with_state, client):
 
 
 def test_allow_list_setting_is_parsed_and_bad_values_stop_start_up(monkeypatch):
-    from dashboard.env import env_networks
+    from dashboard.core.env import env_networks
 
     monkeypatch.setenv("QUEUEWATCH_METRICS_ALLOW", "10.0.0.0/8, 192.168.1.7 ,::1")
     assert [str(n) for n in env_networks("QUEUEWATCH_METRICS_ALLOW")] == ["10.0.0.0/8", "192.168.1.7/32", "::1/128"]

@@ -21,8 +21,8 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.alerts.models import Alert
+from dashboard.core import dash_redis
 from dashboard.health.checks import HEALTH_KEY
-from dashboard.live import channels as live
 from tests.support.alerting import make_rule
 
 GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"
@@ -52,7 +52,7 @@ def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None,
 
 def timings_of(waits_ms: list[int], processing_ms: list[int]) -> dict:
     """The state document's per-name histograms, as the monitor publishes them."""
-    from dashboard.live.publishing import timings_totals
+    from dashboard.monitor.publishing import timings_totals
     from queues.timings import QueueTimings
 
     t = QueueTimings()
@@ -142,7 +142,7 @@ def samples(text: str) -> list[tuple[str, dict, object]]:
 @pytest.mark.django_db
 def test_metrics_match_the_golden_file(live_setup, settings, client):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
-    live.publish_state(live_setup, STATE)
+    dash_redis.publish_state(live_setup, STATE)
     live_setup.set(HEALTH_KEY, json.dumps(HEALTH))
     open_alerts()
 

@@ -46,7 +46,7 @@ def test_checks_judge_the_figures_they_are_given_and_snapshot_only_the_other_que
 
 @pytest.mark.django_db
 def test_the_monitor_hands_its_own_figures_to_the_checks(private_redis):
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     q = make_queue(private_redis, "orders")
     monitor = Monitor(tick=0.3, name="figures-monitor")

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from queues.health import FAIL, PASS, UNKNOWN, run_checks
@@ -40,7 +41,7 @@ def client_list_calls(client) -> int:
 
 
 def mail_workers(dash) -> list | None:
-    return ((live.read_workers(dash) or {}).get("queues") or {}).get(live.queue_id(MAIL))
+    return ((dash_redis.read_workers(dash) or {}).get("queues") or {}).get(live.queue_id(MAIL))
 
 
 @pytest.mark.node
@@ -62,7 +63,7 @@ def test_the_check_judges_the_monitors_workers_and_reads_client_list_only_withou
             # The monitor's own health run judges the document it published.
             wait_for(lambda: monitor.health_report is not None
                      and no_workers(monitor.health_report.results).details.get("source") == "monitor", timeout=20)
-        doc = live.read_workers(private_redis)
+        doc = dash_redis.read_workers(private_redis)
         assert doc is not None  # kept for three periods after the monitor stopped: still fresh
 
         # The health page's run, in a web process: the monitor's reading, no CLIENT LIST of its own.
@@ -75,7 +76,7 @@ def test_the_check_judges_the_monitors_workers_and_reads_client_list_only_withou
         assert r.summary == "2 worker connection(s)."
 
         # No fresh document (it expired: no monitor leading): one CLIENT LIST per connection.
-        private_redis.delete(live.WORKERS_KEY)
+        private_redis.delete(dash_redis.WORKERS_KEY)
         r = no_workers(health_checks.run_all().results)
         assert client_list_calls(private_redis) == before + 1
         assert (r.status, r.details["source"]) == (PASS, "client-list")
@@ -115,7 +116,7 @@ def test_a_connection_the_monitor_could_not_read_is_read_here(private_redis):
     with the same words as before."""
     make_queue(private_redis, "mail")
     private_redis.lpush("bull:mail:wait", "1")
-    live.publish_workers(private_redis, {"taken_at": now_ms(), "queues": {}, "unknown": {"default": "down"}}, every_s=10)
+    dash_redis.publish_workers(private_redis, {"taken_at": now_ms(), "queues": {}, "unknown": {"default": "down"}}, every_s=10)
     private_redis.config_resetstat()
     r = no_workers(health_checks.run_all().results)
     assert client_list_calls(private_redis) == 1

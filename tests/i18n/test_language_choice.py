@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.accounts.preferences import UserPreference
-from dashboard.i18n import SESSION_KEY, language_for_scope
+from dashboard.core.i18n import SESSION_KEY, language_for_scope
 from dashboard.live import channels as live
 from dashboard.live import fragments
 

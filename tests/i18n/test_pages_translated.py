@@ -18,8 +18,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from dashboard.accounts.models import ApiToken
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
 from dashboard.alerts.models import Alert, AlertRule, Channel, MaintenanceWindow, Silence
+from dashboard.audit.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

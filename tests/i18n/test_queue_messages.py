@@ -1,7 +1,7 @@
 """What single-job actions and scheduler edits say reaches an Arabic page in Arabic.
 
 ``queues/`` marks its text with ``queues.messages._`` (translated at the edge by
-``dashboard.i18n.translate``). Two checks: every message id written in those modules has an
+``dashboard.core.i18n.translate``). Two checks: every message id written in those modules has an
 Arabic entry in the compiled catalogue, and the results the actions really return (each outcome
 code) read as Arabic sentences once translated."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.utils import translation
 
-from dashboard.i18n import translate
+from dashboard.core.i18n import translate
 from queues import actions, cron, scheduler_edit
 from queues.bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from queues.messages import Joined, Message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from dashboard.live import fragments
 
 pytestmark = pytest.mark.django_db
@@ -27,14 +27,14 @@ def test_only_viewed_languages_are_rendered(restore_rendering):
 
 
 def test_a_viewer_announces_its_language_and_the_monitor_follows(live_setup, restore_rendering):
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
-    dash = live.dashboard_redis()
+    dash = dash_redis.dashboard_redis()
     monitor = Monitor(tick=0.5, name="test-monitor")
     monitor.follow_viewed_languages()
     assert monitor.rendered_languages == set()
-    live.announce_language(dash, "ar")
-    assert live.viewed_languages(dash) == {"ar"}
+    dash_redis.announce_language(dash, "ar")
+    assert dash_redis.viewed_languages(dash) == {"ar"}
     monitor.follow_viewed_languages()
     assert monitor.rendered_languages == {"ar"}
     assert set(fragments.render_localized("base.html#live-banner", {"down": {}}).translations) == {"ar"}

@@ -8,10 +8,11 @@ import re
 
 import pytest
 
-from dashboard.live import history, persistence
+from dashboard.live import history
 from dashboard.live.models import QueuePoint
 from dashboard.live.rates import build_signals
-from dashboard.live.tracking import QueueState, now_ms
+from dashboard.monitor import persistence
+from dashboard.monitor.tracking import QueueState, now_ms
 from queues.keys import QueueRef
 from queues.rates import minute_of
 from queues.snapshot import COUNT_STATES, QueueSnapshot

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from tests.support.live import monitor_thread, steady_flows
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
@@ -30,13 +30,13 @@ LOAD_S = 4
 
 
 def published_completed() -> int | None:
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     entry = next((q for q in state["queues"] if q["name"] == NAME), None)
     return None if entry is None else entry["counts"]["completed"]
 
 
 def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, redis_url, settings, monkeypatch):
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
     from queues.sources.redis_node import RedisNodeSource
 

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from dashboard.live import persistence
 from dashboard.live.models import QueuePoint, StreamCursor
-from dashboard.live.tracking import QueueState, now_ms
+from dashboard.monitor import persistence
+from dashboard.monitor.tracking import QueueState, now_ms
 from queues.keys import QueueRef
 from queues.rates import minute_of
 

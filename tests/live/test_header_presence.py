@@ -14,6 +14,7 @@ from bullmq import Queue
 from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
+from dashboard.core import dash_redis
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.health import make_queue, queue_state
@@ -31,7 +32,7 @@ def waiting_in_state_document() -> int | None:
 
 
 def cached_header() -> list[str]:
-    return live.cached_fragments(live.dashboard_redis(), live.queue_group(QUEUE))
+    return dash_redis.cached_fragments(dash_redis.dashboard_redis(), live.queue_group(QUEUE))
 
 
 def waiting_tab_count(html: str) -> str | None:
@@ -61,7 +62,7 @@ async def test_an_unviewed_header_is_not_rendered_and_a_new_viewer_gets_a_curren
             # The viewer is gone (closing the tab removed its watch, no wait for it to lapse):
             # the header leaves the reconnect cache, so a tab opened later is never sent a stale
             # copy, and is no longer rendered.
-            assert await sync_to_async(live.watched)(live.dashboard_redis()) == []
+            assert await sync_to_async(dash_redis.watched)(dash_redis.dashboard_redis()) == []
             await producer.add("job", {"i": 3})
             await async_wait_for(lambda: waiting_in_state_document() == 3)
             await async_wait_for(lambda: cached_header() == [])

@@ -6,8 +6,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from dashboard.live import channels as live
 from dashboard.asgi import application
+from dashboard.core import dash_redis
+from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.live import session_headers
 
@@ -34,7 +35,7 @@ async def test_cross_origin_connect_is_refused(live_setup, client, user):
 
 
 async def test_snapshot_on_connect_then_group_messages_are_relayed(live_setup, client, user):
-    publisher = await sync_to_async(live.Publisher)(live.dashboard_redis())
+    publisher = await sync_to_async(live.Publisher)(dash_redis.dashboard_redis())
     await sync_to_async(publisher.publish)(live.queue_group(QUEUE), "live-x", '<section id="live-x">3 failed</section>')
     headers = await sync_to_async(session_headers)(client, user)
     comm, connected, _ = await connect("/ws/queue/default/bull/orders/?state=failed&list=1", headers)
@@ -48,8 +49,8 @@ async def test_snapshot_on_connect_then_group_messages_are_relayed(live_setup, c
     await sync_to_async(publisher.publish)(live.queue_group(QueueRef("default", "bull", "other")), "live-y", "<p id='live-y'></p>")
     assert await comm.receive_nothing(timeout=0.5)
     # The list watch was registered for the monitor.
-    watched = await sync_to_async(live.watched)(live.dashboard_redis())
-    assert live.Watch.job_list(QUEUE, "failed") in watched
+    watched = await sync_to_async(dash_redis.watched)(dash_redis.dashboard_redis())
+    assert dash_redis.Watch.job_list(QUEUE, "failed") in watched
     await comm.disconnect()
 
 
@@ -57,6 +58,6 @@ async def test_job_page_consumer_registers_a_watch(live_setup, client, user):
     headers = await sync_to_async(session_headers)(client, user)
     comm, connected, _ = await connect("/ws/queue/default/bull/orders/jobs/a:b/c", headers)
     assert connected
-    watched = await sync_to_async(live.watched)(live.dashboard_redis())
-    assert live.Watch.job(QUEUE, "a:b/c") in watched
+    watched = await sync_to_async(dash_redis.watched)(dash_redis.dashboard_redis())
+    assert dash_redis.Watch.job(QUEUE, "a:b/c") in watched
     await comm.disconnect()

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
+from dashboard.connections.registry import get_registry
 from dashboard.live.models import QueuePoint
-from dashboard.registry import get_registry
 from queues.keys import QueueRef
 from tests.support.live import run_monitor_until
 from tests.support.parallel import heavy_trial

@@ -39,10 +39,10 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
     await comm.disconnect()
 
     # The state document (for /metrics and health) carries the same figures, once per tick.
-    from dashboard.live import channels as live
+    from dashboard.core import dash_redis
 
     def orders_state():
-        state = live.read_state(live.dashboard_redis()) or {"queues": []}
+        state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
         # The count comes from the snapshot, the totals from events: one tick may see the
         # first before the second, the next tick sees both.
         return next((q for q in state["queues"] if q["name"] == "orders" and q["counts"]["failed"] == 1
@@ -97,7 +97,7 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     """The monitor reads a queue's counts once, then keeps them current from events alone:
     after real Node workers fail, retry and complete jobs, its counts equal getJobCounts()
     without another snapshot read."""
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # no scheduled snapshot during the test
     from queues.quiet import QuietReads

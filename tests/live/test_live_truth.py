@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from tests.support.live import monitor_thread
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
@@ -33,7 +33,7 @@ def url(live_setup, redis_url):
 @pytest.fixture
 def start_monitor(live_setup, settings):
     """Start a leading monitor (after the test created its queues); stopped at teardown."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     running = contextlib.ExitStack()
 
@@ -50,7 +50,7 @@ def start_monitor(live_setup, settings):
 
 
 def published(name: str) -> dict | None:
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None)
 
 
@@ -158,7 +158,7 @@ def attempt_failures_once_decided(monitor, name: str) -> int:
 
     wait_for(lambda: monitor.tracker.attempts.undecided == 0)
     decided_at = time.time() * 1000
-    entry = wait_for(lambda: (state := live.read_state(live.dashboard_redis())) and state["taken_at"] > decided_at
+    entry = wait_for(lambda: (state := dash_redis.read_state(dash_redis.dashboard_redis())) and state["taken_at"] > decided_at
                      and published(name))
     return entry["events_total"].get("attempt_failed", 0)
 
@@ -199,7 +199,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
     published finished sets stay within max(2, 1 %) of the truth, document after document."""
     import time
 
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
     from queues.sources.redis_node import RedisNodeSource
 
@@ -228,7 +228,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
         since = time.time() * 1000
 
         def collect():
-            state = live.read_state(live.dashboard_redis())
+            state = dash_redis.read_state(dash_redis.dashboard_redis())
             entry = published(name)
             if state and entry and state["taken_at"] > since:
                 documents[state["taken_at"]] = entry["counts"]
@@ -249,7 +249,7 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     """The same eventless drain, made through Queuewatch's action service, with neither a quiet
     read nor a periodic snapshot in reach: the service asks, the monitor reads that queue."""
     from dashboard.actions import services
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.keys import QueueRef
     from queues.quiet import QuietReads
     from tests.support.accounts import user_with
@@ -258,7 +258,7 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     name = "truth-drain-here"
     create(url, name)
     start_monitor(name)
-    wait_for(lambda: live_setup.pubsub_numsub(live.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
+    wait_for(lambda: live_setup.pubsub_numsub(dash_redis.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
     run_node("truth.mjs", "eventless", url, name)
     # Counted from the events alone (which cannot tell prioritized from waiting).
     wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from queues.keys import QueueRef
 from tests.support.health import queue_state
 from tests.support.servers import node_available, run_node
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
 
 
 def test_a_refresh_writes_the_state_document_before_rendering_and_it_is_exact(live_setup, redis_url, monkeypatch):
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     expected = run_node("truth.mjs", "flow", redis_url, "state-first")["counts"]  # a parent and 4 children, all done
     q = QueueRef("default", "bull", "state-first")
@@ -42,4 +42,4 @@ def test_a_refresh_writes_the_state_document_before_rendering_and_it_is_exact(li
     assert steps == ["state", "render"]
     entry, _ = queue_state("state-first")
     assert entry["counts"] == expected and expected["completed"] == 5
-    assert live.read_state(live.dashboard_redis())["monitor"] == "state-first-monitor"
+    assert dash_redis.read_state(dash_redis.dashboard_redis())["monitor"] == "state-first-monitor"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from tests.support.live import monitor_thread, steady_flows
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
@@ -23,13 +23,13 @@ LOAD_S = 4
 
 def published() -> tuple[int, int] | None:
     """(taken_at, completed) of the queue's entry in the state document."""
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     entry = next((q for q in state["queues"] if q["name"] == NAME), None)
     return None if entry is None else (entry["taken_at"], entry["counts"]["completed"])
 
 
 def test_the_state_document_is_rewritten_between_ticks_while_events_flow(live_setup, redis_url, settings, monkeypatch):
-    from dashboard.live import tracking
+    from dashboard.monitor import tracking
     from queues.quiet import QuietReads
 
     monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))  # never quiet

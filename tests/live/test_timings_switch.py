@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live.tracking import CountTracker
-from dashboard.registry import get_registry
+from dashboard.connections.registry import get_registry
+from dashboard.monitor.tracking import CountTracker
 from queues.events import Event
 from queues.keys import QueueRef
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live.channels import SEP, WATCH_KEY, Watch, unwatch, watch, watched
+from dashboard.core.dash_redis import SEP, WATCH_KEY, Watch, unwatch, watch, watched
 from queues.keys import QueueRef
 
 QUEUE = QueueRef("default", "bull", "orders:eu")

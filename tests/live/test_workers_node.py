@@ -14,13 +14,13 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.alerts.models import Alert, AlertRule
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from tests.support.health import queue_state
 from tests.support.live import monitor_thread
-from tests.support.redis_db import point_at
 from tests.support.node_workers import NodeWorkers
+from tests.support.redis_db import point_at
 from tests.support.servers import node_available
 from tests.support.waiting import wait_for
 
@@ -99,7 +99,7 @@ def test_workers_unknown_where_client_list_is_refused_have_no_sample_not_zero(li
             node.send("add", queue="mail", jobs=[{"name": "send"}])
             node.send("start", id="a", queue="mail", hold=True)  # a worker exists; nobody may see it
             with monitor_thread(tick=0.3, name="refused-test", lock_ttl_ms=2000):
-                wait_for(lambda: "default" in ((live.read_workers(live_setup) or {}).get("unknown") or {}), timeout=20)
+                wait_for(lambda: "default" in ((dash_redis.read_workers(live_setup) or {}).get("unknown") or {}), timeout=20)
                 wait_for(lambda: (queue_state("mail")[0] or {}).get("counts", {}).get("active") == 1, timeout=20)
                 assert queue_state("mail")[0]["workers"] is None
                 response = logged_in.get(reverse("metrics")).content.decode()

@@ -1,4 +1,4 @@
-"""The pages a request ends on when it goes wrong (dashboard/error_pages.py, wired as Django's
+"""The pages a request ends on when it goes wrong (dashboard/web/error_pages.py, wired as Django's
 handler400/403/404/500 and CSRF_FAILURE_VIEW): each is the shell with the status, a sentence
 saying what happened and a way back, in the visitor's language, and never Django's bare page."""
 
@@ -14,7 +14,7 @@ from django.urls import get_resolver, reverse
 from django.utils import translation
 
 from dashboard.accounts.models import ApiToken
-from dashboard.actions.models import AuditEntry
+from dashboard.audit.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ def test_a_crash_is_a_friendly_500(lang):
 
 
 def test_a_500_still_answers_when_the_shell_cannot_render(monkeypatch):
-    import dashboard.error_pages as error_pages
+    import dashboard.web.error_pages as error_pages
 
     def broken(*args, **kwargs):
         raise RuntimeError("database gone")

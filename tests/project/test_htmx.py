@@ -1,4 +1,4 @@
-"""Fragment or full page (dashboard/htmx.py): an htmx swap gets the fragment, htmx's history
+"""Fragment or full page (dashboard/web/htmx.py): an htmx swap gets the fragment, htmx's history
 restore (a cache miss on back/forward) and a plain request get the whole page, and every
 answer says it varies on the htmx headers, so no cache hands one to the other."""
 

@@ -63,13 +63,21 @@ def test_queues_is_framework_free():
             assert not re.search(r"^\s*(from|import)\s+(django|channels|dashboard)\b", source, re.M), dotted
 
 
+def listed_long_modules() -> set[str]:
+    """The paths listed in docs/architecture.md's "Modules over 400 lines:" paragraph (one
+    backticked path per entry, with its reason; "none" lists nothing)."""
+    match = re.search(r"^Modules over 400 lines:(.*?)(?:\n\s*\n|\Z)", architecture_doc(), re.M | re.S)
+    assert match, 'docs/architecture.md has no "Modules over 400 lines:" paragraph'
+    return set(re.findall(r"`([\w/.]+\.py)`", match.group(1)))
+
+
 def test_no_module_over_the_limit_unless_documented():
-    doc = architecture_doc()
-    for path in modules().values():
+    listed = listed_long_modules()
+    for dotted, path in modules().items():
         lines = len(path.read_text(encoding="utf-8").splitlines())
         if lines > MAX_LINES:
             rel = str(path.relative_to(ROOT))
-            assert f"`{rel}`" in doc, f"{rel} has {lines} lines: split it or list it with its reason in docs/architecture.md"
+            assert rel in listed, f"{rel} has {lines} lines: split it or list it with its reason in docs/architecture.md"
 
 
 def test_no_import_cycles():

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from dashboard.actions.models import BulkTask
 from dashboard.alerts.models import Alert
+from dashboard.core import dash_redis
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.live import monitor_thread
@@ -106,7 +107,7 @@ def test_every_action_changes_the_store(shop, admin):
 
 
 def state_counts() -> dict:
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["connection"], q["name"]): q["counts"] for q in state["queues"]}
 
 
@@ -151,12 +152,12 @@ def test_every_alert_kind_is_evaluated_on_the_store(shop, admin, settings, caplo
 
     settings.QUEUEWATCH_ALERT_INTERVAL_S = 1
     rules = {kind: make_rule(f"tour-{kind}", kind=kind, threshold=1, connection="default") for kind in KINDS}
-    queue, dash = QueueRef("default", "bull", "orders"), live.dashboard_redis()
-    live.watch(dash, live.Watch.job_list(queue, "failed"))  # a browser on the failed tab …
-    live.watch(dash, live.Watch.job(queue, "a1"))  # … and one on the active job's page
+    queue, dash = QueueRef("default", "bull", "orders"), dash_redis.dashboard_redis()
+    dash_redis.watch(dash, dash_redis.Watch.job_list(queue, "failed"))  # a browser on the failed tab …
+    dash_redis.watch(dash, dash_redis.Watch.job(queue, "a1"))  # … and one on the active job's page
 
     def fragments(group: str) -> str:
-        return "".join(live.cached_fragments(dash, group))
+        return "".join(dash_redis.cached_fragments(dash, group))
 
     with caplog.at_level(logging.WARNING), monitor_thread(tick=0.3, name="tour-alerts", lock_ttl_ms=2000):
         # emails is paused and orders has two waiting jobs: both rules fire from the store's figures.
@@ -211,5 +212,5 @@ def test_the_health_page_does_not_call_a_non_redis_store_redis(shop, admin):
 def test_a_kind_that_cannot_tell_its_workers_is_not_warned_about(shop, caplog):
     with caplog.at_level(logging.WARNING), monitor_thread(tick=0.3, name="tour-workers", lock_ttl_ms=2000):
         wait_for(lambda: state_counts().get(("default", "orders"), {}).get("failed") == 3, timeout=20)
-        wait_for(lambda: live.read_workers(live.dashboard_redis()) is not None, timeout=20)
+        wait_for(lambda: dash_redis.read_workers(dash_redis.dashboard_redis()) is not None, timeout=20)
     assert not [r for r in caplog.records if "could not read the workers" in r.getMessage()]

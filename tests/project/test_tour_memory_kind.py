@@ -13,7 +13,7 @@ import json
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from dashboard.registry import get_registry
+from dashboard.connections.registry import get_registry
 from tests.support.memory_backend import FullMemorySource
 from tests.support.memory_tour import Q, admin, shop  # noqa: F401  (fixtures)
 

@@ -14,11 +14,11 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from dashboard.registry import get_registry, reset_registry
+from dashboard.connections.registry import get_registry, reset_registry
 from queues.connections import connection_specs_from_env
 from queues.errors import ConfigurationError, NotOffered
 from queues.sources import Source, factory
-from tests.support.memory_source import STORED, MemorySource, register_memory_kind
+from tests.support.memory_source import MemorySource, register_memory_kind
 from tests.support.redis_db import point_at
 
 pytestmark = pytest.mark.django_db

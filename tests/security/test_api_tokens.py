@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.accounts.models import ApiToken
-from dashboard.actions.models import AuditEntry
+from dashboard.audit.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 QUEUE = ["default", "bull", "tokens"]

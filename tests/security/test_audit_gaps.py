@@ -1,6 +1,6 @@
 """Refusals (role, CSRF, validation), rule/channel/silence/window changes, send-test,
 token issuance and role changes, and admin edits were not in the audit log. Each is now an
-``AuditEntry`` (``dashboard.actions.audit.record_event``), shown on the audit page."""
+``AuditEntry`` (``dashboard.audit.log.record_event``), shown on the audit page."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.actions.models import AuditEntry
 from dashboard.alerts.models import AlertRule, Channel
+from dashboard.audit.models import AuditEntry
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db

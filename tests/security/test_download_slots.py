@@ -1,4 +1,4 @@
-"""The download cap's store (``dashboard.download_slots``): leases in the dashboard Redis, shared
+"""The download cap's store (``dashboard.web.download_slots``): leases in the dashboard Redis, shared
 by every web process; without a reachable dashboard Redis, a count in this process, so a
 download is never refused because Queuewatch's own Redis is down."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard import download_slots
-from dashboard.errors import TooManyRequests
+from dashboard.web import download_slots
+from dashboard.web.errors import TooManyRequests
 from tests.support.servers import RedisServer, refused_port
 
 

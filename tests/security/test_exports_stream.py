@@ -175,8 +175,8 @@ def test_audit_csv_is_an_async_stream_under_asgi_one_chunk_per_batch(async_clien
 
     from asgiref.sync import sync_to_async
 
-    from dashboard.actions import audit
-    from dashboard.actions.models import AuditEntry
+    from dashboard.audit import log as audit
+    from dashboard.audit.models import AuditEntry
 
     AuditEntry.objects.bulk_create(AuditEntry(username="u", via="page", action="job.retry", connection="default",
                                               prefix="bull", queue="q", outcome="ok")

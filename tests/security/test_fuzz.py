@@ -12,9 +12,9 @@ import os
 import random
 
 import pytest
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
-from dashboard.live import channels as live
+from dashboard.core import dash_redis
 from queues.keys import QueueRef
 from tests.support.hostile import DEEP, monitor_log
 from tests.support.live import monitor_thread
@@ -89,12 +89,12 @@ def urls(name: str, ids: list[str]):
 def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
     rng = random.Random(SEED)
     seeded = {name: seed_queue(live_setup, rng, name) for name in QUEUE_NAMES + [f"rnd-{rng.randrange(10**6)}"]}
-    dash = live.dashboard_redis()
+    dash = dash_redis.dashboard_redis()
     for name, ids in seeded.items():
         queue = QueueRef("default", "bull", name)
         for state in ("failed", "delayed", "waiting"):
-            live.watch(dash, live.Watch.job_list(queue, state))
-        live.watch(dash, live.Watch.job(queue, ids[0]))
+            dash_redis.watch(dash, dash_redis.Watch.job_list(queue, state))
+        dash_redis.watch(dash, dash_redis.Watch.job(queue, ids[0]))
 
     with monitor_log() as messages:
         with monitor_thread(tick=0.5, name="fuzz-monitor"):
@@ -115,9 +115,9 @@ def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
 
 
 def _names(dash) -> set[str]:
-    return {q.get("name") for q in (live.read_state(dash) or {}).get("queues", [])}
+    return {q.get("name") for q in (dash_redis.read_state(dash) or {}).get("queues", [])}
 
 
 def _counts(dash, name: str) -> dict:
-    state = live.read_state(dash) or {}
+    state = dash_redis.read_state(dash) or {}
     return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})

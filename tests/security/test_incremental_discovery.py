@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.live import channels as live
-from dashboard.live import discovering
+from dashboard.core import dash_redis
+from dashboard.monitor import discovering
 from queues.discovery_pass import DiscoveryPass
 from queues.keys import QueueRef
 from tests.support.servers import RedisServer
@@ -119,7 +119,7 @@ def test_names_with_colons_are_checked_once(big_redis, queues):
 def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monkeypatch):
     """The wiring: each of the monitor's discovery steps sends at most its budget of SCAN
     calls, publishes the list every step, and follows what the pass finds and loses."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     r = private_redis
     fill(r, FILLER)
@@ -152,7 +152,7 @@ def test_the_monitor_steps_discovery_within_budget(private_redis, settings, monk
         while passes() < start + 2:
             step()
         assert ref("new") in monitor.states and ref("old") not in monitor.states
-        assert live.read_queue_list(r, "default") == [ref("new")]
+        assert dash_redis.read_queue_list(r, "default") == [ref("new")]
     finally:
         monitor.intake.stop()
 

@@ -11,8 +11,8 @@ import threading
 import pytest
 from django.urls import reverse
 
-from dashboard.live.channels import publish_queue_list
-from dashboard.registry import get_registry, reset_registry
+from dashboard.connections.registry import get_registry, reset_registry
+from dashboard.core.dash_redis import publish_queue_list
 from queues.keys import QueueRef
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,11 @@ unreadable, the rest of the job and every other job render, and the monitor keep
 from __future__ import annotations
 
 import json
+
 import pytest
 from django.urls import reverse
 
+from dashboard.core import dash_redis
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.hostile import monitor_log, seed_non_finite
@@ -62,13 +64,13 @@ def _watch_hostile_then_update_another_queue(live_setup):
 
     seed_non_finite(live_setup)
     evil = QueueRef(*EVIL)
-    dash = live.dashboard_redis()
+    dash = dash_redis.dashboard_redis()
     for state in ("failed", "delayed"):
-        live.watch(dash, live.Watch(live.Watch.LIST, QueueRef(*EVIL), state))
-    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "inf"))
+        dash_redis.watch(dash, dash_redis.Watch(dash_redis.Watch.LIST, QueueRef(*EVIL), state))
+    dash_redis.watch(dash, dash_redis.Watch(dash_redis.Watch.JOB, QueueRef(*EVIL), "inf"))
 
     def rendered(group):
-        return "".join(live.cached_fragments(dash, group))
+        return "".join(dash_redis.cached_fragments(dash, group))
 
     with monitor_thread(tick=0.5, name="test-monitor"):
         wait_for(lambda: "ordinary" in rendered(live.list_group(evil, "failed")))
@@ -80,7 +82,7 @@ def _watch_hostile_then_update_another_queue(live_setup):
 
 
 def _counts(dash, name: str) -> dict:
-    state = live.read_state(dash) or {}
+    state = dash_redis.read_state(dash) or {}
     return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})
 
 
@@ -101,13 +103,13 @@ def test_an_item_that_fails_to_render_costs_only_itself_and_is_logged_once(live_
     for job_id in ("boom", "fine"):
         live_setup.hset(f"bull:evil:{job_id}", mapping={"name": job_id, "timestamp": 1700000000000})
         live_setup.rpush("bull:evil:wait", job_id)
-    dash = live.dashboard_redis()
-    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "boom"))
-    live.watch(dash, live.Watch(live.Watch.JOB, QueueRef(*EVIL), "fine"))
+    dash = dash_redis.dashboard_redis()
+    dash_redis.watch(dash, dash_redis.Watch(dash_redis.Watch.JOB, QueueRef(*EVIL), "boom"))
+    dash_redis.watch(dash, dash_redis.Watch(dash_redis.Watch.JOB, QueueRef(*EVIL), "fine"))
     evil = QueueRef(*EVIL)
 
     with monitor_log() as messages:
-        run_monitor_until(lambda m: m.stats["ticks"] >= 4 and live.cached_fragments(dash, live.job_group(evil, "fine")))
+        run_monitor_until(lambda m: m.stats["ticks"] >= 4 and dash_redis.cached_fragments(dash, live.job_group(evil, "fine")))
     failures = [m for m in messages if "cannot read or render" in m]
     assert len(failures) == 1 and "boom" in failures[0]
     assert _restarts(messages) == []

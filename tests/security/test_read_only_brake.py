@@ -12,11 +12,11 @@ from django.urls import reverse
 
 from dashboard.accounts.models import ApiToken
 from dashboard.actions import services as operations
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.actions.models import BulkTask
+from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 from tests.support.seeding import seed_failed
 from tests.support.waiting import wait_for
-
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from io import StringIO
 import pytest
 from cryptography.fernet import Fernet
 from django.apps import apps
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
 from dashboard.alerts import sender
 from dashboard.alerts.models import Channel
-from django.contrib.auth.models import User
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
@@ -105,5 +105,5 @@ def test_the_data_migration_encrypts_rows_written_before_it(keyed):
     assert SECRET not in stored and HEADER not in stored
     loaded = Channel.objects.get(pk=channel.pk)
     assert loaded.secret == SECRET
-    from dashboard.crypto import decrypt_values
+    from dashboard.core.crypto import decrypt_values
     assert decrypt_values(loaded.config["headers"]) == {"X-Api-Key": HEADER}

@@ -1,6 +1,6 @@
 """Queue names (and prefixes) containing "/" — Python BullMQ creates them —
 used to raise NoReverseMatch and take the overview and health pages down for everyone.
-Every queue URL now carries its segments through one converter (dashboard/converters.py)."""
+Every queue URL now carries its segments through one converter (dashboard/web/converters.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import resolve, reverse
 
-from dashboard.converters import decode_segment, encode_segment
+from dashboard.web.converters import decode_segment, encode_segment
 
 pytestmark = pytest.mark.django_db
 

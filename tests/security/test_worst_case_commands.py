@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.live.channels import publish_queue_list
+from dashboard.core.dash_redis import publish_queue_list
 from queues.keys import QueueRef
 from tests.support.servers import RedisServer
 
@@ -44,7 +44,7 @@ def monitored(settings):
     publish_queue_list(dashboard_server.client(0), "default", [QueueRef("default", "bull", "wc")])
     yield r
     r.close()
-    from dashboard.registry import reset_registry
+    from dashboard.connections.registry import reset_registry
 
     reset_registry()
     channel_layers.backends.clear()

@@ -15,9 +15,9 @@ def make_queue(client, name, prefix="bull"):
 
 def queue_state(name):
     """(this queue's entry in the monitor's state document or None, the whole document)."""
-    from dashboard.live import channels as live
+    from dashboard.core import dash_redis
 
-    state = live.read_state(live.dashboard_redis()) or {"queues": []}
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None), state
 
 

@@ -19,7 +19,7 @@ def session_headers(client, user, origin=b"http://localhost"):
 @contextlib.contextmanager
 def monitor_thread(**options):
     """A Monitor (``Monitor(**options)``) running in a daemon thread; stopped cleanly on exit."""
-    from dashboard.live.monitor import Monitor
+    from dashboard.monitor.loop import Monitor
 
     stop = threading.Event()
     monitor = Monitor(**options)

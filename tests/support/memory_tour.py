@@ -9,7 +9,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.registry import reset_registry
+from dashboard.connections.registry import reset_registry
 from queues.connections import ConnectionSpec
 from tests.support.accounts import token_for, user_with
 from tests.support.memory_backend import STORES, MemQueue, MemStore, register_full_memory_kind, seeded_shop

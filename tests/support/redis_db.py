@@ -110,7 +110,7 @@ class PrefixedRedis:
 
 def point_at(settings, *specs: ConnectionSpec) -> None:
     """Point the app's connections at ``specs`` (forgetting the clients made for the old ones)."""
-    from dashboard.registry import reset_registry
+    from dashboard.connections.registry import reset_registry
 
     settings.QUEUEWATCH_CONNECTIONS = list(specs)
     reset_registry()
@@ -119,7 +119,7 @@ def point_at(settings, *specs: ConnectionSpec) -> None:
 @contextlib.contextmanager
 def app_on(settings, url: str, *prefixes: str):
     """The app pointed at ``url`` with ``prefixes`` (default 'bull') for the duration."""
-    from dashboard.registry import reset_registry
+    from dashboard.connections.registry import reset_registry
 
     point_at(settings, ConnectionSpec("default", url, prefixes or ("bull",)))
     try:

@@ -1,12 +1,12 @@
 from django.db import migrations
 
-import dashboard.crypto
+import dashboard.core.crypto
 
 
 def encrypt_existing(apps, schema_editor):
     """Signing secrets and webhook header values written before encryption: encrypt them with
     the configured key (QUEUEWATCH_ENCRYPTION_KEY, or the one derived from the secret key)."""
-    from dashboard.crypto import encrypt_values
+    from dashboard.core.crypto import encrypt_values
 
     Channel = apps.get_model("alerts", "Channel")
     for channel in Channel.objects.all():
@@ -21,6 +21,6 @@ class Migration(migrations.Migration):
     dependencies = [("alerts", "0004_kinds_from_registries")]
 
     operations = [
-        migrations.AlterField("channel", "secret", dashboard.crypto.EncryptedTextField(blank=True)),
+        migrations.AlterField("channel", "secret", dashboard.core.crypto.EncryptedTextField(blank=True)),
         migrations.RunPython(encrypt_existing, migrations.RunPython.noop),
     ]

@@ -26,8 +26,8 @@ from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
-from dashboard import labels
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
+from dashboard.core import labels
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 

@@ -39,8 +39,8 @@ import urllib.parse
 import urllib.request
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.utils.text import format_lazy
 from django.utils.translation import gettext
@@ -49,7 +49,7 @@ from django.utils.translation import gettext_lazy as _
 from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 from dashboard.alerts.placeholders import fill_placeholders
-from dashboard.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
+from dashboard.core.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
 from queues import outbound
 
 DEFAULT_TIMEOUT_S = 10

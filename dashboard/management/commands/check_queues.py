@@ -17,8 +17,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from dashboard.connections.registry import get_registry
 from dashboard.health import checks as health_checks
-from dashboard.registry import get_registry
 from queues import health
 
 SYMBOL = {"fail": "FAIL", "unknown": "????", "pass": " ok "}

@@ -3,7 +3,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
-from dashboard.live.monitor import Monitor
+from dashboard.monitor.loop import Monitor
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from dashboard.alerts.models import Channel
-from dashboard.crypto import Undecryptable, UndecryptableSecret, derived_key, rotate
+from dashboard.core.crypto import Undecryptable, UndecryptableSecret, derived_key, rotate
 
 
 class Command(BaseCommand):

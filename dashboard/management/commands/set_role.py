@@ -3,7 +3,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.accounts.auth import ROLES, role_of
-from dashboard.actions import audit
+from dashboard.audit import log as audit
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ follows every events stream (``intake``), keeps counts current from events and r
 exactly only when a queue goes quiet or every ``QUEUEWATCH_RECONCILE_MS`` (``tracking``;
 docs/live-truth.md), checks the locks of long-active jobs, renders each changed fragment once
 for whoever watches it (``publishing``), stores history (``persistence``) and runs the periodic
-jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The live package".
+jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The monitor package".
 
 This module is the leadership and the loop: when to do each of those steps. Loops are defensive
 (a failing queue or connection is logged and skipped, Redis reconnects back off, leadership is
@@ -20,22 +20,23 @@ import logging
 import threading
 import time
 
-import redis
 from django.conf import settings
 from django.db import close_old_connections
 
 from dashboard.actions.bulk_runner import BulkRunner
 from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
+from dashboard.connections.registry import Registry, get_redactor, get_registry
+from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
-from dashboard.live import fragments, history, persistence
-from dashboard.live.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
-from dashboard.live.intake import EventIntake
-from dashboard.live.publishing import ConnectionBanner, QueuePublisher, publish_state
+from dashboard.live import fragments, history
 from dashboard.live.rates import QueueSignals
-from dashboard.live.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
-from dashboard.registry import Registry, get_redactor, get_registry
+from dashboard.monitor import persistence
+from dashboard.monitor.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
+from dashboard.monitor.intake import EventIntake
+from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, publish_state
+from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
@@ -60,7 +61,7 @@ class Monitor:
         self.tick = tick if tick is not None else settings.QUEUEWATCH_MONITOR_TICK
         self.snapshot_every = max(self.tick, settings.QUEUEWATCH_RECONCILE_MS / 1000)
         self.name = name
-        self.dash = live.dashboard_redis()
+        self.dash = dash_redis.dashboard_redis()
         self.lock = LeaderLock(self.dash, ttl_ms=lock_ttl_ms)
         self.publisher = live.Publisher(self.dash)
         self.tracker = CountTracker(self.registry)
@@ -106,7 +107,7 @@ class Monitor:
                         log.info("%s: stopped leading", self.name)
                 else:
                     stop.wait(1.0)
-            except redis.RedisError as exc:
+            except dash_redis.DashboardRedisError as exc:
                 log.warning("%s: dashboard Redis unavailable (%s); retrying", self.name, exc)
                 stop.wait(2.0)
             except Exception:  # a bug must not kill the monitor; log it and start over
@@ -324,7 +325,7 @@ class Monitor:
             self.banner.set_up(name)
         return [sig for sig in (self.tracker.current_signals(q, now) for q in qs) if sig is not None]
 
-    def _render_connection(self, name: str, signals: list[QueueSignals], watches: list[live.Watch], now: int, *,
+    def _render_connection(self, name: str, signals: list[QueueSignals], watches: list[dash_redis.Watch], now: int, *,
                            full: bool) -> bool:
         """Render what changed of these queues (and what is watched of them); whether an
         overview fragment changed."""
@@ -342,8 +343,8 @@ class Monitor:
         """Render other-language fragments only for languages someone views; when one starts
         being viewed, send every fragment afresh so its groups are complete at once."""
         try:
-            viewed = live.viewed_languages(self.dash)
-        except redis.RedisError:
+            viewed = dash_redis.viewed_languages(self.dash)
+        except dash_redis.DashboardRedisError:
             return  # keep the current choice; the dashboard Redis trouble shows elsewhere
         if viewed - self.rendered_languages:
             self.queue_publisher.reset()
@@ -357,10 +358,10 @@ class Monitor:
         took = time.monotonic() - started  # grows with the queues (1,000 are about 1 MB of JSON)
         self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
-    def read_watched(self) -> list[live.Watch]:
+    def read_watched(self) -> list[dash_redis.Watch]:
         try:
-            return live.watched(self.dash)
-        except redis.RedisError:  # nothing watched is known: only the overview is published
+            return dash_redis.watched(self.dash)
+        except dash_redis.DashboardRedisError:  # nothing watched is known: only the overview is published
             return []
 
     def flush(self) -> None:
@@ -382,7 +383,7 @@ class Monitor:
         signals = [st.signals for st in states.values() if st.signals is not None]
         reachable = [st for q, st in states.items() if not self.banner.is_down(q.connection)]
         alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.banner.down),
-                                  report=self.health_report, now=dt.datetime.now(dt.timezone.utc),
+                                  report=self.health_report, now=dt.datetime.now(dt.UTC),
                                   publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
 
     def read_workers(self) -> None:
@@ -391,9 +392,9 @@ class Monitor:
         feeds the queue pages."""
         doc = self.tracker.read_workers(dict(self.banner.down))
         try:
-            live.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
-        except redis.RedisError:
+            dash_redis.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
+        except dash_redis.DashboardRedisError:
             log.warning("%s: could not publish the workers document", self.name)
 
     def write_digest(self) -> None:
-        alert_monitoring.write_digest(now=dt.datetime.now(dt.timezone.utc))
+        alert_monitoring.write_digest(now=dt.datetime.now(dt.UTC))

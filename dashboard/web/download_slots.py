@@ -22,10 +22,10 @@ import time
 import uuid
 from collections.abc import Iterator
 
-import redis
 from django.utils.translation import gettext as _
 
-from dashboard.errors import TooManyRequests
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.web.errors import TooManyRequests
 
 log = logging.getLogger("queuewatch.downloads")
 
@@ -121,13 +121,13 @@ LOCAL = _LocalSlots()
 
 def acquire(who: str, *, limit: int) -> Slot:
     """Take one of ``who``'s ``limit`` download slots or raise ``TooManyRequests``."""
-    from dashboard.live.channels import dashboard_redis
+    from dashboard.core.dash_redis import dashboard_redis
 
     key, token = KEY_PREFIX + who, uuid.uuid4().hex
     try:
         client = dashboard_redis()
         taken = client.eval(ACQUIRE, 1, key, token, limit, LEASE_MS)
-    except redis.RedisError as exc:
+    except DashboardRedisError as exc:
         log.warning("download slots: dashboard Redis unavailable (%s); counting in this process only", exc)
         return LOCAL.acquire(who, limit=limit)
     if not taken:
@@ -136,13 +136,13 @@ def acquire(who: str, *, limit: int) -> Slot:
     def release() -> None:
         try:
             client.zrem(key, token)
-        except redis.RedisError as exc:  # the lease lapses by itself
+        except DashboardRedisError as exc:  # the lease lapses by itself
             log.warning("download slots: could not release (%s); it lapses in %d s", exc, LEASE_MS // 1000)
 
     def renew() -> None:
         try:
             client.eval(RENEW, 1, key, token, LEASE_MS)
-        except redis.RedisError as exc:
+        except DashboardRedisError as exc:
             log.warning("download slots: could not renew (%s)", exc)
 
     return Slot(release, renew)

@@ -38,3 +38,7 @@ class QueueSegmentConverter:
 
 
 register_converter(QueueSegmentConverter, "seg")
+
+# A queue in page and API routes (each feature's urls.py starts its queue routes with these).
+QUEUE_ROUTE = "q/<seg:connection>/<seg:prefix>/<seg:name>/"
+API_QUEUE_ROUTE = "api/v1/queues/<seg:connection>/<seg:prefix>/<seg:name>"

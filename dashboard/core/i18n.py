@@ -1,7 +1,7 @@
 """The language of a request, a websocket and a message: one home for the rule.
 
 1. The logged-in user's saved choice (``UserPreference``, copied into the session at login so
-   requests do not query it), set by the language switcher.
+   requests do not query it: ``dashboard.accounts.language``), set by the language switcher.
 2. Otherwise Django's rule (``LocaleMiddleware``): the switcher's cookie, then the browser's
    ``Accept-Language``, then ``LANGUAGE_CODE`` (``QUEUEWATCH_LANGUAGE``).
 
@@ -14,8 +14,6 @@ Live fragments are rendered once per configured language by the monitor
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.signals import user_logged_in
-from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils import translation
 from django.utils.functional import Promise
@@ -49,26 +47,6 @@ class UserLanguageMiddleware:
             translation.activate(language)
             request.LANGUAGE_CODE = language
         return self.get_response(request)
-
-
-def remember(request, language: str) -> None:
-    """The switcher's choice, kept for the user (all their browsers) and this session."""
-    from dashboard.accounts.preferences import UserPreference
-
-    request.session[SESSION_KEY] = language
-    if request.user.is_authenticated:
-        UserPreference.objects.update_or_create(user=request.user, defaults={"language": language})
-
-
-@receiver(user_logged_in, dispatch_uid="queuewatch-language-at-login")
-def _load_preference(sender, request, user, **kwargs):
-    from dashboard.accounts.preferences import UserPreference
-
-    if request is None or not hasattr(request, "session"):
-        return
-    language = UserPreference.objects.filter(user=user).values_list("language", flat=True).first()
-    if supported(language):
-        request.session[SESSION_KEY] = language
 
 
 def language_for_scope(scope) -> str:

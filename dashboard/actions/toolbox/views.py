@@ -17,16 +17,17 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
-from dashboard.actions import job_schemas, registry, scheduler_actions, toolbox_runners
+from dashboard.actions import job_schemas, registry, scheduler_actions
 from dashboard.actions import services as operations
 from dashboard.actions.api import api_post, body_params
-from dashboard.actions.toolbox_inputs import EditRetryInput
+from dashboard.actions.toolbox import runners as toolbox_runners
+from dashboard.actions.toolbox.inputs import EditRetryInput
 from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
-from dashboard.errors import InvalidInput, JsonResponse, page_errors
-from dashboard.i18n import translate
-from dashboard.registry import get_redactor, get_registry
+from dashboard.connections.registry import get_redactor, get_registry
+from dashboard.core.i18n import translate
+from dashboard.web.errors import InvalidInput, JsonResponse, page_errors
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload
 

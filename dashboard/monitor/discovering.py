@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import time
 
-import redis
 from django.conf import settings
 
-from dashboard.live import channels as live
-from dashboard.registry import Registry
+from dashboard.connections.registry import Registry
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from queues.discovery_pass import discovery_for
 from queues.keys import QueueRef
 
@@ -30,7 +30,7 @@ class QueueLists:
     """Per connection, for one term of leadership: its discovery walk, the list last followed
     and when that list was last published."""
 
-    def __init__(self, *, registry: Registry, dash: redis.Redis, monitor_name: str):
+    def __init__(self, *, registry: Registry, dash: DashboardRedis, monitor_name: str):
         self.registry, self.dash, self.monitor_name = registry, dash, monitor_name
         self.keys_per_step = max(1, int(settings.QUEUEWATCH_DISCOVERY_KEYS_PER_S * DISCOVERY_STEP_INTERVAL))
         self.reset()
@@ -55,9 +55,9 @@ class QueueLists:
         changed = found != self.followed.get(name)
         if changed or time.monotonic() >= self.published.get(name, 0.0) + LIST_REPUBLISH_S:
             try:
-                live.publish_queue_list(self.dash, name, found)
+                dash_redis.publish_queue_list(self.dash, name, found)
                 self.published[name] = time.monotonic()
-            except redis.RedisError as exc:  # the dashboard Redis: retried next step
+            except DashboardRedisError as exc:  # the dashboard Redis: retried next step
                 log.warning("%s: could not publish the queue list of %s (%s)", self.monitor_name, name, exc)
         return found if changed else None
 
@@ -66,8 +66,8 @@ class QueueLists:
         published and the queues with stored cursors. They keep being followed while the first
         pass walks the keyspace; its end drops those it did not meet."""
         try:
-            published = live.read_queue_list(self.dash, name) or []
-        except redis.RedisError:
+            published = dash_redis.read_queue_list(self.dash, name) or []
+        except DashboardRedisError:
             published = []
         known = {*published, *(q for q in cursors if q.connection == name)}
         return discovery_for(self.registry.source(name), keys_per_step=self.keys_per_step,

@@ -24,18 +24,26 @@ import queue as queue_mod
 import threading
 import time
 
-import redis
 from django.conf import settings
 
-from dashboard.live import channels as live
-from dashboard.live.intake_items import (ConnectionDown, ConnectionUp, EventsRead, ExactReadAsked, Followed,
-                                         IntakeItem, RecentEvents, ViewerArrived)
-from dashboard.live.publishing import ConnectionBanner
-from dashboard.live.tracking import CountTracker
-from dashboard.registry import Registry
+from dashboard.connections.registry import Registry
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedisError
+from dashboard.monitor.intake_items import (
+    ConnectionDown,
+    ConnectionUp,
+    EventsRead,
+    ExactReadAsked,
+    Followed,
+    IntakeItem,
+    RecentEvents,
+    ViewerArrived,
+)
+from dashboard.monitor.publishing import ConnectionBanner
+from dashboard.monitor.tracking import CountTracker
 from queues.job_clock import WARM_EVENTS
-from queues.sources import EventsReader, UnsupportedBySource
 from queues.keys import QueueRef
+from queues.sources import EventsReader, UnsupportedBySource
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -107,7 +115,7 @@ class FollowerThread(threading.Thread):
                     # in latency (well inside the refresh coalescing of the leader's loop).
                     self.stop_event.wait(max(0.0, MIN_READ_INTERVAL - (time.monotonic() - started)))
             except Exception as exc:  # noqa: BLE001 - a follower must never die silently
-                if not isinstance(exc, redis.RedisError):
+                if not isinstance(exc, DashboardRedisError):
                     log.exception("follower %s: unexpected error; reconnecting", self.conn_name)
                 # Keep the cursors across reconnects: resume where we were and let the gap
                 # check tell us if the stream was trimmed meanwhile.
@@ -137,15 +145,15 @@ class ExactReadRequests(threading.Thread):
     def run(self) -> None:
         while not self.stop_event.is_set():
             try:
-                with live.dashboard_redis().pubsub(ignore_subscribe_messages=True) as requests:
-                    requests.subscribe(live.EXACT_READS_CHANNEL, live.WATCHED_CHANNEL)
+                with dash_redis.dashboard_redis().pubsub(ignore_subscribe_messages=True) as requests:
+                    requests.subscribe(dash_redis.EXACT_READS_CHANNEL, dash_redis.WATCHED_CHANNEL)
                     while not self.stop_event.is_set():
                         message = requests.get_message(timeout=self.wait_s)
-                        asked = live.exact_read_asked(message)
+                        asked = dash_redis.exact_read_asked(message)
                         if asked is not None:
-                            watched = message["channel"] in (live.WATCHED_CHANNEL, live.WATCHED_CHANNEL.encode())
+                            watched = message["channel"] in (dash_redis.WATCHED_CHANNEL, dash_redis.WATCHED_CHANNEL.encode())
                             self.out.put(ViewerArrived(asked) if watched else ExactReadAsked(asked))
-            except redis.RedisError:
+            except DashboardRedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
 
 

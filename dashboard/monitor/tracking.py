@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from dashboard.connections.registry import Registry
 from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
-from dashboard.registry import Registry
 from queues.attempts import AttemptFailures
 from queues.errors import QueuewatchError, SourceUnavailable
 from queues.events import Event
@@ -27,8 +27,8 @@ from queues.job_clock import JobClock, Sample
 from queues.keep_counts import KeepCounts
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
-from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.quiet import QuietReads
+from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
 from queues.snapshot import QueueSnapshot
 from queues.sources import UnsupportedBySource
 from queues.sources.facets import ProbesFacet

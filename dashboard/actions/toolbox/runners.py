@@ -1,5 +1,5 @@
 """What each toolbox action does: a thin adapter from its validated input
-(``dashboard.actions.toolbox_inputs``) to the framework-free domain (``queues.job_add``,
+(``dashboard.actions.toolbox.inputs``) to the framework-free domain (``queues.job_add``,
 ``queues.edit_retry``, ``queues.queue_settings``).
 
 Their results are ``ToolResult``s: like ``runners.QueueActionResult`` (``ok``, ``outcome``,
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 
 from dashboard.actions.job_schemas import refused, schema_for
-from dashboard.actions.toolbox_inputs import redacted_json
-from dashboard.errors import InvalidInput
-from dashboard.i18n import translate
-from dashboard.registry import get_redactor
+from dashboard.actions.toolbox.inputs import redacted_json
+from dashboard.connections.registry import get_redactor
+from dashboard.core.i18n import translate
+from dashboard.web.errors import InvalidInput
 from queues import actions, edit_retry, job_add, queue_settings
 from queues.job_options import InvalidJob
 from queues.keys import QueueRef

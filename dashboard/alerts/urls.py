@@ -1,6 +1,7 @@
-"""Alert rules, alert history, silences and maintenance windows (under /alerts/)."""
+"""Alert rules, alert history, silences, maintenance windows and notification channels (under
+/alerts/)."""
 
-from django.urls import path
+from django.urls import include, path
 
 from dashboard.alerts import views
 
@@ -17,4 +18,5 @@ urlpatterns = [
     path("windows/new", views.window_new, name="window_new"),
     path("windows/<int:window_id>/delete", views.window_delete, name="window_delete"),
     path("cron-preview", views.cron_preview, name="cron_preview"),
+    path("channels/", include("dashboard.alerts.channels.urls")),
 ]

@@ -13,14 +13,14 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.accounts.auth import ADMIN, role_required
 from dashboard.alerts import notifiers
-from dashboard.alerts.channel_forms import ChannelForm
+from dashboard.alerts.channels.forms import ChannelForm
 from dashboard.alerts.models import Channel, Notification
 from dashboard.alerts.notifiers.webhook import receiver_detail
 from dashboard.alerts.sender import send_test
-from dashboard.accounts.auth import ADMIN, role_required
-from dashboard.actions import audit
-from dashboard.actions.models import AuditEntry
+from dashboard.audit import log as audit
+from dashboard.audit.models import AuditEntry
 
 LOG_PAGE_SIZE = 50
 

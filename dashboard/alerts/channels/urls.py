@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.alerts import channel_views as views
+from dashboard.alerts.channels import views
 
 urlpatterns = [
     path("", views.channel_list, name="channels"),

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from django.db.models import QuerySet
 
-from dashboard.actions.models import AuditEntry, BulkTask
+from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 
 CSV_COLUMNS = ("at", "username", "via", "action", "connection", "prefix", "queue", "job_ids", "selection",
@@ -24,7 +24,7 @@ MAX_IDS_STORED = 1000  # a selection of more ids is summarised by its count, not
 
 
 def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affected: int = 0, job_ids=(),
-           selection: dict | None = None, reason: str = "", message: str = "", task: BulkTask | None = None) -> AuditEntry:
+           selection: dict | None = None, reason: str = "", message: str = "", task=None) -> AuditEntry:
     job_ids = list(job_ids)
     selection = dict(selection or {})
     if len(job_ids) > MAX_IDS_STORED:

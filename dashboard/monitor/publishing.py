@@ -16,13 +16,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import redis
-
 from dashboard.browse import columns
+from dashboard.core import dash_redis
+from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
-from dashboard.live.tracking import Move, QueueChanges, QueueState, now_ms
+from dashboard.monitor.tracking import Move, QueueChanges, QueueState, now_ms
 from queues.errors import SourceUnavailable
 from queues.jobs import JobSummary
 from queues.keys import QueueRef
@@ -73,7 +73,7 @@ class QueuePublisher:
         self.redactor = redactor
         self.shown: dict[QueueRef, Shown] = {}
         self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
-        self.failed_items: set[live.Watch] = set()  # watched items already logged as failing
+        self.failed_items: set[dash_redis.Watch] = set()  # watched items already logged as failing
 
     def reset(self) -> None:
         """Forget what was published (e.g. after a takeover), so everything is sent afresh."""
@@ -96,7 +96,7 @@ class QueuePublisher:
     def next_due(self) -> float | None:
         return min(self.held_back.values()) if self.held_back else None
 
-    def publish_queue(self, sig: QueueSignals, watches: list[live.Watch], jobs: JobsFacet | None, *,
+    def publish_queue(self, sig: QueueSignals, watches: list[dash_redis.Watch], jobs: JobsFacet | None, *,
                       changes: QueueChanges, full: bool) -> bool:
         """Publish a queue's fragments if what they show changed, then what is watched of it:
         job lists whose state jobs entered or left, job pages when their job had events (or,
@@ -106,13 +106,13 @@ class QueuePublisher:
         shown = self.shown.setdefault(q, Shown())
         mine = [w for w in watches if w.queue == q]
         # Forget what nobody watches any more: a returning watcher must get a fresh render.
-        shown.fresh_lists &= {w.target for w in mine if w.kind == live.Watch.LIST}
-        watched_jobs = {w.target for w in mine if w.kind == live.Watch.JOB}
+        shown.fresh_lists &= {w.target for w in mine if w.kind == dash_redis.Watch.LIST}
+        watched_jobs = {w.target for w in mine if w.kind == dash_redis.Watch.JOB}
         shown.job_states = {k: v for k, v in shown.job_states.items() if k in watched_jobs}
         # The header only while someone views the queue page (a busy queue's header changes
         # every refresh, and rendering nobody's header was a large share of the monitor's CPU).
         # The state document, /metrics and alert inputs do not depend on it.
-        header_viewed = any(w.kind == live.Watch.QUEUE for w in mine)
+        header_viewed = any(w.kind == dash_redis.Watch.QUEUE for w in mine)
         if not header_viewed:
             self.stop_header(q, shown)
         row_key = columns.row_key(sig)
@@ -134,9 +134,9 @@ class QueuePublisher:
             shown.row_key, shown.live_key = row_key, live_key
         for item in mine if jobs is not None else ():
             try:
-                if item.kind == live.Watch.LIST and item.target in BROWSABLE_STATES:
+                if item.kind == dash_redis.Watch.LIST and item.target in BROWSABLE_STATES:
                     self.publish_list(q, item.target, sig, jobs, changes=changes)
-                elif item.kind == live.Watch.JOB:
+                elif item.kind == dash_redis.Watch.JOB:
                     self.publish_job(q, item.target, jobs, changes=changes, full=full)
             except SourceUnavailable:
                 log.debug("watched item of %s skipped this tick", q, exc_info=True)
@@ -153,7 +153,7 @@ class QueuePublisher:
             self.publisher.uncache(live.queue_group(q), live.queue_live_id(q))
             shown.header_cached = False
 
-    def item_failed(self, item: live.Watch) -> None:
+    def item_failed(self, item: dash_redis.Watch) -> None:
         """Log a watched item that cannot be read or rendered, once (it fails every tick)."""
         if item not in self.failed_items:
             self.failed_items.add(item)
@@ -248,7 +248,7 @@ def timings_totals(timings: QueueTimings) -> dict:
             for name, t in sorted(timings.totals.items())}
 
 
-def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], connection_names, down: dict[str, str],
+def publish_state(dash: DashboardRedis, *, states: dict[QueueRef, QueueState], connection_names, down: dict[str, str],
                   monitor_name: str) -> None:
     """The latest figures of every queue as one JSON document in the dashboard Redis, for
     readers that must not touch the monitored Redis themselves (Prometheus /metrics,
@@ -276,7 +276,7 @@ def publish_state(dash: redis.Redis, *, states: dict[QueueRef, QueueState], conn
         })
     connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
     try:
-        live.publish_state(dash, {"taken_at": now_ms(), "monitor": monitor_name,
+        dash_redis.publish_state(dash, {"taken_at": now_ms(), "monitor": monitor_name,
                                   "connections": connections, "queues": queues})
-    except redis.RedisError:
+    except DashboardRedisError:
         log.warning("%s: could not publish the state document", monitor_name)

@@ -23,15 +23,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import redis
 from django.conf import settings
 
+from dashboard.core.dash_redis import DashboardRedisError
 from queues.connections import ConnectionSpec
 from queues.errors import QueueNotFound
 from queues.keys import QueueRef
 from queues.redact import Redactor
-from queues.sources import Source, source_for
-from queues.sources import facets
+from queues.sources import Source, facets, source_for
 from queues.sources.facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
 
 log = logging.getLogger(__name__)
@@ -139,10 +138,10 @@ class Registry:
         """The queue list the monitor published (it scans anyway), so page loads do not SCAN
         a large production keyspace themselves; None when no monitor has published lately."""
         try:
-            from dashboard.live.channels import dashboard_redis, read_queue_list
+            from dashboard.core.dash_redis import dashboard_redis, read_queue_list
 
             return read_queue_list(dashboard_redis(), name)
-        except redis.RedisError:
+        except DashboardRedisError:
             return None
 
     def queue(self, connection: str, prefix: str, name: str) -> QueueRef:

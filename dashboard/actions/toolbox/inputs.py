@@ -13,10 +13,19 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard.actions.inputs import (ActionInput, ReasonedInput, flag, is_form, json_field, merge_patch_from,
-                                      reset_counters_from, text)
-from dashboard.errors import InvalidInput
+from dashboard.actions.inputs import (
+    ActionInput,
+    ReasonedInput,
+    flag,
+    is_form,
+    json_field,
+    merge_patch_from,
+    reset_counters_from,
+    text,
+)
+from dashboard.web.errors import InvalidInput
 from queues.job_options import InvalidJob, NewJob, new_job
+
 
 def whole(params, name: str) -> int | None:
     """A form's number field: empty means not given."""

@@ -1,7 +1,7 @@
 """The pages a request ends on when it goes wrong outside a view's own handling: Django's
 400/403/404/500 handlers (wired in dashboard/urls.py) and the CSRF failure view. Each is the
 ordinary shell with a sentence saying what happened and a way back, in the user's language.
-Errors a view raises on purpose (a queue or job not found, Redis down) are dashboard/errors.py."""
+Errors a view raises on purpose (a queue or job not found, Redis down) are dashboard/web/errors.py."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from django.db import close_old_connections, transaction
 from dashboard.live import timing_points
 from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint, StreamCursor
 from dashboard.live.rates import stored_series
-from dashboard.live.tracking import RECONCILE_MINUTES, QueueState, now_ms
+from dashboard.monitor.tracking import RECONCILE_MINUTES, QueueState, now_ms
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, Minute, minute_of
 

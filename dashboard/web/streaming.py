@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 
-from dashboard import download_slots
+from dashboard.web import download_slots
 
 _END = object()
 

@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from dashboard.i18n import translate
+from dashboard.core.i18n import translate
 from queues.errors import JobNotFound, NotOffered, QueueNotFound, QueuewatchError, SourceUnavailable
 
 
@@ -86,7 +86,7 @@ def api_errors(view):
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
         except InvalidInput as exc:
             if request.method != "GET":  # a refused action, not a bad filter on a read
-                from dashboard.actions import audit  # lazily: the audit module loads models
+                from dashboard.audit import log as audit  # lazily: the audit module loads models
 
                 audit.record_refusal(user=request.user, kind="validation", via="api",
                                      target=f"{request.method} {request.path}", message=str(exc))
