@@ -41,8 +41,14 @@ def main() -> None:
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="qw-alert-bench-")
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",
-                       "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3", "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40})
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_INSECURE_DEV": "1",
+            "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3",
+            "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+        }
+    )
     import django
 
     django.setup()
@@ -59,8 +65,15 @@ def main() -> None:
     from queues.snapshot import COUNT_STATES, QueueSnapshot
 
     channel = Channel.objects.create(name="bench", kind=Channel.WEBHOOK, config={"url": "http://127.0.0.1:9/"})
-    kinds = [("backlog", 100), ("oldest_waiting", 600), ("dlq_depth", 50), ("failure_ratio", 50), ("stalled_now", 0),
-             ("dlq_growth", 10), ("stalled_window", 5)]
+    kinds = [
+        ("backlog", 100),
+        ("oldest_waiting", 600),
+        ("dlq_depth", 50),
+        ("failure_ratio", 50),
+        ("stalled_now", 0),
+        ("dlq_growth", 10),
+        ("stalled_window", 5),
+    ]
     for i in range(args.rules):
         kind, threshold = kinds[i % len(kinds)]
         rule = AlertRule.objects.create(name=f"rule {i}", kind=kind, threshold=threshold, repeat_minutes=60)
@@ -73,8 +86,14 @@ def main() -> None:
             bad = i < over
             counts = dict.fromkeys(COUNT_STATES, 0)
             counts.update(waiting=500 if bad else 5, failed=80 if bad else 1)
-            snap = QueueSnapshot(QueueRef("default", "bull", f"queue-{i:04d}"), counts, False, 0,
-                                 oldest_waiting_ts=now_ms - (900_000 if bad else 1000), taken_at=now_ms)
+            snap = QueueSnapshot(
+                QueueRef("default", "bull", f"queue-{i:04d}"),
+                counts,
+                False,
+                0,
+                oldest_waiting_ts=now_ms - (900_000 if bad else 1000),
+                taken_at=now_ms,
+            )
             series = QueueSeries()
             for k in range(30 if bad else 3):
                 count_event(series, "failed" if bad else "completed", now_ms - k * 1000, {})
@@ -83,7 +102,7 @@ def main() -> None:
         return out
 
     conns = {"default": ConnectionFacts()}
-    t0 = dt.datetime.now(dt.timezone.utc)
+    t0 = dt.datetime.now(dt.UTC)
 
     def timed(over: int, rounds: int, start_round: int) -> list[float]:
         out = []
@@ -102,7 +121,9 @@ def main() -> None:
     print("steady…", file=sys.stderr)
     steady = timed(args.firing, args.rounds, args.rounds + 1)
     result = {
-        "queues": args.queues, "rules": args.rules, "firing_queues": args.firing,
+        "queues": args.queues,
+        "rules": args.rules,
+        "firing_queues": args.firing,
         "open_alerts": Alert.objects.filter(state=Alert.FIRING).count(),
         "notifications": Notification.objects.count(),
         "quiet_eval_ms_median": round(statistics.median(quiet) * 1000, 1),

@@ -85,8 +85,13 @@ class Proc:
         self.lines: queue_mod.Queue = queue_mod.Queue()
         self.other: list[dict] = []  # JSON lines seen while waiting for another key
         self.proc = subprocess.Popen(
-            args, cwd=cwd, env=env, preexec_fn=_set_pdeathsig,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE if json_stdout else self._log, stderr=self._log,
+            args,
+            cwd=cwd,
+            env=env,
+            preexec_fn=_set_pdeathsig,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE if json_stdout else self._log,
+            stderr=self._log,
         )
         self.reader = None
         if json_stdout:
@@ -160,7 +165,9 @@ class Procs:
         self.logdir = logdir
         self.running: list[Proc] = []
 
-    def start(self, name: str, args: list[str], *, cwd: Path = ROOT, env: dict | None = None, json_stdout: bool = False) -> Proc:
+    def start(
+        self, name: str, args: list[str], *, cwd: Path = ROOT, env: dict | None = None, json_stdout: bool = False
+    ) -> Proc:
         p = Proc(name, args, cwd=cwd, env=env, logdir=self.logdir, json_stdout=json_stdout)
         self.running.append(p)
         return p
@@ -181,16 +188,36 @@ class Procs:
 class RedisServer:
     """``launcher``: a command the server runs under (e.g. valgrind), which keeps its pid."""
 
-    def __init__(self, procs: Procs, name: str, *extra_args: str, launcher: tuple[str, ...] = (),
-                 start_timeout: float = 10):
+    def __init__(
+        self, procs: Procs, name: str, *extra_args: str, launcher: tuple[str, ...] = (), start_timeout: float = 10
+    ):
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed (Debian/Ubuntu: apt-get install redis-server)")
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix=f"qw-bench-{name}-"))
-        self.proc = procs.start(name, [*launcher, binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                        "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-                                        "--loglevel", "warning", *extra_args])
+        self.proc = procs.start(
+            name,
+            [
+                *launcher,
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+                *extra_args,
+            ],
+        )
         deadline = time.monotonic() + start_timeout
         while True:
             try:
@@ -220,7 +247,7 @@ class RedisServer:
 def commandstats(client: redis.Redis) -> dict:
     """{command: (calls, usec)} plus Redis' own CPU seconds under the key ``"__cpu__"``."""
     raw = client.info("commandstats")
-    out = {k[len("cmdstat_"):]: (v["calls"], v["usec"]) for k, v in raw.items() if k.startswith("cmdstat_")}
+    out = {k[len("cmdstat_") :]: (v["calls"], v["usec"]) for k, v in raw.items() if k.startswith("cmdstat_")}
     cpu = client.info("cpu")
     out["__cpu__"] = (0, (cpu["used_cpu_user"] + cpu["used_cpu_sys"]) * 1e6)
     return out
@@ -250,8 +277,11 @@ class CountingProxy:
 
     def __init__(self, procs: Procs, upstream_port: int, name: str):
         self.name = name
-        self.proc = procs.start(f"proxy-{name}", [PY, str(ROOT / "bench" / "resp_proxy.py"), "--upstream", str(upstream_port)],
-                                json_stdout=True)
+        self.proc = procs.start(
+            f"proxy-{name}",
+            [PY, str(ROOT / "bench" / "resp_proxy.py"), "--upstream", str(upstream_port)],
+            json_stdout=True,
+        )
         self.port = self.proc.expect("port", 10)["port"]
         self._lock = threading.Lock()
 
@@ -269,32 +299,51 @@ class CountingProxy:
 
 
 def manage(env: dict, *args: str, code_dir: Path = ROOT) -> str:
-    return subprocess.run([PY, "manage.py", *args], cwd=code_dir, env=env, check=True, capture_output=True,
-                          text=True, timeout=120).stdout.strip()
+    return subprocess.run(
+        [PY, "manage.py", *args], cwd=code_dir, env=env, check=True, capture_output=True, text=True, timeout=120
+    ).stdout.strip()
 
 
 def resolve_ref(ref: str) -> str:
     """The full commit hash of ``ref``, fixed at start (HEAD may move while a run is going on)."""
-    return subprocess.run(["git", "rev-parse", "--verify", ref + "^{commit}"], cwd=ROOT, check=True, capture_output=True,
-                          text=True, timeout=10).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "--verify", ref + "^{commit}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    ).stdout.strip()
 
 
 def export_code(ref: str, dest: Path) -> Path:
     """Extract the product code of commit ``ref`` (``git archive``, read-only on the repository)
     into ``dest``, so a run measures a fixed commit even while the working tree is being edited."""
     dest.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT, check=True, capture_output=True, timeout=60)
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref], cwd=ROOT, check=True, capture_output=True, timeout=60
+    )
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True, timeout=60)
     return dest
 
 
 class QueuewatchApp:
-    def __init__(self, procs: Procs, *, monitored_url: str, dashboard_url: str, workdir: Path, tick_ms: int | None,
-                 code_dir: Path = ROOT):
+    def __init__(
+        self,
+        procs: Procs,
+        *,
+        monitored_url: str,
+        dashboard_url: str,
+        workdir: Path,
+        tick_ms: int | None,
+        code_dir: Path = ROOT,
+    ):
         self.procs = procs
         self.code_dir = code_dir
         self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+            **{
+                k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"
+            },
             "DJANGO_SETTINGS_MODULE": "dashboard.settings",
             "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
             "QUEUEWATCH_REDIS_URL": monitored_url,
@@ -307,11 +356,17 @@ class QueuewatchApp:
         if tick_ms:
             self.env["QUEUEWATCH_MONITOR_TICK_MS"] = str(tick_ms)
         manage(self.env, "migrate", "-v0", code_dir=code_dir)
-        self.username, self.password = manage(self.env, "demo_user", "--username", "bench", code_dir=code_dir).split(" / ")
+        self.username, self.password = manage(self.env, "demo_user", "--username", "bench", code_dir=code_dir).split(
+            " / "
+        )
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.daphne = procs.start("daphne", [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                             "dashboard.asgi:application"], env=self.env, cwd=code_dir)
+        self.daphne = procs.start(
+            "daphne",
+            [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
+            env=self.env,
+            cwd=code_dir,
+        )
         self.monitor: Proc | None = None
         deadline = time.monotonic() + 30
         while True:
@@ -355,10 +410,12 @@ class QueuewatchApp:
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
         html = opener.open(self.url + "/login/", timeout=10).read().decode()
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
-        body = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": self.username,
-                                       "password": self.password, "next": "/"}).encode()
-        req = urllib.request.Request(self.url + "/login/", data=body, headers={"Referer": self.url + "/login/",
-                                                                               "Origin": self.url})
+        body = urllib.parse.urlencode(
+            {"csrfmiddlewaretoken": token, "username": self.username, "password": self.password, "next": "/"}
+        ).encode()
+        req = urllib.request.Request(
+            self.url + "/login/", data=body, headers={"Referer": self.url + "/login/", "Origin": self.url}
+        )
         try:
             opener.open(req, timeout=10)
         except urllib.error.HTTPError as exc:
@@ -419,8 +476,9 @@ class Tab:
 
         host_port = self.base_url.split("://", 1)[1]
         host, port = host_port.rsplit(":", 1)
-        factory = WebSocketClientFactory(f"ws://{host_port}{self.path}", origin=self.base_url,
-                                         headers={"Cookie": f"sessionid={self.cookie}"})
+        factory = WebSocketClientFactory(
+            f"ws://{host_port}{self.path}", origin=self.base_url, headers={"Cookie": f"sessionid={self.cookie}"}
+        )
         factory.protocol = Protocol
         self.transport, self.protocol = await loop.create_connection(factory, host, int(port))
         await asyncio.wait_for(asyncio.shield(self.opened), timeout)
@@ -434,26 +492,34 @@ class Tab:
             self.protocol.sendClose(1000)
             try:
                 await asyncio.wait_for(asyncio.shield(self.closed), 3)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.transport.close()
 
 
 def code_version(ref: str | None = None) -> dict:
     """The commit measured, and any uncommitted changes to product files (figures depend on them).
     With ``ref`` (``--code-ref``) the code was exported from that commit, so nothing is uncommitted."""
+
     def git(*args):
         try:
             # Only the final newline: porcelain lines start with a meaningful space (" M path").
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.rstrip("\n")
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.rstrip(
+                "\n"
+            )
         except (OSError, subprocess.SubprocessError):
             return ""
+
     if ref:
-        return {"commit": git("rev-parse", "--short", ref), "source": f"git archive {ref}", "uncommitted_product_files": []}
+        return {
+            "commit": git("rev-parse", "--short", ref),
+            "source": f"git archive {ref}",
+            "uncommitted_product_files": [],
+        }
     dirty = [line[3:] for line in git("status", "--porcelain").splitlines() if not line[3:].startswith("bench/")]
     return {"commit": git("rev-parse", "--short", "HEAD"), "source": "working tree", "uncommitted_product_files": dirty}
 
 
-def wait_for_monitor(app: "QueuewatchApp", dash: redis.Redis, queues: int, timeout: float = 90) -> float:
+def wait_for_monitor(app: QueuewatchApp, dash: redis.Redis, queues: int, timeout: float = 90) -> float:
     """Wait until the monitor leads and has published every queue's overview row (so its start-up
     work -- discovery, reconciliation, first renders -- is over). Returns the seconds waited."""
     t0 = time.monotonic()
@@ -461,13 +527,16 @@ def wait_for_monitor(app: "QueuewatchApp", dash: redis.Redis, queues: int, timeo
         if app.monitor is None or not app.monitor.alive():
             raise RuntimeError("monitor exited:\n" + (app.monitor.tail() if app.monitor else ""))
         if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"monitor did not publish {queues} overview rows within {timeout:.0f} s:\n" + app.monitor.tail())
+            raise RuntimeError(
+                f"monitor did not publish {queues} overview rows within {timeout:.0f} s:\n" + app.monitor.tail()
+            )
         time.sleep(0.2)
     return time.monotonic() - t0
 
 
 def install_time_limit(seconds: float) -> None:
     """Bound the whole run: SIGALRM raises in the main thread, whose ``finally`` cleans up."""
+
     def _expired(*_):
         raise TimeoutError(f"benchmark exceeded its {seconds:.0f} s time limit")
 

@@ -54,8 +54,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (BENCH_NODE, PY, ROOT, CountingProxy, Procs, RedisServer, code_version,  # noqa: E402
-                      commandstats, install_time_limit, log, manage, percentile, rates, run_bench)
+from benchlib import (  # noqa: E402
+    BENCH_NODE,
+    PY,
+    ROOT,
+    CountingProxy,
+    Procs,
+    RedisServer,
+    code_version,
+    commandstats,
+    install_time_limit,
+    log,
+    manage,
+    percentile,
+    rates,
+    run_bench,
+)
 
 STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
 STATE_KEY = "queuewatch:state"
@@ -95,7 +109,7 @@ class Sampler:
         replies = pipe.execute()
         out = {}
         for i, q in enumerate(self.queues):
-            out[q] = dict(zip(STATES, replies[i * 7:(i + 1) * 7]))
+            out[q] = dict(zip(STATES, replies[i * 7 : (i + 1) * 7]))
             out[q]["stalled_now"] = replies[-1][i]
         return out
 
@@ -105,7 +119,10 @@ class Sampler:
         out = {}
         for e in (doc or {}).get("queues", []):
             if e.get("prefix") == "bull":
-                out[e["name"]] = {**{s: int(e["counts"].get(s) or 0) for s in STATES}, "stalled_now": int(e.get("stalled_now") or 0)}
+                out[e["name"]] = {
+                    **{s: int(e["counts"].get(s) or 0) for s in STATES},
+                    "stalled_now": int(e.get("stalled_now") or 0),
+                }
         return doc, out
 
     def sample(self) -> tuple[float, float | None, dict, dict]:
@@ -137,9 +154,14 @@ def as_of(samples: list[tuple]) -> list[tuple]:
         around = [samples[j][2] for j in (i - 1, i) if 0 <= j < len(samples) and abs(times[j] - at) <= 0.25]
         if not around:
             continue
-        truth = {q: {fig: min((t[q][fig] for t in around if q in t), key=lambda v, f=fig, q=q: abs(pub[q][f] - v))
-                     for fig in pub[q]}
-                 for q in pub if any(q in t for t in around)}
+        truth = {
+            q: {
+                fig: min((t[q][fig] for t in around if q in t), key=lambda v, f=fig, q=q: abs(pub[q][f] - v))
+                for fig in pub[q]
+            }
+            for q in pub
+            if any(q in t for t in around)
+        }
         out.append((at, taken, truth, pub))
     return out
 
@@ -186,8 +208,11 @@ def summarise(samples: list[tuple], every_s: float) -> dict:
         last_t = samples[-1][0] if samples else 0
         episodes += [last_t - s + every_s for s in open_since.values()]  # still open at the end
         out[fig] = {
-            "p50": percentile(errors, 50), "p95": percentile(errors, 95), "max": max(errors, default=None),
-            "samples": len(errors), "over_bound_pct": round(100 * over / len(errors), 2) if errors else None,
+            "p50": percentile(errors, 50),
+            "p95": percentile(errors, 95),
+            "max": max(errors, default=None),
+            "samples": len(errors),
+            "over_bound_pct": round(100 * over / len(errors), 2) if errors else None,
             "episodes": len(episodes),
             "episode_p95_s": round(percentile(episodes, 95), 2) if episodes else 0,
             "episode_max_s": round(max(episodes), 2) if episodes else 0,
@@ -195,8 +220,17 @@ def summarise(samples: list[tuple], every_s: float) -> dict:
             # Which queues (name, seconds, largest error, truth and published then): a few.
             "episodes_over_2s_where": sorted(long_ones, key=lambda e: -e[1])[:5],
         }
-    return {"by_state": out, "points": len(samples), "state_doc_age_s": {"p50": round(percentile(doc_ages, 50), 2), "p95": round(percentile(doc_ages, 95), 2),
-                                                 "max": round(max(doc_ages), 2)} if doc_ages else None}
+    return {
+        "by_state": out,
+        "points": len(samples),
+        "state_doc_age_s": {
+            "p50": round(percentile(doc_ages, 50), 2),
+            "p95": round(percentile(doc_ages, 95), 2),
+            "max": round(max(doc_ages), 2),
+        }
+        if doc_ages
+        else None,
+    }
 
 
 class Bench:
@@ -221,9 +255,13 @@ class Bench:
         _, total, cpu = rates(s0, commandstats(r), dt)
         d = self.proxy.snapshot()
         d.subtract(p0)
-        out = {"seconds": round(dt, 1), "redis_cmds_per_s": round(total, 1), "redis_cpu_pct": round(cpu, 1),
-               "monitor_cmds_per_s": round(sum(d.values()) / dt, 1),
-               "monitor_top_cmds_per_s": {k: round(v / dt, 1) for k, v in d.most_common(8) if v}}
+        out = {
+            "seconds": round(dt, 1),
+            "redis_cmds_per_s": round(total, 1),
+            "redis_cpu_pct": round(cpu, 1),
+            "monitor_cmds_per_s": round(sum(d.values()) / dt, 1),
+            "monitor_top_cmds_per_s": {k: round(v / dt, 1) for k, v in d.most_common(8) if v},
+        }
         log(f"{label}: Redis {total:.0f} cmds/s, CPU {cpu:.1f}%; monitor {out['monitor_cmds_per_s']} cmds/s")
         return out, samples
 
@@ -238,15 +276,46 @@ class Bench:
 
     async def run(self) -> dict:
         a = self.args
-        self.monitored, dashboard = RedisServer(self.procs, "redis-monitored"), RedisServer(self.procs, "redis-dashboard")
+        self.monitored, dashboard = (
+            RedisServer(self.procs, "redis-monitored"),
+            RedisServer(self.procs, "redis-dashboard"),
+        )
         self.servers = [self.monitored, dashboard]
         self.proxy = CountingProxy(self.procs, self.monitored.port, "monitor")
         r, dash = self.monitored.client(), dashboard.client()
-        workload = self.procs.start("workload", ["node", "truth_workload.mjs", "run", "--redis", self.monitored.url(),
-                                                 "--queues", str(a.queues), "--rate", str(a.rate)], cwd=BENCH_NODE, json_stdout=True)
+        workload = self.procs.start(
+            "workload",
+            [
+                "node",
+                "truth_workload.mjs",
+                "run",
+                "--redis",
+                self.monitored.url(),
+                "--queues",
+                str(a.queues),
+                "--rate",
+                str(a.rate),
+            ],
+            cwd=BENCH_NODE,
+            json_stdout=True,
+        )
         queues = workload.expect("ready", 120)["queues"]
-        crash = self.procs.start("crash", ["node", "truth_workload.mjs", "crash", "--redis", self.monitored.url(),
-                                           "--name", "acc-crash", "--jobs", str(CRASH_JOBS)], cwd=BENCH_NODE, json_stdout=True)
+        crash = self.procs.start(
+            "crash",
+            [
+                "node",
+                "truth_workload.mjs",
+                "crash",
+                "--redis",
+                self.monitored.url(),
+                "--name",
+                "acc-crash",
+                "--jobs",
+                str(CRASH_JOBS),
+            ],
+            cwd=BENCH_NODE,
+            json_stdout=True,
+        )
         crash.expect("active", 60)
         os.kill(crash.proc.pid, signal.SIGKILL)  # a worker with jobs in hand dies
         log(f"workload: {a.rate} jobs/s over {len(queues)} queues; crashed worker held {CRASH_JOBS} jobs")
@@ -254,11 +323,20 @@ class Bench:
 
         baseline, _ = self.window("baseline (no monitor)", a.baseline_seconds, sampler, sample=True)
 
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
-               "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
-               "QUEUEWATCH_REDIS_URL": self.monitored.url(port=self.proxy.port), "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard.url(),
-               "QUEUEWATCH_PREFIXES": "bull", "DATABASE_URL": f"sqlite:///{self.tmp / 'db.sqlite3'}", "PYTHONUNBUFFERED": "1",
-               "QUEUEWATCH_RECONCILE_MS": str(a.reconcile_ms), "QUEUEWATCH_MONITOR_TICK_MS": str(a.tick_ms)}
+        env = {
+            **{
+                k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"
+            },
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+            "QUEUEWATCH_REDIS_URL": self.monitored.url(port=self.proxy.port),
+            "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard.url(),
+            "QUEUEWATCH_PREFIXES": "bull",
+            "DATABASE_URL": f"sqlite:///{self.tmp / 'db.sqlite3'}",
+            "PYTHONUNBUFFERED": "1",
+            "QUEUEWATCH_RECONCILE_MS": str(a.reconcile_ms),
+            "QUEUEWATCH_MONITOR_TICK_MS": str(a.tick_ms),
+        }
         manage(env, "migrate", "-v0")
         monitor = self.procs.start("monitor", [PY, "manage.py", "monitor"], env=env, cwd=ROOT)
         waited = self.wait_published(sampler, lambda pub: len(pub) >= len(queues) + 1, 90)
@@ -269,35 +347,60 @@ class Bench:
 
         loaded, samples = self.window("accuracy (monitor running)", a.seconds, sampler, sample=True)
         docs = as_of(samples)
-        accuracy = {"as_seen": summarise(samples, a.sample_ms / 1000), "as_of": summarise(docs, a.tick_ms / 1000),
-                    "as_of_nearest": summarise(as_of_nearest(samples), a.tick_ms / 1000)}
+        accuracy = {
+            "as_seen": summarise(samples, a.sample_ms / 1000),
+            "as_of": summarise(docs, a.tick_ms / 1000),
+            "as_of_nearest": summarise(as_of_nearest(samples), a.tick_ms / 1000),
+        }
         for fig, s in accuracy["as_of"]["by_state"].items():
-            log(f"  as of {fig:17} p50 {s['p50']} p95 {s['p95']} max {s['max']}; over bound {s['over_bound_pct']}%; "
+            log(
+                f"  as of {fig:17} p50 {s['p50']} p95 {s['p95']} max {s['max']}; over bound {s['over_bound_pct']}%; "
                 f"episodes {s['episodes']} (p95 {s['episode_p95_s']} s, max {s['episode_max_s']} s, "
-                f"> 2 s: {s['episodes_over_2s']})")
+                f"> 2 s: {s['episodes_over_2s']})"
+            )
 
         workload.proc.terminate()  # stop producing and working: every queue goes quiet
         summary = workload.expect("summary", 15)["summary"]
         self.procs.stop(workload)
         time.sleep(3.0)
         _, _, truth, pub = sampler.sample()
-        mismatches = {f"{q}.{fig}": (pub.get(q, {}).get(fig), v) for q, tv in truth.items() for fig, v in tv.items()
-                      if pub.get(q, {}).get(fig) != v}
-        log(f"quiet for 3 s: {len(mismatches)} published figures differ from the truth "
-            f"{dict(list(mismatches.items())[:5])}")
+        mismatches = {
+            f"{q}.{fig}": (pub.get(q, {}).get(fig), v)
+            for q, tv in truth.items()
+            for fig, v in tv.items()
+            if pub.get(q, {}).get(fig) != v
+        }
+        log(
+            f"quiet for 3 s: {len(mismatches)} published figures differ from the truth "
+            f"{dict(list(mismatches.items())[:5])}"
+        )
 
         fleet = self.fleet(r, sampler)
         self.procs.stop(monitor)
         return {
-            "bench": "count_accuracy", "code": code_version(None),
-            "config": {"queues": len(queues), "jobs_per_s": a.rate, "seconds": a.seconds, "sample_ms": a.sample_ms,
-                       "reconcile_ms": a.reconcile_ms, "tick_ms": a.tick_ms, "kinds": "prioritized, trimmed, backoff, flows, plain (by queue index mod 5)",
-                       "crashed_worker_jobs": CRASH_JOBS, "bound": "max(2, 1% of the true count)"},
-            "accuracy": accuracy, "samples": len(samples),
+            "bench": "count_accuracy",
+            "code": code_version(None),
+            "config": {
+                "queues": len(queues),
+                "jobs_per_s": a.rate,
+                "seconds": a.seconds,
+                "sample_ms": a.sample_ms,
+                "reconcile_ms": a.reconcile_ms,
+                "tick_ms": a.tick_ms,
+                "kinds": "prioritized, trimmed, backoff, flows, plain (by queue index mod 5)",
+                "crashed_worker_jobs": CRASH_JOBS,
+                "bound": "max(2, 1% of the true count)",
+            },
+            "accuracy": accuracy,
+            "samples": len(samples),
             "quiet_after_3s": {"mismatches": len(mismatches), "first": dict(list(mismatches.items())[:10])},
-            "cost": {"baseline": baseline, "loaded": loaded,
-                     "monitor_redis_cpu_pct": round(loaded["redis_cpu_pct"] - baseline["redis_cpu_pct"], 1)},
-            "fleet": fleet, "workload": summary,
+            "cost": {
+                "baseline": baseline,
+                "loaded": loaded,
+                "monitor_redis_cpu_pct": round(loaded["redis_cpu_pct"] - baseline["redis_cpu_pct"], 1),
+            },
+            "fleet": fleet,
+            "workload": summary,
         }
 
     def fleet(self, r, sampler: Sampler) -> dict:
@@ -307,9 +410,12 @@ class Bench:
         now = int(time.time() * 1000)
         ids = [str(i) for i in range(1, FLEET_ACTIVE + 1)]  # head first: moveToActive pushes at the head
         for chunk in range(0, FLEET_ACTIVE, 1000):
-            pipe.rpush(k + "active", *ids[chunk:chunk + 1000])
+            pipe.rpush(k + "active", *ids[chunk : chunk + 1000])
         for i in ids:
-            pipe.hset(k + i, mapping={"name": "fleet", "data": "{}", "opts": "{}", "timestamp": now, "processedOn": now, "ats": 1})
+            pipe.hset(
+                k + i,
+                mapping={"name": "fleet", "data": "{}", "opts": "{}", "timestamp": now, "processedOn": now, "ats": 1},
+            )
             if int(i) <= FLEET_ACTIVE - FLEET_LOCKLESS:
                 pipe.set(k + i + ":lock", "token", px=600_000)
         pipe.hset(k + "meta", "opts.maxLenEvents", 10000)
@@ -320,14 +426,25 @@ class Bench:
         log(f"fleet: discovered after {found} s, stalled-now = {FLEET_LOCKLESS} {exact} s later")
         time.sleep(2)
         steady, _ = self.window("fleet in place (10,000 active)", 15, sampler, sample=False)
-        more = [k + str(i) + ":lock" for i in range(FLEET_ACTIVE - 2 * FLEET_LOCKLESS + 1, FLEET_ACTIVE - FLEET_LOCKLESS + 1)]
+        more = [
+            k + str(i) + ":lock"
+            for i in range(FLEET_ACTIVE - 2 * FLEET_LOCKLESS + 1, FLEET_ACTIVE - FLEET_LOCKLESS + 1)
+        ]
         r.delete(*more)  # 500 more locks expire
-        expired = self.wait_published(sampler, lambda pub: pub.get(FLEET, {}).get("stalled_now") == 2 * FLEET_LOCKLESS, 30)
+        expired = self.wait_published(
+            sampler, lambda pub: pub.get(FLEET, {}).get("stalled_now") == 2 * FLEET_LOCKLESS, 30
+        )
         log(f"fleet: 500 more locks gone: stalled-now = {2 * FLEET_LOCKLESS} after {expired} s")
-        return {"active": FLEET_ACTIVE, "lockless_at_tail": FLEET_LOCKLESS, "discovered_after_s": found,
-                "stalled_exact_after_discovery_s": exact, "lock_expiry_seen_after_s": expired,
-                "monitor_cmds_per_s_with_fleet": steady["monitor_cmds_per_s"], "monitor_top_cmds_per_s": steady["monitor_top_cmds_per_s"],
-                "redis_cpu_pct_with_fleet": steady["redis_cpu_pct"]}
+        return {
+            "active": FLEET_ACTIVE,
+            "lockless_at_tail": FLEET_LOCKLESS,
+            "discovered_after_s": found,
+            "stalled_exact_after_discovery_s": exact,
+            "lock_expiry_seen_after_s": expired,
+            "monitor_cmds_per_s_with_fleet": steady["monitor_cmds_per_s"],
+            "monitor_top_cmds_per_s": steady["monitor_top_cmds_per_s"],
+            "redis_cpu_pct_with_fleet": steady["redis_cpu_pct"],
+        }
 
     def cleanup(self) -> None:
         self.procs.stop_all()
@@ -345,7 +462,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--sample-ms", type=int, default=250)
     ap.add_argument("--reconcile-ms", type=int, default=60_000, help="QUEUEWATCH_RECONCILE_MS: the periodic snapshot")
-    ap.add_argument("--tick-ms", type=int, default=2000, help="QUEUEWATCH_MONITOR_TICK_MS: how often the state document is written")
+    ap.add_argument(
+        "--tick-ms", type=int, default=2000, help="QUEUEWATCH_MONITOR_TICK_MS: how often the state document is written"
+    )
     ap.add_argument("--time-limit", type=float, default=600)
     args = ap.parse_args()
     install_time_limit(args.time_limit)

@@ -61,8 +61,9 @@ def main() -> None:
         idle_per_s = (redis_cpu(r) - cpu) / args.idle
         print(f"idle Redis: {idle_per_s * 100:.2f}% of a core", flush=True)
 
-        walk = DiscoveryPass(r, connection="bench", prefixes=["bull"], keys_per_step=int(args.rate * STEP_S),
-                             min_pass_s=0)
+        walk = DiscoveryPass(
+            r, connection="bench", prefixes=["bull"], keys_per_step=int(args.rate * STEP_S), min_pass_s=0
+        )
         cpu, start, steps = redis_cpu(r), time.monotonic(), 0
         next_step = start
         while walk.passes == 0:
@@ -73,20 +74,37 @@ def main() -> None:
         elapsed = time.monotonic() - start
         used = redis_cpu(r) - cpu
         found = len(walk.queues)
-        print(f"incremental pass at {args.rate:,} keys/s ({walk.calls_per_step} SCAN calls/step): {steps} steps, "
-              f"pass time {elapsed:.0f} s ({elapsed / 60:.1f} min), {found} queues found")
-        print(f"  Redis CPU during the pass: {used:.2f} s = {used / elapsed * 100:.2f}% of a core "
-              f"(minus idle: {(used / elapsed - idle_per_s) * 100:.2f}%)")
+        print(
+            f"incremental pass at {args.rate:,} keys/s ({walk.calls_per_step} SCAN calls/step): {steps} steps, "
+            f"pass time {elapsed:.0f} s ({elapsed / 60:.1f} min), {found} queues found"
+        )
+        print(
+            f"  Redis CPU during the pass: {used:.2f} s = {used / elapsed * 100:.2f}% of a core "
+            f"(minus idle: {(used / elapsed - idle_per_s) * 100:.2f}%)"
+        )
 
         cpu, start = redis_cpu(r), time.monotonic()
         names = discover_queue_names(r, "bull")
         full = time.monotonic() - start
         used_full = redis_cpu(r) - cpu
-        print(f"one unpaced full SCAN (the old discovery): {full:.1f} s, Redis CPU {used_full:.2f} s, "
-              f"{len(names)} queues; every 10 s that was {used_full / 10 * 100:.0f}% of a core")
-        print(json.dumps({"keys": args.keys, "rate": args.rate, "pass_s": round(elapsed), "steps": steps,
-                          "pass_cpu_s": round(used, 2), "pass_core_pct": round(used / elapsed * 100, 2),
-                          "idle_core_pct": round(idle_per_s * 100, 2), "full_scan_cpu_s": round(used_full, 2)}))
+        print(
+            f"one unpaced full SCAN (the old discovery): {full:.1f} s, Redis CPU {used_full:.2f} s, "
+            f"{len(names)} queues; every 10 s that was {used_full / 10 * 100:.0f}% of a core"
+        )
+        print(
+            json.dumps(
+                {
+                    "keys": args.keys,
+                    "rate": args.rate,
+                    "pass_s": round(elapsed),
+                    "steps": steps,
+                    "pass_cpu_s": round(used, 2),
+                    "pass_core_pct": round(used / elapsed * 100, 2),
+                    "idle_core_pct": round(idle_per_s * 100, 2),
+                    "full_scan_cpu_s": round(used_full, 2),
+                }
+            )
+        )
         if found != args.queues or len(names) != args.queues:
             print("ERROR: not every queue was found", file=sys.stderr)
             sys.exit(1)

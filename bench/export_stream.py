@@ -42,8 +42,17 @@ def seed(r: redis.Redis, jobs: int, payload: int) -> None:
     for start in range(0, jobs, 5000):
         pipe = r.pipeline(transaction=False)
         for i in range(start, min(jobs, start + 5000)):
-            pipe.hset(f"bull:big:{i}", mapping={"name": "work", "data": data, "timestamp": 1_700_000_000_000 + i,
-                                                "finishedOn": 1_700_000_000_000 + i, "failedReason": "boom", "atm": 1})
+            pipe.hset(
+                f"bull:big:{i}",
+                mapping={
+                    "name": "work",
+                    "data": data,
+                    "timestamp": 1_700_000_000_000 + i,
+                    "finishedOn": 1_700_000_000_000 + i,
+                    "failedReason": "boom",
+                    "atm": 1,
+                },
+            )
             pipe.zadd("bull:big:failed", {str(i): 1_700_000_000_000 + i})
         pipe.execute()
     r.hset("bull:big:meta", mapping={"opts.maxLenEvents": 10000})
@@ -63,9 +72,24 @@ def main() -> None:
     redis_port, web_port = free_port(), free_port()
     procs = []
     try:
-        procs.append(subprocess.Popen([shutil.which("redis-server"), "--port", str(redis_port), "--bind", "127.0.0.1",
-                                       "--save", "", "--appendonly", "no", "--dir", work],
-                                      stdout=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [
+                    shutil.which("redis-server"),
+                    "--port",
+                    str(redis_port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    work,
+                ],
+                stdout=subprocess.DEVNULL,
+            )
+        )
         r = redis.Redis(port=redis_port)
         while True:
             try:
@@ -76,20 +100,30 @@ def main() -> None:
         t0 = time.monotonic()
         seed(r, args.jobs, args.payload)
         print(f"seeded {args.jobs} jobs x {args.payload} B in {time.monotonic() - t0:.1f} s", flush=True)
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
-               "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
-               "QUEUEWATCH_INSECURE_DEV": "1", "QUEUEWATCH_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-               "DATABASE_URL": f"sqlite:///{work}/db.sqlite3", "QUEUEWATCH_LOG_LEVEL": "WARNING"}
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+            "QUEUEWATCH_INSECURE_DEV": "1",
+            "QUEUEWATCH_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "DATABASE_URL": f"sqlite:///{work}/db.sqlite3",
+            "QUEUEWATCH_LOG_LEVEL": "WARNING",
+        }
 
         def manage(*a):
-            return subprocess.run([sys.executable, "manage.py", *a], cwd=ROOT, env=env, check=True,
-                                  capture_output=True, text=True).stdout.strip()
+            return subprocess.run(
+                [sys.executable, "manage.py", *a], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            ).stdout.strip()
 
         manage("migrate", "-v0")
         manage("demo_user", "--username", "bench")
         token = manage("api_token", "bench")
-        web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port),
-                                "dashboard.asgi:application"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+        web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port), "dashboard.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(web)
         while True:
             try:
@@ -99,8 +133,11 @@ def main() -> None:
                 time.sleep(0.1)
         # One small export first, so imports and connections are not counted as the big one's.
         warm = http.client.HTTPConnection("127.0.0.1", web_port)
-        warm.request("GET", "/api/v1/queues/default/bull/warm/export?state=failed&format=csv",
-                     headers={"Authorization": f"Bearer {token}"})
+        warm.request(
+            "GET",
+            "/api/v1/queues/default/bull/warm/export?state=failed&format=csv",
+            headers={"Authorization": f"Bearer {token}"},
+        )
         warm.getresponse().read()
         # What a running monitor publishes (dashboard.core.dash_redis.publish_queue_list): the
         # request reads the queue list instead of discovering (no monitor runs here).
@@ -117,8 +154,11 @@ def main() -> None:
         threading.Thread(target=sample, daemon=True).start()
         conn = http.client.HTTPConnection("127.0.0.1", web_port)
         start = time.monotonic()
-        conn.request("GET", "/api/v1/queues/default/bull/big/export?state=failed&format=jsonl",
-                     headers={"Authorization": f"Bearer {token}"})
+        conn.request(
+            "GET",
+            "/api/v1/queues/default/bull/big/export?state=failed&format=jsonl",
+            headers={"Authorization": f"Bearer {token}"},
+        )
         response = conn.getresponse()
         response.read(1)
         first_byte = time.monotonic() - start
@@ -129,11 +169,23 @@ def main() -> None:
         done.set()
         print(f"jobs {args.jobs}, payload {args.payload} B, {total_bytes / 1e6:.0f} MB downloaded")
         print(f"first byte {first_byte:.3f} s, whole export {elapsed:.1f} s")
-        print(f"daphne RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
-              f"after {rss_mb(web.pid):.0f} MB")
-        print(json.dumps({"jobs": args.jobs, "payload": args.payload, "downloaded_mb": round(total_bytes / 1e6),
-                          "first_byte_s": round(first_byte, 3), "total_s": round(elapsed, 1),
-                          "rss_before_mb": round(before), "rss_peak_mb": round(peak[0])}))
+        print(
+            f"daphne RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
+            f"after {rss_mb(web.pid):.0f} MB"
+        )
+        print(
+            json.dumps(
+                {
+                    "jobs": args.jobs,
+                    "payload": args.payload,
+                    "downloaded_mb": round(total_bytes / 1e6),
+                    "first_byte_s": round(first_byte, 3),
+                    "total_s": round(elapsed, 1),
+                    "rss_before_mb": round(before),
+                    "rss_peak_mb": round(peak[0]),
+                }
+            )
+        )
     finally:
         for p in reversed(procs):
             p.terminate()

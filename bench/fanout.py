@@ -115,8 +115,14 @@ WAITING_RE = re.compile(rb'state-waiting\\?"><a href=\\?"[^>]*>(\d+)</a>')
 def stats(samples: list[float]) -> dict:
     if not samples:
         return {"n": 0}
-    return {"n": len(samples), "p50": round(statistics.median(samples), 4), "p95": round(pct(samples, 0.95), 4),
-            "p99": round(pct(samples, 0.99), 4), "max": round(max(samples), 4), "mean": round(statistics.fmean(samples), 4)}
+    return {
+        "n": len(samples),
+        "p50": round(statistics.median(samples), 4),
+        "p95": round(pct(samples, 0.95), 4),
+        "p99": round(pct(samples, 0.99), 4),
+        "max": round(max(samples), 4),
+        "mean": round(statistics.fmean(samples), 4),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,11 +249,13 @@ class WsClient(asyncio.Protocol):
 
 
 def plan(index: int, name: str, *, completed: int, failed: int, delayed: int) -> QueuePlan:
-    return QueuePlan(index, name, {"completed": completed, "failed": failed, "wait": 0, "delayed": delayed, "prioritized": 0})
+    return QueuePlan(
+        index, name, {"completed": completed, "failed": failed, "wait": 0, "delayed": delayed, "prioritized": 0}
+    )
 
 
 def commandstats(client) -> dict[str, tuple[int, int]]:
-    return {k[len("cmdstat_"):]: (v["calls"], v["usec"]) for k, v in client.info("commandstats").items()}
+    return {k[len("cmdstat_") :]: (v["calls"], v["usec"]) for k, v in client.info("commandstats").items()}
 
 
 def stat_diff(a: dict, b: dict, cmd: str) -> dict:
@@ -350,8 +358,11 @@ async def connect_clients(hub: Hub, n: int, port: int, cookies: list[str], concu
             t0 = time.time()
             try:
                 _, c = await asyncio.wait_for(
-                    loop.create_connection(lambda: WsClient(hub, uri, origin, cookies[i % len(cookies)]), "127.0.0.1", port),
-                    timeout)
+                    loop.create_connection(
+                        lambda: WsClient(hub, uri, origin, cookies[i % len(cookies)]), "127.0.0.1", port
+                    ),
+                    timeout,
+                )
                 clients.append(c)
                 t_open = await asyncio.wait_for(asyncio.shield(c.opened), timeout)
                 connect_s.append(t_open - t0)
@@ -365,14 +376,30 @@ async def connect_clients(hub: Hub, n: int, port: int, cookies: list[str], concu
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(n)))
-    return clients, {"wall_s": round(time.perf_counter() - t0, 3), "concurrency": concurrency,
-                     "handshake_s": stats(connect_s), "until_snapshot_row_s": stats(snapshot_s),
-                     "failed": len(failures), "failure_examples": sorted(set(failures))[:5]}
+    return clients, {
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "concurrency": concurrency,
+        "handshake_s": stats(connect_s),
+        "until_snapshot_row_s": stats(snapshot_s),
+        "failed": len(failures),
+        "failure_examples": sorted(set(failures))[:5],
+    }
 
 
-async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, watch: KeyspaceWatch, start_count: int,
-                    updates: int, update_timeout: float, pids: dict[str, int], dash_admin,
-                    batched: bool = False) -> tuple[dict, dict[int, float], int]:
+async def run_phase(
+    name: str,
+    *,
+    hub: Hub,
+    clients: list[WsClient],
+    queue,
+    watch: KeyspaceWatch,
+    start_count: int,
+    updates: int,
+    update_timeout: float,
+    pids: dict[str, int],
+    dash_admin,
+    batched: bool = False,
+) -> tuple[dict, dict[int, float], int]:
     live = [c for c in clients if c.opened.done() and not c.opened.exception() and not c.transport.is_closing()]
     hub.expected_clients = len(live)
     writes: dict[int, float] = {}
@@ -395,14 +422,16 @@ async def run_phase(name: str, *, hub: Hub, clients: list[WsClient], queue, watc
         writes[count] = t_write
         try:
             await asyncio.wait_for(fut, update_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timeouts += 1
         last = max((c.first_seen.get(count, 0) for c in live), default=0)
         got = hub.arrived.get(count, 0)
         lat = [c.first_seen[count] - t_write for c in live if count in c.first_seen]
-        log(f"  {name} update {i + 1:>2}/{updates}: waiting={count}  {got}/{len(live)} clients  "
+        log(
+            f"  {name} update {i + 1:>2}/{updates}: waiting={count}  {got}/{len(live)} clients  "
             f"p50 {statistics.median(lat) * 1000 if lat else float('nan'):7.1f} ms  "
-            f"last {(last - t_write) * 1000 if got else float('nan'):7.1f} ms")
+            f"last {(last - t_write) * 1000 if got else float('nan'):7.1f} ms"
+        )
         await asyncio.sleep(random.uniform(0.2, 0.6))
     await asyncio.sleep(0.5)  # stragglers
     elapsed = time.time() - t_phase
@@ -456,7 +485,9 @@ def first_after(times: list[float], t: float) -> float | None:
     return times[i] if i < len(times) else None
 
 
-def split_monitor_side(writes: dict[int, float], watch: KeyspaceWatch, clients: list[WsClient], *, exact_pairing: bool) -> dict:
+def split_monitor_side(
+    writes: dict[int, float], watch: KeyspaceWatch, clients: list[WsClient], *, exact_pairing: bool
+) -> dict:
     """write -> publish (fragment-cache HSET) -> client, per delivery. With ``exact_pairing`` (only
     the target row changes, so the next channel-layer message after its publish is its own), also
     publish -> group_send delivered into the channel layer -> popped by daphne -> client."""
@@ -480,31 +511,44 @@ def split_monitor_side(writes: dict[int, float], watch: KeyspaceWatch, clients: 
             if tpop is not None:
                 gs_to_pop.append(tpop - tg)
                 pop_to_client += [a - tpop for a in arr]
-    out = {"updates_matched": found,
-           "write_to_publish_s": stats(to_pub),
-           "publish_to_client_s": stats(pub_to_client)}
+    out = {"updates_matched": found, "write_to_publish_s": stats(to_pub), "publish_to_client_s": stats(pub_to_client)}
     if exact_pairing:
-        out.update({"publish_to_group_send_in_redis_s": stats(pub_to_gs),
-                    "group_send_to_daphne_pop_s": stats(gs_to_pop),
-                    "daphne_pop_to_client_s": stats(pop_to_client),
-                    "group_send_to_client_s": stats(gs_to_client)})
+        out.update(
+            {
+                "publish_to_group_send_in_redis_s": stats(pub_to_gs),
+                "group_send_to_daphne_pop_s": stats(gs_to_pop),
+                "daphne_pop_to_client_s": stats(pop_to_client),
+                "group_send_to_client_s": stats(gs_to_client),
+            }
+        )
     return out
 
 
 async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir: str, children: list) -> dict:
     from bullmq import Queue
 
-    result: dict = {"bench": "fanout", "goal": {"delivery_p95_s_max": GOAL_P95_S}, "clients_requested": args.clients,
-                    "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}
+    result: dict = {
+        "bench": "fanout",
+        "goal": {"delivery_p95_s_max": GOAL_P95_S},
+        "clients_requested": args.clients,
+        "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()},
+    }
     # --- data ---
     plans = [plan(0, TARGET, completed=20, failed=5, delayed=0)]
-    plans += [plan(i, f"fanout-bg-{i:03d}", completed=200, failed=50, delayed=20) for i in range(1, args.background_queues + 1)]
+    plans += [
+        plan(i, f"fanout-bg-{i:03d}", completed=200, failed=50, delayed=20)
+        for i in range(1, args.background_queues + 1)
+    ]
     load(mon_redis, plans, events_per_queue=5)
     log(f"loaded {len(plans)} queues into the monitored Redis (port {mon_redis.port})")
 
     # --- app processes ---
-    env = pt.app_env(redis_url=mon_redis.url, dashboard_redis_url=dash_redis.url,
-                     db_path=os.path.join(tmpdir, "db.sqlite3"), tick_ms=args.tick_ms)
+    env = pt.app_env(
+        redis_url=mon_redis.url,
+        dashboard_redis_url=dash_redis.url,
+        db_path=os.path.join(tmpdir, "db.sqlite3"),
+        tick_ms=args.tick_ms,
+    )
     pt.manage(env, "migrate", "-v0")
     username, password = pt.manage(env, "demo_user", "--username", "fanout").split(" / ")
     port = _free_port()
@@ -517,8 +561,7 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     children.append(monitor)
     base = f"http://127.0.0.1:{port}"
     pt.wait_http(base + "/login/", daphne)
-    log(f"daphne pid {daphne.pid} on {base}; monitor pid {monitor.pid}; tick "
-        f"{args.tick_ms or 'default (2000)'} ms")
+    log(f"daphne pid {daphne.pid} on {base}; monitor pid {monitor.pid}; tick {args.tick_ms or 'default (2000)'} ms")
 
     dash = dash_redis.client(socket_timeout=10)
     deadline = time.monotonic() + 60
@@ -534,16 +577,19 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     # --- connect ---
     hub = Hub(row_id(TARGET).encode())
     log(f"connecting {args.clients} websockets to /ws/overview/ ...")
-    clients, connect = await connect_clients(hub, args.clients, port, [f"sessionid={c}" for c in cookies],
-                                             args.connect_concurrency, args.connect_timeout)
+    clients, connect = await connect_clients(
+        hub, args.clients, port, [f"sessionid={c}" for c in cookies], args.connect_concurrency, args.connect_timeout
+    )
     result["connect"] = connect
     result["clients_connected"] = hub.open
     info = dash.info("clients")
     result["dashboard_redis_connected_clients_after_connect"] = info["connected_clients"]
     result["daphne_rss_mib_after_connect"] = round(pt.status_kib(daphne.pid) / 1024, 1)
     result["daphne_threads_after_connect"] = pt.threads(daphne.pid)
-    log(f"connected {hub.open}/{args.clients} in {connect['wall_s']} s; handshake p95 "
-        f"{connect['handshake_s'].get('p95')} s; dashboard Redis now has {info['connected_clients']} client connections")
+    log(
+        f"connected {hub.open}/{args.clients} in {connect['wall_s']} s; handshake p95 "
+        f"{connect['handshake_s'].get('p95')} s; dashboard Redis now has {info['connected_clients']} client connections"
+    )
     if hub.open == 0:
         raise RuntimeError("no websocket connected:\n" + daphne.tail())
 
@@ -556,16 +602,27 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     try:
         log(f"phase quiet: {args.updates} updates, only the target row changes")
         quiet, quiet_writes, count = await run_phase(
-            "quiet", hub=hub, clients=clients, queue=queue, watch=watch, start_count=start_count, updates=args.updates,
-            update_timeout=args.update_timeout, pids=pids, dash_admin=dash,
-                batched=True)
+            "quiet",
+            hub=hub,
+            clients=clients,
+            queue=queue,
+            watch=watch,
+            start_count=start_count,
+            updates=args.updates,
+            update_timeout=args.update_timeout,
+            pids=pids,
+            dash_admin=dash,
+            batched=True,
+        )
         result["quiet"] = quiet
 
         busy = None
         busy_writes: dict[int, float] = {}
         if args.background_queues:
-            log(f"phase busy: {args.background_queues} background queues get a job each every "
-                f"{1 / args.churn_per_s:.2f} s, so their rows change all the time")
+            log(
+                f"phase busy: {args.background_queues} background queues get a job each every "
+                f"{1 / args.churn_per_s:.2f} s, so their rows change all the time"
+            )
             churn_stop = asyncio.Event()
             churn_stats = {"adds": 0, "late_rounds": 0}
             bg_queues = [Queue(p.name, {"connection": mon_redis.url, "prefix": PREFIX}) for p in plans[1:]]
@@ -583,16 +640,25 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
                         nxt = time.monotonic()
                     try:
                         await asyncio.wait_for(churn_stop.wait(), max(0.0, delay))
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
 
             churn_task = asyncio.create_task(churn())
             try:
                 await asyncio.sleep(3)  # let the churn reach steady state
                 busy, busy_writes, count = await run_phase(
-                    "busy", hub=hub, clients=clients, queue=queue, watch=watch, start_count=count, updates=args.updates,
-                    update_timeout=args.update_timeout, pids=pids, dash_admin=dash,
-                batched=True)
+                    "busy",
+                    hub=hub,
+                    clients=clients,
+                    queue=queue,
+                    watch=watch,
+                    start_count=count,
+                    updates=args.updates,
+                    update_timeout=args.update_timeout,
+                    pids=pids,
+                    dash_admin=dash,
+                    batched=True,
+                )
             finally:
                 churn_stop.set()
                 await churn_task
@@ -629,42 +695,60 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
 
 def report(r: dict) -> None:
     log("")
-    log(f"clients connected: {r['clients_connected']}/{r['clients_requested']}  "
+    log(
+        f"clients connected: {r['clients_connected']}/{r['clients_requested']}  "
         f"connect wall {r['connect']['wall_s']} s  "
         f"handshake p50/p95/max {r['connect']['handshake_s'].get('p50')}/{r['connect']['handshake_s'].get('p95')}/"
-        f"{r['connect']['handshake_s'].get('max')} s  failures {r['connect']['failed']}")
+        f"{r['connect']['handshake_s'].get('max')} s  failures {r['connect']['failed']}"
+    )
     for phase in ("quiet", "busy"):
         if phase not in r:
             continue
         p = r[phase]
         d = p["delivery_write_to_client_s"]
-        log(f"{phase:>5}: delivery write->client p50 {d.get('p50')} s  p95 {d.get('p95')} s  max {d.get('max')} s  "
+        log(
+            f"{phase:>5}: delivery write->client p50 {d.get('p50')} s  p95 {d.get('p95')} s  max {d.get('max')} s  "
             f"(n={d.get('n')}, missed {p['missed_deliveries']}); {p['ws_messages_per_s']} msgs/s; "
-            f"cpu {p['cpu_utilisation']}")
+            f"cpu {p['cpu_utilisation']}"
+        )
         ms = p.get("monitor_side")
         if ms:
-            line = (f"       write->publish p50 {ms['write_to_publish_s'].get('p50')} s; publish->client "
-                    f"p50 {ms['publish_to_client_s'].get('p50')} p95 {ms['publish_to_client_s'].get('p95')} s")
+            line = (
+                f"       write->publish p50 {ms['write_to_publish_s'].get('p50')} s; publish->client "
+                f"p50 {ms['publish_to_client_s'].get('p50')} p95 {ms['publish_to_client_s'].get('p95')} s"
+            )
             if "group_send_to_client_s" in ms:
-                line += (f"; publish->group_send p50 {ms['publish_to_group_send_in_redis_s'].get('p50')} s; "
-                         f"daphne pop->client p50 {ms['daphne_pop_to_client_s'].get('p50')} "
-                         f"p95 {ms['daphne_pop_to_client_s'].get('p95')} s")
+                line += (
+                    f"; publish->group_send p50 {ms['publish_to_group_send_in_redis_s'].get('p50')} s; "
+                    f"daphne pop->client p50 {ms['daphne_pop_to_client_s'].get('p50')} "
+                    f"p95 {ms['daphne_pop_to_client_s'].get('p95')} s"
+                )
             log(line)
         cl = p["channel_layer"]
-        log(f"       channel layer: {cl['overview_rows_published']} rows published, "
+        log(
+            f"       channel layer: {cl['overview_rows_published']} rows published, "
             f"{cl['dropped_at_capacity']} dropped at "
             f"capacity, {cl['group_messages_popped_by_daphne']} popped by daphne ({cl['popped_per_s']}/s, "
-            f"{cl['daphne_cpu_s_per_popped_message']} daphne CPU s each)")
+            f"{cl['daphne_cpu_s_per_popped_message']} daphne CPU s each)"
+        )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=500)
     ap.add_argument("--updates", type=int, default=20, help="updates per phase")
-    ap.add_argument("--background-queues", type=int, default=50,
-                    help="other queues on the overview, changing all the time in the busy phase (0: no busy phase)")
-    ap.add_argument("--churn-per-s", type=float, default=1.0,
-                    help="busy phase: jobs added per second to each background queue (default 1)")
+    ap.add_argument(
+        "--background-queues",
+        type=int,
+        default=50,
+        help="other queues on the overview, changing all the time in the busy phase (0: no busy phase)",
+    )
+    ap.add_argument(
+        "--churn-per-s",
+        type=float,
+        default=1.0,
+        help="busy phase: jobs added per second to each background queue (default 1)",
+    )
     ap.add_argument("--sessions", type=int, default=5, help="logged-in sessions the clients are spread over")
     ap.add_argument("--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product's)")
     ap.add_argument("--connect-concurrency", type=int, default=50)
@@ -687,8 +771,10 @@ def main() -> int:
     try:
         mon_redis.start()
         dash_redis.start()
-        log(f"monitored redis-server pid {mon_redis.proc.pid} port {mon_redis.port}; dashboard redis-server pid "
-            f"{dash_redis.proc.pid} port {dash_redis.port}")
+        log(
+            f"monitored redis-server pid {mon_redis.proc.pid} port {mon_redis.port}; dashboard redis-server pid "
+            f"{dash_redis.proc.pid} port {dash_redis.port}"
+        )
         result = asyncio.run(bench(args, mon_redis, dash_redis, tmpdir, children))
         result["wall_s"] = round(time.monotonic() - t0, 1)
         report(result)

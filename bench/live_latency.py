@@ -46,8 +46,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import (run_bench, BENCH_NODE, ROOT, Procs, QueuewatchApp, RedisServer, Tab, code_version,  # noqa: E402
-                      export_code, install_time_limit, log, percentile, resolve_ref)
+from benchlib import (  # noqa: E402
+    BENCH_NODE,
+    ROOT,
+    Procs,
+    QueuewatchApp,
+    RedisServer,
+    Tab,
+    code_version,
+    export_code,
+    install_time_limit,
+    log,
+    percentile,
+    resolve_ref,
+    run_bench,
+)
 
 QUEUE = "latency"
 JOB_ID_RE = re.compile(r'data-job-id="([^"]+)"')
@@ -86,16 +99,37 @@ class Bench:
 
     async def run_variant(self, name: str, monitored: RedisServer, *, warmup_jobs: int) -> dict:
         a = self.args
-        failer = self.procs.start(f"failer-{name}", ["node", "failer.mjs", "--redis", monitored.url(), "--queue", QUEUE,
-                                                      "--count", str(a.count), "--interval-min", str(a.interval_min),
-                                                      "--interval-max", str(a.interval_max), "--warmup", str(warmup_jobs)],
-                                  cwd=BENCH_NODE, json_stdout=True)
+        failer = self.procs.start(
+            f"failer-{name}",
+            [
+                "node",
+                "failer.mjs",
+                "--redis",
+                monitored.url(),
+                "--queue",
+                QUEUE,
+                "--count",
+                str(a.count),
+                "--interval-min",
+                str(a.interval_min),
+                "--interval-max",
+                str(a.interval_max),
+                "--warmup",
+                str(warmup_jobs),
+            ],
+            cwd=BENCH_NODE,
+            json_stdout=True,
+        )
         await asyncio.to_thread(failer.expect, "ready", 60)
         if self.tab is None:
             # The monitor discovers new queues every 10 s; connect, then wait until the failed
             # list of the warm-up jobs has arrived, so the pipeline is warm before we measure.
-            tab = Tab(self.app.url, f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1", self.cookie,
-                      on_message=self.on_message)
+            tab = Tab(
+                self.app.url,
+                f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1",
+                self.cookie,
+                on_message=self.on_message,
+            )
             await tab.connect()
             self.tab = tab
             deadline = time.monotonic() + 40
@@ -106,8 +140,10 @@ class Bench:
         await asyncio.sleep(2)
         before = set(self.arrived)
         fragments0 = self.fragments
-        log(f"{name}: client has the list ({len(before)} ids seen); failing {a.count} jobs, one every "
-            f"{a.interval_min}-{a.interval_max} ms")
+        log(
+            f"{name}: client has the list ({len(before)} ids seen); failing {a.count} jobs, one every "
+            f"{a.interval_min}-{a.interval_max} ms"
+        )
         cpu0, t0 = self.app.monitor.cpu_seconds(), time.monotonic()
         await asyncio.to_thread(self.app.probe_snapshot)  # (with --probe) start a fresh window
         failer.send_line("go")
@@ -160,9 +196,11 @@ class Bench:
         if probe:
             res["monitor_probe"] = probe
         s = res["thrown_to_arrival_ms"]
-        log(f"{name}: {len(e2e)}/{len(thrown)} arrived; thrown->arrival p50 {s.get('p50')} ms, p95 {s.get('p95')} ms, "
+        log(
+            f"{name}: {len(e2e)}/{len(thrown)} arrived; thrown->arrival p50 {s.get('p50')} ms, p95 {s.get('p95')} ms, "
             f"max {s.get('max')} ms; event->arrival p95 {res['event_to_arrival_ms'].get('p95')} ms; "
-            f"missing {len(missing)}")
+            f"missing {len(missing)}"
+        )
         return res
 
     async def run(self) -> dict:
@@ -170,9 +208,14 @@ class Bench:
         monitored = RedisServer(self.procs, "redis-monitored")
         dashboard = RedisServer(self.procs, "redis-dashboard")
         self.servers = [monitored, dashboard]
-        self.app = QueuewatchApp(self.procs, monitored_url=monitored.url(), dashboard_url=dashboard.url(),
-                                 workdir=self.tmp, tick_ms=a.tick_ms,
-                            code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT)
+        self.app = QueuewatchApp(
+            self.procs,
+            monitored_url=monitored.url(),
+            dashboard_url=dashboard.url(),
+            workdir=self.tmp,
+            tick_ms=a.tick_ms,
+            code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT,
+        )
         self.cookie = self.app.session_cookie()
         self.app.start_monitor(probe=a.probe)
         self.tab = None
@@ -181,19 +224,27 @@ class Bench:
         workload = None
         for variant in a.variants:
             if variant == "loaded":
-                workload = self.procs.start("workload", ["node", "workload.mjs", "--redis", monitored.url(),
-                                                         "--queues", "50", "--rate", str(a.load_rate)],
-                                            cwd=BENCH_NODE, json_stdout=True)
+                workload = self.procs.start(
+                    "workload",
+                    ["node", "workload.mjs", "--redis", monitored.url(), "--queues", "50", "--rate", str(a.load_rate)],
+                    cwd=BENCH_NODE,
+                    json_stdout=True,
+                )
                 ready = await asyncio.to_thread(workload.expect, "ready", 180)
-                log(f"background workload steady ({a.load_rate} jobs/s over 50 queues); letting the monitor discover it")
+                log(
+                    f"background workload steady ({a.load_rate} jobs/s over 50 queues); letting the monitor discover it"
+                )
                 await asyncio.sleep(15)
                 if a.tabs:
                     # Other open tabs, laid out like redis_load.py's clients: even ones on a
                     # workload queue's failed list, odd ones on the overview.
                     queues = ready["queues"]
                     for i in range(a.tabs):
-                        path = (f"/ws/queue/default/bull/{queues[(i // 2) % 50]}/?state=failed&list=1" if i % 2 == 0
-                                else "/ws/overview/")
+                        path = (
+                            f"/ws/queue/default/bull/{queues[(i // 2) % 50]}/?state=failed&list=1"
+                            if i % 2 == 0
+                            else "/ws/overview/"
+                        )
                         tab = Tab(self.app.url, path, self.cookie)
                         await tab.connect()
                         self.extra_tabs.append(tab)
@@ -207,9 +258,14 @@ class Bench:
         return {
             "bench": "live_latency",
             "code": code_version(self.args.code_ref),
-            "config": {"count": a.count, "interval_ms": [a.interval_min, a.interval_max], "extra_tabs_when_loaded": a.tabs,
-                       "monitor_tick_ms": a.tick_ms or "default (2000)", "load_rate": a.load_rate,
-                       "path": f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1"},
+            "config": {
+                "count": a.count,
+                "interval_ms": [a.interval_min, a.interval_max],
+                "extra_tabs_when_loaded": a.tabs,
+                "monitor_tick_ms": a.tick_ms or "default (2000)",
+                "load_rate": a.load_rate,
+                "path": f"/ws/queue/default/bull/{QUEUE}/?state=failed&list=1",
+            },
             "variants": results,
             "goal_p95_le_250ms": all(r["goal_p95_le_250ms"] for r in results.values()),
         }
@@ -228,13 +284,24 @@ def main() -> int:
     ap.add_argument("--interval-max", type=int, default=200)
     ap.add_argument("--variants", default="quiet,loaded")
     ap.add_argument("--load-rate", type=int, default=100, help="background jobs/s in the 'loaded' variant")
-    ap.add_argument("--tabs", type=int, default=0,
-                    help="in the 'loaded' variant, open this many more tabs (queue lists and overviews) first")
+    ap.add_argument(
+        "--tabs",
+        type=int,
+        default=0,
+        help="in the 'loaded' variant, open this many more tabs (queue lists and overviews) first",
+    )
     ap.add_argument("--tick-ms", type=int, default=None)
-    ap.add_argument("--probe", action="store_true",
-                    help="run the monitor under bench/monitor_probe.py and report where its time goes")
-    ap.add_argument("--code-ref", default=None, metavar="REF",
-                    help="run Queuewatch from this commit (exported with git archive) instead of the working tree")
+    ap.add_argument(
+        "--probe",
+        action="store_true",
+        help="run the monitor under bench/monitor_probe.py and report where its time goes",
+    )
+    ap.add_argument(
+        "--code-ref",
+        default=None,
+        metavar="REF",
+        help="run Queuewatch from this commit (exported with git archive) instead of the working tree",
+    )
     ap.add_argument("--time-limit", type=float, default=420)
     args = ap.parse_args()
     args.variants = [v for v in args.variants.split(",") if v]
@@ -243,6 +310,7 @@ def main() -> int:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
     return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne") or name.startswith("failer"))
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -88,8 +88,16 @@ class Sampler:
             pass
 
 
-def wait_ticks(admin, queues: int, ticks: float, *, monitor: pt.Child, sampler: Sampler, timeout: float,
-               start_calls: int | None = None) -> tuple[float, int]:
+def wait_ticks(
+    admin,
+    queues: int,
+    ticks: float,
+    *,
+    monitor: pt.Child,
+    sampler: Sampler,
+    timeout: float,
+    start_calls: int | None = None,
+) -> tuple[float, int]:
     """Wait until ``ticks`` full ticks were observed after ``start_calls`` HEXISTS calls."""
     base = hexists_calls(admin) if start_calls is None else start_calls
     deadline = time.monotonic() + timeout
@@ -110,8 +118,14 @@ def wait_ticks(admin, queues: int, ticks: float, *, monitor: pt.Child, sampler: 
 def measure(label: str, *, monitor: pt.Child, admin, dash, queues: int, args) -> dict:
     sampler = Sampler(monitor.pid)
     # Settle: full ticks on the new data (the first after a swap also re-renders every row).
-    settled, _ = wait_ticks(admin, queues, args.settle_ticks, monitor=monitor, sampler=sampler,
-                            timeout=args.settle_ticks * args.tick_ms / 1000 * 2 + 15)
+    settled, _ = wait_ticks(
+        admin,
+        queues,
+        args.settle_ticks,
+        monitor=monitor,
+        sampler=sampler,
+        timeout=args.settle_ticks * args.tick_ms / 1000 * 2 + 15,
+    )
     rss_settle = pt.status_kib(monitor.pid)
     sampler.samples.clear()
     calls0 = hexists_calls(admin)
@@ -123,14 +137,36 @@ def measure(label: str, *, monitor: pt.Child, admin, dash, queues: int, args) ->
         spy_out = os.path.join(args.tmpdir, "monitor.spy")
         exe = shutil.which("py-spy") or os.path.join(REPO, ".venv", "bin", "py-spy")
         if os.path.exists(exe):
-            spy = subprocess.Popen([exe, "record", "-p", str(monitor.pid), "-r", "100", "-f", "raw", "-o", spy_out,
-                                    "-d", str(int(args.ticks * args.tick_ms / 1000 * 3 + 10))],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spy = subprocess.Popen(
+                [
+                    exe,
+                    "record",
+                    "-p",
+                    str(monitor.pid),
+                    "-r",
+                    "100",
+                    "-f",
+                    "raw",
+                    "-o",
+                    spy_out,
+                    "-d",
+                    str(int(args.ticks * args.tick_ms / 1000 * 3 + 10)),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         else:
             log("  --py-spy: py-spy not found; skipped")
     lost0 = leadership_losses(monitor)
-    ticks, calls1 = wait_ticks(admin, queues, args.ticks, monitor=monitor, sampler=sampler,
-                               timeout=args.ticks * args.tick_ms / 1000 * 2 + 10, start_calls=calls0)
+    ticks, calls1 = wait_ticks(
+        admin,
+        queues,
+        args.ticks,
+        monitor=monitor,
+        sampler=sampler,
+        timeout=args.ticks * args.tick_ms / 1000 * 2 + 10,
+        start_calls=calls0,
+    )
     cpu1 = pt.cpu_seconds(monitor.pid)
     t1 = time.monotonic()
     sampler.poll()
@@ -212,14 +248,24 @@ def run(args, mon: PrivateRedis, dash_redis: PrivateRedis, children: list) -> di
     admin = mon.client(db=WATCHED_DB, socket_timeout=120)
     staging = mon.client(db=STAGING_DB, socket_timeout=300)
     dash = dash_redis.client(socket_timeout=10)
-    env = pt.app_env(redis_url=mon.url.rsplit("/", 1)[0] + f"/{WATCHED_DB}", dashboard_redis_url=dash_redis.url,
-                     db_path=os.path.join(args.tmpdir, "db.sqlite3"), tick_ms=args.tick_ms)
+    env = pt.app_env(
+        redis_url=mon.url.rsplit("/", 1)[0] + f"/{WATCHED_DB}",
+        dashboard_redis_url=dash_redis.url,
+        db_path=os.path.join(args.tmpdir, "db.sqlite3"),
+        tick_ms=args.tick_ms,
+    )
     pt.manage(env, "migrate", "-v0")
     monitor_args = ("--lock-ttl-ms", str(args.lock_ttl_ms)) if args.lock_ttl_ms else ()
-    result: dict = {"bench": "monitor_memory", "queues": args.queues, "tick_ms": args.tick_ms, "ticks_per_step": args.ticks,
-                    "monitor_cmd": " ".join(("manage.py", "monitor") + monitor_args),
-                    "goal": f"RSS flat as jobs grow: RSS at the last step within {int(FLAT_TOLERANCE * 100)}% of the first",
-                    "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}, "steps": []}
+    result: dict = {
+        "bench": "monitor_memory",
+        "queues": args.queues,
+        "tick_ms": args.tick_ms,
+        "ticks_per_step": args.ticks,
+        "monitor_cmd": " ".join(("manage.py", "monitor") + monitor_args),
+        "goal": f"RSS flat as jobs grow: RSS at the last step within {int(FLAT_TOLERANCE * 100)}% of the first",
+        "host": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()},
+        "steps": [],
+    }
     monitor = None
     for jobs in steps:
         staging.flushdb()
@@ -230,10 +276,16 @@ def run(args, mon: PrivateRedis, dash_redis: PrivateRedis, children: list) -> di
         t_swap = time.monotonic()
         info = admin.info("memory")
         keys = admin.dbsize()
-        log(f"  loaded {jobs:,} jobs ({keys:,} keys) in {loaded['seconds']:.1f}s and swapped them in; "
-            f"redis used_memory {info['used_memory'] / 2**20:,.0f} MiB")
-        step = {"jobs": jobs, "redis_keys": keys, "redis_used_memory_mib": round(info["used_memory"] / 2**20, 1),
-                "load_s": round(loaded["seconds"], 1)}
+        log(
+            f"  loaded {jobs:,} jobs ({keys:,} keys) in {loaded['seconds']:.1f}s and swapped them in; "
+            f"redis used_memory {info['used_memory'] / 2**20:,.0f} MiB"
+        )
+        step = {
+            "jobs": jobs,
+            "redis_keys": keys,
+            "redis_used_memory_mib": round(info["used_memory"] / 2**20, 1),
+            "load_s": round(loaded["seconds"], 1),
+        }
         if monitor is None:
             monitor = pt.start_monitor(env, args.tmpdir, args=monitor_args)
             children.append(monitor)
@@ -241,11 +293,13 @@ def run(args, mon: PrivateRedis, dash_redis: PrivateRedis, children: list) -> di
             log(f"  monitor pid {monitor.pid} published {args.queues} overview rows after {step['first_publish_s']} s")
         step.update(measure(f"{jobs}", monitor=monitor, admin=admin, dash=dash, queues=args.queues, args=args))
         step["seconds_since_swap"] = round(time.monotonic() - t_swap, 1)
-        log(f"  {jobs:>9,} jobs: RSS {step['rss_mib_end']} MiB (min {step['rss_mib_min']}, max {step['rss_mib_max']}, "
+        log(
+            f"  {jobs:>9,} jobs: RSS {step['rss_mib_end']} MiB (min {step['rss_mib_min']}, max {step['rss_mib_max']}, "
             f"peak ever {step['vm_hwm_mib']}); CPU {step['cpu_s_per_tick']} s/tick over {step['ticks_observed']} ticks "
             f"({step['wall_s_per_tick']} s wall/tick, {step['cpu_utilisation'] * 100:.0f}% of a core); "
             f"{step['fragment_publishes_per_tick']} fragment publishes/tick; "
-            f"{step['leadership_losses']} leadership losses")
+            f"{step['leadership_losses']} leadership losses"
+        )
         result["steps"].append(step)
 
     # A fresh process on the last step's data: what the data size alone costs.
@@ -279,10 +333,16 @@ def main() -> int:
     ap.add_argument("--settle-ticks", type=int, default=3, help="full ticks on new data before measuring")
     ap.add_argument("--events", type=int, default=20, help="events stream entries per queue")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--lock-ttl-ms", type=int, default=None,
-                    help="pass --lock-ttl-ms to manage.py monitor (default: the command's own, 5000)")
+    ap.add_argument(
+        "--lock-ttl-ms",
+        type=int,
+        default=None,
+        help="pass --lock-ttl-ms to manage.py monitor (default: the command's own, 5000)",
+    )
     ap.add_argument("--py-spy", action="store_true", help="profile the monitor with py-spy during one window")
-    ap.add_argument("--py-spy-step", default=None, help="which window to profile: a job total or 'fresh' (default: last)")
+    ap.add_argument(
+        "--py-spy-step", default=None, help="which window to profile: a job total or 'fresh' (default: last)"
+    )
     args = ap.parse_args()
     if args.py_spy_step is None:
         args.py_spy_step = args.steps.split(",")[-1]
@@ -299,17 +359,25 @@ def main() -> int:
     try:
         mon.start()
         dash.start()
-        log(f"monitored redis-server pid {mon.proc.pid} port {mon.port} (monitor reads db {WATCHED_DB}); "
-            f"dashboard redis-server pid {dash.proc.pid} port {dash.port}")
+        log(
+            f"monitored redis-server pid {mon.proc.pid} port {mon.port} (monitor reads db {WATCHED_DB}); "
+            f"dashboard redis-server pid {dash.proc.pid} port {dash.port}"
+        )
         result = run(args, mon, dash, children)
         result["wall_s"] = round(time.monotonic() - t0, 1)
         log("")
         log(f"{'jobs':>10} {'RSS MiB':>8} {'max MiB':>8} {'CPU s/tick':>10} {'ticks':>6} {'wall s/tick':>11}")
-        for s in result["steps"] + [dict(result["fresh_monitor_last_step"], jobs=f"{result['steps'][-1]['jobs']} (fresh)")]:
-            log(f"{s['jobs']:>10} {s['rss_mib_end']:>8} {s['rss_mib_max']:>8} {s['cpu_s_per_tick']:>10} "
-                f"{s['ticks_observed']:>6} {s['wall_s_per_tick']:>11}")
-        log(f"memory flat (within {int(FLAT_TOLERANCE * 100)}%): {result['memory_flat']} "
-            f"({result['rss_growth_first_to_last_mib']:+} MiB, {result['rss_growth_first_to_last_pct']:+}%)")
+        for s in result["steps"] + [
+            dict(result["fresh_monitor_last_step"], jobs=f"{result['steps'][-1]['jobs']} (fresh)")
+        ]:
+            log(
+                f"{s['jobs']:>10} {s['rss_mib_end']:>8} {s['rss_mib_max']:>8} {s['cpu_s_per_tick']:>10} "
+                f"{s['ticks_observed']:>6} {s['wall_s_per_tick']:>11}"
+            )
+        log(
+            f"memory flat (within {int(FLAT_TOLERANCE * 100)}%): {result['memory_flat']} "
+            f"({result['rss_growth_first_to_last_mib']:+} MiB, {result['rss_growth_first_to_last_pct']:+}%)"
+        )
         print(json.dumps(result), flush=True)
         return 0
     except KeyboardInterrupt:

@@ -39,8 +39,8 @@ django.setup()
 
 from dashboard.live import channels as live  # noqa: E402
 from dashboard.live import fragments  # noqa: E402
-from dashboard.monitor import (
-    intake,  # noqa: E402
+from dashboard.monitor import (  # noqa: E402
+    intake,
     publishing,
     tracking,
 )
@@ -85,8 +85,13 @@ def snap() -> dict:
         _sizes.clear()
     out = {}
     for name, vals in samples.items():
-        out[name] = {"n": len(vals), "total_ms": round(sum(vals) * 1000, 1), "p50_ms": round(_pct(vals, 50) * 1000, 2),
-                     "p95_ms": round(_pct(vals, 95) * 1000, 2), "max_ms": round(max(vals) * 1000, 1)}
+        out[name] = {
+            "n": len(vals),
+            "total_ms": round(sum(vals) * 1000, 1),
+            "p50_ms": round(_pct(vals, 50) * 1000, 2),
+            "p95_ms": round(_pct(vals, 95) * 1000, 2),
+            "max_ms": round(max(vals) * 1000, 1),
+        }
         if sizes.get(name):
             out[name]["mean_size"] = round(sum(sizes[name]) / len(sizes[name]), 1)
     return out
@@ -94,8 +99,12 @@ def snap() -> dict:
 
 # --- wrap the monitor's steps --------------------------------------------------------------------
 M = mon.Monitor
-timed(M, "refresh", lambda a, kw: "refresh_exact" if kw.get("exact") else "refresh_full" if kw.get("full") else "refresh_dirty",
-      size=lambda a, kw: len(a[1]))
+timed(
+    M,
+    "refresh",
+    lambda a, kw: "refresh_exact" if kw.get("exact") else "refresh_full" if kw.get("full") else "refresh_dirty",
+    size=lambda a, kw: len(a[1]),
+)
 timed(M, "flush", "flush")
 timed(M, "discover", "discover")
 timed(intake.EventIntake, "handle", "handle")

@@ -31,21 +31,28 @@ if not os.path.exists(PYTHON):
     PYTHON = sys.executable
 
 
-def app_env(*, redis_url: str, dashboard_redis_url: str, db_path: str, tick_ms: int | None = None, **extra: str) -> dict:
+def app_env(
+    *, redis_url: str, dashboard_redis_url: str, db_path: str, tick_ms: int | None = None, **extra: str
+) -> dict:
     """The environment Queuewatch's processes run with: nothing inherited may point them at
     another Redis or database."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("QUEUEWATCH_") and k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
-        "QUEUEWATCH_REDIS_URL": redis_url,
-        "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_redis_url,
-        "DATABASE_URL": f"sqlite:///{db_path}",
-        "QUEUEWATCH_LOG_LEVEL": "WARNING",
-        "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback
-        "PYTHONUNBUFFERED": "1",
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("QUEUEWATCH_") and k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_SECRET_KEY": "bench-" + "x" * 40,
+            "QUEUEWATCH_REDIS_URL": redis_url,
+            "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_redis_url,
+            "DATABASE_URL": f"sqlite:///{db_path}",
+            "QUEUEWATCH_LOG_LEVEL": "WARNING",
+            "QUEUEWATCH_INSECURE_DEV": "1",  # plain http on loopback
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if tick_ms is not None:
         env["QUEUEWATCH_MONITOR_TICK_MS"] = str(tick_ms)
     env.update(extra)
@@ -53,8 +60,15 @@ def app_env(*, redis_url: str, dashboard_redis_url: str, db_path: str, tick_ms: 
 
 
 def manage(env: dict, *args: str, timeout: float = 120) -> str:
-    proc = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=_set_pdeathsig)
+    proc = subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_set_pdeathsig,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc.stdout.strip()
@@ -67,8 +81,16 @@ class Child:
         self.name = name
         self.log_path = os.path.join(logdir, f"{name}.log")
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_set_pdeathsig)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_set_pdeathsig,
+        )
         self.pid = self.proc.pid
 
     def alive(self) -> bool:
@@ -106,7 +128,9 @@ def start_daphne(env: dict, port: int, logdir: str, app: str = "dashboard.asgi:a
 
 def start_monitor(env: dict, logdir: str, script: str | None = None, args: tuple[str, ...] = ()) -> Child:
     """``manage.py monitor [args]``, or a bench script that runs the same command (a what-if variant)."""
-    return Child("monitor", ([PYTHON, script] if script else [PYTHON, "manage.py", "monitor"]) + list(args), env, logdir)
+    return Child(
+        "monitor", ([PYTHON, script] if script else [PYTHON, "manage.py", "monitor"]) + list(args), env, logdir
+    )
 
 
 def wait_http(url: str, child: Child, timeout: float = 30) -> None:
@@ -129,9 +153,10 @@ def login_session(base_url: str, username: str, password: str) -> str:
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(base_url + "/login/", timeout=10).read().decode()
     marker = 'name="csrfmiddlewaretoken" value="'
-    token = page[page.index(marker) + len(marker):].split('"', 1)[0]
-    body = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username, "password": password,
-                                   "next": "/"}).encode()
+    token = page[page.index(marker) + len(marker) :].split('"', 1)[0]
+    body = urllib.parse.urlencode(
+        {"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/"}
+    ).encode()
     req = urllib.request.Request(base_url + "/login/", data=body, headers={"Referer": base_url + "/login/"})
     opener.open(req, timeout=30).read()
     for c in jar:

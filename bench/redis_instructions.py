@@ -43,14 +43,22 @@ class CountedRedis:
 
     def __init__(self, procs: Procs):
         self.out = Path(tempfile.mkdtemp(prefix="qw-bench-callgrind-"))
-        self.server = RedisServer(procs, "redis-callgrind", start_timeout=60, launcher=(
-            "valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}/callgrind.out"))
+        self.server = RedisServer(
+            procs,
+            "redis-callgrind",
+            start_timeout=60,
+            launcher=("valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}/callgrind.out"),
+        )
         self.client = self.server.client(socket_timeout=600)
         self.dumps = 0
 
     def _control(self, flag: str) -> None:
-        subprocess.run(["callgrind_control", flag, str(self.server.proc.proc.pid)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["callgrind_control", flag, str(self.server.proc.proc.pid)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def count(self, run) -> int:
         self._control("-z")
@@ -80,8 +88,15 @@ def queuewatch(client: redis.Redis, queue: str, action: str) -> None:
     from queues.keys import QueueRef
     from queues.selection import JobFilter
 
-    plan = BulkPlan(queue=QueueRef("default", "bull", queue), action=action, before_ms=int(time.time() * 1000),
-                    filt=JobFilter(), rate=None, reset_counters=True, patch=PATCH if action == "edit-retry" else None)
+    plan = BulkPlan(
+        queue=QueueRef("default", "bull", queue),
+        action=action,
+        before_ms=int(time.time() * 1000),
+        filt=JobFilter(),
+        rate=None,
+        reset_counters=True,
+        patch=PATCH if action == "edit-retry" else None,
+    )
     run_bulk(client, plan=plan, store=MemoryStore())
 
 
@@ -118,9 +133,18 @@ def main() -> int:
         server.cleanup()
     floor, retry, edit = per_job["move_jobs_to_wait"], per_job["queuewatch_retry"], per_job["queuewatch_edit"]
     log(f"retry / moveJobsToWait {retry / floor:.2f}, edit / retry {edit / retry:.2f}")
-    print(json.dumps({"benchmark": "redis_instructions", "jobs": n, "instructions_per_job": per_job,
-                      "retry_over_move_jobs_to_wait": round(retry / floor, 3), "edit_over_retry": round(edit / retry, 3),
-                      "code": code_version()}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "redis_instructions",
+                "jobs": n,
+                "instructions_per_job": per_job,
+                "retry_over_move_jobs_to_wait": round(retry / floor, 3),
+                "edit_over_retry": round(edit / retry, 3),
+                "code": code_version(),
+            }
+        )
+    )
     return 0
 
 

@@ -116,6 +116,7 @@ def ensure_node_modules() -> None:
     if not (BENCH_NODE / "node_modules" / "@bull-board" / "api").exists():
         log("installing bench/node packages (npm ci)")
         import subprocess
+
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=BENCH_NODE, check=True, timeout=300)
 
 
@@ -140,8 +141,7 @@ class BullBoardTabs:
 
     async def _tab(self, i: int) -> None:
         queue = self.queues[0] if self.spread == "same" else self.queues[i % len(self.queues)]
-        url = (f"{self.base_url}/api/queues?activeQueue={urllib.parse.quote(queue)}"
-               "&status=failed&page=1&jobsPerPage=10")
+        url = f"{self.base_url}/api/queues?activeQueue={urllib.parse.quote(queue)}&status=failed&page=1&jobsPerPage=10"
         loop = asyncio.get_running_loop()
         await asyncio.sleep(((i * 0.6180339887) % 1.0) * POLL_INTERVAL)
         next_t = loop.time()
@@ -182,8 +182,16 @@ class Bench:
         self.servers: list[RedisServer] = []
         self.app: QueuewatchApp | None = None
 
-    async def measure(self, label: str, seconds: float, *, tool: str | None = None, tabs=None, bb: BullBoardTabs | None = None,
-                      cpu_procs=()) -> dict:
+    async def measure(
+        self,
+        label: str,
+        seconds: float,
+        *,
+        tool: str | None = None,
+        tabs=None,
+        bb: BullBoardTabs | None = None,
+        cpu_procs=(),
+    ) -> dict:
         client = self.monitored_client
         s0 = commandstats(client)
         proxy = self.proxies.get(tool) if tool else None
@@ -206,8 +214,10 @@ class Bench:
             "total_cmds_per_s": round(total, 1),
             "per_command": {k: round(v, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1])},
             "redis_cpu_pct": round(redis_cpu, 1),
-            "cpu_pct": {**{p.name: round((p.cpu_seconds() - c0[p.name]) / dt * 100, 1) for p in cpu_procs},
-                        "bench-clients": round((sum(os.times()[:2]) - own0) / dt * 100, 1)},
+            "cpu_pct": {
+                **{p.name: round((p.cpu_seconds() - c0[p.name]) / dt * 100, 1) for p in cpu_procs},
+                "bench-clients": round((sum(os.times()[:2]) - own0) / dt * 100, 1),
+            },
             "loadavg_1m": round(os.getloadavg()[0], 2),
         }
         if probing:
@@ -222,7 +232,7 @@ class Bench:
             out["ws_msgs_per_s"] = round((sum(t.messages for t in tabs) - m0) / dt, 1)
         if bb is not None:
             ok, err, nbytes, nlat = bb.counters()
-            lat = bb.latencies[b0[3]:nlat]
+            lat = bb.latencies[b0[3] : nlat]
             out["polls_ok"] = ok - b0[0]
             out["polls_failed"] = err - b0[1]
             out["polls_per_s"] = round((ok - b0[0]) / dt, 2)
@@ -236,14 +246,22 @@ class Bench:
         if "ws_msgs_per_s" in out:
             extra += f", {out['ws_open']} ws open, {out['ws_msgs_per_s']} msgs/s"
         if "polls_per_s" in out:
-            extra += f", {out['polls_per_s']} polls/s ({out['polls_failed']} failed, p95 {out['poll_latency_ms_p95']} ms)"
+            extra += (
+                f", {out['polls_per_s']} polls/s ({out['polls_failed']} failed, p95 {out['poll_latency_ms_p95']} ms)"
+            )
         log(f"{label}: {total:.0f} cmds/s on the monitored Redis (Redis CPU {redis_cpu:.0f}%){extra}")
         if out.get("monitor_probe"):
             pr = out["monitor_probe"]
-            parts = [f"{k} n={v['n']} p50={v['p50_ms']}ms p95={v['p95_ms']}ms max={v['max_ms']}ms"
-                     + (f" size={v['mean_size']}" if "mean_size" in v else "")
-                     for k, v in sorted(pr.items(), key=lambda kv: -kv[1]["total_ms"])[:8]]
-            log("  monitor steps: " + "; ".join(parts) + (f"; LOCK LOST x{pr['lock_lost']['n']}" if "lock_lost" in pr else ""))
+            parts = [
+                f"{k} n={v['n']} p50={v['p50_ms']}ms p95={v['p95_ms']}ms max={v['max_ms']}ms"
+                + (f" size={v['mean_size']}" if "mean_size" in v else "")
+                for k, v in sorted(pr.items(), key=lambda kv: -kv[1]["total_ms"])[:8]
+            ]
+            log(
+                "  monitor steps: "
+                + "; ".join(parts)
+                + (f"; LOCK LOST x{pr['lock_lost']['n']}" if "lock_lost" in pr else "")
+            )
         self.phases[label] = out
         return out
 
@@ -257,19 +275,40 @@ class Bench:
         self.dashboard_client = dashboard.client()
         log(f"monitored Redis on :{monitored.port}, dashboard Redis on :{dashboard.port}")
         if not a.no_proxy:
-            self.proxies = {"queuewatch": CountingProxy(self.procs, monitored.port, "queuewatch"),
-                            "bullboard": CountingProxy(self.procs, monitored.port, "bullboard")}
+            self.proxies = {
+                "queuewatch": CountingProxy(self.procs, monitored.port, "queuewatch"),
+                "bullboard": CountingProxy(self.procs, monitored.port, "bullboard"),
+            }
 
-        workload = self.procs.start("workload", ["node", "workload.mjs", "--redis", monitored.url(), "--queues", str(a.queues),
-                                                 "--rate", str(a.rate), "--fail-every", str(a.fail_every)],
-                                    cwd=BENCH_NODE, json_stdout=True)
+        workload = self.procs.start(
+            "workload",
+            [
+                "node",
+                "workload.mjs",
+                "--redis",
+                monitored.url(),
+                "--queues",
+                str(a.queues),
+                "--rate",
+                str(a.rate),
+                "--fail-every",
+                str(a.fail_every),
+            ],
+            cwd=BENCH_NODE,
+            json_stdout=True,
+        )
         ready = workload.expect("ready", 180)
         queues = ready["queues"]
         log(f"workload steady: {a.rate} jobs/s over {len(queues)} queues")
 
-        app = self.app = QueuewatchApp(self.procs, monitored_url=self.url_for(monitored, "queuewatch"),
-                            dashboard_url=dashboard.url(), workdir=self.tmp, tick_ms=a.tick_ms,
-                            code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT)
+        app = self.app = QueuewatchApp(
+            self.procs,
+            monitored_url=self.url_for(monitored, "queuewatch"),
+            dashboard_url=dashboard.url(),
+            workdir=self.tmp,
+            tick_ms=a.tick_ms,
+            code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT,
+        )
         cookie = app.session_cookie()
         log(f"Queuewatch (daphne) on {app.url}, logged in as {app.username}")
         await asyncio.sleep(a.settle)
@@ -299,9 +338,21 @@ class Bench:
     async def run_bullboard(self, monitored: RedisServer, queues: list[str], workload) -> None:
         a = self.args
         bb_port = free_port()
-        bb_proc = self.procs.start("bullboard", ["node", "bullboard.mjs", "--redis", self.url_for(monitored, "bullboard"),
-                                                 "--port", str(bb_port), "--queues", ",".join(queues)],
-                                   cwd=BENCH_NODE, json_stdout=True)
+        bb_proc = self.procs.start(
+            "bullboard",
+            [
+                "node",
+                "bullboard.mjs",
+                "--redis",
+                self.url_for(monitored, "bullboard"),
+                "--port",
+                str(bb_port),
+                "--queues",
+                ",".join(queues),
+            ],
+            cwd=BENCH_NODE,
+            json_stdout=True,
+        )
         bb_proc.expect("listening", 30)
         bb = BullBoardTabs(f"http://127.0.0.1:{bb_port}", queues, a.spread)
         for n in a.clients:
@@ -319,7 +370,9 @@ class Bench:
         await asyncio.sleep(a.monitor_warmup)
         if not monitor.alive():
             raise RuntimeError("monitor exited:\n" + monitor.tail())
-        await self.measure("queuewatch-0", a.baseline_seconds, tool="queuewatch", tabs=[], cpu_procs=[workload, monitor, app.daphne])
+        await self.measure(
+            "queuewatch-0", a.baseline_seconds, tool="queuewatch", tabs=[], cpu_procs=[workload, monitor, app.daphne]
+        )
         tabs: list[Tab] = []
         for n in a.clients:
             while len(tabs) < n:
@@ -335,7 +388,9 @@ class Bench:
             await asyncio.sleep(a.warmup)
             if not monitor.alive():
                 raise RuntimeError("monitor exited:\n" + monitor.tail())
-            await self.measure(f"queuewatch-{n}", a.seconds, tool="queuewatch", tabs=tabs, cpu_procs=[workload, monitor, app.daphne])
+            await self.measure(
+                f"queuewatch-{n}", a.seconds, tool="queuewatch", tabs=tabs, cpu_procs=[workload, monitor, app.daphne]
+            )
         closed_early = sum(1 for t in tabs if not t.is_open)
         for t in tabs:
             await t.close()
@@ -369,8 +424,13 @@ class Bench:
             await asyncio.sleep(a.monitor_warmup)
             if not monitor.alive():
                 raise RuntimeError("monitor exited:\n" + monitor.tail())
-            await self.measure("queuewatch-timingsoff", a.baseline_seconds, tool="queuewatch", tabs=[],
-                               cpu_procs=[workload, monitor, app.daphne])
+            await self.measure(
+                "queuewatch-timingsoff",
+                a.baseline_seconds,
+                tool="queuewatch",
+                tabs=[],
+                cpu_procs=[workload, monitor, app.daphne],
+            )
             app.stop_monitor()
         finally:
             app.env.pop("QUEUEWATCH_TIMINGS", None)
@@ -400,11 +460,15 @@ class Bench:
                 continue
             tool, n = label.rsplit("-", 1)
             total, scale, top = net(phase)
-            entry = {"net_cmds_per_s": round(total, 1), "proxy_cmds_per_s": phase.get("proxy_cmds_per_s"),
-                     "net_unscaled_cmds_per_s": round(phase["total_cmds_per_s"] - base_total, 1),
-                     "workload_scale": round(scale, 3),
-                     "total_cmds_per_s": phase["total_cmds_per_s"], "net_per_command": dict(list(top.items())[:25]),
-                     **{k: v for k, v in phase.items() if k not in ("per_command", "total_cmds_per_s", "proxy_cmds_per_s")}}
+            entry = {
+                "net_cmds_per_s": round(total, 1),
+                "proxy_cmds_per_s": phase.get("proxy_cmds_per_s"),
+                "net_unscaled_cmds_per_s": round(phase["total_cmds_per_s"] - base_total, 1),
+                "workload_scale": round(scale, 3),
+                "total_cmds_per_s": phase["total_cmds_per_s"],
+                "net_per_command": dict(list(top.items())[:25]),
+                **{k: v for k, v in phase.items() if k not in ("per_command", "total_cmds_per_s", "proxy_cmds_per_s")},
+            }
             result[tool][n] = entry
 
         qw, bbr = result["queuewatch"], result["bullboard"]
@@ -412,15 +476,28 @@ class Bench:
         for n in map(str, a.clients):
             if n in qw and n in bbr:
                 ratios[n] = {
-                    "net": round(bbr[n]["net_cmds_per_s"] / qw[n]["net_cmds_per_s"], 2) if qw[n]["net_cmds_per_s"] > 0 else None,
-                    "proxy_top_level": (round(bbr[n]["proxy_cmds_per_s"] / qw[n]["proxy_cmds_per_s"], 2)
-                                        if qw[n]["proxy_cmds_per_s"] and bbr[n]["proxy_cmds_per_s"] else None),
+                    "net": round(bbr[n]["net_cmds_per_s"] / qw[n]["net_cmds_per_s"], 2)
+                    if qw[n]["net_cmds_per_s"] > 0
+                    else None,
+                    "proxy_top_level": (
+                        round(bbr[n]["proxy_cmds_per_s"] / qw[n]["proxy_cmds_per_s"], 2)
+                        if qw[n]["proxy_cmds_per_s"] and bbr[n]["proxy_cmds_per_s"]
+                        else None
+                    ),
                 }
         lo, hi = str(min(a.clients)), str(max(a.clients))
         growth = growth_proxy = None
         if lo in qw and hi in qw:
-            growth = (qw[hi]["net_cmds_per_s"] / qw[lo]["net_cmds_per_s"] - 1) * 100 if qw[lo]["net_cmds_per_s"] > 0 else None
-            growth_proxy = (qw[hi]["proxy_cmds_per_s"] / qw[lo]["proxy_cmds_per_s"] - 1) * 100 if qw[lo]["proxy_cmds_per_s"] else None
+            growth = (
+                (qw[hi]["net_cmds_per_s"] / qw[lo]["net_cmds_per_s"] - 1) * 100
+                if qw[lo]["net_cmds_per_s"] > 0
+                else None
+            )
+            growth_proxy = (
+                (qw[hi]["proxy_cmds_per_s"] / qw[lo]["proxy_cmds_per_s"] - 1) * 100
+                if qw[lo]["proxy_cmds_per_s"]
+                else None
+            )
         ratio_hi = ratios.get(hi, {}).get("net")
 
         # bull-board's cost per poll, and what its tabs would cost if its server had kept up with
@@ -429,11 +506,14 @@ class Bench:
         for n, e in bbr.items():
             if e.get("polls_per_s"):
                 requested = int(n) / POLL_INTERVAL
-                per_poll[n] = {"net_cmds_per_poll": round(e["net_cmds_per_s"] / e["polls_per_s"], 1),
-                               "top_level_cmds_per_poll": round(e["proxy_cmds_per_s"] / e["polls_per_s"], 1)
-                               if e.get("proxy_cmds_per_s") else None,
-                               "polls_served_of_requested_pct": round(e["polls_per_s"] / requested * 100, 1),
-                               "net_cmds_per_s_at_full_poll_rate": round(e["net_cmds_per_s"] / e["polls_per_s"] * requested, 1)}
+                per_poll[n] = {
+                    "net_cmds_per_poll": round(e["net_cmds_per_s"] / e["polls_per_s"], 1),
+                    "top_level_cmds_per_poll": round(e["proxy_cmds_per_s"] / e["polls_per_s"], 1)
+                    if e.get("proxy_cmds_per_s")
+                    else None,
+                    "polls_served_of_requested_pct": round(e["polls_per_s"] / requested * 100, 1),
+                    "net_cmds_per_s_at_full_poll_rate": round(e["net_cmds_per_s"] / e["polls_per_s"] * requested, 1),
+                }
         ratio_full = None
         if hi in per_poll and hi in qw and qw[hi]["net_cmds_per_s"] > 0:
             ratio_full = round(per_poll[hi]["net_cmds_per_s_at_full_poll_rate"] / qw[hi]["net_cmds_per_s"], 2)
@@ -444,12 +524,16 @@ class Bench:
             pr = e.get("monitor_probe") or {}
             rd = pr.get("refresh_dirty")
             if rd:
-                saturated[n] = {"refresh_dirty_per_s": round(rd["n"] / e["seconds"], 2), "refresh_dirty_p50_ms": rd["p50_ms"],
-                                "refresh_dirty_p95_ms": rd["p95_ms"], "queues_per_refresh": rd.get("mean_size"),
-                                "lock_lost": pr.get("lock_lost", {}).get("n", 0),
-                                "max_gap_between_lock_extensions_ms": pr.get("loop_gap", {}).get("max_ms"),
-                                "loop_stall_p95_ms": pr.get("loop_stall", {}).get("p95_ms"),
-                                "loop_stall_max_ms": pr.get("loop_stall", {}).get("max_ms")}
+                saturated[n] = {
+                    "refresh_dirty_per_s": round(rd["n"] / e["seconds"], 2),
+                    "refresh_dirty_p50_ms": rd["p50_ms"],
+                    "refresh_dirty_p95_ms": rd["p95_ms"],
+                    "queues_per_refresh": rd.get("mean_size"),
+                    "lock_lost": pr.get("lock_lost", {}).get("n", 0),
+                    "max_gap_between_lock_extensions_ms": pr.get("loop_gap", {}).get("max_ms"),
+                    "loop_stall_p95_ms": pr.get("loop_stall", {}).get("p95_ms"),
+                    "loop_stall_max_ms": pr.get("loop_stall", {}).get("max_ms"),
+                }
 
         # The monitor's CPU per 1,000 events with the per-job-name timings on ("0": no clients)
         # and off ("timingsoff"). Every BullMQ event is one XADD of the workload's scripts, and
@@ -460,17 +544,20 @@ class Bench:
             events_per_s = phase["per_command"].get("xadd", 0) if phase else 0
             cpu = (e or {}).get("cpu_pct", {}).get("monitor")
             if events_per_s and cpu is not None:
-                cpu_per_k[key] = {"monitor_cpu_ms_per_1000_events": round(cpu / 100 * 1000 / events_per_s * 1000, 1),
-                                  "events_per_s": round(events_per_s, 1), "monitor_cpu_pct": cpu,
-                                  "net_cmds_per_s": e["net_cmds_per_s"]}
+                cpu_per_k[key] = {
+                    "monitor_cpu_ms_per_1000_events": round(cpu / 100 * 1000 / events_per_s * 1000, 1),
+                    "events_per_s": round(events_per_s, 1),
+                    "monitor_cpu_pct": cpu,
+                    "net_cmds_per_s": e["net_cmds_per_s"],
+                }
 
         # Derived: what the monitor did per second (exact proxy counts; see dashboard/monitor/loop.py).
         derived = {}
         for n, e in qw.items():
             p = e.get("proxy_per_command", {})
             derived[n] = {
-                "queue_snapshots_per_s": p.get("hexists", 0),         # read_snapshots: 1 HEXISTS per queue
-                "watched_list_reads_per_s": p.get("zrevrange", 0),    # page-1 ids of a watched failed list (ZREVRANGE)
+                "queue_snapshots_per_s": p.get("hexists", 0),  # read_snapshots: 1 HEXISTS per queue
+                "watched_list_reads_per_s": p.get("zrevrange", 0),  # page-1 ids of a watched failed list (ZREVRANGE)
                 "hmget_per_s": p.get("hmget", 0),
                 "stall_check_cmds_per_s": round(p.get("lrange", 0) + p.get("exists", 0), 1),
                 "xread_per_s": p.get("xread", 0),
@@ -482,15 +569,25 @@ class Bench:
             "bench": "redis_load",
             "code": code_version(self.args.code_ref),
             "config": {
-                "queues": len(queues), "jobs_per_s": a.rate, "fail_every": a.fail_every, "retention": 100,
-                "clients": a.clients, "spread": a.spread, "seconds_per_window": a.seconds, "warmup_s": a.warmup,
+                "queues": len(queues),
+                "jobs_per_s": a.rate,
+                "fail_every": a.fail_every,
+                "retention": 100,
+                "clients": a.clients,
+                "spread": a.spread,
+                "seconds_per_window": a.seconds,
+                "warmup_s": a.warmup,
                 "monitor_tick_ms": a.tick_ms or "default (QUEUEWATCH_MONITOR_TICK_MS unset: 2000)",
-                "bullboard_versions": self.node_versions(), "poll_interval_s": POLL_INTERVAL,
+                "bullboard_versions": self.node_versions(),
+                "poll_interval_s": POLL_INTERVAL,
                 "bullboard_query": "activeQueue=<queue>&status=failed&page=1&jobsPerPage=10",
             },
-            "baseline_cmds_per_s": {"pre": pre["total_cmds_per_s"], "post": post["total_cmds_per_s"],
-                                    "mean": round(base_total, 1),
-                                    "drift_pct": round((post["total_cmds_per_s"] / pre["total_cmds_per_s"] - 1) * 100, 2)},
+            "baseline_cmds_per_s": {
+                "pre": pre["total_cmds_per_s"],
+                "post": post["total_cmds_per_s"],
+                "mean": round(base_total, 1),
+                "drift_pct": round((post["total_cmds_per_s"] / pre["total_cmds_per_s"] - 1) * 100, 2),
+            },
             "baseline_workload_cpu_pct": pre["cpu_pct"],
             "queuewatch": qw,
             "bullboard": bbr,
@@ -519,8 +616,10 @@ class Bench:
     def node_versions() -> dict:
         lock = json.loads((BENCH_NODE / "package-lock.json").read_text())
         pk = lock.get("packages", {})
-        return {name: pk.get(f"node_modules/{name}", {}).get("version")
-                for name in ("@bull-board/api", "@bull-board/express", "@bull-board/ui", "express", "bullmq")}
+        return {
+            name: pk.get(f"node_modules/{name}", {}).get("version")
+            for name in ("@bull-board/api", "@bull-board/express", "@bull-board/ui", "express", "bullmq")
+        }
 
     def cleanup(self) -> None:
         if self.args.keep_logs:
@@ -540,31 +639,59 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=100, help="jobs/s added in total (default 100)")
     ap.add_argument("--fail-every", type=int, default=5, help="every Nth job fails (default 5)")
     ap.add_argument("--clients", default="1,10,50", help="client counts, ascending (default 1,10,50)")
-    ap.add_argument("--seconds", type=float, default=60,
-                    help="measured window per client count; keep it a multiple of 60 s, so every window holds as many "
-                         "of the monitor's exact snapshots (every 10 s) and health checks (every 60 s) as the others")
-    ap.add_argument("--baseline-seconds", type=float, default=60,
-                    help="window of each workload-only baseline and of the monitor-without-clients phase; keep it a "
-                         "multiple of 30 s: the 50 workers, started together, run BullMQ's stalled-job check together "
-                         "every 30 s (about 100 script calls at once), so a shorter baseline either holds one such "
-                         "burst or none, and the subtraction leaves ~10 workload commands/s in the dashboards' figure")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=60,
+        help="measured window per client count; keep it a multiple of 60 s, so every window holds as many "
+        "of the monitor's exact snapshots (every 10 s) and health checks (every 60 s) as the others",
+    )
+    ap.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=60,
+        help="window of each workload-only baseline and of the monitor-without-clients phase; keep it a "
+        "multiple of 30 s: the 50 workers, started together, run BullMQ's stalled-job check together "
+        "every 30 s (about 100 script calls at once), so a shorter baseline either holds one such "
+        "burst or none, and the subtraction leaves ~10 workload commands/s in the dashboards' figure",
+    )
     ap.add_argument("--warmup", type=float, default=5, help="seconds after clients change before measuring")
-    ap.add_argument("--monitor-warmup", type=float, default=5,
-                    help="seconds after the monitor has published every overview row")
+    ap.add_argument(
+        "--monitor-warmup", type=float, default=5, help="seconds after the monitor has published every overview row"
+    )
     ap.add_argument("--settle", type=float, default=5, help="seconds of steady workload before the first baseline")
-    ap.add_argument("--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product default)")
+    ap.add_argument(
+        "--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product default)"
+    )
     ap.add_argument("--spread", choices=("distinct", "same"), default="distinct")
-    ap.add_argument("--code-ref", default=None, metavar="REF",
-                    help="run Queuewatch from this commit (exported with git archive) instead of the working tree")
-    ap.add_argument("--time-limit", type=float, default=1500,
-                    help="abort (and clean up) after this many seconds (a full run with both tools takes about 17 min)")
+    ap.add_argument(
+        "--code-ref",
+        default=None,
+        metavar="REF",
+        help="run Queuewatch from this commit (exported with git archive) instead of the working tree",
+    )
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=1500,
+        help="abort (and clean up) after this many seconds (a full run with both tools takes about 17 min)",
+    )
     ap.add_argument("--tools", default="bullboard,queuewatch", help="which tools to measure (default both)")
-    ap.add_argument("--no-proxy", action="store_true",
-                    help="connect both tools straight to the monitored Redis (no exact per-tool counts)")
-    ap.add_argument("--probe", action="store_true",
-                    help="run the monitor under bench/monitor_probe.py and report where its time goes")
-    ap.add_argument("--no-timings-off", action="store_true",
-                    help="skip the last phase: the monitor with QUEUEWATCH_TIMINGS=0, for its CPU per 1,000 events")
+    ap.add_argument(
+        "--no-proxy",
+        action="store_true",
+        help="connect both tools straight to the monitored Redis (no exact per-tool counts)",
+    )
+    ap.add_argument(
+        "--probe",
+        action="store_true",
+        help="run the monitor under bench/monitor_probe.py and report where its time goes",
+    )
+    ap.add_argument(
+        "--no-timings-off",
+        action="store_true",
+        help="skip the last phase: the monitor with QUEUEWATCH_TIMINGS=0, for its CPU per 1,000 events",
+    )
     ap.add_argument("--keep-logs", default=None, metavar="DIR", help="copy the child processes' logs here at the end")
     args = ap.parse_args()
     args.clients = sorted(int(c) for c in args.clients.split(","))
@@ -574,6 +701,7 @@ def main() -> int:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
     return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne", "workload", "bullboard"))
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -54,11 +54,23 @@ def seed_failed(client, queue: str, n: int) -> None:
         for i in range(start, min(n, start + SEED_BATCH)):
             job_id = str(i + 1)
             finished = t0 + i
-            pipe.hset(base + job_id, mapping={
-                "name": "charge-card", "data": json.dumps({"order": i, "amount": 1000 + i % 97}),
-                "opts": '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}', "timestamp": finished - 5000,
-                "delay": 0, "priority": 0, "processedOn": finished - 20, "finishedOn": finished,
-                "atm": 3, "ats": 3, "failedReason": f"card declined for order {i}", "stacktrace": stack})
+            pipe.hset(
+                base + job_id,
+                mapping={
+                    "name": "charge-card",
+                    "data": json.dumps({"order": i, "amount": 1000 + i % 97}),
+                    "opts": '{"attempts":3,"backoff":{"type":"exponential","delay":1000}}',
+                    "timestamp": finished - 5000,
+                    "delay": 0,
+                    "priority": 0,
+                    "processedOn": finished - 20,
+                    "finishedOn": finished,
+                    "atm": 3,
+                    "ats": 3,
+                    "failedReason": f"card declined for order {i}",
+                    "stacktrace": stack,
+                },
+            )
             members[job_id] = finished
         pipe.zadd(base + "failed", members)
         pipe.set(base + "id", min(n, start + SEED_BATCH))
@@ -108,34 +120,58 @@ def child(url: str, queue: str, action: str = "retry") -> None:
     """Run in a fresh process: one unpaced bulk retry (or edit-and-retry) with counters reset."""
     import redis
 
-    from queues.keys import QueueRef
     from queues.bulk import BulkPlan, MemoryStore, run_bulk
+    from queues.keys import QueueRef
     from queues.selection import JobFilter
 
     client = redis.Redis.from_url(url)
     client.ping()
     start_rss = rss_mib()
-    plan = BulkPlan(queue=QueueRef("default", "bull", queue), action=action, before_ms=int(time.time() * 1000),
-                    filt=JobFilter(), rate=None, reset_counters=True, patch=PATCH if action == "edit-retry" else None)
+    plan = BulkPlan(
+        queue=QueueRef("default", "bull", queue),
+        action=action,
+        before_ms=int(time.time() * 1000),
+        filt=JobFilter(),
+        rate=None,
+        reset_counters=True,
+        patch=PATCH if action == "edit-retry" else None,
+    )
     t0 = time.perf_counter()
     progress = run_bulk(client, plan=plan, store=MemoryStore())
     seconds = time.perf_counter() - t0
     peak = rss_mib("VmHWM")
-    print(json.dumps({"seconds": seconds, "moved": progress.moved, "skipped": progress.skipped,
-                      "failed": progress.failed, "rss_start_mib": round(start_rss, 1), "peak_rss_mib": round(peak, 1)}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "moved": progress.moved,
+                "skipped": progress.skipped,
+                "failed": progress.failed,
+                "rss_start_mib": round(start_rss, 1),
+                "peak_rss_mib": round(peak, 1),
+            }
+        )
+    )
 
 
 def run_queuewatch(url: str, queue: str, action: str = "retry") -> dict:
-    out = subprocess.run([PY, str(Path(__file__).resolve()), "--child", url, queue, action], cwd=ROOT, capture_output=True,
-                         text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [PY, str(Path(__file__).resolve()), "--child", url, queue, action],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def run_retry_jobs(procs: Procs, url: str, queue: str) -> dict:
-    p = procs.start("retry-jobs", ["node", "retry_jobs.mjs", "--redis", url, "--queue", queue], cwd=BENCH_NODE,
-                    json_stdout=True)
+    p = procs.start(
+        "retry-jobs", ["node", "retry_jobs.mjs", "--redis", url, "--queue", queue], cwd=BENCH_NODE, json_stdout=True
+    )
     result = p.expect("seconds", timeout=1800)
     procs.stop(p)
     return result
@@ -143,8 +179,12 @@ def run_retry_jobs(procs: Procs, url: str, queue: str) -> dict:
 
 def run_bullboard(procs: Procs, url: str, queue: str) -> dict:
     port = free_port()
-    p = procs.start("bull-board", ["node", "bullboard.mjs", "--redis", url, "--port", str(port), "--queues", queue],
-                    cwd=BENCH_NODE, json_stdout=True)
+    p = procs.start(
+        "bull-board",
+        ["node", "bullboard.mjs", "--redis", url, "--port", str(port), "--queues", queue],
+        cwd=BENCH_NODE,
+        json_stdout=True,
+    )
     p.expect("listening", timeout=60)
     req = urllib.request.Request(f"http://127.0.0.1:{port}/api/queues/{queue}/retry/failed", method="PUT")
     t0 = time.perf_counter()
@@ -232,35 +272,61 @@ def main() -> int:
         def each_round(a: str, b: str) -> list[float]:
             return [round(x["jobs_per_s"] / y["jobs_per_s"], 2) for x, y in zip(rounds[a], rounds[b])]
 
-        vs_bb, vs_rj, edit_vs_retry = (each_round("queuewatch", "bull_board"), each_round("queuewatch", "retry_jobs"),
-                                       each_round("queuewatch_edit", "queuewatch"))
+        vs_bb, vs_rj, edit_vs_retry = (
+            each_round("queuewatch", "bull_board"),
+            each_round("queuewatch", "retry_jobs"),
+            each_round("queuewatch_edit", "queuewatch"),
+        )
         # BullMQ's own bulk retry against bull-board in the same round: the most any tool running
         # moveJobsToWait can reach, before the check and the reset Queuewatch adds.
         rj_vs_bb = each_round("retry_jobs", "bull_board")
         summary = {
-            "benchmark": "redrive", "jobs": n, "rounds": args.rounds, "load_average": os.getloadavg()[0],
-            "queuewatch_jobs_per_s": qw, "retry_jobs_jobs_per_s": rj, "bull_board_jobs_per_s": bb,
+            "benchmark": "redrive",
+            "jobs": n,
+            "rounds": args.rounds,
+            "load_average": os.getloadavg()[0],
+            "queuewatch_jobs_per_s": qw,
+            "retry_jobs_jobs_per_s": rj,
+            "bull_board_jobs_per_s": bb,
             "queuewatch_edit_jobs_per_s": qe,
-            "vs_retry_jobs": round(qw / rj, 2), "vs_bull_board": round(qw / bb, 1), "edit_vs_retry": round(qe / qw, 2),
-            "vs_bull_board_each_round": vs_bb, "vs_retry_jobs_each_round": vs_rj, "edit_vs_retry_each_round": edit_vs_retry,
+            "vs_retry_jobs": round(qw / rj, 2),
+            "vs_bull_board": round(qw / bb, 1),
+            "edit_vs_retry": round(qe / qw, 2),
+            "vs_bull_board_each_round": vs_bb,
+            "vs_retry_jobs_each_round": vs_rj,
+            "edit_vs_retry_each_round": edit_vs_retry,
             "retry_jobs_vs_bull_board_each_round": rj_vs_bb,
-            "queuewatch_peak_rss_mib": peak, "queuewatch_small": small,
+            "queuewatch_peak_rss_mib": peak,
+            "queuewatch_small": small,
             "memory_growth_mib": round(peak - small["peak_rss_mib"], 1),
-            "queuewatch_edit_peak_rss_mib": peak_edit, "queuewatch_edit_small": small_edit,
+            "queuewatch_edit_peak_rss_mib": peak_edit,
+            "queuewatch_edit_small": small_edit,
             "edit_memory_growth_mib": round(peak_edit - small_edit["peak_rss_mib"], 1),
             "per_round": rounds,
-            "goals": {"half_of_retry_jobs_every_round": min(vs_rj) >= 0.5,
-                      "ten_x_bull_board_every_round": min(vs_bb) >= 10,
-                      "edit_half_of_retry_every_round": min(edit_vs_retry) >= 0.5},
+            "goals": {
+                "half_of_retry_jobs_every_round": min(vs_rj) >= 0.5,
+                "ten_x_bull_board_every_round": min(vs_bb) >= 10,
+                "edit_half_of_retry_every_round": min(edit_vs_retry) >= 0.5,
+            },
             "code": code_version(),
         }
-        log(f"per round: vs bull-board {vs_bb}, vs retryJobs {vs_rj}, edit vs retry {edit_vs_retry}; "
-            f"retryJobs itself vs bull-board {rj_vs_bb}")
+        log(
+            f"per round: vs bull-board {vs_bb}, vs retryJobs {vs_rj}, edit vs retry {edit_vs_retry}; "
+            f"retryJobs itself vs bull-board {rj_vs_bb}"
+        )
         for name, results in rounds.items():
-            log(f"{name}: " + ", ".join(f"{r['jobs_per_s']:,} jobs/s ({r['seconds']} s, redis-server CPU {r['redis_cpu_s']} s, "
-                                         f"load {r['load_1m']})" for r in results))
-        log(f"median jobs/s: queuewatch {qw:,}, edit-and-retry {qe:,}, retryJobs {rj:,}, bull-board {bb:,}; "
-            f"Queuewatch peak RSS {peak} MiB ({args.small:,} jobs: {small['peak_rss_mib']} MiB)")
+            log(
+                f"{name}: "
+                + ", ".join(
+                    f"{r['jobs_per_s']:,} jobs/s ({r['seconds']} s, redis-server CPU {r['redis_cpu_s']} s, "
+                    f"load {r['load_1m']})"
+                    for r in results
+                )
+            )
+        log(
+            f"median jobs/s: queuewatch {qw:,}, edit-and-retry {qe:,}, retryJobs {rj:,}, bull-board {bb:,}; "
+            f"Queuewatch peak RSS {peak} MiB ({args.small:,} jobs: {small['peak_rss_mib']} MiB)"
+        )
         print(json.dumps(summary))
         return 0
     finally:

@@ -19,8 +19,22 @@ import socket
 import sys
 import threading
 
-SUBCOMMANDS = {b"client", b"config", b"xinfo", b"script", b"object", b"memory", b"command", b"acl", b"latency",
-               b"slowlog", b"pubsub", b"function", b"cluster", b"xgroup"}
+SUBCOMMANDS = {
+    b"client",
+    b"config",
+    b"xinfo",
+    b"script",
+    b"object",
+    b"memory",
+    b"command",
+    b"acl",
+    b"latency",
+    b"slowlog",
+    b"pubsub",
+    b"function",
+    b"cluster",
+    b"xgroup",
+}
 
 
 class RespCounter:
@@ -53,14 +67,14 @@ class RespCounter:
         if buf[pos] != 0x2A:  # not '*': an inline command
             parts = bytes(buf[pos:end]).split()
             return end + 2, (parts[0].lower().decode(errors="replace") if parts else "")
-        n = int(buf[pos + 1:end])
+        n = int(buf[pos + 1 : end])
         p = end + 2
         words = []
         for i in range(n):
             e = buf.find(b"\r\n", p)
             if e < 0:
                 return None
-            length = int(buf[p + 1:e])
+            length = int(buf[p + 1 : e])
             start, stop = e + 2, e + 2 + length
             if stop + 2 > len(buf):
                 return None

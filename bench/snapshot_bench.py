@@ -151,9 +151,26 @@ class PrivateRedis:
         for _ in range(5):
             port = _free_port()
             proc = subprocess.Popen(
-                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.tmpdir, "--daemonize", "no", "--logfile", os.path.join(self.tmpdir, "redis.log")],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    exe,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    self.tmpdir,
+                    "--daemonize",
+                    "no",
+                    "--logfile",
+                    os.path.join(self.tmpdir, "redis.log"),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C reaches us, and we shut the server down ourselves
                 preexec_fn=_set_pdeathsig,
             )
@@ -270,7 +287,7 @@ class RespPipe:
                 if not self.first_error:
                     i = edge.index(b"\r\n-")
                     self.first_error = edge[i + 2 : edge.find(b"\r\n", i + 2)]
-            if marker in prev[-len(marker):] + chunk:
+            if marker in prev[-len(marker) :] + chunk:
                 self.marker_seen = True
                 break
             prev = chunk
@@ -367,7 +384,9 @@ def failure_fields(job_id: int, attempts: int) -> str:
     k = (job_id % 240, attempts)
     if k not in _failure_cache:
         reason = REASONS[job_id % len(REASONS)]
-        _failure_cache[k] = bulk("failedReason") + bulk(reason) + bulk("stacktrace") + bulk(stack_for(reason, job_id, attempts))
+        _failure_cache[k] = (
+            bulk("failedReason") + bulk(reason) + bulk("stacktrace") + bulk(stack_for(reason, job_id, attempts))
+        )
     return _failure_cache[k]
 
 
@@ -393,8 +412,10 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
     def progress(final: bool = False) -> None:
         elapsed = time.perf_counter() - t0
         rate = done / elapsed if elapsed else 0
-        line = (f"loading: {done:>9,}/{total_jobs:,} jobs ({100 * done / max(1, total_jobs):5.1f}%)  "
-                f"{rate / 1000:6.1f}k jobs/s  {elapsed:5.1f}s")
+        line = (
+            f"loading: {done:>9,}/{total_jobs:,} jobs ({100 * done / max(1, total_jobs):5.1f}%)  "
+            f"{rate / 1000:6.1f}k jobs/s  {elapsed:5.1f}s"
+        )
         if tty:
             sys.stderr.write("\r" + line + ("\n" if final else ""))
             sys.stderr.flush()
@@ -423,7 +444,9 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             else:
                 order.append("completed")
                 c_left -= 1
-        order += ["delayed"] * p.states["delayed"] + ["prioritized"] * p.states["prioritized"] + ["wait"] * p.states["wait"]
+        order += (
+            ["delayed"] * p.states["delayed"] + ["prioritized"] * p.states["prioritized"] + ["wait"] * p.states["wait"]
+        )
 
         # Set members are collected already RESP-encoded and sent as multi-member ZADD/LPUSH.
         zparts: dict[str, list[str]] = {"completed": [], "failed": [], "delayed": [], "prioritized": []}
@@ -437,7 +460,9 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             if parts:
                 k = base + st
                 verb = "$4\r\nZADD\r\n" if st != "wait" else "$5\r\nLPUSH\r\n"  # LPUSH oldest first: tail = oldest
-                pipe.add(f"*{2 + len(parts) * (2 if st != 'wait' else 1)}\r\n{verb}${len(k)}\r\n{k}\r\n" + "".join(parts))
+                pipe.add(
+                    f"*{2 + len(parts) * (2 if st != 'wait' else 1)}\r\n{verb}${len(k)}\r\n{k}\r\n" + "".join(parts)
+                )
                 parts.clear()
 
         for idx, state in enumerate(order):
@@ -447,23 +472,29 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             kb = f"${len(key)}\r\n{key}\r\n"
             ts = created0 + idx * spacing + (jid * 2654435761) % spacing
             c = (p.index * 7919 + jid) % 100_000_000
-            data = (f'{{"orderId":{jid},"customerId":"cus_{c:08d}","email":"customer{c}@example.com","currency":"EUR",'
-                    f'"amountCents":{100 + (jid * 37) % 99_900},'
-                    f'"items":[{{"sku":"SKU-{jid % 100_000:05d}","qty":{1 + jid % 5}}},'
-                    f'{{"sku":"SKU-{(jid * 7) % 100_000:05d}","qty":{1 + jid % 3}}}],'
-                    f'"channel":"web","locale":"de-DE","note":"bench payload"}}')
+            data = (
+                f'{{"orderId":{jid},"customerId":"cus_{c:08d}","email":"customer{c}@example.com","currency":"EUR",'
+                f'"amountCents":{100 + (jid * 37) % 99_900},'
+                f'"items":[{{"sku":"SKU-{jid % 100_000:05d}","qty":{1 + jid % 5}}},'
+                f'{{"sku":"SKU-{(jid * 7) % 100_000:05d}","qty":{1 + jid % 3}}}],'
+                f'"channel":"web","locale":"de-DE","note":"bench payload"}}'
+            )
             head = f"{kb}{F_NAME}{NAMES_B[jid & 3]}{F_DATA}${len(data)}\r\n{data}\r\n"
             if state == "completed" or state == "failed":
                 processed = ts + 5 + (jid * 40503) % 495
                 finished = processed + 20 + (jid * 12345) % 2980
                 if state == "completed":
                     rv = f'{{"ok":true,"ref":"r-{jid}"}}'
-                    pipe.add(f"*24\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{DELAY0_PRIO0}"
-                             f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_1}{F_RV}${len(rv)}\r\n{rv}\r\n{F_FINISHED}$13\r\n{finished}\r\n")
+                    pipe.add(
+                        f"*24\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{DELAY0_PRIO0}"
+                        f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_1}{F_RV}${len(rv)}\r\n{rv}\r\n{F_FINISHED}$13\r\n{finished}\r\n"
+                    )
                 else:
-                    pipe.add(f"*26\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{DELAY0_PRIO0}"
-                             f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_3}{failure_fields(jid, 3)}"
-                             f"{F_FINISHED}$13\r\n{finished}\r\n")
+                    pipe.add(
+                        f"*26\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{DELAY0_PRIO0}"
+                        f"{F_PROCESSED}$13\r\n{processed}\r\n{ATS_ATM_3}{failure_fields(jid, 3)}"
+                        f"{F_FINISHED}$13\r\n{finished}\r\n"
+                    )
                 zparts[state].append(f"$13\r\n{finished}\r\n${len(sid)}\r\n{sid}\r\n")
                 if len(zparts[state]) >= 1000:
                     flush_set(state)
@@ -472,11 +503,15 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
                 if jid & 1:  # a fresh delayed add
                     delay = str(due - ts)
                     opts = f'{{"attempts":3,"delay":{delay},"backoff":{{"type":"exponential","delay":1000}}}}'
-                    pipe.add(f"*14\r\n$4\r\nHSET\r\n{head}{F_OPTS}${len(opts)}\r\n{opts}\r\n{F_TS}$13\r\n{ts}\r\n"
-                             f"{F_DELAY}${len(delay)}\r\n{delay}\r\n{F_PRIO}$1\r\n0\r\n")
+                    pipe.add(
+                        f"*14\r\n$4\r\nHSET\r\n{head}{F_OPTS}${len(opts)}\r\n{opts}\r\n{F_TS}$13\r\n{ts}\r\n"
+                        f"{F_DELAY}${len(delay)}\r\n{delay}\r\n{F_PRIO}$1\r\n0\r\n"
+                    )
                 else:  # a backoff retry moved to delayed by moveToDelayed: one failed attempt so far
-                    pipe.add(f"*24\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{F_DELAY}$4\r\n1000\r\n"
-                             f"{F_PRIO}$1\r\n0\r\n{F_PROCESSED}$13\r\n{ts + 20}\r\n{ATS_ATM_1}{failure_fields(jid, 1)}")
+                    pipe.add(
+                        f"*24\r\n$4\r\nHSET\r\n{head}{F_OPTS}{OPTS_B}{F_TS}$13\r\n{ts}\r\n{F_DELAY}$4\r\n1000\r\n"
+                        f"{F_PRIO}$1\r\n0\r\n{F_PROCESSED}$13\r\n{ts + 20}\r\n{ATS_ATM_1}{failure_fields(jid, 1)}"
+                    )
                 score = str(due * 4096 + (idx & 1))
                 zparts["delayed"].append(f"${len(score)}\r\n{score}\r\n${len(sid)}\r\n{sid}\r\n")
                 if len(zparts["delayed"]) >= 1000:
@@ -485,8 +520,10 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
                 prio = 1 + jid % 10
                 pc += 1
                 opts = f'{{"attempts":3,"priority":{prio},"backoff":{{"type":"exponential","delay":1000}}}}'
-                pipe.add(f"*14\r\n$4\r\nHSET\r\n{head}{F_OPTS}${len(opts)}\r\n{opts}\r\n{F_TS}$13\r\n{ts}\r\n"
-                         f"{F_DELAY}$1\r\n0\r\n{F_PRIO}${len(str(prio))}\r\n{prio}\r\n")
+                pipe.add(
+                    f"*14\r\n$4\r\nHSET\r\n{head}{F_OPTS}${len(opts)}\r\n{opts}\r\n{F_TS}$13\r\n{ts}\r\n"
+                    f"{F_DELAY}$1\r\n0\r\n{F_PRIO}${len(str(prio))}\r\n{prio}\r\n"
+                )
                 score = str(prio * 2**32 + pc)
                 zparts["prioritized"].append(f"${len(score)}\r\n{score}\r\n${len(sid)}\r\n{sid}\r\n")
                 if len(zparts["prioritized"]) >= 1000:
@@ -512,10 +549,27 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
             pipe.add(resp("ZADD", base + "repeat", nxt, sched))
             pipe.add(resp("HSET", base + "repeat:" + sched, "name", "nightly-report", "pattern", "0 0 * * *", "ic", 12))
             jid = f"repeat:{sched}:{nxt}"
-            pipe.add(resp("HSET", base + jid, "name", "nightly-report", "data", "{}", "opts",
-                          f'{{"repeat":{{"pattern":"0 0 * * *","count":12}},"jobId":"{jid}","delay":{nxt - now},'
-                          f'"prevMillis":{nxt},"repeatJobKey":"{sched}","attempts":0}}',
-                          "timestamp", now, "delay", nxt - now, "priority", 0, "rjk", sched))
+            pipe.add(
+                resp(
+                    "HSET",
+                    base + jid,
+                    "name",
+                    "nightly-report",
+                    "data",
+                    "{}",
+                    "opts",
+                    f'{{"repeat":{{"pattern":"0 0 * * *","count":12}},"jobId":"{jid}","delay":{nxt - now},'
+                    f'"prevMillis":{nxt},"repeatJobKey":"{sched}","attempts":0}}',
+                    "timestamp",
+                    now,
+                    "delay",
+                    nxt - now,
+                    "priority",
+                    0,
+                    "rjk",
+                    sched,
+                )
+            )
             pipe.add(resp("ZADD", base + "delayed", nxt * 4096, jid))
             adds += 1
         pipe.add(resp("SET", base + "id", adds))
@@ -545,7 +599,7 @@ def load(rds: PrivateRedis, plans: list[QueuePlan], *, events_per_queue: int) ->
 def command_stats(admin: redis.Redis) -> tuple[dict[str, int], int]:
     """Calls per command and total server-side microseconds, without the INFO calls themselves."""
     stats = admin.info("commandstats")
-    calls = {k[len("cmdstat_"):]: v["calls"] for k, v in stats.items() if k != "cmdstat_info"}
+    calls = {k[len("cmdstat_") :]: v["calls"] for k, v in stats.items() if k != "cmdstat_info"}
     usec = sum(v["usec"] for k, v in stats.items() if k != "cmdstat_info")
     return calls, usec
 
@@ -647,9 +701,15 @@ def verify_with_bullmq(rds: PrivateRedis, plans: list[QueuePlan]) -> bool | None
     for line in proc.stdout.splitlines():
         got = json.loads(line)
         p = next(p for p in plans if p.name == got["queue"])
-        want = {"wait": p.states["wait"], "active": 0, "delayed": p.states["delayed"] + int(p.scheduler),
-                "prioritized": p.states["prioritized"], "waiting-children": 0,
-                "completed": p.states["completed"], "failed": p.states["failed"]}
+        want = {
+            "wait": p.states["wait"],
+            "active": 0,
+            "delayed": p.states["delayed"] + int(p.scheduler),
+            "prioritized": p.states["prioritized"],
+            "waiting-children": 0,
+            "completed": p.states["completed"],
+            "failed": p.states["failed"],
+        }
         if got["counts"] != want:
             problems.append(f"{p.name}: BullMQ counts {got['counts']} != plan {want}")
         if got["paused"] != p.paused:
@@ -663,7 +723,9 @@ def verify_with_bullmq(rds: PrivateRedis, plans: list[QueuePlan]) -> bool | None
                     problems.append(f"{p.name} job {j['id']}: BullMQ getState {j['state']} != {expect_state}")
                 if not j["name"] or not j["timestamp"] or not (j["dataKeys"] or str(j["id"]).startswith("repeat:")):
                     problems.append(f"{p.name} job {j['id']}: BullMQ decoded an incomplete job {j}")
-                if state in ("completed", "failed") and not (j["finishedOn"] and j["processedOn"] and j["attemptsMade"]):
+                if state in ("completed", "failed") and not (
+                    j["finishedOn"] and j["processedOn"] and j["attemptsMade"]
+                ):
                     problems.append(f"{p.name} job {j['id']}: finished job without processedOn/finishedOn/atm {j}")
                 if state == "failed" and not (j["failedReason"] and j["stacktrace"] == j["attemptsMade"]):
                     problems.append(f"{p.name} job {j['id']}: failed job without reason/stacktrace {j}")
@@ -671,8 +733,10 @@ def verify_with_bullmq(rds: PrivateRedis, plans: list[QueuePlan]) -> bool | None
                     problems.append(f"{p.name} job {j['id']}: prioritized job with priority 0")
     if problems:
         raise RuntimeError("loaded layout disagrees with Node BullMQ:\n  " + "\n  ".join(problems[:20]))
-    log(f"layout check: Node BullMQ 6 reads {', '.join(names)} exactly as planned "
-        "(counts, states, paused, schedulers, job fields)")
+    log(
+        f"layout check: Node BullMQ 6 reads {', '.join(names)} exactly as planned "
+        "(counts, states, paused, schedulers, job fields)"
+    )
     return True
 
 
@@ -681,16 +745,18 @@ def setup_django(rds: PrivateRedis, tmpdir: str):
     for k in list(os.environ):
         if k.startswith("QUEUEWATCH_") or k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE"):
             del os.environ[k]
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "QUEUEWATCH_DEBUG": "1",
-        "QUEUEWATCH_REDIS_URL": rds.url,
-        "DATABASE_URL": f"sqlite:///{os.path.join(tmpdir, 'bench.sqlite3')}",
-        # Keep discovery cached for the whole run so page timings do not randomly include a
-        # rescan; the cost of a request that does rescan is measured separately ("cold").
-        "QUEUEWATCH_DISCOVERY_TTL": "3600",
-        "QUEUEWATCH_LOG_LEVEL": "WARNING",
-    })
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_DEBUG": "1",
+            "QUEUEWATCH_REDIS_URL": rds.url,
+            "DATABASE_URL": f"sqlite:///{os.path.join(tmpdir, 'bench.sqlite3')}",
+            # Keep discovery cached for the whole run so page timings do not randomly include a
+            # rescan; the cost of a request that does rescan is measured separately ("cold").
+            "QUEUEWATCH_DISCOVERY_TTL": "3600",
+            "QUEUEWATCH_LOG_LEVEL": "WARNING",
+        }
+    )
     import django
 
     django.setup()
@@ -712,8 +778,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="timed repetitions per figure (default 20)")
     ap.add_argument("--events", type=int, default=20, help="events stream entries per queue (default 20)")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--no-verify-node", action="store_true",
-                    help="skip cross-checking the loaded data with Node BullMQ (tests/node)")
+    ap.add_argument(
+        "--no-verify-node",
+        action="store_true",
+        help="skip cross-checking the loaded data with Node BullMQ (tests/node)",
+    )
     ap.add_argument("--profile", action="store_true", help="print cProfile output for the snapshot and pages")
     args = ap.parse_args()
     if args.queues < 1 or args.jobs < 0 or args.runs < 1:
@@ -742,14 +811,18 @@ def run(args, rds: PrivateRedis) -> int:
     load0 = os.getloadavg()
     plans = plan_queues(args.queues, args.jobs, args.seed)
     big = plans[0]
-    log(f"plan: {len(plans)} queues, {sum(p.jobs for p in plans):,} jobs; biggest {big.name}: {big.jobs:,} jobs "
-        f"({big.states['failed']:,} failed); smallest: {min(p.jobs for p in plans):,} jobs")
+    log(
+        f"plan: {len(plans)} queues, {sum(p.jobs for p in plans):,} jobs; biggest {big.name}: {big.jobs:,} jobs "
+        f"({big.states['failed']:,} failed); smallest: {min(p.jobs for p in plans):,} jobs"
+    )
     loaded = load(rds, plans, events_per_queue=args.events)
     admin = rds.client(socket_timeout=60)
     info_mem = admin.info("memory")
     dbsize = admin.dbsize()
-    log(f"loaded {dbsize:,} keys with {loaded['commands']:,} commands in {loaded['seconds']:.1f}s; "
-        f"used_memory {info_mem['used_memory'] / 2**20:,.0f} MiB")
+    log(
+        f"loaded {dbsize:,} keys with {loaded['commands']:,} commands in {loaded['seconds']:.1f}s; "
+        f"used_memory {info_mem['used_memory'] / 2**20:,.0f} MiB"
+    )
 
     # Sanity: the layout is what the plan says.
     assert admin.zcard(f"{PREFIX}:{big.name}:failed") == big.states["failed"]
@@ -803,7 +876,9 @@ def run(args, rds: PrivateRedis) -> int:
                 results[key] = measure(
                     f"list_jobs {ref.name} failed size={size} page={page}",
                     lambda ref=ref, page=page, size=size: list_jobs(client, ref, "failed", page=page, page_size=size),
-                    args.runs, admin)
+                    args.runs,
+                    admin,
+                )
 
     # ---- Django pages ----
     client_http = setup_django(rds, rds.tmpdir)
@@ -817,6 +892,7 @@ def run(args, rds: PrivateRedis) -> int:
             if resp_.status_code != 200:
                 raise RuntimeError(f"GET {url} -> {resp_.status_code}: {resp_.content[:500]!r}")
             return resp_
+
         resp_ = fn()
         if marker not in resp_.content:
             raise RuntimeError(f"GET {url}: page lacks {marker!r}: {resp_.content.decode()[-3000:]}")
@@ -838,30 +914,41 @@ def run(args, rds: PrivateRedis) -> int:
     from django.conf import settings as dj_settings
 
     if time.monotonic() < dj_settings.QUEUEWATCH_DISCOVERY_TTL:
-        log(f"note: host uptime ({time.monotonic():.0f} s) < QUEUEWATCH_DISCOVERY_TTL "
+        log(
+            f"note: host uptime ({time.monotonic():.0f} s) < QUEUEWATCH_DISCOVERY_TTL "
             f"({dj_settings.QUEUEWATCH_DISCOVERY_TTL} s): the registry would treat its empty initial "
-            "queue list as fresh (dashboard/connections/registry.py bug); the bench forces the first discovery")
+            "queue list as fresh (dashboard/connections/registry.py bug); the bench forces the first discovery"
+        )
     expire_discovery()
     from dashboard.browse.views import OVERVIEW_PAGE_SIZE
 
     # The overview shows OVERVIEW_PAGE_SIZE rows a page (sorted and filtered over all queues).
     shown = min(OVERVIEW_PAGE_SIZE, len(plans))
-    overview = get(reverse("overview"), expect_rows=shown, row_marker=f"<td><code>{PREFIX}</code></td>",
-                   marker=b'<table class="queues">')
+    overview = get(
+        reverse("overview"),
+        expect_rows=shown,
+        row_marker=f"<td><code>{PREFIX}</code></td>",
+        marker=b'<table class="queues">',
+    )
     results["overview"] = measure(f"GET / overview ({len(plans)} queues, {shown} a page)", overview, args.runs, admin)
     last_page = -(-len(plans) // OVERVIEW_PAGE_SIZE)
-    overview_sorted = get(reverse("overview") + f"?sort=failed&dir=desc&page={last_page}",
-                          expect_rows=len(plans) - (last_page - 1) * OVERVIEW_PAGE_SIZE,
-                          row_marker=f"<td><code>{PREFIX}</code></td>", marker=b'<table class="queues">')
-    results["overview_sorted_last"] = measure(f"GET / overview sorted by failed, last page ({last_page})",
-                                              overview_sorted, args.runs, admin)
+    overview_sorted = get(
+        reverse("overview") + f"?sort=failed&dir=desc&page={last_page}",
+        expect_rows=len(plans) - (last_page - 1) * OVERVIEW_PAGE_SIZE,
+        row_marker=f"<td><code>{PREFIX}</code></td>",
+        marker=b'<table class="queues">',
+    )
+    results["overview_sorted_last"] = measure(
+        f"GET / overview sorted by failed, last page ({last_page})", overview_sorted, args.runs, admin
+    )
 
     def overview_cold():
         expire_discovery()
         overview()
 
-    results["overview_cold"] = measure("GET / overview, discovery cache expired", overview_cold,
-                                       max(3, args.runs // 4), admin, warmup=0)
+    results["overview_cold"] = measure(
+        "GET / overview, discovery cache expired", overview_cold, max(3, args.runs // 4), admin, warmup=0
+    )
 
     def queue_url(name: str, state: str, page: int, size: int) -> str:
         return reverse("queue", args=["default", PREFIX, name]) + f"?state={state}&page={page}&size={size}"
@@ -872,39 +959,57 @@ def run(args, rds: PrivateRedis) -> int:
         for size in (25, 100):
             for page_name, page in (("p1", 1), ("deep", last_full_page(total, size))):
                 key = f"{label}_failed_{page_name}_s{size}"
-                fn = get(queue_url(plan.name, "failed", page, size), expect_rows=min(size, total),
-                         row_marker=f'<td><a href="/q/default/{PREFIX}/{plan.name}/jobs/')
-                results[key] = measure(f"GET {plan.name} failed size={size} page={page}", fn, args.runs, admin,
-                                       note=f"{total:,} failed")
+                fn = get(
+                    queue_url(plan.name, "failed", page, size),
+                    expect_rows=min(size, total),
+                    row_marker=f'<td><a href="/q/default/{PREFIX}/{plan.name}/jobs/',
+                )
+                results[key] = measure(
+                    f"GET {plan.name} failed size={size} page={page}", fn, args.runs, admin, note=f"{total:,} failed"
+                )
                 page_keys.append(key)
     wtotal = big.states["wait"]
     for page_name, page in (("p1", 1), ("deep", last_full_page(wtotal, 25))):
         key = f"big_waiting_{page_name}_s25"
-        fn = get(queue_url(big.name, "waiting", page, 25), expect_rows=min(25, wtotal),
-                 row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/')
-        results[key] = measure(f"GET {big.name} waiting size=25 page={page}", fn, args.runs, admin,
-                               note=f"{wtotal:,} waiting")
+        fn = get(
+            queue_url(big.name, "waiting", page, 25),
+            expect_rows=min(25, wtotal),
+            row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/',
+        )
+        results[key] = measure(
+            f"GET {big.name} waiting size=25 page={page}", fn, args.runs, admin, note=f"{wtotal:,} waiting"
+        )
         page_keys.append(key)
 
     # What a job-list request costs when it is the one that finds the discovery cache expired
     # (registry.queue() -> queues() rescans inline; with the default 10 s TTL that is one
     # request every 10 s per process).
-    fn = get(queue_url(big.name, "failed", 1, 25), expect_rows=min(25, big.states["failed"]),
-             row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/')
+    fn = get(
+        queue_url(big.name, "failed", 1, 25),
+        expect_rows=min(25, big.states["failed"]),
+        row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/',
+    )
 
     def page_cold():
         expire_discovery()
         fn()
 
-    results["big_failed_p1_s25_cold"] = measure(f"GET {big.name} failed size=25 page=1, discovery expired", page_cold,
-                                                max(3, args.runs // 4), admin, warmup=0,
-                                                note="not in the job-list target")
+    results["big_failed_p1_s25_cold"] = measure(
+        f"GET {big.name} failed size=25 page=1, discovery expired",
+        page_cold,
+        max(3, args.runs // 4),
+        admin,
+        warmup=0,
+        note="not in the job-list target",
+    )
 
     if args.profile:
         profile(f"read_snapshots ({len(queues)} queues)", snapshot)
         profile("GET / overview", overview)
-        profile(f"GET {big.name} failed size=100 deep page",
-                get(queue_url(big.name, "failed", last_full_page(big.states["failed"], 100), 100)))
+        profile(
+            f"GET {big.name} failed size=100 deep page",
+            get(queue_url(big.name, "failed", last_full_page(big.states["failed"], 100), 100)),
+        )
 
     # ---- report ----
     log("")
@@ -913,16 +1018,20 @@ def run(args, rds: PrivateRedis) -> int:
     for r in results.values():
         cmds = {k: v for k, v in r.commands.items() if k != "__usec__"}
         top = ", ".join(f"{k}={v / r.runs:g}" for k, v in sorted(cmds.items(), key=lambda kv: -kv[1])[:4])
-        log(f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} "
+        log(
+            f"{r.label:<58} {r.p50:8.1f} {r.p95:8.1f} {r.cpu_p50:7.1f} "
             f"{r.redis_ms_per_run:8.2f} {r.commands_per_run:8.1f}  "
-            f"{r.note + '; ' if r.note else ''}{top}")
+            f"{r.note + '; ' if r.note else ''}{top}"
+        )
     log("-" * 130)
     log("p50/p95 = wall time; cpu ms = this process's CPU time (median), i.e. redis-py, the reader,")
     log("Django and templates; redis ms = time Redis spent executing the commands (INFO commandstats")
     log("usec). On a busy host wall time exceeds cpu + redis; cpu + redis is what contention cannot inflate much.")
     load1 = os.getloadavg()
-    log(f"host: {os.cpu_count()} CPUs, load average {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} (1/5/15 min) "
-        f"at the end, {load0[0]:.2f} at the start")
+    log(
+        f"host: {os.cpu_count()} CPUs, load average {load1[0]:.2f} / {load1[1]:.2f} / {load1[2]:.2f} (1/5/15 min) "
+        f"at the end, {load0[0]:.2f} at the start"
+    )
 
     out: dict = {
         "queues": len(plans),
@@ -972,12 +1081,16 @@ def run(args, rds: PrivateRedis) -> int:
     def verdict(p50_ok, p95_ok):
         return "met" if p95_ok else ("met at p50, MISSED at p95" if p50_ok else "MISSED")
 
-    log(f"targets: snapshot of {len(queues)} queues < {TARGET_SNAPSHOT_MS} ms: "
+    log(
+        f"targets: snapshot of {len(queues)} queues < {TARGET_SNAPSHOT_MS} ms: "
         f"{verdict(out['snapshot_target_met'], out['snapshot_target_met_p95'])}; "
         f"every job-list page < {TARGET_LIST_MS} ms: "
-        f"{verdict(out['job_list_target_met'], out['job_list_target_met_p95'])}")
-    log(f"overview render p50 {results['overview'].p50:.1f} ms (target <= {TARGET_OVERVIEW_MS} ms: "
-        f"{'met' if out['overview_target_met'] else 'MISSED'}) beside the snapshot p50 {results['snapshot'].p50:.1f} ms")
+        f"{verdict(out['job_list_target_met'], out['job_list_target_met_p95'])}"
+    )
+    log(
+        f"overview render p50 {results['overview'].p50:.1f} ms (target <= {TARGET_OVERVIEW_MS} ms: "
+        f"{'met' if out['overview_target_met'] else 'MISSED'}) beside the snapshot p50 {results['snapshot'].p50:.1f} ms"
+    )
     print(json.dumps(out, sort_keys=False), flush=True)
     return 0
 

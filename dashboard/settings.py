@@ -129,7 +129,9 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGES = [("en", "English"), ("ar", "العربية")]
 LANGUAGE_CODE = env_str("QUEUEWATCH_LANGUAGE", "en")
 if LANGUAGE_CODE not in dict(LANGUAGES):
-    raise ImproperlyConfigured(f"QUEUEWATCH_LANGUAGE must be one of {', '.join(dict(LANGUAGES))} (got {LANGUAGE_CODE!r}).")
+    raise ImproperlyConfigured(
+        f"QUEUEWATCH_LANGUAGE must be one of {', '.join(dict(LANGUAGES))} (got {LANGUAGE_CODE!r})."
+    )
 LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -216,8 +218,10 @@ if QUEUEWATCH_DASHBOARD_REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
             # websockets: the blocking receive must be allowed to wait indefinitely.
-            "CONFIG": {"hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
-                       "prefix": "queuewatch:asgi"},
+            "CONFIG": {
+                "hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
+                "prefix": "queuewatch:asgi",
+            },
         }
     }
 else:
@@ -225,9 +229,7 @@ else:
 
 # Application dead-letter queues: name patterns, and explicit "dlq=source" pairs.
 QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq", "*_dlq", "dead-letter*"])
-QUEUEWATCH_DLQ_MAP = dict(
-    pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair
-)
+QUEUEWATCH_DLQ_MAP = dict(pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair)
 # Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
 QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
@@ -273,7 +275,9 @@ if QUEUEWATCH_DIGEST_CRON:
 # The dashboard's public address (https://queues.example.com), for links in emails and webhooks.
 QUEUEWATCH_BASE_URL = (env_str("QUEUEWATCH_BASE_URL") or "").rstrip("/")
 if QUEUEWATCH_BASE_URL and not QUEUEWATCH_BASE_URL.startswith(("http://", "https://")):
-    raise ImproperlyConfigured(f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r}).")
+    raise ImproperlyConfigured(
+        f"QUEUEWATCH_BASE_URL must start with http:// or https:// (got {QUEUEWATCH_BASE_URL!r})."
+    )
 # Secrets at rest (webhook signing secrets, header values): comma-separated Fernet keys, the first
 # encrypts, all decrypt (dashboard/core/crypto.py). Unset: derived from the secret key.
 QUEUEWATCH_ENCRYPTION_KEY = env_str("QUEUEWATCH_ENCRYPTION_KEY")

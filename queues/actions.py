@@ -56,25 +56,49 @@ def _now_ms() -> int:
 # Retry
 
 
-def retry_call(queue: QueueRef, job_id: str, *, state: str, reset_counters: bool, lifo: bool = False) -> tuple[list[str], list]:
+def retry_call(
+    queue: QueueRef, job_id: str, *, state: str, reset_counters: bool, lifo: bool = False
+) -> tuple[list[str], list]:
     """KEYS and ARGV for the composed retry script (``reprocessJob-9`` + stall-counter reset)."""
-    keys = [queue.job_key(job_id), queue.key("events"), queue.key(state), queue.key("wait"), queue.key("meta"),
-            queue.key("active"), queue.key("marker"), queue.key("prioritized"), queue.key("pc")]
+    keys = [
+        queue.job_key(job_id),
+        queue.key("events"),
+        queue.key(state),
+        queue.key("wait"),
+        queue.key("meta"),
+        queue.key("active"),
+        queue.key("marker"),
+        queue.key("prioritized"),
+        queue.key("pc"),
+    ]
     flag = "1" if reset_counters else "0"
-    args = [job_id, "RPUSH" if lifo else "LPUSH", "failedReason" if state == "failed" else "returnvalue",
-            state, flag, flag, flag]
+    args = [
+        job_id,
+        "RPUSH" if lifo else "LPUSH",
+        "failedReason" if state == "failed" else "returnvalue",
+        state,
+        flag,
+        flag,
+        flag,
+    ]
     return keys, args
 
 
 def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
     if code == 1:
-        moved = (_("Job {id} moved from failed back to waiting.", id=job_id) if state == "failed"
-                 else _("Job {id} moved from completed back to waiting.", id=job_id))
+        moved = (
+            _("Job {id} moved from failed back to waiting.", id=job_id)
+            if state == "failed"
+            else _("Job {id} moved from completed back to waiting.", id=job_id)
+        )
         return ActionResult(job_id, DONE, moved)
     if code == -1:
         return ActionResult(job_id, MISSING, gone(job_id))
-    left = (_("Job {id} is no longer failed; it was left as it is.", id=job_id) if state == "failed"
-            else _("Job {id} is no longer completed; it was left as it is.", id=job_id))
+    left = (
+        _("Job {id} is no longer failed; it was left as it is.", id=job_id)
+        if state == "failed"
+        else _("Job {id} is no longer completed; it was left as it is.", id=job_id)
+    )
     return ActionResult(job_id, WRONG_STATE, left)
 
 
@@ -107,10 +131,12 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
         return ActionResult(job_id, MISSING, gone(job_id))
     state = next((st for st, score in zip(RETRYABLE_STATES, scores) if score is not None), None)
     if state is None:
-        return ActionResult(job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be "
-                                                   "retried.", id=job_id))
-    keys, args = retry_call(queue, job_id, state=state, reset_counters=reset_counters,
-                            lifo=_lifo(client, queue, job_id))
+        return ActionResult(
+            job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be retried.", id=job_id)
+        )
+    keys, args = retry_call(
+        queue, job_id, state=state, reset_counters=reset_counters, lifo=_lifo(client, queue, job_id)
+    )
     return retry_outcome(job_id, int(scripts_for(client).retry(keys=keys, args=args)), state=state)
 
 
@@ -123,10 +149,17 @@ def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple
 
 
 def not_a_job(job_id: str) -> ActionResult:
-    return ActionResult(job_id, NOT_A_JOB, _("'{id}' is not a job: it is in none of this queue's states (waiting, "
-                                             "active, delayed, prioritized, waiting-children, completed, failed). It "
-                                             "may be one of the queue's own keys (meta, events, a scheduler or "
-                                             "deduplication key). Nothing was done.", id=job_id))
+    return ActionResult(
+        job_id,
+        NOT_A_JOB,
+        _(
+            "'{id}' is not a job: it is in none of this queue's states (waiting, "
+            "active, delayed, prioritized, waiting-children, completed, failed). It "
+            "may be one of the queue's own keys (meta, events, a scheduler or "
+            "deduplication key). Nothing was done.",
+            id=job_id,
+        ),
+    )
 
 
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
@@ -136,14 +169,29 @@ def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> Action
         removed = _("Job {id} removed.", id=job_id)
         return ActionResult(job_id, DONE, Joined([removed, children_note], " ") if children_note else removed)
     if code == 0:
-        return ActionResult(job_id, LOCKED, _("Job {id} is being processed by a worker (it holds the lock); "
-                                              "it was not removed. Try again when it has finished.", id=job_id))
+        return ActionResult(
+            job_id,
+            LOCKED,
+            _(
+                "Job {id} is being processed by a worker (it holds the lock); "
+                "it was not removed. Try again when it has finished.",
+                id=job_id,
+            ),
+        )
     if code == -8:
-        return ActionResult(job_id, SCHEDULER_ITERATION, _("Job {id} is the next iteration of its job scheduler "
-                                                           "and cannot be removed on its own; remove the scheduler "
-                                                           "instead.", id=job_id))
-    return ActionResult(job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).",
-                                               id=job_id, code=code))
+        return ActionResult(
+            job_id,
+            SCHEDULER_ITERATION,
+            _(
+                "Job {id} is the next iteration of its job scheduler "
+                "and cannot be removed on its own; remove the scheduler "
+                "instead.",
+                id=job_id,
+            ),
+        )
+    return ActionResult(
+        job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).", id=job_id, code=code)
+    )
 
 
 def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool) -> str:
@@ -157,14 +205,26 @@ def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_c
     parts = []
     if pending or processed:
         if remove_children:
-            parts.append(_("Its {n} child job(s) were removed with it (unless a worker held one).",
-                           n=pending + processed))
+            parts.append(
+                _("Its {n} child job(s) were removed with it (unless a worker held one).", n=pending + processed)
+            )
         else:
-            parts.append(_("Its {pending} unfinished and {processed} finished child job(s) were kept; they run on, "
-                           "with no parent left to report to.", pending=pending, processed=processed))
+            parts.append(
+                _(
+                    "Its {pending} unfinished and {processed} finished child job(s) were kept; they run on, "
+                    "with no parent left to report to.",
+                    pending=pending,
+                    processed=processed,
+                )
+            )
     if parent:
-        parts.append(_("It was also taken off its parent {parent}'s dependencies; the parent moves to waiting if "
-                       "this was its last pending child.", parent=to_text(parent)))
+        parts.append(
+            _(
+                "It was also taken off its parent {parent}'s dependencies; the parent moves to waiting if "
+                "this was its last pending child.",
+                parent=to_text(parent),
+            )
+        )
     return Joined(parts, " ")
 
 
@@ -190,7 +250,9 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
 
 
 def promote_call(queue: QueueRef, job_id: str) -> tuple[list[str], list]:
-    keys = [queue.key(s) for s in ("delayed", "wait", "paused", "meta", "prioritized", "active", "pc", "events", "marker")]
+    keys = [
+        queue.key(s) for s in ("delayed", "wait", "paused", "meta", "prioritized", "active", "pc", "events", "marker")
+    ]
     return keys, [queue.base, job_id]
 
 
@@ -234,8 +296,9 @@ def queue_clean(client: redis.Redis, *, queue: QueueRef, state: str, older_than_
     with BullMQ's ``cleanJobsInSet``. Returns how many went. Scheduler iterations and locked
     jobs are skipped by the script itself."""
     if state not in CLEANABLE_STATES:
-        raise ValueError(_("Cannot clean state '{state}'; choose one of {states}.", state=state,
-                           states=", ".join(CLEANABLE_STATES)))
+        raise ValueError(
+            _("Cannot clean state '{state}'; choose one of {states}.", state=state, states=", ".join(CLEANABLE_STATES))
+        )
     if older_than_ms < 0 or limit < 0:
         raise ValueError(_("The age and the limit of a clean must not be negative."))
     set_name = STATE_KEYS[state]

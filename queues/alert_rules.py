@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 # Re-exported: callers of evaluation use these names from here (KINDS is the kinds registry).
 from .alert_kinds import KINDS, kind_of  # noqa: F401
-from .alert_kinds.base import (CONNECTION, WINDOWS, ConnectionFacts, Facts, Observation, Target,  # noqa: F401
-                               fingerprint, in_scope)
+from .alert_kinds.base import CONNECTION, WINDOWS, ConnectionFacts, Facts, Observation, Target, fingerprint, in_scope  # noqa: F401
 
 
 @dataclass
@@ -111,7 +110,11 @@ def next_step(*, rule, phase: Phase | None, obs: Observation, now: dt.datetime) 
 
 def repeat_due(*, rule, last_notified: dt.datetime | None, now: dt.datetime) -> bool:
     """A firing alert is told again every ``repeat_minutes`` (0: never)."""
-    return bool(rule.repeat_minutes) and last_notified is not None and now - last_notified >= dt.timedelta(minutes=rule.repeat_minutes)
+    return (
+        bool(rule.repeat_minutes)
+        and last_notified is not None
+        and now - last_notified >= dt.timedelta(minutes=rule.repeat_minutes)
+    )
 
 
 # --- silences and maintenance windows -----------------------------------------------------
@@ -144,4 +147,3 @@ def silenced_by(matchers: Iterable[tuple[Matcher, str]], *, rule_id: int, target
         if matches(matcher, rule_id=rule_id, target=target):
             return label
     return ""
-

@@ -33,7 +33,8 @@ activation or completion.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import SourceUnavailable
 from .events import Event, _id_tuple
@@ -97,8 +98,11 @@ class AttemptFailures:
     def resolve(self, probes_for: Callable[[str], ProbesFacet | None], *, settled_only: bool = True) -> list[Event]:
         """Decide the pending candidates (all of them, or only those a later event of their
         queue has followed); returns the events that were attempt failures."""
-        ready = [(k, ev) for k, ev in self._pending.items()
-                 if not settled_only or self._newest.get(ev.queue, (0, 0)) > _id_tuple(ev.stream_id)]
+        ready = [
+            (k, ev)
+            for k, ev in self._pending.items()
+            if not settled_only or self._newest.get(ev.queue, (0, 0)) > _id_tuple(ev.stream_id)
+        ]
         if not ready:
             return []
         by_conn: dict[str, list[tuple[tuple[QueueRef, str], Event]]] = {}

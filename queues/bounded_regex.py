@@ -24,8 +24,10 @@ PROBE_LENGTH = 2000  # characters of each pathological probe
 
 # Inputs a pathological pattern is slow on: long runs of one character then a mismatch.
 _PROBES = tuple(c * PROBE_LENGTH + "!" for c in ("a", "x", "0", " ", "-")) + (("ab" * (PROBE_LENGTH // 2)) + "!",)
-SLOW = _("This pattern takes too long on some inputs (nested repetition such as (a+)+ backtracks exponentially); "
-         "simplify it.")
+SLOW = _(
+    "This pattern takes too long on some inputs (nested repetition such as (a+)+ backtracks exponentially); "
+    "simplify it."
+)
 
 
 @lru_cache(maxsize=512)

@@ -84,13 +84,19 @@ local function in_a_state(prefix, id)
 end
 """
 
-REMOVE_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
+REMOVE_SRC = (
+    as_function("remove_job", "removeJob-2.lua")
+    + IN_A_STATE
+    + """
 -- KEYS/ARGV exactly as removeJob-2 (ARGV[3] is the queue key prefix). -101: not a job.
 if not in_a_state(ARGV[3], ARGV[1]) then return -101 end
 return remove_job(KEYS, ARGV)
 """
+)
 
-RETRY_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + """
+RETRY_SRC = (
+    as_function("reprocess_job", "reprocessJob-9.lua")
+    + """
 -- KEYS/ARGV exactly as reprocessJob-9; ARGV[7] = "1" also resets the stall counter.
 local result = reprocess_job(KEYS, ARGV)
 if result == 1 and ARGV[7] == "1" then
@@ -98,6 +104,7 @@ if result == 1 and ARGV[7] == "1" then
 end
 return result
 """
+)
 
 # Batch forms for the bulk engine: one EVALSHA runs BullMQ's script once per job id, in order,
 # and returns each job's code. A batch is one atomic step (it blocks Redis for about 15 us per
@@ -114,7 +121,10 @@ local function push_cmd(opts)
 end
 """
 
-RETRY_BATCH_SRC = as_function("reprocess_job", "reprocessJob-9.lua") + PUSH_CMD + """
+RETRY_BATCH_SRC = (
+    as_function("reprocess_job", "reprocessJob-9.lua")
+    + PUSH_CMD
+    + """
 -- KEYS[1..8]: events, <state>, wait, meta, active, marker, prioritized, pc
 -- ARGV[1] queue key prefix, ARGV[2] state, ARGV[3] field to clear, ARGV[4] reset "1"/"0",
 -- ARGV[5..] job ids. Returns reprocessJob's code per job.
@@ -131,6 +141,7 @@ for i = 5, #ARGV do
 end
 return codes
 """
+)
 
 # Reading the jobs of a batch that is the head of a sorted set (the first n members): one
 # SORT_RO ... BY nosort LIMIT 0 n GET <prefix>*-><field> GET ... for all the fields instead of one
@@ -190,6 +201,7 @@ local function plain_jobs(rows, stride, p, o)
 end
 """
 
+
 # BullMQ's moveJobsToWait, for the fast road of a bulk retry with the counters reset: its
 # per-job HDEL (finishedOn, processedOn and failedReason or returnvalue) also deletes the
 # fields in the table `counters` (an upvalue set before each call: {} or attempts made, attempts
@@ -205,16 +217,19 @@ def _move_jobs_to_wait_resetting() -> str:
         if source.count(line) != 1:
             raise RuntimeError(f"moveJobsToWait-8.lua changed: {line} is not there once")
         source = source.replace(line, line[:-1] + ", unpack(counters))")
-    return ("local counters = {}\n"
-            f"local function move_jobs_to_wait(KEYS, ARGV)\n{source}\nend\n")
+    return f"local counters = {{}}\nlocal function move_jobs_to_wait(KEYS, ARGV)\n{source}\nend\n"
 
 
 MOVE_JOBS_TO_WAIT_RESETTING = _move_jobs_to_wait_resetting()
 COUNTERS = '{"atm", "ats", "stc"}'  # Lua: the fields a retry with the counters reset deletes
 
 
-RETRY_HEAD_SRC = (as_function("reprocess_job", "reprocessJob-9.lua") + MOVE_JOBS_TO_WAIT_RESETTING + PUSH_CMD + HEAD_READS
-                  + """
+RETRY_HEAD_SRC = (
+    as_function("reprocess_job", "reprocessJob-9.lua")
+    + MOVE_JOBS_TO_WAIT_RESETTING
+    + PUSH_CMD
+    + HEAD_READS
+    + """
 -- The bulk retry of a whole finished set (no filter) in batches the script picks itself, so
 -- ids never travel to the caller and back.
 -- KEYS[1..9]: events, <state>, wait, meta, active, marker, prioritized, pc, paused; KEYS[10]
@@ -246,7 +261,9 @@ if fast then
 end
 local reply = {n, 0, ids[n], last}
 if fast then
-  counters = ARGV[4] == "1" and """ + COUNTERS + """ or {}
+  counters = ARGV[4] == "1" and """
+    + COUNTERS
+    + """ or {}
   move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
                     {n, last, ARGV[2]})
   reply[2] = n
@@ -267,9 +284,13 @@ else
 end
 redis.call("SET", KEYS[10], ARGV[8] .. ":" .. reply[2], "PX", 86400000)
 return reply
-""")
+"""
+)
 
-REMOVE_BATCH_SRC = as_function("remove_job", "removeJob-2.lua") + IN_A_STATE + """
+REMOVE_BATCH_SRC = (
+    as_function("remove_job", "removeJob-2.lua")
+    + IN_A_STATE
+    + """
 -- KEYS[1] repeat key; ARGV[1] queue key prefix, ARGV[2] remove children "1"/"0", ARGV[3..] ids
 -- Returns removeJob's code per job, or -101 for an id that is in none of the queue's states.
 local codes = {}
@@ -282,8 +303,11 @@ for i = 3, #ARGV do
 end
 return codes
 """
+)
 
-PROMOTE_BATCH_SRC = as_function("promote_job", "promote-9.lua") + """
+PROMOTE_BATCH_SRC = (
+    as_function("promote_job", "promote-9.lua")
+    + """
 -- KEYS[1..9] promote-9's keys; ARGV[1] queue key prefix, ARGV[2..] job ids
 local codes = {}
 for i = 2, #ARGV do
@@ -291,6 +315,8 @@ for i = 2, #ARGV do
 end
 return codes
 """
+)
+
 
 def lua_script(source: str) -> Script:
     # Bytes, so no client is needed to hash it; every call names its client (or pipeline).

@@ -18,7 +18,7 @@ URL under both names is an error, as either choice could be the wrong one.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import redis
 
@@ -28,8 +28,13 @@ from .sources.factory import is_redis_node
 from .sources.redis_node import RedisNodeSource, redis_client
 
 __all__ = [
-    "ConnectionSpec", "client_for", "connection_specs_from_env", "dashboard_redis_url_from_env", "redact_url",
-    "url_variables", "validate_url",
+    "ConnectionSpec",
+    "client_for",
+    "connection_specs_from_env",
+    "dashboard_redis_url_from_env",
+    "redact_url",
+    "url_variables",
+    "validate_url",
 ]
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
@@ -44,7 +49,9 @@ def _suffix(name: str) -> str:
 
 def url_variables(name: str) -> tuple[str, str]:
     """The variables naming connection ``name``'s URL: the current one, and its old alias."""
-    return URL_VAR + _suffix(name), "QUEUEWATCH_REDIS_URL" if name == DEFAULT else f"QUEUEWATCH_REDIS_URL_{_suffix(name)}"
+    return URL_VAR + _suffix(
+        name
+    ), "QUEUEWATCH_REDIS_URL" if name == DEFAULT else f"QUEUEWATCH_REDIS_URL_{_suffix(name)}"
 
 
 def _set_form(env: Mapping[str, str], var: str) -> str | None:

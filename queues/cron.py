@@ -19,8 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -29,7 +29,7 @@ from .messages import _
 
 log = logging.getLogger("queuewatch.cron")
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 # Enough steps to cross a fall-back hour in which every result is an already-passed instant.
 _MAX_SKIPS = 1000
 
@@ -42,7 +42,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name or "UTC")
     except (ZoneInfoNotFoundError, ValueError):
-        raise CronError(_("Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.", name=name)) from None
+        raise CronError(
+            _("Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.", name=name)
+        ) from None
 
 
 def cron_validate(expr: str, tz: str = "UTC") -> None:
@@ -52,16 +54,27 @@ def cron_validate(expr: str, tz: str = "UTC") -> None:
     if not text:
         raise CronError(_("Enter a cron expression, e.g. “0 2 * * *” (every day at 02:00)."))
     if len(text.split()) not in (5, 6):
-        raise CronError(_("“{text}” has {fields} fields; a cron expression has 5 (minute hour day-of-month month "
-                          "day-of-week), optionally 6 with seconds.", text=text, fields=len(text.split())))
+        raise CronError(
+            _(
+                "“{text}” has {fields} fields; a cron expression has 5 (minute hour day-of-month month "
+                "day-of-week), optionally 6 with seconds.",
+                text=text,
+                fields=len(text.split()),
+            )
+        )
     if not croniter.is_valid(text):
-        raise CronError(_("“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).",
-                          text=text))
+        raise CronError(
+            _("“{text}” is not a valid cron expression (minute hour day-of-month month day-of-week).", text=text)
+        )
     try:  # valid fields can still name a date that never comes (30 February)
         croniter(text, dt.datetime(2000, 1, 1)).get_next(dt.datetime)
     except CroniterBadDateError:
-        raise CronError(_("“{text}” never fires: no date matches its day-of-month, month and day-of-week "
-                          "(e.g. 30 February).", text=text)) from None
+        raise CronError(
+            _(
+                "“{text}” never fires: no date matches its day-of-month, month and day-of-week (e.g. 30 February).",
+                text=text,
+            )
+        ) from None
 
 
 def _local(at: dt.datetime, tz: ZoneInfo) -> dt.datetime:
@@ -110,8 +123,10 @@ def bullmq_next_millis(*, pattern: str, tz: str, now_ms: int, start_ms: int | No
     zi = zone(tz)
     base_ms = max(now_ms, start_ms or 0)
     six = len(pattern.split()) == 6
-    every_hour = len(croniter(pattern.strip(), second_at_beginning=six).expanded[2 if six else 1]) in (1, 24) \
-        and pattern.split()[2 if six else 1] in ("*", "0-23", "*/1")
+    every_hour = len(croniter(pattern.strip(), second_at_beginning=six).expanded[2 if six else 1]) in (
+        1,
+        24,
+    ) and pattern.split()[2 if six else 1] in ("*", "0-23", "*/1")
     local = dt.datetime.fromtimestamp(base_ms / 1000, UTC).astimezone(zi).replace(tzinfo=None)
     # Every-hour patterns may still owe a run in the repeated hour behind the local clock.
     steps = croniter(pattern.strip(), local - dt.timedelta(hours=1 if every_hour else 0), second_at_beginning=six)
@@ -148,7 +163,9 @@ def cron_prev(*, expr: str, tz: str, at: dt.datetime) -> dt.datetime | None:
     return None
 
 
-def window_open_at(*, expr: str, tz: str, duration: dt.timedelta, at: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+def window_open_at(
+    *, expr: str, tz: str, duration: dt.timedelta, at: dt.datetime
+) -> tuple[dt.datetime, dt.datetime] | None:
     """For a recurring window that starts on the cron schedule and lasts ``duration`` of
     *wall-clock* time in ``tz`` (so "01:00 for 3 h" ends at 04:00 local even on the night the
     clocks change, as the people who planned it expect): the (start, end) in UTC of the window
@@ -191,8 +208,13 @@ class Periodic:
     loop calls it, so periodic work stops the moment leadership is lost. A failing job is
     logged and rescheduled; it never stops the others."""
 
-    def __init__(self, jobs: list[Job], *, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC)):
+    def __init__(
+        self,
+        jobs: list[Job],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC),
+    ):
         self.jobs = list(jobs)
         self.clock, self.wall = clock, wall
         start = self.clock()

@@ -14,20 +14,22 @@ builds ``DeadLetterRules`` from its settings (``dashboard.connections.dead_lette
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
 
 
-def is_dead_letter(name: str, *, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
-                   mapping: Mapping[str, str] | None = None) -> bool:
+def is_dead_letter(
+    name: str, *, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS, mapping: Mapping[str, str] | None = None
+) -> bool:
     """Whether ``name`` is an application dead-letter queue: mapped explicitly, or matching a pattern."""
     return bool(mapping and name in mapping) or any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
-               mapping: Mapping[str, str] | None = None) -> str | None:
+def dlq_source(
+    *, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS, mapping: Mapping[str, str] | None = None
+) -> str | None:
     """The source queue of a dead-letter queue, or ``None`` if it cannot be told.
 
     The operator's configuration decides, never the job: the explicit ``mapping``
@@ -41,7 +43,7 @@ def dlq_source(*, dlq_name: str, patterns: Sequence[str] = DEFAULT_DLQ_PATTERNS,
         for pattern in patterns:
             if pattern.count("*") == 1 and fnmatch.fnmatchcase(dlq_name, pattern):
                 head, tail = pattern.split("*")
-                source = dlq_name[len(head): len(dlq_name) - len(tail)] or None
+                source = dlq_name[len(head) : len(dlq_name) - len(tail)] or None
                 if source:
                     break
     return source if source and ":" not in source else None

@@ -37,9 +37,18 @@ from .redis import replies
 class DiscoveryPass:
     """The resumable discovery of one connection's queues (every prefix, in order)."""
 
-    def __init__(self, client: redis.Redis, *, connection: str, prefixes: Iterable[str], keys_per_step: int,
-                 min_pass_s: float = 10.0, scan_count: int = 1000, known: Iterable[QueueRef] = (),
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        connection: str,
+        prefixes: Iterable[str],
+        keys_per_step: int,
+        min_pass_s: float = 10.0,
+        scan_count: int = 1000,
+        known: Iterable[QueueRef] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.client = client
         self.connection = connection
         self.prefixes = list(prefixes)
@@ -110,7 +119,7 @@ class DiscoveryPass:
         found = []
         for key in keys:
             if key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail):
-                name = key[len(head): -len(tail)].decode("utf-8", errors="replace")
+                name = key[len(head) : -len(tail)].decode("utf-8", errors="replace")
                 found.append(QueueRef(self.connection, prefix, name))
         unsure = [q for q in found if ":" in q.name and q not in self.known]
         if unsure:
@@ -136,8 +145,14 @@ class WholeDiscovery:
     """The same interface over a source that can only discover everything at once (kinds
     without a resumable walk): one ``discover()`` per ``min_pass_s``."""
 
-    def __init__(self, discover: Callable[[], list[QueueRef]], *, min_pass_s: float = 10.0,
-                 known: Iterable[QueueRef] = (), clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        discover: Callable[[], list[QueueRef]],
+        *,
+        min_pass_s: float = 10.0,
+        known: Iterable[QueueRef] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._discover, self.min_pass_s, self.clock = discover, min_pass_s, clock
         self._list = list(known)
         self._next_pass_at = clock()

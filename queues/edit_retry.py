@@ -16,8 +16,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import redis
 
@@ -31,7 +32,10 @@ from .text import to_text
 CHANGED = "changed"  # the data changed between preview and confirmation
 UNCHANGED = "unchanged"  # the patch changes nothing
 
-EDIT_RETRY = lua_script(as_function("update_data", "updateData-1.lua") + as_function("reprocess_job", "reprocessJob-9.lua") + """
+EDIT_RETRY = lua_script(
+    as_function("update_data", "updateData-1.lua")
+    + as_function("reprocess_job", "reprocessJob-9.lua")
+    + """
 -- KEYS/ARGV[1..7] exactly as the composed retry (queues.actions.retry_call); ARGV[8] the data as
 -- read when the patch was applied, ARGV[9] the new data.
 -- Returns 1 done, -1 no such job, -3 not failed any more, -4 the data changed since it was read.
@@ -42,7 +46,8 @@ update_data({KEYS[1]}, {ARGV[9]})
 local result = reprocess_job(KEYS, ARGV)
 if result == 1 and ARGV[7] == "1" then redis.call("HDEL", KEYS[1], "stc") end
 return result
-""")
+"""
+)
 
 
 class PatchError(ValueError):
@@ -116,8 +121,15 @@ def plan_edit(client: redis.Redis, *, queue, job_id: str, patch: Any, schema: di
     if not ok:
         raise PatchError(_("The job's stored data is not valid JSON, so a merge patch cannot be applied to it."))
     after = merge_patch(before, patch)
-    return EditPlan(job_id=job_id, state="failed" if failed is not None else "other", before_raw=before_raw,
-                    before=before, after=after, lifo=_lifo(opts), refusals=tuple(job_schema.validate(schema, after)))
+    return EditPlan(
+        job_id=job_id,
+        state="failed" if failed is not None else "other",
+        before_raw=before_raw,
+        before=before,
+        after=after,
+        lifo=_lifo(opts),
+        refusals=tuple(job_schema.validate(schema, after)),
+    )
 
 
 def _lifo(opts_raw) -> bool:
@@ -129,10 +141,18 @@ def edit_and_retry(client: redis.Redis, *, queue, plan: EditPlan, reset_counters
     """Write ``plan.after`` and retry the job, if it is still failed with ``plan.before_raw``."""
     job_id = plan.job_id
     if plan.state != "failed":
-        return ActionResult(job_id, WRONG_STATE, _("Job {id} is not failed; only failed jobs are edited and retried.", id=job_id))
+        return ActionResult(
+            job_id, WRONG_STATE, _("Job {id} is not failed; only failed jobs are edited and retried.", id=job_id)
+        )
     if not plan.changes:
-        return ActionResult(job_id, UNCHANGED, _("The patch leaves job {id}'s data as it is; nothing was done "
-                                                 "(use Retry to run it again unchanged).", id=job_id))
+        return ActionResult(
+            job_id,
+            UNCHANGED,
+            _(
+                "The patch leaves job {id}'s data as it is; nothing was done (use Retry to run it again unchanged).",
+                id=job_id,
+            ),
+        )
     if plan.refusals:
         return ActionResult(job_id, job_schema.INVALID_DATA, job_schema.refusal(list(plan.refusals)))
     keys, args = retry_call(queue, job_id, state="failed", reset_counters=reset_counters, lifo=plan.lifo)
@@ -142,6 +162,9 @@ def edit_and_retry(client: redis.Redis, *, queue, plan: EditPlan, reset_counters
     if code == -1:
         return ActionResult(job_id, MISSING, _("Job {id} no longer exists.", id=job_id))
     if code == -4:
-        return ActionResult(job_id, CHANGED, _("Job {id}'s data changed since the preview; nothing was done. "
-                                               "Preview the patch again.", id=job_id))
+        return ActionResult(
+            job_id,
+            CHANGED,
+            _("Job {id}'s data changed since the preview; nothing was done. Preview the patch again.", id=job_id),
+        )
     return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer failed; it was left as it is.", id=job_id))

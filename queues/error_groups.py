@@ -26,24 +26,27 @@ from .safe_json import loads_or
 from .text import to_int, to_text
 
 # Order matters: the specific shapes go first, so a UUID is not eaten as hex runs and numbers.
-_RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
-    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
-    (r"\b\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?", "<time>"),
-    (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
-    (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<email>"),
-    (r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", "<url>"),
-    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "<ip>"),
-    (r"\[?\b(?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{1,4}\b\]?(?::\d+)?", "<ip>"),
-    (r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", "<mac>"),
-    (r"\b0x[0-9a-f]+\b", "<hex>"),
-    (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
-    (r"\"(?:[^\"\\]|\\.)*\"", "\"<value>\""),
-    (r"'(?:[^'\\]|\\.)*'", "'<value>'"),
-    (r"`[^`]*`", "`<value>`"),
-    (r"\b[a-z]+_[a-z0-9]*\d[a-z0-9]*\b", "<id>"),  # prefixed ids: cus_8f3K2, ord_123
-    (r"(?<![a-z])[-+]?\d+(?:[.,]\d+)*(?![a-z])", "<n>"),
-    (r"\b(?=[a-z0-9]*\d)[a-z0-9]{12,}\b", "<id>"),  # long mixed tokens (ids, hashes, keys)
-))
+_RULES: tuple[tuple[re.Pattern, str], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), r)
+    for p, r in (
+        (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
+        (r"\b\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?", "<time>"),
+        (r"\b\d{4}-\d{2}-\d{2}\b", "<date>"),
+        (r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b", "<email>"),
+        (r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]+", "<url>"),
+        (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "<ip>"),
+        (r"\[?\b(?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{1,4}\b\]?(?::\d+)?", "<ip>"),
+        (r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", "<mac>"),
+        (r"\b0x[0-9a-f]+\b", "<hex>"),
+        (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
+        (r"\"(?:[^\"\\]|\\.)*\"", '"<value>"'),
+        (r"'(?:[^'\\]|\\.)*'", "'<value>'"),
+        (r"`[^`]*`", "`<value>`"),
+        (r"\b[a-z]+_[a-z0-9]*\d[a-z0-9]*\b", "<id>"),  # prefixed ids: cus_8f3K2, ord_123
+        (r"(?<![a-z])[-+]?\d+(?:[.,]\d+)*(?![a-z])", "<n>"),
+        (r"\b(?=[a-z0-9]*\d)[a-z0-9]{12,}\b", "<id>"),  # long mixed tokens (ids, hashes, keys)
+    )
+)
 _SPACE = re.compile(r"\s+")
 
 
@@ -101,8 +104,14 @@ STACK_SAMPLES = 50  # groups that get a sample stack trace (the biggest ones)
 RECENT_MS, PRIOR_MS = 5 * 60_000, 15 * 60_000
 
 
-def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMPLE_LIMIT, batch: int = 1000,
-                 now_ms: int | None = None) -> ErrorGroups:
+def error_groups(
+    client: redis.Redis,
+    *,
+    queue: QueueRef,
+    scan_limit: int = SAMPLE_LIMIT,
+    batch: int = 1000,
+    now_ms: int | None = None,
+) -> ErrorGroups:
     """Failed jobs grouped by fingerprint, biggest group first (a list of ``ErrorGroup``).
 
     Reads the newest ``scan_limit`` failed jobs: ZREVRANGE in batches plus one pipelined
@@ -134,7 +143,9 @@ def error_groups(client: redis.Redis, *, queue: QueueRef, scan_limit: int = SAMP
             g = groups.get(fp)
             if g is None:
                 # Newest first, so the first job seen is the newest: it is the sample.
-                groups[fp] = g = ErrorGroup(fp, norm, 1, at, at, to_text(member), "", reason.strip().split("\n", 1)[0][:2000])
+                groups[fp] = g = ErrorGroup(
+                    fp, norm, 1, at, at, to_text(member), "", reason.strip().split("\n", 1)[0][:2000]
+                )
             else:
                 g.count += 1
                 if at is not None:

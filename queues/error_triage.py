@@ -27,9 +27,9 @@ TRANSIENT, PERMANENT, UNKNOWN = "transient", "permanent", "unknown"
 CLASSES = (TRANSIENT, PERMANENT, UNKNOWN)
 ADVICE = {
     TRANSIENT: "Transient: the cause usually passes (timeouts, resets, rate limits, lock contention). "
-               "Retry once it has.",
+    "Retry once it has.",
     PERMANENT: "Permanent: the same input fails again (validation, 4xx, not found, UnrecoverableError). "
-               "Fix the data or the code; retrying wastes attempts.",
+    "Fix the data or the code; retrying wastes attempts.",
     UNKNOWN: "Unknown: no built-in pattern or rule matched. Read the sample before retrying.",
 }
 
@@ -44,23 +44,35 @@ _STATUS = r"(?:status(?:\s*code)?|http(?:/\d(?:\.\d)?)?|code|response)\s*[:=]?\s
 BUILT_IN: tuple[tuple[str, str, str], ...] = (
     (PERMANENT, "UnrecoverableError", r"\bUnrecoverableError\b"),
     (TRANSIENT, "HTTP 429 / 502 / 503 / 504", _STATUS + r"(?:429|50[234])\b"),
-    (TRANSIENT, "rate limited or unavailable",
-     r"too many requests|rate.?limit(?:ed|s)?\b|service unavailable|"
-     r"bad gateway|gateway time-?out|temporarily unavailable"),
+    (
+        TRANSIENT,
+        "rate limited or unavailable",
+        r"too many requests|rate.?limit(?:ed|s)?\b|service unavailable|"
+        r"bad gateway|gateway time-?out|temporarily unavailable",
+    ),
     (PERMANENT, "HTTP 4xx", _STATUS + r"4(?!29)\d\d\b"),
     (TRANSIENT, "timeout", r"\btime[sd]?\s?out\b|\btimeout\b|ETIMEDOUT|ESOCKETTIMEDOUT|deadline exceeded"),
-    (TRANSIENT, "connection reset or refused",
-     r"ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|socket hang up|"
-     r"connection (?:was )?(?:reset|refused|closed|aborted|lost)|broken pipe"),
-    (TRANSIENT, "lock contention",
-     r"deadlock|lock wait timeout|could not (?:obtain|acquire) (?:a )?lock|lock (?:is )?(?:already )?(?:held|taken)|"
-     r"database is locked|SQLITE_BUSY|serialization failure|LockError|Missing lock"),
+    (
+        TRANSIENT,
+        "connection reset or refused",
+        r"ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|socket hang up|"
+        r"connection (?:was )?(?:reset|refused|closed|aborted|lost)|broken pipe",
+    ),
+    (
+        TRANSIENT,
+        "lock contention",
+        r"deadlock|lock wait timeout|could not (?:obtain|acquire) (?:a )?lock|lock (?:is )?(?:already )?(?:held|taken)|"
+        r"database is locked|SQLITE_BUSY|serialization failure|LockError|Missing lock",
+    ),
     (PERMANENT, "validation", r"validation|\binvalid\b|is required\b|must be\b|malformed|unprocessable"),
     (PERMANENT, "client error", r"bad request|unauthori[sz]ed|forbidden|permission denied|access denied"),
     (PERMANENT, "not found", r"not found|does not exist|no such\b|unknown (?:user|customer|account|id)"),
-    (PERMANENT, "programming error",
-     r"\b(?:TypeError|ReferenceError|SyntaxError)\b|is not a function|"
-     r"cannot read propert(?:y|ies) of (?:undefined|null)"),
+    (
+        PERMANENT,
+        "programming error",
+        r"\b(?:TypeError|ReferenceError|SyntaxError)\b|is not a function|"
+        r"cannot read propert(?:y|ies) of (?:undefined|null)",
+    ),
 )
 
 

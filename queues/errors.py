@@ -24,8 +24,9 @@ class NotOffered(QueuewatchError):
     def __init__(self, *, connection: str, kind: str, facet: str):
         self.connection, self.kind, self.facet = connection, kind, facet
         # ``facet`` is the wording of ``queues.sources.facets.FACETS`` (a marked message).
-        self.message = _("Connection “{connection}” ({kind}) does not offer {facet}.", connection=connection,
-                         kind=kind, facet=facet)
+        self.message = _(
+            "Connection “{connection}” ({kind}) does not offer {facet}.", connection=connection, kind=kind, facet=facet
+        )
         super().__init__(str(self.message))
 
 

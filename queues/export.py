@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 import redis
 
@@ -26,10 +26,35 @@ from .safe_json import parse_json
 from .selection import Cursor, JobFilter, advance, next_page
 from .text import to_int, to_text
 
-EXPORT_FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn", "atm", "ats", "stc",
-                 "failedReason", "stacktrace", "returnvalue")
-CSV_COLUMNS = ("id", "name", "timestamp", "processedOn", "finishedOn", "attemptsMade", "attemptsStarted",
-               "stalledCounter", "failedReason", "data", "opts", "stacktrace", "returnvalue")
+EXPORT_FIELDS = (
+    "name",
+    "data",
+    "opts",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "atm",
+    "ats",
+    "stc",
+    "failedReason",
+    "stacktrace",
+    "returnvalue",
+)
+CSV_COLUMNS = (
+    "id",
+    "name",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "attemptsMade",
+    "attemptsStarted",
+    "stalledCounter",
+    "failedReason",
+    "data",
+    "opts",
+    "stacktrace",
+    "returnvalue",
+)
 FIRST_PAGE = 10
 MAX_PAGE = 250
 
@@ -50,8 +75,9 @@ def _redacted_json(raw, redactor: Redactor):
     return redactor.value(value) if ok else redactor.text(text)
 
 
-def iter_record_pages(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
-                      redactor: Redactor) -> Iterator[list[dict]]:
+def iter_record_pages(
+    client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, redactor: Redactor
+) -> Iterator[list[dict]]:
     """Matching jobs as redacted dicts, oldest first: one list per page read from Redis."""
     cursor = Cursor()
     for size in page_sizes():
@@ -64,21 +90,23 @@ def iter_record_pages(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, 
             f = dict(zip(EXPORT_FIELDS, values))
             if all(v is None for v in values):
                 continue  # removed since the page was read
-            records.append({
-                "id": job_id,
-                "name": to_text(f["name"]),
-                "timestamp": to_int(f["timestamp"]),
-                "processedOn": to_int(f["processedOn"]),
-                "finishedOn": to_int(f["finishedOn"]),
-                "attemptsMade": to_int(f["atm"], 0),
-                "attemptsStarted": to_int(f["ats"], 0),
-                "stalledCounter": to_int(f["stc"], 0),
-                "failedReason": redactor.text(to_text(f["failedReason"])),
-                "data": _redacted_json(f["data"], redactor),
-                "opts": _redacted_json(f["opts"], redactor),
-                "stacktrace": _redacted_json(f["stacktrace"], redactor),
-                "returnvalue": _redacted_json(f["returnvalue"], redactor),
-            })
+            records.append(
+                {
+                    "id": job_id,
+                    "name": to_text(f["name"]),
+                    "timestamp": to_int(f["timestamp"]),
+                    "processedOn": to_int(f["processedOn"]),
+                    "finishedOn": to_int(f["finishedOn"]),
+                    "attemptsMade": to_int(f["atm"], 0),
+                    "attemptsStarted": to_int(f["ats"], 0),
+                    "stalledCounter": to_int(f["stc"], 0),
+                    "failedReason": redactor.text(to_text(f["failedReason"])),
+                    "data": _redacted_json(f["data"], redactor),
+                    "opts": _redacted_json(f["opts"], redactor),
+                    "stacktrace": _redacted_json(f["stacktrace"], redactor),
+                    "returnvalue": _redacted_json(f["returnvalue"], redactor),
+                }
+            )
         if records:
             yield records
         if page.exhausted:
@@ -86,8 +114,9 @@ def iter_record_pages(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, 
         cursor = advance(cursor, page)
 
 
-def iter_jobs_jsonl(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
-                    redactor: Redactor) -> Iterator[str]:
+def iter_jobs_jsonl(
+    client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, redactor: Redactor
+) -> Iterator[str]:
     """One JSON object per line, one chunk per page. ``<``, ``>`` and ``&`` are not escaped:
     this is a download."""
     for records in iter_record_pages(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
@@ -103,8 +132,9 @@ def _csv_cell(value) -> str:
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
-def iter_jobs_csv(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int,
-                  redactor: Redactor) -> Iterator[str]:
+def iter_jobs_csv(
+    client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, redactor: Redactor
+) -> Iterator[str]:
     """A header line, then one CSV row per job, one chunk per page; JSON fields as compact
     JSON text."""
     buf = io.StringIO()

@@ -50,14 +50,22 @@ return {1, result}
 
 # (script file, the queue keys it takes in order, index of the ``id`` key among them)
 _KINDS = {
-    "standard": ("addStandardJob-9.lua",
-                 ("wait", "paused", "meta", "id", "completed", "delayed", "active", "events", "marker"), 4),
+    "standard": (
+        "addStandardJob-9.lua",
+        ("wait", "paused", "meta", "id", "completed", "delayed", "active", "events", "marker"),
+        4,
+    ),
     "delayed": ("addDelayedJob-6.lua", ("marker", "meta", "id", "delayed", "completed", "events"), 3),
-    "prioritized": ("addPrioritizedJob-9.lua",
-                    ("marker", "meta", "id", "prioritized", "delayed", "completed", "active", "events", "pc"), 3),
+    "prioritized": (
+        "addPrioritizedJob-9.lua",
+        ("marker", "meta", "id", "prioritized", "delayed", "completed", "active", "events", "pc"),
+        3,
+    ),
 }
-ADD_SCRIPTS = {kind: lua_script(as_function("add_job", filename) + _OUTCOME % {"id_key": id_key})
-               for kind, (filename, _, id_key) in _KINDS.items()}
+ADD_SCRIPTS = {
+    kind: lua_script(as_function("add_job", filename) + _OUTCOME % {"id_key": id_key})
+    for kind, (filename, _, id_key) in _KINDS.items()
+}
 
 
 class DataRefused(InvalidJob):
@@ -111,8 +119,9 @@ def add_call(queue: QueueRef, job: NewJob, *, now_ms: int) -> tuple[str, list[st
     kind = add_kind(job.opts)
     _, key_names, _ = _KINDS[kind]
     dedup_key = queue.key(f"de:{job.deduplication_id}") if job.deduplication_id else None
-    packed = msgpack.packb([queue.base, job.job_id, job.name, now_ms, None, None, None, None, dedup_key],
-                           use_bin_type=True)
+    packed = msgpack.packb(
+        [queue.base, job.job_id, job.name, now_ms, None, None, None, None, dedup_key], use_bin_type=True
+    )
     args = [packed, job.data_json, msgpack.packb(job.stored_opts(), use_bin_type=True), job.job_id, queue.base]
     return kind, [queue.key(k) for k in key_names], args
 
@@ -122,7 +131,9 @@ def add_job(client: redis.Redis, *, queue: QueueRef, job: NewJob, schema: dict |
     if its data passes the queue's ``schema`` (else ``DataRefused``, and nothing is written)."""
     check_data(schema, job.data_json)
     if not client.exists(queue.key("meta")):
-        raise InvalidJob(_("There is no queue '{name}' (no meta key); Queuewatch never creates a queue.", name=queue.name))
+        raise InvalidJob(
+            _("There is no queue '{name}' (no meta key); Queuewatch never creates a queue.", name=queue.name)
+        )
     kind, keys, args = add_call(queue, job, now_ms=int(time.time() * 1000))
     code, job_id = ADD_SCRIPTS[kind](keys=keys, args=args, client=client)
     code, job_id = int(code), to_text(job_id)
@@ -132,8 +143,22 @@ def add_job(client: redis.Redis, *, queue: QueueRef, job: NewJob, schema: dict |
 
 
 # Options a copy does not take from its source: its id and its place (scheduler, flow parent).
-NOT_COPIED = frozenset({"jobId", "repeat", "repeatJobKey", "prevMillis", "timestamp", "parent", "fpof", "cpof",
-                        "idof", "rdof", "tm", "omc"})
+NOT_COPIED = frozenset(
+    {
+        "jobId",
+        "repeat",
+        "repeatJobKey",
+        "prevMillis",
+        "timestamp",
+        "parent",
+        "fpof",
+        "cpof",
+        "idof",
+        "rdof",
+        "tm",
+        "omc",
+    }
+)
 STORED_TO_OPTION = {"de": "deduplication"}
 
 
@@ -152,19 +177,25 @@ def read_source(client: redis.Redis, *, queue: QueueRef, job_id: str) -> SourceJ
         return None
     stored = loads_or(to_text(opts, "{}"), {})
     stored = stored if isinstance(stored, dict) else {}
-    return SourceJob(name=to_text(name), data_json=to_text(data, "{}"),
-                     opts={STORED_TO_OPTION.get(k, k): v for k, v in stored.items()})
+    return SourceJob(
+        name=to_text(name),
+        data_json=to_text(data, "{}"),
+        opts={STORED_TO_OPTION.get(k, k): v for k, v in stored.items()},
+    )
 
 
 def copy_of(source: SourceJob) -> NewJob:
     """The duplicate of a stored job: same name, data (byte for byte) and options, a new id.
     Options are copied as stored (Node accepted them: a custom backoff strategy, ``keepLogs``,
     ``stackTraceLimit``…), minus ``NOT_COPIED``."""
-    return NewJob(name=source.name, data_json=source.data_json,
-                  opts={k: v for k, v in source.opts.items() if k not in NOT_COPIED})
+    return NewJob(
+        name=source.name, data_json=source.data_json, opts={k: v for k, v in source.opts.items() if k not in NOT_COPIED}
+    )
 
 
-def duplicate_job(client: redis.Redis, *, queue: QueueRef, job_id: str, schema: dict | None = None) -> AddOutcome | None:
+def duplicate_job(
+    client: redis.Redis, *, queue: QueueRef, job_id: str, schema: dict | None = None
+) -> AddOutcome | None:
     """Add a copy of job ``job_id`` (read from Redis) to its queue; ``None`` if it is gone."""
     source = read_source(client, queue=queue, job_id=job_id)
     if source is None:

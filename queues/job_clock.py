@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Literal, overload
-
+from typing import TYPE_CHECKING, Literal, overload
 
 from .events import Event
 from .job_fields import read_job_field

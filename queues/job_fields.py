@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from .sources.facets import ProbesFacet
 
 
-def read_job_field(probes_for: Callable[[str], ProbesFacet | None], jobs: Iterable[tuple[QueueRef, str]],
-                   field: str) -> dict[tuple[QueueRef, str], bytes | None]:
+def read_job_field(
+    probes_for: Callable[[str], ProbesFacet | None], jobs: Iterable[tuple[QueueRef, str]], field: str
+) -> dict[tuple[QueueRef, str], bytes | None]:
     """One field of each job, one probe per connection (``ProbesFacet.job_fields``). The jobs
     of a connection that cannot be read, or whose kind has no probes, are left out (the caller
     asks again later); a job that is gone reads ``None``."""

@@ -24,17 +24,27 @@ class InvalidJob(ValueError):
     """A job BullMQ would refuse, or one that could not work; the message says why."""
 
 
-PRIORITY_LIMIT = 2 ** 21 - 1  # BullMQ's PRIORITY_LIMIT
+PRIORITY_LIMIT = 2**21 - 1  # BullMQ's PRIORITY_LIMIT
 MAX_NAME = 1000
 MAX_JOB_ID = 1000
 BACKOFF_TYPES = ("fixed", "exponential")  # BullMQ's built-in strategies; custom ones live in a worker
-OPTION_NAMES = ("delay", "priority", "attempts", "backoff", "jobId", "deduplication", "removeOnComplete",
-                "removeOnFail", "lifo")
+OPTION_NAMES = (
+    "delay",
+    "priority",
+    "attempts",
+    "backoff",
+    "jobId",
+    "deduplication",
+    "removeOnComplete",
+    "removeOnFail",
+    "lifo",
+)
 # Suffixes of the queue's own keys (``<prefix>:<queue>:<suffix>``). A job id equal to one of
 # them would name that key: BullMQ would answer "duplicated" for ``meta`` or ``events``.
-RESERVED_IDS = frozenset(set(STATE_KEYS.values()) | {
-    "meta", "id", "events", "marker", "pc", "stalled", "stalled-check", "limiter", "repeat", "metrics",
-    "de", "dn"})
+RESERVED_IDS = frozenset(
+    set(STATE_KEYS.values())
+    | {"meta", "id", "events", "marker", "pc", "stalled", "stalled-check", "limiter", "repeat", "metrics", "de", "dn"}
+)
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
@@ -45,8 +55,10 @@ def check_job_id(job_id: str) -> str:
     if len(job_id) > MAX_JOB_ID:
         raise InvalidJob(f"'jobId' is longer than {MAX_JOB_ID} characters.")
     if _INTEGER.fullmatch(job_id):
-        raise InvalidJob(f"'jobId' {job_id!r} is a plain integer: BullMQ refuses those (they would collide with "
-                         "the ids it generates). Add a letter, e.g. 'order-42'.")
+        raise InvalidJob(
+            f"'jobId' {job_id!r} is a plain integer: BullMQ refuses those (they would collide with "
+            "the ids it generates). Add a letter, e.g. 'order-42'."
+        )
     if ":" in job_id:
         raise InvalidJob("'jobId' cannot contain ':' (BullMQ reserves it for the ids of legacy repeatable jobs).")
     if job_id in RESERVED_IDS:
@@ -69,11 +81,11 @@ def _whole(opts: dict, name: str, *, low: int = 0, high: int | None = None) -> i
 
 def _backoff(value: Any) -> dict:
     if isinstance(value, bool):
-        raise InvalidJob("'backoff' must be a delay in ms or {\"type\": \"fixed\"|\"exponential\", \"delay\": ms}.")
+        raise InvalidJob('\'backoff\' must be a delay in ms or {"type": "fixed"|"exponential", "delay": ms}.')
     if isinstance(value, (int, float)):
         return {"type": "fixed", "delay": _whole({"backoff": value}, "backoff")}  # Backoffs.normalize
     if not isinstance(value, dict):
-        raise InvalidJob("'backoff' must be a delay in ms or {\"type\": \"fixed\"|\"exponential\", \"delay\": ms}.")
+        raise InvalidJob('\'backoff\' must be a delay in ms or {"type": "fixed"|"exponential", "delay": ms}.')
     unknown = set(value) - {"type", "delay", "jitter"}
     if unknown:
         raise InvalidJob(f"'backoff' has unknown fields: {', '.join(sorted(unknown))} (use type, delay, jitter).")
@@ -99,16 +111,19 @@ def _keep(value: Any, name: str) -> Any:
         return _whole({name: value}, name)
     if isinstance(value, dict) and value and set(value) <= {"age", "count", "limit"}:
         return {k: _whole(value, k) for k in value}
-    raise InvalidJob(f"'{name}' must be true, false, a number of jobs to keep, or {{\"age\": seconds, \"count\": n}}.")
+    raise InvalidJob(f'\'{name}\' must be true, false, a number of jobs to keep, or {{"age": seconds, "count": n}}.')
 
 
 def _deduplication(value: Any) -> dict:
     if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not value["id"].strip():
-        raise InvalidJob("'deduplication' must be {\"id\": \"…\"} with an optional \"ttl\" in ms; "
-                         "the id must be a non-empty string.")  # BullMQ: "Deduplication id must be provided"
+        raise InvalidJob(
+            '\'deduplication\' must be {"id": "…"} with an optional "ttl" in ms; the id must be a non-empty string.'
+        )  # BullMQ: "Deduplication id must be provided"
     unknown = set(value) - {"id", "ttl", "extend", "replace"}
     if unknown:
-        raise InvalidJob(f"'deduplication' has unknown fields: {', '.join(sorted(unknown))} (use id, ttl, extend, replace).")
+        raise InvalidJob(
+            f"'deduplication' has unknown fields: {', '.join(sorted(unknown))} (use id, ttl, extend, replace)."
+        )
     out = {"id": value["id"]}
     ttl = _whole(value, "ttl", low=1)
     if ttl is not None:
@@ -159,8 +174,9 @@ def new_job(*, name: Any, data: Any, opts: Any) -> NewJob:
         raise InvalidJob("'opts' must be a JSON object.")
     unknown = set(opts) - set(OPTION_NAMES)
     if unknown:
-        raise InvalidJob(f"Unknown option(s): {', '.join(sorted(unknown))}. Queuewatch adds jobs with: "
-                         f"{', '.join(OPTION_NAMES)}.")
+        raise InvalidJob(
+            f"Unknown option(s): {', '.join(sorted(unknown))}. Queuewatch adds jobs with: {', '.join(OPTION_NAMES)}."
+        )
     checked: dict = {}
     for key in ("delay", "attempts"):
         value = _whole(opts, key)
@@ -183,12 +199,13 @@ def new_job(*, name: Any, data: Any, opts: Any) -> NewJob:
             raise InvalidJob("'lifo' must be true or false.")
         if opts["lifo"]:
             if priority:
-                raise InvalidJob("'lifo' and 'priority' cannot be used together: a prioritized job is ordered by "
-                                 "its priority, so lifo would be silently ignored.")
+                raise InvalidJob(
+                    "'lifo' and 'priority' cannot be used together: a prioritized job is ordered by "
+                    "its priority, so lifo would be silently ignored."
+                )
             checked["lifo"] = True
     try:
-        data_json = json.dumps({} if data is None else data, separators=(",", ":"), ensure_ascii=False,
-                               allow_nan=False)
+        data_json = json.dumps({} if data is None else data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError:
         raise InvalidJob("The data cannot hold NaN or Infinity (they are not JSON).") from None
     return NewJob(name=name, data_json=data_json, opts=checked)

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 import regex
 from jsonschema import Draft202012Validator, ValidationError, validators
@@ -73,8 +74,14 @@ def parse_schema(text: str) -> dict:
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SchemaProblem(_("The schema is not valid JSON: {msg} at line {line}, column {col}.",
-                              msg=exc.msg, line=exc.lineno, col=exc.colno)) from None
+        raise SchemaProblem(
+            _(
+                "The schema is not valid JSON: {msg} at line {line}, column {col}.",
+                msg=exc.msg,
+                line=exc.lineno,
+                col=exc.colno,
+            )
+        ) from None
     except RecursionError:
         raise SchemaProblem(_("The schema is nested too deeply.")) from None
     return check_schema(schema)
@@ -89,15 +96,21 @@ def check_schema(schema: Any) -> dict:
         if size > MAX_SCHEMA_BYTES:
             raise SchemaProblem(_("The schema is larger than {n} KB.", n=MAX_SCHEMA_BYTES // 1024))
         if schema.get("$schema", DRAFT).rstrip("#") != DRAFT:
-            raise SchemaProblem(_("Only JSON Schema Draft 2020-12 is supported: remove \"$schema\" or set it to {draft}.",
-                                  draft=DRAFT))
+            raise SchemaProblem(
+                _('Only JSON Schema Draft 2020-12 is supported: remove "$schema" or set it to {draft}.', draft=DRAFT)
+            )
         _check_patterns(schema)  # first: a bad pattern gets the clearer of the two messages
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             where = _path(exc.absolute_path)
-            raise SchemaProblem(_("The schema is not a valid JSON Schema (Draft 2020-12) at {path}: {why}",
-                                  path=where, why=exc.message[:300])) from None
+            raise SchemaProblem(
+                _(
+                    "The schema is not a valid JSON Schema (Draft 2020-12) at {path}: {why}",
+                    path=where,
+                    why=exc.message[:300],
+                )
+            ) from None
         _check_references(schema)
     except RecursionError:
         raise SchemaProblem(_("The schema is nested too deeply.")) from None
@@ -112,8 +125,14 @@ def _check_references(schema: dict) -> None:
             if not isinstance(ref, str):
                 continue
             if not ref.startswith("#"):
-                raise SchemaProblem(_("{key} {ref} points outside the schema: only local references (starting with #) "
-                                      "are allowed, and nothing is ever fetched.", key=key, ref=ref[:200]))
+                raise SchemaProblem(
+                    _(
+                        "{key} {ref} points outside the schema: only local references (starting with #) "
+                        "are allowed, and nothing is ever fetched.",
+                        key=key,
+                        ref=ref[:200],
+                    )
+                )
             if key == "$ref":
                 try:
                     resolver.lookup(ref)
@@ -134,11 +153,16 @@ def _check_patterns(schema: dict) -> None:
         for pattern in patterns:
             problem = bounded_regex.problem(pattern, max_length=MAX_PATTERN)
             if problem:
-                raise SchemaProblem(_("Pattern {pattern}: {problem}", pattern=json.dumps(pattern[:200]),
-                                      problem=problem))
+                raise SchemaProblem(
+                    _("Pattern {pattern}: {problem}", pattern=json.dumps(pattern[:200]), problem=problem)
+                )
     if has_pattern_properties and has_unevaluated:
-        raise SchemaProblem(_("\"unevaluatedProperties\" cannot be used in a schema that has \"patternProperties\" "
-                              "(their patterns would then run unbounded); use \"additionalProperties\" instead."))
+        raise SchemaProblem(
+            _(
+                '"unevaluatedProperties" cannot be used in a schema that has "patternProperties" '
+                '(their patterns would then run unbounded); use "additionalProperties" instead.'
+            )
+        )
 
 
 # --- validating data ----------------------------------------------------------------------------
@@ -207,12 +231,17 @@ def _additional_properties(validator, additional, instance, schema):
         for key in extras:
             yield from validator.descend(instance[key], additional, path=key)
     elif not additional and extras:
-        yield ValidationError(f"unexpected properties {extras!r}", validator="additionalProperties",
-                              validator_value=sorted(extras, key=str))
+        yield ValidationError(
+            f"unexpected properties {extras!r}",
+            validator="additionalProperties",
+            validator_value=sorted(extras, key=str),
+        )
 
 
-_Validator = validators.extend(Draft202012Validator, {
-    "pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties})
+_Validator = validators.extend(
+    Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+)
 
 
 @lru_cache(maxsize=64)
@@ -238,8 +267,12 @@ def validate(schema: dict | None, data: Any) -> list[Message]:
             if len(found) > MAX_ERRORS:
                 break
     except Unresolvable as exc:
-        return [_("The queue's schema cannot be used: a reference in it cannot be resolved ({ref}).",
-                  ref=str(getattr(exc, "ref", ""))[:200])]
+        return [
+            _(
+                "The queue's schema cannot be used: a reference in it cannot be resolved ({ref}).",
+                ref=str(getattr(exc, "ref", ""))[:200],
+            )
+        ]
     except RecursionError:
         return [_("The data is nested too deeply to be checked against the queue's schema.")]
     finally:
@@ -302,22 +335,31 @@ def describe(error: ValidationError) -> Message:
     if keyword == "pattern":
         return _("{path}: should match the pattern {pattern}.", path=path, pattern=_short(expected))
     if keyword == "pattern-timeout":
-        return _("{path}: could not be checked against the pattern {pattern} in time, so it is refused.",
-                 path=path, pattern=_short(expected))
+        return _(
+            "{path}: could not be checked against the pattern {pattern} in time, so it is refused.",
+            path=path,
+            pattern=_short(expected),
+        )
     if keyword == "multipleOf":
         return _("{path}: should be a multiple of {n}.", path=path, n=_short(expected))
     if keyword == "uniqueItems":
         return _("{path}: should not repeat items.", path=path)
     if keyword in ("anyOf", "oneOf"):
         if keyword == "anyOf":
-            return _("{path}: should match at least one of the schemas in \"anyOf\".", path=path)
-        return _("{path}: should match exactly one of the schemas in \"oneOf\".", path=path)
+            return _('{path}: should match at least one of the schemas in "anyOf".', path=path)
+        return _('{path}: should match exactly one of the schemas in "oneOf".', path=path)
     if keyword == "not":
-        return _("{path}: should not match the schema in \"not\".", path=path)
+        return _('{path}: should not match the schema in "not".', path=path)
     if keyword is False or expected is False:
         return _("{path}: the schema allows nothing here.", path=path)
-    return _("{path}: fails \"{keyword}\" ({expected}).", path=path, keyword=keyword, expected=_short(expected))
+    return _('{path}: fails "{keyword}" ({expected}).', path=path, keyword=keyword, expected=_short(expected))
 
 
-_UNITS = {"minLength": _("characters"), "maxLength": _("characters"), "minItems": _("items"), "maxItems": _("items"),
-          "minProperties": _("properties"), "maxProperties": _("properties")}
+_UNITS = {
+    "minLength": _("characters"),
+    "maxLength": _("characters"),
+    "minItems": _("items"),
+    "maxItems": _("items"),
+    "minProperties": _("properties"),
+    "maxProperties": _("properties"),
+}

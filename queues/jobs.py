@@ -23,13 +23,28 @@ from .redis import replies
 from .safe_json import parse_json
 from .stalls import STALLED_LIMIT_REASON
 from .text import finite, first_line, to_int, to_ms, to_text
+
 log = logging.getLogger(__name__)
 
 # Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
 # (which may be megabytes); failedReason is included but only its first line is kept.
 SUMMARY_FIELDS = (
-    "name", "timestamp", "processedOn", "finishedOn", "atm", "attemptsMade", "ats", "stc",
-    "opts", "delay", "priority", "failedReason", "rjk", "deid", "parentKey", "defa",
+    "name",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "atm",
+    "attemptsMade",
+    "ats",
+    "stc",
+    "opts",
+    "delay",
+    "priority",
+    "failedReason",
+    "rjk",
+    "deid",
+    "parentKey",
+    "defa",
 )
 
 
@@ -142,7 +157,9 @@ def summary_or_unreadable(job_id: str, values: list[bytes | None], score: float 
         return JobSummary(id=job_id, exists=True, unreadable=("job",))
 
 
-def read_summaries(client: redis.Redis, queue: QueueRef, ids: list[str], scores: Sequence[float | None] | None = None) -> list[JobSummary]:
+def read_summaries(
+    client: redis.Redis, queue: QueueRef, ids: list[str], scores: Sequence[float | None] | None = None
+) -> list[JobSummary]:
     pipe = client.pipeline(transaction=False)
     for job_id in ids:
         pipe.hmget(queue.job_key(job_id), SUMMARY_FIELDS)
@@ -218,7 +235,9 @@ class JobDetail:
         if s.processed_on:
             events.append((_("started (last attempt)"), s.processed_on))
         if s.finished_on:
-            finished = {"completed": _("finished (completed)"), "failed": _("finished (failed)")}.get(self.state, _("finished"))
+            finished = {"completed": _("finished (completed)"), "failed": _("finished (failed)")}.get(
+                self.state, _("finished")
+            )
             events.append((finished, s.finished_on))
         return sorted(events, key=lambda e: e[1])
 
@@ -323,7 +342,9 @@ class JobLive:
     logs_total: int
 
 
-def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor: Redactor, log_tail: int = 50) -> JobLive | None:
+def read_job_live(
+    client: redis.Redis, queue: QueueRef, job_id: str, *, redactor: Redactor, log_tail: int = 50
+) -> JobLive | None:
     """A cheap re-read for live updates (no data/returnvalue/stacktrace); None if the job is gone."""
     key = queue.job_key(job_id)
     pipe = client.pipeline(transaction=False)
@@ -338,7 +359,11 @@ def read_job_live(client: redis.Redis, queue: QueueRef, job_id: str, *, redactor
     state, score = job_state(client, queue, job_id)
     summary.score = finite(score)
     return JobLive(
-        queue=queue, id=job_id, state=state, summary=summary,
+        queue=queue,
+        id=job_id,
+        state=state,
+        summary=summary,
         progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
-        logs=[redactor.text(to_text(line)) for line in logs], logs_total=logs_total,
+        logs=[redactor.text(to_text(line)) for line in logs],
+        logs_total=logs_total,
     )

@@ -22,8 +22,8 @@ counts are clamped to the count of the job read last.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
-
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .job_fields import read_job_field
 from .keys import QueueRef
@@ -81,7 +81,9 @@ class KeepCounts:
     def pending(self) -> bool:
         return bool(self._pending)
 
-    def resolve(self, probes_for: Callable[[str], ProbesFacet | None], at: float) -> dict[QueueRef, dict[str, int | None]]:
+    def resolve(
+        self, probes_for: Callable[[str], ProbesFacet | None], at: float
+    ) -> dict[QueueRef, dict[str, int | None]]:
         """Read the pending jobs' options (one pipeline per connection). Returns, per queue
         read, the keep count of each finished set (see ``keep_count``)."""
         pending, self._pending = self._pending, {}

@@ -35,8 +35,9 @@ class QueueRef:
         return self.base + STATE_KEYS[state]
 
 
-def parse_job_key(full_key: str, prefixes: list[str],
-                  known_queues: Iterable[tuple[str, str]] = ()) -> tuple[str, str, str] | None:
+def parse_job_key(
+    full_key: str, prefixes: list[str], known_queues: Iterable[tuple[str, str]] = ()
+) -> tuple[str, str, str] | None:
     """Split a full job key (as stored in ``parentKey`` or ``:dependencies``) into
     ``(prefix, queue, job_id)`` using the known prefixes; ``None`` when no prefix matches.
 
@@ -52,10 +53,10 @@ def parse_job_key(full_key: str, prefixes: list[str],
         head = prefix + ":"
         if not full_key.startswith(head):
             continue
-        rest = full_key[len(head):]
+        rest = full_key[len(head) :]
         for known_prefix, name in colon_names:
             if known_prefix == prefix and rest.startswith(name + ":") and len(rest) > len(name) + 1:
-                return prefix, name, rest[len(name) + 1:]
+                return prefix, name, rest[len(name) + 1 :]
         queue, sep, job_id = rest.partition(":")
         if sep and queue and job_id:
             return prefix, queue, job_id

@@ -59,7 +59,9 @@ def state_length(client: redis.Redis, queue: QueueRef, state: str) -> int:
     return client.zcard(key)
 
 
-def _range_ids(client: redis.Redis, queue: QueueRef, state: str, start: int, stop: int) -> tuple[list[str], list[float] | None]:
+def _range_ids(
+    client: redis.Redis, queue: QueueRef, state: str, start: int, stop: int
+) -> tuple[list[str], list[float] | None]:
     """Ids at positions start..stop (inclusive) in display order."""
     key = queue.state_key(state)
     if state == "waiting":
@@ -86,7 +88,9 @@ def _tail_first(client: redis.Redis, key: str, start: int, stop: int) -> list[st
     return [i.decode("utf-8", "replace") for i in reversed(raw) if not i.startswith(b"0:")]
 
 
-def page_one_ids(client: redis.Redis, queue: QueueRef, state: str, page_size: int) -> tuple[list[str], list[float] | None]:
+def page_one_ids(
+    client: redis.Redis, queue: QueueRef, state: str, page_size: int
+) -> tuple[list[str], list[float] | None]:
     """The ids on page 1 of a state, in display order, with their scores for sorted sets: a
     cheap read (one or two commands) that lets a caller read only the rows it lacks."""
     return _range_ids(client, queue, state, 0, page_size - 1)

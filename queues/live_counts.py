@@ -33,8 +33,12 @@ from .states import FINISHED_STATES
 
 # The state a job is in after each event (``waiting`` also stands for ``prioritized``).
 STATE_AFTER = {
-    "waiting": "waiting", "delayed": "delayed", "active": "active", "completed": "completed",
-    "failed": "failed", "waiting-children": "waiting-children",
+    "waiting": "waiting",
+    "delayed": "delayed",
+    "active": "active",
+    "completed": "completed",
+    "failed": "failed",
+    "waiting-children": "waiting-children",
 }
 FINISHED = FINISHED_STATES
 # ``removed`` names the structure the job was taken from.
@@ -205,9 +209,15 @@ class LiveCounts:
         """The current estimate, shaped like a snapshot taken now."""
         base = self.base
         return QueueSnapshot(
-            queue=base.queue, counts=dict(self.counts), paused=self.paused, schedulers=base.schedulers,
-            legacy_paused_jobs=base.legacy_paused_jobs, oldest_waiting_id=None,
-            oldest_waiting_ts=self._oldest_waiting_ts(), last_event_id=base.last_event_id, taken_at=now_ms,
+            queue=base.queue,
+            counts=dict(self.counts),
+            paused=self.paused,
+            schedulers=base.schedulers,
+            legacy_paused_jobs=base.legacy_paused_jobs,
+            oldest_waiting_id=None,
+            oldest_waiting_ts=self._oldest_waiting_ts(),
+            last_event_id=base.last_event_id,
+            taken_at=now_ms,
         )
 
     def _oldest_waiting_ts(self) -> int | None:

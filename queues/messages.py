@@ -19,7 +19,7 @@ class Message(str):
     msgid: str
     params: dict
 
-    def __new__(cls, msgid: str, /, **params) -> "Message":
+    def __new__(cls, msgid: str, /, **params) -> Message:
         text = msgid.format(**params) if params else msgid
         obj = super().__new__(cls, text)
         obj.msgid = msgid
@@ -42,7 +42,7 @@ class Joined(str):
     parts: list
     separator: str
 
-    def __new__(cls, parts, separator: str) -> "Joined":
+    def __new__(cls, parts, separator: str) -> Joined:
         parts = list(parts)
         obj = super().__new__(cls, separator.join(parts))
         obj.parts = parts

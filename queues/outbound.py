@@ -32,8 +32,9 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 
-PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
-    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"))
+PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+)
 SHORTHANDS = {"private": PRIVATE_NETWORKS}
 
 
@@ -53,12 +54,13 @@ class OutboundPolicy:
     deny_hosts: tuple[str, ...] = ()
 
     @classmethod
-    def from_entries(cls, *, allow: list[str], deny: list[str]) -> "OutboundPolicy":
+    def from_entries(cls, *, allow: list[str], deny: list[str]) -> OutboundPolicy:
         """Build from setting entries; raises ``ValueError`` naming a malformed entry."""
         allow_networks, allow_hosts = _split_entries(allow)
         deny_networks, deny_hosts = _split_entries(deny)
-        return cls(allow_networks=allow_networks, allow_hosts=allow_hosts,
-                   deny_networks=deny_networks, deny_hosts=deny_hosts)
+        return cls(
+            allow_networks=allow_networks, allow_hosts=allow_hosts, deny_networks=deny_networks, deny_hosts=deny_hosts
+        )
 
     def address_refusal(self, address: str, *, host: str = "") -> str | None:
         """Why connecting to ``address`` (reached through the name ``host``) is refused, or None."""
@@ -79,9 +81,13 @@ def builtin_denial(ip) -> str | None:
     embedded = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
     if embedded is not None:
         ip = embedded
-    for kind, flag in (("loopback", ip.is_loopback), ("link-local", ip.is_link_local),
-                       ("unspecified", ip.is_unspecified), ("multicast", ip.is_multicast),
-                       ("reserved", ip.is_reserved)):
+    for kind, flag in (
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("unspecified", ip.is_unspecified),
+        ("multicast", ip.is_multicast),
+        ("reserved", ip.is_reserved),
+    ):
         if flag:
             return kind
     return None
@@ -150,4 +156,12 @@ def _comparable(networks, ip):
     return (n for n in networks if n.version == ip.version)
 
 
-__all__ = ["OutboundPolicy", "OutboundRefused", "Unresolvable", "builtin_denial", "connect", "resolve", "PRIVATE_NETWORKS"]
+__all__ = [
+    "OutboundPolicy",
+    "OutboundRefused",
+    "Unresolvable",
+    "builtin_denial",
+    "connect",
+    "resolve",
+    "PRIVATE_NETWORKS",
+]

@@ -30,9 +30,13 @@ OBLITERATE = lua_script(bullmq_source("obliterate-2.lua"))
 OBLITERATE_BATCH = 1000  # Node's default ``count`` per call
 
 # What the settings page counts, in the order it shows them: (name, key suffix, LIST or ZSET).
-COUNTED = (*((name, BY_NAME[name].key, BY_NAME[name].structure)
-             for name in ("waiting", "active", "paused", "prioritized", "delayed", "waiting-children", "completed", "failed")),
-           ("schedulers", "repeat", ZSET))
+COUNTED = (
+    *(
+        (name, BY_NAME[name].key, BY_NAME[name].structure)
+        for name in ("waiting", "active", "paused", "prioritized", "delayed", "waiting-children", "completed", "failed")
+    ),
+    ("schedulers", "repeat", ZSET),
+)
 
 
 class SettingRefused(ValueError):
@@ -79,9 +83,14 @@ def read_settings(client: redis.Redis, *, queue: QueueRef) -> QueueSettings:
     # getRateLimitTtl: limited when the limiter holds at least ``max`` (a worker's rateLimit()
     # sets it to MAX_SAFE_INTEGER) and has time left; with no max, any limiter time counts.
     limited = pttl if pttl and pttl > 0 and (rate_max is None or used >= rate_max) else 0
-    return QueueSettings(concurrency=_int(concurrency), rate_max=rate_max, rate_duration_ms=_int(duration),
-                         limited_for_ms=int(limited), paused=paused is not None,
-                         counts={name: int(n) for (name, _, _), n in zip(COUNTED, sizes)})
+    return QueueSettings(
+        concurrency=_int(concurrency),
+        rate_max=rate_max,
+        rate_duration_ms=_int(duration),
+        limited_for_ms=int(limited),
+        paused=paused is not None,
+        counts={name: int(n) for (name, _, _), n in zip(COUNTED, sizes)},
+    )
 
 
 def set_global_concurrency(client: redis.Redis, *, queue: QueueRef, concurrency: int | None) -> None:
@@ -94,8 +103,9 @@ def set_global_concurrency(client: redis.Redis, *, queue: QueueRef, concurrency:
         client.hset(queue.key("meta"), "concurrency", concurrency)
 
 
-def set_global_rate_limit(client: redis.Redis, *, queue: QueueRef, max_jobs: int | None,
-                          duration_ms: int | None = None) -> None:
+def set_global_rate_limit(
+    client: redis.Redis, *, queue: QueueRef, max_jobs: int | None, duration_ms: int | None = None
+) -> None:
     """``Queue.setGlobalRateLimit(max, duration)``, or ``removeGlobalRateLimit()`` for ``None``."""
     if max_jobs is None:
         client.hdel(queue.key("meta"), "max", "duration")
@@ -127,9 +137,16 @@ def obliterate(client: redis.Redis, *, queue: QueueRef) -> None:
     while True:
         cursor = int(OBLITERATE(keys=keys, args=[OBLITERATE_BATCH, ""], client=client) or 0)
         if cursor == -1:
-            raise SettingRefused(_("Queue {name} is not paused: pause it first, so no worker takes new jobs.", name=queue.name))
+            raise SettingRefused(
+                _("Queue {name} is not paused: pause it first, so no worker takes new jobs.", name=queue.name)
+            )
         if cursor == -2:
-            raise SettingRefused(_("Queue {name} has active jobs: wait for them to finish (the queue is paused, "
-                                   "so no new ones start), then obliterate.", name=queue.name))
+            raise SettingRefused(
+                _(
+                    "Queue {name} has active jobs: wait for them to finish (the queue is paused, "
+                    "so no new ones start), then obliterate.",
+                    name=queue.name,
+                )
+            )
         if cursor == 0:
             return

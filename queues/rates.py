@@ -37,7 +37,7 @@ class Minute:
     stall_failed: int = 0
     attempt_failed: int = 0  # counted by the monitor from candidate events, not by count_event
 
-    def merge_max(self, other: "Minute") -> None:
+    def merge_max(self, other: Minute) -> None:
         for f in fields(self):
             setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
 

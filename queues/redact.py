@@ -15,12 +15,25 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .safe_json import parse_json
 
-DEFAULT_SECRET_KEYS = ("password", "passwd", "pwd", "token", "secret", "authorization", "auth", "cookie",
-                       "api_key", "apikey", "credentials", "private_key")
+DEFAULT_SECRET_KEYS = (
+    "password",
+    "passwd",
+    "pwd",
+    "token",
+    "secret",
+    "authorization",
+    "auth",
+    "cookie",
+    "api_key",
+    "apikey",
+    "credentials",
+    "private_key",
+)
 REDACTED = "[redacted]"
 SHORT = 5  # needles shorter than this match whole words of a key only
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -57,7 +70,7 @@ class Redactor:
         # Free text: ``password=hunter2``, ``token: abc``, ``Authorization: Bearer x`` (the
         # value runs to the end of the line for authorization headers, else to a separator).
         self.free_re = re.compile(
-            r'((?:' + key + r')[A-Za-z0-9_-]*[ \t]*[=:][ \t]*)(?!\[redacted\])'
+            r"((?:" + key + r")[A-Za-z0-9_-]*[ \t]*[=:][ \t]*)(?!\[redacted\])"
             r'((?:Bearer|Basic)[ \t]+\S+|"[^"\n]*"|\'[^\'\n]*\'|[^\s&,;"\']+)',
             re.IGNORECASE,
         )
@@ -68,7 +81,9 @@ class Redactor:
 
     def value(self, data: Any) -> Any:
         if isinstance(data, dict):
-            return {k: (REDACTED if isinstance(k, str) and self.is_secret(k) else self.value(v)) for k, v in data.items()}
+            return {
+                k: (REDACTED if isinstance(k, str) and self.is_secret(k) else self.value(v)) for k, v in data.items()
+            }
         if isinstance(data, list):
             return [self.value(v) for v in data]
         if isinstance(data, str):

@@ -52,9 +52,28 @@ UNKNOWN_TARGET = "unknown_target"  # the source queue does not exist (no <prefix
 
 # Options that belong to the dead letter's place, not to the work: ids (chosen here), delays
 # (recomputed), scheduler and flow links, telemetry, the legacy debounce.
-DROPPED_OPTS = frozenset({"jobId", "delay", "repeat", "prevMillis", "repeatJobKey", "timestamp", "debounce",
-                          "parent", "fpof", "cpof", "idof", "rdof", "failParentOnFailure", "continueParentOnFailure",
-                          "ignoreDependencyOnFailure", "removeDependencyOnFailure", "tm", "omc"})
+DROPPED_OPTS = frozenset(
+    {
+        "jobId",
+        "delay",
+        "repeat",
+        "prevMillis",
+        "repeatJobKey",
+        "timestamp",
+        "debounce",
+        "parent",
+        "fpof",
+        "cpof",
+        "idof",
+        "rdof",
+        "failParentOnFailure",
+        "continueParentOnFailure",
+        "ignoreDependencyOnFailure",
+        "removeDependencyOnFailure",
+        "tm",
+        "omc",
+    }
+)
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
@@ -70,8 +89,13 @@ def redrive_job_id(*, dlq_name: str, job_id: str) -> str:
 def keepable_id(job_id: str) -> bool:
     """Whether the dead letter's id is a custom id Node's ``Queue.add`` would accept as such
     (a plain integer is one BullMQ generated, and refused as a custom id)."""
-    return (bool(job_id.strip()) and len(job_id) <= 1000 and not _INTEGER.fullmatch(job_id) and ":" not in job_id
-            and job_id not in RESERVED_IDS)
+    return (
+        bool(job_id.strip())
+        and len(job_id) <= 1000
+        and not _INTEGER.fullmatch(job_id)
+        and ":" not in job_id
+        and job_id not in RESERVED_IDS
+    )
 
 
 def candidate_ids(*, dlq_name: str, job_id: str, timestamp_raw: str) -> list[str]:
@@ -133,11 +157,14 @@ def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) 
     if dedup_id and not isinstance(de, dict):
         kept["de"] = {"id": dedup_id}
     due = int(float(delayed_score)) // 0x1000 if delayed_score is not None else None
-    return RedriveCopy(name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts),
-                       dedup_id=dedup_id, due_ms=due)
+    return RedriveCopy(
+        name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts), dedup_id=dedup_id, due_ms=due
+    )
 
 
-def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payload_field: str | None = None) -> RedriveCopy | None:
+def read_redrive_copy(
+    client: redis.Redis, *, dlq: QueueRef, job_id: str, payload_field: str | None = None
+) -> RedriveCopy | None:
     pipe = client.pipeline(transaction=False)
     read_pipelined(pipe, dlq, job_id)
     return copy_from_reads(*pipe.execute(), payload_field=payload_field)
@@ -145,7 +172,19 @@ def read_redrive_copy(client: redis.Redis, *, dlq: QueueRef, job_id: str, payloa
 
 # The source queue's keys the composed script takes, in this order; each add script gets its own
 # selection of them, in the order it expects (as ``queues.job_add._KINDS``).
-SOURCE_KEYS = ("wait", "paused", "meta", "id", "completed", "delayed", "active", "events", "marker", "prioritized", "pc")
+SOURCE_KEYS = (
+    "wait",
+    "paused",
+    "meta",
+    "id",
+    "completed",
+    "delayed",
+    "active",
+    "events",
+    "marker",
+    "prioritized",
+    "pc",
+)
 
 REDRIVE = lua_script(
     as_function("remove_job", "removeJob-2.lua")
@@ -204,24 +243,44 @@ else
 end
 reply[2] = tostring(added)
 return reply
-""")
+"""
+)
 
 
-def redrive_call(*, dlq: QueueRef, job_id: str, source: QueueRef, copy: RedriveCopy, now_ms: int) -> tuple[list[str], list]:
+def redrive_call(
+    *, dlq: QueueRef, job_id: str, source: QueueRef, copy: RedriveCopy, now_ms: int
+) -> tuple[list[str], list]:
     """KEYS and ARGV for the composed redrive script."""
     kind, opts = copy.placed(now_ms)
     dedup_key = source.key(f"de:{copy.dedup_id}") if copy.dedup_id else None
-    keys = [source.key(s) for s in SOURCE_KEYS] + [dlq.job_key(job_id), dlq.key("repeat"),
-                                                     dedup_key or source.key("meta")]
-    args = [kind, copy.data_json, msgpack.packb(opts, use_bin_type=True), job_id, dlq.base, copy.timestamp_raw,
-            source.base, copy.dedup_id]
+    keys = [source.key(s) for s in SOURCE_KEYS] + [
+        dlq.job_key(job_id),
+        dlq.key("repeat"),
+        dedup_key or source.key("meta"),
+    ]
+    args = [
+        kind,
+        copy.data_json,
+        msgpack.packb(opts, use_bin_type=True),
+        job_id,
+        dlq.base,
+        copy.timestamp_raw,
+        source.base,
+        copy.dedup_id,
+    ]
     for new_id in candidate_ids(dlq_name=dlq.name, job_id=job_id, timestamp_raw=copy.timestamp_raw):
-        args += [new_id, msgpack.packb([source.base, new_id, copy.name, now_ms, None, None, None, None, dedup_key],
-                                       use_bin_type=True)]
+        args += [
+            new_id,
+            msgpack.packb(
+                [source.base, new_id, copy.name, now_ms, None, None, None, None, dedup_key], use_bin_type=True
+            ),
+        ]
     return keys, args
 
 
-def kept_items(copy: RedriveCopy, *, job_id: str, new_id: str, taken: list[str], now_ms: int) -> tuple[list[str], list[str]]:
+def kept_items(
+    copy: RedriveCopy, *, job_id: str, new_id: str, taken: list[str], now_ms: int
+) -> tuple[list[str], list[str]]:
     """(what the copy kept, as counter names; the same in words) for a moved job."""
     kind, opts = copy.placed(now_ms)
     names: list[str] = []
@@ -231,9 +290,14 @@ def kept_items(copy: RedriveCopy, *, job_id: str, new_id: str, taken: list[str],
         words.append(_("its id"))
     else:
         names.append("new_id")
-        reasons = [_("{id} is taken by a {state} job", id=taken[i], state=taken[i + 1]) for i in range(0, len(taken), 2)]
-        words.append(_("a new id ({why})", why=Joined(reasons, "; ")) if reasons
-                     else _("a new id (a number BullMQ generated is not kept)"))
+        reasons = [
+            _("{id} is taken by a {state} job", id=taken[i], state=taken[i + 1]) for i in range(0, len(taken), 2)
+        ]
+        words.append(
+            _("a new id ({why})", why=Joined(reasons, "; "))
+            if reasons
+            else _("a new id (a number BullMQ generated is not kept)")
+        )
     if copy.dedup_id:
         names.append("deduplication")
         words.append(_("deduplication id {id}", id=copy.dedup_id))
@@ -249,44 +313,92 @@ def kept_items(copy: RedriveCopy, *, job_id: str, new_id: str, taken: list[str],
     return names, words
 
 
-def redrive_outcome(job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef, copy: RedriveCopy,
-                    now_ms: int) -> ActionResult:
+def redrive_outcome(
+    job_id: str, reply: list, *, dlq: QueueRef, source: QueueRef, copy: RedriveCopy, now_ms: int
+) -> ActionResult:
     code = int(reply[0])
     if code == 1:
         new_id = to_text(reply[1])
         taken = [to_text(x) for x in reply[2:]]
         names, words = kept_items(copy, job_id=job_id, new_id=new_id, taken=taken, now_ms=now_ms)
-        return ActionResult(job_id, DONE, _("Job {id} moved from {dlq} to {source} as job {new}; kept: {kept}.",
-                                            id=job_id, dlq=dlq.name, source=source.name, new=new_id,
-                                            kept=Joined(words, ", ")), kept=tuple(names), moved_to=(source, new_id))
+        return ActionResult(
+            job_id,
+            DONE,
+            _(
+                "Job {id} moved from {dlq} to {source} as job {new}; kept: {kept}.",
+                id=job_id,
+                dlq=dlq.name,
+                source=source.name,
+                new=new_id,
+                kept=Joined(words, ", "),
+            ),
+            kept=tuple(names),
+            moved_to=(source, new_id),
+        )
     if code == -100:
-        return ActionResult(job_id, TARGET_EXISTS, _(
-            "Job {id} was not moved: {source} still holds job {other} ({state}), an earlier copy of the same work. "
-            "It was left in {dlq}; redrive it again once that job has finished.",
-            id=job_id, source=source.name, other=to_text(reply[1]), state=to_text(reply[2]), dlq=dlq.name))
+        return ActionResult(
+            job_id,
+            TARGET_EXISTS,
+            _(
+                "Job {id} was not moved: {source} still holds job {other} ({state}), an earlier copy of the same work. "
+                "It was left in {dlq}; redrive it again once that job has finished.",
+                id=job_id,
+                source=source.name,
+                other=to_text(reply[1]),
+                state=to_text(reply[2]),
+                dlq=dlq.name,
+            ),
+        )
     if code == -104:
-        return ActionResult(job_id, TARGET_EXISTS, _(
-            "Job {id} was not moved: every id its copy could take in {source} is taken by an earlier copy. It was "
-            "left in {dlq}.", id=job_id, source=source.name, dlq=dlq.name))
+        return ActionResult(
+            job_id,
+            TARGET_EXISTS,
+            _(
+                "Job {id} was not moved: every id its copy could take in {source} is taken by an earlier copy. It was "
+                "left in {dlq}.",
+                id=job_id,
+                source=source.name,
+                dlq=dlq.name,
+            ),
+        )
     if code == -103:
-        return ActionResult(job_id, DEDUPLICATED, _(
-            "Job {id} was not moved: its deduplication id {dedup} is held in {source} by job {holder}, so BullMQ "
-            "would not add it. It was left in {dlq}.", id=job_id, dedup=copy.dedup_id, source=source.name,
-            holder=to_text(reply[1]), dlq=dlq.name))
+        return ActionResult(
+            job_id,
+            DEDUPLICATED,
+            _(
+                "Job {id} was not moved: its deduplication id {dedup} is held in {source} by job {holder}, so BullMQ "
+                "would not add it. It was left in {dlq}.",
+                id=job_id,
+                dedup=copy.dedup_id,
+                source=source.name,
+                holder=to_text(reply[1]),
+                dlq=dlq.name,
+            ),
+        )
     if code == -3:
-        return ActionResult(job_id, CHANGED, _("Job {id} changed while being redriven; it was left in {dlq}.",
-                                               id=job_id, dlq=dlq.name))
+        return ActionResult(
+            job_id, CHANGED, _("Job {id} changed while being redriven; it was left in {dlq}.", id=job_id, dlq=dlq.name)
+        )
     if code == -1:
         return ActionResult(job_id, MISSING, _("Job {id} no longer exists.", id=job_id))
     if code == -102:
-        return ActionResult(job_id, UNKNOWN_TARGET, _(
-            "Job {id} was not moved: there is no queue {source} (it has no meta key), so it was left in {dlq}. "
-            "Check QUEUEWATCH_DLQ_MAP.", id=job_id, source=source.name, dlq=dlq.name))
+        return ActionResult(
+            job_id,
+            UNKNOWN_TARGET,
+            _(
+                "Job {id} was not moved: there is no queue {source} (it has no meta key), so it was left in {dlq}. "
+                "Check QUEUEWATCH_DLQ_MAP.",
+                id=job_id,
+                source=source.name,
+                dlq=dlq.name,
+            ),
+        )
     return remove_outcome(job_id, code)
 
 
-def job_redrive_to_source(client: redis.Redis, *, dlq: QueueRef, job_id: str, source: QueueRef,
-                          payload_field: str | None = None) -> ActionResult:
+def job_redrive_to_source(
+    client: redis.Redis, *, dlq: QueueRef, job_id: str, source: QueueRef, payload_field: str | None = None
+) -> ActionResult:
     """Move one job of an application dead-letter queue into its source queue.
 
     The copy gets the dead letter's name, data (or, with ``payload_field``, the value of that

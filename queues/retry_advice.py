@@ -62,11 +62,14 @@ class Sample:
     failed_count: int = 0  # jobs in the failed set
 
     def as_dict(self) -> dict:
-        return {"jobs": [[j.id, j.state, j.name, j.opts, j.attempts_made] for j in self.jobs],
-                "failed_recent": self.failed_recent, "failed_count": self.failed_count}
+        return {
+            "jobs": [[j.id, j.state, j.name, j.opts, j.attempts_made] for j in self.jobs],
+            "failed_recent": self.failed_recent,
+            "failed_count": self.failed_count,
+        }
 
     @classmethod
-    def from_dict(cls, queue: QueueRef, d: dict) -> "Sample":
+    def from_dict(cls, queue: QueueRef, d: dict) -> Sample:
         return cls(queue, [SampledJob(*j) for j in d["jobs"]], d["failed_recent"], d["failed_count"])
 
 
@@ -90,8 +93,9 @@ def read_sample(client, queue: QueueRef, *, now_ms: int, per_state: int = SAMPLE
         if opts is None and name is None:
             continue  # removed between the two reads
         parsed = loads_or(opts or "{}", {})
-        jobs.append(SampledJob(job_id, state, to_text(name), parsed if isinstance(parsed, dict) else {},
-                               to_int(atm, 0) or 0))
+        jobs.append(
+            SampledJob(job_id, state, to_text(name), parsed if isinstance(parsed, dict) else {}, to_int(atm, 0) or 0)
+        )
     return Sample(queue, jobs, int(failed_recent or 0), int(failed_count or 0))
 
 
@@ -99,8 +103,15 @@ def _result(kind: str, status: str, sample: Sample, summary: str, sample_job: st
     """One piece of advice in the health checks' shape; ``details["sample_job"]`` is the job the
     evidence holds for (the page links it)."""
     q = sample.queue
-    return CheckResult(kind, status, q.connection if q else "", summary, prefix=q.prefix if q else "",
-                       queue=q.name if q else "", details={**(details or {}), "sample_job": sample_job})
+    return CheckResult(
+        kind,
+        status,
+        q.connection if q else "",
+        summary,
+        prefix=q.prefix if q else "",
+        queue=q.name if q else "",
+        details={**(details or {}), "sample_job": sample_job},
+    )
 
 
 def _no_sample() -> str:
@@ -128,18 +139,43 @@ def advise_backoff(sample: Sample, workers: int | None) -> CheckResult:
     herd = [j for j in sample.jobs if _fixed_no_jitter(j)]
     n = len(herd)
     if not herd:
-        return _result(kind, PASS, sample, _("No sampled job retries with a fixed backoff without jitter ({m} sampled).",
-                                             m=m))
+        return _result(
+            kind, PASS, sample, _("No sampled job retries with a fixed backoff without jitter ({m} sampled).", m=m)
+        )
     if workers is None:
-        return _result(kind, UNKNOWN, sample, _("{n} of {m} sampled jobs use a fixed backoff without jitter; the number "
-                                                "of workers is unknown (the monitor reads it).", n=n, m=m))
+        return _result(
+            kind,
+            UNKNOWN,
+            sample,
+            _(
+                "{n} of {m} sampled jobs use a fixed backoff without jitter; the number "
+                "of workers is unknown (the monitor reads it).",
+                n=n,
+                m=m,
+            ),
+        )
     if workers < HERD_WORKERS:
-        return _result(kind, PASS, sample, _("{n} of {m} sampled jobs use a fixed backoff without jitter, with {w} "
-                                             "worker(s): fewer than {limit}, no herd to speak of.",
-                                             n=n, m=m, w=workers, limit=HERD_WORKERS))
+        return _result(
+            kind,
+            PASS,
+            sample,
+            _(
+                "{n} of {m} sampled jobs use a fixed backoff without jitter, with {w} "
+                "worker(s): fewer than {limit}, no herd to speak of.",
+                n=n,
+                m=m,
+                w=workers,
+                limit=HERD_WORKERS,
+            ),
+        )
     delay = to_int(herd[0].backoff.get("delay"), 0)
-    found = _("{n} of {m} sampled jobs retry after a fixed {delay} ms without jitter, with {w} workers.",
-              n=n, m=m, delay=delay, w=workers)
+    found = _(
+        "{n} of {m} sampled jobs retry after a fixed {delay} ms without jitter, with {w} workers.",
+        n=n,
+        m=m,
+        delay=delay,
+        w=workers,
+    )
     return _result(kind, FAIL, sample, found, herd[0].id, {"fixed": n, "sampled": m, "workers": workers})
 
 
@@ -154,14 +190,30 @@ def advise_remove_on_fail(sample: Sample) -> CheckResult:
     if not keeping:
         return _result(kind, PASS, sample, _("All {m} sampled jobs set `removeOnFail`.", m=m))
     if not recent:
-        return _result(kind, PASS, sample, _("{n} of {m} sampled jobs set no `removeOnFail`, but the failed set did not "
-                                             "grow in the last 15 minutes ({failed} jobs in it).", n=n, m=m,
-                                             failed=failed))
+        return _result(
+            kind,
+            PASS,
+            sample,
+            _(
+                "{n} of {m} sampled jobs set no `removeOnFail`, but the failed set did not "
+                "grow in the last 15 minutes ({failed} jobs in it).",
+                n=n,
+                m=m,
+                failed=failed,
+            ),
+        )
     example = next((j for j in keeping if j.state == "failed"), keeping[0])
-    found = _("{n} of {m} sampled jobs set no `removeOnFail`, and the failed set grew by {recent} in the last 15 "
-              "minutes ({failed} jobs in it).", n=n, m=m, recent=recent, failed=failed)
-    return _result(kind, FAIL, sample, found, example.id,
-                   {"without": n, "sampled": m, "failed_recent": recent, "failed": failed})
+    found = _(
+        "{n} of {m} sampled jobs set no `removeOnFail`, and the failed set grew by {recent} in the last 15 "
+        "minutes ({failed} jobs in it).",
+        n=n,
+        m=m,
+        recent=recent,
+        failed=failed,
+    )
+    return _result(
+        kind, FAIL, sample, found, example.id, {"without": n, "sampled": m, "failed_recent": recent, "failed": failed}
+    )
 
 
 def _blocks_new_adds(j: SampledJob) -> bool:
@@ -180,8 +232,13 @@ def advise_job_id(sample: Sample) -> CheckResult:
     m = len(finished)
     if not blocking:
         return _result(kind, PASS, sample, _("No sampled finished job blocks new adds with its id ({m} sampled).", m=m))
-    found = _("{n} of {m} sampled finished jobs were added with their own `jobId` and are kept: a new job with the "
-              "same id is ignored while they exist (e.g. `{id}`).", n=len(blocking), m=m, id=blocking[0].id)
+    found = _(
+        "{n} of {m} sampled finished jobs were added with their own `jobId` and are kept: a new job with the "
+        "same id is ignored while they exist (e.g. `{id}`).",
+        n=len(blocking),
+        m=m,
+        id=blocking[0].id,
+    )
     return _result(kind, FAIL, sample, found, blocking[0].id, {"blocking": len(blocking), "sampled_finished": m})
 
 
@@ -195,25 +252,50 @@ def advise_attempts_observed(sample: Sample) -> CheckResult:
     done = [j for j in sample.jobs if j.state == "completed" and j.attempts > 1]
     n = len(done)
     if n < MIN_SUCCESSES:
-        return _result(kind, UNKNOWN, sample, _("{n} completed jobs with retries sampled; {min} are needed to judge.",
-                                                n=n, min=MIN_SUCCESSES))
+        return _result(
+            kind,
+            UNKNOWN,
+            sample,
+            _("{n} completed jobs with retries sampled; {min} are needed to judge.", n=n, min=MIN_SUCCESSES),
+        )
     p99 = max(1, nearest_rank([j.attempts_made for j in done], 0.99))
     configured = nearest_rank([j.attempts for j in done], 0.5)  # the typical configuration
     if configured < ATTEMPTS_FACTOR * p99:
-        return _result(kind, PASS, sample, _("`attempts: {configured}` configured; the p99 of attempts to success over "
-                                             "{n} sampled completed jobs is {p99}.", configured=configured, n=n, p99=p99))
+        return _result(
+            kind,
+            PASS,
+            sample,
+            _(
+                "`attempts: {configured}` configured; the p99 of attempts to success over "
+                "{n} sampled completed jobs is {p99}.",
+                configured=configured,
+                n=n,
+                p99=p99,
+            ),
+        )
     example = next(j for j in done if j.attempts == configured)
-    found = _("`attempts: {configured}` configured, but the p99 of attempts to success over {n} sampled completed "
-              "jobs is {p99}.", configured=configured, n=n, p99=p99)
-    return _result(kind, FAIL, sample, found, example.id,
-                   {"configured": configured, "p99_attempts_to_success": p99, "sampled": n})
+    found = _(
+        "`attempts: {configured}` configured, but the p99 of attempts to success over {n} sampled completed "
+        "jobs is {p99}.",
+        configured=configured,
+        n=n,
+        p99=p99,
+    )
+    return _result(
+        kind, FAIL, sample, found, example.id, {"configured": configured, "p99_attempts_to_success": p99, "sampled": n}
+    )
 
 
 def advise(sample: Sample, *, workers: int | None) -> list[CheckResult]:
     """Every piece of advice for one queue, failures first (catalogue order within a status)."""
     if not sample.jobs:
         return [_result(kind, UNKNOWN, sample, _no_sample()) for kind in ADVICE_KINDS]
-    results = [advise_attempts(sample), advise_backoff(sample, workers), advise_remove_on_fail(sample),
-               advise_job_id(sample), advise_attempts_observed(sample)]
+    results = [
+        advise_attempts(sample),
+        advise_backoff(sample, workers),
+        advise_remove_on_fail(sample),
+        advise_job_id(sample),
+        advise_attempts_observed(sample),
+    ]
     rank = {FAIL: 0, UNKNOWN: 1, PASS: 2}
     return sorted(results, key=lambda a: rank[a.status])

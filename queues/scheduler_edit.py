@@ -38,13 +38,25 @@ from .schedulers import is_legacy_key_shape
 from .text import to_int, to_text
 
 DONE, MISSING, NOT_EDITABLE, COLLISION, NOT_LEGACY, TARGET_EXISTS = (
-    "done", "missing", "not_editable", "collision", "not_legacy", "target_exists")
+    "done",
+    "missing",
+    "not_editable",
+    "collision",
+    "not_legacy",
+    "target_exists",
+)
 MAX_ID = 1000
 # Template options a scheduler takes (Node's JobSchedulerTemplateOptions: JobsOptions without
 # jobId, repeat, delay and deduplication).
 TEMPLATE_OPTIONS = ("priority", "attempts", "backoff", "removeOnComplete", "removeOnFail", "lifo")
-_ENCODE = {"deduplication": "de", "failParentOnFailure": "fpof", "continueParentOnFailure": "cpof",
-           "ignoreDependencyOnFailure": "idof", "removeDependencyOnFailure": "rdof", "keepLogs": "kl"}
+_ENCODE = {
+    "deduplication": "de",
+    "failParentOnFailure": "fpof",
+    "continueParentOnFailure": "cpof",
+    "ignoreDependencyOnFailure": "idof",
+    "removeDependencyOnFailure": "rdof",
+    "keepLogs": "kl",
+}
 _DECODE = {v: k for k, v in _ENCODE.items()}
 # What an iteration job carries that is not part of the template.
 _ITERATION_OPTS = frozenset({"repeat", "jobId", "delay", "timestamp", "prevMillis", "repeatJobKey", "tm", "omc"})
@@ -72,15 +84,30 @@ class SchedulerSpec:
     def repeat_opts(self) -> dict:
         """The repeat options as a caller of ``upsertJobScheduler`` would give them."""
         out: dict = {"pattern": self.pattern} if self.pattern else {"every": self.every}
-        for key, value in (("tz", self.tz or None), ("startDate", self.start_date), ("endDate", self.end_date),
-                           ("limit", self.limit)):
+        for key, value in (
+            ("tz", self.tz or None),
+            ("startDate", self.start_date),
+            ("endDate", self.end_date),
+            ("limit", self.limit),
+        ):
             if value is not None:
                 out[key] = value
         return out
 
 
-def check_spec(*, scheduler_id, name, pattern="", every=None, tz="", start_date=None, end_date=None, limit=None,
-               data=None, opts=None) -> SchedulerSpec:
+def check_spec(
+    *,
+    scheduler_id,
+    name,
+    pattern="",
+    every=None,
+    tz="",
+    start_date=None,
+    end_date=None,
+    limit=None,
+    data=None,
+    opts=None,
+) -> SchedulerSpec:
     """Check a scheduler as ``upsertJobScheduler`` would (and a little more: a zone that exists,
     a pattern cron-parser can read, a template Queuewatch's add would accept)."""
     if not isinstance(scheduler_id, str) or not scheduler_id.strip() or len(scheduler_id) > MAX_ID:
@@ -97,8 +124,13 @@ def check_spec(*, scheduler_id, name, pattern="", every=None, tz="", start_date=
         if pattern:
             fields = len(pattern.split())
             if fields not in (5, 6):
-                raise cron.CronError(_("“{pattern}” has {fields} fields; a pattern has 5, or 6 with seconds first.",
-                                       pattern=pattern, fields=fields))
+                raise cron.CronError(
+                    _(
+                        "“{pattern}” has {fields} fields; a pattern has 5, or 6 with seconds first.",
+                        pattern=pattern,
+                        fields=fields,
+                    )
+                )
             if cron.bullmq_next_millis(pattern=pattern, tz=tz or "UTC", now_ms=0) is None:
                 raise cron.CronError(_("“{pattern}” never fires.", pattern=pattern))
     except cron.CronError as exc:
@@ -117,15 +149,29 @@ def check_spec(*, scheduler_id, name, pattern="", every=None, tz="", start_date=
         raise SchedulerError(_("The template's options must be a JSON object."))
     unknown = set(opts) - set(TEMPLATE_OPTIONS)
     if unknown:
-        raise SchedulerError(_("Unknown template option(s): {unknown}. A scheduler's template takes: {known}.",
-                               unknown=", ".join(sorted(unknown)), known=", ".join(TEMPLATE_OPTIONS)))
+        raise SchedulerError(
+            _(
+                "Unknown template option(s): {unknown}. A scheduler's template takes: {known}.",
+                unknown=", ".join(sorted(unknown)),
+                known=", ".join(TEMPLATE_OPTIONS),
+            )
+        )
     try:
         template = new_job(name=name, data=data, opts=opts)
     except InvalidJob as exc:
         raise SchedulerError(str(exc)) from None
-    return SchedulerSpec(scheduler_id=scheduler_id, name=template.name, pattern=pattern, every=every or None,
-                         tz=tz or "", start_date=start_date, end_date=end_date, limit=limit,
-                         data_json=template.data_json, opts=template.opts)
+    return SchedulerSpec(
+        scheduler_id=scheduler_id,
+        name=template.name,
+        pattern=pattern,
+        every=every or None,
+        tz=tz or "",
+        start_date=start_date,
+        end_date=end_date,
+        limit=limit,
+        data_json=template.data_json,
+        opts=template.opts,
+    )
 
 
 def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerSpec | None:
@@ -134,11 +180,18 @@ def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> Sch
     if "ic" not in h or client.zscore(queue.key("repeat"), scheduler_id) is None:
         return None
     stored = loads_or(h.get("opts", "{}"), {})
-    return SchedulerSpec(scheduler_id=scheduler_id, name=h.get("name", ""), pattern=h.get("pattern", ""),
-                         every=to_int(h.get("every")), tz=h.get("tz", ""), start_date=to_int(h.get("startDate")),
-                         end_date=to_int(h.get("endDate")), limit=to_int(h.get("limit")),
-                         data_json=h.get("data", "{}"),
-                         opts={_DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()})
+    return SchedulerSpec(
+        scheduler_id=scheduler_id,
+        name=h.get("name", ""),
+        pattern=h.get("pattern", ""),
+        every=to_int(h.get("every")),
+        tz=h.get("tz", ""),
+        start_date=to_int(h.get("startDate")),
+        end_date=to_int(h.get("endDate")),
+        limit=to_int(h.get("limit")),
+        data_json=h.get("data", "{}"),
+        opts={_DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()},
+    )
 
 
 def _encoded(opts: dict) -> dict:
@@ -153,44 +206,77 @@ def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[l
         raise SchedulerError(_("The end date has passed: BullMQ would schedule nothing."))
     next_millis = None
     if spec.pattern:
-        next_millis = cron.bullmq_next_millis(pattern=spec.pattern, tz=spec.tz or "UTC", now_ms=now_ms,
-                                              start_ms=spec.start_date)
+        next_millis = cron.bullmq_next_millis(
+            pattern=spec.pattern, tz=spec.tz or "UTC", now_ms=now_ms, start_ms=spec.start_date
+        )
         if next_millis is None:
             raise SchedulerError(_("The pattern never fires again: BullMQ would schedule nothing."))
     repeat = {**spec.repeat_opts(), "count": 1}
     merged = {**spec.opts, "repeat": repeat, "timestamp": now_ms, "repeatJobKey": spec.scheduler_id}
     if next_millis is not None:  # an ``every`` scheduler's are left to the script, as Node leaves them
-        merged.update(jobId=f"repeat:{spec.scheduler_id}:{next_millis}", delay=max(next_millis - now_ms, 0),
-                      prevMillis=next_millis)
+        merged.update(
+            jobId=f"repeat:{spec.scheduler_id}:{next_millis}",
+            delay=max(next_millis - now_ms, 0),
+            prevMillis=next_millis,
+        )
     scheduler_opts = {"name": spec.name, **{k: v for k, v in spec.repeat_opts().items()}}
-    keys = [queue.key(k) for k in ("repeat", "delayed", "wait", "paused", "meta", "prioritized", "marker", "id",
-                                   "events", "pc", "active")]
-    args = [next_millis if next_millis is not None else now_ms,
-            msgpack.packb(scheduler_opts, use_bin_type=True), spec.scheduler_id, spec.data_json,
-            msgpack.packb(_encoded(spec.opts), use_bin_type=True), msgpack.packb(_encoded(merged), use_bin_type=True),
-            now_ms, queue.base, ""]
+    keys = [
+        queue.key(k)
+        for k in (
+            "repeat",
+            "delayed",
+            "wait",
+            "paused",
+            "meta",
+            "prioritized",
+            "marker",
+            "id",
+            "events",
+            "pc",
+            "active",
+        )
+    ]
+    args = [
+        next_millis if next_millis is not None else now_ms,
+        msgpack.packb(scheduler_opts, use_bin_type=True),
+        spec.scheduler_id,
+        spec.data_json,
+        msgpack.packb(_encoded(spec.opts), use_bin_type=True),
+        msgpack.packb(_encoded(merged), use_bin_type=True),
+        now_ms,
+        queue.base,
+        "",
+    ]
     return keys, args
 
 
-EDIT = lua_script(as_function("add_job_scheduler", "addJobScheduler-11.lua") + """
+EDIT = lua_script(
+    as_function("add_job_scheduler", "addJobScheduler-11.lua")
+    + """
 -- KEYS/ARGV exactly as addJobScheduler-11. -102: no such scheduler; -103: it is a legacy entry
 -- (no iteration count), to be migrated rather than edited.
 if not redis.call("ZSCORE", KEYS[1], ARGV[3]) then return -102 end
 if redis.call("HEXISTS", KEYS[1] .. ":" .. ARGV[3], "ic") == 0 then return -103 end
 return add_job_scheduler(KEYS, ARGV)
-""")
+"""
+)
 
-REMOVE = lua_script(as_function("remove_job_scheduler", "removeJobScheduler-3.lua") + """
+REMOVE = lua_script(
+    as_function("remove_job_scheduler", "removeJobScheduler-3.lua")
+    + """
 -- KEYS/ARGV exactly as removeJobScheduler-3; -103 refuses a legacy entry (migrate it instead:
 -- removing it here would leave its pending job without a schedule, silently).
 if redis.call("HEXISTS", KEYS[1] .. ":" .. ARGV[1], "ic") == 0 and redis.call("ZSCORE", KEYS[1], ARGV[1]) then
   return -103
 end
 return remove_job_scheduler(KEYS, ARGV)
-""")
+"""
+)
 
 MIGRATE = lua_script(
-    as_function("remove_job", "removeJob-2.lua") + as_function("add_job_scheduler", "addJobScheduler-11.lua") + """
+    as_function("remove_job", "removeJob-2.lua")
+    + as_function("add_job_scheduler", "addJobScheduler-11.lua")
+    + """
 -- KEYS[1..11] addJobScheduler-11's keys; ARGV[1..9] its arguments (ARGV[3] the new id);
 -- ARGV[10] the legacy member. Returns {code, ...}: {1, next job id, delay, pending removed},
 -- {-104} the legacy entry is gone or no longer legacy, {-105} the new id is taken, or
@@ -217,14 +303,20 @@ local added = add_job_scheduler({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KE
                                 {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]})
 if type(added) == "number" then return {added} end
 return {1, added[1], added[2], removed}
-""")
+"""
+)
 
 # Message ids, filled in (and so marked for translation) by ``_refusal``.
 _REFUSED = {
     -102: (NOT_EDITABLE, gettext_noop("There is no job scheduler {id} (removed meanwhile?); nothing was changed.")),
     -103: (NOT_EDITABLE, gettext_noop("{id} is a legacy repeatable entry, not a job scheduler: migrate it first.")),
-    -10: (COLLISION, gettext_noop("BullMQ refused: the next iteration {id} would run at is already taken by the "
-                                  "iteration being processed now. Try again when it has finished.")),
+    -10: (
+        COLLISION,
+        gettext_noop(
+            "BullMQ refused: the next iteration {id} would run at is already taken by the "
+            "iteration being processed now. Try again when it has finished."
+        ),
+    ),
     -11: (COLLISION, gettext_noop("BullMQ refused: every slot for the next iterations is busy.")),
 }
 
@@ -249,25 +341,36 @@ def _refusal(code: int, scheduler_id: str) -> SchedulerResult:
     return SchedulerResult(outcome, _(msgid, id=scheduler_id))
 
 
-def edit_scheduler(client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec,
-                   now_ms: int | None = None) -> SchedulerResult:
+def edit_scheduler(
+    client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec, now_ms: int | None = None
+) -> SchedulerResult:
     """Upsert ``spec`` over the existing scheduler of that id, as Node's ``upsertJobScheduler``."""
     keys, args = upsert_call(queue, spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
     reply = EDIT(keys=keys, args=args, client=client)
     if isinstance(reply, int):
         return _refusal(reply, spec.scheduler_id)
     job_id, delay = to_text(reply[0]), int(reply[1])
-    return SchedulerResult(DONE, _("Scheduler {id} updated; its next job is {job_id}.", id=spec.scheduler_id,
-                                            job_id=job_id), job_id, delay)
+    return SchedulerResult(
+        DONE, _("Scheduler {id} updated; its next job is {job_id}.", id=spec.scheduler_id, job_id=job_id), job_id, delay
+    )
 
 
 def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerResult:
     """``Queue.removeJobScheduler(id)``: the scheduler and its pending delayed iteration."""
-    code = REMOVE(keys=[queue.key("repeat"), queue.key("delayed"), queue.key("events")],
-                  args=[scheduler_id, queue.base], client=client)
+    code = REMOVE(
+        keys=[queue.key("repeat"), queue.key("delayed"), queue.key("events")],
+        args=[scheduler_id, queue.base],
+        client=client,
+    )
     if code == 0:
-        return SchedulerResult(DONE, _("Scheduler {id} removed, with its next delayed job. An iteration already "
-                                       "waiting or running still runs once.", id=scheduler_id))
+        return SchedulerResult(
+            DONE,
+            _(
+                "Scheduler {id} removed, with its next delayed job. An iteration already "
+                "waiting or running still runs once.",
+                id=scheduler_id,
+            ),
+        )
     if code == 1:
         return SchedulerResult(MISSING, _("There is no job scheduler {id}; nothing was removed.", id=scheduler_id))
     return _refusal(int(code), scheduler_id)
@@ -285,8 +388,9 @@ class MigrationPlan:
 
     def next_run(self, *, now_ms: int) -> int | None:
         if self.spec.pattern:
-            return cron.bullmq_next_millis(pattern=self.spec.pattern, tz=self.spec.tz or "UTC", now_ms=now_ms,
-                                           start_ms=self.spec.start_date)
+            return cron.bullmq_next_millis(
+                pattern=self.spec.pattern, tz=self.spec.tz or "UTC", now_ms=now_ms, start_ms=self.spec.start_date
+            )
         return max(self.spec.start_date or now_ms, now_ms)
 
 
@@ -300,18 +404,28 @@ def _pending_iteration(client, queue: QueueRef, member: str, due: int) -> tuple[
     return "", {}
 
 
-def plan_migration(client: redis.Redis, *, queue: QueueRef, member: str, scheduler_id: str = "",
-                   now_ms: int | None = None) -> MigrationPlan:
+def plan_migration(
+    client: redis.Redis, *, queue: QueueRef, member: str, scheduler_id: str = "", now_ms: int | None = None
+) -> MigrationPlan:
     """Read legacy entry ``member`` and say what migrating it will do; ``SchedulerError`` if it
     is not a legacy entry (or is gone)."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     score = client.zscore(queue.key("repeat"), member)
     h = {to_text(k): to_text(v) for k, v in client.hgetall(queue.key("repeat:") + member).items()}
     if score is None or "ic" in h:
-        raise SchedulerError(_("{member} is not a legacy repeatable entry of this queue (gone, or already a "
-                               "job scheduler).", member=member))
+        raise SchedulerError(
+            _(
+                "{member} is not a legacy repeatable entry of this queue (gone, or already a job scheduler).",
+                member=member,
+            )
+        )
     if h:
-        layout, name, tz, spec_text = "v5-hash", h.get("name", ""), h.get("tz", ""), h.get("pattern") or h.get("every", "")
+        layout, name, tz, spec_text = (
+            "v5-hash",
+            h.get("name", ""),
+            h.get("tz", ""),
+            h.get("pattern") or h.get("every", ""),
+        )
         end_date, default_id = to_int(h.get("endDate")), h.get("name", "") or member
     elif is_legacy_key_shape(member):
         parts = member.split(":")
@@ -323,40 +437,77 @@ def plan_migration(client: redis.Redis, *, queue: QueueRef, member: str, schedul
     pending_id, job = _pending_iteration(client, queue, member, due)
     stored = loads_or(job.get("opts", "{}"), {})
     stored = stored if isinstance(stored, dict) else {}
-    template_opts = {_DECODE.get(k, k): v for k, v in stored.items()
-                     if k not in _ITERATION_OPTS and _DECODE.get(k, k) in TEMPLATE_OPTIONS}
+    template_opts = {
+        _DECODE.get(k, k): v
+        for k, v in stored.items()
+        if k not in _ITERATION_OPTS and _DECODE.get(k, k) in TEMPLATE_OPTIONS
+    }
     every = to_int(spec_text) if " " not in spec_text else None
     data = loads_or(job.get("data", "{}"), {})
-    spec = check_spec(scheduler_id=scheduler_id or default_id, name=job.get("name") or name or "repeat",
-                      pattern="" if every else spec_text, every=every, tz=tz, end_date=end_date,
-                      start_date=due if every and due > now_ms else None, data=data, opts=template_opts)
+    spec = check_spec(
+        scheduler_id=scheduler_id or default_id,
+        name=job.get("name") or name or "repeat",
+        pattern="" if every else spec_text,
+        every=every,
+        tz=tz,
+        end_date=end_date,
+        start_date=due if every and due > now_ms else None,
+        data=data,
+        opts=template_opts,
+    )
     return MigrationPlan(member=member, layout=layout, spec=spec, pending_job_id=pending_id, legacy_next=due)
 
 
-def migrate_legacy(client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan,
-                   now_ms: int | None = None) -> SchedulerResult:
+def migrate_legacy(
+    client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan, now_ms: int | None = None
+) -> SchedulerResult:
     """Replace the legacy entry by the planned scheduler, in one atomic step."""
     keys, args = upsert_call(queue, plan.spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
     reply = MIGRATE(keys=keys, args=[*args, plan.member], client=client)
     code = int(reply[0])
     if code == -104:
-        return SchedulerResult(NOT_LEGACY, _("{member} is no longer a legacy entry (migrated or removed "
-                                             "meanwhile); nothing was changed.", member=plan.member))
+        return SchedulerResult(
+            NOT_LEGACY,
+            _(
+                "{member} is no longer a legacy entry (migrated or removed meanwhile); nothing was changed.",
+                member=plan.member,
+            ),
+        )
     if code == -105:
-        return SchedulerResult(TARGET_EXISTS, _("A job scheduler {id} already exists; choose another id. Nothing "
-                                                "was changed.", id=plan.spec.scheduler_id))
+        return SchedulerResult(
+            TARGET_EXISTS,
+            _(
+                "A job scheduler {id} already exists; choose another id. Nothing was changed.",
+                id=plan.spec.scheduler_id,
+            ),
+        )
     if code < 0:
         return _refusal(code, plan.spec.scheduler_id)
     job_id, delay, removed = to_text(reply[1]), int(reply[2]), int(reply[3])
-    return SchedulerResult(DONE, _("Legacy entry migrated to job scheduler {id}; its next job is {job_id} "
-                                   "({removed} legacy pending job removed).", id=plan.spec.scheduler_id,
-                                   job_id=job_id, removed=removed), job_id, delay, removed)
+    return SchedulerResult(
+        DONE,
+        _(
+            "Legacy entry migrated to job scheduler {id}; its next job is {job_id} "
+            "({removed} legacy pending job removed).",
+            id=plan.spec.scheduler_id,
+            job_id=job_id,
+            removed=removed,
+        ),
+        job_id,
+        delay,
+        removed,
+    )
 
 
 def spec_as_dict(spec: SchedulerSpec) -> dict:
     """For the audit log and the API."""
-    return {"id": spec.scheduler_id, "name": spec.name, **spec.repeat_opts(),
-            "data": loads_or(spec.data_json, spec.data_json), "opts": spec.opts}
+    return {
+        "id": spec.scheduler_id,
+        "name": spec.name,
+        **spec.repeat_opts(),
+        "data": loads_or(spec.data_json, spec.data_json),
+        "opts": spec.opts,
+    }
 
 
 def spec_json(spec: SchedulerSpec) -> str:

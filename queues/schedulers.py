@@ -43,17 +43,29 @@ class Scheduler:
     @property
     def legacy_hint(self) -> str:
         if self.legacy == "key-shape":
-            return _("Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. {hint}", hint=MIGRATION_HINT)
+            return _(
+                "Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. {hint}",
+                hint=MIGRATION_HINT,
+            )
         if self.legacy == "v5-hash":
-            return _("v5 repeatable without an iteration count: BullMQ 6 adopts it silently, "
-                     "but it should be migrated. {hint}", hint=MIGRATION_HINT)
+            return _(
+                "v5 repeatable without an iteration count: BullMQ 6 adopts it silently, "
+                "but it should be migrated. {hint}",
+                hint=MIGRATION_HINT,
+            )
         return ""
 
     def as_dict(self) -> dict:
         return {
-            "id": self.id, "name": self.name, "pattern": self.pattern or None, "every": self.every,
-            "tz": self.tz or None, "next_run": self.next_run, "iterations": self.iterations,
-            "limit": self.limit, "legacy": self.legacy or None,
+            "id": self.id,
+            "name": self.name,
+            "pattern": self.pattern or None,
+            "every": self.every,
+            "tz": self.tz or None,
+            "next_run": self.next_run,
+            "iterations": self.iterations,
+            "limit": self.limit,
+            "legacy": self.legacy or None,
         }
 
 
@@ -89,10 +101,17 @@ def read_schedulers(client: redis.Redis, queue: QueueRef) -> list[Scheduler]:
             end_date = to_int(h.get("endDate"))
         result.append(
             Scheduler(
-                id=sid, name=name, pattern=pattern, every=every, tz=tz,
+                id=sid,
+                name=name,
+                pattern=pattern,
+                every=every,
+                tz=tz,
                 next_run=int(score) if score is not None else None,
-                iterations=to_int(h.get("ic")), limit=to_int(h.get("limit")),
-                start_date=to_int(h.get("startDate")), end_date=end_date, legacy=legacy,
+                iterations=to_int(h.get("ic")),
+                limit=to_int(h.get("limit")),
+                start_date=to_int(h.get("startDate")),
+                end_date=end_date,
+                legacy=legacy,
             )
         )
     return result

@@ -13,8 +13,8 @@ more than one page of ids: memory does not grow with the number of jobs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import redis
 
@@ -47,12 +47,16 @@ class JobFilter:
 
     def __post_init__(self):
         if self.state not in SELECTABLE_STATES:
-            raise ValueError(f"Jobs can be selected by filter in these states: {', '.join(SELECTABLE_STATES)} "
-                             f"(got {self.state!r}).")
+            raise ValueError(
+                f"Jobs can be selected by filter in these states: {', '.join(SELECTABLE_STATES)} (got {self.state!r})."
+            )
         if (self.finished_from_ms is not None or self.finished_to_ms is not None) and self.state not in FINISHED_STATES:
             raise ValueError("'finished between' only applies to failed or completed jobs.")
-        if (self.finished_from_ms is not None and self.finished_to_ms is not None
-                and self.finished_from_ms > self.finished_to_ms):
+        if (
+            self.finished_from_ms is not None
+            and self.finished_to_ms is not None
+            and self.finished_from_ms > self.finished_to_ms
+        ):
             raise ValueError("'finished from' is after 'finished to'.")
 
     @property
@@ -79,7 +83,7 @@ class Cursor:
         return {"score": self.score, "member": self.member, "anchor": self.anchor}
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> "Cursor":
+    def from_dict(cls, d: dict | None) -> Cursor:
         d = d or {}
         return cls(score=d.get("score"), member=d.get("member"), anchor=d.get("anchor"))
 
@@ -111,7 +115,10 @@ def zset_bounds(filt: JobFilter, before_ms: int) -> tuple[str, str]:
         if filt.finished_to_ms is not None and filt.finished_to_ms < before_ms:
             hi = str(filt.finished_to_ms)
         return lo, hi
-    return "-inf", "+inf"  # delayed, prioritized: the score is the due time or the priority; before_ms applies to creation
+    return (
+        "-inf",
+        "+inf",
+    )  # delayed, prioritized: the score is the due time or the priority; before_ms applies to creation
 
 
 def zset_offset(client: redis.Redis, *, key: str, lo: str, cursor: Cursor) -> int:
@@ -185,8 +192,9 @@ def scan_length(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before
     return client.zcount(queue.state_key(filt.state), *zset_bounds(filt, before_ms))
 
 
-def next_page(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor,
-              size: int = PAGE) -> Page:
+def next_page(
+    client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, cursor: Cursor, size: int = PAGE
+) -> Page:
     """The next ``size`` entries after ``cursor``, oldest first, with those that match."""
     if filt.state == "waiting":
         passed, exhausted = _list_page(client, queue, cursor, size)
@@ -259,8 +267,9 @@ class Preview:
     in_state: int | None = None  # the state's size, when the scan stopped early
 
 
-def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, sample: int = 10,
-            limit: int | None = None) -> Preview:
+def preview(
+    client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, sample: int = 10, limit: int | None = None
+) -> Preview:
     """How many jobs an action on this filter would touch, and the oldest ``sample`` of them.
 
     Without name/reason/fingerprint conditions a finished state is counted with one ZCOUNT;
@@ -270,7 +279,9 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
     if not filt.reads_jobs:
         lo, hi = zset_bounds(filt, before_ms)
         count = client.zcount(queue.state_key(filt.state), lo, hi)
-        first = replies.scored(client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True))
+        first = replies.scored(
+            client.zrangebyscore(queue.state_key(filt.state), lo, hi, start=0, num=sample, withscores=True)
+        )
         jobs = read_summaries(client, queue, [to_text(m) for m, _ in first], [s for _, s in first])
         return Preview(count=count, sample=[j for j in jobs if j.exists], scanned=count)
     count, scanned, jobs = 0, 0, []
@@ -284,7 +295,11 @@ def preview(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms:
         if page.exhausted:
             return Preview(count=count, sample=jobs, scanned=scanned)
         if limit is not None and scanned >= limit:
-            return Preview(count=count, sample=jobs, scanned=scanned, complete=False,
-                           in_state=state_length(client, queue, filt.state))
+            return Preview(
+                count=count,
+                sample=jobs,
+                scanned=scanned,
+                complete=False,
+                in_state=state_length(client, queue, filt.state),
+            )
         cursor = advance(cursor, page)
-

@@ -69,9 +69,17 @@ class QueueSnapshot:
 # here; its length is read afterwards, and only for a queue that has one (``_legacy_lengths``):
 # an LLEN per queue per snapshot was 1 in 13 of the monitor's snapshot commands for nothing.
 _QUEUE_READS = (
-    (b"LLEN", b"wait"), (b"LINDEX", b"wait", b"-1"), (b"LINDEX", b"paused", b"-1"),
-    (b"LLEN", b"active"), (b"ZCARD", b"delayed"), (b"ZCARD", b"prioritized"), (b"ZCARD", b"waiting-children"),
-    (b"ZCARD", b"completed"), (b"ZCARD", b"failed"), (b"HEXISTS", b"meta", b"paused"), (b"ZCARD", b"repeat"),
+    (b"LLEN", b"wait"),
+    (b"LINDEX", b"wait", b"-1"),
+    (b"LINDEX", b"paused", b"-1"),
+    (b"LLEN", b"active"),
+    (b"ZCARD", b"delayed"),
+    (b"ZCARD", b"prioritized"),
+    (b"ZCARD", b"waiting-children"),
+    (b"ZCARD", b"completed"),
+    (b"ZCARD", b"failed"),
+    (b"HEXISTS", b"meta", b"paused"),
+    (b"ZCARD", b"repeat"),
     (b"XREVRANGE", b"events", b"+", b"-", b"COUNT", b"1"),
 )
 TRANSACTION_CHUNK = 250  # queues per MULTI/EXEC
@@ -141,17 +149,19 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSna
     decides how to show an unreachable connection."""
     if not queues:
         return []
-    chunks = [queues[i:i + TRANSACTION_CHUNK] for i in range(0, len(queues), TRANSACTION_CHUNK)]
+    chunks = [queues[i : i + TRANSACTION_CHUNK] for i in range(0, len(queues), TRANSACTION_CHUNK)]
     raw = _raw_transactions(client, [(_packed_reads(c), len(c) * PER_QUEUE_COMMANDS) for c in chunks])
     now = int(time.time() * 1000)
-    legacy_lengths = _legacy_lengths(client, [q for i, q in enumerate(queues)
-                                              if _tail(raw[i * PER_QUEUE_COMMANDS + 2]) is not None])
+    legacy_lengths = _legacy_lengths(
+        client, [q for i, q in enumerate(queues) if _tail(raw[i * PER_QUEUE_COMMANDS + 2]) is not None]
+    )
 
     snapshots = []
     for i, q in enumerate(queues):
-        replies = raw[i * PER_QUEUE_COMMANDS:(i + 1) * PER_QUEUE_COMMANDS]
+        replies = raw[i * PER_QUEUE_COMMANDS : (i + 1) * PER_QUEUE_COMMANDS]
         (wait, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = (
-            _count(replies[j]) for j in (0, 3, 4, 5, 6, 7, 8, 9, 10))
+            _count(replies[j]) for j in (0, 3, 4, 5, 6, 7, 8, 9, 10)
+        )
         wait_tail, legacy_tail = _tail(replies[1]), _tail(replies[2])
         legacy = legacy_lengths.get(q, 0) if legacy_tail is not None else 0
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)

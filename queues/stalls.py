@@ -41,8 +41,9 @@ class ActiveLists:
     partial: set[QueueRef] = field(default_factory=set)
 
 
-def read_active(client: redis.Redis, lengths: dict[QueueRef, int], *, budget: int = READ_BUDGET,
-                page: int = PAGE) -> ActiveLists:
+def read_active(
+    client: redis.Redis, lengths: dict[QueueRef, int], *, budget: int = READ_BUDGET, page: int = PAGE
+) -> ActiveLists:
     """Every id in each queue's ``active`` list, given each list's length (from a snapshot),
     in one pipelined round trip. The last page of each list is open-ended (``-1``), so jobs
     pushed since the length was read are not lost; they are at the head anyway."""
@@ -80,10 +81,12 @@ def read_active(client: redis.Redis, lengths: dict[QueueRef, int], *, budget: in
     return result
 
 
-def without_lock(client: redis.Redis, jobs: dict[QueueRef, list[str]], *, page: int = PAGE) -> dict[QueueRef, list[str]]:
+def without_lock(
+    client: redis.Redis, jobs: dict[QueueRef, list[str]], *, page: int = PAGE
+) -> dict[QueueRef, list[str]]:
     """Of these active jobs, those whose lock is gone: one ``MGET`` per ``page`` jobs of a
     queue (a queue's keys share a slot on a hash-tagged prefix), all in one round trip."""
-    plan = [(q, ids[i:i + page]) for q, ids in jobs.items() for i in range(0, len(ids), page)]
+    plan = [(q, ids[i : i + page]) for q, ids in jobs.items() for i in range(0, len(ids), page)]
     if not plan:
         return {}
     pipe = client.pipeline(transaction=False)

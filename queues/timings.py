@@ -24,18 +24,17 @@ MAX_BUCKET_RATIO = max((to / lo) ** (1 / steps) for lo, to, steps in SEGMENTS)
 def _upper_bounds() -> list[float]:
     bounds = [0.0, 1.0]  # bucket 0: 0 ms (added and active in the same ms); bucket 1: 1 ms
     for d in range(DECADES):
-        scale = 10 ** d
+        scale = 10**d
         for lo, to, steps in SEGMENTS:
             ratio = (to / lo) ** (1 / steps)
-            bounds += [lo * scale * ratio ** k for k in range(1, steps)] + [float(to * scale)]
+            bounds += [lo * scale * ratio**k for k in range(1, steps)] + [float(to * scale)]
     return bounds
 
 
 UPPER_BOUNDS = _upper_bounds()
 OVERFLOW = len(UPPER_BOUNDS)  # the bucket above the last bound
 # Prometheus histogram bounds (seconds): every 1-2-5 point from 5 ms to 10,000 s.
-PROMETHEUS_LE_SECONDS = tuple(m * 10 ** e / 1000 for e in range(0, 8) for m in (1, 2, 5)
-                              if 5 <= m * 10 ** e <= 10_000_000)
+PROMETHEUS_LE_SECONDS = tuple(m * 10**e / 1000 for e in range(0, 8) for m in (1, 2, 5) if 5 <= m * 10**e <= 10_000_000)
 _PROMETHEUS_LE_INDEX = tuple(bisect.bisect_left(UPPER_BOUNDS, s * 1000 * (1 - 1e-12)) for s in PROMETHEUS_LE_SECONDS)
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
@@ -69,7 +68,7 @@ class Histogram:
         self.counts[b] = self.counts.get(b, 0) + 1
         self.sum_ms += max(0, int(ms))
 
-    def merge(self, other: "Histogram") -> None:
+    def merge(self, other: Histogram) -> None:
         for b, n in other.counts.items():
             self.counts[b] = self.counts.get(b, 0) + n
         self.sum_ms += other.sum_ms
@@ -105,7 +104,7 @@ class Histogram:
         return {str(b): n for b, n in sorted(self.counts.items())}
 
     @classmethod
-    def from_json(cls, data: dict | None, sum_ms: int = 0) -> "Histogram":
+    def from_json(cls, data: dict | None, sum_ms: int = 0) -> Histogram:
         counts = {}
         for b, n in (data or {}).items():
             try:
@@ -125,7 +124,7 @@ class NameMinute:
     failed: int = 0  # final failures
     attempt_failed: int = 0  # failed attempts that will be retried
 
-    def merge(self, other: "NameMinute") -> None:
+    def merge(self, other: NameMinute) -> None:
         self.wait.merge(other.wait)
         self.processing.merge(other.processing)
         self.completed += other.completed
@@ -134,8 +133,13 @@ class NameMinute:
 
     def summary(self) -> dict:
         """The API's shape for one job name (or the whole queue)."""
-        return {"wait_ms": self.wait.percentiles(), "processing_ms": self.processing.percentiles(),
-                "completed": self.completed, "failed": self.failed, "attempt_failures": self.attempt_failed}
+        return {
+            "wait_ms": self.wait.percentiles(),
+            "processing_ms": self.processing.percentiles(),
+            "completed": self.completed,
+            "failed": self.failed,
+            "attempt_failures": self.attempt_failed,
+        }
 
 
 def merged(parts) -> NameMinute:
@@ -147,9 +151,11 @@ def merged(parts) -> NameMinute:
 
 def summarize(by_name: dict[str, NameMinute], *, window: str) -> dict:
     """``{"window", "names": {name: summary}, "all": summary}``: the timings API's document."""
-    return {"window": window,
-            "names": {name: m.summary() for name, m in sorted(by_name.items())},
-            "all": merged(by_name.values()).summary()}
+    return {
+        "window": window,
+        "names": {name: m.summary() for name, m in sorted(by_name.items())},
+        "all": merged(by_name.values()).summary(),
+    }
 
 
 MAX_NAMES = 200  # job names kept apart per queue; beyond it, new names are counted as OTHER_NAME
@@ -185,8 +191,10 @@ class QueueTimings:
             for old in sorted(self.minutes)[: max(0, len(self.minutes) - self.keep)]:
                 del self.minutes[old]
                 self.dirty.discard(old)
-        for target in (self.minutes.setdefault(minute, {}).setdefault(name, NameMinute()),
-                       self.totals.setdefault(name, NameMinute())):
+        for target in (
+            self.minutes.setdefault(minute, {}).setdefault(name, NameMinute()),
+            self.totals.setdefault(name, NameMinute()),
+        ):
             if kind in ("wait", "processing"):
                 getattr(target, kind).add(ms)
             else:

@@ -44,9 +44,14 @@ class Worker:
         return {"name": self.name, "addr": self.addr, "age_s": self.age_s, "idle_s": self.idle_s, "client": self.client}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Worker":
-        return cls(str(d.get("name", "")), str(d.get("addr", "")), int(d.get("age_s", 0)), int(d.get("idle_s", 0)),
-                   str(d.get("client", "")))
+    def from_dict(cls, d: dict) -> Worker:
+        return cls(
+            str(d.get("name", "")),
+            str(d.get("addr", "")),
+            int(d.get("age_s", 0)),
+            int(d.get("idle_s", 0)),
+            str(d.get("client", "")),
+        )
 
 
 def client_name(queue: QueueRef) -> str:
@@ -65,7 +70,7 @@ def worker_name(queue: QueueRef, name: str) -> str | None:
         if name == base:
             return ""
         if name.startswith(base + WORKER_SUFFIX):
-            return name[len(base) + len(WORKER_SUFFIX):]
+            return name[len(base) + len(WORKER_SUFFIX) :]
     return None
 
 
@@ -95,8 +100,9 @@ def workers_by_queue(clients: list[dict], queues: list[QueueRef], *, db: int = 0
             q = by_base.get(name.split(WORKER_SUFFIX, 1)[0])
         if q is None:
             continue
-        out[q].append(Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle")),
-                             name))
+        out[q].append(
+            Worker(worker_name(q, name) or "", str(c.get("addr", "")), _int(c.get("age")), _int(c.get("idle")), name)
+        )
     for workers in out.values():
         workers.sort(key=lambda w: (w.name, w.addr))
     return out

@@ -139,9 +139,12 @@ def live_setup(settings, redis_db):
     client = redis_db.client()
     point_at(settings, ConnectionSpec("default", redis_db.url, ("bull",)))
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [{"address": redis_db.url, "socket_timeout": None}],
-                                                      "prefix": "queuewatch:asgi"}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": redis_db.url, "socket_timeout": None}], "prefix": "queuewatch:asgi"},
+        }
+    }
     channel_layers.backends.clear()
     yield client
     channel_layers.backends.clear()

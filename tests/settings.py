@@ -4,7 +4,9 @@ not start. Connections are pointed at the test session's own redis-server by fix
 import os
 
 os.environ.setdefault("QUEUEWATCH_INSECURE_DEV", "1")
-for var in [v for v in os.environ if v.startswith(("QUEUEWATCH_URL_", "QUEUEWATCH_REDIS_URL")) or v == "QUEUEWATCH_CONNECTIONS"]:
+for var in [
+    v for v in os.environ if v.startswith(("QUEUEWATCH_URL_", "QUEUEWATCH_REDIS_URL")) or v == "QUEUEWATCH_CONNECTIONS"
+]:
     del os.environ[var]
 
 from dashboard.settings import *  # noqa: E402,F401,F403
@@ -23,5 +25,7 @@ QUEUEWATCH_WEBHOOK_ALLOW = ["127.0.0.1"]
 import tempfile  # noqa: E402
 
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"queuewatch-test-{os.getpid()}.sqlite3")}
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"queuewatch-test-{os.getpid()}.sqlite3")
+    }
     DATABASES["default"].setdefault("OPTIONS", {}).update({"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20})

@@ -146,7 +146,7 @@ def bearer_token(request) -> str | None:
     header = request.headers.get("Authorization", "")
     if not header.startswith(BEARER):
         return None
-    return header[len(BEARER):].strip()
+    return header[len(BEARER) :].strip()
 
 
 def authenticate(request) -> str | None:
@@ -199,8 +199,13 @@ def api_csrf(view):
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         if bearer_token(request) is None and CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
-            audit_refusal(request.user, kind="csrf", via="api", target=f"{request.method} {request.path}",
-                          message="CSRF check failed")
+            audit_refusal(
+                request.user,
+                kind="csrf",
+                via="api",
+                target=f"{request.method} {request.path}",
+                message="CSRF check failed",
+            )
             return forbidden("CSRF check failed: send the X-CSRFToken header, or use a bearer token.")
         return view(request, *args, **kwargs)
 
@@ -215,7 +220,9 @@ def api_role_required(role: str, *, mutates_redis: bool = False):
         def wrapper(request, *args, **kwargs):
             why = refusal(request.user, role=role, mutates_redis=mutates_redis)
             if why:
-                audit_refusal(request.user, kind="role", via="api", target=f"{request.method} {request.path}", message=why)
+                audit_refusal(
+                    request.user, kind="role", via="api", target=f"{request.method} {request.path}", message=why
+                )
                 return forbidden(why)
             return view(request, *args, **kwargs)
 

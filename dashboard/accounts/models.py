@@ -46,18 +46,23 @@ class ApiToken(models.Model):
         return "active"
 
     @classmethod
-    def issue(cls, user, *, scopes=SCOPES, expires_at=None) -> tuple["ApiToken", str]:
+    def issue(cls, user, *, scopes=SCOPES, expires_at=None) -> tuple[ApiToken, str]:
         """A new token. By default it has every scope, so it acts with its user's role."""
         unknown = set(scopes) - set(SCOPES)
         if unknown or not scopes:
             raise ValueError(f"scopes must be some of {', '.join(SCOPES)} (got {', '.join(sorted(unknown)) or 'none'})")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        row = cls.objects.create(user=user, token_hash=hash_token(token), hint=token[:10],
-                                 scopes=[s for s in SCOPES if s in scopes], expires_at=expires_at)
+        row = cls.objects.create(
+            user=user,
+            token_hash=hash_token(token),
+            hint=token[:10],
+            scopes=[s for s in SCOPES if s in scopes],
+            expires_at=expires_at,
+        )
         return row, token
 
     @classmethod
-    def valid(cls, token: str) -> "ApiToken | None":
+    def valid(cls, token: str) -> ApiToken | None:
         """The token's row when it may be used now: known, not revoked, not expired, user active."""
         now = timezone.now()
         row = cls.objects.select_related("user").filter(token_hash=hash_token(token), revoked_at__isnull=True).first()

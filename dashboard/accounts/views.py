@@ -22,7 +22,9 @@ from dashboard.accounts.models import ApiToken
 from dashboard.core import i18n
 from dashboard.web import error_pages
 
-login = login_not_required(auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True))
+login = login_not_required(
+    auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True)
+)
 
 
 @login_not_required  # the login page has the switcher too
@@ -44,8 +46,12 @@ javascript_catalog = login_not_required(django_i18n.JavaScriptCatalog.as_view(do
 def locked_out(request, original_response=None, credentials=None):
     """429 with a clear message, for the login page and the admin's alike."""
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    return render(request, "accounts/locked_out.html",
-                  {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}, status=429)
+    return render(
+        request,
+        "accounts/locked_out.html",
+        {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes},
+        status=429,
+    )
 
 
 def csrf_failure(request, reason=""):

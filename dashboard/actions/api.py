@@ -54,8 +54,9 @@ def body_params(request):
 def job_action(request, connection, prefix, name, action, job_id):
     found = registry.authorized(request.user, scope=registry.JOB, name=action)
     queue = reads.resolve(connection, prefix, name)
-    result = operations.perform(user=request.user, via="api", action=found, queue=queue, job_id=job_id,
-                                given=found.parse(body_params(request)))
+    result = operations.perform(
+        user=request.user, via="api", action=found, queue=queue, job_id=job_id, given=found.parse(body_params(request))
+    )
     body = {"job_id": job_id, "outcome": result.outcome, "message": result.message}
     if getattr(result, "kept", ()):  # a redrive: what the copy kept of the dead letter
         body["kept"] = list(result.kept)
@@ -66,10 +67,13 @@ def job_action(request, connection, prefix, name, action, job_id):
 def queue_action(request, connection, prefix, name, action):
     found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
     queue = reads.resolve(connection, prefix, name)
-    result = operations.perform(user=request.user, via="api", action=found, queue=queue,
-                                given=found.parse(body_params(request)))
-    return JsonResponse({"outcome": result.outcome, "message": result.message,
-                         "affected": runners.affected_by(result)}, status=200 if result.ok else 409)
+    result = operations.perform(
+        user=request.user, via="api", action=found, queue=queue, given=found.parse(body_params(request))
+    )
+    return JsonResponse(
+        {"outcome": result.outcome, "message": result.message, "affected": runners.affected_by(result)},
+        status=200 if result.ok else 409,
+    )
 
 
 @api_mutation
@@ -77,8 +81,13 @@ def bulk_preview(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     given = BulkInput.from_params(body_params(request), confirming=False)
     preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
-    body = {"action": preview.action, "selection": preview.selection.as_dict(), "count": preview.count,
-            "sample": [j.as_dict() for j in preview.sample], "complete": preview.complete}
+    body = {
+        "action": preview.action,
+        "selection": preview.selection.as_dict(),
+        "count": preview.count,
+        "sample": [j.as_dict() for j in preview.sample],
+        "complete": preview.complete,
+    }
     if not preview.complete:  # count is then of the first `examined` jobs of the state's `in_state`
         body.update(examined=preview.examined, in_state=preview.in_state)
     if preview.diffs is not None:  # edit-retry: the diff the patch makes to each sample job's stored data
@@ -90,9 +99,17 @@ def bulk_preview(request, connection, prefix, name):
 def bulk_start(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     given = BulkInput.from_params(body_params(request), confirming=True)
-    task = operations.bulk_start(user=request.user, via="api", queue=queue, action=given.action,
-                                 chosen=given.selection, reason=given.reason, rate=given.rate,
-                                 reset_counters=given.reset_counters, patch=given.patch)
+    task = operations.bulk_start(
+        user=request.user,
+        via="api",
+        queue=queue,
+        action=given.action,
+        chosen=given.selection,
+        reason=given.reason,
+        rate=given.rate,
+        reset_counters=given.reset_counters,
+        patch=given.patch,
+    )
     return JsonResponse(task_body(task), status=202)
 
 
@@ -130,14 +147,29 @@ def task_cancel(request, task_id):
 def task_body(task: BulkTask) -> dict:
     progress = task.progress or {}
     return {
-        "id": task.pk, "action": task.action, "connection": task.connection, "prefix": task.prefix,
-        "queue": task.queue, "selection": task.selection, "before_ms": task.before_ms, "rate": task.rate,
+        "id": task.pk,
+        "action": task.action,
+        "connection": task.connection,
+        "prefix": task.prefix,
+        "queue": task.queue,
+        "selection": task.selection,
+        "before_ms": task.before_ms,
+        "rate": task.rate,
         "patch": get_redactor().value(task.patch) if task.patch else None,  # the patch may set a secret
-        "state": task.state, "cancel_requested": task.cancel_requested, "total": task.total, "moved": task.moved,
-        "skipped": task.skipped, "failed": task.failed, "remaining": task.remaining, "rate_now": task.rate_now,
-        "eta_s": task.eta_s, "percent": task.percent, "error": task.error or None,
+        "state": task.state,
+        "cancel_requested": task.cancel_requested,
+        "total": task.total,
+        "moved": task.moved,
+        "skipped": task.skipped,
+        "failed": task.failed,
+        "remaining": task.remaining,
+        "rate_now": task.rate_now,
+        "eta_s": task.eta_s,
+        "percent": task.percent,
+        "error": task.error or None,
         # While a filter that reads jobs is still counting (total null): how far through the state.
-        "examined": progress.get("examined", 0), "in_state": progress.get("in_state", 0),
+        "examined": progress.get("examined", 0),
+        "in_state": progress.get("in_state", 0),
         # Why jobs were left as they were: a count per reason, and the first few jobs' own words.
         "skipped_by": dict(progress.get("skipped_by") or {}),
         "refusals": [str(from_data(why)) for why in progress.get("refusals") or []],

@@ -70,10 +70,17 @@ class TaskStore:
 
     def save(self, progress: bulk.Progress) -> None:
         self.saved = progress.as_dict()
-        updated = db_retry(lambda: BulkTask.objects.filter(
-            pk=self.task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-            progress=self.saved, heartbeat_at=timezone.now(), total=progress.total, moved=progress.moved,
-            skipped=progress.skipped, failed=progress.failed, rate_now=round(progress.rate, 1)))
+        updated = db_retry(
+            lambda: BulkTask.objects.filter(pk=self.task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+                progress=self.saved,
+                heartbeat_at=timezone.now(),
+                total=progress.total,
+                moved=progress.moved,
+                skipped=progress.skipped,
+                failed=progress.failed,
+                rate_now=round(progress.rate, 1),
+            )
+        )
         if not updated:
             raise Interrupted(f"task {self.task_id} is no longer ours")
 
@@ -105,7 +112,8 @@ class BulkRunner:
             # Interrupted tasks stay "running" with their saved cursor; mark them stale at once
             # so the next leader resumes them without waiting STALE_AFTER.
             BulkTask.objects.filter(claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                heartbeat_at=dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+                heartbeat_at=dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+            )
         except Exception:
             log.warning("bulk runner: could not release interrupted tasks; they resume after %s s", STALE_AFTER)
         finally:
@@ -136,13 +144,18 @@ class BulkRunner:
         candidates = BulkTask.objects.filter(state=BulkTask.PENDING).order_by("pk")[:10]
         for task in candidates:
             if BulkTask.objects.filter(pk=task.pk, state=BulkTask.PENDING, cancel_requested=False).update(
-                    state=BulkTask.RUNNING, claimed_by=self.owner, heartbeat_at=now, started_at=now):
+                state=BulkTask.RUNNING, claimed_by=self.owner, heartbeat_at=now, started_at=now
+            ):
                 return BulkTask.objects.get(pk=task.pk)
         # A running task whose runner died (killed monitor, lost leadership): take it over.
-        for task in BulkTask.objects.filter(state=BulkTask.RUNNING, heartbeat_at__lt=stale).exclude(
-                pk__in=list(self.running)).order_by("pk")[:10]:
-            if BulkTask.objects.filter(pk=task.pk, state=BulkTask.RUNNING, claimed_by=task.claimed_by,
-                                       heartbeat_at=task.heartbeat_at).update(claimed_by=self.owner, heartbeat_at=now):
+        for task in (
+            BulkTask.objects.filter(state=BulkTask.RUNNING, heartbeat_at__lt=stale)
+            .exclude(pk__in=list(self.running))
+            .order_by("pk")[:10]
+        ):
+            if BulkTask.objects.filter(
+                pk=task.pk, state=BulkTask.RUNNING, claimed_by=task.claimed_by, heartbeat_at=task.heartbeat_at
+            ).update(claimed_by=self.owner, heartbeat_at=now):
                 log.info("bulk runner: resuming task %s left by %s", task.pk, task.claimed_by or "?")
                 return BulkTask.objects.get(pk=task.pk)
         return None
@@ -171,8 +184,12 @@ class BulkRunner:
 
         try:
             final = self.registry.bulk(queue.connection).run(
-                plan=plan_for(task), store=TaskStore(task, self.owner), should_cancel=should_cancel,
-                on_progress=on_progress, count_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+                plan=plan_for(task),
+                store=TaskStore(task, self.owner),
+                should_cancel=should_cancel,
+                on_progress=on_progress,
+                count_limit=settings.QUEUEWATCH_SCAN_SAMPLE,
+            )
             self.finish(task, final, note=_read_only_stop() if braked else "")
         except (Interrupted, DatabaseError, SourceUnavailable) as exc:
             # A busy database (SQLite under concurrent writers) or a Redis outage is not the
@@ -192,12 +209,15 @@ class BulkRunner:
         cancelled and the next leader resumes it."""
         if self.stop_event.is_set() or not self.leading():
             raise Interrupted("this monitor is stopping or no longer leads")
-        if not db_retry(lambda: BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING)
-                        .update(heartbeat_at=timezone.now())):
+        if not db_retry(
+            lambda: BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
+                heartbeat_at=timezone.now()
+            )
+        ):
             raise Interrupted("taken over by another runner")
         return db_retry(BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists)
 
-    def finish(self, task: BulkTask, final: "bulk.Progress | None", *, error: str = "", note: str = "") -> None:
+    def finish(self, task: BulkTask, final: bulk.Progress | None, *, error: str = "", note: str = "") -> None:
         """Close the task and write its audit row in one transaction: both or neither (if the
         database refuses, the task stays running and is resumed, finding itself finished).
         ``note`` says why a task was stopped (shown like an error, without failing it)."""
@@ -213,19 +233,37 @@ class BulkRunner:
                 if note and final is not None:  # kept with its message id: the page shows it in the reader's language
                     closing["progress"] = {**final.as_dict(), "note": as_data(Message(note))}
                 if not BulkTask.objects.filter(pk=task.pk, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                        **closing):
+                    **closing
+                ):
                     return False
                 task.refresh_from_db()
-                outcome = AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
-                audit.record(user=task.created_by, via="task", action=f"bulk.{task.action}", queue=task_queue(task),
-                             selection=task.selection, reason=task.reason, affected=task.moved, outcome=outcome, task=task,
-                             message=(f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
-                                      + (f" ({skipped_by})" if skipped_by else "") + f", failed {task.failed}"
-                                      + (f"; the copies kept: {kept_by}" if kept_by else "")
-                                      + (" [" + " ".join(map(str, map(from_data, final.refusals))) + "]"
-                                         if final and final.refusals else "")
-                                      + (f" of {task.total}" if task.total is not None else "")
-                                      + (f". {error or note}" if error or note else ".")))
+                outcome = (
+                    AuditEntry.ERROR if error else AuditEntry.PARTIAL if (cancelled or task.failed) else AuditEntry.OK
+                )
+                audit.record(
+                    user=task.created_by,
+                    via="task",
+                    action=f"bulk.{task.action}",
+                    queue=task_queue(task),
+                    selection=task.selection,
+                    reason=task.reason,
+                    affected=task.moved,
+                    outcome=outcome,
+                    task=task,
+                    message=(
+                        f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
+                        + (f" ({skipped_by})" if skipped_by else "")
+                        + f", failed {task.failed}"
+                        + (f"; the copies kept: {kept_by}" if kept_by else "")
+                        + (
+                            " [" + " ".join(map(str, map(from_data, final.refusals))) + "]"
+                            if final and final.refusals
+                            else ""
+                        )
+                        + (f" of {task.total}" if task.total is not None else "")
+                        + (f". {error or note}" if error or note else ".")
+                    ),
+                )
                 return True
 
         if db_retry(close):
@@ -242,10 +280,19 @@ class BulkRunner:
 
 def _read_only_stop() -> str:
     # English in the task's error (the API and the audit log); the page translates the note.
-    return gettext_noop("Stopped: Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY). What moved stays moved; "
-                        "start the task again once read-only mode is off.")
+    return gettext_noop(
+        "Stopped: Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY). What moved stays moved; "
+        "start the task again once read-only mode is off."
+    )
 
 
-def plan_for(task: BulkTask) -> "bulk.BulkPlan":
-    return bulk_plan(queue=task_queue(task), action=task.action, chosen=Selection.from_stored(task.selection),
-                     before_ms=task.before_ms, rate=task.rate, reset_counters=task.reset_counters, patch=task.patch)
+def plan_for(task: BulkTask) -> bulk.BulkPlan:
+    return bulk_plan(
+        queue=task_queue(task),
+        action=task.action,
+        chosen=Selection.from_stored(task.selection),
+        before_ms=task.before_ms,
+        rate=task.rate,
+        reset_counters=task.reset_counters,
+        patch=task.patch,
+    )

@@ -25,9 +25,12 @@ def export_response(request, connection: str, prefix: str, name: str) -> streami
     if fmt not in EXPORT_FORMATS:
         raise InvalidInput("Export format must be 'jsonl' or 'csv'.")
     chosen = Selection.from_params(request.GET)
-    chunks = get_registry().jobs(connection).export(queue, fmt=fmt, filt=chosen.job_filter(), before_ms=now_ms(),
-                                                    redactor=get_redactor())
+    chunks = (
+        get_registry()
+        .jobs(connection)
+        .export(queue, fmt=fmt, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
+    )
     response = streaming.download(request, chunks, content_type=EXPORT_FORMATS[fmt])
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response

@@ -46,7 +46,9 @@ def flag(value, default: bool) -> bool:
 def reason_from(params, *, required: bool) -> str:
     reason = text(params, "reason")
     if required and not reason:
-        raise InvalidInput(gettext("Say why (the reason goes into the audit log): it is required for bulk and destructive actions."))
+        raise InvalidInput(
+            gettext("Say why (the reason goes into the audit log): it is required for bulk and destructive actions.")
+        )
     return reason[:MAX_REASON]
 
 
@@ -60,7 +62,9 @@ def minutes_from(params, name: str = "older_than_minutes") -> int:
     try:
         minutes = int(str(params.get(name)).strip())
     except (TypeError, ValueError):
-        raise InvalidInput(gettext("The age ('%(name)s') must be a whole number of minutes.") % {"name": name}) from None
+        raise InvalidInput(
+            gettext("The age ('%(name)s') must be a whole number of minutes.") % {"name": name}
+        ) from None
     if minutes < 0:
         raise InvalidInput(gettext("The age must be 0 minutes or more."))
     return minutes
@@ -87,9 +91,11 @@ def _time_param(value, name: str) -> int | None:
     try:
         when = dt.datetime.fromisoformat(str(value).strip())
     except ValueError:
-        raise InvalidInput(gettext("'%(name)s' must be a date and time like 2026-01-31T14:00 (UTC).") % {"name": name}) from None
+        raise InvalidInput(
+            gettext("'%(name)s' must be a date and time like 2026-01-31T14:00 (UTC).") % {"name": name}
+        ) from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
+        when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
 
 
@@ -97,11 +103,11 @@ def _iso_param(ms: int | None) -> str:
     """The form value that ``_time_param`` reads back to the same millisecond."""
     if ms is None:
         return ""
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # --- per-job and per-queue actions -----------------------------------------------------------
@@ -117,7 +123,7 @@ class ActionInput:
     needs_reason: ClassVar[bool] = False
 
     @classmethod
-    def from_params(cls, params) -> "ActionInput":
+    def from_params(cls, params) -> ActionInput:
         return cls(reason=reason_from(params, required=cls.needs_reason), **cls.fields_from(params))
 
     @classmethod
@@ -158,8 +164,10 @@ class CleanInput(ActionInput):
         older_than_ms = minutes_from(params) * 60_000
         state = text(params, "state")
         if state not in CLEANABLE_STATES:
-            raise InvalidInput(gettext("Jobs in state '%(state)s' cannot be cleaned. Choose one of: %(states)s.")
-                               % {"state": state, "states": ", ".join(CLEANABLE_STATES)})
+            raise InvalidInput(
+                gettext("Jobs in state '%(state)s' cannot be cleaned. Choose one of: %(states)s.")
+                % {"state": state, "states": ", ".join(CLEANABLE_STATES)}
+            )
         return {"state": state, "older_than_ms": older_than_ms}
 
     def audit_details(self) -> dict:
@@ -183,7 +191,7 @@ class Selection:
     fingerprint: str = ""
 
     @classmethod
-    def from_params(cls, params) -> "Selection":
+    def from_params(cls, params) -> Selection:
         """From form fields or JSON: ``ids`` (a list), or ``state``, ``name``, ``reason_contains``,
         ``finished_from`` / ``finished_to`` (ISO date-times, UTC) and ``fingerprint``."""
         ids = params.getlist("ids") if hasattr(params, "getlist") else params.get("ids") or []
@@ -191,18 +199,28 @@ class Selection:
             raise InvalidInput(gettext("'ids' must be a list of job ids."))
         ids = [str(i) for i in ids if str(i).strip()]
         if len(ids) > MAX_SELECTED_IDS:
-            raise InvalidInput(gettext("At most %(n)d jobs can be selected one by one; use a filter instead.") % {"n": MAX_SELECTED_IDS})
+            raise InvalidInput(
+                gettext("At most %(n)d jobs can be selected one by one; use a filter instead.")
+                % {"n": MAX_SELECTED_IDS}
+            )
         state = str(params.get("state") or "failed")
         if state not in SELECTABLE_STATES:
-            raise InvalidInput(gettext("Unknown state '%(state)s'. Choose one of: %(states)s.") % {"state": state, "states": ", ".join(SELECTABLE_STATES)})
-        return cls(ids=ids, state=state, name=text(params, "name")[:200],
-                   reason_contains=text(params, "reason_contains")[:500],
-                   finished_from_ms=_time_param(params.get("finished_from"), "finished_from"),
-                   finished_to_ms=_time_param(params.get("finished_to"), "finished_to"),
-                   fingerprint=text(params, "fingerprint")[:64])
+            raise InvalidInput(
+                gettext("Unknown state '%(state)s'. Choose one of: %(states)s.")
+                % {"state": state, "states": ", ".join(SELECTABLE_STATES)}
+            )
+        return cls(
+            ids=ids,
+            state=state,
+            name=text(params, "name")[:200],
+            reason_contains=text(params, "reason_contains")[:500],
+            finished_from_ms=_time_param(params.get("finished_from"), "finished_from"),
+            finished_to_ms=_time_param(params.get("finished_to"), "finished_to"),
+            fingerprint=text(params, "fingerprint")[:64],
+        )
 
     @classmethod
-    def chosen_from(cls, params) -> "Selection":
+    def chosen_from(cls, params) -> Selection:
         """A bulk form's selection: the ticked ids, unless ``scope`` is "matching" (all jobs
         matching the filter); "selected" with nothing ticked is refused."""
         chosen = cls.from_params(params)
@@ -213,7 +231,7 @@ class Selection:
         return chosen
 
     @classmethod
-    def from_stored(cls, stored: dict) -> "Selection":
+    def from_stored(cls, stored: dict) -> Selection:
         return cls(**{k: v for k, v in stored.items() if k in cls.__dataclass_fields__})
 
     def as_dict(self) -> dict:
@@ -227,12 +245,16 @@ class Selection:
     def finished_to_iso(self) -> str:
         return _iso_param(self.finished_to_ms)
 
-    def job_filter(self) -> "selection.JobFilter":
+    def job_filter(self) -> selection.JobFilter:
         try:  # empty fields do not filter (JobFilter's None)
-            return selection.JobFilter(state=self.state, name=self.name or None,
-                                       reason_contains=self.reason_contains or None,
-                                       finished_from_ms=self.finished_from_ms, finished_to_ms=self.finished_to_ms,
-                                       fingerprint=self.fingerprint or None)
+            return selection.JobFilter(
+                state=self.state,
+                name=self.name or None,
+                reason_contains=self.reason_contains or None,
+                finished_from_ms=self.finished_from_ms,
+                finished_to_ms=self.finished_to_ms,
+                fingerprint=self.fingerprint or None,
+            )
         except ValueError as exc:  # the domain's own check of a filter's consistency
             raise InvalidInput(str(exc)) from None
 
@@ -278,8 +300,12 @@ def merge_patch_from(params) -> dict:
         raise InvalidInput(gettext("The patch is too long."))
     patch = json_field(params, "patch", what=gettext("The patch"))
     if not isinstance(patch, dict) or not patch:
-        raise InvalidInput(gettext("The patch must be a non-empty JSON object (a JSON merge patch: keys to set, "
-                                   "null to remove a key), e.g. {\"email\": \"fixed@example.com\"}."))
+        raise InvalidInput(
+            gettext(
+                "The patch must be a non-empty JSON object (a JSON merge patch: keys to set, "
+                'null to remove a key), e.g. {"email": "fixed@example.com"}.'
+            )
+        )
     return patch
 
 
@@ -296,9 +322,13 @@ class BulkInput:
     patch: dict | None = None  # edit-retry: the JSON merge patch for each job's stored data
 
     @classmethod
-    def from_params(cls, params, *, confirming: bool) -> "BulkInput":
+    def from_params(cls, params, *, confirming: bool) -> BulkInput:
         action = text(params, "action")
-        return cls(action=action, selection=Selection.chosen_from(params),
-                   reason=reason_from(params, required=confirming), rate=rate_from(params.get("rate")),
-                   reset_counters=reset_counters_from(params),
-                   patch=merge_patch_from(params) if action == "edit-retry" else None)
+        return cls(
+            action=action,
+            selection=Selection.chosen_from(params),
+            reason=reason_from(params, required=confirming),
+            rate=rate_from(params.get("rate")),
+            reset_counters=reset_counters_from(params),
+            patch=merge_patch_from(params) if action == "edit-retry" else None,
+        )

@@ -53,7 +53,7 @@ class SchemaInput(ActionInput):
         try:
             if is_form(params) or isinstance(value, str):
                 if not str(value or "").strip():
-                    raise InvalidInput(_("Paste a JSON Schema, e.g. {\"type\": \"object\", \"required\": [\"id\"]}."))
+                    raise InvalidInput(_('Paste a JSON Schema, e.g. {"type": "object", "required": ["id"]}.'))
                 return {"schema": job_schema.parse_schema(str(value))}
             return {"schema": job_schema.check_schema(value)}
         except job_schema.SchemaProblem as exc:
@@ -77,8 +77,14 @@ class SchemaResult:
 
 def _change(before: dict | None, after: dict | None) -> dict:
     pretty = lambda v: v if v is None else json.loads(json.dumps(v))  # noqa: E731 (a plain JSON copy)
-    return {"change": {"what": "schema", "before": pretty(before), "after": pretty(after),
-                       "diff": diff_lines(before or {}, after or {})[:400]}}
+    return {
+        "change": {
+            "what": "schema",
+            "before": pretty(before),
+            "after": pretty(after),
+            "diff": diff_lines(before or {}, after or {})[:400],
+        }
+    }
 
 
 def set_schema(client, *, queue: QueueRef, given: SchemaInput, user=None) -> SchemaResult:
@@ -86,9 +92,16 @@ def set_schema(client, *, queue: QueueRef, given: SchemaInput, user=None) -> Sch
     row = stored(queue)
     before = row.schema if row else None
     QueueSchema.objects.update_or_create(
-        connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-        defaults={"schema": given.schema, "updated_at": timezone.now(), "updated_by": user if getattr(user, "pk", None) else None,
-                  "updated_by_name": getattr(user, "username", "") or ""})
+        connection=queue.connection,
+        prefix=queue.prefix,
+        queue=queue.name,
+        defaults={
+            "schema": given.schema,
+            "updated_at": timezone.now(),
+            "updated_by": user if getattr(user, "pk", None) else None,
+            "updated_by_name": getattr(user, "username", "") or "",
+        },
+    )
     message = _("Job schema replaced.") if row else _("Job schema set: new jobs' data must pass it.")
     return SchemaResult(actions.DONE, message, 1, audit=_change(before, given.schema))
 
@@ -99,5 +112,6 @@ def remove_schema(client, *, queue: QueueRef, given: ActionInput, user=None) -> 
         return SchemaResult(actions.DONE, _("This queue had no job schema."), 0)
     before = row.schema
     row.delete()
-    return SchemaResult(actions.DONE, _("Job schema removed: any JSON data is accepted again."), 1,
-                        audit=_change(before, None))
+    return SchemaResult(
+        actions.DONE, _("Job schema removed: any JSON data is accepted again."), 1, audit=_change(before, None)
+    )

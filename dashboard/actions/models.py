@@ -49,8 +49,11 @@ class BulkTask(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["connection", "prefix", "queue"], condition=models.Q(state__in=("pending", "running")),
-                                    name="one_active_bulk_task_per_queue"),
+            models.UniqueConstraint(
+                fields=["connection", "prefix", "queue"],
+                condition=models.Q(state__in=("pending", "running")),
+                name="one_active_bulk_task_per_queue",
+            ),
         ]
         indexes = [models.Index(fields=["state"])]
 
@@ -85,11 +88,16 @@ class TriageRule(models.Model):
     """An admin's rule for error triage (``queues.error_triage``): failure reasons matching
     ``pattern`` are of ``error_class``. Tried in ``position`` order before the built-in patterns."""
 
-    CLASSES = [("transient", "transient (worth retrying)"), ("permanent", "permanent (retrying wastes attempts)"),
-               ("unknown", "unknown")]
+    CLASSES = [
+        ("transient", "transient (worth retrying)"),
+        ("permanent", "permanent (retrying wastes attempts)"),
+        ("unknown", "unknown"),
+    ]
 
-    pattern = models.CharField(max_length=300, help_text="A regular expression, matched anywhere in the error "
-                                                         "message's first line, case-insensitive.")
+    pattern = models.CharField(
+        max_length=300,
+        help_text="A regular expression, matched anywhere in the error message's first line, case-insensitive.",
+    )
     error_class = models.CharField(max_length=10, choices=CLASSES)
     comment = models.CharField(max_length=200, blank=True)
     position = models.PositiveIntegerField(default=0, help_text="Rules are tried from the lowest position up.")

@@ -14,8 +14,9 @@ Bulk actions are not here: they run in the background through the bulk engine
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
@@ -117,20 +118,46 @@ def authorized(user, *, scope: str, name: str) -> Action:
 def offered(scope: str, where: Offer, *, user) -> list[Action]:
     """The actions of ``scope`` to offer ``user`` here: those offered at ``where`` that the
     user may take (no button that could only answer 403)."""
-    return [a for (s, _), a in _ACTIONS.items()
-            if s == scope and a.offered(where) and refusal(user, role=a.role, mutates_redis=a.mutates_redis) is None]
+    return [
+        a
+        for (s, _), a in _ACTIONS.items()
+        if s == scope and a.offered(where) and refusal(user, role=a.role, mutates_redis=a.mutates_redis) is None
+    ]
 
 
 for _action in (
-    Action("retry", JOB, _("Retry"), RetryInput, runners.retry, fields="actions/partials/keep_counters.html",
-           offered=lambda where: state_allows(where.job.state, RETRY)),
-    Action("promote", JOB, _("Promote (run now)"), ActionInput, runners.promote,
-           offered=lambda where: state_allows(where.job.state, PROMOTE)),
-    Action("redrive", JOB, _("Redrive to source queue"), ReasonedInput, runners.redrive,
-           offered=lambda where: where.is_dlq),
-    Action("discard", JOB, _("Discard"), ReasonedInput, runners.discard, danger=True,
-           note=_("Removes the job (the result says what happened to its children); refused while a worker holds "
-                  "its lock or if it is a scheduler's current iteration.")),
+    Action(
+        "retry",
+        JOB,
+        _("Retry"),
+        RetryInput,
+        runners.retry,
+        fields="actions/partials/keep_counters.html",
+        offered=lambda where: state_allows(where.job.state, RETRY),
+    ),
+    Action(
+        "promote",
+        JOB,
+        _("Promote (run now)"),
+        ActionInput,
+        runners.promote,
+        offered=lambda where: state_allows(where.job.state, PROMOTE),
+    ),
+    Action(
+        "redrive", JOB, _("Redrive to source queue"), ReasonedInput, runners.redrive, offered=lambda where: where.is_dlq
+    ),
+    Action(
+        "discard",
+        JOB,
+        _("Discard"),
+        ReasonedInput,
+        runners.discard,
+        danger=True,
+        note=_(
+            "Removes the job (the result says what happened to its children); refused while a worker holds "
+            "its lock or if it is a scheduler's current iteration."
+        ),
+    ),
     Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, shown_when="running"),
     Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, shown_when="paused"),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
@@ -139,34 +166,119 @@ for _action in (
     # pages (a form, a diff preview); queue settings, drain and obliterate are on the admin's
     # queue settings page.
     Action("add", QUEUE, _("Add job"), tools.AddJobInput, toolbox_runners.add, offered=never),
-    Action("duplicate", JOB, _("Duplicate"), ActionInput, toolbox_runners.duplicate,
-           note=_("Adds a copy of this job (its data and options as stored) under a new id.")),
+    Action(
+        "duplicate",
+        JOB,
+        _("Duplicate"),
+        ActionInput,
+        toolbox_runners.duplicate,
+        note=_("Adds a copy of this job (its data and options as stored) under a new id."),
+    ),
     Action("edit-retry", JOB, _("Edit and retry"), tools.EditRetryInput, toolbox_runners.edit_and_retry, offered=never),
-    Action("set-concurrency", QUEUE, _("Set global concurrency"), tools.ConcurrencyInput,
-           toolbox_runners.set_concurrency, offered=never, role=ADMIN),
-    Action("remove-concurrency", QUEUE, _("Remove global concurrency"), ActionInput,
-           toolbox_runners.remove_concurrency, offered=never, role=ADMIN),
-    Action("set-rate-limit", QUEUE, _("Set global rate limit"), tools.RateLimitInput,
-           toolbox_runners.set_rate_limit, offered=never, role=ADMIN),
-    Action("remove-rate-limit", QUEUE, _("Remove global rate limit"), ActionInput,
-           toolbox_runners.remove_rate_limit, offered=never, role=ADMIN),
-    Action("remove-rate-limit-key", QUEUE, _("Remove rate-limit key"), ActionInput,
-           toolbox_runners.remove_rate_limit_key, offered=never, role=ADMIN),
+    Action(
+        "set-concurrency",
+        QUEUE,
+        _("Set global concurrency"),
+        tools.ConcurrencyInput,
+        toolbox_runners.set_concurrency,
+        offered=never,
+        role=ADMIN,
+    ),
+    Action(
+        "remove-concurrency",
+        QUEUE,
+        _("Remove global concurrency"),
+        ActionInput,
+        toolbox_runners.remove_concurrency,
+        offered=never,
+        role=ADMIN,
+    ),
+    Action(
+        "set-rate-limit",
+        QUEUE,
+        _("Set global rate limit"),
+        tools.RateLimitInput,
+        toolbox_runners.set_rate_limit,
+        offered=never,
+        role=ADMIN,
+    ),
+    Action(
+        "remove-rate-limit",
+        QUEUE,
+        _("Remove global rate limit"),
+        ActionInput,
+        toolbox_runners.remove_rate_limit,
+        offered=never,
+        role=ADMIN,
+    ),
+    Action(
+        "remove-rate-limit-key",
+        QUEUE,
+        _("Remove rate-limit key"),
+        ActionInput,
+        toolbox_runners.remove_rate_limit_key,
+        offered=never,
+        role=ADMIN,
+    ),
     Action("drain", QUEUE, _("Drain"), tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
-    Action("obliterate", QUEUE, _("Obliterate"), tools.ObliterateInput, toolbox_runners.obliterate, offered=never,
-           role=ADMIN, danger=True),
+    Action(
+        "obliterate",
+        QUEUE,
+        _("Obliterate"),
+        tools.ObliterateInput,
+        toolbox_runners.obliterate,
+        offered=never,
+        role=ADMIN,
+        danger=True,
+    ),
     # A queue's job schema (docs/actions.md, "Job schema"): stored in the database, not in Redis;
     # refused in read-only mode all the same, as every other queue setting.
-    Action("set-schema", QUEUE, _("Save job schema"), job_schemas.SchemaInput, job_schemas.set_schema, offered=never,
-           role=ADMIN, needs_user=True),
-    Action("remove-schema", QUEUE, _("Remove job schema"), ActionInput, job_schemas.remove_schema, offered=never,
-           role=ADMIN, danger=True, needs_user=True),
+    Action(
+        "set-schema",
+        QUEUE,
+        _("Save job schema"),
+        job_schemas.SchemaInput,
+        job_schemas.set_schema,
+        offered=never,
+        role=ADMIN,
+        needs_user=True,
+    ),
+    Action(
+        "remove-schema",
+        QUEUE,
+        _("Remove job schema"),
+        ActionInput,
+        job_schemas.remove_schema,
+        offered=never,
+        role=ADMIN,
+        danger=True,
+        needs_user=True,
+    ),
     # Job schedulers (forms on the schedulers page; the scheduler is named in the input).
-    Action("edit-scheduler", QUEUE, _("Save scheduler"), schedulers.EditSchedulerInput, schedulers.edit_scheduler,
-           offered=never),
-    Action("remove-scheduler", QUEUE, _("Remove scheduler"), schedulers.RemoveSchedulerInput,
-           schedulers.remove_scheduler, offered=never, danger=True),
-    Action("migrate-repeat", QUEUE, _("Migrate to a job scheduler"), schedulers.MigrateRepeatInput,
-           schedulers.migrate_repeat, offered=never),
+    Action(
+        "edit-scheduler",
+        QUEUE,
+        _("Save scheduler"),
+        schedulers.EditSchedulerInput,
+        schedulers.edit_scheduler,
+        offered=never,
+    ),
+    Action(
+        "remove-scheduler",
+        QUEUE,
+        _("Remove scheduler"),
+        schedulers.RemoveSchedulerInput,
+        schedulers.remove_scheduler,
+        offered=never,
+        danger=True,
+    ),
+    Action(
+        "migrate-repeat",
+        QUEUE,
+        _("Migrate to a job scheduler"),
+        schedulers.MigrateRepeatInput,
+        schedulers.migrate_repeat,
+        offered=never,
+    ),
 ):
     register(_action)

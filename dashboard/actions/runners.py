@@ -61,9 +61,13 @@ def redrive_source(*, queue: QueueRef) -> QueueRef:
     """From configuration only: a job's data never chooses where an action writes."""
     name = dead_letters.rules().source_of(queue.name)
     if not name:
-        raise InvalidInput(gettext("'%(name)s' is not a dead-letter queue with a known source queue (see "
-                                   "QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to.")
-                           % {"name": queue.name})
+        raise InvalidInput(
+            gettext(
+                "'%(name)s' is not a dead-letter queue with a known source queue (see "
+                "QUEUEWATCH_DLQ_PATTERNS and QUEUEWATCH_DLQ_MAP), so there is nowhere to redrive to."
+            )
+            % {"name": queue.name}
+        )
     return QueueRef(queue.connection, queue.prefix, name)
 
 
@@ -72,7 +76,9 @@ def redrive_source(*, queue: QueueRef) -> QueueRef:
 
 def pause(source, *, queue: QueueRef, given) -> QueueActionResult:
     commands_of(source).pause(queue, paused=True)
-    return QueueActionResult(actions.DONE, gettext("Queue paused: workers finish their active jobs and take no new ones."), 1)
+    return QueueActionResult(
+        actions.DONE, gettext("Queue paused: workers finish their active jobs and take no new ones."), 1
+    )
 
 
 def resume(source, *, queue: QueueRef, given) -> QueueActionResult:
@@ -82,7 +88,13 @@ def resume(source, *, queue: QueueRef, given) -> QueueActionResult:
 
 def clean(source, *, queue: QueueRef, given) -> QueueActionResult:
     count = commands_of(source).clean(queue, state=given.state, older_than_ms=given.older_than_ms, limit=given.limit)
-    removed = ngettext("Removed %(n)d %(state)s job older than %(minutes)d min.",
-                       "Removed %(n)d %(state)s jobs older than %(minutes)d min.", count)
-    return QueueActionResult(actions.DONE, removed % {"n": count, "state": label(given.state),
-                                                      "minutes": given.older_than_ms // 60000}, count)
+    removed = ngettext(
+        "Removed %(n)d %(state)s job older than %(minutes)d min.",
+        "Removed %(n)d %(state)s jobs older than %(minutes)d min.",
+        count,
+    )
+    return QueueActionResult(
+        actions.DONE,
+        removed % {"n": count, "state": label(given.state), "minutes": given.older_than_ms // 60000},
+        count,
+    )

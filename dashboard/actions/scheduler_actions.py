@@ -38,9 +38,17 @@ def spec_from(params) -> scheduler_edit.SchedulerSpec:
     opts = json_field(params, "opts", what=_("The template options"))
     try:
         return scheduler_edit.check_spec(
-            scheduler_id=text(params, "id"), name=text(params, "name"), pattern=text(params, "pattern"),
-            every=_number(params, "every"), tz=text(params, "tz"), start_date=_number(params, "startDate"),
-            end_date=_number(params, "endDate"), limit=_number(params, "limit"), data=data, opts=opts)
+            scheduler_id=text(params, "id"),
+            name=text(params, "name"),
+            pattern=text(params, "pattern"),
+            every=_number(params, "every"),
+            tz=text(params, "tz"),
+            start_date=_number(params, "startDate"),
+            end_date=_number(params, "endDate"),
+            limit=_number(params, "limit"),
+            data=data,
+            opts=opts,
+        )
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
 
@@ -104,8 +112,10 @@ def edit_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
     stored = schedulers_of(source)
     before = stored.spec(queue, scheduler_id=given.spec.scheduler_id)
     if before is None:
-        return ToolResult(scheduler_edit.NOT_EDITABLE, _("There is no job scheduler %(id)s; nothing was changed.")
-                          % {"id": given.spec.scheduler_id})
+        return ToolResult(
+            scheduler_edit.NOT_EDITABLE,
+            _("There is no job scheduler %(id)s; nothing was changed.") % {"id": given.spec.scheduler_id},
+        )
     try:
         done = stored.edit(queue, spec=given.spec)
     except scheduler_edit.SchedulerError as exc:
@@ -133,6 +143,10 @@ def migrate_repeat(source, *, queue: QueueRef, given) -> ToolResult:
         done = schedulers_of(source).migrate(queue, plan=plan)
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
-    return _result(done, change={"before": json.dumps({"legacy": plan.member, "layout": plan.layout,
-                                                       "pending_job": plan.pending_job_id}),
-                                 "after": _spec_audit(plan.spec)})
+    return _result(
+        done,
+        change={
+            "before": json.dumps({"legacy": plan.member, "layout": plan.layout, "pending_job": plan.pending_job_id}),
+            "after": _spec_audit(plan.spec),
+        },
+    )

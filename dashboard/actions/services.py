@@ -57,12 +57,19 @@ def audited_failure(**entry):
         raise
 
 
-def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given, job_id: str | None = None):
+def perform(*, user, via: str, action: registry.Action, queue: QueueRef, given, job_id: str | None = None):
     """Run ``action`` with its validated input ``given`` and audit it. Returns the runner's
     result (``ok``, ``outcome``, ``message``)."""
     source = get_registry().source(queue.connection)
-    entry = dict(user=user, via=via, action=action.audit_label, queue=queue, reason=given.reason,
-                 job_ids=[job_id] if action.scope == registry.JOB else [], selection=given.audit_details())
+    entry = dict(
+        user=user,
+        via=via,
+        action=action.audit_label,
+        queue=queue,
+        reason=given.reason,
+        job_ids=[job_id] if action.scope == registry.JOB else [],
+        selection=given.audit_details(),
+    )
     extra = {"user": user} if action.needs_user else {}
     with audited_failure(**entry):
         if action.scope == registry.JOB:
@@ -72,8 +79,12 @@ def perform(*, user, via: str, action: "registry.Action", queue: QueueRef, given
     # A result may add to the row's details what only running it could know: the before and
     # after of an edit, the id a job was added under (dashboard.actions.toolbox.runners).
     entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
-    audit.record(**entry, affected=runners.affected_by(result), outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
-                 message=result.message)
+    audit.record(
+        **entry,
+        affected=runners.affected_by(result),
+        outcome=AuditEntry.OK if result.ok else AuditEntry.REFUSED,
+        message=result.message,
+    )
     if result.ok:
         ask_for_exact_read(queue)
     return result
@@ -126,18 +137,33 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
     else:
         # At most QUEUEWATCH_SCAN_SAMPLE jobs examined: a request never reads a whole big
         # state (the task itself goes through all of it).
-        seen = jobs.preview(queue, filt=chosen.job_filter(), before_ms=now_ms(), sample=SAMPLE_SIZE,
-                            limit=settings.QUEUEWATCH_SCAN_SAMPLE)
-        found = BulkPreview(action, chosen, seen.count, list(seen.sample), complete=seen.complete,
-                            examined=seen.scanned, in_state=seen.in_state)
+        seen = jobs.preview(
+            queue,
+            filt=chosen.job_filter(),
+            before_ms=now_ms(),
+            sample=SAMPLE_SIZE,
+            limit=settings.QUEUEWATCH_SCAN_SAMPLE,
+        )
+        found = BulkPreview(
+            action,
+            chosen,
+            seen.count,
+            list(seen.sample),
+            complete=seen.complete,
+            examined=seen.scanned,
+            in_state=seen.in_state,
+        )
     if patch is not None:
-        found.patch, found.diffs = patch, sample_diffs(jobs, queue, [j.id for j in found.sample], patch,
-                                                       schema=job_schemas.schema_for(queue))
+        found.patch, found.diffs = (
+            patch,
+            sample_diffs(jobs, queue, [j.id for j in found.sample], patch, schema=job_schemas.schema_for(queue)),
+        )
     return found
 
 
-def sample_diffs(jobs: JobsFacet, queue: QueueRef, ids: list[str], patch: dict,
-                 schema: dict | None = None) -> list[tuple[str, list[str]]]:
+def sample_diffs(
+    jobs: JobsFacet, queue: QueueRef, ids: list[str], patch: dict, schema: dict | None = None
+) -> list[tuple[str, list[str]]]:
     """What the patch does to each job's stored data, redacted (a job whose data is not JSON
     says so instead; one whose patched data the queue's schema refuses says why after its diff,
     as "! …" lines: the task will leave it failed)."""
@@ -156,12 +182,21 @@ def sample_diffs(jobs: JobsFacet, queue: QueueRef, ids: list[str], patch: dict,
 def _check_bulk(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> None:
     if action not in BULK_ACTIONS:
         raise InvalidInput(f"Unknown bulk action '{action}'. Choose one of: {', '.join(BULK_ACTIONS)}.")
-    bulk_plan(queue=queue, action=action, chosen=chosen, before_ms=now_ms(), rate=None, reset_counters=True,
-              patch=patch)
+    bulk_plan(
+        queue=queue, action=action, chosen=chosen, before_ms=now_ms(), rate=None, reset_counters=True, patch=patch
+    )
 
 
-def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int, rate: float | None,
-              reset_counters: bool, patch: dict | None = None) -> "bulk.BulkPlan":
+def bulk_plan(
+    *,
+    queue: QueueRef,
+    action: str,
+    chosen: Selection,
+    before_ms: int,
+    rate: float | None,
+    reset_counters: bool,
+    patch: dict | None = None,
+) -> bulk.BulkPlan:
     """The domain engine's plan (which jobs, fixed at ``before_ms``; what to do; how fast).
     "Redrive" on a dead-letter queue moves its jobs to their source queue; on any other queue
     it is the failed-set redrive: retry with the counters reset. An edit's plan carries the
@@ -171,12 +206,18 @@ def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int
     dlq_move = action == "redrive" and rules.is_dead_letter(queue.name)
     try:
         return bulk.BulkPlan(
-            queue=queue, action="retry" if action == "redrive" and not dlq_move else action, before_ms=before_ms,
-            rate=rate, filt=None if chosen.ids else chosen.job_filter(),
+            queue=queue,
+            action="retry" if action == "redrive" and not dlq_move else action,
+            before_ms=before_ms,
+            rate=rate,
+            filt=None if chosen.ids else chosen.job_filter(),
             job_ids=tuple(chosen.ids) if chosen.ids else None,
             reset_counters=True if action == "redrive" else reset_counters,
-            dlq_patterns=rules.patterns, dlq_mapping=tuple(rules.mapping.items()), patch=patch,
-            schema=job_schemas.schema_for(queue) if patch is not None else None)
+            dlq_patterns=rules.patterns,
+            dlq_mapping=tuple(rules.mapping.items()),
+            patch=patch,
+            schema=job_schemas.schema_for(queue) if patch is not None else None,
+        )
     except ValueError as exc:  # the domain's own check of a plan (state the action cannot act on…)
         raise InvalidInput(str(exc)) from None
 
@@ -184,13 +225,26 @@ def bulk_plan(*, queue: QueueRef, action: str, chosen: Selection, before_ms: int
 class TaskAlreadyRunning(Conflict):
     def __init__(self, task: BulkTask | None):
         self.task = task
-        super().__init__("Another bulk task is already pending or running on this queue"
-                         + (f" (task {task.pk}, {task.action})" if task else "") + "; wait for it or cancel it first.",
-                         task=task.pk if task else None)
+        super().__init__(
+            "Another bulk task is already pending or running on this queue"
+            + (f" (task {task.pk}, {task.action})" if task else "")
+            + "; wait for it or cancel it first.",
+            task=task.pk if task else None,
+        )
 
 
-def bulk_start(*, user, via: str, queue: QueueRef, action: str, chosen: Selection, reason: str,
-               rate: float | None, reset_counters: bool = True, patch: dict | None = None) -> BulkTask:
+def bulk_start(
+    *,
+    user,
+    via: str,
+    queue: QueueRef,
+    action: str,
+    chosen: Selection,
+    reason: str,
+    rate: float | None,
+    reset_counters: bool = True,
+    patch: dict | None = None,
+) -> BulkTask:
     """Confirm a bulk action: the target set is fixed now (jobs that fail after this moment are
     not swept in), and the monitor runs it. At most one active task per queue. An edit's audit
     row keeps the patch and what it does to a sample of the jobs' stored data (redacted)."""
@@ -198,24 +252,51 @@ def bulk_start(*, user, via: str, queue: QueueRef, action: str, chosen: Selectio
     change = {}
     if patch is not None:
         preview = bulk_preview(queue=queue, action=action, chosen=chosen, patch=patch)
-        change = {"patch": get_redactor().value(patch), "change": {"diff": [line for job_id, lines in preview.diffs
-                                                      for line in (f"@@ job {job_id}", *lines)][:400]}}
+        change = {
+            "patch": get_redactor().value(patch),
+            "change": {
+                "diff": [line for job_id, lines in preview.diffs for line in (f"@@ job {job_id}", *lines)][:400]
+            },
+        }
     reason = reason_from({"reason": reason}, required=True)
     try:
         with transaction.atomic():
             task = BulkTask.objects.create(
-                created_by=user if getattr(user, "pk", None) else None, action=action, connection=queue.connection,
-                prefix=queue.prefix, queue=queue.name, selection=chosen.as_dict(), before_ms=now_ms(), rate=rate,
-                reset_counters=reset_counters, reason=reason, patch=patch)
+                created_by=user if getattr(user, "pk", None) else None,
+                action=action,
+                connection=queue.connection,
+                prefix=queue.prefix,
+                queue=queue.name,
+                selection=chosen.as_dict(),
+                before_ms=now_ms(),
+                rate=rate,
+                reset_counters=reset_counters,
+                reason=reason,
+                patch=patch,
+            )
     except IntegrityError:
-        running = BulkTask.objects.filter(connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-                                          state__in=BulkTask.ACTIVE_STATES).first()
+        running = BulkTask.objects.filter(
+            connection=queue.connection, prefix=queue.prefix, queue=queue.name, state__in=BulkTask.ACTIVE_STATES
+        ).first()
         raise TaskAlreadyRunning(running) from None
-    audit.record(user=user, via=via, action=f"bulk.{action}", queue=queue, job_ids=chosen.ids,
-                 selection={**chosen.as_dict(), "before_ms": task.before_ms, "rate": rate,
-                            **({"reset_counters": reset_counters} if action == "retry" else {}), **change},
-                 reason=reason, outcome=AuditEntry.STARTED, message=f"Task {task.pk} queued: {chosen.describe()}.",
-                 task=task)
+    audit.record(
+        user=user,
+        via=via,
+        action=f"bulk.{action}",
+        queue=queue,
+        job_ids=chosen.ids,
+        selection={
+            **chosen.as_dict(),
+            "before_ms": task.before_ms,
+            "rate": rate,
+            **({"reset_counters": reset_counters} if action == "retry" else {}),
+            **change,
+        },
+        reason=reason,
+        outcome=AuditEntry.STARTED,
+        message=f"Task {task.pk} queued: {chosen.describe()}.",
+        task=task,
+    )
     return task
 
 
@@ -225,10 +306,19 @@ def task_cancel(*, user, via: str, task: BulkTask) -> bool:
         return False
     BulkTask.objects.filter(pk=task.pk).update(cancel_requested=True)
     stopped_now = BulkTask.objects.filter(pk=task.pk, state=BulkTask.PENDING).update(
-        state=BulkTask.CANCELLED, finished_at=timezone.now())
-    audit.record(user=user, via=via, action="bulk.cancel", queue=task_queue(task), reason="", task=task,
-                 outcome=AuditEntry.OK, affected=0,
-                 message=f"Cancel requested for task {task.pk}" + (" before it started." if stopped_now else "."))
+        state=BulkTask.CANCELLED, finished_at=timezone.now()
+    )
+    audit.record(
+        user=user,
+        via=via,
+        action="bulk.cancel",
+        queue=task_queue(task),
+        reason="",
+        task=task,
+        outcome=AuditEntry.OK,
+        affected=0,
+        message=f"Cancel requested for task {task.pk}" + (" before it started." if stopped_now else "."),
+    )
     return True
 
 

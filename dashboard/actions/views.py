@@ -50,8 +50,9 @@ def refusals(view):
         try:
             return view(request, *args, **kwargs)
         except InvalidInput as exc:
-            audit_refusal(request.user, kind="validation", via="page", target=f"{request.method} {request.path}",
-                          message=str(exc))
+            audit_refusal(
+                request.user, kind="validation", via="page", target=f"{request.method} {request.path}", message=str(exc)
+            )
             return result(request, ok=False, message=str(exc), status=400)
         except Conflict as exc:
             return result(request, ok=False, message=str(exc), status=409)
@@ -76,8 +77,9 @@ def operator_post(view):
 def job_action(request, connection, prefix, name, action, job_id):
     found = registry.authorized(request.user, scope=registry.JOB, name=action)
     queue = reads.resolve(connection, prefix, name)
-    outcome = operations.perform(user=request.user, via="page", action=found, queue=queue, job_id=job_id,
-                                 given=found.parse(request.POST))
+    outcome = operations.perform(
+        user=request.user, via="page", action=found, queue=queue, job_id=job_id, given=found.parse(request.POST)
+    )
     if outcome.ok and wants_fragment(request):
         return job_refreshed(request, queue=queue, job_id=job_id, outcome=outcome)
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
@@ -91,9 +93,17 @@ def job_refreshed(request, *, queue, job_id: str, outcome):
         job = reads.job_detail(queue, job_id)
     except JobNotFound:
         job = None
-    context = {"ok": True, "message": translate(outcome.message), "queue": queue, "job": job, "live": job,
-               "job_id": job_id, "moved_to": getattr(outcome, "moved_to", None), "oob": True,
-               "is_dlq": is_dead_letter_queue(queue.name)}
+    context = {
+        "ok": True,
+        "message": translate(outcome.message),
+        "queue": queue,
+        "job": job,
+        "live": job,
+        "job_id": job_id,
+        "moved_to": getattr(outcome, "moved_to", None),
+        "oob": True,
+        "is_dlq": is_dead_letter_queue(queue.name),
+    }
     return vary_on_htmx(render(request, "actions/partials/job_refreshed.html", context))
 
 
@@ -101,8 +111,9 @@ def job_refreshed(request, *, queue, job_id: str, outcome):
 def queue_action(request, connection, prefix, name, action):
     found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
     queue = reads.resolve(connection, prefix, name)
-    outcome = operations.perform(user=request.user, via="page", action=found, queue=queue,
-                                 given=found.parse(request.POST))
+    outcome = operations.perform(
+        user=request.user, via="page", action=found, queue=queue, given=found.parse(request.POST)
+    )
     return result(request, ok=outcome.ok, message=outcome.message, status=409)
 
 
@@ -120,8 +131,12 @@ def bulk_preview(request, connection, prefix, name):
         context = {"queue": queue, "preview": preview, "older_than_minutes": age}
     else:
         preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
-        context = {"queue": queue, "preview": preview, "default_rate": int(DEFAULT_RATE),
-                   "is_dlq": is_dead_letter_queue(queue.name)}
+        context = {
+            "queue": queue,
+            "preview": preview,
+            "default_rate": int(DEFAULT_RATE),
+            "is_dlq": is_dead_letter_queue(queue.name),
+        }
     return render(request, "actions/bulk_preview.html", context)
 
 
@@ -129,9 +144,17 @@ def bulk_preview(request, connection, prefix, name):
 def bulk_start(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     given = BulkInput.from_params(request.POST, confirming=True)
-    task = operations.bulk_start(user=request.user, via="page", queue=queue, action=given.action,
-                                 chosen=given.selection, reason=given.reason, rate=given.rate,
-                                 reset_counters=given.reset_counters, patch=given.patch)
+    task = operations.bulk_start(
+        user=request.user,
+        via="page",
+        queue=queue,
+        action=given.action,
+        chosen=given.selection,
+        reason=given.reason,
+        rate=given.rate,
+        reset_counters=given.reset_counters,
+        patch=given.patch,
+    )
     return render(request, "actions/task.html#task-panel", {"task": task})
 
 
@@ -147,8 +170,11 @@ def task_list(request):
 @role_required(VIEWER)
 def task_detail(request, task_id):
     task = get_object_or_404(BulkTask, pk=task_id)
-    return render(request, "actions/task.html", {"task": task, "queue": operations.task_queue(task),
-                                         "selection": Selection.from_stored(task.selection)})
+    return render(
+        request,
+        "actions/task.html",
+        {"task": task, "queue": operations.task_queue(task), "selection": Selection.from_stored(task.selection)},
+    )
 
 
 @require_POST
@@ -166,9 +192,17 @@ def task_cancel(request, task_id):
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
     found = get_registry().jobs(connection).error_groups(queue, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
-    return render(request, "actions/error_groups.html", {"queue": queue, "groups": found.groups, "found": found,
-                                                 "triaged": triage.triaged(found.groups),
-                                                 "is_dlq": is_dead_letter_queue(queue.name)})
+    return render(
+        request,
+        "actions/error_groups.html",
+        {
+            "queue": queue,
+            "groups": found.groups,
+            "found": found,
+            "triaged": triage.triaged(found.groups),
+            "is_dlq": is_dead_letter_queue(queue.name),
+        },
+    )
 
 
 @require_GET
@@ -184,14 +218,23 @@ def audit_log(request):
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "actions/audit.html", {"page": page, "filters": request.GET, "query": query.urlencode(),
-                                          "outcomes": [o for o, _ in AuditEntry.OUTCOMES]})
+    return render(
+        request,
+        "actions/audit.html",
+        {
+            "page": page,
+            "filters": request.GET,
+            "query": query.urlencode(),
+            "outcomes": [o for o, _ in AuditEntry.OUTCOMES],
+        },
+    )
 
 
 @require_GET
 @page_errors
 def audit_csv(request):
-    response = streaming.download(request, audit.csv_lines(audit.filtered(request.GET)),
-                                  content_type="text/csv; charset=utf-8")
+    response = streaming.download(
+        request, audit.csv_lines(audit.filtered(request.GET)), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = 'attachment; filename="queuewatch-audit.csv"'
     return response

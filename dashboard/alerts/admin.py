@@ -10,17 +10,27 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
-from queues import alert_kinds
-
 from dashboard.alerts import notifiers
-from dashboard.alerts.models import (Alert, AlertEvent, AlertRule, Channel, DeliveryAttempt, MaintenanceWindow,
-                                     Notification, Silence)
+from dashboard.alerts.models import (
+    Alert,
+    AlertEvent,
+    AlertRule,
+    Channel,
+    DeliveryAttempt,
+    MaintenanceWindow,
+    Notification,
+    Silence,
+)
+from queues import alert_kinds
 
 
 class ChannelAdminForm(forms.ModelForm):
-    new_secret = forms.CharField(label="Signing secret", required=False,
-                                 widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-                                 help_text="Never shown. Type a value to replace the stored one; leave empty to keep it.")
+    new_secret = forms.CharField(
+        label="Signing secret",
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Never shown. Type a value to replace the stored one; leave empty to keep it.",
+    )
     clear_secret = forms.BooleanField(label="Remove the stored secret", required=False)
 
     class Meta:
@@ -78,8 +88,18 @@ class NotificationAdmin(admin.ModelAdmin):
     list_display = ["id", "channel", "kind", "state", "attempts", "next_attempt_at", "created_at", "subject"]
     list_filter = ["state", "kind", "channel"]
     search_fields = ["subject", "idempotency_key"]
-    readonly_fields = ["channel", "idempotency_key", "kind", "subject", "payload", "attempts", "claimed_until",
-                       "last_error", "created_at", "sent_at"]
+    readonly_fields = [
+        "channel",
+        "idempotency_key",
+        "kind",
+        "subject",
+        "payload",
+        "attempts",
+        "claimed_until",
+        "last_error",
+        "created_at",
+        "sent_at",
+    ]
     fields = readonly_fields[:4] + ["state", "next_attempt_at"] + readonly_fields[4:]
     inlines = [AttemptInline]
     actions = ["send_again"]
@@ -88,7 +108,8 @@ class NotificationAdmin(admin.ModelAdmin):
     def send_again(self, request, queryset):
         # Pending rows are left alone: a sender may be about to claim them with their attempt count.
         count = queryset.filter(state__in=[Notification.FAILED, Notification.SENT]).update(
-            state=Notification.PENDING, next_attempt_at=timezone.now(), claimed_until=None)
+            state=Notification.PENDING, next_attempt_at=timezone.now(), claimed_until=None
+        )
         self.message_user(request, f"{count} notification(s) queued again; the monitor sends them on its next run.")
 
 
@@ -120,7 +141,17 @@ class AlertEventInline(admin.TabularInline):
 
 @admin.register(Alert)
 class AlertAdmin(admin.ModelAdmin):
-    list_display = ["rule", "state", "connection", "queue", "item", "pending_since", "started_at", "resolved_at", "silenced_by"]
+    list_display = [
+        "rule",
+        "state",
+        "connection",
+        "queue",
+        "item",
+        "pending_since",
+        "started_at",
+        "resolved_at",
+        "silenced_by",
+    ]
     list_filter = ["state", "rule"]
     search_fields = ["queue", "item", "fingerprint"]
     inlines = [AlertEventInline]

@@ -61,11 +61,15 @@ class RuleRun:
 
 def active_silences(now: dt.datetime) -> list[tuple[Matcher, str]]:
     """Matchers of every silence in force and every maintenance window open at ``now``."""
-    out = [(s.matcher(), f"silence by {s.author}: {s.comment}")
-           for s in Silence.objects.filter(starts_at__lte=now, ends_at__gt=now)]
+    out = [
+        (s.matcher(), f"silence by {s.author}: {s.comment}")
+        for s in Silence.objects.filter(starts_at__lte=now, ends_at__gt=now)
+    ]
     for w in MaintenanceWindow.objects.filter(enabled=True):
         try:
-            window = window_open_at(expr=w.cron, tz=w.time_zone, duration=dt.timedelta(minutes=w.duration_minutes), at=now)
+            window = window_open_at(
+                expr=w.cron, tz=w.time_zone, duration=dt.timedelta(minutes=w.duration_minutes), at=now
+            )
         except CronError:
             log.warning("maintenance window %s has an unusable schedule; ignored", w.pk)
             continue
@@ -87,10 +91,16 @@ def evaluate_rules(*, facts: Facts, now: dt.datetime, rules: list[AlertRule] | N
             observations = alert_rules.rule_evaluate(rule=rule, facts=facts, now=now)
             open_alerts = load_open_alerts(rule)
             observed = {o.target for o in observations}
-            observations += [gone for a in open_alerts.values()
-                             if (gone := alert_rules.vanished(rule=rule, facts=facts, target=a.target, observed=observed))]
-            runs.append(apply_observations(rule=rule, observations=observations, open_alerts=open_alerts,
-                                           silences=silences, now=now))
+            observations += [
+                gone
+                for a in open_alerts.values()
+                if (gone := alert_rules.vanished(rule=rule, facts=facts, target=a.target, observed=observed))
+            ]
+            runs.append(
+                apply_observations(
+                    rule=rule, observations=observations, open_alerts=open_alerts, silences=silences, now=now
+                )
+            )
         except Exception:
             log.exception("alert rule %s (%s) failed; skipped this time", rule.pk, rule.name)
     return runs
@@ -103,8 +113,14 @@ def load_open_alerts(rule: AlertRule) -> dict[str, Alert]:
     return {a.fingerprint: a for a in alerts}
 
 
-def apply_observations(*, rule: AlertRule, observations: list[Observation], open_alerts: dict[str, Alert],
-                       silences: list[tuple[Matcher, str]], now: dt.datetime) -> RuleRun:
+def apply_observations(
+    *,
+    rule: AlertRule,
+    observations: list[Observation],
+    open_alerts: dict[str, Alert],
+    silences: list[tuple[Matcher, str]],
+    now: dt.datetime,
+) -> RuleRun:
     """Take the steps the observations call for, and write their notifications, in one
     transaction. ``open_alerts`` is this caller's view of the rule's open alerts; it may be
     stale (another monitor moved on): steps are then refused by the CAS and skipped."""
@@ -121,7 +137,9 @@ def apply_observations(*, rule: AlertRule, observations: list[Observation], open
                 if alert_rules.next_step(rule=rule, phase=None, obs=obs, now=now) == alert_rules.OPEN:
                     to_open.append((obs, alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target)))
                 continue
-            step = _advance(rule, alert, obs, alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target), now)
+            step = _advance(
+                rule, alert, obs, alert_rules.silenced_by(silences, rule_id=rule.pk, target=obs.target), now
+            )
             if step is not None:
                 run.steps.append(step)
         run.steps += _open_alerts(rule, to_open, now)
@@ -133,20 +151,40 @@ def _new_alert(rule: AlertRule, obs: Observation, silenced: str, now: dt.datetim
     """An alert as it is once opened: pending, or firing at once when the rule has nothing to
     wait for (so a mass incident costs a few bulk inserts, not a CAS per alert)."""
     t = obs.target
-    fire = alert_rules.next_step(rule=rule, phase=alert_rules.Phase(alert_rules.PENDING, now), obs=obs,
-                                 now=now) == alert_rules.FIRE
+    fire = (
+        alert_rules.next_step(rule=rule, phase=alert_rules.Phase(alert_rules.PENDING, now), obs=obs, now=now)
+        == alert_rules.FIRE
+    )
     notify = fire and not silenced
-    return Alert(rule=rule, fingerprint=alert_rules.fingerprint(rule_id=rule.pk, target=t), connection=t.connection,
-                 prefix=t.prefix, queue=t.queue, item=t.item, state=Alert.FIRING if fire else Alert.PENDING,
-                 version=1 if fire else 0, pending_since=now, started_at=now if fire else None, value_start=obs.value,
-                 value_last=obs.value, summary=obs.summary, observed_at=now, silenced_by=silenced if fire else "",
-                 notified=notify, last_notified_at=now if notify else None)
+    return Alert(
+        rule=rule,
+        fingerprint=alert_rules.fingerprint(rule_id=rule.pk, target=t),
+        connection=t.connection,
+        prefix=t.prefix,
+        queue=t.queue,
+        item=t.item,
+        state=Alert.FIRING if fire else Alert.PENDING,
+        version=1 if fire else 0,
+        pending_since=now,
+        started_at=now if fire else None,
+        value_start=obs.value,
+        value_last=obs.value,
+        summary=obs.summary,
+        observed_at=now,
+        silenced_by=silenced if fire else "",
+        notified=notify,
+        last_notified_at=now if notify else None,
+    )
 
 
 def _opening_events(alert: Alert, now: dt.datetime) -> list[AlertEvent]:
-    events = [AlertEvent(alert=alert, seq=0, state=Alert.PENDING, at=now, value=alert.value_start, summary=alert.summary)]
+    events = [
+        AlertEvent(alert=alert, seq=0, state=Alert.PENDING, at=now, value=alert.value_start, summary=alert.summary)
+    ]
     if alert.state == Alert.FIRING:
-        events.append(AlertEvent(alert=alert, seq=1, state=Alert.FIRING, at=now, value=alert.value_start, summary=alert.summary))
+        events.append(
+            AlertEvent(alert=alert, seq=1, state=Alert.FIRING, at=now, value=alert.value_start, summary=alert.summary)
+        )
     return events
 
 
@@ -198,9 +236,22 @@ def _advance(rule: AlertRule, alert: Alert, obs: Observation, silenced: str, now
         return None
     if step == alert_rules.FIRE:
         notify = "" if silenced else Notification.FIRING
-        ok = _cas(alert, event=Alert.FIRING, value=obs.value, note=obs.summary, now=now, state=Alert.FIRING,
-                  started_at=now, value_start=obs.value, value_last=obs.value, summary=obs.summary, observed_at=now,
-                  silenced_by=silenced, notified=bool(notify), last_notified_at=now if notify else None)
+        ok = _cas(
+            alert,
+            event=Alert.FIRING,
+            value=obs.value,
+            note=obs.summary,
+            now=now,
+            state=Alert.FIRING,
+            started_at=now,
+            value_start=obs.value,
+            value_last=obs.value,
+            summary=obs.summary,
+            observed_at=now,
+            silenced_by=silenced,
+            notified=bool(notify),
+            last_notified_at=now if notify else None,
+        )
         return Step(alert, notify) if ok else None
     if step == alert_rules.START_CLEAR:
         Alert.objects.filter(pk=alert.pk, version=alert.version).update(clear_since=now)
@@ -208,8 +259,19 @@ def _advance(rule: AlertRule, alert: Alert, obs: Observation, silenced: str, now
         return None
     if step == alert_rules.RESOLVE:
         notify = Notification.RESOLVED if rule.notify_resolved and alert.notified else ""
-        ok = _cas(alert, event=Alert.RESOLVED, value=obs.value, note=obs.summary, now=now, state=Alert.RESOLVED,
-                  resolved_at=now, value_end=obs.value, value_last=obs.value, summary=obs.summary, observed_at=now)
+        ok = _cas(
+            alert,
+            event=Alert.RESOLVED,
+            value=obs.value,
+            note=obs.summary,
+            now=now,
+            state=Alert.RESOLVED,
+            resolved_at=now,
+            value_end=obs.value,
+            value_last=obs.value,
+            summary=obs.summary,
+            observed_at=now,
+        )
         return Step(alert, notify) if ok else None
     if alert.state == Alert.FIRING and not obs.clear:
         return _still_firing(rule, alert, obs, silenced, now)
@@ -237,8 +299,16 @@ def _still_firing(rule: AlertRule, alert: Alert, obs: Observation, silenced: str
             notify = Notification.REPEAT
     if notify:
         changes.update(value_last=obs.value, summary=obs.summary, observed_at=now)  # the notification shows them
-        ok = _cas(alert, event=notify if notify == Notification.REPEAT else "notified", value=obs.value,
-                  note=obs.summary, now=now, notified=True, last_notified_at=now, **changes)
+        ok = _cas(
+            alert,
+            event=notify if notify == Notification.REPEAT else "notified",
+            value=obs.value,
+            note=obs.summary,
+            now=now,
+            notified=True,
+            last_notified_at=now,
+            **changes,
+        )
         return Step(alert, notify) if ok else None
     if changes:
         # Plain bookkeeping, no step: no version bump, so it never races a real transition.
@@ -252,7 +322,7 @@ def _still_firing(rule: AlertRule, alert: Alert, obs: Observation, silenced: str
 
 
 def _iso(t: dt.datetime | None) -> str | None:
-    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z") if t else None
+    return t.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if t else None
 
 
 def alert_url(alert: Alert) -> str:
@@ -276,7 +346,9 @@ def alert_payload(alert: Alert) -> dict:
 
 def _subject(rule: AlertRule, kind: str, alerts: list[Alert]) -> str:
     status = "RESOLVED" if kind == Notification.RESOLVED else "FIRING"
-    targets = ", ".join(a.target_label for a in alerts[:3]) + (f" and {len(alerts) - 3} more" if len(alerts) > 3 else "")
+    targets = ", ".join(a.target_label for a in alerts[:3]) + (
+        f" and {len(alerts) - 3} more" if len(alerts) > 3 else ""
+    )
     return f"[{status}:{len(alerts)}] {rule.name} — {targets}"[:300]
 
 
@@ -292,18 +364,32 @@ def _write_notifications(rule: AlertRule, steps: list[Step], now: dt.datetime) -
     for kind, alerts in by_kind.items():
         alerts.sort(key=lambda a: a.fingerprint)
         steps_key = ",".join(f"{a.fingerprint}:{a.pk}:{a.version}" for a in alerts)
-        key = (steps_key if len(alerts) == 1
-               else f"{rule.pk}:{kind}:{hashlib.sha1(steps_key.encode()).hexdigest()[:24]}")
+        key = steps_key if len(alerts) == 1 else f"{rule.pk}:{kind}:{hashlib.sha1(steps_key.encode()).hexdigest()[:24]}"
         payload = {
             "status": "resolved" if kind == Notification.RESOLVED else "firing",
             "kind": kind,
             "group_key": f"rule:{rule.pk}",
-            "rule": {"id": rule.pk, "name": rule.name, "kind": rule.kind, "severity": rule.severity,
-                     "condition": rule.condition},
+            "rule": {
+                "id": rule.pk,
+                "name": rule.name,
+                "kind": rule.kind,
+                "severity": rule.severity,
+                "condition": rule.condition,
+            },
             "alerts": [alert_payload(a) for a in alerts],
         }
-        rows += [Notification(channel=c, idempotency_key=key[:200], kind=kind, subject=_subject(rule, kind, alerts),
-                              payload=payload, next_attempt_at=now, created_at=now) for c in channels]
+        rows += [
+            Notification(
+                channel=c,
+                idempotency_key=key[:200],
+                kind=kind,
+                subject=_subject(rule, kind, alerts),
+                payload=payload,
+                next_attempt_at=now,
+                created_at=now,
+            )
+            for c in channels
+        ]
     # A row whose key is already there (written by another monitor) is skipped by the database.
     Notification.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)

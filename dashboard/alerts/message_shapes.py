@@ -91,7 +91,10 @@ def queuewatch_body(message: Message) -> dict:
 
 def _labels(message: Message, alert: dict) -> dict[str, str]:
     target = alert.get("target") or {}
-    labels = {"alertname": str(message.rule.get("name") or message.subject), "rule_kind": str(message.rule.get("kind") or message.kind)}
+    labels = {
+        "alertname": str(message.rule.get("name") or message.subject),
+        "rule_kind": str(message.rule.get("kind") or message.kind),
+    }
     labels.update({k: str(v) for k, v in target.items() if v not in (None, "")})
     return labels
 
@@ -105,15 +108,17 @@ def alertmanager_body(message: Message) -> dict:
                 annotations[key] = str(alert[key])
         if alert.get("silenced"):
             annotations["silenced"] = "true"
-        alerts.append({
-            "status": "resolved" if alert.get("state") == "resolved" else "firing",
-            "labels": _labels(message, alert),
-            "annotations": annotations,
-            "startsAt": alert.get("started_at") or message.created_at,
-            "endsAt": alert.get("ended_at") or _AM_NOT_ENDED,
-            "generatorURL": alert.get("url") or message.link or "",
-            "fingerprint": str(alert.get("fingerprint") or ""),
-        })
+        alerts.append(
+            {
+                "status": "resolved" if alert.get("state") == "resolved" else "firing",
+                "labels": _labels(message, alert),
+                "annotations": annotations,
+                "startsAt": alert.get("started_at") or message.created_at,
+                "endsAt": alert.get("ended_at") or _AM_NOT_ENDED,
+                "generatorURL": alert.get("url") or message.link or "",
+                "fingerprint": str(alert.get("fingerprint") or ""),
+            }
+        )
     label_sets = [a["labels"] for a in alerts]
     common = dict(set.intersection(*(set(ls.items()) for ls in label_sets))) if label_sets else {}
     return {

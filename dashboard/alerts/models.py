@@ -140,19 +140,36 @@ class AlertRule(models.Model):
     enabled = models.BooleanField(default=True)
     severity = models.CharField(max_length=10, choices=SEVERITIES, default="warning")
     connection = models.CharField(max_length=40, blank=True, help_text="Empty: every connection.")
-    queue_glob = models.CharField(max_length=200, blank=True, help_text="Queue name or glob, e.g. orders-*. Empty: every queue.")
+    queue_glob = models.CharField(
+        max_length=200, blank=True, help_text="Queue name or glob, e.g. orders-*. Empty: every queue."
+    )
     threshold = models.FloatField(default=0, validators=[MinValueValidator(0)])
-    resolve_threshold = models.FloatField(null=True, blank=True, validators=[MinValueValidator(0)],
-                                          help_text="Resolve only at or below this value (hysteresis). Empty: the threshold.")
+    resolve_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="Resolve only at or below this value (hysteresis). Empty: the threshold.",
+    )
     window_minutes = models.PositiveIntegerField(choices=WINDOW_CHOICES, default=5)
     min_volume = models.PositiveIntegerField(
-        default=0, help_text="Failure ratio: finished jobs needed in the window; p95 times: timed jobs needed in the window.")
-    include_due_delayed = models.BooleanField(default=False, help_text="Backlog: also count delayed jobs that are already due.")
-    job_name = models.CharField(max_length=200, blank=True,
-                                help_text="p95 wait/processing time: a job name or glob, one alert per matching name. Empty: the whole queue.")
+        default=0,
+        help_text="Failure ratio: finished jobs needed in the window; p95 times: timed jobs needed in the window.",
+    )
+    include_due_delayed = models.BooleanField(
+        default=False, help_text="Backlog: also count delayed jobs that are already due."
+    )
+    job_name = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="p95 wait/processing time: a job name or glob, one alert per matching name. Empty: the whole queue.",
+    )
     for_seconds = models.PositiveIntegerField(default=0, help_text="Pending this long before firing.")
-    keep_firing_seconds = models.PositiveIntegerField(default=0, help_text="Keep firing this long after the condition clears.")
-    repeat_minutes = models.PositiveIntegerField(default=240, help_text="Notify again every this many minutes while firing; 0: never.")
+    keep_firing_seconds = models.PositiveIntegerField(
+        default=0, help_text="Keep firing this long after the condition clears."
+    )
+    repeat_minutes = models.PositiveIntegerField(
+        default=240, help_text="Notify again every this many minutes while firing; 0: never."
+    )
     notify_resolved = models.BooleanField(default=True)
     channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
     created_at = models.DateTimeField(default=timezone.now)
@@ -175,9 +192,11 @@ class AlertRule(models.Model):
         if kind is None:
             raise ValidationError({"kind": gettext("Choose one of the rule kinds.")})
         errors = {field: translate(message) for field, message in kind.validate(self).items()}
-        unused = {"min_volume": gettext("The minimum volume only applies to {} rules."),
-                  "include_due_delayed": gettext("Only {} rules can count due delayed jobs."),
-                  "job_name": gettext("Only {} rules can be limited to job names.")}
+        unused = {
+            "min_volume": gettext("The minimum volume only applies to {} rules."),
+            "include_due_delayed": gettext("Only {} rules can count due delayed jobs."),
+            "job_name": gettext("Only {} rules can be limited to job names."),
+        }
         for name, message in unused.items():
             if getattr(self, name) and name not in kind.params and name not in errors:
                 users = [k.id.replace("_", "-") for k in alert_kinds.KINDS.values() if name in k.params]
@@ -218,8 +237,13 @@ class Alert(models.Model):
     last_notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["fingerprint"], condition=models.Q(state__in=["pending", "firing"]),
-                                               name="one_open_alert_per_fingerprint")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fingerprint"],
+                condition=models.Q(state__in=["pending", "firing"]),
+                name="one_open_alert_per_fingerprint",
+            )
+        ]
         indexes = [models.Index(fields=["state", "rule"])]
         ordering = ["-pending_since"]
 

@@ -14,10 +14,10 @@ import datetime as dt
 
 from django.conf import settings
 
-from dashboard.live import fragments
-from dashboard.live import channels as live
 from dashboard.alerts.engine import evaluate_rules, firing_alerts
 from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
+from dashboard.live import channels as live
+from dashboard.live import fragments
 from queues import alert_kinds, health
 from queues.alert_rules import ConnectionFacts, Facts
 
@@ -25,7 +25,7 @@ from queues.alert_rules import ConnectionFacts, Facts
 def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[str, ConnectionFacts]:
     """Reachability from the monitor (current), server settings from the last health report."""
     out = {n: ConnectionFacts(reachable=n not in down, error=down.get(n, "")) for n in names}
-    for result in (report.results if report is not None else []):
+    for result in report.results if report is not None else []:
         cf = out.get(result.connection)
         if cf is None or result.status == health.UNKNOWN:
             continue
@@ -36,13 +36,15 @@ def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[
     return out
 
 
-def evaluate(*, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None,
-             complete: bool = True) -> list:
+def evaluate(
+    *, signals: list, registry, down: dict[str, str], report, now: dt.datetime, publisher=None, complete: bool = True
+) -> list:
     """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
     ``signals`` covers every queue of every reachable connection (see ``Facts.complete``)."""
     rules = list(AlertRule.objects.filter(enabled=True).prefetch_related("channels"))
-    facts = Facts(queues=signals, connections=connection_facts(names=registry.names, down=down, report=report),
-                  complete=complete)
+    facts = Facts(
+        queues=signals, connections=connection_facts(names=registry.names, down=down, report=report), complete=complete
+    )
     for need in alert_kinds.needs_of(rules):
         facts.needs[need.name] = need.gather(signals=signals, source_for=registry.source, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
@@ -62,15 +64,39 @@ def write_digest(*, now: dt.datetime, channel_names: list[str] | None = None) ->
     alerts = list(Alert.objects.filter(started_at__gte=since).select_related("rule").order_by("started_at"))
     still = Alert.objects.filter(state=Alert.FIRING).count()
     payload = {
-        "status": "digest", "kind": Notification.DIGEST, "group_key": "digest",
-        "since": since.isoformat(), "until": now.isoformat(), "firing_now": still,
-        "alerts": [{"rule": a.rule.name, "target": a.target.as_dict(), "state": a.state, "summary": a.summary,
-                    "started_at": a.started_at.isoformat(), "ended_at": a.resolved_at.isoformat() if a.resolved_at else None}
-                   for a in alerts],
+        "status": "digest",
+        "kind": Notification.DIGEST,
+        "group_key": "digest",
+        "since": since.isoformat(),
+        "until": now.isoformat(),
+        "firing_now": still,
+        "alerts": [
+            {
+                "rule": a.rule.name,
+                "target": a.target.as_dict(),
+                "state": a.state,
+                "summary": a.summary,
+                "started_at": a.started_at.isoformat(),
+                "ended_at": a.resolved_at.isoformat() if a.resolved_at else None,
+            }
+            for a in alerts
+        ],
     }
-    subject = f"Queuewatch digest: {len(alerts)} alert{'s' if len(alerts) != 1 else ''} in the last 24 h, {still} firing now"
+    subject = (
+        f"Queuewatch digest: {len(alerts)} alert{'s' if len(alerts) != 1 else ''} in the last 24 h, {still} firing now"
+    )
     key = f"digest:{now:%Y-%m-%d}"
-    rows = [Notification(channel=c, idempotency_key=key, kind=Notification.DIGEST, subject=subject, payload=payload,
-                         next_attempt_at=now, created_at=now) for c in channels]
+    rows = [
+        Notification(
+            channel=c,
+            idempotency_key=key,
+            kind=Notification.DIGEST,
+            subject=subject,
+            payload=payload,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for c in channels
+    ]
     Notification.objects.bulk_create(rows, ignore_conflicts=True)
     return Notification.objects.filter(idempotency_key=key).count()

@@ -8,7 +8,7 @@ take up to its timeout (30 s at most) to answer: live updates must not wait for 
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from django.db import close_old_connections
 
@@ -27,10 +27,12 @@ class OutboxRunner:
     def __init__(self, *, leading: Callable[[], bool], interval: float = SEND_INTERVAL):
         self.leading = leading
         self.stop_event = threading.Event()
-        self.periodic = Periodic([
-            Job("send-outbox", lambda: send_due(budget_s=SEND_BUDGET), every=interval),
-            Job("prune-outbox", prune_outbox, every=PRUNE_INTERVAL, first_after=60.0),  # not mid-takeover
-        ])
+        self.periodic = Periodic(
+            [
+                Job("send-outbox", lambda: send_due(budget_s=SEND_BUDGET), every=interval),
+                Job("prune-outbox", prune_outbox, every=PRUNE_INTERVAL, first_after=60.0),  # not mid-takeover
+            ]
+        )
         self.thread = threading.Thread(target=self._loop, name="outbox-runner", daemon=True)
 
     def start(self) -> None:

@@ -1,4 +1,4 @@
-""""What would this rule have done in the last 24 hours": the rule replayed, minute by minute,
+""" "What would this rule have done in the last 24 hours": the rule replayed, minute by minute,
 over stored history (``QueuePoint`` minute rows), through the same pure evaluation and the
 same state-machine decisions the monitor uses — only in memory, writing nothing.
 
@@ -53,7 +53,13 @@ class Preview:
 
 def _snapshot(q: QueueRef, row: QueuePoint, at_ms: int) -> QueueSnapshot:
     counts = dict.fromkeys(COUNT_STATES, 0)
-    counts.update(waiting=row.waiting, active=row.active, delayed=row.delayed, prioritized=row.prioritized, failed=row.failed_depth)
+    counts.update(
+        waiting=row.waiting,
+        active=row.active,
+        delayed=row.delayed,
+        prioritized=row.prioritized,
+        failed=row.failed_depth,
+    )
     oldest = None if row.oldest_age_ms is None else at_ms - row.oldest_age_ms
     # History does not keep the paused flag; a replay never sees a queue as paused.
     return QueueSnapshot(q, counts, False, 0, oldest_waiting_ts=oldest, taken_at=at_ms)
@@ -62,14 +68,24 @@ def _snapshot(q: QueueRef, row: QueuePoint, at_ms: int) -> QueueSnapshot:
 def rule_preview(*, rule, now: dt.datetime) -> Preview:
     kind = alert_kinds.KINDS.get(rule.kind)
     if kind is None or not kind.replayable:
-        return Preview(False, note="This kind of rule is about Redis itself or job schedulers, which stored history does not record.")
+        return Preview(
+            False,
+            note="This kind of rule is about Redis itself or job schedulers, which stored history does not record.",
+        )
     start = now.replace(second=0, microsecond=0) - dt.timedelta(hours=HOURS)
-    recent = QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, start__gte=start - dt.timedelta(minutes=15), start__lte=now)
+    recent = QueuePoint.objects.filter(
+        resolution=QueuePoint.MINUTE, start__gte=start - dt.timedelta(minutes=15), start__lte=now
+    )
     # Which queues first (a small distinct list), then only their rows: a wide scope over many
     # queues must not load a day of every queue's minutes.
-    names = sorted({QueueRef(*k) for k in recent.values_list("connection", "prefix", "queue").distinct()
-                    if alert_rules.in_scope(rule, connection=k[0], queue=k[2])},
-                   key=lambda q: (q.connection, q.prefix, q.name))
+    names = sorted(
+        {
+            QueueRef(*k)
+            for k in recent.values_list("connection", "prefix", "queue").distinct()
+            if alert_rules.in_scope(rule, connection=k[0], queue=k[2])
+        },
+        key=lambda q: (q.connection, q.prefix, q.name),
+    )
     chosen = names[:MAX_QUEUES]
     by_queue: dict[QueueRef, dict[int, QueuePoint]] = {q: {} for q in chosen}
     for row in recent.filter(queue__in={q.name for q in chosen}).order_by("start"):
@@ -98,7 +114,9 @@ def _put(series: QueueSeries, m: int, row: QueuePoint) -> None:
         del series.minutes[old]
 
 
-def _replay(rule, q: QueueRef, points: dict[int, QueuePoint], *, start: dt.datetime, now: dt.datetime) -> list[Incident]:
+def _replay(
+    rule, q: QueueRef, points: dict[int, QueuePoint], *, start: dt.datetime, now: dt.datetime
+) -> list[Incident]:
     series = QueueSeries()
     for m, row in sorted(points.items()):
         if m < start.timestamp() * 1000:
@@ -118,7 +136,9 @@ def _replay(rule, q: QueueRef, points: dict[int, QueuePoint], *, start: dt.datet
             t += dt.timedelta(minutes=1)
             continue
         end_ms = m + MINUTE_MS - 1  # as the monitor saw it at the end of the minute
-        sig = build_signals(_snapshot(q, last_row, end_ms), series, now_ms=end_ms, stalled_now=[""] * last_row.stalled_now)
+        sig = build_signals(
+            _snapshot(q, last_row, end_ms), series, now_ms=end_ms, stalled_now=[""] * last_row.stalled_now
+        )
         (obs,) = alert_rules.rule_evaluate(rule=rule, facts=alert_rules.Facts(queues=[sig]), now=t) or (None,)
         if obs is not None:
             phase, current = _step(rule, phase, current, obs, t, incidents)

@@ -50,13 +50,15 @@ GIVE_UP_AFTER = datetime.timedelta(hours=24)
 CLAIM_LEASE = datetime.timedelta(minutes=2)
 
 
-def retry_delay(*, attempts: int, retry_after: float | None = None, rng: random.Random | None = None) -> datetime.timedelta:
+def retry_delay(
+    *, attempts: int, retry_after: float | None = None, rng: random.Random | None = None
+) -> datetime.timedelta:
     """How long to wait after the ``attempts``-th failed attempt: ``RETRY_BASE · 2^(attempts-1)``,
     capped at ``RETRY_CAP``, times a random factor in [0.5, 1] so that many notifications
     failing together do not retry in lockstep; never less than the receiver's ``Retry-After``
     (itself capped)."""
     doublings = min(max(attempts - 1, 0), 30)  # far past the cap already; avoids float overflow
-    ceiling = min(RETRY_BASE.total_seconds() * 2 ** doublings, RETRY_CAP.total_seconds())
+    ceiling = min(RETRY_BASE.total_seconds() * 2**doublings, RETRY_CAP.total_seconds())
     seconds = ceiling * (rng or random).uniform(0.5, 1.0)
     if retry_after is not None:
         seconds = max(seconds, min(retry_after, RETRY_CAP.total_seconds()))
@@ -65,7 +67,9 @@ def retry_delay(*, attempts: int, retry_after: float | None = None, rng: random.
 
 def _due(now: datetime.datetime) -> Q:
     # Pending and due, or claimed by a sender whose lease ran out (it died or hung).
-    return Q(state=Notification.PENDING, next_attempt_at__lte=now) | Q(state=Notification.SENDING, claimed_until__lt=now)
+    return Q(state=Notification.PENDING, next_attempt_at__lte=now) | Q(
+        state=Notification.SENDING, claimed_until__lt=now
+    )
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,11 @@ class Candidate:
 
 
 def due_candidates(*, now: datetime.datetime, limit: int) -> list[Candidate]:
-    rows = (Notification.objects.filter(_due(now)).order_by("next_attempt_at", "id")
-            .values_list("id", "channel_id", "state", "attempts")[:limit])
+    rows = (
+        Notification.objects.filter(_due(now))
+        .order_by("next_attempt_at", "id")
+        .values_list("id", "channel_id", "state", "attempts")[:limit]
+    )
     return [Candidate(*row) for row in rows]
 
 
@@ -125,8 +132,14 @@ def _deliver_claimed(notification: Notification, *, now: datetime.datetime) -> D
     return db_retry(record)
 
 
-def _record(notification: Notification, *, now: datetime.datetime, detail: str | None, error: DeliveryError | None,
-            duration_ms: int) -> DeliveryAttempt:
+def _record(
+    notification: Notification,
+    *,
+    now: datetime.datetime,
+    detail: str | None,
+    error: DeliveryError | None,
+    duration_ms: int,
+) -> DeliveryAttempt:
     # Only the claim we hold may be finished: if the lease ran out and another sender took the
     # row, this update matches nothing and that sender's outcome stands.
     mine = Notification.objects.filter(id=notification.id, state=Notification.SENDING, attempts=notification.attempts)
@@ -142,26 +155,40 @@ def _record(notification: Notification, *, now: datetime.datetime, detail: str |
     message = error.message + (f" (gave up after {notification.attempts} attempts)" if gave_up else "")
     if will_retry:
         next_at = now + retry_delay(attempts=notification.attempts, retry_after=error.retry_after)
-        finished = mine.update(state=Notification.PENDING, next_attempt_at=next_at, claimed_until=None, last_error=message)
+        finished = mine.update(
+            state=Notification.PENDING, next_attempt_at=next_at, claimed_until=None, last_error=message
+        )
     else:
         finished = mine.update(state=Notification.FAILED, claimed_until=None, last_error=message)
     if not finished:
-        logger.warning("notification %s was re-claimed while being sent (lease ran out); this failure is only logged",
-                       notification.id)
+        logger.warning(
+            "notification %s was re-claimed while being sent (lease ran out); this failure is only logged",
+            notification.id,
+        )
     else:
         channel_rows.update(last_error=message, last_error_at=now)
         if will_retry:
             # The receiver is most likely down for every row of this channel: hold the others
             # back to the same moment rather than spending a timeout on each of them now.
-            Notification.objects.filter(channel_id=notification.channel_id, state=Notification.PENDING,
-                                        next_attempt_at__lt=next_at).exclude(id=notification.id).update(next_attempt_at=next_at)
+            Notification.objects.filter(
+                channel_id=notification.channel_id, state=Notification.PENDING, next_attempt_at__lt=next_at
+            ).exclude(id=notification.id).update(next_attempt_at=next_at)
     return _log(notification, now=now, ok=False, will_retry=will_retry, detail=message, duration_ms=duration_ms)
 
 
-def _log(notification: Notification, *, now, ok: bool, detail: str, duration_ms: int, will_retry: bool = False) -> DeliveryAttempt:
-    entry = DeliveryAttempt(notification_id=notification.id, channel_id=notification.channel_id,
-                            number=notification.attempts, at=now, ok=ok, will_retry=will_retry,
-                            detail=detail[:2000], duration_ms=duration_ms)
+def _log(
+    notification: Notification, *, now, ok: bool, detail: str, duration_ms: int, will_retry: bool = False
+) -> DeliveryAttempt:
+    entry = DeliveryAttempt(
+        notification_id=notification.id,
+        channel_id=notification.channel_id,
+        number=notification.attempts,
+        at=now,
+        ok=ok,
+        will_retry=will_retry,
+        detail=detail[:2000],
+        duration_ms=duration_ms,
+    )
     # The channel (and with it this row) may have been deleted while it was being sent: then the
     # attempt is returned to the caller but not stored (there is no log left to store it in).
     if Notification.objects.filter(id=notification.id).exists():
@@ -212,16 +239,30 @@ def send_test(*, channel: Channel, requested_by: str, now: datetime.datetime | N
         kind=Notification.TEST,
         subject=f"[Queuewatch] Test notification for “{channel.name}”",
         payload={
-            "status": "firing", "kind": Notification.TEST, "group_key": f"test:{channel.pk}",
+            "status": "firing",
+            "kind": Notification.TEST,
+            "group_key": f"test:{channel.pk}",
             "rule": {"id": None, "name": "Test notification", "kind": "test"},
-            "alerts": [{"fingerprint": "test", "target": {"connection": None, "prefix": None, "queue": None},
-                        "state": "firing", "value": None, "threshold": None,
-                        "summary": f"A test sent by {requested_by}. If you can read this, the channel works.",
-                        "url": link, "started_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "ended_at": None,
-                        "silenced": False}],
+            "alerts": [
+                {
+                    "fingerprint": "test",
+                    "target": {"connection": None, "prefix": None, "queue": None},
+                    "state": "firing",
+                    "value": None,
+                    "threshold": None,
+                    "summary": f"A test sent by {requested_by}. If you can read this, the channel works.",
+                    "url": link,
+                    "started_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "ended_at": None,
+                    "silenced": False,
+                }
+            ],
         },
-        state=Notification.SENDING, attempts=1, claimed_until=now + CLAIM_LEASE,
-        created_at=now, next_attempt_at=now,
+        state=Notification.SENDING,
+        attempts=1,
+        claimed_until=now + CLAIM_LEASE,
+        created_at=now,
+        next_attempt_at=now,
     )
     return _deliver_claimed(Notification.objects.select_related("channel").get(id=notification.id), now=now)
 

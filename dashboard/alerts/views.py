@@ -51,20 +51,33 @@ def rule_edit(request, rule_id: int | None = None):
             audit.record_change(request, action="rule.update" if rule else "rule.create", obj=saved)
             return redirect("alert_rules")
     elif request.method == "POST" and "preview" not in request.POST:
-        audit.record_change(request, action="rule.update" if rule else "rule.create", obj=rule,
-                            outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
-    return render(request, "alerts/rule_form.html", {"form": form, "rule": rule, "preview": preview,
-                                                     "kinds": alert_kinds.KINDS.values()})
+        audit.record_change(
+            request,
+            action="rule.update" if rule else "rule.create",
+            obj=rule,
+            outcome=AuditEntry.REFUSED,
+            message=audit.form_errors(form),
+        )
+    return render(
+        request,
+        "alerts/rule_form.html",
+        {"form": form, "rule": rule, "preview": preview, "kinds": alert_kinds.KINDS.values()},
+    )
 
 
 @require_GET
 def rule_detail(request, rule_id: int):
     rule = get_object_or_404(AlertRule, pk=rule_id)
     wanted = request.GET.get("preview") == "1"  # a replay is not free: on request only
-    return render(request, "alerts/rule_detail.html", {
-        "rule": rule, "preview": rule_preview(rule=rule, now=timezone.now()) if wanted else None,
-        "open": Alert.objects.filter(rule=rule, state__in=Alert.OPEN),
-    })
+    return render(
+        request,
+        "alerts/rule_detail.html",
+        {
+            "rule": rule,
+            "preview": rule_preview(rule=rule, now=timezone.now()) if wanted else None,
+            "open": Alert.objects.filter(rule=rule, state__in=Alert.OPEN),
+        },
+    )
 
 
 @role_required(ADMIN)
@@ -86,15 +99,26 @@ def history(request):
     if state in dict(Alert.STATES):
         alerts = alerts.filter(state=state)
     page = Paginator(alerts.order_by("-pending_since"), 50).get_page(request.GET.get("page"))
-    return render(request, "alerts/history.html", {"page": page, "state": state, "rule_id": rule_id,
-                                                   "rules": AlertRule.objects.all(), "states": [s for s, _ in Alert.STATES]})
+    return render(
+        request,
+        "alerts/history.html",
+        {
+            "page": page,
+            "state": state,
+            "rule_id": rule_id,
+            "rules": AlertRule.objects.all(),
+            "states": [s for s, _ in Alert.STATES],
+        },
+    )
 
 
 def next_starts(*, expr: str, tz: str, now: dt.datetime) -> list[str]:
     """The next fire times as the people in ``tz`` read them (with the zone's abbreviation,
     which shows a daylight-saving change between two of them)."""
-    return [t.astimezone(zone(tz)).strftime("%a %Y-%m-%d %H:%M %Z")
-            for t in cron_next(expr=expr, tz=tz, after=now, count=PREVIEW_FIRES)]
+    return [
+        t.astimezone(zone(tz)).strftime("%a %Y-%m-%d %H:%M %Z")
+        for t in cron_next(expr=expr, tz=tz, after=now, count=PREVIEW_FIRES)
+    ]
 
 
 def _silences_context(now: dt.datetime, **extra) -> dict:

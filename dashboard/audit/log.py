@@ -18,13 +18,39 @@ from django.db.models import QuerySet
 from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
 
-CSV_COLUMNS = ("at", "username", "via", "action", "connection", "prefix", "queue", "job_ids", "selection",
-               "reason", "affected", "outcome", "message", "task")
+CSV_COLUMNS = (
+    "at",
+    "username",
+    "via",
+    "action",
+    "connection",
+    "prefix",
+    "queue",
+    "job_ids",
+    "selection",
+    "reason",
+    "affected",
+    "outcome",
+    "message",
+    "task",
+)
 MAX_IDS_STORED = 1000  # a selection of more ids is summarised by its count, not stored whole
 
 
-def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affected: int = 0, job_ids=(),
-           selection: dict | None = None, reason: str = "", message: str = "", task=None) -> AuditEntry:
+def record(
+    *,
+    user,
+    via: str,
+    action: str,
+    queue: QueueRef,
+    outcome: str,
+    affected: int = 0,
+    job_ids=(),
+    selection: dict | None = None,
+    reason: str = "",
+    message: str = "",
+    task=None,
+) -> AuditEntry:
     job_ids = list(job_ids)
     selection = dict(selection or {})
     if len(job_ids) > MAX_IDS_STORED:
@@ -33,36 +59,57 @@ def record(*, user, via: str, action: str, queue: QueueRef, outcome: str, affect
     return AuditEntry.objects.create(
         user=user if getattr(user, "pk", None) else None,
         username=getattr(user, "username", "") or "",
-        via=via, action=action, connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-        job_ids=job_ids, selection=selection, reason=reason, affected=affected, outcome=outcome,
-        message=message[:2000], task=task,
+        via=via,
+        action=action,
+        connection=queue.connection,
+        prefix=queue.prefix,
+        queue=queue.name,
+        job_ids=job_ids,
+        selection=selection,
+        reason=reason,
+        affected=affected,
+        outcome=outcome,
+        message=message[:2000],
+        task=task,
     )
 
 
 NO_QUEUE = QueueRef("", "", "")
 
 
-def record_event(*, user, via: str, action: str, outcome: str = AuditEntry.OK, target: str = "",
-                 message: str = "", details: dict | None = None) -> AuditEntry:
+def record_event(
+    *,
+    user,
+    via: str,
+    action: str,
+    outcome: str = AuditEntry.OK,
+    target: str = "",
+    message: str = "",
+    details: dict | None = None,
+) -> AuditEntry:
     """A non-queue event: ``action`` like ``channel.update``, ``token.issue``, ``refused.role``;
     ``target`` names the object (``channel 3 “ops”``)."""
     selection = {"object": target[:500], **(details or {})} if target or details else {}
-    return record(user=user, via=via, action=action[:30], queue=NO_QUEUE, outcome=outcome, selection=selection,
-                  message=message)
+    return record(
+        user=user, via=via, action=action[:30], queue=NO_QUEUE, outcome=outcome, selection=selection, message=message
+    )
 
 
 def record_refusal(*, user, kind: str, via: str, target: str, message: str) -> AuditEntry:
     """A refused request: ``refused.role``, ``refused.csrf``, ``refused.validation``."""
-    return record_event(user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500],
-                        message=message)
+    return record_event(
+        user=user, via=via, action=f"refused.{kind}", outcome=AuditEntry.REFUSED, target=target[:500], message=message
+    )
 
 
-def record_change(request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "",
-                  details: dict | None = None) -> AuditEntry:
+def record_change(
+    request, *, action: str, obj, outcome: str = AuditEntry.OK, message: str = "", details: dict | None = None
+) -> AuditEntry:
     """A configuration change (or a refused one) made from a page: ``rule.update``, ``channel.delete``…"""
     target = f"{obj._meta.verbose_name} {obj.pk or ''} “{obj}”" if obj is not None else ""
-    return record_event(user=request.user, via="page", action=action, outcome=outcome, target=target,
-                        message=message, details=details)
+    return record_event(
+        user=request.user, via="page", action=action, outcome=outcome, target=target, message=message, details=details
+    )
 
 
 def form_errors(form) -> str:
@@ -74,9 +121,13 @@ def admin_edit(entry) -> AuditEntry:
     """A Django admin ``LogEntry`` (add, change, delete of any model) as an audit row."""
     verb = {1: "add", 2: "change", 3: "delete"}.get(entry.action_flag, "edit")
     kind = entry.content_type.model if entry.content_type_id else "object"
-    return record_event(user=entry.user, via="admin", action=f"admin.{verb}",
-                        target=f"{kind} {entry.object_id or ''} “{entry.object_repr}”",
-                        message=entry.get_change_message())
+    return record_event(
+        user=entry.user,
+        via="admin",
+        action=f"admin.{verb}",
+        target=f"{kind} {entry.object_id or ''} “{entry.object_repr}”",
+        message=entry.get_change_message(),
+    )
 
 
 def filtered(params) -> QuerySet:
@@ -100,7 +151,7 @@ def filtered(params) -> QuerySet:
 
 def _date(value: str) -> dt.datetime | None:
     try:
-        return dt.datetime.combine(dt.date.fromisoformat(value.strip()), dt.time(), tzinfo=dt.timezone.utc)
+        return dt.datetime.combine(dt.date.fromisoformat(value.strip()), dt.time(), tzinfo=dt.UTC)
     except ValueError:
         return None
 
@@ -120,10 +171,29 @@ def csv_lines(rows) -> Iterator[str]:
     yield writer.writerow(CSV_COLUMNS)
     batch: list[str] = []
     for row in rows.iterator(chunk_size=CSV_BATCH):
-        batch.append(writer.writerow([_cell(v) for v in (
-            row.at.isoformat(), row.username, row.via, row.action, row.connection, row.prefix, row.queue,
-            " ".join(row.job_ids), _selection_text(row.selection), row.reason, row.affected, row.outcome,
-            row.message, row.task_id or "")]))
+        batch.append(
+            writer.writerow(
+                [
+                    _cell(v)
+                    for v in (
+                        row.at.isoformat(),
+                        row.username,
+                        row.via,
+                        row.action,
+                        row.connection,
+                        row.prefix,
+                        row.queue,
+                        " ".join(row.job_ids),
+                        _selection_text(row.selection),
+                        row.reason,
+                        row.affected,
+                        row.outcome,
+                        row.message,
+                        row.task_id or "",
+                    )
+                ]
+            )
+        )
         if len(batch) == CSV_BATCH:
             yield "".join(batch)
             batch = []

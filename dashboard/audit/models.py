@@ -29,7 +29,9 @@ class AuditEntry(models.Model):
     affected = models.IntegerField(default=0)
     outcome = models.CharField(max_length=10, choices=OUTCOMES)
     message = models.TextField(blank=True)
-    task = models.ForeignKey("dashboard.BulkTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    task = models.ForeignKey(
+        "dashboard.BulkTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -18,10 +18,23 @@ from queues import retry_advice
 @page_errors
 def queue_advice(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    items = [{"a": a, "title": translate(a.title), "summary": code_spans(a.summary),
-              "explanation": code_spans(a.explanation), "fix": code_spans(a.fix)}
-             for a in reads.retry_advice(queue)]
-    return render(request, "browse/partials/retry_advice.html", {
-        "queue": queue, "items": items, "sample_size": retry_advice.SAMPLE_PER_STATE,
-        "failing": [i for i in items if i["a"].failed],
-    })
+    items = [
+        {
+            "a": a,
+            "title": translate(a.title),
+            "summary": code_spans(a.summary),
+            "explanation": code_spans(a.explanation),
+            "fix": code_spans(a.fix),
+        }
+        for a in reads.retry_advice(queue)
+    ]
+    return render(
+        request,
+        "browse/partials/retry_advice.html",
+        {
+            "queue": queue,
+            "items": items,
+            "sample_size": retry_advice.SAMPLE_PER_STATE,
+            "failing": [i for i in items if i["a"].failed],
+        },
+    )

@@ -42,21 +42,24 @@ def queue(request, connection, prefix, name):
 def jobs(request, connection, prefix, name):
     ref = reads.resolve(connection, prefix, name)
     page = reads.job_page(
-        ref, state_param(request),
+        ref,
+        state_param(request),
         page=int_param(request, "page", 1),
         page_size=page_size_param(request),
         name_filter=request.GET.get("name", "").strip()[:200],
     )
-    return JsonResponse({
-        "state": page.state,
-        "page": page.page,
-        "size": page.page_size,
-        "total": page.total,
-        "has_next": page.has_next,
-        "name_filter": page.name_filter or None,
-        "scan_complete": page.scan_complete,
-        "jobs": [j.as_dict() for j in page.jobs],
-    })
+    return JsonResponse(
+        {
+            "state": page.state,
+            "page": page.page,
+            "size": page.page_size,
+            "total": page.total,
+            "has_next": page.has_next,
+            "name_filter": page.name_filter or None,
+            "scan_complete": page.scan_complete,
+            "jobs": [j.as_dict() for j in page.jobs],
+        }
+    )
 
 
 @require_GET
@@ -69,17 +72,19 @@ def job(request, connection, prefix, name, job_id):
     def payload(p):
         return {"text": p.text, "size": p.size, "truncated": p.truncated, "is_json": p.is_json} if p.present else None
 
-    return JsonResponse({
-        **d.summary.as_dict(),
-        "state": d.state,
-        "data": payload(d.data),
-        "opts": payload(d.opts),
-        "returnvalue": payload(d.returnvalue),
-        "progress": payload(d.progress),
-        "failedReason": d.failed_reason,
-        "stacktrace": d.stacktrace,
-        "logs": d.logs,
-        "logs_total": d.logs_total,
-        "parentKey": d.parent or None,
-        "children": {"pending": d.children_pending, "processed": d.children_processed, "failed": d.children_failed},
-    })
+    return JsonResponse(
+        {
+            **d.summary.as_dict(),
+            "state": d.state,
+            "data": payload(d.data),
+            "opts": payload(d.opts),
+            "returnvalue": payload(d.returnvalue),
+            "progress": payload(d.progress),
+            "failedReason": d.failed_reason,
+            "stacktrace": d.stacktrace,
+            "logs": d.logs,
+            "logs_total": d.logs_total,
+            "parentKey": d.parent or None,
+            "children": {"pending": d.children_pending, "processed": d.children_processed, "failed": d.children_failed},
+        }
+    )

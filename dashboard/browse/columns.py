@@ -58,84 +58,103 @@ class OverviewColumn:
 
 def _state_column(state: str) -> OverviewColumn:
     return OverviewColumn(
-        name=state, header=LABELS[state], numeric=True,
+        name=state,
+        header=LABELS[state],
+        numeric=True,
         value=lambda sig: sig.snapshot.counts.get(state),
         # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
         # A zero is not a link: there is nothing to open.
         cell=f'<td class="num state-{state}">{{% if value %}}'
-             f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
-             f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
+        f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
+        f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
         sort=lambda s: (s.counts.get(state, 0), s.queue.name),
     )
 
 
 COLUMNS: list[OverviewColumn] = [
     OverviewColumn(
-        name="name", header=_("Queue"),
+        name="name",
+        header=_("Queue"),
         value=lambda sig: sig.is_dlq,
         cell='<td><bdi class="queue-name"><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
-             '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">'
-             '{% translate "DLQ" %}</span>{% endif %}</td>',
+        '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">'
+        '{% translate "DLQ" %}</span>{% endif %}</td>',
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
     OverviewColumn(
-        name="prefix", header=_("Prefix"),
+        name="prefix",
+        header=_("Prefix"),
         value=lambda sig: None,  # part of the queue's identity
-        cell='<td><code>{{ s.queue.prefix }}</code></td>',
+        cell="<td><code>{{ s.queue.prefix }}</code></td>",
     ),
     *(_state_column(state) for state in BROWSABLE_STATES),
     OverviewColumn(
-        name="oldest", header=_("Oldest waiting"), numeric=True,
+        name="oldest",
+        header=_("Oldest waiting"),
+        numeric=True,
         # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js).
         value=lambda sig: sig.snapshot.oldest_waiting_ts,
         cell='<td class="num">{% age_since value %}</td>',
         sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
     ),
     OverviewColumn(
-        name="throughput", header=_("Throughput /min"), numeric=True,
+        name="throughput",
+        header=_("Throughput /min"),
+        numeric=True,
         title=_("completed / failed per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.completed_per_min[RATE_WINDOW]), rate_value(sig.failed_per_min[RATE_WINDOW])),
         cell='<td class="num">{{ value.0|rate_num }} / <span class="bad">{{ value.1|rate_num }}</span></td>',
     ),
     OverviewColumn(
-        name="dead_letters", header=_("Dead letters /min"), numeric=True,
+        name="dead_letters",
+        header=_("Dead letters /min"),
+        numeric=True,
         title=_("jobs entering the dead-letter set per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
         cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0|rate_num }}</td>',
     ),
     OverviewColumn(
-        name="workers", header=_("Workers"), numeric=True,
+        name="workers",
+        header=_("Workers"),
+        numeric=True,
         title=_("workers connected to the queue (the monitor reads CLIENT LIST every few seconds)"),
         # None (unknown: no monitor, or CLIENT LIST refused) shows a dash, never "0".
         value=lambda sig: (sig.workers, sig.workers == 0 and bool(sig.snapshot.counts.get("waiting"))),
         cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
-             '{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>',
+        "{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>",
     ),
     OverviewColumn(
-        name="spark", header=_("Last hour"), title=_("last hour: completed, failed, dead-letter depth"),
+        name="spark",
+        header=_("Last hour"),
+        title=_("last hour: completed, failed, dead-letter depth"),
         # Drawn from stored history on page load; live rows carry none and keep the page's.
         value=lambda sig: None,
         cell='<td class="spark-cell">'
-             '<span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
+        '<span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
     ),
     OverviewColumn(
         # Sorts by the paused flag: ``sort=paused`` is the parameter bookmarks already carry.
-        name="paused", header=_("Status"),
+        name="paused",
+        header=_("Status"),
         value=lambda sig: (sig.snapshot.paused, len(sig.stalled_now)),
         cell='<td>{% if value.0 %}<span class="badge paused">{% translate "paused" context "job state" %}</span>'
-             '{% endif %}{% if value.1 %} '
-             '<span class="badge stalled" title="{% translate "in active without a lock" %}">'
-             '{% blocktranslate count counter=value.1 %}'
-             '{{ counter }} stalled{% plural %}{{ counter }} stalled'
-             '{% endblocktranslate %}</span>{% endif %}</td>',
+        "{% endif %}{% if value.1 %} "
+        '<span class="badge stalled" title="{% translate "in active without a lock" %}">'
+        "{% blocktranslate count counter=value.1 %}"
+        "{{ counter }} stalled{% plural %}{{ counter }} stalled"
+        "{% endblocktranslate %}</span>{% endif %}</td>",
         sort=lambda s: (s.paused, s.queue.name),
     ),
 ]
 
 # The words the cell snippets above translate with {% translate %}: makemessages reads this
 # file as Python, not as a template, so they are marked here too for extraction.
-CELL_WORDS = (gettext_noop("application dead-letter queue"), gettext_noop("DLQ"), gettext_noop("in active without a lock"),
-              ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1))
+CELL_WORDS = (
+    gettext_noop("application dead-letter queue"),
+    gettext_noop("DLQ"),
+    gettext_noop("in active without a lock"),
+    ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1),
+)
 
 DEFAULT_SORT = "connection"
 # Sorts whose key reads only ``s.queue`` (its identity): the overview can order and page the

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from dashboard.browse import columns
-from queues.states import BROWSABLE_STATES
 from queues.listing import DEFAULT_PAGE_SIZE, PAGE_SIZES
+from queues.states import BROWSABLE_STATES
 
 
 def int_param(request, name: str, default: int, *, minimum: int = 1, maximum: int = 10**9) -> int:

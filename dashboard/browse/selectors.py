@@ -75,14 +75,26 @@ def queue_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
 
 
 def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str) -> listing.JobPage:
-    return get_registry().jobs(queue.connection).page(queue, state, page=page, page_size=page_size,
-                                                      name_filter=name_filter,
-                                                      scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+    return (
+        get_registry()
+        .jobs(queue.connection)
+        .page(
+            queue,
+            state,
+            page=page,
+            page_size=page_size,
+            name_filter=name_filter,
+            scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE,
+        )
+    )
 
 
 def job_detail(queue: QueueRef, job_id: str) -> jobs.JobDetail:
-    return get_registry().jobs(queue.connection).detail(queue, job_id, cap=settings.QUEUEWATCH_PAYLOAD_CAP,
-                                                        redactor=get_redactor())
+    return (
+        get_registry()
+        .jobs(queue.connection)
+        .detail(queue, job_id, cap=settings.QUEUEWATCH_PAYLOAD_CAP, redactor=get_redactor())
+    )
 
 
 def job_raw_field(queue: QueueRef, job_id: str, field: str) -> str:
@@ -156,7 +168,7 @@ def retry_advice(queue: QueueRef) -> list[CheckResult]:
 def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False) -> list[QueueSignals]:
     """Rates for each snapshot from the minute counters the monitor has stored, and worker
     counts from the monitor's workers document."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     queues = [s.queue for s in snapshots]
     series = stored_series(queues, now=now)
     sparks = spark_series(queues, now=now) if spark else {}
@@ -165,8 +177,9 @@ def with_signals(snapshots: list[snapshot.QueueSnapshot], *, spark: bool = False
     result = []
     for snap in snapshots:
         found = queue_workers(snap.queue, doc)
-        sig = build_signals(snap, series[snap.queue], now_ms=now_ms, workers=len(found.workers) if found.known else None)
+        sig = build_signals(
+            snap, series[snap.queue], now_ms=now_ms, workers=len(found.workers) if found.known else None
+        )
         sig.spark = sparks.get(snap.queue, {})
         result.append(sig)
     return result
-

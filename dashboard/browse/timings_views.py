@@ -18,12 +18,14 @@ from dashboard.web.errors import InvalidInput, JsonResponse, api_errors, page_er
 # Table columns: (sort key, value of one row's summary); rows without a value sort last.
 SORTS = {
     "name": lambda name, s: name,
-    "wait_p50": lambda name, s: s["wait_ms"]["p50"], "wait_p95": lambda name, s: s["wait_ms"]["p95"],
+    "wait_p50": lambda name, s: s["wait_ms"]["p50"],
+    "wait_p95": lambda name, s: s["wait_ms"]["p95"],
     "wait_p99": lambda name, s: s["wait_ms"]["p99"],
     "processing_p50": lambda name, s: s["processing_ms"]["p50"],
     "processing_p95": lambda name, s: s["processing_ms"]["p95"],
     "processing_p99": lambda name, s: s["processing_ms"]["p99"],
-    "completed": lambda name, s: s["completed"], "failed": lambda name, s: s["failed"],
+    "completed": lambda name, s: s["completed"],
+    "failed": lambda name, s: s["failed"],
     "attempt_failures": lambda name, s: s["attempt_failures"],
 }
 DEFAULT_SORT = "processing_p95"
@@ -67,7 +69,16 @@ def timings_table(request, connection, prefix, name):
     sort = sort if sort in SORTS else DEFAULT_SORT
     descending = request.GET.get("dir", "desc" if sort != "name" else "asc") == "desc"
     doc = summary_for(queue, period)
-    return render(request, "browse/partials/job_timings.html", {
-        "queue": queue, "period": period, "periods": PERIODS, "sort": sort, "descending": descending,
-        "rows": sorted_rows(doc["names"], sort, descending=descending), "all": doc["all"],
-    })
+    return render(
+        request,
+        "browse/partials/job_timings.html",
+        {
+            "queue": queue,
+            "period": period,
+            "periods": PERIODS,
+            "sort": sort,
+            "descending": descending,
+            "rows": sorted_rows(doc["names"], sort, descending=descending),
+            "all": doc["all"],
+        },
+    )

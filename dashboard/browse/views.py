@@ -29,6 +29,7 @@ from queues.states import BROWSABLE_STATES
 
 RAW_FIELDS = ("data", "opts", "returnvalue", "progress")
 
+
 @require_GET
 def overview(request):
     query = request.GET.get("q", "").strip()
@@ -54,8 +55,9 @@ def overview(request):
 
     by_name = sort in columns.NAME_SORTS
     # Sent by the page when the websocket announced a queue it does not show (static/queuewatch.js).
-    connections = reads.overview(refresh=request.headers.get("X-Queuewatch-Refresh") == "queues",
-                                 narrow=narrow if by_name else None)
+    connections = reads.overview(
+        refresh=request.headers.get("X-Queuewatch-Refresh") == "queues", narrow=narrow if by_name else None
+    )
     if by_name:
         pager, parts = paged["pager"], [rows(conn.snapshots) for conn in connections]
         totals = paged["totals"]
@@ -75,8 +77,9 @@ def overview(request):
         "descending": descending,
         "states": BROWSABLE_STATES,
     }
-    return render_page_or_fragment(request, page="browse/overview.html", fragment="browse/overview.html#queue-tables",
-                                   context=context)
+    return render_page_or_fragment(
+        request, page="browse/overview.html", fragment="browse/overview.html#queue-tables", context=context
+    )
 
 
 OVERVIEW_PAGE_SIZE = 100
@@ -84,15 +87,16 @@ OVERVIEW_PAGE_SIZE = 100
 
 class Listed(NamedTuple):
     """A queue before its snapshot is read: enough for the overview's name sorts and filter."""
+
     queue: QueueRef
 
 
-def page_of(ordered: list[list], page: int) -> tuple["OverviewPager", list[list]]:
+def page_of(ordered: list[list], page: int) -> tuple[OverviewPager, list[list]]:
     """The rows of one overview page out of each connection's ordered rows."""
     pager = OverviewPager(sum(map(len, ordered)), page)
     parts, offset = [], 0
     for rows in ordered:
-        parts.append(rows[max(0, pager.start - offset):max(0, pager.end - offset)])
+        parts.append(rows[max(0, pager.start - offset) : max(0, pager.end - offset)])
         offset += len(rows)
     return pager, parts
 
@@ -126,7 +130,9 @@ def stored_health_summary() -> dict | None:
     if not report:
         return None
     failing = [r for c in report.get("connections", []) for r in c.get("results", []) if r.get("status") == "fail"]
-    worst = next((sev for sev in ("critical", "warning", "info") if any(r.get("severity") == sev for r in failing)), None)
+    worst = next(
+        (sev for sev in ("critical", "warning", "info") if any(r.get("severity") == sev for r in failing)), None
+    )
     return {"failing": len(failing), "worst": worst, "checked_at": report.get("checked_at")}
 
 
@@ -166,8 +172,9 @@ def queue_detail(request, connection, prefix, name):
         # Only the first page at the default size without a filter is kept live.
         "live_list": page.page == 1 and page.page_size == LIVE_PAGE_SIZE and not page.name_filter,
     }
-    return render_page_or_fragment(request, page="browse/queue.html", fragment="browse/queue.html#job-list",
-                                   context=context)
+    return render_page_or_fragment(
+        request, page="browse/queue.html", fragment="browse/queue.html#job-list", context=context
+    )
 
 
 @require_GET
@@ -211,7 +218,9 @@ def job_raw(request, connection, prefix, name, job_id, field):
 @page_errors
 def queue_schedulers(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    return render(request, "browse/schedulers.html", {"groups": [(queue, reads.queue_schedulers(queue))], "single": queue})
+    return render(
+        request, "browse/schedulers.html", {"groups": [(queue, reads.queue_schedulers(queue))], "single": queue}
+    )
 
 
 @require_GET

@@ -49,9 +49,11 @@ def parse_keys(value: str | None, *, secret_key: str) -> list[Fernet]:
         try:
             keys.append(Fernet(key.encode()))
         except ValueError:
-            raise ValueError(f"key {number} is not a Fernet key (32 url-safe base64 bytes; "
-                             "make one with `python -c 'from cryptography.fernet import Fernet; "
-                             "print(Fernet.generate_key().decode())'`)") from None
+            raise ValueError(
+                f"key {number} is not a Fernet key (32 url-safe base64 bytes; "
+                "make one with `python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())'`)"
+            ) from None
     return keys
 
 
@@ -75,7 +77,7 @@ def decrypt(stored: str) -> str:
     if not stored or not stored.startswith(PREFIX):
         return stored or ""
     try:
-        return box().decrypt(stored[len(PREFIX):].encode("ascii")).decode("utf-8")
+        return box().decrypt(stored[len(PREFIX) :].encode("ascii")).decode("utf-8")
     except InvalidToken:
         raise UndecryptableSecret("a stored secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY") from None
 
@@ -86,7 +88,7 @@ def rotate(stored: str) -> str:
         return stored
     if not stored.startswith(PREFIX):
         return encrypt(stored)
-    return PREFIX + box().rotate(stored[len(PREFIX):].encode("ascii")).decode("ascii")
+    return PREFIX + box().rotate(stored[len(PREFIX) :].encode("ascii")).decode("ascii")
 
 
 def encrypt_values(mapping: dict) -> dict:

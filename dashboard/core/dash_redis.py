@@ -142,22 +142,22 @@ class Watch:
     target: str
 
     @classmethod
-    def queue_page(cls, queue: QueueRef) -> "Watch":
+    def queue_page(cls, queue: QueueRef) -> Watch:
         return cls(cls.QUEUE, queue, "")
 
     @classmethod
-    def job_list(cls, queue: QueueRef, state: str) -> "Watch":
+    def job_list(cls, queue: QueueRef, state: str) -> Watch:
         return cls(cls.LIST, queue, state)
 
     @classmethod
-    def job(cls, queue: QueueRef, job_id: str) -> "Watch":
+    def job(cls, queue: QueueRef, job_id: str) -> Watch:
         return cls(cls.JOB, queue, job_id)
 
     def member(self) -> str:
         return SEP.join((self.kind, self.queue.connection, self.queue.prefix, self.queue.name, self.target))
 
     @classmethod
-    def parse(cls, member: str) -> "Watch | None":
+    def parse(cls, member: str) -> Watch | None:
         """The watch a set member stands for; ``None`` for anything malformed (a member
         written by another version, a job id that contains the separator)."""
         parts = member.split(SEP)

@@ -7,13 +7,20 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from bullmq import UnrecoverableError
 
 from .fake_data import (
-    DECLINED_CARD, DOWN_ENDPOINT, WEBHOOK_ENDPOINTS, GatewayTimeout, SmtpTemporaryError, StorageUploadTimeout,
-    UnsupportedImageFormat, WebhookDeliveryError,
+    DECLINED_CARD,
+    DOWN_ENDPOINT,
+    WEBHOOK_ENDPOINTS,
+    GatewayTimeout,
+    SmtpTemporaryError,
+    StorageUploadTimeout,
+    UnsupportedImageFormat,
+    WebhookDeliveryError,
 )
 
 
@@ -102,8 +109,12 @@ def _interpret_gateway_response(operation: str, data: dict, amount: int) -> dict
     if random.random() < 0.1:
         raise GatewayTimeout("payment gateway timed out after 10000 ms (POST /v1/charges)")
     prefix = {"refund": "re", "capture": "cp"}.get(operation, "ch")
-    return {"id": f"{prefix}_{secrets.token_hex(6)}", "status": "succeeded", "amount_cents": amount,
-            "currency": data["currency"]}
+    return {
+        "id": f"{prefix}_{secrets.token_hex(6)}",
+        "status": "succeeded",
+        "amount_cents": amount,
+        "currency": data["currency"],
+    }
 
 
 async def process_thumbnail(job, token):
@@ -152,8 +163,7 @@ async def process_report(job, token):
         await _work(0.6, 1.6)
         rows += random.randint(1000, 20000)
         await job.updateProgress({"stage": stage, "rows": rows})
-    return {"url": f"https://reports.example.com/{secrets.token_hex(6)}.{data.get('format', 'pdf')}",
-            "rows": rows}
+    return {"url": f"https://reports.example.com/{secrets.token_hex(6)}.{data.get('format', 'pdf')}", "rows": rows}
 
 
 async def process_webhook(job, token):

@@ -17,7 +17,14 @@ import time
 from bullmq import FlowProducer, Queue
 
 from .fake_data import (
-    CURRENCIES, DECLINED_CARD, DOWN_ENDPOINT, LOCALES, WEBHOOK_ENDPOINTS, WEBHOOK_EVENTS, api_key, email_address,
+    CURRENCIES,
+    DECLINED_CARD,
+    DOWN_ENDPOINT,
+    LOCALES,
+    WEBHOOK_ENDPOINTS,
+    WEBHOOK_EVENTS,
+    api_key,
+    email_address,
 )
 from .runtime import Stats, wait_or_stop
 from .scenario import ADD_WEIGHTS, JOB_DEFAULTS, KEEP_OPTS, PAUSED_BACKLOG_CAP, PAUSED_QUEUE
@@ -28,8 +35,7 @@ log = logging.getLogger("queuewatch.demo")
 class Producer:
     """Adds jobs at ``rate`` per second on average until ``stop`` is set."""
 
-    def __init__(self, *, queues: dict[str, Queue], flow: FlowProducer, stats: Stats, stop: asyncio.Event,
-                 rate: float):
+    def __init__(self, *, queues: dict[str, Queue], flow: FlowProducer, stats: Stats, stop: asyncio.Event, rate: float):
         self.queues = queues
         self.flow = flow
         self.stats = stats
@@ -104,22 +110,36 @@ class Producer:
             roll = max(roll, 0.5)  # a plain welcome/receipt email, so it is neither delayed nor deduplicated
         if roll < 0.12:
             user = rng.randint(1, 25)  # the same user's digest within 30 s is deduplicated
-            await self._add("emails", "digest", {"to": to, "template": "digest", "user_id": user},
-                            {"deduplication": {"id": f"digest-user-{user}", "ttl": 30000}})
+            await self._add(
+                "emails",
+                "digest",
+                {"to": to, "template": "digest", "user_id": user},
+                {"deduplication": {"id": f"digest-user-{user}", "ttl": 30000}},
+            )
         elif roll < 0.27:
-            await self._add("emails", "reminder", {"to": to, "template": "reminder", "locale": rng.choice(LOCALES)},
-                            {"delay": rng.randint(5000, 60000)})
+            await self._add(
+                "emails",
+                "reminder",
+                {"to": to, "template": "reminder", "locale": rng.choice(LOCALES)},
+                {"delay": rng.randint(5000, 60000)},
+            )
         elif roll < 0.33:
-            await self._add("emails", "password-reset",
-                            {"to": to, "template": "password-reset", "token": secrets.token_urlsafe(12)},
-                            {"priority": 1})
+            await self._add(
+                "emails",
+                "password-reset",
+                {"to": to, "template": "password-reset", "token": secrets.token_urlsafe(12)},
+                {"priority": 1},
+            )
         elif roll < 0.34:
             await self._add("emails", "newsletter", {"to": to, "template": "newsletter-2019"})  # retired: KeyError
         else:
             name = rng.choice(("welcome", "receipt"))
             self.order_no += 1
-            await self._add("emails", name, {"to": to, "template": name, "order_id": f"ORD-{self.order_no}",
-                                             "locale": rng.choice(LOCALES)})
+            await self._add(
+                "emails",
+                name,
+                {"to": to, "template": name, "order_id": f"ORD-{self.order_no}", "locale": rng.choice(LOCALES)},
+            )
 
     async def _add_payments(self, n: int) -> None:
         rng = self.rng
@@ -180,9 +200,12 @@ class Producer:
                 self.paused_full_logged = True
             return
         rng = self.rng
-        data = {"report": rng.choice(("sales", "refunds", "churn", "inventory")),
-                "range": rng.choice(("yesterday", "last-7-days", "last-month")),
-                "format": rng.choice(("pdf", "csv")), "requested_by": email_address(rng)}
+        data = {
+            "report": rng.choice(("sales", "refunds", "churn", "inventory")),
+            "range": rng.choice(("yesterday", "last-7-days", "last-month")),
+            "format": rng.choice(("pdf", "csv")),
+            "requested_by": email_address(rng),
+        }
         await self._add("reports", "sales-report", data, {"priority": 5} if rng.random() < 0.3 else None)
 
     async def _add_burst(self) -> None:
@@ -196,12 +219,25 @@ class Producer:
     async def _add_flow(self) -> None:
         album = f"alb_{secrets.token_hex(4)}"
         children = [
-            {"name": "resize", "queueName": "thumbnails",
-             "data": {"image_url": f"https://cdn.example.com/albums/{album}/{i}.jpg", "sizes": [256],
-                      "bucket": "thumbs-prod"},
-             "opts": {**JOB_DEFAULTS, "ignoreDependencyOnFailure": True}}
+            {
+                "name": "resize",
+                "queueName": "thumbnails",
+                "data": {
+                    "image_url": f"https://cdn.example.com/albums/{album}/{i}.jpg",
+                    "sizes": [256],
+                    "bucket": "thumbs-prod",
+                },
+                "opts": {**JOB_DEFAULTS, "ignoreDependencyOnFailure": True},
+            }
             for i in range(1, self.rng.randint(2, 4) + 1)
         ]
-        await self.flow.add({"name": "publish-gallery", "queueName": "thumbnails",
-                             "data": {"album_id": album}, "opts": dict(KEEP_OPTS), "children": children})
+        await self.flow.add(
+            {
+                "name": "publish-gallery",
+                "queueName": "thumbnails",
+                "data": {"album_id": album},
+                "opts": dict(KEEP_OPTS),
+                "children": children,
+            }
+        )
         self.stats.incr("added", 1 + len(children))

@@ -18,7 +18,13 @@ from bullmq import Worker
 from .processors import process_thumbnail
 from .runtime import Stats, close_worker, is_final_failure
 from .scenario import (
-    FIRST_STALL_AFTER_S, KEEP_OPTS, STALL_BLOCK_S, STALL_CHECK_MS, STALL_EVERY_S, STALL_LOCK_MS, STALL_QUEUE,
+    FIRST_STALL_AFTER_S,
+    KEEP_OPTS,
+    STALL_BLOCK_S,
+    STALL_CHECK_MS,
+    STALL_EVERY_S,
+    STALL_LOCK_MS,
+    STALL_QUEUE,
 )
 
 log = logging.getLogger("queuewatch.demo")
@@ -106,10 +112,14 @@ class StallingWorkerThread:
             self._next_stall = now + random.uniform(*STALL_EVERY_S)
             self._stalled_jobs.add(job.id)
             self.stats.incr("stall-blocks")
-            log.info("%s job %s: blocking the flaky worker's event loop for %.0f s (lock is %d ms) "
-                     "so the job stalls", STALL_QUEUE, job.id, STALL_BLOCK_S, STALL_LOCK_MS)
+            log.info(
+                "%s job %s: blocking the flaky worker's event loop for %.0f s (lock is %d ms) so the job stalls",
+                STALL_QUEUE,
+                job.id,
+                STALL_BLOCK_S,
+                STALL_LOCK_MS,
+            )
             await job.log("flaky worker: decoding a huge TIFF synchronously; the event loop is blocked")
             self._interrupt.wait(STALL_BLOCK_S)  # deliberately blocks this thread's event loop
             return {"note": "finished after the lock expired; the job was already requeued"}
         return await process_thumbnail(job, token)
-

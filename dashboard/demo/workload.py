@@ -43,8 +43,18 @@ from .processors import PROCESSORS
 from .producers import Producer
 from .runtime import Stats, close_worker, is_final_failure
 from .scenario import (
-    DEFAULT_RATE, DLQ_CAP, DLQ_NAME, DLQ_SOURCE, JOB_DEFAULTS, KEEP_OPTS, PAUSED_QUEUE, QUEUE_NAMES, STALL_CHECK_MS,
-    STALL_QUEUE, STATUS_EVERY_S, concurrency,
+    DEFAULT_RATE,
+    DLQ_CAP,
+    DLQ_NAME,
+    DLQ_SOURCE,
+    JOB_DEFAULTS,
+    KEEP_OPTS,
+    PAUSED_QUEUE,
+    QUEUE_NAMES,
+    STALL_CHECK_MS,
+    STALL_QUEUE,
+    STATUS_EVERY_S,
+    concurrency,
 )
 from .stalling import StallingWorkerThread
 
@@ -82,8 +92,14 @@ class _Workload:
         await self._check_redis()
         try:
             await self._start()
-            log.info("demo workload running: prefix %r, %.1f adds/s, queues %s (+%s); %s is paused",
-                     self.prefix, self.rate, ", ".join(QUEUE_NAMES), DLQ_NAME, PAUSED_QUEUE)
+            log.info(
+                "demo workload running: prefix %r, %.1f adds/s, queues %s (+%s); %s is paused",
+                self.prefix,
+                self.rate,
+                ", ".join(QUEUE_NAMES),
+                DLQ_NAME,
+                PAUSED_QUEUE,
+            )
             status = asyncio.ensure_future(self._status_loop())
             try:
                 await self.producer.run()
@@ -143,17 +159,20 @@ class _Workload:
             self.stats.incr("failed" if final else "retried")
             if final and queue == DLQ_SOURCE:
                 self._spawn(self._dead_letter(job, err))
+
         return on_failed
 
     def _on_error_for(self, queue: str):
         def on_error(err, job=None):
             log.warning("%s worker error%s: %s", queue, f" (job {job.id})" if job is not None else "", err)
+
         return on_error
 
     def _on_stalled_for(self, queue: str):
         def on_stalled(job_id, *args):
             self.stats.incr("stalled")
             log.info("%s job %s stalled (its lock expired) and was moved back to wait", queue, job_id)
+
         return on_stalled
 
     def _spawn(self, coro) -> None:
@@ -163,12 +182,15 @@ class _Workload:
 
     async def _dead_letter(self, job, err) -> None:
         try:
-            await self.dlq.add(job.name, {
-                "source": DLQ_SOURCE,
-                "original_id": job.id,
-                "data": job.data,
-                "failedReason": str(err),
-            })
+            await self.dlq.add(
+                job.name,
+                {
+                    "source": DLQ_SOURCE,
+                    "original_id": job.id,
+                    "data": job.data,
+                    "failedReason": str(err),
+                },
+            )
             self.stats.incr("dead-lettered")
             excess = await self.dlq.getJobCountByTypes("waiting") - DLQ_CAP
             if excess > 0:  # keep the newest DLQ_CAP dead letters; the list tail is the oldest
@@ -189,7 +211,8 @@ class _Workload:
             self.staller.request_stop()
         # Close the workers (each waits for its active jobs), then the rest.
         results = await asyncio.gather(
-            *(close_worker(w, t) for w, t in zip(self.workers, self.worker_tasks)), return_exceptions=True)
+            *(close_worker(w, t) for w, t in zip(self.workers, self.worker_tasks)), return_exceptions=True
+        )
         for result in results:
             if isinstance(result, Exception):
                 log.warning("closing a worker failed: %s", result)

@@ -66,8 +66,12 @@ class ConnectionHealth:
         return max((r.severity for r in failing), key=health.SEVERITY_RANK.__getitem__)
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "display_url": self.display_url, "worst": self.worst,
-                "results": [r.as_dict() for r in self.results]}
+        return {
+            "name": self.name,
+            "display_url": self.display_url,
+            "worst": self.worst,
+            "results": [r.as_dict() for r in self.results],
+        }
 
 
 @dataclass
@@ -117,9 +121,13 @@ def monitor_workers(doc: dict, queues: list[QueueRef]) -> dict[QueueRef, list[Wo
     return {q: w.workers for q, w in found.items() if w.known}
 
 
-def run_all(*, now: int | None = None, connections: list[str] | None = None,
-            thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS,
-            snapshots: Mapping[QueueRef, QueueSnapshot] | None = None) -> HealthReport:
+def run_all(
+    *,
+    now: int | None = None,
+    connections: list[str] | None = None,
+    thresholds: health.Thresholds = health.DEFAULT_THRESHOLDS,
+    snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
+) -> HealthReport:
     """Run every check on every configured connection (or the named ones). ``snapshots``: the
     leading monitor's current figures per queue (one home for them: the checks do not read
     them again); without them (the health page, ``check_queues``) the checks read for themselves."""
@@ -142,14 +150,22 @@ def run_all(*, now: int | None = None, connections: list[str] | None = None,
         if server is None:  # a kind without server checks: its queues answer, nothing more to judge
             report.results = [health.check_reachable(name, None)]
         else:
-            report.results = server.health_checks(queues, state=fresh, now=now, thresholds=thresholds,
-                                                  is_dead_letter=is_dead_letter_queue, snapshots=snapshots,
-                                                  workers=monitor_workers(workers_doc, queues),
-                                                  workers_at=workers_doc.get("taken_at"))
+            report.results = server.health_checks(
+                queues,
+                state=fresh,
+                now=now,
+                thresholds=thresholds,
+                is_dead_letter=is_dead_letter_queue,
+                snapshots=snapshots,
+                workers=monitor_workers(workers_doc, queues),
+                workers_at=workers_doc.get("taken_at"),
+            )
         out.append(report)
     return HealthReport(
-        checked_at=now, connections=out,
-        state_taken_at=int(fresh["taken_at"]) if fresh else None, state_note=note,
+        checked_at=now,
+        connections=out,
+        state_taken_at=int(fresh["taken_at"]) if fresh else None,
+        state_note=note,
         monitor=fresh.get("monitor") if fresh else None,
     )
 

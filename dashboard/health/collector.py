@@ -43,24 +43,40 @@ ALERT_LABELS = ("alertname", "alertstate", "severity", "connection", "prefix", "
 QUEUE_GAUGES = (
     # (name, HELP, value from the queue's entry in the state document)
     ("queuewatch_queue_paused", "1 if the queue is paused.", lambda q: 1 if q.get("paused") else 0),
-    ("queuewatch_queue_oldest_waiting_age_seconds", "Age of the oldest waiting job; 0 when none is waiting.",
-     lambda q: (q.get("oldest_waiting_age_ms") or 0) / 1000),
-    ("queuewatch_queue_stalled_now", "Jobs in active whose lock is gone: the next stall check re-runs them.",
-     lambda q: int(q.get("stalled_now") or 0)),
-    ("queuewatch_queue_stall_failed_15m", "Jobs failed in the last 15 minutes for stalling more than allowed.",
-     lambda q: int(q.get("stall_failed_15m") or 0)),
-    ("queuewatch_queue_legacy_paused_jobs", "Jobs in a legacy BullMQ 5 paused list (not run until resumed).",
-     lambda q: int(q.get("legacy_paused_jobs") or 0)),
+    (
+        "queuewatch_queue_oldest_waiting_age_seconds",
+        "Age of the oldest waiting job; 0 when none is waiting.",
+        lambda q: (q.get("oldest_waiting_age_ms") or 0) / 1000,
+    ),
+    (
+        "queuewatch_queue_stalled_now",
+        "Jobs in active whose lock is gone: the next stall check re-runs them.",
+        lambda q: int(q.get("stalled_now") or 0),
+    ),
+    (
+        "queuewatch_queue_stall_failed_15m",
+        "Jobs failed in the last 15 minutes for stalling more than allowed.",
+        lambda q: int(q.get("stall_failed_15m") or 0),
+    ),
+    (
+        "queuewatch_queue_legacy_paused_jobs",
+        "Jobs in a legacy BullMQ 5 paused list (not run until resumed).",
+        lambda q: int(q.get("legacy_paused_jobs") or 0),
+    ),
 )
 PER_MINUTE_GAUGES = (
     # (name, HELP, key in the queue's rates_per_min)
-    ("queuewatch_queue_dead_letter_growth_per_minute",
-     "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), "
-     "averaged over the window.",
-     "dead_letter"),
-    ("queuewatch_queue_attempt_failures_per_minute",
-     "Failed attempts that will be retried (not final failures) per minute, averaged over the window.",
-     "attempt_failed"),
+    (
+        "queuewatch_queue_dead_letter_growth_per_minute",
+        "Jobs entering the dead-letter set per minute (for an application DLQ queue: jobs added), "
+        "averaged over the window.",
+        "dead_letter",
+    ),
+    (
+        "queuewatch_queue_attempt_failures_per_minute",
+        "Failed attempts that will be retried (not final failures) per minute, averaged over the window.",
+        "attempt_failed",
+    ),
 )
 
 
@@ -86,17 +102,25 @@ class QueuewatchCollector:
         if s.alerts is not None:
             yield alert_family(s.alerts)
         yield from freshness_families(
-            "queuewatch_monitor_state", s.state, "taken_at", s.now_ms,
+            "queuewatch_monitor_state",
+            s.state,
+            "taken_at",
+            s.now_ms,
             present="1 if a leading monitor's state document is available.",
             timestamp="When the monitor took the state document (Unix time).",
-            age="Age of the monitor's state document at scrape time.")
+            age="Age of the monitor's state document at scrape time.",
+        )
         if s.state:
             yield from state_families(s.state)
         yield from freshness_families(
-            "queuewatch_health", s.health, "checked_at", s.now_ms,
+            "queuewatch_health",
+            s.health,
+            "checked_at",
+            s.now_ms,
             present="1 if a stored health-check report is available.",
             timestamp="When the stored health checks ran (Unix time).",
-            age="Age of the stored health-check report at scrape time.")
+            age="Age of the stored health-check report at scrape time.",
+        )
         if s.health:
             yield from check_families(s.health)
 
@@ -111,16 +135,31 @@ def render_metrics(*, state: dict | None, health: dict | None, now_ms: int, aler
 
 def alert_family(alerts: list[dict]) -> GaugeMetricFamily:
     # Prometheus' own shape: one ALERTS sample per pending or firing alert.
-    family = GaugeMetricFamily("ALERTS", "Open Queuewatch alerts, as Prometheus shows its own (alertstate pending or firing).",
-                               labels=ALERT_LABELS)
+    family = GaugeMetricFamily(
+        "ALERTS",
+        "Open Queuewatch alerts, as Prometheus shows its own (alertstate pending or firing).",
+        labels=ALERT_LABELS,
+    )
     for a in alerts:
-        family.add_metric([a["rule__name"], a["state"], a["rule__severity"], a["connection"], a["prefix"], a["queue"],
-                           a["item"], "true" if a["silenced_by"] else "false"], 1)
+        family.add_metric(
+            [
+                a["rule__name"],
+                a["state"],
+                a["rule__severity"],
+                a["connection"],
+                a["prefix"],
+                a["queue"],
+                a["item"],
+                "true" if a["silenced_by"] else "false",
+            ],
+            1,
+        )
     return family
 
 
-def freshness_families(name: str, doc: dict | None, time_field: str, now_ms: int, *,
-                       present: str, timestamp: str, age: str) -> Iterator[GaugeMetricFamily]:
+def freshness_families(
+    name: str, doc: dict | None, time_field: str, now_ms: int, *, present: str, timestamp: str, age: str
+) -> Iterator[GaugeMetricFamily]:
     """``<name>_present``, and when the document exists its ``_timestamp_seconds`` and
     ``_age_seconds``: how a scraper tells "no data" and "stale data" from "all zero"."""
     yield GaugeMetricFamily(f"{name}_present", present, value=1 if doc else 0)
@@ -136,16 +175,19 @@ def queue_label_values(q: dict) -> list[str]:
 
 def state_families(state: dict) -> Iterator[Metric]:
     """Connection reachability and every queue's figures from the monitor's state document."""
-    up = GaugeMetricFamily("queuewatch_connection_up", "1 if the monitor reaches the monitored Redis connection.",
-                           labels=["connection"])
+    up = GaugeMetricFamily(
+        "queuewatch_connection_up", "1 if the monitor reaches the monitored Redis connection.", labels=["connection"]
+    )
     for name, conn in sorted((state.get("connections") or {}).items()):
         up.add_metric([name], 1 if conn.get("ok") else 0)
     yield up
 
     queues = state.get("queues") or []
-    jobs = GaugeMetricFamily("queuewatch_queue_jobs",
-                             "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list).",
-                             labels=[*QUEUE_LABELS, "state"])
+    jobs = GaugeMetricFamily(
+        "queuewatch_queue_jobs",
+        "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list).",
+        labels=[*QUEUE_LABELS, "state"],
+    )
     for q in queues:
         counts = q.get("counts") or {}
         for st in COUNT_STATES:
@@ -158,9 +200,11 @@ def state_families(state: dict) -> Iterator[Metric]:
             family.add_metric(queue_label_values(q), value(q))
         yield family
 
-    workers = GaugeMetricFamily("queuewatch_queue_workers",
-                                "Worker connections of the queue as the monitor last read them (CLIENT LIST); "
-                                "no sample when unknown.", labels=QUEUE_LABELS)
+    workers = GaugeMetricFamily(
+        "queuewatch_queue_workers",
+        "Worker connections of the queue as the monitor last read them (CLIENT LIST); no sample when unknown.",
+        labels=QUEUE_LABELS,
+    )
     for q in queues:
         if isinstance(q.get("workers"), int):  # absent or null: unknown, which is not 0
             workers.add_metric(queue_label_values(q), q["workers"])
@@ -175,36 +219,48 @@ def state_families(state: dict) -> Iterator[Metric]:
         yield family
 
     for event in COUNTED_EVENTS:
-        family = CounterMetricFamily(f"queuewatch_queue_{event}",
-                                     f"'{event}' events of the queue counted since the leading monitor started leading.",
-                                     labels=QUEUE_LABELS)
+        family = CounterMetricFamily(
+            f"queuewatch_queue_{event}",
+            f"'{event}' events of the queue counted since the leading monitor started leading.",
+            labels=QUEUE_LABELS,
+        )
         for q in queues:
             family.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get(event) or 0))
         yield family
 
-    retried = CounterMetricFamily("queuewatch_queue_attempt_failures",
-                                  "Failed attempts that will be retried, counted since the leading monitor started leading.",
-                                  labels=QUEUE_LABELS)
+    retried = CounterMetricFamily(
+        "queuewatch_queue_attempt_failures",
+        "Failed attempts that will be retried, counted since the leading monitor started leading.",
+        labels=QUEUE_LABELS,
+    )
     for q in queues:
         retried.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get("attempt_failed") or 0))
     yield retried
 
     yield from timing_families(queues)
 
-    gaps = CounterMetricFamily("queuewatch_queue_stream_gaps",
-                               "Times the events stream was trimmed past the monitor's position since it started leading.",
-                               labels=QUEUE_LABELS)
+    gaps = CounterMetricFamily(
+        "queuewatch_queue_stream_gaps",
+        "Times the events stream was trimmed past the monitor's position since it started leading.",
+        labels=QUEUE_LABELS,
+    )
     for q in queues:
         gaps.add_metric(queue_label_values(q), int(q.get("stream_gaps") or 0))
     yield gaps
 
 
 TIMING_HISTOGRAMS = (
-    ("queuewatch_job_wait_seconds", "wait",
-     "Time jobs waited from ready (added, retried, or a delayed job's due time) to active, per job name, "
-     "since the leading monitor started leading."),
-    ("queuewatch_job_processing_seconds", "processing",
-     "Time from active to completed or finally failed, per job name, since the leading monitor started leading."),
+    (
+        "queuewatch_job_wait_seconds",
+        "wait",
+        "Time jobs waited from ready (added, retried, or a delayed job's due time) to active, per job name, "
+        "since the leading monitor started leading.",
+    ),
+    (
+        "queuewatch_job_processing_seconds",
+        "processing",
+        "Time from active to completed or finally failed, per job name, since the leading monitor started leading.",
+    ),
 )
 
 
@@ -219,8 +275,11 @@ def timing_families(queues: list[dict]) -> Iterator[HistogramMetricFamily]:
                 if len(counts) != len(PROMETHEUS_LE_SECONDS):
                     continue  # a document from another version: skip rather than mislabel buckets
                 buckets = [(f"{le:g}", n) for le, n in zip(PROMETHEUS_LE_SECONDS, counts)]
-                family.add_metric([*queue_label_values(q), str(job_name)], buckets + [("+Inf", int(h.get("count") or 0))],
-                                  sum_value=int(h.get("sum_ms") or 0) / 1000)
+                family.add_metric(
+                    [*queue_label_values(q), str(job_name)],
+                    buckets + [("+Inf", int(h.get("count") or 0))],
+                    sum_value=int(h.get("sum_ms") or 0) / 1000,
+                )
         yield family
 
 
@@ -229,13 +288,19 @@ def check_families(health: dict) -> Iterator[GaugeMetricFamily]:
     failing = GaugeMetricFamily(
         "queuewatch_check_failing",
         "1 if the check fails, 0 if it passes or is unknown (label kind: the check's stable id).",
-        labels=[*CHECK_LABELS, "severity"])
-    unknown = GaugeMetricFamily("queuewatch_check_unknown", "1 if the check could not be decided (e.g. no monitor state).",
-                                labels=CHECK_LABELS)
+        labels=[*CHECK_LABELS, "severity"],
+    )
+    unknown = GaugeMetricFamily(
+        "queuewatch_check_unknown", "1 if the check could not be decided (e.g. no monitor state).", labels=CHECK_LABELS
+    )
     for conn in health.get("connections") or []:
         for r in conn.get("results") or []:
-            labels = [str(r.get("connection") or conn.get("name", "")), str(r.get("prefix") or ""),
-                      str(r.get("queue") or ""), str(r.get("kind", ""))]
+            labels = [
+                str(r.get("connection") or conn.get("name", "")),
+                str(r.get("prefix") or ""),
+                str(r.get("queue") or ""),
+                str(r.get("kind", "")),
+            ]
             failing.add_metric([*labels, str(r.get("severity", ""))], 1 if r.get("status") == "fail" else 0)
             unknown.add_metric(labels, 1 if r.get("status") == "unknown" else 0)
     yield failing

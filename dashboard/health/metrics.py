@@ -71,7 +71,9 @@ def check_access(request) -> HttpResponse | None:
     why = authenticate(request)
     if why is None:
         return None if token_may_scrape(request.user) else _text("forbidden: this token has no metrics scope", 403)
-    return _unauthorized(why if given is not None else "authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)")
+    return _unauthorized(
+        why if given is not None else "authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)"
+    )
 
 
 @login_not_required
@@ -86,8 +88,11 @@ def metrics(request):
         health_doc = health_checks.read_stored(client)
     except DashboardRedisError as exc:
         return _text(f"dashboard Redis unavailable: {exc.__class__.__name__}", 503)
-    alerts = list(Alert.objects.filter(state__in=Alert.OPEN).order_by("rule__name", "fingerprint").values(
-        "rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by"))
+    alerts = list(
+        Alert.objects.filter(state__in=Alert.OPEN)
+        .order_by("rule__name", "fingerprint")
+        .values("rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by")
+    )
     body = render_metrics(state=state, health=health_doc, alerts=alerts, now_ms=int(time.time() * 1000))
     response = HttpResponse(body, content_type=CONTENT_TYPE)
     response["Cache-Control"] = "no-store"

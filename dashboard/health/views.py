@@ -25,12 +25,17 @@ _CODE = re.compile(r"`([^`]+)`")
 def code_spans(text: str) -> str:
     """Translate the text (checks mark theirs with ``queues.messages._``), escape it, then show
     `quoted` parts (option names, commands) as left-to-right <code>."""
-    return mark_safe(_CODE.sub(r'<code>\1</code>', escape(translate(text))))
+    return mark_safe(_CODE.sub(r"<code>\1</code>", escape(translate(text))))
 
 
 def _item(r: health.CheckResult) -> dict:
-    return {"r": r, "title": translate(r.title), "summary": code_spans(r.summary),
-            "explanation": code_spans(r.explanation), "fix": code_spans(r.fix)}
+    return {
+        "r": r,
+        "title": translate(r.title),
+        "summary": code_spans(r.summary),
+        "explanation": code_spans(r.explanation),
+        "fix": code_spans(r.fix),
+    }
 
 
 @require_GET
@@ -38,10 +43,21 @@ def health_page(request):
     report = health_checks.run_all()
     health_checks.store(report)
     connections = sorted(report.connections, key=lambda c: (-_WORST_RANK[c.worst], len(c.unknown) == 0))
-    return render(request, "health/health.html", {
-        "report": report,
-        "state_note": code_spans(report.state_note),
-        "connections": [{"conn": c, "failing": [_item(r) for r in c.failing], "unknown": [_item(r) for r in c.unknown],
-                         "passing": [_item(r) for r in c.passing]} for c in connections],
-        "state_kinds": [translate(health.CHECKS[k].title) for k in health.STATE_KINDS],
-    })
+    return render(
+        request,
+        "health/health.html",
+        {
+            "report": report,
+            "state_note": code_spans(report.state_note),
+            "connections": [
+                {
+                    "conn": c,
+                    "failing": [_item(r) for r in c.failing],
+                    "unknown": [_item(r) for r in c.unknown],
+                    "passing": [_item(r) for r in c.passing],
+                }
+                for c in connections
+            ],
+            "state_kinds": [translate(health.CHECKS[k].title) for k in health.STATE_KINDS],
+        },
+    )

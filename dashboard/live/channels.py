@@ -94,8 +94,6 @@ def task_progress_id(task_id: int) -> str:
     return f"task-{int(task_id)}-progress"
 
 
-
-
 @dataclass(frozen=True)
 class CacheWrite:
     """Keep (or, with ``html`` None, drop) an element's fragment for tabs that connect later."""

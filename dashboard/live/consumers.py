@@ -112,7 +112,9 @@ class OverviewConsumer(LiveConsumer):
 
 class QueueConsumer(LiveConsumer):
     def list_state(self) -> str | None:
-        query = dict(pair.split("=", 1) for pair in self.scope.get("query_string", b"").decode().split("&") if "=" in pair)
+        query = dict(
+            pair.split("=", 1) for pair in self.scope.get("query_string", b"").decode().split("&") if "=" in pair
+        )
         state = query.get("state")
         return state if query.get("list") == "1" and state in BROWSABLE_STATES else None
 

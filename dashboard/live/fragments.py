@@ -75,7 +75,8 @@ def overview_row(sig: QueueSignals) -> tuple[str, str]:
 def queue_live(sig: QueueSignals, state: str = "") -> tuple[str, str]:
     q = sig.snapshot.queue
     return queue_live_id(q), render_localized(
-        "browse/queue.html#queue-live", {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES}
+        "browse/queue.html#queue-live",
+        {"sig": sig, "snap": sig.snapshot, "queue": q, "state": state, "states": BROWSABLE_STATES},
     )
 
 
@@ -83,12 +84,30 @@ def queue_live_key(sig: QueueSignals) -> tuple:
     """Everything ``queue_live`` shows, as displayed: equal keys mean identical fragments, so
     the monitor skips rendering (the costly part) for unchanged queues."""
     s = sig.snapshot
-    rates = tuple(rate_value(d[w]) for d in (sig.completed_per_min, sig.failed_per_min, sig.attempt_failed_per_min,
-                                       sig.dlq_growth_per_min, sig.stalled_per_min)
-                  for w in RATE_WINDOWS)
+    rates = tuple(
+        rate_value(d[w])
+        for d in (
+            sig.completed_per_min,
+            sig.failed_per_min,
+            sig.attempt_failed_per_min,
+            sig.dlq_growth_per_min,
+            sig.stalled_per_min,
+        )
+        for w in RATE_WINDOWS
+    )
     ratio = None if sig.failure_ratio is None else percent(sig.failure_ratio)
-    return (tuple(s.counts.items()), s.paused, s.schedulers, s.legacy_paused_jobs, s.oldest_waiting_ts,
-            rates, ratio, tuple(sig.stalled_now), sig.stall_failed_15m, sig.is_dlq)
+    return (
+        tuple(s.counts.items()),
+        s.paused,
+        s.schedulers,
+        s.legacy_paused_jobs,
+        s.oldest_waiting_ts,
+        rates,
+        ratio,
+        tuple(sig.stalled_now),
+        sig.stall_failed_15m,
+        sig.is_dlq,
+    )
 
 
 def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[str, str]:

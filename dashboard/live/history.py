@@ -42,9 +42,9 @@ SERIES = ("completed", "failed", "attempt_failed", "dlq_growth", "stalled", "bac
 
 def _floor(now: dt.datetime, seconds: int) -> dt.datetime:
     if now.tzinfo is None:
-        now = now.replace(tzinfo=dt.timezone.utc)
+        now = now.replace(tzinfo=dt.UTC)
     ts = int(now.timestamp())
-    return dt.datetime.fromtimestamp(ts - ts % seconds, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(ts - ts % seconds, tz=dt.UTC)
 
 
 def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
@@ -69,11 +69,23 @@ def queue_history(queue: QueueRef, range_key: str, now: dt.datetime) -> dict:
 
     series: dict[str, list] = {name: [None] * rng.points for name in SERIES}
     rows = QueuePoint.objects.filter(
-        connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-        resolution=step, start__gte=first, start__lte=last,
+        connection=queue.connection,
+        prefix=queue.prefix,
+        queue=queue.name,
+        resolution=step,
+        start__gte=first,
+        start__lte=last,
     ).values_list(
-        "start", "completed", "failed", "attempt_failed", "stalled", "added",
-        "waiting", "prioritized", "failed_depth", "oldest_age_ms",
+        "start",
+        "completed",
+        "failed",
+        "attempt_failed",
+        "stalled",
+        "added",
+        "waiting",
+        "prioritized",
+        "failed_depth",
+        "oldest_age_ms",
     )
     for start, completed, failed, attempt_failed, stalled, added, waiting, prioritized, failed_depth, oldest_ms in rows:
         offset = int(start.timestamp()) - first_ts
@@ -110,7 +122,7 @@ def rollup_and_prune(now: dt.datetime | None = None) -> None:
     summed, gauges the last value in the hour), then drop minute and hour points older than
     ``QUEUEWATCH_HISTORY_MINUTE_DAYS`` / ``QUEUEWATCH_HISTORY_HOUR_DAYS``. Idempotent: hours
     are rewritten whole, so running it again (or on a standby after a takeover) is harmless."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     hour_start = now.replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=2)
     try:
         buckets: dict[tuple, dict] = {}
@@ -121,16 +133,25 @@ def rollup_and_prune(now: dt.datetime | None = None) -> None:
                 b[c] += getattr(row, c)
             for g in POINT_GAUGES:
                 b[g] = getattr(row, g)  # last value in the hour
-        rows = [QueuePoint(connection=k[0], prefix=k[1], queue=k[2], resolution=QueuePoint.HOUR, start=k[3], **v)
-                for k, v in buckets.items()]
+        rows = [
+            QueuePoint(connection=k[0], prefix=k[1], queue=k[2], resolution=QueuePoint.HOUR, start=k[3], **v)
+            for k, v in buckets.items()
+        ]
         with transaction.atomic():
-            QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY,
-                                           update_fields=list(COUNTERS) + POINT_GAUGES)
-            QueuePoint.objects.filter(resolution=QueuePoint.MINUTE,
-                                      start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)).delete()
-            QueuePoint.objects.filter(resolution=QueuePoint.HOUR,
-                                      start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)).delete()
-            timing_points.rollup(since=hour_start, now=now, minute_days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS,
-                                 hour_days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)
+            QueuePoint.objects.bulk_create(
+                rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=list(COUNTERS) + POINT_GAUGES
+            )
+            QueuePoint.objects.filter(
+                resolution=QueuePoint.MINUTE, start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)
+            ).delete()
+            QueuePoint.objects.filter(
+                resolution=QueuePoint.HOUR, start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS)
+            ).delete()
+            timing_points.rollup(
+                since=hour_start,
+                now=now,
+                minute_days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS,
+                hour_days=settings.QUEUEWATCH_HISTORY_HOUR_DAYS,
+            )
     except Exception:
         log.exception("history roll-up failed; will retry")

@@ -37,7 +37,9 @@ class QueuePoint(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["connection", "prefix", "queue", "resolution", "start"], name="uniq_queue_point"),
+            models.UniqueConstraint(
+                fields=["connection", "prefix", "queue", "resolution", "start"], name="uniq_queue_point"
+            ),
         ]
         indexes = [models.Index(fields=["resolution", "start"])]
 
@@ -81,12 +83,20 @@ class JobTimingPoint(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["connection", "prefix", "queue", "resolution", "start", "name"],
-                                    name="uniq_job_timing_point"),
+            models.UniqueConstraint(
+                fields=["connection", "prefix", "queue", "resolution", "start", "name"], name="uniq_job_timing_point"
+            ),
         ]
         indexes = [models.Index(fields=["connection", "prefix", "queue", "resolution", "start"])]
 
 
 TIMING_KEY = ["connection", "prefix", "queue", "resolution", "start", "name"]
-TIMING_VALUES = ["wait_buckets", "wait_sum_ms", "processing_buckets", "processing_sum_ms", "completed", "failed",
-                 "attempt_failed"]
+TIMING_VALUES = [
+    "wait_buckets",
+    "wait_sum_ms",
+    "processing_buckets",
+    "processing_sum_ms",
+    "completed",
+    "failed",
+    "attempt_failed",
+]

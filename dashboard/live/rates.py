@@ -60,8 +60,15 @@ class QueueSignals:
         return None if done == 0 else self.failed_per_min[5] / done
 
 
-def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, stalled_now: list[str] | None = None,
-                  timings: QueueTimings | None = None, workers: int | None = None) -> QueueSignals:
+def build_signals(
+    snapshot: QueueSnapshot,
+    series: QueueSeries,
+    *,
+    now_ms: int,
+    stalled_now: list[str] | None = None,
+    timings: QueueTimings | None = None,
+    workers: int | None = None,
+) -> QueueSignals:
     dlq = is_dead_letter_queue(snapshot.queue.name)
 
     def rates(name):
@@ -80,8 +87,10 @@ def build_signals(snapshot: QueueSnapshot, series: QueueSeries, *, now_ms: int, 
         stalled_now=stalled_now or [],
         stall_failed_15m=series.total("stall_failed", now_ms=now_ms, window_min=15),
         is_dlq=dlq,
-        totals={name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
-                for name in ("completed", "failed", "stalled")},
+        totals={
+            name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
+            for name in ("completed", "failed", "stalled")
+        },
         timings=timings,
         now_ms=now_ms,
         workers=workers,
@@ -128,4 +137,3 @@ def spark_series(queues: list[QueueRef], *, now: dt.datetime) -> dict[QueueRef, 
         s["c"][i], s["f"][i] = completed, failed
         s["d"][i] = waiting if is_dead_letter_queue(name) else depth
     return result
-

@@ -16,38 +16,56 @@ from queues.timings import MINUTE_MS, Histogram, NameMinute, QueueTimings, summa
 
 WINDOWS = {f"{w}m": w for w in RATE_WINDOWS}  # live windows by period name ("5m"), minutes
 # History ranges: (resolution in seconds, length); minutes for short ranges, hours beyond.
-RANGES = {"1h": (60, 3600),
-          "24h": (60, 24 * 3600), "7d": (3600, 7 * 24 * 3600), "90d": (3600, 90 * 24 * 3600)}
+RANGES = {"1h": (60, 3600), "24h": (60, 24 * 3600), "7d": (3600, 7 * 24 * 3600), "90d": (3600, 90 * 24 * 3600)}
 
 
 def ms_to_dt(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
 def as_row(q: QueueRef, *, name: str, resolution: int, start: dt.datetime, figures: NameMinute) -> JobTimingPoint:
-    return JobTimingPoint(connection=q.connection, prefix=q.prefix, queue=q.name, name=name, resolution=resolution,
-                          start=start, wait_buckets=figures.wait.as_json(), wait_sum_ms=figures.wait.sum_ms,
-                          processing_buckets=figures.processing.as_json(), processing_sum_ms=figures.processing.sum_ms,
-                          completed=figures.completed, failed=figures.failed, attempt_failed=figures.attempt_failed)
+    return JobTimingPoint(
+        connection=q.connection,
+        prefix=q.prefix,
+        queue=q.name,
+        name=name,
+        resolution=resolution,
+        start=start,
+        wait_buckets=figures.wait.as_json(),
+        wait_sum_ms=figures.wait.sum_ms,
+        processing_buckets=figures.processing.as_json(),
+        processing_sum_ms=figures.processing.sum_ms,
+        completed=figures.completed,
+        failed=figures.failed,
+        attempt_failed=figures.attempt_failed,
+    )
 
 
 def figures_of(row: JobTimingPoint) -> NameMinute:
-    return NameMinute(wait=Histogram.from_json(row.wait_buckets, row.wait_sum_ms),
-                      processing=Histogram.from_json(row.processing_buckets, row.processing_sum_ms),
-                      completed=row.completed, failed=row.failed, attempt_failed=row.attempt_failed)
+    return NameMinute(
+        wait=Histogram.from_json(row.wait_buckets, row.wait_sum_ms),
+        processing=Histogram.from_json(row.processing_buckets, row.processing_sum_ms),
+        completed=row.completed,
+        failed=row.failed,
+        attempt_failed=row.attempt_failed,
+    )
 
 
 def dirty_rows(q: QueueRef, timings: QueueTimings) -> list[JobTimingPoint]:
     """The minutes of one queue touched since the last flush, whole (rows are overwritten)."""
-    return [as_row(q, name=name, resolution=60, start=ms_to_dt(minute), figures=figures)
-            for minute in sorted(timings.dirty) for name, figures in timings.minutes.get(minute, {}).items()]
+    return [
+        as_row(q, name=name, resolution=60, start=ms_to_dt(minute), figures=figures)
+        for minute in sorted(timings.dirty)
+        for name, figures in timings.minutes.get(minute, {}).items()
+    ]
 
 
 def save(rows: list[JobTimingPoint]) -> None:
     """Upsert rows (inside the caller's transaction)."""
     if rows:
-        JobTimingPoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=TIMING_KEY,
-                                           update_fields=TIMING_VALUES)
+        JobTimingPoint.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=TIMING_KEY, update_fields=TIMING_VALUES
+        )
 
 
 def restore(timings_by_queue: dict[QueueRef, QueueTimings], *, now_ms: int) -> None:
@@ -56,8 +74,9 @@ def restore(timings_by_queue: dict[QueueRef, QueueTimings], *, now_ms: int) -> N
         return
     since = ms_to_dt(now_ms - now_ms % MINUTE_MS - 16 * MINUTE_MS)
     wanted = {(q.connection, q.prefix, q.name): t for q, t in timings_by_queue.items()}
-    for row in JobTimingPoint.objects.filter(resolution=60, start__gte=since,
-                                             queue__in={q.name for q in timings_by_queue}):
+    for row in JobTimingPoint.objects.filter(
+        resolution=60, start__gte=since, queue__in={q.name for q in timings_by_queue}
+    ):
         timings = wanted.get((row.connection, row.prefix, row.queue))
         if timings is not None:
             timings.restore(int(row.start.timestamp() * 1000), row.name, figures_of(row))
@@ -71,8 +90,9 @@ def _by_name(rows) -> dict[str, NameMinute]:
 
 
 def _rows(q: QueueRef, *, resolution: int, since: dt.datetime):
-    return JobTimingPoint.objects.filter(connection=q.connection, prefix=q.prefix, queue=q.name,
-                                         resolution=resolution, start__gt=since)
+    return JobTimingPoint.objects.filter(
+        connection=q.connection, prefix=q.prefix, queue=q.name, resolution=resolution, start__gt=since
+    )
 
 
 def window_summary(q: QueueRef, window: str, *, now: dt.datetime) -> dict:
@@ -102,8 +122,9 @@ def timing_series(q: QueueRef, *, resolution: int, first: dt.datetime, points: i
     The histograms of a period's rows add exactly, so an hour's percentile is the hour's own."""
     first_ts = int(first.timestamp())
     periods: dict[int, NameMinute] = {}
-    rows = JobTimingPoint.objects.filter(connection=q.connection, prefix=q.prefix, queue=q.name,
-                                         resolution=resolution, start__gte=first)
+    rows = JobTimingPoint.objects.filter(
+        connection=q.connection, prefix=q.prefix, queue=q.name, resolution=resolution, start__gte=first
+    )
     for row in rows:
         offset = int(row.start.timestamp()) - first_ts
         if offset % resolution == 0 and 0 <= offset // resolution < points:
@@ -124,7 +145,11 @@ def rollup(*, since: dt.datetime, minute_days: int, hour_days: int, now: dt.date
     for row in JobTimingPoint.objects.filter(resolution=60, start__gte=since):
         key = (row.connection, row.prefix, row.queue, row.name, row.start.replace(minute=0, second=0, microsecond=0))
         hours.setdefault(key, NameMinute()).merge(figures_of(row))
-    save([as_row(QueueRef(c, p, qn), name=n, resolution=3600, start=start, figures=f)
-          for (c, p, qn, n, start), f in hours.items()])
+    save(
+        [
+            as_row(QueueRef(c, p, qn), name=n, resolution=3600, start=start, figures=f)
+            for (c, p, qn, n, start), f in hours.items()
+        ]
+    )
     JobTimingPoint.objects.filter(resolution=60, start__lt=now - dt.timedelta(days=minute_days)).delete()
     JobTimingPoint.objects.filter(resolution=3600, start__lt=now - dt.timedelta(days=hour_days)).delete()

@@ -70,5 +70,6 @@ class QueueLists:
         except DashboardRedisError:
             published = []
         known = {*published, *(q for q in cursors if q.connection == name)}
-        return discovery_for(self.registry.source(name), keys_per_step=self.keys_per_step,
-                             min_pass_s=DISCOVERY_INTERVAL, known=known)
+        return discovery_for(
+            self.registry.source(name), keys_per_step=self.keys_per_step, min_pass_s=DISCOVERY_INTERVAL, known=known
+        )

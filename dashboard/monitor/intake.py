@@ -53,7 +53,9 @@ MIN_READ_INTERVAL = 0.05  # s between XREADs that returned events
 class FollowerThread(threading.Thread):
     """Reads one connection's event streams and hands batches to the intake's queue."""
 
-    def __init__(self, name: str, registry: Registry, out: queue_mod.Queue, stop: threading.Event, block_ms: int = 1000):
+    def __init__(
+        self, name: str, registry: Registry, out: queue_mod.Queue, stop: threading.Event, block_ms: int = 1000
+    ):
         super().__init__(name=f"follow-{name}", daemon=True)
         self.conn_name = name
         self.source = registry.source(name)
@@ -151,7 +153,10 @@ class ExactReadRequests(threading.Thread):
                         message = requests.get_message(timeout=self.wait_s)
                         asked = dash_redis.exact_read_asked(message)
                         if asked is not None:
-                            watched = message["channel"] in (dash_redis.WATCHED_CHANNEL, dash_redis.WATCHED_CHANNEL.encode())
+                            watched = message["channel"] in (
+                                dash_redis.WATCHED_CHANNEL,
+                                dash_redis.WATCHED_CHANNEL.encode(),
+                            )
                             self.out.put(ViewerArrived(asked) if watched else ExactReadAsked(asked))
             except DashboardRedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
@@ -209,8 +214,12 @@ class EventIntake:
                 dirty |= self.tracker.apply_events(events)
                 self.events_seen += len(events)
                 for q, (lost_from, lost_to) in gaps.items():
-                    log.warning("%s: events stream of %s/%s was trimmed past our cursor; reconciling",
-                                self.monitor_name, q.prefix, q.name)
+                    log.warning(
+                        "%s: events stream of %s/%s was trimmed past our cursor; reconciling",
+                        self.monitor_name,
+                        q.prefix,
+                        q.name,
+                    )
                     self.gaps_seen += 1
                     self.tracker.stream_gap(q, lost_from=lost_from, lost_to=lost_to)
                     dirty.add(q)

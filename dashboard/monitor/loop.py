@@ -55,8 +55,14 @@ HUNG_AFTER = 60.0  # s without a loop iteration before the heartbeat gives up th
 
 
 class Monitor:
-    def __init__(self, *, registry: Registry | None = None, tick: float | None = None, lock_ttl_ms: int = 5000,
-                 name: str = "monitor"):
+    def __init__(
+        self,
+        *,
+        registry: Registry | None = None,
+        tick: float | None = None,
+        lock_ttl_ms: int = 5000,
+        name: str = "monitor",
+    ):
         self.registry = registry or get_registry()
         self.tick = tick if tick is not None else settings.QUEUEWATCH_MONITOR_TICK
         self.snapshot_every = max(self.tick, settings.QUEUEWATCH_RECONCILE_MS / 1000)
@@ -89,8 +95,12 @@ class Monitor:
 
     @property
     def stats(self) -> dict[str, int]:
-        return {"gaps": self.intake.gaps_seen, "events": self.intake.events_seen,
-                "ticks": self.ticks, "publishes": self.publishes}
+        return {
+            "gaps": self.intake.gaps_seen,
+            "events": self.intake.events_seen,
+            "ticks": self.ticks,
+            "publishes": self.publishes,
+        }
 
     # --- leadership ---------------------------------------------------------------------------
 
@@ -129,7 +139,9 @@ class Monitor:
         heartbeat = threading.Thread(target=self._keep_lock, args=(term_over,), name="leader-heartbeat", daemon=True)
         heartbeat.start()
         # Bulk actions (retry/discard/redrive tasks) run beside the loop, only while leading.
-        bulk = BulkRunner(registry=self.registry, publisher=self.publisher, name=self.name, leading=lambda: self.lock.held)
+        bulk = BulkRunner(
+            registry=self.registry, publisher=self.publisher, name=self.name, leading=lambda: self.lock.held
+        )
         bulk.start()
         outbox = OutboxRunner(leading=lambda: self.lock.held)  # notifications, beside the loop too
         outbox.start()
@@ -154,7 +166,9 @@ class Monitor:
         every = self.lock.ttl_ms / 1000 / 3
         while not stop.wait(every):
             if time.monotonic() - self.progress > HUNG_AFTER:
-                log.error("%s: the leader loop made no progress for %.0f s; letting the lock lapse", self.name, HUNG_AFTER)
+                log.error(
+                    "%s: the leader loop made no progress for %.0f s; letting the lock lapse", self.name, HUNG_AFTER
+                )
                 self.lock.held = False
                 return
             if not self.lock.extend():
@@ -176,7 +190,9 @@ class Monitor:
             Job("alerts", self.evaluate_alerts, every=settings.QUEUEWATCH_ALERT_INTERVAL_S, first_after=2 * self.tick),
         ]
         if settings.QUEUEWATCH_DIGEST_CRON:
-            jobs.append(Job("digest", self.write_digest, cron=settings.QUEUEWATCH_DIGEST_CRON, tz=settings.QUEUEWATCH_DIGEST_TZ))
+            jobs.append(
+                Job("digest", self.write_digest, cron=settings.QUEUEWATCH_DIGEST_CRON, tz=settings.QUEUEWATCH_DIGEST_TZ)
+            )
         return jobs
 
     def _lead_loop(self, stop: threading.Event, cursors: dict[QueueRef, str]) -> None:
@@ -192,8 +208,13 @@ class Monitor:
             if t >= next_discovery:
                 self.discover(cursors)
                 next_discovery = t + DISCOVERY_STEP_INTERVAL
-            timeout = max(0.0, min(min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
-                                   periodic.seconds_until_next()))
+            timeout = max(
+                0.0,
+                min(
+                    min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
+                    periodic.seconds_until_next(),
+                ),
+            )
             quiet_in = self.tracker.quiet.seconds_until_due(time.monotonic())
             if quiet_in is not None:
                 timeout = min(timeout, quiet_in)
@@ -325,16 +346,18 @@ class Monitor:
             self.banner.set_up(name)
         return [sig for sig in (self.tracker.current_signals(q, now) for q in qs) if sig is not None]
 
-    def _render_connection(self, name: str, signals: list[QueueSignals], watches: list[dash_redis.Watch], now: int, *,
-                           full: bool) -> bool:
+    def _render_connection(
+        self, name: str, signals: list[QueueSignals], watches: list[dash_redis.Watch], now: int, *, full: bool
+    ) -> bool:
         """Render what changed of these queues (and what is watched of them); whether an
         overview fragment changed."""
         jobs = self.registry.source(name).jobs  # None: the kind shows no job lists or pages live
         changed_overview = False
         for sig in signals:
             q = sig.snapshot.queue
-            changed = self.queue_publisher.publish_queue(sig, watches, jobs, changes=self.tracker.take_changes(q),
-                                                         full=full)
+            changed = self.queue_publisher.publish_queue(
+                sig, watches, jobs, changes=self.tracker.take_changes(q), full=full
+            )
             self.tracker.mark_gauges(q, now, changed=changed)
             changed_overview |= changed
         return changed_overview
@@ -353,8 +376,13 @@ class Monitor:
 
     def publish_state(self) -> None:
         started = time.monotonic()
-        publish_state(self.dash, states=self.tracker.states, connection_names=self.registry.names,
-                      down=self.banner.down, monitor_name=self.name)
+        publish_state(
+            self.dash,
+            states=self.tracker.states,
+            connection_names=self.registry.names,
+            down=self.banner.down,
+            monitor_name=self.name,
+        )
         took = time.monotonic() - started  # grows with the queues (1,000 are about 1 MB of JSON)
         self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
@@ -382,9 +410,15 @@ class Monitor:
         states = self.tracker.states
         signals = [st.signals for st in states.values() if st.signals is not None]
         reachable = [st for q, st in states.items() if not self.banner.is_down(q.connection)]
-        alert_monitoring.evaluate(signals=signals, registry=self.registry, down=dict(self.banner.down),
-                                  report=self.health_report, now=dt.datetime.now(dt.UTC),
-                                  publisher=self.publisher, complete=all(st.signals is not None for st in reachable))
+        alert_monitoring.evaluate(
+            signals=signals,
+            registry=self.registry,
+            down=dict(self.banner.down),
+            report=self.health_report,
+            now=dt.datetime.now(dt.UTC),
+            publisher=self.publisher,
+            complete=all(st.signals is not None for st in reachable),
+        )
 
     def read_workers(self) -> None:
         """Workers per queue: one CLIENT LIST per connection per period (never per request or

@@ -25,7 +25,7 @@ log = logging.getLogger("queuewatch.monitor")
 
 
 def ms_to_dt(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
 def load_cursors() -> dict[QueueRef, str]:
@@ -78,8 +78,14 @@ def collect(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) ->
         snap = st.snapshot
         for m in sorted(st.dirty_minutes):
             b = st.series.minutes.get(m, Minute())
-            row = QueuePoint(connection=q.connection, prefix=q.prefix, queue=q.name, resolution=QueuePoint.MINUTE,
-                             start=ms_to_dt(m), **{c: getattr(b, c) for c in COUNTERS})
+            row = QueuePoint(
+                connection=q.connection,
+                prefix=q.prefix,
+                queue=q.name,
+                resolution=QueuePoint.MINUTE,
+                start=ms_to_dt(m),
+                **{c: getattr(b, c) for c in COUNTERS},
+            )
             if snap is not None and minute_of(snap.taken_at) == m:
                 c = snap.counts
                 row.waiting, row.active, row.delayed = c["waiting"], c["active"], c["delayed"]
@@ -97,8 +103,9 @@ def collect(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) ->
         if st.timings.dirty:
             batch.timing_dirty[q] = set(st.timings.dirty)
             st.timings.dirty.clear()
-    batch.cursor_rows = [StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid)
-                         for q, cid in cursors.items()]
+    batch.cursor_rows = [
+        StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid) for q, cid in cursors.items()
+    ]
     return batch
 
 
@@ -106,14 +113,22 @@ def write(batch: Batch, *, monitor_name: str) -> bool:
     """Write one batch in one transaction; whether it was written."""
     try:
         with transaction.atomic():
-            for rows, fields_ in ((batch.counters_only, list(COUNTERS)),
-                                  (batch.with_gauges, list(COUNTERS) + POINT_GAUGES)):
+            for rows, fields_ in (
+                (batch.counters_only, list(COUNTERS)),
+                (batch.with_gauges, list(COUNTERS) + POINT_GAUGES),
+            ):
                 if rows:
-                    QueuePoint.objects.bulk_create(rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=fields_)
+                    QueuePoint.objects.bulk_create(
+                        rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=fields_
+                    )
             timing_points.save(batch.timing_rows)
             if batch.cursor_rows:
-                StreamCursor.objects.bulk_create(batch.cursor_rows, update_conflicts=True,
-                                                 unique_fields=["connection", "prefix", "queue"], update_fields=["last_id"])
+                StreamCursor.objects.bulk_create(
+                    batch.cursor_rows,
+                    update_conflicts=True,
+                    unique_fields=["connection", "prefix", "queue"],
+                    update_fields=["last_id"],
+                )
     except Exception:
         log.exception("%s: flushing history failed; will retry", monitor_name)
         return False

@@ -96,8 +96,15 @@ class QueuePublisher:
     def next_due(self) -> float | None:
         return min(self.held_back.values()) if self.held_back else None
 
-    def publish_queue(self, sig: QueueSignals, watches: list[dash_redis.Watch], jobs: JobsFacet | None, *,
-                      changes: QueueChanges, full: bool) -> bool:
+    def publish_queue(
+        self,
+        sig: QueueSignals,
+        watches: list[dash_redis.Watch],
+        jobs: JobsFacet | None,
+        *,
+        changes: QueueChanges,
+        full: bool,
+    ) -> bool:
         """Publish a queue's fragments if what they show changed, then what is watched of it:
         job lists whose state jobs entered or left, job pages when their job had events (or,
         on full ticks, while it is active: log lines arrive without events), where the
@@ -170,8 +177,9 @@ class QueuePublisher:
             if job is not None:
                 self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
 
-    def publish_list(self, q: QueueRef, state: str, sig: QueueSignals, jobs: JobsFacet, *,
-                     changes: QueueChanges) -> None:
+    def publish_list(
+        self, q: QueueRef, state: str, sig: QueueSignals, jobs: JobsFacet, *, changes: QueueChanges
+    ) -> None:
         """Page 1 of a watched job list, re-rendered when its ids, stalled markers or count
         change. The ids of a finished list follow from the moves the events describe (a new
         failure goes on top, a retried job leaves); other lists are re-read when jobs entered
@@ -241,15 +249,24 @@ class ConnectionBanner:
 def timings_totals(timings: QueueTimings) -> dict:
     """Per job name, cumulative wait and processing histograms since this monitor started
     leading, at the Prometheus bounds (``queues.timings.PROMETHEUS_LE_SECONDS``), for /metrics."""
+
     def histogram(h):
         return {"le": h.cumulative(), "count": h.count, "sum_ms": h.sum_ms}
 
-    return {name: {"wait": histogram(t.wait), "processing": histogram(t.processing)}
-            for name, t in sorted(timings.totals.items())}
+    return {
+        name: {"wait": histogram(t.wait), "processing": histogram(t.processing)}
+        for name, t in sorted(timings.totals.items())
+    }
 
 
-def publish_state(dash: DashboardRedis, *, states: dict[QueueRef, QueueState], connection_names, down: dict[str, str],
-                  monitor_name: str) -> None:
+def publish_state(
+    dash: DashboardRedis,
+    *,
+    states: dict[QueueRef, QueueState],
+    connection_names,
+    down: dict[str, str],
+    monitor_name: str,
+) -> None:
     """The latest figures of every queue as one JSON document in the dashboard Redis, for
     readers that must not touch the monitored Redis themselves (Prometheus /metrics,
     health checks). Written once per tick, whatever the number of readers."""
@@ -258,25 +275,30 @@ def publish_state(dash: DashboardRedis, *, states: dict[QueueRef, QueueState], c
         sig = st.signals
         if sig is None:
             continue
-        queues.append({
-            **sig.snapshot.as_dict(),
-            "is_dlq": sig.is_dlq,
-            "rates_per_min": {
-                "completed": sig.completed_per_min, "failed": sig.failed_per_min,
-                "dead_letter": sig.dlq_growth_per_min, "stalled": sig.stalled_per_min,
-                "attempt_failed": sig.attempt_failed_per_min,
-            },
-            "stalled_now": len(sig.stalled_now),
-            "stall_failed_15m": sig.stall_failed_15m,
-            "events_total": dict(st.totals),
-            "stream_gaps": st.gaps,
-            "timings": timings_totals(st.timings),
-            # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
-            "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
-        })
+        queues.append(
+            {
+                **sig.snapshot.as_dict(),
+                "is_dlq": sig.is_dlq,
+                "rates_per_min": {
+                    "completed": sig.completed_per_min,
+                    "failed": sig.failed_per_min,
+                    "dead_letter": sig.dlq_growth_per_min,
+                    "stalled": sig.stalled_per_min,
+                    "attempt_failed": sig.attempt_failed_per_min,
+                },
+                "stalled_now": len(sig.stalled_now),
+                "stall_failed_15m": sig.stall_failed_15m,
+                "events_total": dict(st.totals),
+                "stream_gaps": st.gaps,
+                "timings": timings_totals(st.timings),
+                # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
+                "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
+            }
+        )
     connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
     try:
-        dash_redis.publish_state(dash, {"taken_at": now_ms(), "monitor": monitor_name,
-                                  "connections": connections, "queues": queues})
+        dash_redis.publish_state(
+            dash, {"taken_at": now_ms(), "monitor": monitor_name, "connections": connections, "queues": queues}
+        )
     except DashboardRedisError:
         log.warning("%s: could not publish the state document", monitor_name)

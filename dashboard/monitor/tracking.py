@@ -363,8 +363,14 @@ class CountTracker:
             return None
         st.snapshot = snap = st.live.snapshot(now)
         st.stalled_now = [j for j in st.stalled_now if j in st.active_since]
-        st.signals = build_signals(snap, st.series, now_ms=now, stalled_now=st.stalled_now, timings=st.timings,
-                                   workers=None if st.workers is None else len(st.workers))
+        st.signals = build_signals(
+            snap,
+            st.series,
+            now_ms=now,
+            stalled_now=st.stalled_now,
+            timings=st.timings,
+            workers=None if st.workers is None else len(st.workers),
+        )
         return st.signals
 
     def current_snapshots(self) -> dict[QueueRef, QueueSnapshot]:
@@ -376,8 +382,9 @@ class CountTracker:
         """What moved in the queue since the last call, and start collecting afresh."""
         st = self.states[q]
         moves, moves_lost = st.live.take_moves()
-        changes = QueueChanges(jobs=frozenset(st.touched_jobs), states=frozenset(st.touched_states),
-                               moves=None if moves_lost else moves)
+        changes = QueueChanges(
+            jobs=frozenset(st.touched_jobs), states=frozenset(st.touched_states), moves=None if moves_lost else moves
+        )
         st.touched_jobs.clear()
         st.touched_states.clear()
         return changes

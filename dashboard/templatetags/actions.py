@@ -39,8 +39,9 @@ def has_jobs_in(counts, states) -> bool:
 @register.simple_tag
 def active_task(queue):
     """The pending or running bulk task of a queue (at most one), for a link to its progress."""
-    return BulkTask.objects.filter(connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-                                   state__in=BulkTask.ACTIVE_STATES).first()
+    return BulkTask.objects.filter(
+        connection=queue.connection, prefix=queue.prefix, queue=queue.name, state__in=BulkTask.ACTIVE_STATES
+    ).first()
 
 
 @register.simple_tag(takes_context=True)
@@ -54,10 +55,19 @@ def offered_actions(context, scope, *, queue, job=None, snap=None):
 # How the audit log names the keys of an entry's details (``AuditEntry.selection``). A key not
 # listed is shown as its code. Times (``*_ms``) are shown in the product's time zone.
 DETAIL_LABELS = {
-    "ids": _("jobs"), "state": _("state"), "name": _("job name"), "reason_contains": _("failure reason contains"),
-    "fingerprint": _("error group"), "finished_from_ms": _("finished from"), "finished_to_ms": _("finished until"),
-    "before_ms": _("jobs from before"), "rate": _("paced at (jobs/s)"), "older_than_ms": _("older than"),
-    "reset_counters": _("counters reset"), "job_id": _("job id"), "delayed": _("delayed too"),
+    "ids": _("jobs"),
+    "state": _("state"),
+    "name": _("job name"),
+    "reason_contains": _("failure reason contains"),
+    "fingerprint": _("error group"),
+    "finished_from_ms": _("finished from"),
+    "finished_to_ms": _("finished until"),
+    "before_ms": _("jobs from before"),
+    "rate": _("paced at (jobs/s)"),
+    "older_than_ms": _("older than"),
+    "reset_counters": _("counters reset"),
+    "job_id": _("job id"),
+    "delayed": _("delayed too"),
 }
 SHOWN_IDS = 20  # ids listed in a row; the rest counted
 

@@ -43,7 +43,7 @@ def ms_datetime(ms):
     if ms in (None, ""):
         return ""
     try:
-        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     except (OverflowError, OSError, ValueError, TypeError):
         return str(ms)
 
@@ -51,8 +51,13 @@ def ms_datetime(ms):
 @register.simple_tag
 def format_rules():
     """The words of the rules in the active language, as JSON for static/queuewatch.js."""
-    return json_script({"units": {key: str(text) for key, text in UNITS.items()},
-                        "scales": {key: str(text) for key, (_, text) in SCALES.items()}}, "qw-format-rules")
+    return json_script(
+        {
+            "units": {key: str(text) for key, text in UNITS.items()},
+            "scales": {key: str(text) for key, (_, text) in SCALES.items()},
+        },
+        "qw-format-rules",
+    )
 
 
 @register.filter
@@ -82,15 +87,17 @@ def reltime(ms):
     if ms in (None, ""):
         return ""
     try:
-        iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
+        iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).isoformat()
     except (OverflowError, OSError, ValueError, TypeError):
         return str(ms)
-    return format_html('<time class="rel" datetime="{}" title="{}">{}</time>', _iso(ms) or iso, ms_datetime(ms), ms_datetime(ms))
+    return format_html(
+        '<time class="rel" datetime="{}" title="{}">{}</time>', _iso(ms) or iso, ms_datetime(ms), ms_datetime(ms)
+    )
 
 
 def _iso(ms) -> str | None:
     try:
-        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError, TypeError):
         return None
 
@@ -99,7 +106,7 @@ def _ms_of(value):
     """Milliseconds since the epoch from a number of them or an aware datetime."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     return value
 
@@ -153,10 +160,14 @@ def rate_windows(per_min: dict, windows=""):
     ``windows``: the minutes, comma-separated; all the rate windows (``queues.rates``) by default."""
     windows = [int(w) for w in str(windows).split(",")] if windows else RATE_WINDOWS
     per = gettext("/min")
-    return format_html('<span class="qw-rates">{}</span>', format_html_join(
-        "", '<span class="qw-rate-w">{}<span class="qw-unit">{}</span> <small>· {}</small></span>',
-        ((rate_num(per_min.get(w) if hasattr(per_min, "get") else None), per,
-          label(f"{w}m")) for w in windows)))
+    return format_html(
+        '<span class="qw-rates">{}</span>',
+        format_html_join(
+            "",
+            '<span class="qw-rate-w">{}<span class="qw-unit">{}</span> <small>· {}</small></span>',
+            ((rate_num(per_min.get(w) if hasattr(per_min, "get") else None), per, label(f"{w}m")) for w in windows),
+        ),
+    )
 
 
 @register.simple_tag
@@ -164,9 +175,13 @@ def age_since(ms):
     """How long ago ``ms`` was, as a duration the browser keeps counting ('3 min 4 s')."""
     if ms in (None, ""):
         return "—"
-    iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.timezone.utc).isoformat()
-    return format_html('<time class="age" datetime="{}" title="{}">{}</time>', iso,
-                       gettext("since %(time)s") % {"time": ms_datetime(ms)}, duration(max(0, int(time.time() * 1000) - int(ms))))
+    iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).isoformat()
+    return format_html(
+        '<time class="age" datetime="{}" title="{}">{}</time>',
+        iso,
+        gettext("since %(time)s") % {"time": ms_datetime(ms)},
+        duration(max(0, int(time.time() * 1000) - int(ms))),
+    )
 
 
 @register.filter
@@ -186,7 +201,11 @@ def key_job_url(connection, parts):
 def sort_url(context, column):
     """Overview header link: sort by column, toggling direction when it is already sorted."""
     current, desc = context.get("sort"), context.get("descending")
-    direction = "asc" if (column == current and desc) else ("desc" if column == current or column not in ("name", "connection") else "asc")
+    direction = (
+        "asc"
+        if (column == current and desc)
+        else ("desc" if column == current or column not in ("name", "connection") else "asc")
+    )
     params = {"sort": column, "dir": direction}
     if context.get("query"):
         params["q"] = context["query"]
@@ -222,8 +241,12 @@ def copy_button(value, what=""):
         return ""
     label = gettext("Copy")
     # The icon is drawn by pages.css, so the heading's text stays the name alone.
-    return format_html('<button type="button" class="qw-copy" data-copy="{}" title="{}" aria-label="{}"></button>',
-                       value, label, f"{label} {what or value}")
+    return format_html(
+        '<button type="button" class="qw-copy" data-copy="{}" title="{}" aria-label="{}"></button>',
+        value,
+        label,
+        f"{label} {what or value}",
+    )
 
 
 @register.filter

@@ -54,9 +54,9 @@ return n
 
 
 def _refused(limit: int) -> TooManyRequests:
-    return TooManyRequests(_(
-        "You already have %(count)d downloads running; wait for one to finish, then try again."
-    ) % {"count": limit})
+    return TooManyRequests(
+        _("You already have %(count)d downloads running; wait for one to finish, then try again.") % {"count": limit}
+    )
 
 
 class Slot:
@@ -146,4 +146,3 @@ def acquire(who: str, *, limit: int) -> Slot:
             log.warning("download slots: could not renew (%s)", exc)
 
     return Slot(release, renew)
-

@@ -19,22 +19,36 @@ def _page(request, status: int, title: str, message: str) -> HttpResponse:
 
 
 def bad_request(request, exception=None):
-    return _page(request, 400, _("Bad request"),
-                 _("Queuewatch could not understand this request. Go back and try again; "
-                   "if it keeps happening, the link may be broken."))
+    return _page(
+        request,
+        400,
+        _("Bad request"),
+        _(
+            "Queuewatch could not understand this request. Go back and try again; "
+            "if it keeps happening, the link may be broken."
+        ),
+    )
 
 
 def forbidden(request, exception=None):
     # Our own refusals say which role is missing (PermissionDenied("…") in dashboard/accounts/auth.py).
     detail = str(exception) if exception is not None and str(exception) else ""
-    return _page(request, 403, _("Not allowed"),
-                 detail or _("Your role does not allow this page or action. Ask an administrator if you need it."))
+    return _page(
+        request,
+        403,
+        _("Not allowed"),
+        detail or _("Your role does not allow this page or action. Ask an administrator if you need it."),
+    )
 
 
 def not_found(request, exception=None):
     # Never the exception's text: Django's resolver puts the URL patterns in it.
-    return _page(request, 404, _("Page not found"),
-                 _("There is no page at this address. The link may be mistyped, or what it showed may have been removed."))
+    return _page(
+        request,
+        404,
+        _("Page not found"),
+        _("There is no page at this address. The link may be mistyped, or what it showed may have been removed."),
+    )
 
 
 def server_error(request):
@@ -49,6 +63,12 @@ def server_error(request):
 def csrf_failure(request, reason: str = "") -> HttpResponse:
     """A form sent without a valid CSRF token: what to do about it (the reason goes to the audit
     log, not on the page)."""
-    return _page(request, 403, _("This form has expired"),
-                 _("The form was sent without a valid security token, usually because the page was open for a "
-                   "long time or you logged in again in another tab. Reload the page and send the form again."))
+    return _page(
+        request,
+        403,
+        _("This form has expired"),
+        _(
+            "The form was sent without a valid security token, usually because the page was open for a "
+            "long time or you logged in again in another tab. Reload the page and send the form again."
+        ),
+    )

@@ -63,14 +63,27 @@ def page_errors(view):
         try:
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
-            return render(request, "error.html", {"status": 404, "title": _("Not found"), "message": _not_found_message(exc)}, status=404)
+            return render(
+                request,
+                "error.html",
+                {"status": 404, "title": _("Not found"), "message": _not_found_message(exc)},
+                status=404,
+            )
         except SourceUnavailable as exc:
-            return render(request, "error.html", {"status": 503, "title": _("Redis unavailable"), "message": str(exc)}, status=503)
+            return render(
+                request, "error.html", {"status": 503, "title": _("Redis unavailable"), "message": str(exc)}, status=503
+            )
         except TooManyRequests as exc:
-            return render(request, "error.html", {"status": 429, "title": _("Too many requests"), "message": str(exc)}, status=429)
+            return render(
+                request, "error.html", {"status": 429, "title": _("Too many requests"), "message": str(exc)}, status=429
+            )
         except NotOffered as exc:
-            return render(request, "error.html", {"status": 501, "title": _("Not offered"),
-                                                  "message": translate(exc.message)}, status=501)
+            return render(
+                request,
+                "error.html",
+                {"status": 501, "title": _("Not offered"), "message": translate(exc.message)},
+                status=501,
+            )
 
     return wrapper
 
@@ -88,8 +101,13 @@ def api_errors(view):
             if request.method != "GET":  # a refused action, not a bad filter on a read
                 from dashboard.audit import log as audit  # lazily: the audit module loads models
 
-                audit.record_refusal(user=request.user, kind="validation", via="api",
-                                     target=f"{request.method} {request.path}", message=str(exc))
+                audit.record_refusal(
+                    user=request.user,
+                    kind="validation",
+                    via="api",
+                    target=f"{request.method} {request.path}",
+                    message=str(exc),
+                )
             return JsonResponse({"error": "bad_request", "message": str(exc), **exc.details}, status=400)
         except Conflict as exc:
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)

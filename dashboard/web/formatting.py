@@ -40,7 +40,7 @@ def unit_text(key: str, text: str) -> str:
 def _rounded(value: float, decimals: int) -> tuple[int, str]:
     """``|value|`` rounded half up: the whole part and the decimals (no trailing zeros). The same
     float operations as the JS, so both round alike."""
-    scale = 10 ** decimals
+    scale = 10**decimals
     whole, fraction = divmod(math.floor(abs(value) * scale + 0.5), scale)
     return whole, str(fraction).rjust(decimals, "0").rstrip("0") if decimals else ""
 

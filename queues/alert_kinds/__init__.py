@@ -9,8 +9,19 @@ reads this registry. To add a kind, write its class and add it to ``BUILT_IN`` (
 from __future__ import annotations
 
 from .base import RuleKind
-from .queue_kinds import (AttemptFailures, Backlog, DlqDepth, DlqGrowth, FailureRatio, NoCompletions, NoWorkers,
-                          OldestWaiting, Paused, StalledNow, StalledWindow)
+from .queue_kinds import (
+    AttemptFailures,
+    Backlog,
+    DlqDepth,
+    DlqGrowth,
+    FailureRatio,
+    NoCompletions,
+    NoWorkers,
+    OldestWaiting,
+    Paused,
+    StalledNow,
+    StalledWindow,
+)
 from .redis_kinds import EvictionPolicy, Memory, RedisUnreachable
 from .scheduler_kinds import SchedulerMissed
 from .timing_kinds import ProcessingP95, WaitP95

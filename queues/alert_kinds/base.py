@@ -19,8 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from ..messages import _
 from ..rates import RATE_WINDOWS
@@ -176,9 +177,12 @@ class RuleKind:
         if self.percent and threshold is not None and threshold > 100:
             errors["threshold"] = _("A percentage cannot be above 100 (got {threshold}).", threshold=f"{threshold:g}")
         if threshold is not None and resolve is not None and resolve > threshold:
-            errors["resolve_threshold"] = _("The resolve threshold ({resolve}) must be at or below the threshold "
-                                            "({threshold}); otherwise the alert would resolve while still firing.",
-                                            resolve=f"{resolve:g}", threshold=f"{threshold:g}")
+            errors["resolve_threshold"] = _(
+                "The resolve threshold ({resolve}) must be at or below the threshold "
+                "({threshold}); otherwise the alert would resolve while still firing.",
+                resolve=f"{resolve:g}",
+                threshold=f"{threshold:g}",
+            )
         return errors
 
     def observe(self, *, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
@@ -195,8 +199,13 @@ class RuleKind:
         if not self.has_threshold:
             return self.title
         if self.uses_window:
-            return _("{title}: {threshold} {unit} over {window} min", title=self.title, threshold=f"{rule.threshold:g}",
-                     unit=self.unit, window=window_of(rule))
+            return _(
+                "{title}: {threshold} {unit} over {window} min",
+                title=self.title,
+                threshold=f"{rule.threshold:g}",
+                unit=self.unit,
+                window=window_of(rule),
+            )
         if self.unit:
             return _("{title}: {threshold} {unit}", title=self.title, threshold=f"{rule.threshold:g}", unit=self.unit)
         return _("{title}: {threshold}", title=self.title, threshold=f"{rule.threshold:g}")
@@ -240,5 +249,8 @@ class ConnectionKind(RuleKind):
         raise NotImplementedError
 
     def observe(self, *, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
-        return [obs for name, cf in sorted(facts.connections.items())
-                if in_scope(rule, connection=name) and (obs := self.observe_connection(rule, name, cf)) is not None]
+        return [
+            obs
+            for name, cf in sorted(facts.connections.items())
+            if in_scope(rule, connection=name) and (obs := self.observe_connection(rule, name, cf)) is not None
+        ]

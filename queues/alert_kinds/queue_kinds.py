@@ -31,8 +31,10 @@ class DlqGrowth(QueueKind):
 
 class AttemptFailures(QueueKind):
     id, title, unit = "attempt_failures", _("Failed attempts above N per minute"), _("attempts/min")
-    help = _("Attempts that failed and will be retried, per minute over the window: a flapping dependency "
-             "shows here before jobs run out of attempts (final failures are not counted).")
+    help = _(
+        "Attempts that failed and will be retried, per minute over the window: a flapping dependency "
+        "shows here before jobs run out of attempts (final failures are not counted)."
+    )
     params = frozenset({WINDOW})
 
     def measure(self, rule, sig, facts):
@@ -84,7 +86,9 @@ def waiting(counts: dict) -> int:
 
 class Backlog(QueueKind):
     id, title, unit = "backlog", _("Backlog above N"), _("jobs")
-    help = _("Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker).")
+    help = _(
+        "Waiting plus prioritized jobs; optionally also delayed jobs already due (nobody promoted them: no worker)."
+    )
     params = frozenset({DUE_DELAYED_PARAM})
 
     def needs(self, rule):
@@ -131,9 +135,11 @@ class NoCompletions(QueueKind):
 
 class NoWorkers(QueueKind):
     id, title, unit = "no_workers", _("Jobs waiting, no workers"), _("jobs")
-    help = _("More than N jobs waiting (plus prioritized) while no worker is connected to the queue (BullMQ names "
-             "worker connections; the monitor reads CLIENT LIST every few seconds). A paused queue is not counted; "
-             "where the workers cannot be read (the server refuses CLIENT LIST), nothing changes.")
+    help = _(
+        "More than N jobs waiting (plus prioritized) while no worker is connected to the queue (BullMQ names "
+        "worker connections; the monitor reads CLIENT LIST every few seconds). A paused queue is not counted; "
+        "where the workers cannot be read (the server refuses CLIENT LIST), nothing changes."
+    )
     replayable = False  # stored history has no worker counts
 
     def measure(self, rule, sig, facts):
@@ -153,4 +159,3 @@ class Paused(QueueKind):
     def measure(self, rule, sig, facts):
         paused = health.check_paused(sig.snapshot).failed  # the health check says what "paused" is
         return (1.0 if paused else 0.0), "queue paused" if paused else "queue running"
-

@@ -21,7 +21,7 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
     scheduler's time zone) or the interval."""
     if scheduler.next_run is None:
         return None
-    first = dt.datetime.fromtimestamp(scheduler.next_run / 1000, tz=dt.timezone.utc)
+    first = dt.datetime.fromtimestamp(scheduler.next_run / 1000, tz=dt.UTC)
     deadline = now - grace
     if first > deadline:
         return None
@@ -39,8 +39,10 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
 
 class SchedulerMissed(RuleKind):
     id, title, scope, unit = "scheduler_missed", _("A job scheduler missed its run"), SCHEDULER, _("seconds of grace")
-    help = _("The iteration due by the scheduler's cron pattern or interval was not taken by a worker "
-             "within the grace period.")
+    help = _(
+        "The iteration due by the scheduler's cron pattern or interval was not taken by a worker "
+        "within the grace period."
+    )
 
     def needs(self, rule):
         return (SCHEDULERS,)
@@ -63,6 +65,8 @@ class SchedulerMissed(RuleKind):
             return Observation(target, 0.0, False, True, f"on time ({how})")
         first, count = missed
         late = (now - first).total_seconds()
-        summary = (f"{count} run{'s' if count != 1 else ''} not taken by a worker ({how}); "
-                   f"the first was due at {first:%Y-%m-%d %H:%M:%S} UTC, {late:.0f} s ago")
+        summary = (
+            f"{count} run{'s' if count != 1 else ''} not taken by a worker ({how}); "
+            f"the first was due at {first:%Y-%m-%d %H:%M:%S} UTC, {late:.0f} s ago"
+        )
         return Observation(target, round(late, 1), True, False, summary)

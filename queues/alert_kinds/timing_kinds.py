@@ -18,7 +18,19 @@ from typing import ClassVar
 
 from ..messages import _
 from ..timings import NameMinute, merged
-from .base import JOB_NAME, MIN_VOLUME, QUEUE, WINDOW, Facts, Observation, RuleKind, Target, compare, in_scope, window_of
+from .base import (
+    JOB_NAME,
+    MIN_VOLUME,
+    QUEUE,
+    WINDOW,
+    Facts,
+    Observation,
+    RuleKind,
+    Target,
+    compare,
+    in_scope,
+    window_of,
+)
 
 NOUNS = {"wait": "wait", "processing": "processing time"}
 
@@ -56,8 +68,12 @@ class _P95Above(RuleKind):
         n = hist.count
         noun = NOUNS[self.figure]
         if n == 0 or n < rule.min_volume:
-            return compare(rule, target, 0.0, f"{n} jobs timed in {w} min (below the minimum volume of "
-                                              f"{max(1, rule.min_volume)}): no p95 {noun}")
+            return compare(
+                rule,
+                target,
+                0.0,
+                f"{n} jobs timed in {w} min (below the minimum volume of {max(1, rule.min_volume)}): no p95 {noun}",
+            )
         p95_s = hist.percentile(0.95) / 1000
         return compare(rule, target, round(p95_s, 3), f"p95 {noun} {_seconds(p95_s)} over {n} jobs in {w} min")
 
@@ -73,13 +89,17 @@ def _seconds(s: float) -> str:
 
 class WaitP95(_P95Above):
     id, title = "wait_p95", _("p95 wait time above T")
-    help = _("95th percentile of the time jobs waited before a worker took them (added or due → active), over "
-             "the window; of the whole queue, or per job name when a job name (or glob) is given.")
+    help = _(
+        "95th percentile of the time jobs waited before a worker took them (added or due → active), over "
+        "the window; of the whole queue, or per job name when a job name (or glob) is given."
+    )
     figure = "wait"
 
 
 class ProcessingP95(_P95Above):
     id, title = "processing_p95", _("p95 processing time above T")
-    help = _("95th percentile of the time workers took to finish a job (active → completed or finally failed), over "
-             "the window; of the whole queue, or per job name when a job name (or glob) is given.")
+    help = _(
+        "95th percentile of the time workers took to finish a job (active → completed or finally failed), over "
+        "the window; of the whole queue, or per job name when a job name (or glob) is given."
+    )
     figure = "processing"

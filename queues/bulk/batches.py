@@ -8,8 +8,16 @@ from collections.abc import Mapping, Sequence
 import redis
 
 from .. import redrive
-from ..actions import (DONE, MISSING, WRONG_STATE, ActionResult, promote_call, promote_outcome, remove_outcome,
-                       retry_outcome)
+from ..actions import (
+    DONE,
+    MISSING,
+    WRONG_STATE,
+    ActionResult,
+    promote_call,
+    promote_outcome,
+    remove_outcome,
+    retry_outcome,
+)
 from ..bullmq_scripts import scripts_for
 from ..dead_letters import dlq_source
 from ..keys import QueueRef
@@ -40,7 +48,7 @@ def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[l
     (None when it is in none of the action's states)."""
     if plan.job_ids is None:
         raise ValueError("This plan scans a state: it has no list of job ids.")
-    ids = list(plan.job_ids[position: position + plan.batch_size])
+    ids = list(plan.job_ids[position : position + plan.batch_size])
     states = ACTION_STATES[plan.action]
     pipe = client.pipeline(transaction=False)
     for job_id in ids:
@@ -49,7 +57,7 @@ def explicit_page(client: redis.Redis, plan: BulkPlan, position: int) -> tuple[l
     found = pipe.execute()
     items: list[tuple[str, str | None]] = []
     for n, job_id in enumerate(ids):
-        values = found[n * len(states):(n + 1) * len(states)]
+        values = found[n * len(states) : (n + 1) * len(states)]
         state = next((st for st, v in zip(states, values) if still_there(v, st, plan.before_ms)), None)
         items.append((job_id, state))
     return items, position + len(ids)
@@ -62,7 +70,9 @@ def _resolve_source(plan: BulkPlan) -> str | None:
     return dlq_source(dlq_name=plan.queue.name, patterns=plan.dlq_patterns, mapping=dict(plan.dlq_mapping))
 
 
-def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int) -> list[ActionResult | Exception]:
+def execute_batch(
+    client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int
+) -> list[ActionResult | Exception]:
     """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``).
     Retry, discard and promote run as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
@@ -76,8 +86,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         listed: dict[str, list[int]] = {}
         for n, (job_id, state) in enumerate(items):
             if state is None:
-                results[n] = ActionResult(job_id, WRONG_STATE,
-                                          f"Job {job_id} is no longer in a state this action applies to.")
+                results[n] = ActionResult(
+                    job_id, WRONG_STATE, f"Job {job_id} is no longer in a state this action applies to."
+                )
             else:
                 listed.setdefault(state, []).append(n)
         by_state = listed
@@ -90,18 +101,40 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
         made: list[ActionResult | Exception]
         try:
             if plan.action == "retry":
-                keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized", "pc")]
-                codes = scripts.retry_batch(keys=keys, args=[q.base, state, "failedReason" if state == "failed" else "returnvalue",
-                                                            "1" if plan.reset_counters else "0", *ids])
+                keys = [
+                    q.key(s)
+                    for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized", "pc")
+                ]
+                codes = scripts.retry_batch(
+                    keys=keys,
+                    args=[
+                        q.base,
+                        state,
+                        "failedReason" if state == "failed" else "returnvalue",
+                        "1" if plan.reset_counters else "0",
+                        *ids,
+                    ],
+                )
                 made = [MOVED if c == 1 else retry_outcome(j, int(c), state=state) for j, c in zip(ids, codes)]
             elif plan.action == "edit-retry":
                 if plan.patch is None:  # refused by BulkPlan.__post_init__
                     raise ValueError("An edit-and-retry plan needs a patch.")
-                made = [MOVED if r is None else r
-                        for r in edit_batch(client, q, ids, patch=plan.patch, schema=plan.schema,
-                                            reset_counters=plan.reset_counters, before_ms=plan.before_ms)]
+                made = [
+                    MOVED if r is None else r
+                    for r in edit_batch(
+                        client,
+                        q,
+                        ids,
+                        patch=plan.patch,
+                        schema=plan.schema,
+                        reset_counters=plan.reset_counters,
+                        before_ms=plan.before_ms,
+                    )
+                ]
             elif plan.action == "discard":
-                codes = scripts.remove_batch(keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids])
+                codes = scripts.remove_batch(
+                    keys=[q.key("repeat")], args=[q.base, "1" if plan.remove_children else "0", *ids]
+                )
                 made = [MOVED if c == 1 else remove_outcome(j, int(c)) for j, c in zip(ids, codes)]
             else:
                 keys, _ = promote_call(q, "")
@@ -117,7 +150,9 @@ def execute_batch(client: redis.Redis, plan: BulkPlan, items: list[tuple[str, st
     return results
 
 
-def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[int], results: list, *, now_ms: int) -> None:
+def _redrive_batch(
+    client: redis.Redis, plan: BulkPlan, items, positions: list[int], results: list, *, now_ms: int
+) -> None:
     q = plan.queue
     read = client.pipeline(transaction=False)
     for n in positions:
@@ -141,5 +176,8 @@ def _redrive_batch(client: redis.Redis, plan: BulkPlan, items, positions: list[i
         calls.append((n, job_id, source, copy))
     if calls:
         for (n, job_id, source, copy), reply in zip(calls, pipe.execute(raise_on_error=False)):
-            results[n] = reply if isinstance(reply, Exception) else redrive.redrive_outcome(
-                job_id, reply, dlq=q, source=source, copy=copy, now_ms=now_ms)
+            results[n] = (
+                reply
+                if isinstance(reply, Exception)
+                else redrive.redrive_outcome(job_id, reply, dlq=q, source=source, copy=copy, now_ms=now_ms)
+            )

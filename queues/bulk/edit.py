@@ -41,9 +41,13 @@ from .progress import Progress, nothing_left_behind
 
 BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot apply
 
-EDIT_RETRY_BATCH = lua_script(as_function("update_data", "updateData-1.lua")
-                              + as_function("reprocess_job", "reprocessJob-9.lua")
-                              + MOVE_JOBS_TO_WAIT_RESETTING + PUSH_CMD + HEAD_READS + """
+EDIT_RETRY_BATCH = lua_script(
+    as_function("update_data", "updateData-1.lua")
+    + as_function("reprocess_job", "reprocessJob-9.lua")
+    + MOVE_JOBS_TO_WAIT_RESETTING
+    + PUSH_CMD
+    + HEAD_READS
+    + """
 -- KEYS[1..9]: events, failed, wait, meta, active, marker, prioritized, pc, paused
 -- ARGV[1] queue key prefix, ARGV[2] reset counters "1"/"0", ARGV[3] the plan's upper bound on
 -- finish times (e.g. "(1700000000000"), ARGV[4] the chunk's digest (``chunk_digest``: one SHA-1
@@ -76,7 +80,9 @@ if fast then
     update_data(jobKeys, data)
     codes[k] = 1
   end
-  counters = ARGV[2] == "1" and """ + COUNTERS + """ or {}
+  counters = ARGV[2] == "1" and """
+    + COUNTERS
+    + """ or {}
   move_jobs_to_wait({ARGV[1], KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[4], KEYS[5], KEYS[6]},
                     {n, redis.call("ZSCORE", KEYS[2], head[n]), "failed"})
   return codes
@@ -104,7 +110,8 @@ for k = 1, n do
   codes[k] = code
 end
 return codes
-""")
+"""
+)
 
 
 def chunk_digest(raws: list[bytes]) -> str:
@@ -122,7 +129,9 @@ def chunk_digest(raws: list[bytes]) -> str:
 # A chunk's stored data in one reply (a pipeline of HGETs costs more in the client than in Redis):
 # one SORT_RO from the first id's rank when the chunk is a run of consecutive members of the set
 # (as on the whole-set road), else one HGET per job.
-READ_DATA = lua_script(HEAD_READS + """
+READ_DATA = lua_script(
+    HEAD_READS
+    + """
 -- KEYS[1] the set the ids were read from. ARGV[1] queue key prefix, ARGV[2..] job ids.
 -- Returns each job's data, false when none.
 local n = #ARGV - 1
@@ -141,7 +150,8 @@ if not out then
   for i = 1, n do out[i] = redis.call("HGET", ARGV[1] .. ARGV[i + 1], "data") or false end
 end
 return out
-""")
+"""
+)
 
 
 # The ids of a page and the last one's score (all the cursor needs): parsing a score per job in
@@ -283,12 +293,22 @@ def _value(text: bytes | str):
         return json.loads(text)
 
 
-def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: dict, reset_counters: bool,
-               before_ms: int, schema: dict | None = None) -> list[ActionResult | Exception | None]:
+def edit_batch(
+    client: redis.Redis,
+    queue: QueueRef,
+    ids: list[str],
+    *,
+    patch: dict,
+    reset_counters: bool,
+    before_ms: int,
+    schema: dict | None = None,
+) -> list[ActionResult | Exception | None]:
     """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved. A job
     whose patched data does not pass ``schema`` is not written (``invalid_data``, with why)."""
     results: list = [None] * len(ids)
-    keys = [queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")]
+    keys = [
+        queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")
+    ]
     failed = keys[1]
     head = [queue.base, "1" if reset_counters else "0", f"({before_ms}"]
     spans = [range(start, min(len(ids), start + CHUNK)) for start in range(0, len(ids), CHUNK)]
@@ -320,14 +340,23 @@ def edit_batch(client: redis.Redis, queue: QueueRef, ids: list[str], *, patch: d
             for n, raw in zip(span, stored):
                 made = patched(raw, patch)
                 if made is None:
-                    results[n] = ActionResult(ids[n], BAD_DATA, _("Job {id}'s stored data is not valid JSON, so the "
-                                                                  "merge patch cannot be applied; it was left failed.",
-                                                                  id=ids[n]))
+                    results[n] = ActionResult(
+                        ids[n],
+                        BAD_DATA,
+                        _(
+                            "Job {id}'s stored data is not valid JSON, so the "
+                            "merge patch cannot be applied; it was left failed.",
+                            id=ids[n],
+                        ),
+                    )
                     continue
                 refused = job_schema.validate(schema, _value(made[1])) if schema is not None else None
                 if refused:
-                    results[n] = ActionResult(ids[n], job_schema.INVALID_DATA, _(
-                        "Job {id} was left failed: {why}", id=ids[n], why=job_schema.refusal(refused)))
+                    results[n] = ActionResult(
+                        ids[n],
+                        job_schema.INVALID_DATA,
+                        _("Job {id} was left failed: {why}", id=ids[n], why=job_schema.refusal(refused)),
+                    )
                     continue
                 args += [ids[n], *made]
                 sent.append(n)
@@ -374,8 +403,10 @@ def _record(ids: list[str], results: list, codes, sent: list[int]) -> None:
         if code == -1:
             results[n] = ActionResult(job_id, MISSING, _("Job {id} no longer exists.", id=job_id))
         elif code == -3:
-            results[n] = ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer failed; it was left as it is.",
-                                                             id=job_id))
+            results[n] = ActionResult(
+                job_id, WRONG_STATE, _("Job {id} is no longer failed; it was left as it is.", id=job_id)
+            )
         elif code == -4:
-            results[n] = ActionResult(job_id, CHANGED, _("Job {id}'s data changed while the task ran; it was left "
-                                                         "failed.", id=job_id))
+            results[n] = ActionResult(
+                job_id, CHANGED, _("Job {id}'s data changed while the task ran; it was left failed.", id=job_id)
+            )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from itertools import repeat
-from typing import Callable
 
 import redis
 
@@ -74,14 +74,19 @@ def _tally(progress: Progress, results: list) -> set[str]:
     return stayed
 
 
-def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
-             should_cancel: Callable[[], bool] = lambda: False,
-             on_progress: Callable[[Progress], None] = lambda p: None,
-             lock: BulkLock | None = None,
-             count_limit: int | None = None,
-             clock: Callable[[], float] = time.monotonic,
-             sleep: Callable[[float], None] = time.sleep,
-             now_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> Progress:
+def run_bulk(
+    client: redis.Redis,
+    *,
+    plan: BulkPlan,
+    store: ProgressStore,
+    should_cancel: Callable[[], bool] = lambda: False,
+    on_progress: Callable[[Progress], None] = lambda p: None,
+    lock: BulkLock | None = None,
+    count_limit: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+) -> Progress:
     """Run (or resume) a bulk task to the end, cancellation, or a lost lock (``LockLost``).
 
     Starting fresh when the store is empty; otherwise resuming from the stored cursor (a
@@ -135,8 +140,14 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                 if reads_its_page(plan):
                     page = read_page(client, plan, cursor, progress)
                 else:
-                    page = next_page(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms,
-                                     cursor=cursor, size=plan.batch_size)
+                    page = next_page(
+                        client,
+                        queue=plan.queue,
+                        filt=filt,
+                        before_ms=plan.before_ms,
+                        cursor=cursor,
+                        size=plan.batch_size,
+                    )
                 items = list(zip(page.match_ids, repeat(filt.state)))
                 exhausted = page.exhausted
                 progress.examined += len(page.passed)
@@ -181,7 +192,9 @@ def run_bulk(client: redis.Redis, *, plan: BulkPlan, store: ProgressStore,
                     progress.skipped_by[GONE] = progress.skipped_by.get(GONE, 0) + gone
                 progress.total = max(progress.total or 0, progress.handled)
             left = progress.remaining
-            progress.eta_s = left / progress.rate if left is not None and progress.rate > 0 and progress.state == RUNNING else None
+            progress.eta_s = (
+                left / progress.rate if left is not None and progress.rate > 0 and progress.state == RUNNING else None
+            )
             store.save(progress)
             on_progress(progress.copy())
             if exhausted:

@@ -35,8 +35,13 @@ def head_mode(plan: BulkPlan) -> bool:
     """Whether the plan retries a whole finished set up to ``before_ms`` (no filter reading the
     jobs, no lower time bound): then the batch script picks its own batches (``HeadRun``)."""
     f = plan.filt
-    return (plan.action == "retry" and f is not None and f.state in FINISHED_STATES
-            and not f.reads_jobs and f.finished_from_ms is None)
+    return (
+        plan.action == "retry"
+        and f is not None
+        and f.state in FINISHED_STATES
+        and not f.reads_jobs
+        and f.finished_from_ms is None
+    )
 
 
 def reconcile_head(client: redis.Redis, plan: BulkPlan, progress: Progress) -> None:
@@ -62,10 +67,17 @@ class HeadRun:
         q, state = plan.queue, plan.scan_filter.state
         self.key = q.state_key(state)
         self.lo, hi = zset_bounds(plan.scan_filter, plan.before_ms)
-        self.keys = [q.key(s) for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized",
-                                        "pc", "paused")] + [progress.receipt_key]
-        self.fixed = [q.base, state, "failedReason" if state == "failed" else "returnvalue",
-                      "1" if plan.reset_counters else "0", hi]
+        self.keys = [
+            q.key(s)
+            for s in ("events", STATE_KEYS[state], "wait", "meta", "active", "marker", "prioritized", "pc", "paused")
+        ] + [progress.receipt_key]
+        self.fixed = [
+            q.base,
+            state,
+            "failedReason" if state == "failed" else "returnvalue",
+            "1" if plan.reset_counters else "0",
+            hi,
+        ]
         self.ahead = plan.rate is None  # paced batches wait between them anyway
         self.script = SCRIPTS["retry_head"]
         self.conn: Connection | None = None  # taken from the pool by the first batch sent
@@ -79,8 +91,9 @@ class HeadRun:
         p = self.progress
         while True:
             if not self.flight:
-                offset = 0 if nothing_left_behind(p) else zset_offset(self.client, key=self.key, lo=self.lo,
-                                                                      cursor=cursor)
+                offset = (
+                    0 if nothing_left_behind(p) else zset_offset(self.client, key=self.key, lo=self.lo, cursor=cursor)
+                )
                 batch = p.head_batch + 1
                 sent = AHEAD if self.ahead and offset == 0 else 1
                 self._journal(batch + sent - 1, pending=sent)
@@ -127,8 +140,17 @@ class HeadRun:
         if conn is None:
             self.client.script_load(self.script.script)  # the EVALSHA below cannot load it itself
             conn = self.conn = self.client.connection_pool.get_connection()
-        conn.send_command("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.fixed, offset,
-                               self.plan.batch_size, batch, "" if follows is None else follows)
+        conn.send_command(
+            "EVALSHA",
+            self.script.sha,
+            len(self.keys),
+            *self.keys,
+            *self.fixed,
+            offset,
+            self.plan.batch_size,
+            batch,
+            "" if follows is None else follows,
+        )
         self.flight.append(batch)
 
     def _read(self) -> list | None:

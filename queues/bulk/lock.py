@@ -9,6 +9,7 @@ import redis
 from ..keys import QueueRef
 from ..text import to_text
 
+
 class BulkLock:
     """At most one running bulk task per queue: a token-checked lock with a TTL, extended by
     the engine after every batch, so a dead runner's lock lapses and a resume can take over."""
@@ -16,8 +17,15 @@ class BulkLock:
     RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
     EXTEND = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
 
-    def __init__(self, client: redis.Redis, *, queue: QueueRef, owner: str | None = None, ttl_ms: int = 30000,
-                 namespace: str = "queuewatch:bulk-lock"):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        queue: QueueRef,
+        owner: str | None = None,
+        ttl_ms: int = 30000,
+        namespace: str = "queuewatch:bulk-lock",
+    ):
         self.client, self.queue, self.ttl_ms = client, queue, ttl_ms
         self.owner = owner or uuid.uuid4().hex
         self.key = f"{namespace}:{queue.connection}:{queue.prefix}:{queue.name}"

@@ -3,8 +3,8 @@ it targets."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Mapping
 
 import redis
 
@@ -59,8 +59,10 @@ class BulkPlan:
         if (self.filt is None) == (self.job_ids is None):
             raise ValueError("A bulk plan needs either a filter or a list of job ids, not both.")
         if self.filt is not None and self.filt.state not in ACTION_STATES[self.action]:
-            raise ValueError(f"'{self.action}' cannot act on {self.filt.state} jobs "
-                             f"(it acts on {', '.join(ACTION_STATES[self.action])}).")
+            raise ValueError(
+                f"'{self.action}' cannot act on {self.filt.state} jobs "
+                f"(it acts on {', '.join(ACTION_STATES[self.action])})."
+            )
         if (self.action == "edit-retry") != isinstance(self.patch, dict) or (self.patch is not None and not self.patch):
             raise ValueError("'edit-retry' needs a non-empty JSON merge patch (an object); other actions take none.")
         if self.rate is not None and not self.rate > 0:
@@ -89,7 +91,7 @@ class BulkPlan:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "BulkPlan":
+    def from_dict(cls, d: Mapping) -> BulkPlan:
         d = dict(d)
         d["queue"] = QueueRef(**d["queue"])
         d["filt"] = JobFilter(**d["filt"]) if d.get("filt") else None

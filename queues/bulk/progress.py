@@ -6,8 +6,9 @@ The engine's crash safety rests on the store: ``save`` must be durable when it r
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Protocol
+from typing import Protocol
 
 import redis
 
@@ -67,18 +68,31 @@ class Progress:
     def as_dict(self) -> dict:
         # Shallow copies of the containers: asdict's deep copy cost milliseconds per batch.
         d = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        d.update(cursor=dict(self.cursor), in_flight=list(self.in_flight), skipped_by=dict(self.skipped_by),
-                 kept_by=dict(self.kept_by), errors=list(self.errors), refusals=list(self.refusals),
-                 remaining=self.remaining, percent=round(self.percent, 1))
+        d.update(
+            cursor=dict(self.cursor),
+            in_flight=list(self.in_flight),
+            skipped_by=dict(self.skipped_by),
+            kept_by=dict(self.kept_by),
+            errors=list(self.errors),
+            refusals=list(self.refusals),
+            remaining=self.remaining,
+            percent=round(self.percent, 1),
+        )
         return d
 
-    def copy(self) -> "Progress":
-        return replace(self, cursor=dict(self.cursor), in_flight=list(self.in_flight),
-                       skipped_by=dict(self.skipped_by), kept_by=dict(self.kept_by), errors=list(self.errors),
-                       refusals=list(self.refusals))
+    def copy(self) -> Progress:
+        return replace(
+            self,
+            cursor=dict(self.cursor),
+            in_flight=list(self.in_flight),
+            skipped_by=dict(self.skipped_by),
+            kept_by=dict(self.kept_by),
+            errors=list(self.errors),
+            refusals=list(self.refusals),
+        )
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Progress":
+    def from_dict(cls, d: Mapping) -> Progress:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 

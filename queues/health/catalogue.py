@@ -28,161 +28,278 @@ def _checks(*items: Check) -> dict[str, Check]:
 
 CHECKS: dict[str, Check] = _checks(
     Check(
-        "redis.reachable", "connection", _("Redis reachable"), "critical",
-        _("Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
-        "added, processed or finished."),
+        "redis.reachable",
+        "connection",
+        _("Redis reachable"),
+        "critical",
+        _(
+            "Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
+            "added, processed or finished."
+        ),
         _("Check that the server is up and the URL, user, password and TLS settings are right."),
     ),
     Check(
-        "redis.eviction_policy", "connection", _("Eviction policy"), "critical",
-        _("With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
-        "out — job hashes, the wait list, locks. Jobs then vanish without failing, and a lost "
-        "lock makes a running job run a second time. The setting is instance-wide, so a Redis "
-        "shared with a cache is a problem even if the queues are small."),
-        _("Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
-        "or your provider's parameter group). Give the queues their own Redis if another "
-        "application needs eviction for its cache."),
+        "redis.eviction_policy",
+        "connection",
+        _("Eviction policy"),
+        "critical",
+        _(
+            "With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
+            "out — job hashes, the wait list, locks. Jobs then vanish without failing, and a lost "
+            "lock makes a running job run a second time. The setting is instance-wide, so a Redis "
+            "shared with a cache is a problem even if the queues are small."
+        ),
+        _(
+            "Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
+            "or your provider's parameter group). Give the queues their own Redis if another "
+            "application needs eviction for its cache."
+        ),
     ),
     Check(
-        "redis.persistence", "connection", _("Persistence"), "warning",
-        _("With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
-        "or failover loses every waiting, delayed and scheduled job."),
-        _("Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
-        "(`save 60 1000`). On a managed service, turn on its persistence/backup option."),
+        "redis.persistence",
+        "connection",
+        _("Persistence"),
+        "warning",
+        _(
+            "With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
+            "or failover loses every waiting, delayed and scheduled job."
+        ),
+        _(
+            "Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
+            "(`save 60 1000`). On a managed service, turn on its persistence/backup option."
+        ),
     ),
     Check(
-        "redis.version", "connection", _("Redis version"), "warning",
-        _("BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
-        "older servers run slower fallback scripts and lack features BullMQ uses (SET KEEPTTL "
-        "for deduplication replace, fractional block timeouts, SCAN TYPE)."),
+        "redis.version",
+        "connection",
+        _("Redis version"),
+        "warning",
+        _(
+            "BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
+            "older servers run slower fallback scripts and lack features BullMQ uses (SET KEEPTTL "
+            "for deduplication replace, fractional block timeouts, SCAN TYPE)."
+        ),
         _("Upgrade Redis to 6.2 or newer (7.x recommended)."),
     ),
     Check(
-        "redis.memory", "connection", _("Memory headroom"), "warning",
-        _("Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
-        "fail, and workers cannot move jobs to completed or failed, so jobs stall and run again. "
-        "With an eviction policy, keys are deleted instead."),
-        _("Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
-        "kept forever (set removeOnComplete / removeOnFail) or large payloads."),
+        "redis.memory",
+        "connection",
+        _("Memory headroom"),
+        "warning",
+        _(
+            "Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
+            "fail, and workers cannot move jobs to completed or failed, so jobs stall and run again. "
+            "With an eviction policy, keys are deleted instead."
+        ),
+        _(
+            "Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
+            "kept forever (set removeOnComplete / removeOnFail) or large payloads."
+        ),
     ),
     Check(
-        "queue.finished_retention", "queue", _("Finished-job retention"), "warning",
-        _("Without removeOnComplete / removeOnFail, every finished job stays in Redis forever: "
-        "the completed and failed sets grow without bound until memory runs out, and a re-add "
-        "with the same custom jobId is silently ignored for as long as the old job is kept."),
-        _("Add `removeOnComplete: {age: 3600, count: 1000}` and `removeOnFail: {age: 7 * 24 * "
-        "3600}` (or counts) to the job options (Queue `defaultJobOptions`). Old jobs can be "
-        "cleaned once with `queue.clean(grace, limit, 'completed')`."),
+        "queue.finished_retention",
+        "queue",
+        _("Finished-job retention"),
+        "warning",
+        _(
+            "Without removeOnComplete / removeOnFail, every finished job stays in Redis forever: "
+            "the completed and failed sets grow without bound until memory runs out, and a re-add "
+            "with the same custom jobId is silently ignored for as long as the old job is kept."
+        ),
+        _(
+            "Add `removeOnComplete: {age: 3600, count: 1000}` and `removeOnFail: {age: 7 * 24 * "
+            "3600}` (or counts) to the job options (Queue `defaultJobOptions`). Old jobs can be "
+            "cleaned once with `queue.clean(grace, limit, 'completed')`."
+        ),
     ),
     Check(
-        "queue.legacy_repeat", "queue", _("Legacy repeat metadata"), "warning",
-        _("Legacy repeatable-job metadata blocks the upgrade to BullMQ 6: for the old key shape "
-        "(`name:jobId:endDate:tz:pattern`) BullMQ 6 throws in getJobSchedulers() and workers "
-        "stop scheduling the next run; v5 hashes without `ic` are silently adopted and should "
-        "be migrated too."),
-        _("1. While still on BullMQ v5, create an equivalent job scheduler for each entry with "
-        "`queue.upsertJobScheduler(id, {pattern | every, tz}, template)`. "
-        "2. Remove the legacy entry with `queue.removeRepeatableByKey(key)`. "
-        "3. Then upgrade the workers and producers to BullMQ 6."),
+        "queue.legacy_repeat",
+        "queue",
+        _("Legacy repeat metadata"),
+        "warning",
+        _(
+            "Legacy repeatable-job metadata blocks the upgrade to BullMQ 6: for the old key shape "
+            "(`name:jobId:endDate:tz:pattern`) BullMQ 6 throws in getJobSchedulers() and workers "
+            "stop scheduling the next run; v5 hashes without `ic` are silently adopted and should "
+            "be migrated too."
+        ),
+        _(
+            "1. While still on BullMQ v5, create an equivalent job scheduler for each entry with "
+            "`queue.upsertJobScheduler(id, {pattern | every, tz}, template)`. "
+            "2. Remove the legacy entry with `queue.removeRepeatableByKey(key)`. "
+            "3. Then upgrade the workers and producers to BullMQ 6."
+        ),
     ),
     Check(
-        "queue.repeated_stalls", "queue", _("Repeated stalls"), "warning",
-        _("A job stalls when its worker stops renewing the job lock (lockDuration, 30 s by "
-        "default): a crashed process, or a processor that blocks Node's event loop with CPU-bound "
-        "or synchronous work, so the renewal timer cannot fire. BullMQ then moves the job back "
-        "to wait and another worker runs it again — the job runs twice, with its side effects "
-        "twice — and after maxStalledCount stalls it fails with \"job stalled more than "
-        "allowable limit\"."),
-        _("Run CPU-heavy processors sandboxed (give the Worker a processor file path, optionally "
-        "with useWorkerThreads) so the main event loop keeps renewing locks. A longer "
-        "lockDuration is not the fix: it only delays the detection of real crashes. Make "
-        "processors idempotent, since a stalled job runs again."),
+        "queue.repeated_stalls",
+        "queue",
+        _("Repeated stalls"),
+        "warning",
+        _(
+            "A job stalls when its worker stops renewing the job lock (lockDuration, 30 s by "
+            "default): a crashed process, or a processor that blocks Node's event loop with CPU-bound "
+            "or synchronous work, so the renewal timer cannot fire. BullMQ then moves the job back "
+            "to wait and another worker runs it again — the job runs twice, with its side effects "
+            'twice — and after maxStalledCount stalls it fails with "job stalled more than '
+            'allowable limit".'
+        ),
+        _(
+            "Run CPU-heavy processors sandboxed (give the Worker a processor file path, optionally "
+            "with useWorkerThreads) so the main event loop keeps renewing locks. A longer "
+            "lockDuration is not the fix: it only delays the detection of real crashes. Make "
+            "processors idempotent, since a stalled job runs again."
+        ),
     ),
     Check(
-        "queue.duplicated_adds", "queue", _("Adds dropped as duplicates"), "warning",
-        _("An add with a custom jobId does nothing while a job with that id still exists in any "
-        "state — including completed and failed jobs that are kept (removeOnComplete / "
-        "removeOnFail). BullMQ returns the existing job id and emits `duplicated`; no new job "
-        "runs. Code that uses jobId for \"one at a time\" silently loses work. (A job scheduler "
-        "slot collision emits `duplicated` too.)"),
-        _("For \"at most one pending job per key\" use the `deduplication: {id, ttl?}` option: "
-        "its window ends when the job finishes (or after ttl), and duplicates are reported as "
-        "`deduplicated`. If you keep custom ids, make them unique per intended run, or prune "
-        "finished jobs so old ids are freed."),
+        "queue.duplicated_adds",
+        "queue",
+        _("Adds dropped as duplicates"),
+        "warning",
+        _(
+            "An add with a custom jobId does nothing while a job with that id still exists in any "
+            "state — including completed and failed jobs that are kept (removeOnComplete / "
+            "removeOnFail). BullMQ returns the existing job id and emits `duplicated`; no new job "
+            'runs. Code that uses jobId for "one at a time" silently loses work. (A job scheduler '
+            "slot collision emits `duplicated` too.)"
+        ),
+        _(
+            'For "at most one pending job per key" use the `deduplication: {id, ttl?}` option: '
+            "its window ends when the job finishes (or after ttl), and duplicates are reported as "
+            "`deduplicated`. If you keep custom ids, make them unique per intended run, or prune "
+            "finished jobs so old ids are freed."
+        ),
     ),
     Check(
-        "queue.events_trimmed", "queue", _("Events stream trimmed before read"), "warning",
-        _("Each queue's events stream is capped (`maxLenEvents`, about 10000 entries by default; "
-        "QueueEventsProducer trims to 1000). It was trimmed past what the monitor had read: "
-        "QueueEvents listeners and Queuewatch missed those events. Queuewatch rebuilt completed "
-        "and failed counts from the sets, but stalls, adds and duplicates in the gap are lost."),
-        _("Raise the cap with the Queue option `streams: {events: {maxLen: 50000}}`, avoid custom "
-        "publishers that trim to 1000, and make sure a monitor is always leading."),
+        "queue.events_trimmed",
+        "queue",
+        _("Events stream trimmed before read"),
+        "warning",
+        _(
+            "Each queue's events stream is capped (`maxLenEvents`, about 10000 entries by default; "
+            "QueueEventsProducer trims to 1000). It was trimmed past what the monitor had read: "
+            "QueueEvents listeners and Queuewatch missed those events. Queuewatch rebuilt completed "
+            "and failed counts from the sets, but stalls, adds and duplicates in the gap are lost."
+        ),
+        _(
+            "Raise the cap with the Queue option `streams: {events: {maxLen: 50000}}`, avoid custom "
+            "publishers that trim to 1000, and make sure a monitor is always leading."
+        ),
     ),
     Check(
-        "queue.no_workers", "queue", _("Workers connected"), "critical",
-        _("Jobs are waiting and no worker is connected to this queue, so nothing will process "
-        "them: the backlog grows and delayed jobs are never promoted."),
-        _("Start (or fix the crash loop of) the workers for this queue, and check they use the "
-        "same prefix and Redis database as the producers."),
+        "queue.no_workers",
+        "queue",
+        _("Workers connected"),
+        "critical",
+        _(
+            "Jobs are waiting and no worker is connected to this queue, so nothing will process "
+            "them: the backlog grows and delayed jobs are never promoted."
+        ),
+        _(
+            "Start (or fix the crash loop of) the workers for this queue, and check they use the "
+            "same prefix and Redis database as the producers."
+        ),
     ),
     Check(
-        "queue.paused", "queue", _("Paused queue"), "warning",
-        _("The queue is paused: workers take no new jobs from it until it is resumed; waiting "
-        "jobs pile up."),
+        "queue.paused",
+        "queue",
+        _("Paused queue"),
+        "warning",
+        _("The queue is paused: workers take no new jobs from it until it is resumed; waiting jobs pile up."),
         _("Resume it with `queue.resume()` if the pause was not intended."),
     ),
     Check(
-        "queue.rate_limited", "queue", _("Global rate limit"), "info",
-        _("The queue's global rate limit (`setGlobalRateLimit(max, duration)`) or a manual "
-        "`queue.rateLimit(ms)` is in force: workers take no job until the window ends, so jobs "
-        "wait even though workers are idle."),
-        _("If the backlog keeps growing, raise the limit (`queue.setGlobalRateLimit(max, "
-        "duration)`) or remove it (`queue.removeGlobalRateLimit()`); end a manual limit with "
-        "`queue.removeRateLimitKey()`."),
+        "queue.rate_limited",
+        "queue",
+        _("Global rate limit"),
+        "info",
+        _(
+            "The queue's global rate limit (`setGlobalRateLimit(max, duration)`) or a manual "
+            "`queue.rateLimit(ms)` is in force: workers take no job until the window ends, so jobs "
+            "wait even though workers are idle."
+        ),
+        _(
+            "If the backlog keeps growing, raise the limit (`queue.setGlobalRateLimit(max, "
+            "duration)`) or remove it (`queue.removeGlobalRateLimit()`); end a manual limit with "
+            "`queue.removeRateLimitKey()`."
+        ),
     ),
     # Retry-policy advice (queues/retry_advice.py): judged from a sample of a queue's jobs on the
     # queue page, not by the health runner; scope "advice" keeps them out of the health page.
     Check(
-        "retry.no_attempts", "advice", _("Jobs without retries"), "warning",
-        _("Without `attempts`, a job's first failure is final: a network blip or a deploy fails "
-        "it for good, and someone has to retry it by hand."),
-        _("Add `attempts: 3` with `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` to the "
-        "job options (or the Queue's `defaultJobOptions`); make permanent errors throw "
-        "`UnrecoverableError` so they are not retried."),
+        "retry.no_attempts",
+        "advice",
+        _("Jobs without retries"),
+        "warning",
+        _(
+            "Without `attempts`, a job's first failure is final: a network blip or a deploy fails "
+            "it for good, and someone has to retry it by hand."
+        ),
+        _(
+            "Add `attempts: 3` with `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` to the "
+            "job options (or the Queue's `defaultJobOptions`); make permanent errors throw "
+            "`UnrecoverableError` so they are not retried."
+        ),
     ),
     Check(
-        "retry.fixed_backoff_herd", "advice", _("Fixed backoff without jitter"), "warning",
-        _("With a fixed backoff and no jitter, jobs that failed together (a dependency went down) "
-        "are all retried at the same moment by every worker: the retries hit the recovering "
-        "dependency in one wave and fail again together (a thundering herd)."),
-        _("Use `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` (or add `jitter: 0.5` to "
-        "the fixed backoff) so retries spread out."),
+        "retry.fixed_backoff_herd",
+        "advice",
+        _("Fixed backoff without jitter"),
+        "warning",
+        _(
+            "With a fixed backoff and no jitter, jobs that failed together (a dependency went down) "
+            "are all retried at the same moment by every worker: the retries hit the recovering "
+            "dependency in one wave and fail again together (a thundering herd)."
+        ),
+        _(
+            "Use `backoff: {type: 'exponential', delay: 1000, jitter: 0.5}` (or add `jitter: 0.5` to "
+            "the fixed backoff) so retries spread out."
+        ),
     ),
     Check(
-        "retry.remove_on_fail", "advice", _("Failed jobs kept forever"), "warning",
-        _("Without `removeOnFail`, every failed job stays in Redis: a failed set that keeps growing "
-        "fills memory, and under `noeviction` Redis then refuses every write — adds and job moves "
-        "of every queue on that server fail."),
-        _("Set `removeOnFail: {age: 7 * 24 * 3600, count: 10000}` (keep a week, at most ten "
-        "thousand) in the job options or `defaultJobOptions`; redrive or export what you need first."),
+        "retry.remove_on_fail",
+        "advice",
+        _("Failed jobs kept forever"),
+        "warning",
+        _(
+            "Without `removeOnFail`, every failed job stays in Redis: a failed set that keeps growing "
+            "fills memory, and under `noeviction` Redis then refuses every write — adds and job moves "
+            "of every queue on that server fail."
+        ),
+        _(
+            "Set `removeOnFail: {age: 7 * 24 * 3600, count: 10000}` (keep a week, at most ten "
+            "thousand) in the job options or `defaultJobOptions`; redrive or export what you need first."
+        ),
     ),
     Check(
-        "retry.jobid_not_deduplication", "advice", _("jobId used to deduplicate"), "warning",
-        _("A custom `jobId` only refuses an add while a job with that id exists, finished or not: "
-        "a completed or failed job kept in Redis silently blocks every new job with the same id, "
-        "forever. That is rarely what was meant."),
-        _("To drop duplicates while one is pending, use `deduplication: {id, ttl}` instead of "
-        "`jobId`; if the id must stay, remove finished jobs (`removeOnComplete: true`, "
-        "`removeOnFail: true`) so the id is free again."),
+        "retry.jobid_not_deduplication",
+        "advice",
+        _("jobId used to deduplicate"),
+        "warning",
+        _(
+            "A custom `jobId` only refuses an add while a job with that id exists, finished or not: "
+            "a completed or failed job kept in Redis silently blocks every new job with the same id, "
+            "forever. That is rarely what was meant."
+        ),
+        _(
+            "To drop duplicates while one is pending, use `deduplication: {id, ttl}` instead of "
+            "`jobId`; if the id must stay, remove finished jobs (`removeOnComplete: true`, "
+            "`removeOnFail: true`) so the id is free again."
+        ),
     ),
     Check(
-        "retry.attempts_vs_observed", "advice", _("More attempts than jobs need"), "info",
-        _("Jobs are configured with far more attempts than they ever need to succeed: a job that "
-        "fails for a permanent reason is retried many times, holding a worker and delaying the "
-        "failure alert."),
-        _("Lower `attempts` to about twice what succeeding jobs need, and throw `UnrecoverableError` "
-        "for errors that retrying cannot fix."),
+        "retry.attempts_vs_observed",
+        "advice",
+        _("More attempts than jobs need"),
+        "info",
+        _(
+            "Jobs are configured with far more attempts than they ever need to succeed: a job that "
+            "fails for a permanent reason is retried many times, holding a worker and delaying the "
+            "failure alert."
+        ),
+        _(
+            "Lower `attempts` to about twice what succeeding jobs need, and throw `UnrecoverableError` "
+            "for errors that retrying cannot fix."
+        ),
     ),
 )
 

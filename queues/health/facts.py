@@ -58,8 +58,12 @@ class WorkerFacts:
     taken_at: int | None = None  # when the monitor read them (source "monitor"), ms
 
 
-def read_worker_facts(client: redis.Redis, queues: list[QueueRef],
-                      known: Mapping[QueueRef, list[Worker]] | None = None, known_at: int | None = None) -> WorkerFacts:
+def read_worker_facts(
+    client: redis.Redis,
+    queues: list[QueueRef],
+    known: Mapping[QueueRef, list[Worker]] | None = None,
+    known_at: int | None = None,
+) -> WorkerFacts:
     """The workers of ``queues``: the monitor's reading ``known`` (taken at ``known_at``) when
     it has every one of them, at no cost to Redis; otherwise one ``CLIENT LIST`` here
     (``queues.workers.read_workers``, the one home of BullMQ's naming rule), as on a web
@@ -95,9 +99,13 @@ def _oldest(reply) -> int | None:
     return None
 
 
-def read_queue_facts(client: redis.Redis, queues: list[QueueRef],
-                     known: Mapping[QueueRef, QueueSnapshot] | None = None, *,
-                     oldest_from: int = 0) -> list[QueueFacts]:
+def read_queue_facts(
+    client: redis.Redis,
+    queues: list[QueueRef],
+    known: Mapping[QueueRef, QueueSnapshot] | None = None,
+    *,
+    oldest_from: int = 0,
+) -> list[QueueFacts]:
     """The facts of every queue. ``known``: snapshots the caller already holds (the leading
     monitor's figures, kept current from events and exact reads), used instead of reading the
     queue's snapshot again; only queues missing from it are snapshotted here. The monitor's
@@ -123,8 +131,9 @@ def read_queue_facts(client: redis.Redis, queues: list[QueueRef],
     replies = iter(pipe.execute(raise_on_error=False))
     facts = []
     for snap in snaps:
-        completed, failed = (next(replies) if snap.counts[state] >= oldest_from else None
-                             for state in ("completed", "failed"))
+        completed, failed = (
+            next(replies) if snap.counts[state] >= oldest_from else None for state in ("completed", "failed")
+        )
         limiter, pttl, meta = next(replies), next(replies), next(replies)
         meta = meta if isinstance(meta, list) else [None, None]
         f = QueueFacts(

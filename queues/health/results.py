@@ -3,8 +3,8 @@ checks judge by, and the worst-first order results are shown in."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .catalogue import CHECKS, Check
 
@@ -71,10 +71,18 @@ class CheckResult:
 
     def as_dict(self) -> dict:
         return {
-            "kind": self.kind, "scope": self.scope, "status": self.status, "severity": self.severity,
-            "connection": self.connection, "prefix": self.prefix or None, "queue": self.queue or None,
-            "title": self.title, "summary": self.summary, "explanation": self.explanation,
-            "fix": self.fix, "details": self.details,
+            "kind": self.kind,
+            "scope": self.scope,
+            "status": self.status,
+            "severity": self.severity,
+            "connection": self.connection,
+            "prefix": self.prefix or None,
+            "queue": self.queue or None,
+            "title": self.title,
+            "summary": self.summary,
+            "explanation": self.explanation,
+            "fix": self.fix,
+            "details": self.details,
         }
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Callable
+from collections.abc import Callable, Mapping
 
 import redis
 
@@ -13,11 +12,21 @@ from ..snapshot import QueueSnapshot
 from ..workers import Worker
 from .facts import read_queue_facts, read_server_facts, read_worker_facts
 from .queue_checks import (
-    check_duplicated_adds, check_events_trimmed, check_finished_retention, check_legacy_repeat, check_paused,
-    check_rate_limit, check_repeated_stalls, check_workers,
+    check_duplicated_adds,
+    check_events_trimmed,
+    check_finished_retention,
+    check_legacy_repeat,
+    check_paused,
+    check_rate_limit,
+    check_repeated_stalls,
+    check_workers,
 )
 from .redis_checks import (
-    check_eviction_policy, check_memory, check_persistence, check_reachable, check_version,
+    check_eviction_policy,
+    check_memory,
+    check_persistence,
+    check_reachable,
+    check_version,
 )
 from .results import DEFAULT_THRESHOLDS, CheckResult, Thresholds, worst_first
 from .wording import format_age
@@ -42,11 +51,19 @@ def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
     return state, ""
 
 
-def run_checks(client: redis.Redis, queues: list[QueueRef], state: dict | None, now: int, *,
-               connection: str | None = None, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-               is_dead_letter: Callable[[str], bool] | None = None,
-               snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
-               workers: Mapping[QueueRef, list[Worker]] | None = None, workers_at: int | None = None) -> list[CheckResult]:
+def run_checks(
+    client: redis.Redis,
+    queues: list[QueueRef],
+    state: dict | None,
+    now: int,
+    *,
+    connection: str | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    is_dead_letter: Callable[[str], bool] | None = None,
+    snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
+    workers: Mapping[QueueRef, list[Worker]] | None = None,
+    workers_at: int | None = None,
+) -> list[CheckResult]:
     """Every check for one connection and its ``queues``, worst first.
 
     ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..messages import Message, _
 
-
 # Byte sizes in binary units, each a marked message so the reader's language names the unit.
 BYTE_UNITS = (_("{n} B"), _("{n} KiB"), _("{n} MiB"), _("{n} GiB"))
 

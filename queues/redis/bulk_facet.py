@@ -14,8 +14,21 @@ class RedisBulk:
     def __init__(self, client: redis.Redis, *, connection: str):
         self.client, self.connection = client, connection
 
-    def run(self, *, plan: BulkPlan, store: ProgressStore, should_cancel: Callable[[], bool],
-            on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
+    def run(
+        self,
+        *,
+        plan: BulkPlan,
+        store: ProgressStore,
+        should_cancel: Callable[[], bool],
+        on_progress: Callable[[Progress], None],
+        count_limit: int | None,
+    ) -> Progress:
         with unreachable_only(self.connection):
-            return run_bulk(self.client, plan=plan, store=store, should_cancel=should_cancel, on_progress=on_progress,
-                            count_limit=count_limit)
+            return run_bulk(
+                self.client,
+                plan=plan,
+                store=store,
+                should_cancel=should_cancel,
+                on_progress=on_progress,
+                count_limit=count_limit,
+            )

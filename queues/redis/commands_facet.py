@@ -44,7 +44,9 @@ class RedisCommands:
         with redis_errors(self.connection):
             return job_add.add_job(self.client, queue=queue, job=job, schema=schema)
 
-    def edit_and_retry(self, queue: QueueRef, *, plan: edit_retry.EditPlan, reset_counters: bool) -> actions.ActionResult:
+    def edit_and_retry(
+        self, queue: QueueRef, *, plan: edit_retry.EditPlan, reset_counters: bool
+    ) -> actions.ActionResult:
         with redis_errors(self.connection):
             return edit_retry.edit_and_retry(self.client, queue=queue, plan=plan, reset_counters=reset_counters)
 

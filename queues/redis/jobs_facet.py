@@ -20,11 +20,19 @@ class RedisJobs:
     def __init__(self, client: redis.Redis, *, connection: str):
         self.client, self.connection = client, connection
 
-    def page(self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str,
-             scan_limit: int) -> listing.JobPage:
+    def page(
+        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+    ) -> listing.JobPage:
         with redis_errors(self.connection):
-            return listing.list_jobs(self.client, queue, state, page=page, page_size=page_size,
-                                     name_filter=name_filter, scan_limit=scan_limit)
+            return listing.list_jobs(
+                self.client,
+                queue,
+                state,
+                page=page,
+                page_size=page_size,
+                name_filter=name_filter,
+                scan_limit=scan_limit,
+            )
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         with redis_errors(self.connection):
@@ -54,18 +62,21 @@ class RedisJobs:
         with redis_errors(self.connection):
             return replies.value(self.client.hget(queue.job_key(job_id), "data"))
 
-    def preview(self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int,
-                limit: int | None) -> selection.Preview:
+    def preview(
+        self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int, limit: int | None
+    ) -> selection.Preview:
         with redis_errors(self.connection):
-            return selection.preview(self.client, queue=queue, filt=filt, before_ms=before_ms, sample=sample,
-                                     limit=limit)
+            return selection.preview(
+                self.client, queue=queue, filt=filt, before_ms=before_ms, sample=sample, limit=limit
+            )
 
     def error_groups(self, queue: QueueRef, *, scan_limit: int) -> error_groups.ErrorGroups:
         with redis_errors(self.connection):
             return error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
 
-    def export(self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int,
-               redactor: Redactor) -> Iterator[str]:
+    def export(
+        self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int, redactor: Redactor
+    ) -> Iterator[str]:
         chunks = EXPORT_WRITERS[fmt](self.client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor)
         return guarded_iter(self.connection, chunks)
 

@@ -33,8 +33,9 @@ class RedisProbes:
                 pipe.hmget(queue.job_key(job_id), list(fields))
             return pipe.execute()
 
-    def finished_counts(self, queues: Sequence[QueueRef], *, minutes: Sequence[int],
-                        width_ms: int) -> dict[QueueRef, list[tuple[int, int]]]:
+    def finished_counts(
+        self, queues: Sequence[QueueRef], *, minutes: Sequence[int], width_ms: int
+    ) -> dict[QueueRef, list[tuple[int, int]]]:
         with redis_errors(self.connection):
             pipe = self.client.pipeline(transaction=False)
             for q in queues:

@@ -16,11 +16,28 @@ class RedisServer:
     def __init__(self, client: redis.Redis, *, connection: str):
         self.client, self.connection = client, connection
 
-    def health_checks(self, queues: list[QueueRef], *, state: dict | None, now: int, thresholds: Thresholds,
-                      is_dead_letter: Callable[[str], bool],
-                      snapshots: Mapping[QueueRef, QueueSnapshot] | None,
-                      workers: Mapping[QueueRef, list[Worker]] | None,
-                      workers_at: int | None) -> list[CheckResult]:
+    def health_checks(
+        self,
+        queues: list[QueueRef],
+        *,
+        state: dict | None,
+        now: int,
+        thresholds: Thresholds,
+        is_dead_letter: Callable[[str], bool],
+        snapshots: Mapping[QueueRef, QueueSnapshot] | None,
+        workers: Mapping[QueueRef, list[Worker]] | None,
+        workers_at: int | None,
+    ) -> list[CheckResult]:
         # run_checks reports an unreachable server as its own failing check, never raises for it.
-        return run_checks(self.client, queues, state, now, connection=self.connection, thresholds=thresholds,
-                          is_dead_letter=is_dead_letter, snapshots=snapshots, workers=workers, workers_at=workers_at)
+        return run_checks(
+            self.client,
+            queues,
+            state,
+            now,
+            connection=self.connection,
+            thresholds=thresholds,
+            is_dead_letter=is_dead_letter,
+            snapshots=snapshots,
+            workers=workers,
+            workers_at=workers_at,
+        )

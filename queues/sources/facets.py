@@ -56,8 +56,9 @@ FACETS: dict[str, str] = {
 class JobsFacet(Protocol):
     """Reading jobs: lists, summaries, one job, bounded scans (previews, error groups, export)."""
 
-    def page(self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str,
-             scan_limit: int) -> JobPage: ...
+    def page(
+        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+    ) -> JobPage: ...
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         """The ids (and scores, for sorted sets) of the first ``size`` jobs a list shows."""
@@ -79,12 +80,15 @@ class JobsFacet(Protocol):
         """The job's data exactly as stored (``None``: no such job)."""
         ...
 
-    def preview(self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None) -> Preview: ...
+    def preview(
+        self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None
+    ) -> Preview: ...
 
     def error_groups(self, queue: QueueRef, *, scan_limit: int) -> ErrorGroups: ...
 
-    def export(self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int,
-               redactor: Redactor) -> Iterator[str]:
+    def export(
+        self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor
+    ) -> Iterator[str]:
         """The matching jobs as ``fmt`` ("jsonl" or "csv") text, one chunk at a time."""
         ...
 
@@ -108,8 +112,9 @@ class ProbesFacet(Protocol):
         """The named fields of each job, in order (``None`` for a missing job or field)."""
         ...
 
-    def finished_counts(self, queues: Sequence[QueueRef], *, minutes: Sequence[int],
-                        width_ms: int) -> dict[QueueRef, list[tuple[int, int]]]:
+    def finished_counts(
+        self, queues: Sequence[QueueRef], *, minutes: Sequence[int], width_ms: int
+    ) -> dict[QueueRef, list[tuple[int, int]]]:
         """(completed, failed) finishing within each minute, from finish times."""
         ...
 
@@ -165,8 +170,15 @@ class SchedulersFacet(Protocol):
 
 
 class BulkFacet(Protocol):
-    def run(self, *, plan: BulkPlan, store: ProgressStore, should_cancel: Callable[[], bool],
-            on_progress: Callable[[Progress], None], count_limit: int | None) -> Progress:
+    def run(
+        self,
+        *,
+        plan: BulkPlan,
+        store: ProgressStore,
+        should_cancel: Callable[[], bool],
+        on_progress: Callable[[Progress], None],
+        count_limit: int | None,
+    ) -> Progress:
         """Run (or resume from ``store``) a bulk task to its end. Raises ``SourceUnavailable``
         only when the backend could not be reached (the task stays resumable); any other error
         ends the task."""
@@ -174,11 +186,18 @@ class BulkFacet(Protocol):
 
 
 class ServerFacet(Protocol):
-    def health_checks(self, queues: list[QueueRef], *, state: dict | None, now: int, thresholds: Thresholds,
-                      is_dead_letter: Callable[[str], bool],
-                      snapshots: Mapping[QueueRef, QueueSnapshot] | None,
-                      workers: Mapping[QueueRef, list[Worker]] | None,
-                      workers_at: int | None) -> list[CheckResult]:
+    def health_checks(
+        self,
+        queues: list[QueueRef],
+        *,
+        state: dict | None,
+        now: int,
+        thresholds: Thresholds,
+        is_dead_letter: Callable[[str], bool],
+        snapshots: Mapping[QueueRef, QueueSnapshot] | None,
+        workers: Mapping[QueueRef, list[Worker]] | None,
+        workers_at: int | None,
+    ) -> list[CheckResult]:
         """The production-readiness checks of this connection and its queues, worst first."""
         ...
 

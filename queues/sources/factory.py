@@ -6,16 +6,14 @@ Adding a kind is one module (a class following ``queues.sources.base.Source``) a
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import ConfigurationError
 from .base import Source
 from .redis_node import RedisNodeSource
 from .spec import ConnectionSpec, hide_url_secrets, url_scheme
 
-SOURCE_KINDS: tuple[type[Source], ...] = (
-    RedisNodeSource,
-)
+SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource,)
 
 
 def kind_for_scheme(scheme: str) -> type[Source] | None:

@@ -74,8 +74,14 @@ class RedisNodeSource:
 
     def discovery_pass(self, *, keys_per_step: int, min_pass_s: float, known=()) -> DiscoveryPass:
         """The monitor's resumable, budgeted discovery (``queues.discovery_pass``)."""
-        return DiscoveryPass(self._client, connection=self.spec.name, prefixes=self.spec.prefixes,
-                             keys_per_step=keys_per_step, min_pass_s=min_pass_s, known=known)
+        return DiscoveryPass(
+            self._client,
+            connection=self.spec.name,
+            prefixes=self.spec.prefixes,
+            keys_per_step=keys_per_step,
+            min_pass_s=min_pass_s,
+            known=known,
+        )
 
     def queue_exists(self, queue: QueueRef) -> bool:
         # The key discovery looks for: every queue ends up with it (see queues/discovery.py).

@@ -12,9 +12,25 @@ pytestmark = pytest.mark.django_db
 
 # The login page, and the language switcher and JavaScript strings it uses.
 PUBLIC = {"login/", "language/", "jsi18n/"}
-SAMPLE = {"connection": "default", "prefix": "bull", "name": "q", "job_id": "1", "field": "data",
-          "app_label": "auth", "object_id": "1", "model_name": "user", "url": "x", "content_type_id": "1",
-          "rule_id": "1", "silence_id": "1", "window_id": "1", "channel_id": "1", "task_id": "1", "token_id": "1", "action": "retry"}
+SAMPLE = {
+    "connection": "default",
+    "prefix": "bull",
+    "name": "q",
+    "job_id": "1",
+    "field": "data",
+    "app_label": "auth",
+    "object_id": "1",
+    "model_name": "user",
+    "url": "x",
+    "content_type_id": "1",
+    "rule_id": "1",
+    "silence_id": "1",
+    "window_id": "1",
+    "channel_id": "1",
+    "task_id": "1",
+    "token_id": "1",
+    "action": "retry",
+}
 
 
 def walk(patterns, prefix=""):

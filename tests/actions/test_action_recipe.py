@@ -66,9 +66,17 @@ def flag_job(source, *, queue, job_id: str, given: FlagInput) -> ActionResult:
 @pytest.fixture
 def flag_action(monkeypatch):
     monkeypatch.setattr(RedisCommands, "flag", flag_on_redis, raising=False)
-    action = registry.register(registry.Action(
-        "flag", registry.JOB, "Flag", FlagInput, flag_job, role=ADMIN,
-        offered=lambda where: where.job.state == "waiting"))
+    action = registry.register(
+        registry.Action(
+            "flag",
+            registry.JOB,
+            "Flag",
+            FlagInput,
+            flag_job,
+            role=ADMIN,
+            offered=lambda where: where.job.state == "waiting",
+        )
+    )
     yield action
     registry.unregister(registry.JOB, "flag")
 
@@ -96,8 +104,12 @@ def page_post(client: Client, job_id: str, body: dict):
 
 def api_post(client: Client, job_id: str, body: dict, *, token: str | None = None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    return client.post(reverse("api_job_action", args=[*Q, "flag", job_id]), json.dumps(body),
-                       content_type="application/json", **headers)
+    return client.post(
+        reverse("api_job_action", args=[*Q, "flag", job_id]),
+        json.dumps(body),
+        content_type="application/json",
+        **headers,
+    )
 
 
 def csrf_token_of(html: str) -> str:
@@ -116,8 +128,8 @@ def test_offered_only_where_and_to_whom_the_registry_says(flag_action, job_id, c
     assert "job-flag" not in html and flag_url not in html
     client.force_login(user_with("admin"))
     html = client.get(job_url).content.decode()
-    form = html[html.index(f'action="{flag_url}"'):]
-    form = form[:form.index("</form>")]
+    form = html[html.index(f'action="{flag_url}"') :]
+    form = form[: form.index("</form>")]
     assert 'class="job-flag">Flag</button>' in form and 'name="reason" required' in form
     registry.unregister(registry.JOB, "flag")  # gone from its one home: gone from the page
     try:
@@ -138,7 +150,10 @@ def test_posted_from_the_page_with_csrf_and_role_checks(flag_action, job_id, scr
     assert "Say why" in r.content.decode() and "action-result refused" in r.content.decode()
     r = page_post(browser, job_id, {"csrfmiddlewaretoken": token, "reason": "x", "colour": "blue"})
     assert "Choose a colour" in r.content.decode()
-    assert not AuditEntry.objects.exclude(queue="").exists() and scratch_queues.hget(f"bull:recipe:{job_id}", "qw:flag") is None
+    assert (
+        not AuditEntry.objects.exclude(queue="").exists()
+        and scratch_queues.hget(f"bull:recipe:{job_id}", "qw:flag") is None
+    )
 
     r = page_post(browser, job_id, {"csrfmiddlewaretoken": token, "reason": "looks odd", "colour": "green"})
     assert r.status_code == 200 and "action-result ok" in r.content.decode() and "flagged green" in r.content.decode()
@@ -166,9 +181,18 @@ def test_posted_through_the_api_with_token_session_csrf_and_role_checks(flag_act
     assert not AuditEntry.objects.exclude(queue="").exists()  # refusals are queue-less events
 
     r = api_post(api, job_id, body, token=token)
-    assert r.status_code == 200 and r.json() == {"job_id": job_id, "outcome": "done", "message": f"Job {job_id} flagged red."}
+    assert r.status_code == 200 and r.json() == {
+        "job_id": job_id,
+        "outcome": "done",
+        "message": f"Job {job_id} flagged red.",
+    }
     entry = AuditEntry.objects.exclude(queue="").get()
-    assert (entry.action, entry.via, entry.username, entry.selection) == ("job.flag", "api", "user-admin", {"colour": "red"})
+    assert (entry.action, entry.via, entry.username, entry.selection) == (
+        "job.flag",
+        "api",
+        "user-admin",
+        {"colour": "red"},
+    )
 
 
 def test_read_only_mode_refuses_it_like_every_action(flag_action, job_id, client, settings):

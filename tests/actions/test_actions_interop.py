@@ -11,13 +11,15 @@ import pytest
 import redis
 
 from queues import actions, dead_letters, redrive
-from queues.keys import QueueRef
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.keys import QueueRef
 from queues.selection import JobFilter
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
 
 @pytest.fixture
@@ -134,8 +136,17 @@ def test_discard_says_what_happens_to_children(r):
     r.hset(parent, mapping={"name": "parent", "data": "{}", "opts": "{}", "timestamp": 1})
     r.zadd(queue.key("waiting-children"), {"p": 1})
     for c in ("c1", "c2"):
-        r.hset(queue.job_key(c), mapping={"name": "child", "data": "{}", "opts": "{}", "timestamp": 1,
-                                          "parentKey": parent, "parent": '{"id":"p","queueKey":"bull:flow"}'})
+        r.hset(
+            queue.job_key(c),
+            mapping={
+                "name": "child",
+                "data": "{}",
+                "opts": "{}",
+                "timestamp": 1,
+                "parentKey": parent,
+                "parent": '{"id":"p","queueKey":"bull:flow"}',
+            },
+        )
         r.lpush(queue.key("wait"), c)
         r.sadd(parent + ":dependencies", queue.job_key(c))
     result = actions.job_discard(r, queue=queue, job_id="p")
@@ -181,6 +192,7 @@ def test_redrive_refuses_when_the_target_id_is_still_retained(r):
 
 # --- bulk actions with live Node workers ------------------------------------------------------
 
+
 def test_bulk_retry_with_reset_then_node_processes_every_job_with_its_full_budget(r, url):
     queue = q("bulk-budget")
     ids = run_node("actions.mjs", "fail", url, queue.name, "40", "2")["ids"]
@@ -195,8 +207,14 @@ def test_bulk_retry_with_reset_then_node_processes_every_job_with_its_full_budge
 def test_bulk_redrive_of_a_dlq_then_node_completes_them_in_the_source(r, url):
     dlq = q("emails-dlq")
     ids = run_node("actions.mjs", "dlq", url, dlq.name, "25", "emails")["ids"]
-    plan = BulkPlan(queue=dlq, action="redrive", before_ms=int(time.time() * 1000) + 1,
-                    filt=JobFilter(state="waiting"), rate=None, payload_field="data")
+    plan = BulkPlan(
+        queue=dlq,
+        action="redrive",
+        before_ms=int(time.time() * 1000) + 1,
+        filt=JobFilter(state="waiting"),
+        rate=None,
+        payload_field="data",
+    )
     progress = run_bulk(r, plan=plan, store=MemoryStore())
     assert (progress.moved, progress.skipped) == (25, 0)
     jobs = run_node("actions.mjs", "work", url, "emails", "complete", "25")["jobs"]
@@ -211,8 +229,13 @@ def stall_worker(url):
 
     def start(queue_name: str) -> str:
         ensure_node_modules()
-        proc = subprocess.Popen(["node", "stall_worker.mjs", url, queue_name], cwd=NODE_DIR,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            ["node", "stall_worker.mjs", url, queue_name],
+            cwd=NODE_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         procs.append(proc)
         line = proc.stdout.readline().strip()
         assert line.startswith("ACTIVE "), line
@@ -234,8 +257,9 @@ def test_a_job_a_worker_takes_during_a_bulk_action_is_skipped_and_counted(r, url
         if not taken:  # between the first and second batch a worker picks up the oldest job
             taken.append(stall_worker(queue.name))
 
-    plan = BulkPlan(queue=queue, action="discard", before_ms=int(time.time() * 1000) + 1,
-                    filt=JobFilter(state="waiting"), rate=4)  # one job per batch
+    plan = BulkPlan(
+        queue=queue, action="discard", before_ms=int(time.time() * 1000) + 1, filt=JobFilter(state="waiting"), rate=4
+    )  # one job per batch
     progress = run_bulk(r, plan=plan, store=MemoryStore(), sleep=sleep_then_worker_takes_next)
     assert taken == [ids[1]]
     assert (progress.total, progress.moved, progress.skipped, progress.skipped_by) == (6, 5, 1, {"gone": 1})

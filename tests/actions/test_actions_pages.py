@@ -87,23 +87,33 @@ def test_error_groups_page_groups_and_escapes(operator_client, seeded):
 
 def test_preview_counts_samples_and_escapes(operator_client, seeded):
     group = fingerprint(HOSTILE_REASON + " 1")
-    r = operator_client.post(reverse("bulk_preview", args=Q), {"action": "redrive", "state": "failed",
-                                                               "fingerprint": group, "scope": "matching"})
+    r = operator_client.post(
+        reverse("bulk_preview", args=Q),
+        {"action": "redrive", "state": "failed", "fingerprint": group, "scope": "matching"},
+    )
     html = r.content.decode()
     assert r.status_code == 200 and 'data-count="4"' in html
     assert_escaped(html)
     assert f'name="fingerprint" value="{group}"' in html and 'name="reason" required' in html
-    ticked = operator_client.post(reverse("bulk_preview", args=Q), {"action": "discard", "state": "failed", "scope": "selected",
-                                                                    "ids": seeded["failed"][:2]})
+    ticked = operator_client.post(
+        reverse("bulk_preview", args=Q),
+        {"action": "discard", "state": "failed", "scope": "selected", "ids": seeded["failed"][:2]},
+    )
     assert 'data-count="2"' in ticked.content.decode()
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"action": "retry", "state": "failed", "scope": "selected"}, "No jobs are ticked"),
-    ({"action": "promote", "state": "failed", "scope": "matching"}, "cannot act on failed jobs"),
-    ({"action": "explode", "state": "failed", "scope": "matching"}, "Unknown bulk action"),
-    ({"action": "retry", "state": "failed", "scope": "matching", "finished_from": "yesterday"}, "must be a date and time"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"action": "retry", "state": "failed", "scope": "selected"}, "No jobs are ticked"),
+        ({"action": "promote", "state": "failed", "scope": "matching"}, "cannot act on failed jobs"),
+        ({"action": "explode", "state": "failed", "scope": "matching"}, "Unknown bulk action"),
+        (
+            {"action": "retry", "state": "failed", "scope": "matching", "finished_from": "yesterday"},
+            "must be a date and time",
+        ),
+    ],
+)
 def test_bad_bulk_input_gets_a_clear_message(operator_client, seeded, data, message):
     r = operator_client.post(reverse("bulk_preview", args=Q), data)
     assert r.status_code == 400 and message in r.content.decode()
@@ -113,15 +123,22 @@ def test_refusals_and_vanished_jobs_are_explained(operator_client, seeded):
     r = operator_client.post(reverse("bulk_start", args=Q), {"action": "retry", "state": "failed", "rate": "10"})
     assert r.status_code == 400 and "Say why" in r.content.decode()
     r = operator_client.post(reverse("job_action", args=[*Q, "promote", seeded["failed"][0]]), HTTP_HX_REQUEST="true")
-    assert r.status_code == 200 and "action-result refused" in r.content.decode() and "no longer delayed" in r.content.decode()
+    assert (
+        r.status_code == 200
+        and "action-result refused" in r.content.decode()
+        and "no longer delayed" in r.content.decode()
+    )
     r = operator_client.post(reverse("job_action", args=[*Q, "retry", "no-such-job"]))
     assert r.status_code == 409 and "no longer exists" in r.content.decode()
     r = operator_client.post(reverse("job_action", args=["default", "bull", "nope", "retry", "1"]))
     assert r.status_code == 404 and "No queue" in r.content.decode()
-    r = operator_client.post(reverse("queue_action", args=[*Q, "clean"]), {"state": "failed", "older_than_minutes": "x",
-                                                                          "reason": "r"})
+    r = operator_client.post(
+        reverse("queue_action", args=[*Q, "clean"]), {"state": "failed", "older_than_minutes": "x", "reason": "r"}
+    )
     assert r.status_code == 400 and "whole number of minutes" in r.content.decode()
-    assert AuditEntry.objects.filter(outcome="refused").exclude(queue="").count() == 2  # the two that reached Redis (validation refusals are queue-less events)
+    assert (
+        AuditEntry.objects.filter(outcome="refused").exclude(queue="").count() == 2
+    )  # the two that reached Redis (validation refusals are queue-less events)
 
 
 def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded):
@@ -143,11 +160,23 @@ def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded):
 
 def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
     queue = QueueRef(*Q)
-    operations.job_action(user=operator_client.user, via="page", queue=queue, job_id=seeded["failed"][0],
-                          action="discard", reason=HOSTILE_AUDIT)
-    task = operations.bulk_start(user=operator_client.user, via="api", queue=queue, action="retry",
-                                 chosen=operations.Selection(state="failed", name=HOSTILE_NAME), reason="=cmd|' /C calc'!A0",
-                                 rate=None)
+    operations.job_action(
+        user=operator_client.user,
+        via="page",
+        queue=queue,
+        job_id=seeded["failed"][0],
+        action="discard",
+        reason=HOSTILE_AUDIT,
+    )
+    task = operations.bulk_start(
+        user=operator_client.user,
+        via="api",
+        queue=queue,
+        action="retry",
+        chosen=operations.Selection(state="failed", name=HOSTILE_NAME),
+        reason="=cmd|' /C calc'!A0",
+        rate=None,
+    )
     html = operator_client.get(reverse("audit")).content.decode()
     assert '<script>alert("audit")' not in html and "&lt;/td&gt;&lt;script&gt;" in html
     assert "<script>alert" not in html
@@ -210,11 +239,19 @@ def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
     assert r.status_code == 400 and "must be a list" in r.json()["message"]
     r = client.post(url, "[1, 2", content_type="application/json", **auth)
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
-    r = client.post(reverse("api_bulk_preview", args=Q), json.dumps({"action": "retry", "state": "active"}),
-                    content_type="application/json", **auth)
+    r = client.post(
+        reverse("api_bulk_preview", args=Q),
+        json.dumps({"action": "retry", "state": "active"}),
+        content_type="application/json",
+        **auth,
+    )
     assert r.status_code == 400 and "Unknown state" in r.json()["message"]
-    r = client.post(reverse("api_job_action", args=[*Q, "discard", seeded["failed"][0]]), "{}",
-                    content_type="application/json", **auth)
+    r = client.post(
+        reverse("api_job_action", args=[*Q, "discard", seeded["failed"][0]]),
+        "{}",
+        content_type="application/json",
+        **auth,
+    )
     assert r.status_code == 400 and "Say why" in r.json()["message"]
 
 
@@ -252,12 +289,17 @@ def test_set_role_command_gives_exactly_one_role():
 def test_clean_is_previewed_then_removes_what_was_counted(operator_client, actions_redis):
     run_node("produce.mjs", "complete", actions_redis, "tidy", "3")
     q = ("default", "bull", "tidy")
-    r = operator_client.post(reverse("bulk_preview", args=q), {"action": "clean", "state": "completed",
-                                                                "older_than_minutes": "0", "scope": "matching"})
+    r = operator_client.post(
+        reverse("bulk_preview", args=q),
+        {"action": "clean", "state": "completed", "older_than_minutes": "0", "scope": "matching"},
+    )
     html = r.content.decode()
     assert 'data-count="3"' in html and reverse("queue_action", args=[*q, "clean"]) in html
-    r = operator_client.post(reverse("queue_action", args=[*q, "clean"]),
-                             {"state": "completed", "older_than_minutes": "0", "reason": "tidy up"}, HTTP_HX_REQUEST="true")
+    r = operator_client.post(
+        reverse("queue_action", args=[*q, "clean"]),
+        {"state": "completed", "older_than_minutes": "0", "reason": "tidy up"},
+        HTTP_HX_REQUEST="true",
+    )
     assert "Removed 3 completed jobs" in r.content.decode()
     entry = AuditEntry.objects.get(action="queue.clean")
     assert (entry.affected, entry.reason, entry.selection["state"]) == (3, "tidy up", "completed")
@@ -265,10 +307,28 @@ def test_clean_is_previewed_then_removes_what_was_counted(operator_client, actio
 
 def test_task_list_shows_active_then_recent_escaped(client, seeded):
     client.force_login(User.objects.create_user("viewer-t", password="pw"))
-    done = BulkTask.objects.create(action="discard", connection="default", prefix="bull", queue="old", before_ms=1,
-                                   reason=HOSTILE_AUDIT, state=BulkTask.DONE, total=3, moved=3)
-    running = BulkTask.objects.create(action="redrive", connection="default", prefix="bull", queue=HOSTILE_NAME,
-                                      before_ms=1, reason="r", state=BulkTask.RUNNING, total=10, moved=4)
+    done = BulkTask.objects.create(
+        action="discard",
+        connection="default",
+        prefix="bull",
+        queue="old",
+        before_ms=1,
+        reason=HOSTILE_AUDIT,
+        state=BulkTask.DONE,
+        total=3,
+        moved=3,
+    )
+    running = BulkTask.objects.create(
+        action="redrive",
+        connection="default",
+        prefix="bull",
+        queue=HOSTILE_NAME,
+        before_ms=1,
+        reason="r",
+        state=BulkTask.RUNNING,
+        total=10,
+        moved=4,
+    )
     html = client.get(reverse("tasks")).content.decode()
     assert html.index(f'data-task-id="{running.pk}"') < html.index(f'data-task-id="{done.pk}"')
     assert "40%" in html and "100%" in html
@@ -280,20 +340,37 @@ def test_a_dead_letter_queues_prioritized_tab_offers_a_bulk_redrive_and_counts_i
     (ticked or all matching) and the queue offers "Redrive all prioritized"; the preview counts
     them. An ordinary queue's prioritized tab offers discard, not redrive."""
     run_node("toolbox.mjs", "hashes", actions_redis, "bills", "[]")
-    run_node("toolbox.mjs", "add", actions_redis, "bills-dlq", json.dumps(
-        [{"name": "bill", "data": {"n": n}, "opts": {"priority": n}} for n in (1, 2)]))
-    run_node("toolbox.mjs", "add", actions_redis, "bills", json.dumps([{"name": "bill", "data": {}, "opts": {"priority": 4}}]))
-    dlq_tab = operator_client.get(reverse("queue", args=["default", "bull", "bills-dlq"]) + "?state=prioritized").content.decode()
-    form = dlq_tab[dlq_tab.index('<form id="bulk-form"'):]
-    form = form[:form.index("</form>")]
+    run_node(
+        "toolbox.mjs",
+        "add",
+        actions_redis,
+        "bills-dlq",
+        json.dumps([{"name": "bill", "data": {"n": n}, "opts": {"priority": n}} for n in (1, 2)]),
+    )
+    run_node(
+        "toolbox.mjs",
+        "add",
+        actions_redis,
+        "bills",
+        json.dumps([{"name": "bill", "data": {}, "opts": {"priority": 4}}]),
+    )
+    dlq_tab = operator_client.get(
+        reverse("queue", args=["default", "bull", "bills-dlq"]) + "?state=prioritized"
+    ).content.decode()
+    form = dlq_tab[dlq_tab.index('<form id="bulk-form"') :]
+    form = form[: form.index("</form>")]
     assert '<option value="redrive">redrive to source</option>' in form and '<option value="discard">' in form
     assert 'class="bulk-redrive-prioritized">Redrive all prioritized to the source queue…' in dlq_tab
-    preview = operator_client.post(reverse("bulk_preview", args=["default", "bull", "bills-dlq"]),
-                                   {"action": "redrive", "state": "prioritized", "scope": "matching"},
-                                   HTTP_HX_REQUEST="true").content.decode()
+    preview = operator_client.post(
+        reverse("bulk_preview", args=["default", "bull", "bills-dlq"]),
+        {"action": "redrive", "state": "prioritized", "scope": "matching"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
     assert 'data-count="2"' in preview
-    plain_tab = operator_client.get(reverse("queue", args=["default", "bull", "bills"]) + "?state=prioritized").content.decode()
-    form = plain_tab[plain_tab.index('<form id="bulk-form"'):]
-    form = form[:form.index("</form>")]
+    plain_tab = operator_client.get(
+        reverse("queue", args=["default", "bull", "bills"]) + "?state=prioritized"
+    ).content.decode()
+    form = plain_tab[plain_tab.index('<form id="bulk-form"') :]
+    form = form[: form.index("</form>")]
     assert '<option value="discard">' in form and 'value="redrive"' not in form
     assert "bulk-redrive-prioritized" not in plain_tab

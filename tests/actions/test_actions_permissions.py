@@ -42,22 +42,41 @@ def endpoints(ids: dict, task_id: int | None) -> list[tuple[str, str, list, dict
             (kind, prefix + "job_action", [*dlq_q, "redrive", dlq[i]], {"reason": "fixed"}, "job.redrive"),
             (kind, prefix + "queue_action", [*Q, "pause"], {}, "queue.pause"),
             (kind, prefix + "queue_action", [*Q, "resume"], {}, "queue.resume"),
-            (kind, prefix + "queue_action", [*Q, "clean"], {"state": "completed", "older_than_minutes": "60",
-                                                             "reason": "tidy"}, "queue.clean"),
+            (
+                kind,
+                prefix + "queue_action",
+                [*Q, "clean"],
+                {"state": "completed", "older_than_minutes": "60", "reason": "tidy"},
+                "queue.clean",
+            ),
             (kind, prefix + "bulk_preview", [*Q], {"action": "retry", "state": "failed", "scope": "matching"}, None),
             (kind, prefix + "bulk_start", [*Q], bulk, "bulk.retry"),
             (kind, prefix + "task_cancel", ["TASK"], {}, "bulk.cancel"),
         ]
     # The toolbox's own endpoints (its actions share the URLs above; tests/actions/test_toolbox_pages.py
     # covers them and their admin-only ones).
-    rows += [("api", "api_jobs", [*Q], {"name": "added", "data": {"a": 1}}, "queue.add"),
-             ("page", "edit_retry_preview", [*Q, f[4]], {"patch": '{"fixed": true}'}, None)]
+    rows += [
+        ("api", "api_jobs", [*Q], {"name": "added", "data": {"a": 1}}, "queue.add"),
+        ("page", "edit_retry_preview", [*Q, f[4]], {"patch": '{"fixed": true}'}, None),
+    ]
     return rows
 
 
 ACTION_MODULES = ("dashboard.actions.views", "dashboard.actions.api", "dashboard.actions.toolbox.views")
-READ_ONLY_VIEWS = {"task_list", "task_detail", "queue_error_groups", "queue_export", "audit_log", "audit_csv", "export",
-                   "add_job_page", "edit_retry_page", "settings_page", "scheduler_edit_page", "migrate_repeat_page"}
+READ_ONLY_VIEWS = {
+    "task_list",
+    "task_detail",
+    "queue_error_groups",
+    "queue_export",
+    "audit_log",
+    "audit_csv",
+    "export",
+    "add_job_page",
+    "edit_retry_page",
+    "settings_page",
+    "scheduler_edit_page",
+    "migrate_repeat_page",
+}
 
 
 def every_route(patterns):
@@ -89,8 +108,9 @@ def call(client: Client, kind: str, name: str, args: list, body: dict, *, token:
 
 
 def some_task() -> int:
-    return BulkTask.objects.create(action="retry", connection=Q[0], prefix=Q[1], queue="other", before_ms=0,
-                                   reason="r").pk
+    return BulkTask.objects.create(
+        action="retry", connection=Q[0], prefix=Q[1], queue="other", before_ms=0, reason="r"
+    ).pk
 
 
 def test_anonymous_gets_login_redirect_or_401(client, seeded):

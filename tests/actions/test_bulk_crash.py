@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from queues.redrive import redrive_job_id
 from queues.bulk import BulkPlan, RedisStore
+from queues.redrive import redrive_job_id
 from queues.selection import JobFilter
 from tests.support.parallel import heavy_trial
 from tests.support.servers import ROOT, node_available, run_node
@@ -27,8 +27,10 @@ JOBS_PER_TRIAL = 300
 RATE = 300  # jobs/s: a trial runs about a second, in batches of 75, so kills land mid-run
 UNPACED_KILLS_PER_TRIAL = 3
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
 
 def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills: int) -> tuple[dict, int]:
@@ -60,7 +62,9 @@ def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills
 def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redis_prefix):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     names = [f"crash-{n}" for n in range(6)]
-    seeded = run_node("actions.mjs", "fail", url, ",".join(names), str(JOBS_PER_TRIAL), "1", prefix, timeout=180)["byQueue"]
+    seeded = run_node("actions.mjs", "fail", url, ",".join(names), str(JOBS_PER_TRIAL), "1", prefix, timeout=180)[
+        "byQueue"
+    ]
     seed = random.randrange(1 << 30)
     rngs = [random.Random(seed + n) for n in range(len(names))]
 
@@ -77,8 +81,12 @@ def test_killed_redrive_of_the_failed_set_resumes_with_every_job_moved_once(redi
         waiting = [m.decode() for m in r.lrange(queue.key("wait"), 0, -1)]
         assert sorted(waiting) == sorted(ids), f"seed {seed}, {name}: duplicated or missing jobs"
         assert r.zcard(queue.key("failed")) == 0, f"seed {seed}, {name}: jobs left behind"
-        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == \
-            ("done", len(ids), 0, 0), f"seed {seed}, {name}: {progress}"
+        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == (
+            "done",
+            len(ids),
+            0,
+            0,
+        ), f"seed {seed}, {name}: {progress}"
         pipe = r.pipeline()
         for i in ids:
             pipe.hmget(queue.job_key(i), ["atm", "ats", "finishedOn"])
@@ -94,13 +102,21 @@ def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(red
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     seed = random.randrange(1 << 30)
     pairs = [(redis_prefix.queue(f"orders{n}-dlq"), redis_prefix.queue(f"orders{n}")) for n in range(5)]
-    seeded = {dlq.name: run_node("actions.mjs", "dlq", url, dlq.name, str(JOBS_PER_TRIAL), source.name, prefix)["ids"]
-              for dlq, source in pairs}
+    seeded = {
+        dlq.name: run_node("actions.mjs", "dlq", url, dlq.name, str(JOBS_PER_TRIAL), source.name, prefix)["ids"]
+        for dlq, source in pairs
+    }
 
     def trial(n: int):
         dlq = pairs[n][0]
-        plan = BulkPlan(queue=dlq, action="redrive", before_ms=int(time.time() * 1000) + 1,
-                        filt=JobFilter(state="waiting"), rate=RATE, payload_field="data")
+        plan = BulkPlan(
+            queue=dlq,
+            action="redrive",
+            before_ms=int(time.time() * 1000) + 1,
+            filt=JobFilter(state="waiting"),
+            rate=RATE,
+            payload_field="data",
+        )
         return run_with_kills(url, plan, f"{prefix}:crash:{dlq.name}", random.Random(seed + n), kills=1 + n % 3)
 
     with ThreadPoolExecutor(3) as pool:
@@ -110,11 +126,13 @@ def test_killed_redrive_from_a_dlq_resumes_with_every_job_in_the_source_once(red
         expected = sorted(redrive_job_id(dlq_name=dlq.name, job_id=i) for i in ids)
         in_source = [m.decode() for m in r.lrange(source.key("wait"), 0, -1)]
         assert sorted(in_source) == expected, f"seed {seed}, {dlq.name}: duplicated or missing jobs"
-        assert r.llen(dlq.key("wait")) == 0 and not any(r.exists(dlq.job_key(i)) for i in ids), \
+        assert r.llen(dlq.key("wait")) == 0 and not any(r.exists(dlq.job_key(i)) for i in ids), (
             f"seed {seed}, {dlq.name}: jobs left behind"
+        )
         assert json.loads(r.hget(source.job_key(expected[0]), "data"))["i"] in range(JOBS_PER_TRIAL)
-        assert (progress["state"], progress["moved"], progress["skipped"]) == ("done", len(ids), 0), \
+        assert (progress["state"], progress["moved"], progress["skipped"]) == ("done", len(ids), 0), (
             f"seed {seed}, {dlq.name}: {progress}"
+        )
     landed = sum(n for _, n in outcomes)
     assert landed >= 5, f"seed {seed}: only {landed} kills landed mid-run"
 
@@ -136,7 +154,14 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
         ids = seed_failed(r, queue, n)
         plan = BulkPlan(queue=queue, action="retry", before_ms=int(time.time() * 1000), filt=JobFilter(), rate=None)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        args = [sys.executable, "-m", "tests.support.bulk_runner", url, json.dumps(plan.as_dict()), f"{prefix}:u{trial}"]
+        args = [
+            sys.executable,
+            "-m",
+            "tests.support.bulk_runner",
+            url,
+            json.dumps(plan.as_dict()),
+            f"{prefix}:u{trial}",
+        ]
         for attempt in range(UNPACED_KILLS_PER_TRIAL + 1):
             left = r.zcard(queue.key("failed"))
             proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -163,7 +188,8 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
             break
         waiting = [m.decode() for m in r.lrange(queue.key("wait"), 0, -1)]
         assert sorted(waiting) == sorted(ids) and r.zcard(queue.key("failed")) == 0, f"seed {seed}, trial {trial}"
-        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == \
-            ("done", n, 0, 0), f"seed {seed}, trial {trial}: {progress}"
+        assert (progress["state"], progress["moved"], progress["skipped"], progress["failed"]) == ("done", n, 0, 0), (
+            f"seed {seed}, trial {trial}: {progress}"
+        )
     assert landed >= 3, f"seed {seed}: only {landed} kills landed mid-run"
     assert max(in_flight) >= 2, f"seed {seed}: no kill landed with two batches in flight ({in_flight})"

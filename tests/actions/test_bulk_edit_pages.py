@@ -33,16 +33,17 @@ def seeded(actions_redis, redis_client):
     ids = run_node("seed_actions.mjs", actions_redis, "fixable", "4", "0", "0", "mail", "bad email")
     run_node("seed_actions.mjs", actions_redis, "fixable", "2", "0", "0", "mail", "timeout after")  # another group
     for n, job_id in enumerate(ids["failed"]):
-        redis_client.hset(f"bull:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2",
-                                                                       **extra(n)}))
+        redis_client.hset(
+            f"bull:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2", **extra(n)})
+        )
     return ids["failed"]
 
 
 def extra(n: int) -> dict:
     """Data the patch leaves alone but must write back as Node reads it: text beyond ASCII, floats,
     integers past 2**53 and (every other job) past 64 bits."""
-    more = {"who": "Zoë 😀 \t ✓ \u0001", "f": 0.1, "e": 1e-7, "neg": -0.0, "n": 10 ** 17 + n, "t": [True, None]}
-    return {**more, "big": 2 ** 64 + n} if n % 2 == 0 else more
+    more = {"who": "Zoë 😀 \t ✓ \u0001", "f": 0.1, "e": 1e-7, "neg": -0.0, "n": 10**17 + n, "t": [True, None]}
+    return {**more, "big": 2**64 + n} if n % 2 == 0 else more
 
 
 def as_node(value):
@@ -69,12 +70,17 @@ def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, see
     client.force_login(user)
     page = client.get(reverse("queue_errors", args=Q)).content.decode()
     assert '<option value="edit-retry">' in page and 'name="patch"' in page
-    form = {"action": "edit-retry", "state": "failed", "fingerprint": GROUP, "scope": "matching",
-            "patch": '{"email": "fixed@example.com", "password": "s3cret", "v": 2}'}
+    form = {
+        "action": "edit-retry",
+        "state": "failed",
+        "fingerprint": GROUP,
+        "scope": "matching",
+        "patch": '{"email": "fixed@example.com", "password": "s3cret", "v": 2}',
+    }
     html = client.post(reverse("bulk_preview", args=Q), form).content.decode()
     assert 'data-count="4"' in html and html.count('class="edit-diff"') == 4
-    diffs = html[html.index('class="edit-diffs"'):html.index("</section>")]
-    assert "fixed@example.com" in diffs and 'diff-add' in diffs and "hunter2" not in html and "s3cret" not in diffs
+    diffs = html[html.index('class="edit-diffs"') : html.index("</section>")]
+    assert "fixed@example.com" in diffs and "diff-add" in diffs and "hunter2" not in html and "s3cret" not in diffs
     assert 'name="patch" value="{&quot;email&quot;:&quot;fixed@example.com&quot;' in html
     for bad, message in (("[1]", "non-empty JSON object"), ("{", "not valid JSON"), ("", "non-empty JSON object")):
         r = client.post(reverse("bulk_preview", args=Q), {**form, "patch": bad})
@@ -114,10 +120,18 @@ def test_bulk_edit_over_the_api_and_viewers_refused(client, seeded):
     preview = r.json()
     assert r.status_code == 200 and preview["count"] == 4 and len(preview["diffs"]) == 4
     assert '+  "email": "ok@example.com",' in preview["diffs"][0]["diff"]
-    r = client.post(reverse("api_bulk_start", args=Q), json.dumps({**body, "patch": [1], "reason": "x"}),
-                    content_type="application/json", **operator)
+    r = client.post(
+        reverse("api_bulk_start", args=Q),
+        json.dumps({**body, "patch": [1], "reason": "x"}),
+        content_type="application/json",
+        **operator,
+    )
     assert r.status_code == 400 and "non-empty JSON object" in r.json()["message"]
-    r = client.post(reverse("api_bulk_start", args=Q), json.dumps({**body, "reason": "validator fixed"}),
-                    content_type="application/json", **operator)
+    r = client.post(
+        reverse("api_bulk_start", args=Q),
+        json.dumps({**body, "reason": "validator fixed"}),
+        content_type="application/json",
+        **operator,
+    )
     assert r.status_code == 202 and r.json()["patch"] == {"email": "ok@example.com"}
     assert BulkTask.objects.get().patch == {"email": "ok@example.com"}

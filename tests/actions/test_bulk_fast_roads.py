@@ -29,13 +29,19 @@ def r(redis_client):
     return redis_client
 
 
-@pytest.mark.parametrize("raw", [
-    '{"order":7,"amount":1000,"drop":[1,{"x":null}]}',
-    '{"name":"Zoë \\u2028 😀 \\u0001","f":0.1,"e":1e-7,"neg":-0.0,"big":9007199254740993,"t":true,"n":null}',
-    '{"id":18446744073709551616,"low":-9223372036854775809,"note":{"fixed":false,"keep":[]}}',  # beyond 64 bits
-    '{"card":"4111111111111111111","amount":1}',
-    '[1,2]', '"text"', '3', '{"a":{"b":{"c":[{}]}}}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"order":7,"amount":1000,"drop":[1,{"x":null}]}',
+        '{"name":"Zoë \\u2028 😀 \\u0001","f":0.1,"e":1e-7,"neg":-0.0,"big":9007199254740993,"t":true,"n":null}',
+        '{"id":18446744073709551616,"low":-9223372036854775809,"note":{"fixed":false,"keep":[]}}',  # beyond 64 bits
+        '{"card":"4111111111111111111","amount":1}',
+        "[1,2]",
+        '"text"',
+        "3",
+        '{"a":{"b":{"c":[{}]}}}',
+    ],
+)
 def test_patched_data_equals_the_standard_library_merge_patch(raw):
     sha, text = patched(raw.encode(), PATCH)
     text = text.decode() if isinstance(text, bytes) else text
@@ -66,24 +72,38 @@ def test_every_chunk_runs_when_the_scripts_are_flushed_in_the_middle_of_a_batch(
         return real(raw, patch)
 
     monkeypatch.setattr(edit, "patched", flushing)
-    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
-                                      patch={"amount": 1}), store=MemoryStore())
+    final = run_bulk(
+        r,
+        plan=BulkPlan(
+            queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None, patch={"amount": 1}
+        ),
+        store=MemoryStore(),
+    )
     assert (final.moved, final.skipped, final.failed) == (n, 0, 0)
     assert r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == n and r.xlen(Q.key("events")) == n
-    assert all(json.loads(d) == {"i": i, "amount": 1}
-               for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n)))
+    assert all(
+        json.loads(d) == {"i": i, "amount": 1}
+        for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n))
+    )
 
 
 def test_every_chunk_runs_when_redis_must_load_the_script_first(r):
     n = 2 * CHUNK + 7
     seed_failed(r, Q, n, data=lambda i: {"i": i, "amount": 5})
     r.script_flush()
-    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
-                                      patch={"amount": 1}), store=MemoryStore())
+    final = run_bulk(
+        r,
+        plan=BulkPlan(
+            queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None, patch={"amount": 1}
+        ),
+        store=MemoryStore(),
+    )
     assert (final.moved, final.skipped, final.failed) == (n, 0, 0)
     assert r.zcard(Q.key("failed")) == 0 and r.llen(Q.key("wait")) == n
-    assert all(json.loads(d) == {"i": i, "amount": 1}
-               for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n)))
+    assert all(
+        json.loads(d) == {"i": i, "amount": 1}
+        for i, d in enumerate(r.hget(Q.job_key(str(i + 1)), "data") for i in range(n))
+    )
 
 
 def test_whole_set_retry_counts_what_stays_behind_only_once_a_job_stayed(r):
@@ -91,8 +111,12 @@ def test_whole_set_retry_counts_what_stays_behind_only_once_a_job_stayed(r):
     r.zadd(Q.key("failed"), {"ghost": 1_000_049.5})  # a member without its job, in the sixth batch of ten
     zcounts = lambda: r.info("commandstats").get("cmdstat_zcount", {}).get("calls", 0)  # noqa: E731
     before = zcounts()
-    final = run_bulk(r, plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40),
-                     store=MemoryStore(), sleep=lambda s: None)  # 10 jobs per batch
+    final = run_bulk(
+        r,
+        plan=BulkPlan(queue=Q, action="retry", before_ms=2_000_000, filt=JobFilter(), rate=40),
+        store=MemoryStore(),
+        sleep=lambda s: None,
+    )  # 10 jobs per batch
     assert (final.moved, final.skipped, final.skipped_by) == (100, 1, {"missing": 1})
     assert sorted(int(m) for m in r.lrange(Q.key("wait"), 0, -1)) == list(range(1, 101))
     assert r.zrange(Q.key("failed"), 0, -1) == [b"ghost"]
@@ -103,11 +127,13 @@ def test_whole_set_retry_counts_what_stays_behind_only_once_a_job_stayed(r):
 def test_edit_of_the_whole_set_steps_over_jobs_that_stay_and_resumes_after_a_cancel(r):
     seed_failed(r, Q, 60, data=lambda i: {"i": i, "amount": 5})
     r.hset(Q.job_key("15"), "data", "{not json")  # stays failed (bad_data) in the second batch
-    plan = BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=40,
-                    patch={"amount": 1})  # 10 jobs per batch
+    plan = BulkPlan(
+        queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=40, patch={"amount": 1}
+    )  # 10 jobs per batch
     store = MemoryStore()
-    first = run_bulk(r, plan=plan, store=store, should_cancel=iter([False, False, False, True]).__next__,
-                     sleep=lambda s: None)
+    first = run_bulk(
+        r, plan=plan, store=store, should_cancel=iter([False, False, False, True]).__next__, sleep=lambda s: None
+    )
     assert (first.state, first.moved, first.skipped) == ("cancelled", 29, 1)
     first.state = "running"  # the operator resumes it
     store.save(first)

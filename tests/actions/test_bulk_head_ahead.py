@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from queues.bullmq_scripts import scripts_for
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.bulk.head import AHEAD
+from queues.bullmq_scripts import scripts_for
 from queues.keys import QueueRef
 from queues.selection import JobFilter
 from tests.support.seeding import seed_failed
@@ -103,8 +103,20 @@ def test_a_crash_with_three_batches_unread_resumes_exactly_from_the_receipt(r, r
     crashed.state, crashed.head_batch, crashed.head_pending = "running", AHEAD + 3, 3
     store.save(crashed)
     for batch in range(AHEAD + 1, AHEAD + 1 + ran):
-        reply = scripts_for(r).retry_head(keys=KEYS + [crashed.receipt_key], args=[
-            Q.base, "failed", "failedReason", "1", "(2000000", 0, 1000, batch, "" if batch == AHEAD + 1 else batch - 1])
+        reply = scripts_for(r).retry_head(
+            keys=KEYS + [crashed.receipt_key],
+            args=[
+                Q.base,
+                "failed",
+                "failedReason",
+                "1",
+                "(2000000",
+                0,
+                1000,
+                batch,
+                "" if batch == AHEAD + 1 else batch - 1,
+            ],
+        )
         assert reply[:2] == [1000, 1000]
     final = run_bulk(r, plan=plan(), store=store)
     assert (final.state, final.moved, final.skipped) == ("done", n, 0)
@@ -116,12 +128,14 @@ def test_a_follower_does_nothing_unless_the_batch_before_it_moved_a_full_batch(r
     seed_failed(r, Q, 30)
     r.zadd(Q.key("failed"), {"ghost": 1_000_003.5})
     receipt = "queuewatch:bulk-receipt:test"
-    first = scripts_for(r).retry_head(keys=KEYS + [receipt], args=[
-        Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 1, ""])
+    first = scripts_for(r).retry_head(
+        keys=KEYS + [receipt], args=[Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 1, ""]
+    )
     assert first[:2] == [10, 9] and r.get(receipt) == b"1:9"
     before = r.zcard(Q.key("failed"))
-    follower = scripts_for(r).retry_head(keys=KEYS + [receipt], args=[
-        Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 2, "1"])
+    follower = scripts_for(r).retry_head(
+        keys=KEYS + [receipt], args=[Q.base, "failed", "failedReason", "1", "(2000000", 0, 10, 2, "1"]
+    )
     assert follower[0] == -1 and r.zcard(Q.key("failed")) == before and r.get(receipt) == b"1:9"
 
 
@@ -131,8 +145,13 @@ def test_an_edit_of_a_big_set_reads_with_sort_and_still_places_priority_and_lifo
     r.hset(Q.job_key("870"), "opts", '{"attempts":2,"lifo":true}')  # take the fast road
     r.hset(Q.job_key("880"), "data", "{not json")
     sorts, zscores = calls(r, "sort_ro"), calls(r, "zscore")
-    final = run_bulk(r, plan=BulkPlan(queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None,
-                                      patch={"amount": 1}), store=MemoryStore())
+    final = run_bulk(
+        r,
+        plan=BulkPlan(
+            queue=Q, action="edit-retry", before_ms=2_000_000, filt=JobFilter(), rate=None, patch={"amount": 1}
+        ),
+        store=MemoryStore(),
+    )
     assert (final.moved, final.skipped, final.skipped_by) == (899, 1, {"bad_data": 1})
     assert calls(r, "sort_ro") - sorts >= 9  # each chunk's data read, and the fast chunks' checks
     assert calls(r, "zscore") - zscores < 200  # a ZSCORE per job only in the last chunk (the slow road)

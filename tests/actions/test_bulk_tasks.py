@@ -32,6 +32,7 @@ from tests.support.waiting import receive_until, wait_for
 
 pytestmark = [pytest.mark.node]
 
+
 @pytest.fixture
 def operator():  # database access comes from each test's django_db mark
     user = User.objects.create_user("op", password="pw")
@@ -46,8 +47,9 @@ def seed(url: str, queue: str, failed: int, *, reason: str, name: str = "work") 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(running_monitor, live_setup, redis_url,
-                                                                           client, operator):
+async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(
+    running_monitor, live_setup, redis_url, client, operator
+):
     url = redis_url
     bad = await sync_to_async(seed)(url, "billing", 40, reason="card declined for customer")
     other = await sync_to_async(seed)(url, "billing", 5, reason="timeout talking to")
@@ -57,8 +59,9 @@ async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(runnin
     preview = await sync_to_async(operations.bulk_preview)(queue=queue, action="redrive", chosen=chosen)
     assert preview.count == 40
 
-    task = await sync_to_async(operations.bulk_start)(user=operator, via="page", queue=queue, action="redrive",
-                                                      chosen=chosen, reason="fixed in v2", rate=40.0)
+    task = await sync_to_async(operations.bulk_start)(
+        user=operator, via="page", queue=queue, action="redrive", chosen=chosen, reason="fixed in v2", rate=40.0
+    )
     headers = await sync_to_async(session_headers)(client, operator)
     comm = WebsocketCommunicator(application, f"/ws/tasks/{task.pk}/", headers=headers)
     assert (await comm.connect(timeout=5))[0]
@@ -66,7 +69,9 @@ async def test_error_group_redrive_runs_in_the_monitor_with_live_progress(runnin
     await receive_until(comm, lambda h: seen.append(h) or 'data-state="done"' in h, timeout=30)
     await comm.disconnect()
     final = seen[-1]
-    assert 'data-percent="100"' in final and re.search(r'class="moved"><data class="qw-num" value="40">40</data><', final)
+    assert 'data-percent="100"' in final and re.search(
+        r'class="moved"><data class="qw-num" value="40">40</data><', final
+    )
     # Progress was shown on the way, not only at the end (40 jobs at 40/s: several updates).
     assert any(re.search(r'data-percent="([1-9]\d?)"', h) for h in seen[:-1])
 
@@ -90,12 +95,27 @@ def test_cancel_stops_a_paced_task_and_what_moved_stays_moved(running_monitor, l
     url = redis_url
     seed(url, "slow", 60, reason="boom")
     queue = QueueRef("default", "bull", "slow")
-    task = operations.bulk_start(user=operator, via="api", queue=queue, action="retry",
-                                 chosen=operations.Selection(state="failed"), reason="try again", rate=10.0)
+    task = operations.bulk_start(
+        user=operator,
+        via="api",
+        queue=queue,
+        action="retry",
+        chosen=operations.Selection(state="failed"),
+        reason="try again",
+        rate=10.0,
+    )
     # One task per queue: a second one is refused while this one runs.
     with pytest.raises(operations.TaskAlreadyRunning):
-        operations.bulk_start(user=operator, via="api", queue=queue, action="discard",
-                              chosen=operations.Selection(state="failed"), reason="x", rate=None)
+        operations.bulk_start(
+            user=operator,
+            via="api",
+            queue=queue,
+            action="discard",
+            chosen=operations.Selection(state="failed"),
+            reason="x",
+            rate=None,
+        )
+
     # Polled while the monitor's bulk runner writes the row: SQLite may report a lock, as in the app.
     def current():
         return db_retry(lambda: BulkTask.objects.get(pk=task.pk))
@@ -110,14 +130,26 @@ def test_cancel_stops_a_paced_task_and_what_moved_stays_moved(running_monitor, l
     entry = AuditEntry.objects.get(task=row, via="task")
     assert entry.outcome == "partial" and entry.affected == row.moved
     # Now the queue is free for the next task.
-    operations.bulk_start(user=operator, via="api", queue=queue, action="discard",
-                          chosen=operations.Selection(state="failed"), reason="give up", rate=None)
+    operations.bulk_start(
+        user=operator,
+        via="api",
+        queue=queue,
+        action="discard",
+        chosen=operations.Selection(state="failed"),
+        reason="give up",
+        rate=None,
+    )
 
 
 class MonitorProcess:
     def __init__(self, name: str, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "manage.py", "monitor", "--name", name, "--lock-ttl-ms", "1000"],
-                                     cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "monitor", "--name", name, "--lock-ttl-ms", "1000"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def kill(self):
         if self.proc.poll() is None:
@@ -136,17 +168,32 @@ def task_row(db_path, task_id: int) -> dict:
 def test_a_killed_monitor_is_replaced_and_the_task_finishes_exactly_once(tmp_path, redis_client, redis_url):
     client, url = redis_client, redis_url
     db_path = tmp_path / "crash.sqlite3"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
-           "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "t" * 40,
-           "QUEUEWATCH_REDIS_URL": url, "DATABASE_URL": f"sqlite:///{db_path}", "QUEUEWATCH_MONITOR_TICK_MS": "500"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_SECRET_KEY": "t" * 40,
+        "QUEUEWATCH_REDIS_URL": url,
+        "DATABASE_URL": f"sqlite:///{db_path}",
+        "QUEUEWATCH_MONITOR_TICK_MS": "500",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     seeded = run_node("seed_actions.mjs", url, "orders", "0", "0", "300")
     # The dead-letter queue "orders-dlq" is redriven into "orders" at 100 jobs/s.
-    start = ("from dashboard.actions import services as o; from queues.keys import QueueRef; "
-             "t = o.bulk_start(user=None, via='api', queue=QueueRef('default', 'bull', 'orders-dlq'), action='redrive', "
-             "chosen=o.Selection(state='waiting'), reason='crash test', rate=100.0); print(t.pk)")
-    task_id = int(subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c", start], cwd=ROOT, env=env, check=True,
-                                 capture_output=True, text=True).stdout.strip())
+    start = (
+        "from dashboard.actions import services as o; from queues.keys import QueueRef; "
+        "t = o.bulk_start(user=None, via='api', queue=QueueRef('default', 'bull', 'orders-dlq'), action='redrive', "
+        "chosen=o.Selection(state='waiting'), reason='crash test', rate=100.0); print(t.pk)"
+    )
+    task_id = int(
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "--no-imports", "-c", start],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     first = MonitorProcess("crash-a", env)
     try:
         wait_for(lambda: 40 <= task_row(db_path, task_id)["moved"], timeout=30, interval=0.02)

@@ -32,8 +32,12 @@ def jobs(actions_redis):
 
 
 def api_clean(client, token: str, **body):
-    return client.post(reverse("api_queue_action", args=[*Q, "clean"]), json.dumps(body),
-                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(
+        reverse("api_queue_action", args=[*Q, "clean"]),
+        json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
 
 
 def test_the_api_cleans_delayed_jobs_and_the_page_form_waiting_ones(client, jobs, redis_client):
@@ -46,8 +50,11 @@ def test_the_api_cleans_delayed_jobs_and_the_page_form_waiting_ones(client, jobs
     assert redis_client.llen(QUEUE.state_key("waiting")) == 2  # another state is left alone
 
     client.force_login(user_with("operator", username="page-op"))
-    page = client.post(reverse("queue_action", args=[*Q, "clean"]),
-                       {"state": "waiting", "older_than_minutes": "0", "reason": "drop the backlog"}, HTTP_HX_REQUEST="true")
+    page = client.post(
+        reverse("queue_action", args=[*Q, "clean"]),
+        {"state": "waiting", "older_than_minutes": "0", "reason": "drop the backlog"},
+        HTTP_HX_REQUEST="true",
+    )
     assert "Removed 2 waiting jobs" in page.content.decode()
     assert redis_client.llen(QUEUE.state_key("waiting")) == 0
     cleaned = AuditEntry.objects.filter(action="queue.clean").order_by("pk")
@@ -69,7 +76,9 @@ def test_a_state_clean_does_not_take_is_refused_by_the_api_and_the_page(client, 
     assert answer.status_code == 400 and answer.json()["message"] == expected
 
     client.force_login(user_with("operator", username="page-op"))
-    page = client.post(reverse("queue_action", args=[*Q, "clean"]), {"state": state, "older_than_minutes": "0", "reason": "r"})
+    page = client.post(
+        reverse("queue_action", args=[*Q, "clean"]), {"state": state, "older_than_minutes": "0", "reason": "r"}
+    )
     assert page.status_code == 400 and expected.replace("'", "&#x27;") in page.content.decode()
     assert redis_client.zcard(QUEUE.state_key("delayed")) == 3 and redis_client.llen(QUEUE.state_key("waiting")) == 2
     assert not AuditEntry.objects.filter(action="queue.clean").exists()

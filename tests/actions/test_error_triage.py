@@ -12,8 +12,16 @@ from django.urls import reverse
 
 from dashboard.actions.models import TriageRule
 from queues.error_groups import error_groups, fingerprint
-from queues.error_triage import (MAX_INPUT, PERMANENT, TRANSIENT, UNKNOWN, UserRule, classify, retry_outlook,
-                                 validate_pattern)
+from queues.error_triage import (
+    MAX_INPUT,
+    PERMANENT,
+    TRANSIENT,
+    UNKNOWN,
+    UserRule,
+    classify,
+    retry_outlook,
+    validate_pattern,
+)
 from queues.keys import QueueRef
 from tests.support.seeding import seed_failed
 from tests.support.servers import run_node
@@ -38,13 +46,13 @@ TRANSIENT_MESSAGES = [
 ]
 PERMANENT_MESSAGES = [
     "UnrecoverableError: card was declined",  # BullMQ's own "do not retry"
-    "\"email\" must be a valid email",  # joi
+    '"email" must be a valid email',  # joi
     "ValidationError: name: Path `name` is required.",  # mongoose
     "Request failed with status code 404",  # axios
     "Request failed with status code 422",
     "HTTP 401 Unauthorized",
     "User 8f0c2a8e-1b2c-4d3e-9f00-0123456789ab not found",
-    "relation \"invoices\" does not exist",  # postgres
+    'relation "invoices" does not exist',  # postgres
     "Cannot read properties of undefined (reading 'id')",  # V8 TypeError message
     "ENOENT: no such file or directory, open '/data/in.csv'",
 ]
@@ -63,7 +71,7 @@ def test_permanent_messages(message):
 
 @pytest.mark.parametrize("message", UNKNOWN_MESSAGES)
 def test_unknown_messages(message):
-    assert classify(message) .error_class == UNKNOWN and classify(message).matched_by == ""
+    assert classify(message).error_class == UNKNOWN and classify(message).matched_by == ""
 
 
 def test_only_the_first_line_is_classified():
@@ -78,13 +86,16 @@ def test_user_rules_come_first_in_order_and_override_built_ins():
     assert classify("Request failed with status code 404", user_rules=rules).matched_by == "built-in: HTTP 4xx"
 
 
-@pytest.mark.parametrize("pattern,message", [
-    ("", "Enter a regular expression"),
-    ("a" * 301, "at most 300 characters"),
-    ("(unclosed", "not a valid regular expression"),
-    ("(x+x+)+y", "takes too long"),
-    ("(a|aa)+$", "takes too long"),
-])
+@pytest.mark.parametrize(
+    "pattern,message",
+    [
+        ("", "Enter a regular expression"),
+        ("a" * 301, "at most 300 characters"),
+        ("(unclosed", "not a valid regular expression"),
+        ("(x+x+)+y", "takes too long"),
+        ("(a|aa)+$", "takes too long"),
+    ],
+)
 def test_bad_patterns_are_refused_with_a_clear_message(pattern, message):
     assert message in (validate_pattern(pattern) or "")
 
@@ -141,21 +152,32 @@ def test_groups_show_their_class_and_a_permanent_retry_needs_the_confirmation(op
     run_node("seed_actions.mjs", actions_redis, "triage", "3", "0", "0", "sync", "ValidationError: email is invalid")
     run_node("seed_actions.mjs", actions_redis, "triage", "2", "0", "0", "sync", "connect ECONNREFUSED 10.0.0.7:5432")
     run_node("seed_actions.mjs", actions_redis, "triage", "2", "0", "0", "sync", "payment gateway declined")
-    TriageRule.objects.create(pattern="payment gateway .*declined", error_class="permanent", comment="card issuer said no")
+    TriageRule.objects.create(
+        pattern="payment gateway .*declined", error_class="permanent", comment="card issuer said no"
+    )
     html = operator_client.get(reverse("queue_errors", args=Q)).content.decode()
     permanent = fingerprint("ValidationError: email is invalid 0")
     assert f'data-fingerprint="{permanent}" data-error-class="permanent"' in html
-    assert f'data-fingerprint="{fingerprint("connect ECONNREFUSED 10.0.0.7:5432 0")}" data-error-class="transient"' in html
+    assert (
+        f'data-fingerprint="{fingerprint("connect ECONNREFUSED 10.0.0.7:5432 0")}" data-error-class="transient"' in html
+    )
     assert 'data-error-class="permanent"' in html and "(rule: card issuer said no)" in html
     assert "Retrying is likely to help now" not in html and "Not yet: still" in html  # all failed just now
     assert html.count('name="confirm_class"') == 2  # the two permanent groups only
 
     preview = reverse("bulk_preview", args=Q)
-    form = {"action": "retry", "state": "failed", "fingerprint": permanent, "scope": "matching",
-            "triage_class": "permanent"}
+    form = {
+        "action": "retry",
+        "state": "failed",
+        "fingerprint": permanent,
+        "scope": "matching",
+        "triage_class": "permanent",
+    }
     refused = operator_client.post(preview, form, HTTP_HX_REQUEST="true").content.decode()
     assert "classed permanent" in refused and "bulk-preview" not in refused
-    shown = operator_client.post(preview, {**form, "confirm_class": "permanent"}, HTTP_HX_REQUEST="true").content.decode()
+    shown = operator_client.post(
+        preview, {**form, "confirm_class": "permanent"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert "bulk-preview" in shown and 'data-count="3"' in shown
     discard = operator_client.post(preview, {**form, "action": "discard"}, HTTP_HX_REQUEST="true").content.decode()
     assert "bulk-preview" in discard  # discarding a permanent group needs no confirmation

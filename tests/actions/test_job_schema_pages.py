@@ -24,14 +24,22 @@ from tests.support.servers import run_node
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
 Q = ("default", "bull", "sc")
-SCHEMA = {"type": "object", "required": ["email"], "properties": {
-    "email": {"type": "string", "pattern": "^[^@]+@[^@]+\\.[a-z]+$"}, "amount": {"type": "integer", "minimum": 1}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["email"],
+    "properties": {
+        "email": {"type": "string", "pattern": "^[^@]+@[^@]+\\.[a-z]+$"},
+        "amount": {"type": "integer", "minimum": 1},
+    },
+}
 
 
 @pytest.fixture
 def failed(actions_redis):
-    specs = [{"name": "mail", "data": {"email": "bad@", "password": "hunter2"}},
-             {"name": "mail", "data": {"email": "also-bad@", "amount": 0}}]
+    specs = [
+        {"name": "mail", "data": {"email": "bad@", "password": "hunter2"}},
+        {"name": "mail", "data": {"email": "also-bad@", "amount": 0}},
+    ]
     return run_node("toolbox.mjs", "fail", actions_redis, "sc", json.dumps(specs))["ids"]
 
 
@@ -50,7 +58,9 @@ def keys(r) -> list:
 
 def set_schema(client, schema=SCHEMA) -> str:
     token = token_for(user_with("admin", username="schema-admin"))
-    assert api(client, reverse("api_queue_action", args=[*Q, "set-schema"]), {"schema": schema}, token).status_code == 200
+    assert (
+        api(client, reverse("api_queue_action", args=[*Q, "set-schema"]), {"schema": schema}, token).status_code == 200
+    )
     return token
 
 
@@ -102,18 +112,24 @@ def test_a_session_post_without_the_csrf_token_is_refused(failed):
     browser.force_login(user_with("admin"))
     page = browser.post(reverse("queue_action", args=[*Q, "set-schema"]), {"schema": json.dumps(SCHEMA)})
     assert page.status_code == 403
-    api_call = browser.post(reverse("api_queue_action", args=[*Q, "set-schema"]), json.dumps({"schema": SCHEMA}),
-                            content_type="application/json")
+    api_call = browser.post(
+        reverse("api_queue_action", args=[*Q, "set-schema"]),
+        json.dumps({"schema": SCHEMA}),
+        content_type="application/json",
+    )
     assert api_call.status_code == 403 and not QueueSchema.objects.exists()
 
 
-@pytest.mark.parametrize("schema, says", [
-    ({"properties": {"email": {"pattern": "(x+x+)+y"}}}, "takes too long"),
-    ({"$ref": "https://example.com/schema.json"}, "only local references"),
-    ({"type": "objekt"}, "not a valid JSON Schema"),
-    ('{"type": "object",}', "not valid JSON"),
-    ("", "Paste a JSON Schema"),
-])
+@pytest.mark.parametrize(
+    "schema, says",
+    [
+        ({"properties": {"email": {"pattern": "(x+x+)+y"}}}, "takes too long"),
+        ({"$ref": "https://example.com/schema.json"}, "only local references"),
+        ({"type": "objekt"}, "not a valid JSON Schema"),
+        ('{"type": "object",}', "not valid JSON"),
+        ("", "Paste a JSON Schema"),
+    ],
+)
 def test_a_bad_schema_is_refused_with_a_reason_and_nothing_is_stored(client, failed, schema, says):
     token = token_for(user_with("admin"))
     response = api(client, reverse("api_queue_action", args=[*Q, "set-schema"]), {"schema": schema}, token)
@@ -122,21 +138,25 @@ def test_a_bad_schema_is_refused_with_a_reason_and_nothing_is_stored(client, fai
 
 
 def test_the_api_refuses_invalid_data_with_400_and_the_reasons_then_adds_valid_data_a_node_worker_runs(
-        client, failed, actions_redis, redis_client):
+    client, failed, actions_redis, redis_client
+):
     set_schema(client)
     token = token_for(user_with("operator"))
     url = reverse("api_jobs", args=Q)
     before = keys(redis_client)
     bad = api(client, url, {"name": "mail", "data": {"email": "nope", "amount": 0}}, token)
     assert bad.status_code == 400
-    assert bad.json()["errors"] == ["$.amount: should be ≥ 1.",
-                                    '$.email: should match the pattern "^[^@]+@[^@]+\\\\.[a-z]+$".']
+    assert bad.json()["errors"] == [
+        "$.amount: should be ≥ 1.",
+        '$.email: should match the pattern "^[^@]+@[^@]+\\\\.[a-z]+$".',
+    ]
     assert bad.json()["message"].startswith("The data does not pass the queue's schema: $.amount: should be ≥ 1.")
     missing = api(client, url, {"name": "mail", "data": {}}, token)
     assert missing.json()["errors"] == ['$: the required property "email" is missing.']
     assert keys(redis_client) == before and not AuditEntry.objects.filter(action="queue.add").exists()
-    good = api(client, url, {"name": "mail", "data": {"email": "ok@example.com", "amount": 2}, "opts": {"jobId": "m-1"}},
-               token)
+    good = api(
+        client, url, {"name": "mail", "data": {"email": "ok@example.com", "amount": 2}, "opts": {"jobId": "m-1"}}, token
+    )
     assert (good.status_code, good.json()) == (201, {"id": "m-1"})
     ran = run_node("toolbox.mjs", "run", actions_redis, "sc", "1", "0")["jobs"]
     assert ran["m-1"]["state"] == "completed" and ran["m-1"]["data"] == {"email": "ok@example.com", "amount": 2}
@@ -169,16 +189,21 @@ def test_edit_and_retry_the_preview_says_why_and_the_confirmation_is_refused(cli
     set_schema(client)
     client.force_login(user_with("operator"))
     job = failed[0]
-    preview = client.post(reverse("edit_retry_preview", args=[*Q, job]), {"patch": '{"amount": 0}'},
-                          HTTP_HX_REQUEST="true").content.decode()
+    preview = client.post(
+        reverse("edit_retry_preview", args=[*Q, job]), {"patch": '{"amount": 0}'}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert "job schema, so it cannot be saved" in preview and "$.amount: should be ≥ 1." in preview
     assert "job-edit-retry" not in preview and "hunter2" not in preview  # no confirm button; secrets redacted
     stored = redis_client.hget(f"bull:sc:{job}", "data")
     token = token_for(user_with("operator", username="op2"))
     refused = api(client, reverse("api_job_action", args=[*Q, "edit-retry", job]), {"patch": {"amount": 0}}, token)
     assert refused.status_code == 409 and "$.amount: should be ≥ 1." in refused.json()["message"]
-    assert redis_client.hget(f"bull:sc:{job}", "data") == stored and redis_client.zscore("bull:sc:failed", job) is not None
-    fixed = api(client, reverse("api_job_action", args=[*Q, "edit-retry", job]), {"patch": {"email": "ok@ex.com"}}, token)
+    assert (
+        redis_client.hget(f"bull:sc:{job}", "data") == stored and redis_client.zscore("bull:sc:failed", job) is not None
+    )
+    fixed = api(
+        client, reverse("api_job_action", args=[*Q, "edit-retry", job]), {"patch": {"email": "ok@ex.com"}}, token
+    )
     assert fixed.status_code == 200 and fixed.json()["outcome"] == "done"
 
 
@@ -189,8 +214,10 @@ def test_bulk_edit_and_retry_leaves_jobs_that_would_not_pass_failed_and_says_why
     preview = api(client, reverse("api_bulk_preview", args=Q), body, token).json()
     diffs = {d["job_id"]: d["diff"] for d in preview["diffs"]}
     assert diffs[failed[1]][-1] == "! $.amount: should be ≥ 1." and not diffs[failed[0]][-1].startswith("!")
-    assert api(client, reverse("api_bulk_start", args=Q), {**body, "reason": "fix mail", "rate": None},
-               token).status_code == 202
+    assert (
+        api(client, reverse("api_bulk_start", args=Q), {**body, "reason": "fix mail", "rate": None}, token).status_code
+        == 202
+    )
     task = BulkTask.objects.get()
     final = run_bulk(redis_client, plan=plan_for(task), store=MemoryStore())  # what the monitor runs
     assert (final.moved, final.skipped, final.skipped_by) == (1, 1, {"invalid_data": 1})
@@ -201,8 +228,9 @@ def test_bulk_edit_and_retry_leaves_jobs_that_would_not_pass_failed_and_says_why
     assert redis_client.zscore("bull:sc:failed", failed[1]) is not None
     # The reasons are kept with their message ids (the task's row holds the engine's progress as
     # JSON), so the task page says them in the reader's language, and the API in English.
-    BulkTask.objects.filter(pk=task.pk).update(progress=json.loads(json.dumps(final.as_dict())), state=BulkTask.DONE,
-                                               moved=final.moved, skipped=final.skipped)
+    BulkTask.objects.filter(pk=task.pk).update(
+        progress=json.loads(json.dumps(final.as_dict())), state=BulkTask.DONE, moved=final.moved, skipped=final.skipped
+    )
     body = api_get(client, reverse("api_task", args=[task.pk]), token).json()
     assert body["refusals"] == [why]
     assert body["skipped_by"] == {"invalid_data": 1}

@@ -17,8 +17,10 @@ from queues.selection import JobFilter
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
 DLQ, SOURCE = q("orders-dlq"), q("orders")
 
@@ -33,10 +35,16 @@ def move(r, job_id):
 
 def test_a_redriven_dead_letter_keeps_its_id_deduplication_id_priority_and_lifo(server, r):
     node(server, "hashes", SOURCE.name, "[]")  # Node's Queue creates the source queue's meta
-    plain = dead_letter(server, {"name": "charge", "data": {"n": 1},
-                                 "opts": {"jobId": "order-42", "deduplication": {"id": "charge-42"}, "priority": 3}},
-                        {"name": "mail", "data": {"n": 2}, "opts": {"jobId": "mail-7", "lifo": True}},
-                        {"name": "plain", "data": {"n": 3}, "opts": {}})[2]
+    plain = dead_letter(
+        server,
+        {
+            "name": "charge",
+            "data": {"n": 1},
+            "opts": {"jobId": "order-42", "deduplication": {"id": "charge-42"}, "priority": 3},
+        },
+        {"name": "mail", "data": {"n": 2}, "opts": {"jobId": "mail-7", "lifo": True}},
+        {"name": "plain", "data": {"n": 3}, "opts": {}},
+    )[2]
     charged, mailed, generated = move(r, "order-42"), move(r, "mail-7"), move(r, plain)
     assert (charged.outcome, charged.kept) == ("done", ("job_id", "deduplication", "priority")), charged.message
     assert "kept: its id, deduplication id charge-42, priority 3." in charged.message
@@ -44,15 +52,21 @@ def test_a_redriven_dead_letter_keeps_its_id_deduplication_id_priority_and_lifo(
     assert generated.kept == ("new_id",) and f"as job redrive-orders-dlq-{plain};" in generated.message
     assert r.zscore(SOURCE.key("prioritized"), "order-42") is not None and not r.exists(DLQ.job_key("order-42"))
 
-    again = node(server, "add", SOURCE.name, json.dumps([{"name": "charge", "data": {"n": 99},
-                                                          "opts": {"deduplication": {"id": "charge-42"}}}]))
+    again = node(
+        server,
+        "add",
+        SOURCE.name,
+        json.dumps([{"name": "charge", "data": {"n": 99}, "opts": {"deduplication": {"id": "charge-42"}}}]),
+    )
     assert again["ids"] == ["order-42"]  # Node's own Queue.add is deduplicated against the redriven copy
     assert json.loads(again["hashes"]["order-42"]["data"]) == {"n": 1}
 
     jobs = node(server, "run", SOURCE.name, "3", "0", "1")["jobs"]
     assert set(jobs) == {"order-42", "mail-7", f"redrive-orders-dlq-{plain}"}
     assert all(j["state"] == "completed" for j in jobs.values())
-    assert jobs["order-42"]["opts"]["priority"] == 3 and jobs["order-42"]["opts"]["deduplication"] == {"id": "charge-42"}
+    assert jobs["order-42"]["opts"]["priority"] == 3 and jobs["order-42"]["opts"]["deduplication"] == {
+        "id": "charge-42"
+    }
     assert jobs["mail-7"]["opts"]["lifo"] is True and jobs["mail-7"]["data"] == {"n": 2}
 
 
@@ -79,12 +93,18 @@ def test_prioritized_dead_letters_are_redriven_in_bulk_and_keep_their_priority(s
     its wait list: a bulk redrive of that state moves each (by filter and ticked), priority kept,
     and Node's worker runs them in priority order in the source queue."""
     node(server, "hashes", SOURCE.name, "[]")
-    ids = dead_letter(server, *({"name": "charge", "data": {"n": n}, "opts": {"jobId": f"p-{n}", "priority": n}}
-                                for n in (5, 1, 3)), {"name": "plain", "data": {"n": 0}, "opts": {"jobId": "w-0"}})
+    ids = dead_letter(
+        server,
+        *({"name": "charge", "data": {"n": n}, "opts": {"jobId": f"p-{n}", "priority": n}} for n in (5, 1, 3)),
+        {"name": "plain", "data": {"n": 0}, "opts": {"jobId": "w-0"}},
+    )
     assert r.zcard(DLQ.key("prioritized")) == 3 and r.lrange(DLQ.key("wait"), 0, -1) == [b"w-0"]
     now = int(time.time() * 1000) + 1
-    by_filter = run_bulk(r, plan=BulkPlan(queue=DLQ, action="redrive", before_ms=now, filt=JobFilter(state="prioritized"),
-                                          rate=None), store=MemoryStore())
+    by_filter = run_bulk(
+        r,
+        plan=BulkPlan(queue=DLQ, action="redrive", before_ms=now, filt=JobFilter(state="prioritized"), rate=None),
+        store=MemoryStore(),
+    )
     assert (by_filter.moved, by_filter.skipped, by_filter.kept_by) == (3, 0, {"job_id": 3, "priority": 3})
     assert r.zcard(DLQ.key("prioritized")) == 0 and r.lrange(DLQ.key("wait"), 0, -1) == [b"w-0"]  # the plain one stays
     assert {m.decode() for m in r.zrange(SOURCE.key("prioritized"), 0, -1)} == {"p-5", "p-1", "p-3"}
@@ -94,10 +114,22 @@ def test_prioritized_dead_letters_are_redriven_in_bulk_and_keep_their_priority(s
 
 
 def test_ticked_prioritized_jobs_can_be_discarded_in_bulk(server, r):
-    ids = node(server, "add", SOURCE.name, json.dumps([{"name": "p", "data": {"n": n}, "opts": {"priority": n}}
-                                                       for n in (2, 4)] + [{"name": "w", "data": {}, "opts": {}}]))["ids"]
-    final = run_bulk(r, plan=BulkPlan(queue=SOURCE, action="discard", before_ms=int(time.time() * 1000) + 1,
-                                      job_ids=tuple(ids[:2]), rate=None), store=MemoryStore())
+    ids = node(
+        server,
+        "add",
+        SOURCE.name,
+        json.dumps(
+            [{"name": "p", "data": {"n": n}, "opts": {"priority": n}} for n in (2, 4)]
+            + [{"name": "w", "data": {}, "opts": {}}]
+        ),
+    )["ids"]
+    final = run_bulk(
+        r,
+        plan=BulkPlan(
+            queue=SOURCE, action="discard", before_ms=int(time.time() * 1000) + 1, job_ids=tuple(ids[:2]), rate=None
+        ),
+        store=MemoryStore(),
+    )
     assert (final.moved, final.skipped) == (2, 0)
     assert r.zcard(SOURCE.key("prioritized")) == 0 and not r.exists(SOURCE.job_key(ids[0]))
     assert r.lrange(SOURCE.key("wait"), 0, -1) == [ids[2].encode()]

@@ -11,15 +11,23 @@ import pytest
 from queues import actions, job_add
 from queues.job_options import InvalidJob, new_job
 from queues.keys import QueueRef
-from tests.support.servers import node_available, run_node
+from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
-EVERY_OPTION = {"delay": 300, "attempts": 3, "backoff": {"type": "exponential", "delay": 50, "jitter": 0.5},
-                "jobId": "order-7", "deduplication": {"id": "order-7-dedup", "ttl": 60000},
-                "removeOnComplete": {"count": 10}, "removeOnFail": 5}
+EVERY_OPTION = {
+    "delay": 300,
+    "attempts": 3,
+    "backoff": {"type": "exponential", "delay": 50, "jitter": 0.5},
+    "jobId": "order-7",
+    "deduplication": {"id": "order-7-dedup", "ttl": 60000},
+    "removeOnComplete": {"count": 10},
+    "removeOnFail": 5,
+}
 
 
 def ours(r, queue: QueueRef, *, name="job", data=None, opts=None) -> job_add.AddOutcome:
@@ -34,9 +42,15 @@ def raw(r, queue: QueueRef, job_id: str) -> dict:
     return {k.decode(): v.decode() for k, v in r.hgetall(queue.job_key(job_id)).items()}
 
 
-@pytest.mark.parametrize("opts", [
-    {}, EVERY_OPTION, {"priority": 5, "attempts": 2, "backoff": 1000}, {"lifo": True, "removeOnComplete": True},
-])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {},
+        EVERY_OPTION,
+        {"priority": 5, "attempts": 2, "backoff": 1000},
+        {"lifo": True, "removeOnComplete": True},
+    ],
+)
 def test_an_added_job_is_stored_exactly_as_node_stores_it(server, r, opts):
     data = {"order": 7, "items": ["a", "é"], "nested": {"x": None}}
     node(server, "hashes", "twin", "[]")  # the queue exists (meta) before we add
@@ -92,14 +106,25 @@ def test_same_job_id_and_deduplication_return_the_existing_job(server, r):
     assert ours(r, q("dups"), opts={"deduplication": {"id": "from-node"}}).outcome == "deduplicated"
 
 
-@pytest.mark.parametrize("opts, message", [
-    ({"jobId": "42"}, "plain integer"), ({"jobId": "0"}, "plain integer"), ({"jobId": "a:b"}, "cannot contain ':'"),
-    ({"jobId": "meta"}, "reserved"), ({"jobId": "events"}, "reserved"), ({"priority": 1.5}, "whole number"),
-    ({"priority": 2 ** 21}, "between 0 and 2097151"), ({"backoff": {"type": "fixed", "delay": 1, "jitter": 2}}, "jitter"),
-    ({"backoff": {"type": "linear"}}, "'backoff.type'"), ({"deduplication": {"ttl": 5}}, "deduplication"),
-    ({"lifo": True, "priority": 2}, "cannot be used together"), ({"delay": -1}, "0 or more"),
-    ({"repeat": {"every": 5}}, "Unknown option"), ({"attempts": "3"}, "whole number"),
-])
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        ({"jobId": "42"}, "plain integer"),
+        ({"jobId": "0"}, "plain integer"),
+        ({"jobId": "a:b"}, "cannot contain ':'"),
+        ({"jobId": "meta"}, "reserved"),
+        ({"jobId": "events"}, "reserved"),
+        ({"priority": 1.5}, "whole number"),
+        ({"priority": 2**21}, "between 0 and 2097151"),
+        ({"backoff": {"type": "fixed", "delay": 1, "jitter": 2}}, "jitter"),
+        ({"backoff": {"type": "linear"}}, "'backoff.type'"),
+        ({"deduplication": {"ttl": 5}}, "deduplication"),
+        ({"lifo": True, "priority": 2}, "cannot be used together"),
+        ({"delay": -1}, "0 or more"),
+        ({"repeat": {"every": 5}}, "Unknown option"),
+        ({"attempts": "3"}, "whole number"),
+    ],
+)
 def test_refused_options_say_why_and_change_nothing(r, opts, message):
     r.hset(q("refuse").key("meta"), "opts.maxLenEvents", 10000)
     before = sorted(r.keys("*"))
@@ -117,9 +142,18 @@ def test_a_job_called_new_is_fine_and_no_queue_is_ever_created(r):
 
 
 def test_a_duplicate_equals_its_source_but_for_id_and_timestamps(server, r):
-    spec = {"name": "report", "data": {"password": "s3cret", "big": "x" * 5000},
-            "opts": {"attempts": 4, "backoff": 200, "priority": 3, "removeOnFail": {"age": 60}, "jobId": "src-1",
-                     "keepLogs": 5}}
+    spec = {
+        "name": "report",
+        "data": {"password": "s3cret", "big": "x" * 5000},
+        "opts": {
+            "attempts": 4,
+            "backoff": 200,
+            "priority": 3,
+            "removeOnFail": {"age": 60},
+            "jobId": "src-1",
+            "keepLogs": 5,
+        },
+    }
     source = node(server, "add", "dupe", json.dumps([spec]))
     copy = job_add.duplicate_job(r, queue=q("dupe"), job_id="src-1")
     assert copy.created and copy.job_id != "src-1"
@@ -128,6 +162,7 @@ def test_a_duplicate_equals_its_source_but_for_id_and_timestamps(server, r):
     assert fields["data"] == original["data"]  # byte for byte, from Redis (unredacted, uncapped)
     expected_opts = {k: v for k, v in json.loads(original["opts"]).items() if k != "jobId"}
     assert json.loads(fields["opts"]) == expected_opts
-    assert {k: v for k, v in fields.items() if k not in ("timestamp", "opts")} == \
-           {k: v for k, v in original.items() if k not in ("timestamp", "opts")}
+    assert {k: v for k, v in fields.items() if k not in ("timestamp", "opts")} == {
+        k: v for k, v in original.items() if k not in ("timestamp", "opts")
+    }
     assert job_add.duplicate_job(r, queue=q("dupe"), job_id="gone") is None

@@ -22,8 +22,10 @@ Q = ("default", "bull", "tb")
 
 @pytest.fixture
 def failed(actions_redis):
-    specs = [{"name": "charge", "data": {"fail": 1, "email": "bad@", "password": "hunter2"}},
-             {"name": "other", "data": {"v": 1}}]
+    specs = [
+        {"name": "charge", "data": {"fail": 1, "email": "bad@", "password": "hunter2"}},
+        {"name": "other", "data": {"v": 1}},
+    ]
     return run_node("toolbox.mjs", "fail", actions_redis, "tb", json.dumps(specs))["ids"]
 
 
@@ -51,8 +53,11 @@ def test_api_adds_a_job_and_says_when_bullmq_returned_an_existing_one(client, fa
     assert json.loads(r.hget("bull:tb:mail-1", "opts")) == {"attempts": 2, "priority": 4, "jobId": "mail-1"}
     again = api(client, url, body, token)
     assert again.status_code == 200
-    assert {k: again.json()[k] for k in ("id", "created", "reason")} == {"id": "mail-1", "created": False,
-                                                                         "reason": "duplicated"}
+    assert {k: again.json()[k] for k in ("id", "created", "reason")} == {
+        "id": "mail-1",
+        "created": False,
+        "reason": "duplicated",
+    }
     dedup = {"name": "d", "data": {}, "opts": {"deduplication": {"id": "once", "ttl": 60000}}}
     first = api(client, url, dedup, token).json()["id"]
     hit = api(client, url, dedup, token).json()
@@ -64,12 +69,19 @@ def test_api_adds_a_job_and_says_when_bullmq_returned_an_existing_one(client, fa
     assert listed.status_code == 200 and "mail-1" in json.dumps(listed.json())  # GET still lists
 
 
-@pytest.mark.parametrize("body, message", [
-    ("{not json", "not valid JSON"), ("[1]", "JSON object"), ({"data": {}}, "needs a name"),
-    ({"name": "x", "opts": {"jobId": "123"}}, "plain integer"), ({"name": "x", "opts": {"jobId": "meta"}}, "reserved"),
-    ({"name": "x", "opts": {"delay": "soon"}}, "whole number"), ({"name": "x", "opts": {"colour": 1}}, "Unknown option"),
-    ({"name": "x", "opts": {"lifo": True, "priority": 3}}, "cannot be used together"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1]", "JSON object"),
+        ({"data": {}}, "needs a name"),
+        ({"name": "x", "opts": {"jobId": "123"}}, "plain integer"),
+        ({"name": "x", "opts": {"jobId": "meta"}}, "reserved"),
+        ({"name": "x", "opts": {"delay": "soon"}}, "whole number"),
+        ({"name": "x", "opts": {"colour": 1}}, "Unknown option"),
+        ({"name": "x", "opts": {"lifo": True, "priority": 3}}, "cannot be used together"),
+    ],
+)
 def test_bad_json_and_impossible_options_are_refused_and_change_nothing(client, failed, r, body, message):
     token = token_for(user_with("operator"))
     before = keys(r)
@@ -86,13 +98,31 @@ def test_the_add_form_posts_options_and_bad_data_gets_a_clear_message(client, fa
     url = reverse("queue_action", args=[*Q, "add"])
     bad = client.post(url, {"name": "x", "data": '{"a": }'}, HTTP_HX_REQUEST="true")
     assert b"not valid JSON" in bad.content and b"line 1" in bad.content
-    ok = client.post(url, {"name": "form-job", "data": '{"a": 1}', "delay": "5000", "attempts": "3",
-                           "backoff_type": "fixed", "backoff_delay": "100", "backoff_jitter": "0.2", "jobId": "new",
-                           "removeOnComplete": "true", "removeOnFail": "10"}, HTTP_HX_REQUEST="true")
+    ok = client.post(
+        url,
+        {
+            "name": "form-job",
+            "data": '{"a": 1}',
+            "delay": "5000",
+            "attempts": "3",
+            "backoff_type": "fixed",
+            "backoff_delay": "100",
+            "backoff_jitter": "0.2",
+            "jobId": "new",
+            "removeOnComplete": "true",
+            "removeOnFail": "10",
+        },
+        HTTP_HX_REQUEST="true",
+    )
     assert b'class="action-result ok"' in ok.content
     assert json.loads(r.hget("bull:tb:new", "opts")) == {
-        "attempts": 3, "delay": 5000, "backoff": {"type": "fixed", "delay": 100, "jitter": 0.2}, "jobId": "new",
-        "removeOnComplete": True, "removeOnFail": 10}
+        "attempts": 3,
+        "delay": 5000,
+        "backoff": {"type": "fixed", "delay": 100, "jitter": 0.2},
+        "jobId": "new",
+        "removeOnComplete": True,
+        "removeOnFail": 10,
+    }
     assert r.zscore("bull:tb:delayed", "new") is not None
     assert client.get(reverse("job", args=[*Q, "new"])).status_code == 200  # a job called "new" has its page
 
@@ -106,20 +136,26 @@ def test_duplicate_copies_from_redis_not_from_the_page(client, failed, r):
     assert b"hunter2" in r.hget(f"bull:tb:{new_id}", "data")
 
 
-def test_edit_and_retry_previews_a_diff_then_retries_and_the_audit_shows_both_versions(client, failed, r, actions_redis):
+def test_edit_and_retry_previews_a_diff_then_retries_and_the_audit_shows_both_versions(
+    client, failed, r, actions_redis
+):
     client.force_login(user_with("operator"))
     job = failed[0]
     page = client.get(reverse("edit_retry", args=[*Q, job]))
     assert page.status_code == 200 and b"hunter2" not in page.content and b"[redacted]" in page.content
-    preview = client.post(reverse("edit_retry_preview", args=[*Q, job]), {"patch": '{"email": "ok@example.com", "fail": 0}'},
-                          HTTP_HX_REQUEST="true")
+    preview = client.post(
+        reverse("edit_retry_preview", args=[*Q, job]),
+        {"patch": '{"email": "ok@example.com", "fail": 0}'},
+        HTTP_HX_REQUEST="true",
+    )
     html = preview.content.decode()
-    assert '+  &quot;email&quot;: &quot;ok@example.com&quot;' in html and "-  &quot;fail&quot;: 1" in html
+    assert "+  &quot;email&quot;: &quot;ok@example.com&quot;" in html and "-  &quot;fail&quot;: 1" in html
     assert "hunter2" not in html and r.zscore("bull:tb:failed", job) is not None  # a preview changes nothing
     expected = html.split('name="expected" value="')[1].split('"')[0]
     confirm = {"patch": '{"email": "ok@example.com", "fail": 0}', "expected": expected, "reason": "typo in email"}
-    stale = client.post(reverse("job_action", args=[*Q, "edit-retry", job]), {**confirm, "expected": "0" * 16},
-                        HTTP_HX_REQUEST="true")
+    stale = client.post(
+        reverse("job_action", args=[*Q, "edit-retry", job]), {**confirm, "expected": "0" * 16}, HTTP_HX_REQUEST="true"
+    )
     assert b"changed since the preview" in stale.content and r.zscore("bull:tb:failed", job) is not None
     done = client.post(reverse("job_action", args=[*Q, "edit-retry", job]), confirm, HTTP_HX_REQUEST="true")
     assert b'class="action-result ok"' in done.content, done.content
@@ -177,7 +213,13 @@ def test_queue_settings_are_admin_only_and_obliterate_needs_pause_and_the_name(c
 
 def test_drain_through_the_page_as_admin(client, failed, r, actions_redis):
     client.force_login(user_with("admin"))
-    run_node("toolbox.mjs", "add", actions_redis, "tb", json.dumps([{"name": "w", "data": {}}, {"name": "d", "data": {}, "opts": {"delay": 60000}}]))
+    run_node(
+        "toolbox.mjs",
+        "add",
+        actions_redis,
+        "tb",
+        json.dumps([{"name": "w", "data": {}}, {"name": "d", "data": {}, "opts": {"delay": 60000}}]),
+    )
     page = client.get(reverse("queue_settings", args=Q)).content.decode()
     assert "queue-drain" in page and "Only a paused queue" in page
     done = client.post(reverse("queue_action", args=[*Q, "drain"]), {"reason": "flush"}, HTTP_HX_REQUEST="true")
@@ -189,10 +231,13 @@ def test_viewers_and_read_only_mode_are_refused_everything(client, failed, r, se
     viewer = user_with("viewer")
     token = token_for(viewer)
     before = keys(r)
-    posts = [("api_jobs", Q, {"name": "x"}), ("api_job_action", [*Q, "duplicate", failed[0]], {}),
-             ("api_job_action", [*Q, "edit-retry", failed[0]], {"patch": {"a": 1}}),
-             ("api_queue_action", [*Q, "drain"], {"reason": "x"}),
-             ("api_queue_action", [*Q, "set-concurrency"], {"concurrency": 1})]
+    posts = [
+        ("api_jobs", Q, {"name": "x"}),
+        ("api_job_action", [*Q, "duplicate", failed[0]], {}),
+        ("api_job_action", [*Q, "edit-retry", failed[0]], {"patch": {"a": 1}}),
+        ("api_queue_action", [*Q, "drain"], {"reason": "x"}),
+        ("api_queue_action", [*Q, "set-concurrency"], {"concurrency": 1}),
+    ]
     for name, args, body in posts:
         assert api(client, reverse(name, args=args), body, token).status_code == 403, name
     client.force_login(viewer)

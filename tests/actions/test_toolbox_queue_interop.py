@@ -11,16 +11,22 @@ import re
 import pytest
 
 from queues import actions, edit_retry, queue_settings
-from queues.keys import QueueRef
-from tests.support.servers import node_available, run_node
+from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
 
 def test_an_edited_failed_job_runs_with_the_new_data_and_reset_counters(server, r):
-    ids = node(server, "fail", "fix", json.dumps([{"name": "charge", "data": {"fail": 1, "card": {"n": "4111", "exp": "01/20"}}}]))["ids"]
+    ids = node(
+        server,
+        "fail",
+        "fix",
+        json.dumps([{"name": "charge", "data": {"fail": 1, "card": {"n": "4111", "exp": "01/20"}}}]),
+    )["ids"]
     job = ids[0]
     assert r.zscore(q("fix").key("failed"), job) is not None
     plan = edit_retry.plan_edit(r, queue=q("fix"), job_id=job, patch={"fail": 0, "card": {"exp": "01/30"}})
@@ -36,7 +42,9 @@ def test_an_edited_failed_job_runs_with_the_new_data_and_reset_counters(server, 
 
 
 def test_edit_and_retry_refuses_stale_previews_and_non_failed_jobs(server, r):
-    ids = node(server, "fail", "stale", json.dumps([{"name": "a", "data": {"v": 1}}, {"name": "b", "data": {"v": 1}}]))["ids"]
+    ids = node(server, "fail", "stale", json.dumps([{"name": "a", "data": {"v": 1}}, {"name": "b", "data": {"v": 1}}]))[
+        "ids"
+    ]
     plan = edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[0], patch={"v": 2})
     r.hset(q("stale").job_key(ids[0]), "data", json.dumps({"v": 5}))  # a producer changed it meanwhile
     assert edit_retry.edit_and_retry(r, queue=q("stale"), plan=plan).outcome == "changed"
@@ -51,8 +59,10 @@ def test_edit_and_retry_refuses_stale_previews_and_non_failed_jobs(server, r):
 
 
 def test_merge_patch_follows_rfc_7386():
-    assert edit_retry.merge_patch({"a": "b", "c": {"d": "e", "f": "g"}}, {"a": "z", "c": {"f": None}}) == \
-           {"a": "z", "c": {"d": "e"}}
+    assert edit_retry.merge_patch({"a": "b", "c": {"d": "e", "f": "g"}}, {"a": "z", "c": {"f": None}}) == {
+        "a": "z",
+        "c": {"d": "e"},
+    }
     assert edit_retry.merge_patch({"a": [1, 2]}, {"a": [3]}) == {"a": [3]}
     assert edit_retry.merge_patch([1], {"a": 1}) == {"a": 1}
     assert edit_retry.merge_patch({"a": 1}, "text") == "text"

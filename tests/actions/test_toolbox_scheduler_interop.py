@@ -12,12 +12,13 @@ import time
 import pytest
 
 from queues import cron, scheduler_edit
-from queues.keys import QueueRef
-from tests.support.servers import node_available, run_node
+from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests")]
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="Node.js and npm are needed for interop tests"),
+]
 
 
 def ms(text: str) -> int:
@@ -25,20 +26,42 @@ def ms(text: str) -> int:
 
 
 # DST nights (spring forward, fall back) in both hemispheres, plus zones without DST.
-NIGHTS = {"Europe/Paris": ["2027-03-27T23:00:00+00:00", "2027-10-30T23:00:00+00:00"],
-          "America/New_York": ["2027-03-14T05:00:00+00:00", "2027-11-07T04:00:00+00:00"],
-          "Australia/Sydney": ["2027-04-03T14:00:00+00:00", "2027-10-02T14:00:00+00:00"],
-          "UTC": ["2027-03-28T00:00:00+00:00"], "Asia/Kolkata": ["2027-03-28T00:00:00+00:00"]}
-PATTERNS = ["30 2 * * *", "0 2 * * *", "0 3 * * *", "*/15 * * * *", "0 0 * * 0", "15 1 * * *", "0 */2 * * *",
-            "0 30 2 * * *", "59 1 * * *", "10 * * * *", "*/20 1-3 * * *", "0 0 1 * *", "*/7 * * * * *"]
+NIGHTS = {
+    "Europe/Paris": ["2027-03-27T23:00:00+00:00", "2027-10-30T23:00:00+00:00"],
+    "America/New_York": ["2027-03-14T05:00:00+00:00", "2027-11-07T04:00:00+00:00"],
+    "Australia/Sydney": ["2027-04-03T14:00:00+00:00", "2027-10-02T14:00:00+00:00"],
+    "UTC": ["2027-03-28T00:00:00+00:00"],
+    "Asia/Kolkata": ["2027-03-28T00:00:00+00:00"],
+}
+PATTERNS = [
+    "30 2 * * *",
+    "0 2 * * *",
+    "0 3 * * *",
+    "*/15 * * * *",
+    "0 0 * * 0",
+    "15 1 * * *",
+    "0 */2 * * *",
+    "0 30 2 * * *",
+    "59 1 * * *",
+    "10 * * * *",
+    "*/20 1-3 * * *",
+    "0 0 1 * *",
+    "*/7 * * * * *",
+]
 
 
 def test_next_run_is_cron_parsers_across_dst_nights(server, tmp_path):
-    cases = [[pattern, tz, ms(start) + minutes * 60_000 + 1234, None]
-             for tz, starts in NIGHTS.items() for start in starts
-             for minutes in range(0, 5 * 60, 11) for pattern in PATTERNS]
-    cases += [["0 9 * * 1", "Europe/Paris", ms("2027-01-01T00:00:00+00:00"), ms("2027-03-29T00:00:00+00:00")],
-              ["30 2 * * *", "Europe/Berlin", ms("2027-01-01T00:00:00+00:00"), ms("2027-03-27T12:00:00+00:00")]]
+    cases = [
+        [pattern, tz, ms(start) + minutes * 60_000 + 1234, None]
+        for tz, starts in NIGHTS.items()
+        for start in starts
+        for minutes in range(0, 5 * 60, 11)
+        for pattern in PATTERNS
+    ]
+    cases += [
+        ["0 9 * * 1", "Europe/Paris", ms("2027-01-01T00:00:00+00:00"), ms("2027-03-29T00:00:00+00:00")],
+        ["30 2 * * *", "Europe/Berlin", ms("2027-01-01T00:00:00+00:00"), ms("2027-03-27T12:00:00+00:00")],
+    ]
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     expected = node(server, "cron-next", "none", str(tmp_path / "cases.json"))["next"]
     ours = [cron.bullmq_next_millis(pattern=p, tz=tz, now_ms=now, start_ms=start) for p, tz, now, start in cases]
@@ -54,23 +77,44 @@ def _normalised_opts(raw: str, *, now_fields=("timestamp",)) -> dict:
     return opts
 
 
-@pytest.mark.parametrize("repeat", [
-    {"pattern": "30 2 * * *", "tz": "Europe/Paris", "startDate": ms("2027-03-27T12:00:00+00:00"), "limit": 5},
-    {"pattern": "0 0 9 * * 1-5", "tz": "America/New_York", "endDate": ms("2030-01-01T00:00:00+00:00")},
-    {"every": 3_600_000},
-])
+@pytest.mark.parametrize(
+    "repeat",
+    [
+        {"pattern": "30 2 * * *", "tz": "Europe/Paris", "startDate": ms("2027-03-27T12:00:00+00:00"), "limit": 5},
+        {"pattern": "0 0 9 * * 1-5", "tz": "America/New_York", "endDate": ms("2030-01-01T00:00:00+00:00")},
+        {"every": 3_600_000},
+    ],
+)
 def test_an_edited_scheduler_is_what_nodes_upsert_makes(server, r, repeat):
     """Node upserts a scheduler in queue ``node``; we edit the same-shaped scheduler in queue
     ``ours`` (created by Node with another schedule) into the same definition: the scheduler
     hashes and the next jobs are the same, but for the time the call was made."""
-    template = {"name": "report", "data": {"to": "ops"}, "opts": {"attempts": 3, "backoff": {"type": "fixed", "delay": 500}}}
+    template = {
+        "name": "report",
+        "data": {"to": "ops"},
+        "opts": {"attempts": 3, "backoff": {"type": "fixed", "delay": 500}},
+    }
     theirs = node(server, "schedule", "node", "daily", json.dumps(repeat), json.dumps(template))
-    node(server, "schedule", "ours", "daily", json.dumps({"every": 60_000, "tz": "UTC"}),
-         json.dumps({"name": "old", "data": {"old": True}}))
-    spec = scheduler_edit.check_spec(scheduler_id="daily", name="report", pattern=repeat.get("pattern", ""),
-                                     every=repeat.get("every"), tz=repeat.get("tz", ""),
-                                     start_date=repeat.get("startDate"), end_date=repeat.get("endDate"),
-                                     limit=repeat.get("limit"), data=template["data"], opts=template["opts"])
+    node(
+        server,
+        "schedule",
+        "ours",
+        "daily",
+        json.dumps({"every": 60_000, "tz": "UTC"}),
+        json.dumps({"name": "old", "data": {"old": True}}),
+    )
+    spec = scheduler_edit.check_spec(
+        scheduler_id="daily",
+        name="report",
+        pattern=repeat.get("pattern", ""),
+        every=repeat.get("every"),
+        tz=repeat.get("tz", ""),
+        start_date=repeat.get("startDate"),
+        end_date=repeat.get("endDate"),
+        limit=repeat.get("limit"),
+        data=template["data"],
+        opts=template["opts"],
+    )
     result = scheduler_edit.edit_scheduler(r, queue=q("ours"), spec=spec)
     assert result.ok, result.message
     node_hash = r.hgetall("bull:node:repeat:daily")
@@ -79,8 +123,9 @@ def test_an_edited_scheduler_is_what_nodes_upsert_makes(server, r, repeat):
     # Node's upsert over an existing scheduler would).
     node_hash.pop(b"offset", None)
     our_hash.pop(b"offset", None)
-    assert {k: (json.loads(v) if k in (b"opts", b"data") else v) for k, v in our_hash.items()} == \
-           {k: (json.loads(v) if k in (b"opts", b"data") else v) for k, v in node_hash.items()}
+    assert {k: (json.loads(v) if k in (b"opts", b"data") else v) for k, v in our_hash.items()} == {
+        k: (json.loads(v) if k in (b"opts", b"data") else v) for k, v in node_hash.items()
+    }
     if "pattern" in repeat:
         # The next job: same id (so the same time, computed by cron-parser in the new zone).
         assert result.next_job_id == theirs["next"]["id"]
@@ -94,7 +139,10 @@ def test_an_edited_scheduler_is_what_nodes_upsert_makes(server, r, repeat):
     for field in (b"name", b"data", b"rjk", b"priority"):
         assert ours_job[field] == node_job[field]
     strip = ("timestamp", "delay", "jobId", "prevMillis") if "every" in repeat else ("timestamp", "delay")
-    node_opts, our_opts = _normalised_opts(node_job[b"opts"], now_fields=strip), _normalised_opts(ours_job[b"opts"], now_fields=strip)
+    node_opts, our_opts = (
+        _normalised_opts(node_job[b"opts"], now_fields=strip),
+        _normalised_opts(ours_job[b"opts"], now_fields=strip),
+    )
     if "every" in repeat:
         node_opts["repeat"].pop("offset", None)
         our_opts["repeat"].pop("offset", None)
@@ -111,8 +159,14 @@ def test_an_edited_scheduler_is_what_nodes_upsert_makes(server, r, repeat):
 def test_edit_refuses_what_node_would_not_schedule_and_changes_nothing(server, r):
     node(server, "schedule", "guard", "hourly", json.dumps({"every": 3_600_000}), json.dumps({"name": "tick"}))
     before = r.hgetall("bull:guard:repeat:hourly")
-    for bad in (dict(pattern="0 3 * * *", every=5), dict(pattern="not cron"), dict(pattern="0 3 * * *", tz="Mars/Base"),
-                dict(every=0), dict(every=1000, limit=0), dict(every=1000, opts={"jobId": "x"})):
+    for bad in (
+        dict(pattern="0 3 * * *", every=5),
+        dict(pattern="not cron"),
+        dict(pattern="0 3 * * *", tz="Mars/Base"),
+        dict(every=0),
+        dict(every=1000, limit=0),
+        dict(every=1000, opts={"jobId": "x"}),
+    ):
         with pytest.raises(scheduler_edit.SchedulerError):
             scheduler_edit.check_spec(scheduler_id="hourly", name="tick", **bad)
     past = scheduler_edit.check_spec(scheduler_id="hourly", name="tick", every=1000, end_date=1000)
@@ -132,8 +186,10 @@ def test_remove_leaves_what_nodes_remove_job_scheduler_leaves(server, r):
     node(server, "unschedule", "node", "hourly")
     assert scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").ok
     assert scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").outcome == "missing"
-    left = {name: sorted(k.replace(f"bull:{name}:", "") for k in node(server, "dump", name)["keys"])
-            for name in ("node", "ours")}
+    left = {
+        name: sorted(k.replace(f"bull:{name}:", "") for k in node(server, "dump", name)["keys"])
+        for name in ("node", "ours")
+    }
     assert left["ours"] == left["node"] and "repeat:hourly" not in left["ours"] and "repeat:other" in left["ours"]
     assert [s["key"] for s in node(server, "schedulers", "ours")["schedulers"]] == ["other"]
 
@@ -144,11 +200,28 @@ def _legacy_v5_every(r, queue: str, *, every: int, member: str = "d9c48061d9d20c
     r.zadd(f"bull:{queue}:repeat", {member: due})
     r.hset(f"bull:{queue}:repeat:{member}", mapping={"name": "legacy-every", "every": str(every)})
     job_id = f"repeat:{member}:{due}"
-    r.hset(f"bull:{queue}:{job_id}", mapping={
-        "name": "legacy-every", "data": json.dumps({"v": 5}), "timestamp": str(due - every), "delay": str(every),
-        "priority": "0", "rjk": member,
-        "opts": json.dumps({"attempts": 2, "repeat": {"every": every, "count": 7}, "jobId": job_id, "delay": every,
-                            "timestamp": due - every, "prevMillis": due, "repeatJobKey": member})})
+    r.hset(
+        f"bull:{queue}:{job_id}",
+        mapping={
+            "name": "legacy-every",
+            "data": json.dumps({"v": 5}),
+            "timestamp": str(due - every),
+            "delay": str(every),
+            "priority": "0",
+            "rjk": member,
+            "opts": json.dumps(
+                {
+                    "attempts": 2,
+                    "repeat": {"every": every, "count": 7},
+                    "jobId": job_id,
+                    "delay": every,
+                    "timestamp": due - every,
+                    "prevMillis": due,
+                    "repeatJobKey": member,
+                }
+            ),
+        },
+    )
     r.zadd(f"bull:{queue}:delayed", {job_id: due * 0x1000})
     r.hset(f"bull:{queue}:meta", "opts.maxLenEvents", 10000)
     return member
@@ -182,8 +255,18 @@ def test_a_key_shaped_legacy_entry_that_node_throws_on_is_migrated(server, r):
     r.zadd("bull:keyed:repeat", {member: due})
     r.hset("bull:keyed:meta", "opts.maxLenEvents", 10000)
     pending = f"repeat:0a1b2c:{due}"
-    r.hset(f"bull:keyed:{pending}", mapping={"name": "nightly", "data": "{\"n\":1}", "rjk": member, "priority": "0",
-                                               "timestamp": "1", "delay": "0", "opts": "{\"attempts\":1}"})
+    r.hset(
+        f"bull:keyed:{pending}",
+        mapping={
+            "name": "nightly",
+            "data": '{"n":1}',
+            "rjk": member,
+            "priority": "0",
+            "timestamp": "1",
+            "delay": "0",
+            "opts": '{"attempts":1}',
+        },
+    )
     r.zadd("bull:keyed:delayed", {pending: due * 0x1000})
     assert "Legacy repeatable job metadata" in node(server, "schedulers", "keyed")["error"]
     plan = scheduler_edit.plan_migration(r, queue=q("keyed"), member=member)
@@ -191,7 +274,9 @@ def test_a_key_shaped_legacy_entry_that_node_throws_on_is_migrated(server, r):
     assert plan.next_run(now_ms=int(time.time() * 1000)) == due
     assert scheduler_edit.migrate_legacy(r, queue=q("keyed"), plan=plan).ok
     listed = node(server, "schedulers", "keyed")["schedulers"]
-    assert [(s["key"], s["pattern"], s["tz"], s["next"]) for s in listed] == [("nightly-id", "0 0 3 * * *", "Europe/Paris", due)]
+    assert [(s["key"], s["pattern"], s["tz"], s["next"]) for s in listed] == [
+        ("nightly-id", "0 0 3 * * *", "Europe/Paris", due)
+    ]
     assert r.zrange("bull:keyed:delayed", 0, -1) == [f"repeat:nightly-id:{due}".encode()]
     # A second attempt (a double click, a second tab) is refused and changes nothing.
     assert scheduler_edit.migrate_legacy(r, queue=q("keyed"), plan=plan).outcome == "not_legacy"

@@ -26,8 +26,15 @@ def api(client, url: str, body, token: str):
 
 @pytest.fixture
 def scheduled(actions_redis, redis_client):
-    run_node("toolbox.mjs", "schedule", actions_redis, "sch", "nightly", json.dumps({"pattern": "0 3 * * *"}),
-             json.dumps({"name": "report", "data": {"to": "ops"}}))
+    run_node(
+        "toolbox.mjs",
+        "schedule",
+        actions_redis,
+        "sch",
+        "nightly",
+        json.dumps({"pattern": "0 3 * * *"}),
+        json.dumps({"name": "report", "data": {"to": "ops"}}),
+    )
     return redis_client
 
 
@@ -38,9 +45,18 @@ def test_edit_through_the_page_and_the_api_is_audited_with_before_and_after(clie
     assert reverse("scheduler_edit", args=[*Q, "nightly"]) in page
     form = client.get(reverse("scheduler_edit", args=[*Q, "nightly"])).content.decode()
     assert 'value="0 3 * * *"' in form and "queue-remove-scheduler" in form
-    done = client.post(reverse("queue_action", args=[*Q, "edit-scheduler"]),
-                       {"id": "nightly", "name": "report", "pattern": "30 2 * * *", "tz": "Europe/Paris",
-                        "data": '{"to": "oncall"}', "opts": '{"attempts": 2}'}, HTTP_HX_REQUEST="true")
+    done = client.post(
+        reverse("queue_action", args=[*Q, "edit-scheduler"]),
+        {
+            "id": "nightly",
+            "name": "report",
+            "pattern": "30 2 * * *",
+            "tz": "Europe/Paris",
+            "data": '{"to": "oncall"}',
+            "opts": '{"attempts": 2}',
+        },
+        HTTP_HX_REQUEST="true",
+    )
     assert b'class="action-result ok"' in done.content, done.content
     assert r.hget("bull:sch:repeat:nightly", "tz") == b"Europe/Paris"
     entry = AuditEntry.objects.get(action="queue.edit-scheduler")
@@ -50,21 +66,27 @@ def test_edit_through_the_page_and_the_api_is_audited_with_before_and_after(clie
     url = reverse("api_queue_action", args=[*Q, "edit-scheduler"])
     ok = api(client, url, {"id": "nightly", "name": "report", "every": 60000, "data": {"x": 1}}, token)
     assert ok.status_code == 200 and ok.json()["outcome"] == "done"
-    assert r.hget("bull:sch:repeat:nightly", "every") == b"60000" and not r.hexists("bull:sch:repeat:nightly", "pattern")
+    assert r.hget("bull:sch:repeat:nightly", "every") == b"60000" and not r.hexists(
+        "bull:sch:repeat:nightly", "pattern"
+    )
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"id": "nightly", "name": "report", "pattern": "0 3 * * *", "every": 5}, "one or the other"),
-    ({"id": "nightly", "name": "report", "pattern": "61 * * * *"}, "pattern"),
-    ({"id": "nightly", "name": "report", "pattern": "0 3 * * *", "tz": "Mars/Base"}, "time zone"),
-    ({"id": "nightly", "name": "report", "every": 1000, "opts": {"jobId": "x"}}, "template option"),
-    ({"id": "nightly", "name": "report", "every": 1000, "endDate": 5}, "end date"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"id": "nightly", "name": "report", "pattern": "0 3 * * *", "every": 5}, "one or the other"),
+        ({"id": "nightly", "name": "report", "pattern": "61 * * * *"}, "pattern"),
+        ({"id": "nightly", "name": "report", "pattern": "0 3 * * *", "tz": "Mars/Base"}, "time zone"),
+        ({"id": "nightly", "name": "report", "every": 1000, "opts": {"jobId": "x"}}, "template option"),
+        ({"id": "nightly", "name": "report", "every": 1000, "endDate": 5}, "end date"),
+    ],
+)
 def test_bad_scheduler_input_is_refused_and_changes_nothing(client, scheduled, body, message):
     r = scheduled
     before = r.hgetall("bull:sch:repeat:nightly")
-    response = api(client, reverse("api_queue_action", args=[*Q, "edit-scheduler"]), body,
-                   token_for(user_with("operator")))
+    response = api(
+        client, reverse("api_queue_action", args=[*Q, "edit-scheduler"]), body, token_for(user_with("operator"))
+    )
     assert response.status_code == 400 and message in response.json()["message"]
     assert r.hgetall("bull:sch:repeat:nightly") == before
 
@@ -72,19 +94,29 @@ def test_bad_scheduler_input_is_refused_and_changes_nothing(client, scheduled, b
 def test_viewers_and_read_only_mode_are_refused(client, scheduled, settings):
     r = scheduled
     viewer = token_for(user_with("viewer"))
-    for action, body in (("edit-scheduler", {"id": "nightly", "name": "x", "every": 1000}),
-                         ("remove-scheduler", {"id": "nightly", "reason": "x"}),
-                         ("migrate-repeat", {"member": "x"})):
+    for action, body in (
+        ("edit-scheduler", {"id": "nightly", "name": "x", "every": 1000}),
+        ("remove-scheduler", {"id": "nightly", "reason": "x"}),
+        ("migrate-repeat", {"member": "x"}),
+    ):
         assert api(client, reverse("api_queue_action", args=[*Q, action]), body, viewer).status_code == 403
     operator = token_for(user_with("operator"))
     with override_settings(QUEUEWATCH_READ_ONLY=True):
-        refused = api(client, reverse("api_queue_action", args=[*Q, "remove-scheduler"]),
-                      {"id": "nightly", "reason": "x"}, operator)
+        refused = api(
+            client,
+            reverse("api_queue_action", args=[*Q, "remove-scheduler"]),
+            {"id": "nightly", "reason": "x"},
+            operator,
+        )
     assert refused.status_code == 403 and r.exists("bull:sch:repeat:nightly")
     no_reason = api(client, reverse("api_queue_action", args=[*Q, "remove-scheduler"]), {"id": "nightly"}, operator)
     assert no_reason.status_code == 400
-    gone = api(client, reverse("api_queue_action", args=[*Q, "remove-scheduler"]), {"id": "nightly", "reason": "retired"},
-               operator)
+    gone = api(
+        client,
+        reverse("api_queue_action", args=[*Q, "remove-scheduler"]),
+        {"id": "nightly", "reason": "retired"},
+        operator,
+    )
     assert gone.status_code == 200 and not r.exists("bull:sch:repeat:nightly") and r.zcard("bull:sch:delayed") == 0
 
 
@@ -96,8 +128,18 @@ def test_migration_is_shown_first_then_done_once(client, actions_redis, redis_cl
     r.zadd("bull:sch:repeat", {member: due})
     r.hset(f"bull:sch:repeat:{member}", mapping={"name": "hourly", "every": "3600000"})
     pending = f"repeat:{member}:{due}"
-    r.hset(f"bull:sch:{pending}", mapping={"name": "hourly", "data": "{}", "rjk": member, "opts": "{}",
-                                            "timestamp": "1", "delay": "0", "priority": "0"})
+    r.hset(
+        f"bull:sch:{pending}",
+        mapping={
+            "name": "hourly",
+            "data": "{}",
+            "rjk": member,
+            "opts": "{}",
+            "timestamp": "1",
+            "delay": "0",
+            "priority": "0",
+        },
+    )
     r.zadd("bull:sch:delayed", {pending: due * 0x1000})
     client.force_login(user_with("operator"))
     listing = client.get(reverse("queue_schedulers", args=Q)).content.decode()
@@ -105,12 +147,14 @@ def test_migration_is_shown_first_then_done_once(client, actions_redis, redis_cl
     preview = client.get(reverse("migrate_repeat", args=Q), {"member": member}).content.decode()
     assert pending in preview and "queue-migrate-repeat" in preview and "hourly" in preview
     assert r.zscore("bull:sch:repeat", member) is not None  # the preview changes nothing
-    done = client.post(reverse("queue_action", args=[*Q, "migrate-repeat"]), {"member": member, "id": "hourly"},
-                       HTTP_HX_REQUEST="true")
+    done = client.post(
+        reverse("queue_action", args=[*Q, "migrate-repeat"]), {"member": member, "id": "hourly"}, HTTP_HX_REQUEST="true"
+    )
     assert b'class="action-result ok"' in done.content, done.content
     assert r.zrange("bull:sch:delayed", 0, -1) == [f"repeat:hourly:{due}".encode()]
-    again = client.post(reverse("queue_action", args=[*Q, "migrate-repeat"]), {"member": member, "id": "hourly"},
-                        HTTP_HX_REQUEST="true")
+    again = client.post(
+        reverse("queue_action", args=[*Q, "migrate-repeat"]), {"member": member, "id": "hourly"}, HTTP_HX_REQUEST="true"
+    )
     assert b"not a legacy" in again.content
     entry = AuditEntry.objects.get(action="queue.migrate-repeat", outcome=AuditEntry.OK)
     assert json.loads(entry.selection["change"]["before"])["pending_job"] == pending

@@ -36,9 +36,17 @@ def client_for(role: str | None, *, csrf: bool = False) -> Client:
 
 @pytest.fixture
 def hook():
-    return Channel.objects.create(name="ops-hook", kind=Channel.WEBHOOK, secret=SECRET,
-                                  config={"url": "https://hooks.example.test/services/T0KEN/abc?key=QUERYSECRET",
-                                          "shape": "slack", "headers": {"Authorization": TOKEN_HEADER}, "timeout_s": 5})
+    return Channel.objects.create(
+        name="ops-hook",
+        kind=Channel.WEBHOOK,
+        secret=SECRET,
+        config={
+            "url": "https://hooks.example.test/services/T0KEN/abc?key=QUERYSECRET",
+            "shape": "slack",
+            "headers": {"Authorization": TOKEN_HEADER},
+            "timeout_s": 5,
+        },
+    )
 
 
 def urls(channel_id: int) -> dict[str, str]:
@@ -47,8 +55,17 @@ def urls(channel_id: int) -> dict[str, str]:
 
 
 def webhook_form(**overrides) -> dict:
-    data = {"name": "new-hook", "kind": "webhook", "enabled": "on", "url": "https://example.test/hook",
-            "shape": "queuewatch", "timeout_s": "10", "content_type": "application/json", "headers": "", "to": ""}
+    data = {
+        "name": "new-hook",
+        "kind": "webhook",
+        "enabled": "on",
+        "url": "https://example.test/hook",
+        "shape": "queuewatch",
+        "timeout_s": "10",
+        "content_type": "application/json",
+        "headers": "",
+        "to": "",
+    }
     data.update(overrides)
     return data
 
@@ -96,25 +113,34 @@ def test_csrf_is_enforced_on_channel_changes(hook):
 def test_admin_creates_email_and_webhook_channels():
     client = client_for("admin")
     # Only the email fields: the webhook ones may be left out entirely.
-    response = client.post("/alerts/channels/new/", {"name": "mail", "kind": "email", "enabled": "on",
-                                                     "to": "a@example.test, b@example.test\nc@example.test"})
+    response = client.post(
+        "/alerts/channels/new/",
+        {"name": "mail", "kind": "email", "enabled": "on", "to": "a@example.test, b@example.test\nc@example.test"},
+    )
     assert response.status_code == 302
     assert Channel.objects.get(name="mail").config == {"to": ["a@example.test", "b@example.test", "c@example.test"]}
 
-    response = client.post("/alerts/channels/new/", webhook_form(secret="abc", headers="X-Team: payments\nAuthorization: Bearer t"))
+    response = client.post(
+        "/alerts/channels/new/", webhook_form(secret="abc", headers="X-Team: payments\nAuthorization: Bearer t")
+    )
     assert response.status_code == 302
     channel = Channel.objects.get(name="new-hook")
     assert channel.secret == "abc" and channel.kind == "webhook"
     stored_headers = channel.config["headers"]  # encrypted at rest (tests/security/test_secrets_at_rest.py)
     assert {**channel.config, "headers": decrypt_values(stored_headers)} == {
-        "url": "https://example.test/hook", "shape": "queuewatch", "timeout_s": 10,
-        "headers": {"X-Team": "payments", "Authorization": "Bearer t"}}
+        "url": "https://example.test/hook",
+        "shape": "queuewatch",
+        "timeout_s": 10,
+        "headers": {"X-Team": "payments", "Authorization": "Bearer t"},
+    }
     assert "created" in client.get("/alerts/channels/").content.decode()
 
 
 def test_secrets_and_header_values_are_never_rendered(hook):
     client = client_for("admin")
-    listing, edit, log = (client.get(u).content.decode() for u in ["/alerts/channels/", urls(hook.pk)["edit"], urls(hook.pk)["log"]])
+    listing, edit, log = (
+        client.get(u).content.decode() for u in ["/alerts/channels/", urls(hook.pk)["edit"], urls(hook.pk)["log"]]
+    )
     for page in (listing, edit, log):
         assert SECRET not in page and TOKEN_HEADER not in page
     for page in (listing, log):  # only the edit form shows the full URL, to the admin editing it
@@ -147,19 +173,22 @@ def test_editing_keeps_replaces_or_clears_the_secret_and_headers(hook):
     assert hook.secret == "" and hook.config["headers"] == {}
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"kind": "email", "to": "not-an-address"}, "“not-an-address” is not an email address."),
-    ({"kind": "email", "to": ""}, "Give at least one address."),
-    ({"url": "ftp://example.test/x"}, "Give a full http:// or https:// URL."),
-    ({"url": "file:///etc/passwd"}, "Give a full http:// or https:// URL."),
-    ({"headers": "Idempotency-Key: mine"}, "Idempotency-Key is set by Queuewatch"),
-    ({"headers": "no colon here"}, "write each header as “Name: value”"),
-    ({"headers": "X-New: (unchanged)"}, "there is no stored value for X-New"),
-    ({"shape": "custom", "template": ""}, "A custom payload needs a template."),
-    ({"shape": "custom", "template": '{"text": $SUBJECT}'}, "is not valid JSON"),
-    ({"timeout_s": "300"}, "less than or equal to 30"),
-    ({"name": "ops-hook"}, "Another channel already has this name."),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"kind": "email", "to": "not-an-address"}, "“not-an-address” is not an email address."),
+        ({"kind": "email", "to": ""}, "Give at least one address."),
+        ({"url": "ftp://example.test/x"}, "Give a full http:// or https:// URL."),
+        ({"url": "file:///etc/passwd"}, "Give a full http:// or https:// URL."),
+        ({"headers": "Idempotency-Key: mine"}, "Idempotency-Key is set by Queuewatch"),
+        ({"headers": "no colon here"}, "write each header as “Name: value”"),
+        ({"headers": "X-New: (unchanged)"}, "there is no stored value for X-New"),
+        ({"shape": "custom", "template": ""}, "A custom payload needs a template."),
+        ({"shape": "custom", "template": '{"text": $SUBJECT}'}, "is not valid JSON"),
+        ({"timeout_s": "300"}, "less than or equal to 30"),
+        ({"name": "ops-hook"}, "Another channel already has this name."),
+    ],
+)
 def test_bad_input_gets_a_clear_message(hook, data, message):
     response = client_for("admin").post("/alerts/channels/new/", webhook_form(**data))
     assert response.status_code == 200
@@ -176,12 +205,13 @@ def test_a_valid_custom_template_is_accepted():
 
 def test_hostile_names_and_errors_are_escaped(hook):
     hook.name = HOSTILE
-    hook.last_error = '<img src=x onerror=alert(1)> HTTP 400'
+    hook.last_error = "<img src=x onerror=alert(1)> HTTP 400"
     hook.last_error_at = hook.created_at
     hook.save()
     row = Notification.objects.create(channel=hook, idempotency_key="<k>", kind="firing", subject=HOSTILE, payload={})
-    DeliveryAttempt.objects.create(notification=row, channel=hook, number=1, at=hook.created_at, ok=False,
-                                   detail='<img src=x onerror=alert(2)>')
+    DeliveryAttempt.objects.create(
+        notification=row, channel=hook, number=1, at=hook.created_at, ok=False, detail="<img src=x onerror=alert(2)>"
+    )
     client = client_for("admin")
     for url in ["/alerts/channels/", urls(hook.pk)["log"], urls(hook.pk)["edit"], urls(hook.pk)["delete"]]:
         page = client.get(url).content.decode()
@@ -200,7 +230,9 @@ def test_unknown_channel_is_a_404_with_a_message():
 def test_send_test_delivers_now_and_shows_the_result():
     receiver = WebhookReceiver().start()
     try:
-        channel = Channel.objects.create(name="hook", kind=Channel.WEBHOOK, config={"url": receiver.url, "shape": "queuewatch"})
+        channel = Channel.objects.create(
+            name="hook", kind=Channel.WEBHOOK, config={"url": receiver.url, "shape": "queuewatch"}
+        )
         client = client_for("admin")
         response = client.post(urls(channel.pk)["test"], follow=True)
         page = response.content.decode()
@@ -231,8 +263,9 @@ def test_nav_links_to_channels(hook):
 
 
 def test_admin_lists_notifications_and_can_send_one_again(hook):
-    row = Notification.objects.create(channel=hook, idempotency_key="k", kind="firing", subject="s", payload={},
-                                      state=Notification.FAILED)
+    row = Notification.objects.create(
+        channel=hook, idempotency_key="k", kind="firing", subject="s", payload={}, state=Notification.FAILED
+    )
     client = Client()
     client.force_login(User.objects.create_superuser("root", password="pw"))
     assert client.get("/admin/alerts/notification/").status_code == 200
@@ -246,10 +279,18 @@ def test_django_admin_sets_the_secret_write_only(hook):
     client = Client()
     client.force_login(User.objects.create_superuser("root", password="pw"))
     change = f"/admin/alerts/channel/{hook.pk}/change/"
-    assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": ""}).status_code == 302
+    assert (
+        client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": ""}).status_code
+        == 302
+    )
     hook.refresh_from_db()
     assert hook.secret == SECRET and decrypt_values(hook.config["headers"]) == {"Authorization": TOKEN_HEADER}  # kept
-    assert client.post(change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": "rotated"}).status_code == 302
+    assert (
+        client.post(
+            change, {"name": "ops-hook", "kind": "webhook", "enabled": "on", "new_secret": "rotated"}
+        ).status_code
+        == 302
+    )
     hook.refresh_from_db()
     assert hook.secret == "rotated"
     page = client.get(change).content.decode()

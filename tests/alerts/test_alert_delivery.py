@@ -35,21 +35,44 @@ def receiver():
 
 
 def webhook(url: str, **config) -> Channel:
-    return Channel.objects.create(name=f"hook-{Channel.objects.count()}", kind=Channel.WEBHOOK, secret=SECRET,
-                                  config={"url": url, "shape": "queuewatch", "timeout_s": 5, **config})
+    return Channel.objects.create(
+        name=f"hook-{Channel.objects.count()}",
+        kind=Channel.WEBHOOK,
+        secret=SECRET,
+        config={"url": url, "shape": "queuewatch", "timeout_s": 5, **config},
+    )
 
 
 def notify(channel: Channel, n: int = 1, *, summary: str = "dead-letter set grew by 120/min", at=None) -> Notification:
     created = at or timezone.now()
     return Notification.objects.create(
-        channel=channel, idempotency_key=f"rule-7:fp-{n}:firing:{created.timestamp()}", kind=Notification.FIRING,
-        subject=f"[FIRING] orders dead-letter growth #{n}", created_at=created, next_attempt_at=created,
-        payload={"status": "firing", "kind": "firing", "group_key": "rule-7",
-                 "rule": {"id": 7, "name": "DLQ growth", "kind": "dlq_growth"},
-                 "alerts": [{"fingerprint": f"fp-{n}", "target": {"connection": "default", "prefix": "bull", "queue": "orders"},
-                             "state": "firing", "value": 120, "threshold": 50, "summary": summary,
-                             "url": "/q/default/bull/orders/", "started_at": "2026-11-30T01:00:00Z", "ended_at": None,
-                             "silenced": False}]})
+        channel=channel,
+        idempotency_key=f"rule-7:fp-{n}:firing:{created.timestamp()}",
+        kind=Notification.FIRING,
+        subject=f"[FIRING] orders dead-letter growth #{n}",
+        created_at=created,
+        next_attempt_at=created,
+        payload={
+            "status": "firing",
+            "kind": "firing",
+            "group_key": "rule-7",
+            "rule": {"id": 7, "name": "DLQ growth", "kind": "dlq_growth"},
+            "alerts": [
+                {
+                    "fingerprint": f"fp-{n}",
+                    "target": {"connection": "default", "prefix": "bull", "queue": "orders"},
+                    "state": "firing",
+                    "value": 120,
+                    "threshold": 50,
+                    "summary": summary,
+                    "url": "/q/default/bull/orders/",
+                    "started_at": "2026-11-30T01:00:00Z",
+                    "ended_at": None,
+                    "silenced": False,
+                }
+            ],
+        },
+    )
 
 
 def verify(received, secret=SECRET) -> bool:
@@ -129,9 +152,13 @@ def test_a_lost_answer_is_resent_with_the_same_key_and_body(receiver):
     counts = Counter(receiver.keys())
     assert counts == {first.idempotency_key: 2, second.idempotency_key: 1}
     copies = [r for r in receiver.received if r.headers["idempotency-key"] == first.idempotency_key]
-    assert copies[0].body == copies[1].body and copies[0].headers["x-queuewatch-signature"] == copies[1].headers["x-queuewatch-signature"]
-    assert list(DeliveryAttempt.objects.filter(notification=first).order_by("number").values_list("ok", "will_retry")) == [
-        (False, True), (True, False)]
+    assert (
+        copies[0].body == copies[1].body
+        and copies[0].headers["x-queuewatch-signature"] == copies[1].headers["x-queuewatch-signature"]
+    )
+    assert list(
+        DeliveryAttempt.objects.filter(notification=first).order_by("number").values_list("ok", "will_retry")
+    ) == [(False, True), (True, False)]
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 410, 413])
@@ -266,8 +293,13 @@ def test_alertmanager_and_slack_shapes(receiver):
     am_body, slack_body = (json.loads(r.body) for r in receiver.received)
     assert am_body["version"] == "4" and am_body["status"] == "firing" and am_body["receiver"] == am.name
     [alert] = am_body["alerts"]
-    assert alert["labels"] == {"alertname": "DLQ growth", "rule_kind": "dlq_growth", "connection": "default",
-                               "prefix": "bull", "queue": "orders"}
+    assert alert["labels"] == {
+        "alertname": "DLQ growth",
+        "rule_kind": "dlq_growth",
+        "connection": "default",
+        "prefix": "bull",
+        "queue": "orders",
+    }
     assert alert["endsAt"] == "0001-01-01T00:00:00Z" and alert["fingerprint"] == "fp-1"
     assert am_body["commonLabels"]["queue"] == "orders"
     text = slack_body["text"]
@@ -282,13 +314,18 @@ def test_custom_template_is_filled_in_one_pass_and_stays_valid_json(receiver):
 
     body = json.loads(receiver.received[0].body)
     assert body["queue"] == "orders"
-    assert body["why"].endswith('reason mentions $QUEUE and $SUBJECT and "quotes"\nand a newline (value 120, threshold 50)')
+    assert body["why"].endswith(
+        'reason mentions $QUEUE and $SUBJECT and "quotes"\nand a newline (value 120, threshold 50)'
+    )
     assert body["alerts"][0]["fingerprint"] == "fp-1"
 
 
 def test_placeholder_replace_is_single_pass_and_longest_name_first():
     values = {"NAME": "$OTHER", "OTHER": "expanded", "NAME_FULL": "full"}
-    assert fill_placeholders("$NAME $OTHER $NAME_FULL $UNKNOWN $NAMEX", values=values) == "$OTHER expanded full $UNKNOWN $OTHERX"
+    assert (
+        fill_placeholders("$NAME $OTHER $NAME_FULL $UNKNOWN $NAMEX", values=values)
+        == "$OTHER expanded full $UNKNOWN $OTHERX"
+    )
 
 
 # --- email through a real SMTP server ---------------------------------------------------------
@@ -359,20 +396,43 @@ def test_prune_outbox_drops_old_finished_rows_and_their_log_but_never_waiting_on
 
 def _settings_in_a_fresh_process(tmp_path, **env) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))}
-    code = ("import django, json; django.setup(); from django.conf import settings as s; print(json.dumps("
-            "[s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_HOST_PASSWORD, s.EMAIL_USE_TLS, s.EMAIL_USE_SSL, s.QUEUEWATCH_BASE_URL]))")
-    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
-                          env={**clean, "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",
-                               "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", **env})
+    code = (
+        "import django, json; django.setup(); from django.conf import settings as s; print(json.dumps("
+        "[s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_HOST_PASSWORD, s.EMAIL_USE_TLS, s.EMAIL_USE_SSL, s.QUEUEWATCH_BASE_URL]))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        env={
+            **clean,
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_INSECURE_DEV": "1",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            **env,
+        },
+    )
 
 
 def test_smtp_settings_come_from_the_environment_with_the_password_from_a_file(tmp_path):
     (tmp_path / "smtp-password").write_text("p4ss-from-file\n")
-    result = _settings_in_a_fresh_process(tmp_path, QUEUEWATCH_SMTP_HOST="mail.example.test", QUEUEWATCH_SMTP_PORT="465",
-                                          QUEUEWATCH_SMTP_PASSWORD_FILE=str(tmp_path / "smtp-password"),
-                                          QUEUEWATCH_BASE_URL="https://qw.example.test/")
+    result = _settings_in_a_fresh_process(
+        tmp_path,
+        QUEUEWATCH_SMTP_HOST="mail.example.test",
+        QUEUEWATCH_SMTP_PORT="465",
+        QUEUEWATCH_SMTP_PASSWORD_FILE=str(tmp_path / "smtp-password"),
+        QUEUEWATCH_BASE_URL="https://qw.example.test/",
+    )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == ["mail.example.test", 465, "p4ss-from-file", False, True, "https://qw.example.test"]
+    assert json.loads(result.stdout) == [
+        "mail.example.test",
+        465,
+        "p4ss-from-file",
+        False,
+        True,
+        "https://qw.example.test",
+    ]
 
     bad = _settings_in_a_fresh_process(tmp_path, QUEUEWATCH_BASE_URL="qw.example.test")
     assert bad.returncode != 0 and "QUEUEWATCH_BASE_URL must start with http:// or https://" in bad.stderr
@@ -407,7 +467,7 @@ def test_retry_after_in_both_forms():
     from dashboard.alerts.notifiers.webhook import _retry_after
 
     assert _retry_after("120") == 120
-    in_a_minute = format_datetime(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60), usegmt=True)
+    in_a_minute = format_datetime(datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60), usegmt=True)
     assert 50 < _retry_after(in_a_minute) <= 60
     assert _retry_after("soon") is None and _retry_after(None) is None
 

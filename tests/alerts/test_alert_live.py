@@ -31,9 +31,13 @@ async def receive_until(comm, predicate, limit=50):
     raise AssertionError("no matching fragment")
 
 
-async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(live_setup, settings, redis_url, client, user):
+async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(
+    live_setup, settings, redis_url, client, user
+):
     settings.QUEUEWATCH_ALERT_INTERVAL_S = 1
-    await sync_to_async(lambda: make_rule("orders backlog", queue_glob="orders", threshold=3, channels=[make_channel()]))()
+    await sync_to_async(
+        lambda: make_rule("orders backlog", queue_glob="orders", threshold=3, channels=[make_channel()])
+    )()
     await sync_to_async(run_node)("produce.mjs", "add", redis_url, "orders", "5")  # no worker: they wait
 
     await sync_to_async(run_monitor_until)(firing_orders, name="monitor-a")
@@ -50,8 +54,19 @@ async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(liv
 
     body = (await sync_to_async(client.get)("/metrics")).content.decode()
     shown = [(s.labels, s.value) for f in text_string_to_metric_families(body) for s in f.samples if s.name == "ALERTS"]
-    assert ({"alertname": "orders backlog", "alertstate": "firing", "severity": "warning", "connection": "default",
-             "prefix": "bull", "queue": "orders", "item": "", "silenced": "false"}, 1) in shown
+    assert (
+        {
+            "alertname": "orders backlog",
+            "alertstate": "firing",
+            "severity": "warning",
+            "connection": "default",
+            "prefix": "bull",
+            "queue": "orders",
+            "item": "",
+            "silenced": "false",
+        },
+        1,
+    ) in shown
 
     # A standby taking over after the first monitor stopped evaluates the same firing alert:
     # no second notification for the same state change.
@@ -61,8 +76,9 @@ async def test_backlog_alert_fires_in_the_monitor_reaches_pages_and_resolves(liv
 
     # The backlog drains (a worker completes the jobs); the alert resolves and the banner empties.
     await sync_to_async(run_node)("produce.mjs", "recover", redis_url, "orders", "2")
-    await sync_to_async(run_monitor_until)(lambda m: Alert.objects.filter(queue="orders", state=Alert.RESOLVED).exists(),
-                                           name="monitor-c")
+    await sync_to_async(run_monitor_until)(
+        lambda m: Alert.objects.filter(queue="orders", state=Alert.RESOLVED).exists(), name="monitor-c"
+    )
     kinds = await sync_to_async(lambda: list(Notification.objects.order_by("id").values_list("kind", flat=True)))()
     assert kinds == ["firing", "resolved"]
     comm = WebsocketCommunicator(application, "/ws/all/", headers=headers)

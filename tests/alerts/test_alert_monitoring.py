@@ -19,8 +19,12 @@ pytestmark = pytest.mark.django_db
 
 
 def report(*results) -> HealthReport:
-    return HealthReport(checked_at=0, connections=[ConnectionHealth("default", "redis://…", list(results))],
-                        state_taken_at=None, state_note="")
+    return HealthReport(
+        checked_at=0,
+        connections=[ConnectionHealth("default", "redis://…", list(results))],
+        state_taken_at=None,
+        state_note="",
+    )
 
 
 def test_redis_facts_come_from_the_monitor_and_the_last_health_report():
@@ -29,9 +33,15 @@ def test_redis_facts_come_from_the_monitor_and_the_last_health_report():
         health.CheckResult("redis.memory", health.PASS, "default", "…", details={"used_memory": 80, "maxmemory": 100}),
     )
     got = monitoring.connection_facts(names=["default", "cache"], down={"cache": "Connection refused"}, report=r)
-    assert (got["default"].reachable, got["default"].eviction_policy, got["default"].used_memory) == (True, "allkeys-lru", 80)
+    assert (got["default"].reachable, got["default"].eviction_policy, got["default"].used_memory) == (
+        True,
+        "allkeys-lru",
+        80,
+    )
     assert (got["cache"].reachable, got["cache"].error) == (False, "Connection refused")
-    unknown = report(health.CheckResult("redis.eviction_policy", health.UNKNOWN, "default", "…", details={"policy": None}))
+    unknown = report(
+        health.CheckResult("redis.eviction_policy", health.UNKNOWN, "default", "…", details={"policy": None})
+    )
     assert monitoring.connection_facts(names=["default"], down={}, report=unknown)["default"].eviction_policy is None
 
 
@@ -39,7 +49,9 @@ def test_eviction_rule_fires_from_a_health_report_and_queue_rules_skip_a_down_co
     channel = make_channel()
     make_rule("evict", kind="eviction_policy", channels=[channel])
     make_rule("backlog", threshold=1, channels=[channel])
-    r = report(health.CheckResult("redis.eviction_policy", health.FAIL, "default", "…", details={"policy": "volatile-lru"}))
+    r = report(
+        health.CheckResult("redis.eviction_policy", health.FAIL, "default", "…", details={"policy": "volatile-lru"})
+    )
     conns = monitoring.connection_facts(names=["default"], down={"default": "timeout"}, report=r)
     evaluate_rules(facts=Facts(queues=[signals(counts={"waiting": 9})], connections=conns), now=T0)
     # Down: the eviction policy cannot be re-checked and queue figures are stale, so neither fires.

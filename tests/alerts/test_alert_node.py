@@ -22,7 +22,12 @@ from tests.support.alerting import make_channel, make_rule
 from tests.support.redis_db import app_on
 from tests.support.servers import node_available, run_node
 
-pytestmark = [pytest.mark.django_db, pytest.mark.node, pytest.mark.skipif(not node_available(), reason="needs node and npm")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs node and npm"),
+]
+
 
 @pytest.fixture
 def node_db(settings, redis_url):
@@ -45,7 +50,7 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
 
     result = run_node("scheduler.mjs", url, "reports", "3")
     assert result["processed"] >= 2, result  # the worker did take runs while it was up
-    stopped_at = dt.datetime.now(dt.timezone.utc)
+    stopped_at = dt.datetime.now(dt.UTC)
 
     def evaluate(now):
         return evaluate_queue(queue, now)
@@ -67,7 +72,7 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
 
     # A worker comes back: BullMQ moves the scheduler on, and the alert resolves.
     run_node("scheduler.mjs", url, "reports", "2")
-    evaluate(dt.datetime.now(dt.timezone.utc))
+    evaluate(dt.datetime.now(dt.UTC))
     alert.refresh_from_db()
     assert alert.state == Alert.RESOLVED
     assert list(Notification.objects.order_by("id").values_list("kind", flat=True)) == ["firing", "resolved"]
@@ -79,7 +84,7 @@ def test_backlog_can_count_delayed_jobs_already_due(node_db):
     assert result["counts"]["delayed"] == 4 and result["counts"]["waiting"] == 0
     make_rule("plain backlog", queue_glob="mailer", threshold=2)
     make_rule("backlog incl. due", queue_glob="mailer", threshold=2, include_due_delayed=True)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     evaluate_queue(queue, now)  # not due yet
     assert not Alert.objects.exists()
     evaluate_queue(queue, now + dt.timedelta(minutes=2))  # due, and no worker promoted them

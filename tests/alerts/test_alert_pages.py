@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.live import fragments
 from dashboard.alerts.engine import evaluate_rules, firing_alerts
 from dashboard.alerts.models import Alert, AlertRule, MaintenanceWindow, Silence
+from dashboard.live import fragments
 from dashboard.live.models import QueuePoint
 from tests.support.alerting import facts, make_channel, make_rule, signals
 
@@ -32,9 +32,22 @@ def login_as(role: str | None) -> Client:
     return client
 
 
-RULE_POST = {"name": "backlog", "kind": "backlog", "enabled": "on", "severity": "warning", "connection": "",
-             "queue_glob": "orders-*", "threshold": "100", "resolve_threshold": "", "window_minutes": "5", "min_volume": "0",
-             "for_seconds": "60", "keep_firing_seconds": "0", "repeat_minutes": "240", "notify_resolved": "on"}
+RULE_POST = {
+    "name": "backlog",
+    "kind": "backlog",
+    "enabled": "on",
+    "severity": "warning",
+    "connection": "",
+    "queue_glob": "orders-*",
+    "threshold": "100",
+    "resolve_threshold": "",
+    "window_minutes": "5",
+    "min_volume": "0",
+    "for_seconds": "60",
+    "keep_firing_seconds": "0",
+    "repeat_minutes": "240",
+    "notify_resolved": "on",
+}
 
 
 def mutations(rule, silence, window):
@@ -45,7 +58,11 @@ def mutations(rule, silence, window):
         ("post", reverse("alert_rule_delete", args=[rule.pk]), {}),
         ("post", reverse("silence_new"), {"comment": "x", "starts_at": "2026-01-01 00:00", "hours": "1"}),
         ("post", reverse("silence_expire", args=[silence.pk]), {}),
-        ("post", reverse("window_new"), {"name": "w", "cron": "0 2 * * *", "time_zone": "UTC", "duration_minutes": "60", "comment": "x"}),
+        (
+            "post",
+            reverse("window_new"),
+            {"name": "w", "cron": "0 2 * * *", "time_zone": "UTC", "duration_minutes": "60", "comment": "x"},
+        ),
         ("post", reverse("window_delete", args=[window.pk]), {}),
     ]
 
@@ -95,16 +112,23 @@ def test_csrf_is_enforced_on_changes(rows):
     assert not AlertRule.objects.filter(name="backlog").exists()
 
 
-@pytest.mark.parametrize("changes, field, message", [
-    ({"threshold": "lots"}, "threshold", "The threshold must be a number"),
-    ({"threshold": "-3"}, "threshold", "The threshold cannot be negative."),
-    ({"threshold": "10", "resolve_threshold": "50"}, "resolve_threshold", "must be at or below the threshold (10)"),
-    ({"kind": "failure_ratio", "threshold": "150"}, "threshold", "A percentage cannot be above 100"),
-    ({"min_volume": "5"}, "min_volume", "only applies to failure-ratio or wait-p95 or processing-p95 rules"),
-    ({"kind": "no_completions", "threshold": "30"}, "threshold", "needs T of at least 60 seconds"),
-    ({"kind": "dlq_depth", "include_due_delayed": "on"}, "include_due_delayed", "Only backlog rules can count due delayed"),
-    ({"connection": "nope"}, "connection", "Select a valid choice"),
-])
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"threshold": "lots"}, "threshold", "The threshold must be a number"),
+        ({"threshold": "-3"}, "threshold", "The threshold cannot be negative."),
+        ({"threshold": "10", "resolve_threshold": "50"}, "resolve_threshold", "must be at or below the threshold (10)"),
+        ({"kind": "failure_ratio", "threshold": "150"}, "threshold", "A percentage cannot be above 100"),
+        ({"min_volume": "5"}, "min_volume", "only applies to failure-ratio or wait-p95 or processing-p95 rules"),
+        ({"kind": "no_completions", "threshold": "30"}, "threshold", "needs T of at least 60 seconds"),
+        (
+            {"kind": "dlq_depth", "include_due_delayed": "on"},
+            "include_due_delayed",
+            "Only backlog rules can count due delayed",
+        ),
+        ({"connection": "nope"}, "connection", "Select a valid choice"),
+    ],
+)
 def test_rule_form_says_what_is_wrong(rows, changes, field, message):
     response = login_as("admin").post(reverse("alert_rule_new"), {**RULE_POST, **changes})
     assert response.status_code == 200
@@ -113,20 +137,26 @@ def test_rule_form_says_what_is_wrong(rows, changes, field, message):
     assert not AlertRule.objects.filter(name="backlog").exists()
 
 
-@pytest.mark.parametrize("cron, tz, field, message", [
-    ("61 * * * *", "UTC", "cron", "is not a valid cron expression"),
-    ("* * *", "UTC", "cron", "has 3 fields"),
-    ("0 2 * * *", "Mars/Olympus", "time_zone", "Unknown time zone"),
-])
+@pytest.mark.parametrize(
+    "cron, tz, field, message",
+    [
+        ("61 * * * *", "UTC", "cron", "is not a valid cron expression"),
+        ("* * *", "UTC", "cron", "has 3 fields"),
+        ("0 2 * * *", "Mars/Olympus", "time_zone", "Unknown time zone"),
+    ],
+)
 def test_maintenance_window_form_explains_bad_cron_and_zone(rows, cron, tz, field, message):
-    response = login_as("admin").post(reverse("window_new"), {"name": "n", "cron": cron, "time_zone": tz,
-                                                              "duration_minutes": "30", "comment": "c"})
+    response = login_as("admin").post(
+        reverse("window_new"), {"name": "n", "cron": cron, "time_zone": tz, "duration_minutes": "30", "comment": "c"}
+    )
     assert response.status_code == 400
     assert message in response.context["window_form"].errors[field][0]
 
 
 def test_silence_must_end_after_it_starts_and_needs_a_comment(rows):
-    response = login_as("admin").post(reverse("silence_new"), {"starts_at": "2026-01-01 10:00", "ends_at": "2026-01-01 09:00"})
+    response = login_as("admin").post(
+        reverse("silence_new"), {"starts_at": "2026-01-01 10:00", "ends_at": "2026-01-01 09:00"}
+    )
     errors = response.context["silence_form"].errors
     assert "The silence must end after it starts." in errors["ends_at"] and "comment" in errors
 
@@ -141,16 +171,28 @@ def test_cron_preview_lists_the_next_five_starts_in_its_zone(rows):
 
 def test_hostile_strings_are_escaped_on_every_alerting_page(rows):
     rule = make_rule(HOSTILE, queue_glob="*", channels=[make_channel(HOSTILE)])
-    Silence.objects.create(queue_glob="nothing", ends_at=timezone.now() + dt.timedelta(hours=1), author=HOSTILE, comment=HOSTILE)
-    MaintenanceWindow.objects.create(name=HOSTILE, cron="0 2 * * *", duration_minutes=5, author=HOSTILE, comment=HOSTILE)
+    Silence.objects.create(
+        queue_glob="nothing", ends_at=timezone.now() + dt.timedelta(hours=1), author=HOSTILE, comment=HOSTILE
+    )
+    MaintenanceWindow.objects.create(
+        name=HOSTILE, cron="0 2 * * *", duration_minutes=5, author=HOSTILE, comment=HOSTILE
+    )
     now = timezone.now()
     for minutes_ago in range(5):
-        QueuePoint.objects.create(connection="default", prefix="bull", queue=HOSTILE, resolution=60, waiting=50,
-                                  start=(now - dt.timedelta(minutes=minutes_ago)).replace(second=0, microsecond=0))
+        QueuePoint.objects.create(
+            connection="default",
+            prefix="bull",
+            queue=HOSTILE,
+            resolution=60,
+            waiting=50,
+            start=(now - dt.timedelta(minutes=minutes_ago)).replace(second=0, microsecond=0),
+        )
     evaluate_rules(facts=facts(signals(HOSTILE, counts={"waiting": 50})), now=now)
     assert Alert.objects.filter(state=Alert.FIRING, queue=HOSTILE).exists()
     client = login_as(None)
-    pages = [reverse(n) for n in ("alert_rules", "alert_history", "silences")] + [reverse("alert_rule", args=[rule.pk]) + "?preview=1"]
+    pages = [reverse(n) for n in ("alert_rules", "alert_history", "silences")] + [
+        reverse("alert_rule", args=[rule.pk]) + "?preview=1"
+    ]
     for url in pages:
         body = client.get(url).content.decode()
         assert HOSTILE not in body, url
@@ -165,7 +207,9 @@ def test_preview_replays_the_rule_over_stored_history(rows):
     for minutes_ago in range(0, 180):
         start = (now - dt.timedelta(minutes=minutes_ago)).replace(second=0)
         waiting = 500 if 100 <= minutes_ago < 120 else 3
-        QueuePoint.objects.create(connection="default", prefix="bull", queue="orders-1", resolution=60, start=start, waiting=waiting)
+        QueuePoint.objects.create(
+            connection="default", prefix="bull", queue="orders-1", resolution=60, start=start, waiting=waiting
+        )
     client = login_as("admin")
     response = client.post(reverse("alert_rule_new"), {**RULE_POST, "for_seconds": "300", "preview": "1"})
     preview = response.context["preview"]
@@ -188,7 +232,9 @@ def test_preview_of_a_wide_rule_replays_a_bounded_number_of_queues(rows, monkeyp
     monkeypatch.setattr(preview, "MAX_QUEUES", 2)
     start = timezone.now().replace(second=0, microsecond=0)
     for name in ("a", "b", "c"):
-        QueuePoint.objects.create(connection="default", prefix="bull", queue=name, resolution=60, start=start, waiting=1)
+        QueuePoint.objects.create(
+            connection="default", prefix="bull", queue=name, resolution=60, start=start, waiting=1
+        )
     client = login_as(None)
     response = client.get(reverse("alert_rule", args=[rows[0].pk]))
     assert response.context["preview"] is None  # only on request
@@ -202,7 +248,9 @@ def test_django_admin_lists_and_validates_rules_silences_and_windows(rows):
     client.force_login(boss)
     for model in ("alertrule", "alert", "silence", "maintenancewindow"):
         assert client.get(f"/admin/alerts/{model}/").status_code == 200, model
-    response = client.post("/admin/alerts/maintenancewindow/add/", {
-        "name": "bad", "cron": "0 2 * *", "time_zone": "UTC", "duration_minutes": "10", "author": "a", "comment": "c"})
+    response = client.post(
+        "/admin/alerts/maintenancewindow/add/",
+        {"name": "bad", "cron": "0 2 * *", "time_zone": "UTC", "duration_minutes": "10", "author": "a", "comment": "c"},
+    )
     assert response.status_code == 200 and "has 4 fields" in response.content.decode()
     assert not MaintenanceWindow.objects.filter(name="bad").exists()

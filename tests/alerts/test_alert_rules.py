@@ -22,47 +22,99 @@ MIN = dt.timedelta(minutes=1)
 
 # kind, rule fields, facts that break it, facts that are fine
 CASES = {
-    "dlq_depth": ({"threshold": 5}, lambda: facts(signals(counts={"failed": 9})), lambda: facts(signals(counts={"failed": 2}))),
-    "dlq_growth": ({"threshold": 2, "window_minutes": 1},
-                   lambda: facts(signals(events=[("failed", 10)] * 5)), lambda: facts(signals(events=[("failed", 10)]))),
-    "attempt_failures": ({"threshold": 3, "window_minutes": 1},
-                         lambda: facts(signals(attempt_failures=[10] * 5)), lambda: facts(signals(attempt_failures=[10]))),
-    "failure_ratio": ({"threshold": 20, "window_minutes": 5, "min_volume": 10},
-                      lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 5)),
-                      lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 50))),
-    "stalled_window": ({"threshold": 2, "window_minutes": 15},
-                       lambda: facts(signals(events=[("stalled", 600)] * 3)), lambda: facts(signals(events=[("stalled", 600)]))),
+    "dlq_depth": (
+        {"threshold": 5},
+        lambda: facts(signals(counts={"failed": 9})),
+        lambda: facts(signals(counts={"failed": 2})),
+    ),
+    "dlq_growth": (
+        {"threshold": 2, "window_minutes": 1},
+        lambda: facts(signals(events=[("failed", 10)] * 5)),
+        lambda: facts(signals(events=[("failed", 10)])),
+    ),
+    "attempt_failures": (
+        {"threshold": 3, "window_minutes": 1},
+        lambda: facts(signals(attempt_failures=[10] * 5)),
+        lambda: facts(signals(attempt_failures=[10])),
+    ),
+    "failure_ratio": (
+        {"threshold": 20, "window_minutes": 5, "min_volume": 10},
+        lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 5)),
+        lambda: facts(signals(events=[("failed", 10)] * 5 + [("completed", 10)] * 50)),
+    ),
+    "stalled_window": (
+        {"threshold": 2, "window_minutes": 15},
+        lambda: facts(signals(events=[("stalled", 600)] * 3)),
+        lambda: facts(signals(events=[("stalled", 600)])),
+    ),
     "stalled_now": ({"threshold": 0}, lambda: facts(signals(stalled=["7"])), lambda: facts(signals())),
-    "backlog": ({"threshold": 100}, lambda: facts(signals(counts={"waiting": 90, "prioritized": 20})),
-                lambda: facts(signals(counts={"waiting": 90}))),
-    "oldest_waiting": ({"threshold": 300}, lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=301)),
-                       lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=10))),
-    "no_completions": ({"threshold": 60}, lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 120)])),
-                       lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 5)]))),
-    "no_workers": ({"threshold": 0}, lambda: facts(signals(counts={"waiting": 3}, workers=0)),
-                   lambda: facts(signals(counts={"waiting": 3}, workers=2))),
-    "wait_p95": ({"threshold": 2, "window_minutes": 5},
-                 lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 10 + [("resize", "wait", 3000, 30)] * 10)),
-                 lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 99 + [("resize", "wait", 3000, 30)]))),
-    "processing_p95": ({"threshold": 1, "window_minutes": 1, "job_name": "resize"},
-                       lambda: facts(signals(timings=[("resize", "processing", 1500, 5)] * 5 + [("mail", "processing", 10, 5)])),
-                       lambda: facts(signals(timings=[("resize", "processing", 200, 5)] * 5 + [("mail", "processing", 9000, 5)]))),
+    "backlog": (
+        {"threshold": 100},
+        lambda: facts(signals(counts={"waiting": 90, "prioritized": 20})),
+        lambda: facts(signals(counts={"waiting": 90})),
+    ),
+    "oldest_waiting": (
+        {"threshold": 300},
+        lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=301)),
+        lambda: facts(signals(counts={"waiting": 1}, oldest_age_s=10)),
+    ),
+    "no_completions": (
+        {"threshold": 60},
+        lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 120)])),
+        lambda: facts(signals(counts={"waiting": 3}, events=[("completed", 5)])),
+    ),
+    "no_workers": (
+        {"threshold": 0},
+        lambda: facts(signals(counts={"waiting": 3}, workers=0)),
+        lambda: facts(signals(counts={"waiting": 3}, workers=2)),
+    ),
+    "wait_p95": (
+        {"threshold": 2, "window_minutes": 5},
+        lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 10 + [("resize", "wait", 3000, 30)] * 10)),
+        lambda: facts(signals(timings=[("resize", "wait", 100, 30)] * 99 + [("resize", "wait", 3000, 30)])),
+    ),
+    "processing_p95": (
+        {"threshold": 1, "window_minutes": 1, "job_name": "resize"},
+        lambda: facts(signals(timings=[("resize", "processing", 1500, 5)] * 5 + [("mail", "processing", 10, 5)])),
+        lambda: facts(signals(timings=[("resize", "processing", 200, 5)] * 5 + [("mail", "processing", 9000, 5)])),
+    ),
     "paused": ({"threshold": 0}, lambda: facts(signals(paused=True)), lambda: facts(signals())),
-    "redis_unreachable": ({}, lambda: facts(connections={"default": ConnectionFacts(reachable=False, error="refused")}),
-                          lambda: facts()),
-    "eviction_policy": ({}, lambda: facts(connections={"default": ConnectionFacts(eviction_policy="allkeys-lru")}),
-                        lambda: facts(connections={"default": ConnectionFacts(eviction_policy="noeviction")})),
-    "memory": ({"threshold": 90}, lambda: facts(connections={"default": ConnectionFacts(used_memory=95, maxmemory=100)}),
-               lambda: facts(connections={"default": ConnectionFacts(used_memory=50, maxmemory=100)})),
-    "scheduler_missed": ({"threshold": 60},
-                         lambda: facts(schedulers={QueueRef("default", "bull", "orders"): [_sched(T0 - 5 * MIN)]}),
-                         lambda: facts(schedulers={QueueRef("default", "bull", "orders"): [_sched(T0 + MIN)]})),
+    "redis_unreachable": (
+        {},
+        lambda: facts(connections={"default": ConnectionFacts(reachable=False, error="refused")}),
+        lambda: facts(),
+    ),
+    "eviction_policy": (
+        {},
+        lambda: facts(connections={"default": ConnectionFacts(eviction_policy="allkeys-lru")}),
+        lambda: facts(connections={"default": ConnectionFacts(eviction_policy="noeviction")}),
+    ),
+    "memory": (
+        {"threshold": 90},
+        lambda: facts(connections={"default": ConnectionFacts(used_memory=95, maxmemory=100)}),
+        lambda: facts(connections={"default": ConnectionFacts(used_memory=50, maxmemory=100)}),
+    ),
+    "scheduler_missed": (
+        {"threshold": 60},
+        lambda: facts(schedulers={QueueRef("default", "bull", "orders"): [_sched(T0 - 5 * MIN)]}),
+        lambda: facts(schedulers={QueueRef("default", "bull", "orders"): [_sched(T0 + MIN)]}),
+    ),
 }
 
 
 def _sched(next_run: dt.datetime) -> Scheduler:
-    return Scheduler(id="nightly", name="report", pattern="* * * * *", every=None, tz="Europe/Paris", next_run=ms(next_run),
-                     iterations=3, limit=None, start_date=None, end_date=None)
+    return Scheduler(
+        id="nightly",
+        name="report",
+        pattern="* * * * *",
+        every=None,
+        tz="Europe/Paris",
+        next_run=ms(next_run),
+        iterations=3,
+        limit=None,
+        start_date=None,
+        end_date=None,
+    )
 
 
 def test_every_kind_has_a_case():
@@ -93,8 +145,18 @@ def test_every_rule_kind_fires_and_resolves(kind):
 def test_scheduler_missed_counts_runs_from_the_cron_pattern_in_its_zone():
     rule = RuleSpec(id=1, kind="scheduler_missed", threshold=30)
     q = QueueRef("default", "bull", "reports")
-    hourly = Scheduler(id="h", name="h", pattern="0 * * * *", every=None, tz="America/New_York",
-                       next_run=ms(T0 - 3 * dt.timedelta(hours=1)), iterations=1, limit=None, start_date=None, end_date=None)
+    hourly = Scheduler(
+        id="h",
+        name="h",
+        pattern="0 * * * *",
+        every=None,
+        tz="America/New_York",
+        next_run=ms(T0 - 3 * dt.timedelta(hours=1)),
+        iterations=1,
+        limit=None,
+        start_date=None,
+        end_date=None,
+    )
     (obs,) = rule_evaluate(rule=rule, facts=facts(schedulers={q: [hourly]}), now=T0 + MIN)
     assert obs.above and obs.target.item == "h"
     assert obs.summary.startswith("4 runs not taken") and "America/New_York" in obs.summary
@@ -165,7 +227,9 @@ def test_repeat_notifications_while_firing_and_resolved_can_be_turned_off():
 def test_targets_firing_together_are_grouped_into_one_notification_per_channel():
     ops, mail = make_channel("ops"), make_channel("mail")
     make_rule(queue_glob="orders-*", channels=[ops, mail])
-    many = facts(*(signals(f"orders-{i}", counts={"waiting": 50}) for i in range(3)), signals("other", counts={"waiting": 50}))
+    many = facts(
+        *(signals(f"orders-{i}", counts={"waiting": 50}) for i in range(3)), signals("other", counts={"waiting": 50})
+    )
     runs = evaluate_rules(facts=many, now=T0)
     assert Alert.objects.filter(state=Alert.FIRING).count() == 3  # "other" is out of scope
     assert runs[0].notifications == 2
@@ -195,8 +259,14 @@ def test_two_monitors_after_a_failover_never_write_one_state_change_twice():
 @pytest.mark.django_db
 def test_a_silence_records_the_alert_but_holds_notifications_until_it_ends():
     rule = make_rule(channels=[make_channel()])
-    Silence.objects.create(connection="default", queue_glob="ord*", starts_at=T0 - MIN, ends_at=T0 + 10 * MIN,
-                           author="sam", comment="deploying <b>v2</b>")
+    Silence.objects.create(
+        connection="default",
+        queue_glob="ord*",
+        starts_at=T0 - MIN,
+        ends_at=T0 + 10 * MIN,
+        author="sam",
+        comment="deploying <b>v2</b>",
+    )
     bad = facts(signals(counts={"waiting": 50}), signals("billing", counts={"waiting": 50}))
     evaluate_rules(facts=bad, now=T0)
     orders, billing = Alert.objects.get(queue="orders"), Alert.objects.get(queue="billing")
@@ -215,10 +285,16 @@ def test_maintenance_window_across_a_daylight_saving_change():
     """01:00–04:00 Europe/Paris every day. On 2026-10-25 the clocks go back at 03:00 CEST, so
     that night's window lasts four real hours: 23:00 to 03:00 UTC."""
     make_rule(channels=[make_channel()])
-    MaintenanceWindow.objects.create(name="nightly", cron="0 1 * * *", time_zone="Europe/Paris", duration_minutes=180,
-                                     author="sam", comment="backups")
+    MaintenanceWindow.objects.create(
+        name="nightly",
+        cron="0 1 * * *",
+        time_zone="Europe/Paris",
+        duration_minutes=180,
+        author="sam",
+        comment="backups",
+    )
     bad = facts(signals(counts={"waiting": 50}))
-    utc = dt.timezone.utc
+    utc = dt.UTC
     inside = dt.datetime(2026, 10, 25, 2, 30, tzinfo=utc)  # 03:30 CET, after the change: still inside
     evaluate_rules(facts=bad, now=inside)
     alert = Alert.objects.get()

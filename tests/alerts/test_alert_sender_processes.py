@@ -38,16 +38,29 @@ print(delivered)
 
 
 def test_two_sender_processes_never_deliver_a_row_twice(tmp_path):
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))},
-           "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_INSECURE_DEV": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'outbox.sqlite3'}", "QUEUEWATCH_WEBHOOK_ALLOW": "127.0.0.1"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_"))},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_INSECURE_DEV": "1",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'outbox.sqlite3'}",
+        "QUEUEWATCH_WEBHOOK_ALLOW": "127.0.0.1",
+    }
     receiver = WebhookReceiver().start()
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
         subprocess.run([sys.executable, "-c", SETUP, receiver.url], cwd=ROOT, env=env, check=True)
-        senders = [subprocess.Popen([sys.executable, "-c", SENDER], cwd=ROOT, env=env, text=True,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                   for _ in range(2)]
+        senders = [
+            subprocess.Popen(
+                [sys.executable, "-c", SENDER],
+                cwd=ROOT,
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
         for p in senders:
             p.stdin.write("go\n")
             p.stdin.flush()

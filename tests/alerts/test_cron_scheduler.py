@@ -9,7 +9,7 @@ import pytest
 
 from queues.cron import CronError, Job, Periodic, cron_next, cron_prev, cron_validate, window_open_at
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def at(*args) -> dt.datetime:
@@ -34,17 +34,24 @@ def test_a_time_repeated_by_fall_back_runs_once():
 def test_previous_fire_time_and_a_window_across_the_change():
     assert cron_prev(expr="0 1 * * *", tz="Europe/Paris", at=at(2026, 10, 25, 3)) == at(2026, 10, 24, 23)
     # "01:00 for 3 hours" ends at 04:00 local, which is four real hours that night.
-    assert window_open_at(expr="0 1 * * *", tz="Europe/Paris", duration=dt.timedelta(hours=3),
-                          at=at(2026, 10, 25, 2, 59)) == (at(2026, 10, 24, 23), at(2026, 10, 25, 3))
-    assert window_open_at(expr="0 1 * * *", tz="Europe/Paris", duration=dt.timedelta(hours=3), at=at(2026, 10, 25, 3)) is None
+    assert window_open_at(
+        expr="0 1 * * *", tz="Europe/Paris", duration=dt.timedelta(hours=3), at=at(2026, 10, 25, 2, 59)
+    ) == (at(2026, 10, 24, 23), at(2026, 10, 25, 3))
+    assert (
+        window_open_at(expr="0 1 * * *", tz="Europe/Paris", duration=dt.timedelta(hours=3), at=at(2026, 10, 25, 3))
+        is None
+    )
 
 
-@pytest.mark.parametrize("expr, tz, message", [
-    ("", "UTC", "Enter a cron expression"),
-    ("0 2 * *", "UTC", "has 4 fields"),
-    ("0 25 * * *", "UTC", "is not a valid cron expression"),
-    ("0 2 * * *", "Nowhere/Special", "Unknown time zone"),
-])
+@pytest.mark.parametrize(
+    "expr, tz, message",
+    [
+        ("", "UTC", "Enter a cron expression"),
+        ("0 2 * *", "UTC", "has 4 fields"),
+        ("0 25 * * *", "UTC", "is not a valid cron expression"),
+        ("0 2 * * *", "Nowhere/Special", "Unknown time zone"),
+    ],
+)
 def test_bad_expressions_and_zones_get_a_message_for_users(expr, tz, message):
     with pytest.raises(CronError, match=message):
         cron_validate(expr, tz)
@@ -68,12 +75,16 @@ def test_periodic_runs_interval_and_cron_jobs_and_survives_a_failing_one():
         ran.append("boom")
         raise RuntimeError("a bug in one job")
 
-    periodic = Periodic([
-        Job("every-10s", lambda: ran.append("interval"), every=10),
-        Job("late-start", lambda: ran.append("late"), every=10, first_after=25),
-        Job("digest", lambda: ran.append("digest"), cron="0 10 * * *", tz="Europe/Paris"),  # 08:00 UTC in June
-        Job("broken", boom, every=30),
-    ], clock=lambda: clocks.mono, wall=lambda: clocks.wall)
+    periodic = Periodic(
+        [
+            Job("every-10s", lambda: ran.append("interval"), every=10),
+            Job("late-start", lambda: ran.append("late"), every=10, first_after=25),
+            Job("digest", lambda: ran.append("digest"), cron="0 10 * * *", tz="Europe/Paris"),  # 08:00 UTC in June
+            Job("broken", boom, every=30),
+        ],
+        clock=lambda: clocks.mono,
+        wall=lambda: clocks.wall,
+    )
     assert periodic.run_due() == ["every-10s", "broken"]
     clocks.advance(10)
     assert periodic.run_due() == ["every-10s"]

@@ -43,9 +43,22 @@ def test_the_untouched_cron_preview_gives_a_hint_not_an_error(admin_client):
 
 
 def test_a_sent_form_shows_each_error_beside_its_field_and_linked_to_it(admin_client):
-    post = {"name": "backlog", "kind": "backlog", "enabled": "on", "severity": "warning", "connection": "",
-            "queue_glob": "", "threshold": "-5", "resolve_threshold": "", "window_minutes": "5", "min_volume": "0",
-            "for_seconds": "60", "keep_firing_seconds": "0", "repeat_minutes": "240", "save": "1"}
+    post = {
+        "name": "backlog",
+        "kind": "backlog",
+        "enabled": "on",
+        "severity": "warning",
+        "connection": "",
+        "queue_glob": "",
+        "threshold": "-5",
+        "resolve_threshold": "",
+        "window_minutes": "5",
+        "min_volume": "0",
+        "for_seconds": "60",
+        "keep_firing_seconds": "0",
+        "repeat_minutes": "240",
+        "save": "1",
+    }
     html = admin_client.post(reverse("alert_rule_new"), post).content.decode()
     field = re.search(r'<div class="field has-error" id="field-threshold">(.*?)</div>\s*</div>', html, re.S)
     assert field, html

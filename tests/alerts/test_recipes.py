@@ -137,15 +137,29 @@ def admin_client() -> Client:
     return client
 
 
-RULE_FORM = {"name": "over quota", "kind": OverQuota.id, "enabled": "on", "severity": "warning", "connection": "",
-             "queue_glob": "orders", "threshold": "2", "resolve_threshold": "", "window_minutes": "5", "min_volume": "0",
-             "for_seconds": "0", "keep_firing_seconds": "0", "repeat_minutes": "0", "notify_resolved": "on"}
+RULE_FORM = {
+    "name": "over quota",
+    "kind": OverQuota.id,
+    "enabled": "on",
+    "severity": "warning",
+    "connection": "",
+    "queue_glob": "orders",
+    "threshold": "2",
+    "resolve_threshold": "",
+    "window_minutes": "5",
+    "min_volume": "0",
+    "for_seconds": "0",
+    "keep_firing_seconds": "0",
+    "repeat_minutes": "0",
+    "notify_resolved": "on",
+}
 
 
 def evaluate(waiting: int, now: dt.datetime):
     """What the monitor does on its schedule: evaluate every rule on its last tick's signals."""
-    return monitoring.evaluate(signals=[signals(counts={"waiting": waiting}, now=now)], registry=get_registry(),
-                               down={}, report=None, now=now)
+    return monitoring.evaluate(
+        signals=[signals(counts={"waiting": waiting}, now=now)], registry=get_registry(), down={}, report=None, now=now
+    )
 
 
 def test_a_new_channel_kind_and_a_new_rule_kind_work_end_to_end(recipes):
@@ -213,8 +227,9 @@ def test_data_a_kind_needs_is_read_only_while_a_rule_of_that_kind_is_enabled(rec
 
 def test_a_notifier_kinds_permanent_error_fails_the_row_and_is_shown_on_the_channel(recipes):
     channel = Channel.objects.create(name="full", kind=MemoNotifier.kind, config={"book": "full"})
-    row = Notification.objects.create(channel=channel, idempotency_key="k1", kind="firing", subject="s", payload={},
-                                      created_at=T0, next_attempt_at=T0)
+    row = Notification.objects.create(
+        channel=channel, idempotency_key="k1", kind="firing", subject="s", payload={}, created_at=T0, next_attempt_at=T0
+    )
     assert sender.send_due(now=T0) == 0
     row.refresh_from_db()
     channel.refresh_from_db()

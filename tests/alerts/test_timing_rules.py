@@ -74,11 +74,14 @@ def test_a_name_seen_before_but_quiet_in_the_window_is_observed_as_zero():
 @pytest.mark.django_db
 def test_job_name_alerts_pend_fire_group_into_one_notification_and_resolve_with_hysteresis():
     # Saved: evaluate_rules reads it back.
-    make_rule(kind="processing_p95", threshold=2, resolve_threshold=1, for_seconds=60, job_name="*",
-              channels=[make_channel()])
+    make_rule(
+        kind="processing_p95", threshold=2, resolve_threshold=1, for_seconds=60, job_name="*", channels=[make_channel()]
+    )
 
     def at(resize_ms, crop_ms):
-        return facts(signals(timings=[("resize", "processing", resize_ms, 10)] * 10 + [("crop", "processing", crop_ms, 10)] * 10))
+        return facts(
+            signals(timings=[("resize", "processing", resize_ms, 10)] * 10 + [("crop", "processing", crop_ms, 10)] * 10)
+        )
 
     evaluate_rules(facts=at(3000, 4000), now=T0)
     assert set(Alert.objects.values_list("item", "state")) == {("resize", "pending"), ("crop", "pending")}
@@ -96,8 +99,14 @@ def test_job_name_alerts_pend_fire_group_into_one_notification_and_resolve_with_
 @pytest.mark.django_db
 def test_a_silence_holds_the_notifications_of_a_timing_alert():
     make_rule(kind="wait_p95", threshold=1, channels=[make_channel()])
-    Silence.objects.create(connection="default", queue_glob="orders", starts_at=T0 - MIN, ends_at=T0 + 10 * MIN,
-                           author="sam", comment="load test")
+    Silence.objects.create(
+        connection="default",
+        queue_glob="orders",
+        starts_at=T0 - MIN,
+        ends_at=T0 + 10 * MIN,
+        author="sam",
+        comment="load test",
+    )
     bad = facts(signals(timings=waits("resize", 5000, 10)), signals("billing", timings=waits("invoice", 5000, 10)))
     evaluate_rules(facts=bad, now=T0)
     assert Alert.objects.get(queue="orders").silenced_by.startswith("silence by sam")

@@ -12,22 +12,31 @@ from django.urls import reverse
 
 from tests.support.servers import node_available, run_node
 
-pytestmark = [pytest.mark.django_db, pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 
-def test_advice_section_with_evidence_sample_link_and_fix_read_once_a_minute(live_setup, redis_url, redis_client,
-                                                                             logged_in, client):
-    ids = run_node("toolbox.mjs", "add", redis_url, "mail", json.dumps([{"name": "send", "data": {}, "opts": {}}] * 2))["ids"]
+def test_advice_section_with_evidence_sample_link_and_fix_read_once_a_minute(
+    live_setup, redis_url, redis_client, logged_in, client
+):
+    ids = run_node("toolbox.mjs", "add", redis_url, "mail", json.dumps([{"name": "send", "data": {}, "opts": {}}] * 2))[
+        "ids"
+    ]
     args = ["default", "bull", "mail"]
     page = logged_in.get(reverse("queue", args=args)).content.decode()
     assert f'hx-get="{reverse("queue_advice", args=args)}"' in page
 
     html = logged_in.get(reverse("queue_advice", args=args)).content.decode()
-    article = html[html.index('data-kind="retry.no_attempts"'):html.index("</article>")]
+    article = html[html.index('data-kind="retry.no_attempts"') : html.index("</article>")]
     assert 'data-status="fail"' in article
     assert "2 of 2 sampled jobs have no <code>attempts</code>" in article
-    assert f'href="{reverse("job", args=[*args, ids[0]])}"' in article or f'href="{reverse("job", args=[*args, ids[1]])}"' in article
+    assert (
+        f'href="{reverse("job", args=[*args, ids[0]])}"' in article
+        or f'href="{reverse("job", args=[*args, ids[1]])}"' in article
+    )
     assert "exponential" in article  # the fix
     assert 'data-kind="retry.fixed_backoff_herd" data-status="pass"' in html
 

@@ -32,13 +32,23 @@ def test_queues_endpoint_shape_and_counts(client, token, node_queues):
         assert got["connection"] == "default"
         assert got["paused"] == expected["paused"]
         assert got["counts"] == expected["counts"]
-        assert set(got["counts"]) == {"waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed"}
+        assert set(got["counts"]) == {
+            "waiting",
+            "active",
+            "delayed",
+            "prioritized",
+            "waiting-children",
+            "completed",
+            "failed",
+        }
 
 
 def test_queue_jobs_and_job_endpoints(client, token, node_queues):
     r = client.get(reverse("api_queue", args=["default", "bull", "sched"]), **bearer(token))
     assert r.status_code == 200 and len(r.json()["schedulers_list"]) == 2
-    r = client.get(reverse("api_jobs", args=["default", "bull", "mixed"]), {"state": "failed", "size": 10}, **bearer(token))
+    r = client.get(
+        reverse("api_jobs", args=["default", "bull", "mixed"]), {"state": "failed", "size": 10}, **bearer(token)
+    )
     body = r.json()
     assert body["total"] == 4 and len(body["jobs"]) == 4 and "data" not in body["jobs"][0]
     job_id = body["jobs"][0]["id"]

@@ -11,8 +11,31 @@ from django.urls import reverse
 pytestmark = pytest.mark.django_db
 
 XSS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", '"><svg onload=alert(3)>']
-WRITE_COMMANDS = {"set", "hset", "hdel", "del", "lpush", "rpush", "rpop", "lpop", "zadd", "zrem", "sadd", "srem",
-                  "incr", "hincrby", "xadd", "expire", "pexpire", "rename", "evalsha", "eval", "fcall", "zpopmin", "bzpopmin"}
+WRITE_COMMANDS = {
+    "set",
+    "hset",
+    "hdel",
+    "del",
+    "lpush",
+    "rpush",
+    "rpop",
+    "lpop",
+    "zadd",
+    "zrem",
+    "sadd",
+    "srem",
+    "incr",
+    "hincrby",
+    "xadd",
+    "expire",
+    "pexpire",
+    "rename",
+    "evalsha",
+    "eval",
+    "fcall",
+    "zpopmin",
+    "bzpopmin",
+}
 
 
 def seed(r):
@@ -21,23 +44,67 @@ def seed(r):
     q = "bull:hostile:"
     r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
     jobs = {
-        "xss": {"name": XSS[0], "data": json.dumps({"html": XSS[1], "k": XSS[2]}), "opts": '{"attempts":3}',
-                "timestamp": 1700000000000, "failedReason": XSS[1] + "\nsecond line", "finishedOn": 1700000001000,
-                "stacktrace": json.dumps([f"Error: {XSS[0]}\n    at {XSS[1]}"]), "atm": 3},
-        "notjson": {"name": "bad", "data": "{not json", "opts": "also not json", "timestamp": "yesterday",
-                    "stacktrace": "not a list", "atm": "many", "finishedOn": 1700000002000},
+        "xss": {
+            "name": XSS[0],
+            "data": json.dumps({"html": XSS[1], "k": XSS[2]}),
+            "opts": '{"attempts":3}',
+            "timestamp": 1700000000000,
+            "failedReason": XSS[1] + "\nsecond line",
+            "finishedOn": 1700000001000,
+            "stacktrace": json.dumps([f"Error: {XSS[0]}\n    at {XSS[1]}"]),
+            "atm": 3,
+        },
+        "notjson": {
+            "name": "bad",
+            "data": "{not json",
+            "opts": "also not json",
+            "timestamp": "yesterday",
+            "stacktrace": "not a list",
+            "atm": "many",
+            "finishedOn": 1700000002000,
+        },
         "missing": {"name": "only-a-name"},
-        "binary": {"name": b"\xff\xfe\x00bin", "data": b"\x80\x81\x82\xff", "timestamp": 1700000003000, "finishedOn": 1700000003000},
+        "binary": {
+            "name": b"\xff\xfe\x00bin",
+            "data": b"\x80\x81\x82\xff",
+            "timestamp": 1700000003000,
+            "finishedOn": 1700000003000,
+        },
         "a:b:c": {"name": "colon id", "data": "{}", "timestamp": 1700000004000, "finishedOn": 1700000004000},
-        "ünï-ジョブ": {"name": "日本語 <b>", "data": json.dumps({"text": "naïve ✓"}), "timestamp": 1700000005000, "finishedOn": 1700000005000},
-        "huge": {"name": "huge", "data": json.dumps({"blob": "x" * (20 * 1024 * 1024), "token": "SECRET-TOKEN-VALUE"}),
-                 "timestamp": 1700000006000, "finishedOn": 1700000006000},
-        "secrets": {"name": "secrets", "timestamp": 1700000007000, "finishedOn": 1700000007000,
-                    "data": json.dumps({"user": {"password": "hunter2", "Api-Key": "sk_live_123", "nested": [{"authToken": "abc"}]}, "ok": "visible"})},
+        "ünï-ジョブ": {
+            "name": "日本語 <b>",
+            "data": json.dumps({"text": "naïve ✓"}),
+            "timestamp": 1700000005000,
+            "finishedOn": 1700000005000,
+        },
+        "huge": {
+            "name": "huge",
+            "data": json.dumps({"blob": "x" * (20 * 1024 * 1024), "token": "SECRET-TOKEN-VALUE"}),
+            "timestamp": 1700000006000,
+            "finishedOn": 1700000006000,
+        },
+        "secrets": {
+            "name": "secrets",
+            "timestamp": 1700000007000,
+            "finishedOn": 1700000007000,
+            "data": json.dumps(
+                {
+                    "user": {"password": "hunter2", "Api-Key": "sk_live_123", "nested": [{"authToken": "abc"}]},
+                    "ok": "visible",
+                }
+            ),
+        },
     }
     for job_id, fields in jobs.items():
         r.hset(q + job_id, mapping=fields)
-        r.zadd(q + "failed", {job_id: int(fields.get("finishedOn", 1700000000000)) if str(fields.get("finishedOn", "")).isdigit() else 1})
+        r.zadd(
+            q + "failed",
+            {
+                job_id: int(fields.get("finishedOn", 1700000000000))
+                if str(fields.get("finishedOn", "")).isdigit()
+                else 1
+            },
+        )
     r.zadd(q + "failed", {"vanished": 1700000009000})  # listed but its hash is gone
     r.rpush(q + "logs-owner", "x")  # unrelated key must not confuse discovery
     r.rpush(q + "xss:logs", XSS[0], XSS[1])
@@ -110,7 +177,9 @@ def test_secret_keys_are_redacted_in_page_and_api(logged_in, hostile):
 
 
 def test_missing_and_vanished_jobs(logged_in, hostile):
-    body = logged_in.get(reverse("queue", args=["default", "bull", "hostile"]) + "?state=failed&size=100").content.decode()
+    body = logged_in.get(
+        reverse("queue", args=["default", "bull", "hostile"]) + "?state=failed&size=100"
+    ).content.decode()
     assert "job hash missing" in body
     response = logged_in.get(reverse("job", args=["default", "bull", "hostile", "vanished"]))
     assert response.status_code == 404

@@ -23,7 +23,9 @@ def test_discovery_finds_every_queue_including_braced_prefix(node_queues):
 
 def test_snapshot_counts_equal_getjobcounts_for_every_queue_and_state(node_queues):
     registry = get_registry()
-    snaps = {(s.queue.prefix, s.queue.name): s for s in registry.source("default").snapshots(registry.queues("default"))}
+    snaps = {
+        (s.queue.prefix, s.queue.name): s for s in registry.source("default").snapshots(registry.queues("default"))
+    }
     for q in node_queues["queues"]:
         snap = snaps[(q["prefix"], q["name"])]
         assert snap.counts == q["counts"], q["name"]
@@ -48,7 +50,11 @@ def test_job_details_match_node(node_queues):
     found = registry.jobs("default")
     checked = 0
     for full_id, expected in node_queues["jobs"].items():
-        prefix, rest = full_id.split("/", 1) if not full_id.startswith("{") else (full_id[: full_id.index("}/") + 1], full_id[full_id.index("}/") + 2 :])
+        prefix, rest = (
+            full_id.split("/", 1)
+            if not full_id.startswith("{")
+            else (full_id[: full_id.index("}/") + 1], full_id[full_id.index("}/") + 2 :])
+        )
         name, job_id = rest.split("/", 1)
         detail = found.detail(QueueRef("default", prefix, name), job_id, cap=256 * 1024, redactor=get_redactor())
         assert detail.summary.name == expected["name"]

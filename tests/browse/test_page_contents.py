@@ -36,7 +36,9 @@ def test_overview_shows_a_page_of_queues_with_a_pager(logged_in, node_queues, mo
     assert ">mixed</a>" not in html and 'class="pager overview-pager"' in html
     # Past the end: the last page, never "Page 99 of 3".
     last = logged_in.get(reverse("overview"), {"sort": "name", "page": 99}).content.decode()
-    pages = re.search(r'Page <data class="qw-num" value="(\d+)">\d+</data> of <data class="qw-num" value="(\d+)">', last)
+    pages = re.search(
+        r'Page <data class="qw-num" value="(\d+)">\d+</data> of <data class="qw-num" value="(\d+)">', last
+    )
     assert pages and pages.group(1) == pages.group(2)
     assert 1 <= len(ROW.findall(last)) <= 3
     # Sorting and the filter still see every queue, not only the page.
@@ -48,8 +50,8 @@ def test_overview_shows_a_page_of_queues_with_a_pager(logged_in, node_queues, mo
 
 def test_overview_counts_are_raw_values_and_zeros_are_not_links(logged_in, node_queues):
     html = logged_in.get(reverse("overview"), {"q": "paused-q"}).content.decode()
-    row = html[html.index('<tr id="row-'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index('<tr id="row-') :]
+    row = row[: row.index("</tr>")]
     assert re.search(r'<a href="[^"]*\?state=waiting"><data class="qw-num qw-compact" value="\d+">', row)
     assert '<td class="num state-failed"><span class="zero">0</span></td>' in row
 
@@ -70,8 +72,11 @@ def test_queue_actions_only_when_something_matches(operator_logged_in, node_queu
     # Rendered either way and hidden while nothing matches, so the live counts can show them
     # (tests/e2e/test_live.py); the forms of a state with jobs are not hidden.
     def hidden(html: str, marker: str) -> bool:
-        tag = re.search(r'<(?:form|span)[^>]*data-qw-shown-when="[^"]*"[^>]*>(?:(?!</(?:form|span)>).)*' + re.escape(marker),
-                        html, re.S)
+        tag = re.search(
+            r'<(?:form|span)[^>]*data-qw-shown-when="[^"]*"[^>]*>(?:(?!</(?:form|span)>).)*' + re.escape(marker),
+            html,
+            re.S,
+        )
         return " hidden>" in tag.group(0).split(">", 1)[0] + ">"
 
     html = operator_logged_in.get(reverse("queue", args=["default", "bull", "mixed"])).content.decode()

@@ -107,7 +107,7 @@ def test_prioritized_and_delayed_tabs_show_priority_and_due(logged_in, node_queu
     import re
 
     dues = [dt.datetime.fromisoformat(m) for m in re.findall(r'<time class="rel" datetime="([^"]+)"', html)]
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     assert sum(50 * 60 < (d - now).total_seconds() < 61 * 60 for d in dues) == 3
 
 
@@ -131,10 +131,12 @@ def test_open_job_by_id_redirects_and_unknown_id_is_404(logged_in, node_queues):
 
 
 def test_job_page_shows_stack_traces_logs_progress_and_timeline(logged_in, node_queues):
-    failed = [(k, v) for k, v in node_queues["jobs"].items() if k.startswith("bull/mixed/") and len(v["stacktrace"]) == 2]
+    failed = [
+        (k, v) for k, v in node_queues["jobs"].items() if k.startswith("bull/mixed/") and len(v["stacktrace"]) == 2
+    ]
     job_id = failed[0][0].split("/", 2)[2]
     html = logged_in.get(job_url("mixed", job_id)).content.decode()
-    assert 'badge state-failed' in html and "Attempt 2" in html and "boom" in html
+    assert "badge state-failed" in html and "Attempt 2" in html and "boom" in html
     assert "created" in html and "finished (failed)" in html
     html = logged_in.get(job_url("mixed", "order:eu:42")).content.decode()
     assert "Logs" in html and "Progress" in html

@@ -14,8 +14,15 @@ from tests.support.servers import ROOT, AppServer
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +40,13 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     }
     manage(env, "migrate", "-v0")
     username, password = manage(env, "demo_user", "--username", "e2e").split(" / ")
-    monitor = subprocess.Popen([sys.executable, "manage.py", "monitor"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    monitor = subprocess.Popen(
+        [sys.executable, "manage.py", "monitor"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     web = None
     try:
         web = AppServer(env)  # answering, or it raised with what daphne said
@@ -86,8 +98,14 @@ def strict_page(browser):
     p.failed_responses = []
     # A missing resource is reported by the browser console without its address: keep the
     # address from the response instead.
-    p.on("console", lambda msg: msg.type == "error" and not msg.text.startswith("Failed to load resource")
-         and p.console_errors.append(msg.text))
+    p.on(
+        "console",
+        lambda msg: (
+            msg.type == "error"
+            and not msg.text.startswith("Failed to load resource")
+            and p.console_errors.append(msg.text)
+        ),
+    )
     p.on("response", lambda r: r.status >= 400 and p.failed_responses.append(f"{r.status} {r.url}"))
     p.on("pageerror", lambda exc: p.console_errors.append(str(exc)))
     yield p

@@ -77,8 +77,9 @@ def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, node_fixtur
     page.click("#bulk-form button:has-text('Preview ticked jobs')")
     preview = page.wait_for_selector("#bulk-panel .bulk-preview")
     assert preview.get_attribute("data-count") == "2"
-    assert sorted(page.locator("#bulk-panel table.sample tbody tr").evaluate_all(
-        "rows => rows.map(r => r.dataset.jobId)")) == sorted(ids[:2])
+    assert sorted(
+        page.locator("#bulk-panel table.sample tbody tr").evaluate_all("rows => rows.map(r => r.dataset.jobId)")
+    ) == sorted(ids[:2])
     page.fill("#bulk-panel input[name=rate]", "0")
     page.fill("#bulk-panel input[name=reason]", "duplicates of 5 and 6")
     page.click("#bulk-panel button:has-text('Confirm')")

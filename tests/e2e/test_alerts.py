@@ -25,8 +25,10 @@ def test_window_form_previews_cron_starts_in_its_zone(page, live_app):
     form.locator("[name=time_zone]").fill("Europe/Paris")
     form.locator("[name=time_zone]").dispatch_event("change")
     # The preview loaded with the page (UTC) is replaced by the one for the typed zone.
-    page.wait_for_function("(document.querySelector('#cron-preview') || {}).textContent?.includes('in Europe/Paris:')"
-                           " && document.querySelectorAll('#cron-preview li').length === 5")
+    page.wait_for_function(
+        "(document.querySelector('#cron-preview') || {}).textContent?.includes('in Europe/Paris:')"
+        " && document.querySelectorAll('#cron-preview li').length === 5"
+    )
     first = page.locator("#cron-preview li").first.inner_text()
     assert re.match(r"\w{3} \d{4}-\d\d-\d\d 02:30 CES?T", first), first
     form.locator("[name=cron]").fill("30 2 * *")

@@ -16,11 +16,32 @@ pytestmark = [pytest.mark.e2e, pytest.mark.node]
 # Names that are not translated (products, formats, standards), written in Latin letters in
 # Arabic text too; and identifiers from code and configuration (camelCase or dotted option and
 # method names, Redis settings, acronyms, percentiles), which no translation may change.
-PROPER_NOUNS = ("Queuewatch", "BullMQ", "Redis", "Node.js", "Python", "Prometheus", "JSON Lines", "JSON Schema",
-                "JSONL", "JSON", "CSV", "Lua", "cron", "glob", "Slack", "Alertmanager", "PagerDuty",
-                "maxmemory-policy", "maxmemory", "noeviction")
-IDENTIFIER = (r"\b[a-z]+[A-Z]\w*|\b\w+(?:\.\w+)+|\b[a-z]+_\w+|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}\b"
-              r"|\bp\d\d\b|\bRFC \d+|\b[a-z]+-\*")
+PROPER_NOUNS = (
+    "Queuewatch",
+    "BullMQ",
+    "Redis",
+    "Node.js",
+    "Python",
+    "Prometheus",
+    "JSON Lines",
+    "JSON Schema",
+    "JSONL",
+    "JSON",
+    "CSV",
+    "Lua",
+    "cron",
+    "glob",
+    "Slack",
+    "Alertmanager",
+    "PagerDuty",
+    "maxmemory-policy",
+    "maxmemory",
+    "noeviction",
+)
+IDENTIFIER = (
+    r"\b[a-z]+[A-Z]\w*|\b\w+(?:\.\w+)+|\b[a-z]+_\w+|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}\b"
+    r"|\bp\d\d\b|\bRFC \d+|\b[a-z]+-\*"
+)
 # (camelCase, dotted, snake_case, ENV_NAMES, ACRONYMS, percentiles, RFC numbers, a glob like orders-*)
 
 # Visible text nodes with a Latin letter, outside what marks user data; each as the element's
@@ -47,19 +68,41 @@ LATIN_TEXT = """() => {
 def tour(bullmq_fixture) -> list[str]:
     """The pages an operator walks: overview, a queue in each of its states, a failed job and
     its tools, the queue's settings and error groups, and every page of the navigation."""
-    mixed = {full_id.split("/", 2)[2]: job for full_id, job in bullmq_fixture["jobs"].items()
-             if full_id.startswith("bull/mixed/")}
+    mixed = {
+        full_id.split("/", 2)[2]: job
+        for full_id, job in bullmq_fixture["jobs"].items()
+        if full_id.startswith("bull/mixed/")
+    }
     failed = next(i for i, job in mixed.items() if job["failedReason"] and job.get("returnvalue") is None)
     completed = next(i for i, job in mixed.items() if job.get("returnvalue") is not None)
     queue = "/q/default/bull/mixed/"
-    return ["/", *(f"{queue}?state={s}" for s in ("waiting", "active", "delayed", "prioritized", "waiting-children",
-                                                 "completed", "failed")),
-            f"{queue}jobs/{failed}", f"{queue}jobs/{completed}", f"{queue}edit/{failed}", f"{queue}settings", f"{queue}add-job", f"{queue}errors/",
-            f"{queue}schedulers/", "/q/default/bull/sched/schedulers/", "/schedulers/", "/health/", "/tasks/",
-            # Not /audit/: its rows show messages as they were recorded (English text kept in the
-            # database), which is not yet translated when shown.
-            "/alerts/", "/alerts/rules/", "/alerts/rules/new", "/alerts/silences/", "/alerts/channels/",
-            "/alerts/channels/new/", "/account/tokens/"]
+    return [
+        "/",
+        *(
+            f"{queue}?state={s}"
+            for s in ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
+        ),
+        f"{queue}jobs/{failed}",
+        f"{queue}jobs/{completed}",
+        f"{queue}edit/{failed}",
+        f"{queue}settings",
+        f"{queue}add-job",
+        f"{queue}errors/",
+        f"{queue}schedulers/",
+        "/q/default/bull/sched/schedulers/",
+        "/schedulers/",
+        "/health/",
+        "/tasks/",
+        # Not /audit/: its rows show messages as they were recorded (English text kept in the
+        # database), which is not yet translated when shown.
+        "/alerts/",
+        "/alerts/rules/",
+        "/alerts/rules/new",
+        "/alerts/silences/",
+        "/alerts/channels/",
+        "/alerts/channels/new/",
+        "/account/tokens/",
+    ]
 
 
 def latin_outside_user_data(found: list[str]) -> list[str]:

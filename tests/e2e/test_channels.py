@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from tests.support.receivers import WebhookReceiver
 from tests.support.browser import log_in
+from tests.support.receivers import WebhookReceiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
-NAME = '<img src=x onerror=alert(1)> on-call'
+NAME = "<img src=x onerror=alert(1)> on-call"
 
 
 def test_admin_creates_a_webhook_channel_and_sends_a_test(page, live_app):

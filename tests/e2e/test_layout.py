@@ -49,13 +49,16 @@ def job_path(node_fixture_db, bullmq_fixture):
 
 
 def open_context(browser, state, *, lang="en", width=1440, scheme="light"):
-    context = browser.new_context(storage_state=state, viewport={"width": width, "height": 900},
-                                  color_scheme=scheme, locale=lang)
+    context = browser.new_context(
+        storage_state=state, viewport={"width": width, "height": 900}, color_scheme=scheme, locale=lang
+    )
     page = context.new_page()
     page.set_default_timeout(30_000)  # a ceiling for a loaded machine, not a speed check
     page.errors = []
-    page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
-            and page.errors.append(m.text))
+    page.on(
+        "console",
+        lambda m: m.type == "error" and not m.text.startswith("Failed to load resource") and page.errors.append(m.text),
+    )
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.on("response", lambda r: r.status >= 400 and page.errors.append(f"{r.status} {r.url}"))
     return context, page
@@ -98,7 +101,8 @@ def text_centre(page, selector: str) -> float:
     """The horizontal centre of an element's text (not of its box, which may be stretched)."""
     return page.locator(selector).first.evaluate(
         "el => { const r = document.createRange(); r.selectNodeContents(el); const b = r.getBoundingClientRect();"
-        " return b.left + b.width / 2; }")
+        " return b.left + b.width / 2; }"
+    )
 
 
 def shot(page, name: str) -> None:
@@ -118,8 +122,16 @@ def check_shell(page, lang: str, width: int, name: str) -> None:
     links = page.locator(".site-nav .nav-links a")
     assert links.count() == NAV_LINKS
     items = [links.nth(i) for i in range(NAV_LINKS)] + [
-        page.locator(s) for s in ("#live-status", "#theme-choice", ".language-switcher select",
-                                  ".language-switcher button", ".whoami a", ".whoami button")]
+        page.locator(s)
+        for s in (
+            "#live-status",
+            "#theme-choice",
+            ".language-switcher select",
+            ".language-switcher button",
+            ".whoami a",
+            ".whoami button",
+        )
+    ]
     for item in items:
         assert item.is_visible(), item
         item.click(trial=True)  # actionable: visible, enabled, not covered by anything
@@ -199,7 +211,9 @@ def test_the_overview_fits_from_360_to_2560_pixels(browser, live_app, session_st
         context.close()
 
 
-def test_the_theme_choice_is_remembered_and_applied_before_paint_and_the_favicon_loads(browser, live_app, session_state):
+def test_the_theme_choice_is_remembered_and_applied_before_paint_and_the_favicon_loads(
+    browser, live_app, session_state
+):
     context, page = open_context(browser, session_state, scheme="light")
     background = "getComputedStyle(document.body).backgroundColor"
     try:
@@ -212,9 +226,11 @@ def test_the_theme_choice_is_remembered_and_applied_before_paint_and_the_favicon
         assert page.evaluate(background) != light
         # A new page: the stored choice is on <html> before the body is parsed (the head
         # script is not deferred), so a dark page never flashes light.
-        context.add_init_script("new MutationObserver((records, observer) => { if (document.body) {"
-                                " window.__themeAtBody = document.documentElement.dataset.theme || 'none';"
-                                " observer.disconnect(); } }).observe(document, {childList: true, subtree: true});")
+        context.add_init_script(
+            "new MutationObserver((records, observer) => { if (document.body) {"
+            " window.__themeAtBody = document.documentElement.dataset.theme || 'none';"
+            " observer.disconnect(); } }).observe(document, {childList: true, subtree: true});"
+        )
         page.goto(live_app.url + "/schedulers/")
         assert page.evaluate("window.__themeAtBody") == "dark"
         assert page.locator("#theme-choice").input_value() == "dark"
@@ -260,8 +276,9 @@ PLOT_AXES = """() => {
 
 
 @pytest.mark.parametrize("lang, side", [("en", 3), ("ar", 1)])  # uPlot: 3 = left, 1 = right
-def test_charts_follow_the_theme_and_put_the_value_axis_at_the_start_of_the_line(browser, live_app, session_state,
-                                                                                 lang, side):
+def test_charts_follow_the_theme_and_put_the_value_axis_at_the_start_of_the_line(
+    browser, live_app, session_state, lang, side
+):
     context, page = open_context(browser, session_state, lang=lang, scheme="dark")
     try:
         page.goto(live_app.url + QUEUE)

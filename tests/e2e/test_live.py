@@ -57,7 +57,9 @@ def test_stalled_job_is_marked_live(page, live_app, node_fixture_db):
     log_in(page, live_app)
     open_live(page, live_app, "/q/default/bull/e2e-stall/?state=active")
 
-    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "e2e-stall"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    stuck = subprocess.Popen(
+        ["node", "stall_worker.mjs", url, "e2e-stall"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True
+    )
     try:
         job_id = run_node("produce.mjs", "add", url, "e2e-stall", "1")["ids"][0]
         assert stuck.stdout.readline().strip() == f"ACTIVE {job_id}"

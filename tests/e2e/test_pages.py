@@ -36,7 +36,7 @@ def zoned_pages(browser):
 
 
 def shown(ms: int, zone_offset: dt.timedelta) -> str:
-    return (dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc) + zone_offset).strftime("%Y-%m-%d %H:%M:%S")
+    return (dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC) + zone_offset).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def test_numbers_and_times_in_both_languages_and_the_utc_switch(zoned_pages, live_app, node_fixture_db):

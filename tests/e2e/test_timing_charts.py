@@ -39,14 +39,17 @@ def as_ms(text: str) -> float:
 
 
 def legend(page, chart: str) -> dict[str, str]:
-    return page.evaluate("""(chart) => {
+    return page.evaluate(
+        """(chart) => {
         const out = {};
         document.querySelectorAll(`.chart[data-chart=${chart}] .u-legend .u-series`).forEach(tr => {
             const label = tr.querySelector('.u-label'), value = tr.querySelector('.u-value');
             if (label && value) out[label.textContent.trim()] = value.textContent.trim();
         });
         return out;
-    }""", chart)
+    }""",
+        chart,
+    )
 
 
 def test_wait_and_processing_percentile_charts_over_minutes_and_the_90_day_hours(page, live_app, bullmq_fixture):

@@ -38,18 +38,28 @@ def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
     assert "not valid JSON" in add_on_the_form(page, '{"invoice": 7,}', "refused").inner_text()
     assert client.llen("bull:e2e-add:wait") == 0
     page.select_option("select[name=backoff_type]", "exponential")
-    done = add_on_the_form(page, '{"invoice": 7}', "ok", priority="2", attempts="5", backoff_delay="1000",
-                           jobId="invoice-7")
+    done = add_on_the_form(
+        page, '{"invoice": 7}', "ok", priority="2", attempts="5", backoff_delay="1000", jobId="invoice-7"
+    )
     assert "invoice-7" in done.inner_text()
     assert json.loads(client.hget("bull:e2e-add:invoice-7", "opts")) == {
-        "attempts": 5, "priority": 2, "backoff": {"type": "exponential", "delay": 1000}, "jobId": "invoice-7"}
+        "attempts": 5,
+        "priority": 2,
+        "backoff": {"type": "exponential", "delay": 1000},
+        "jobId": "invoice-7",
+    }
     assert client.zscore("bull:e2e-add:prioritized", "invoice-7") is not None
 
 
 def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
     url = node_fixture_db.url
-    job = run_node("toolbox.mjs", "fail", url, "e2e-edit",
-                   json.dumps([{"name": "mail", "data": {"to": "bad@", "token": "t0ps3cret"}}]))["ids"][0]
+    job = run_node(
+        "toolbox.mjs",
+        "fail",
+        url,
+        "e2e-edit",
+        json.dumps([{"name": "mail", "data": {"to": "bad@", "token": "t0ps3cret"}}]),
+    )["ids"][0]
     client = node_fixture_db.client()
     log_in(page, live_app)
     page.goto(live_app.url + f"/q/default/bull/e2e-edit/jobs/{job}")
@@ -118,8 +128,10 @@ def test_a_job_schema_set_on_the_settings_page_refuses_bad_data_on_the_add_page(
     client = empty_queue(page, live_app, node_fixture_db, "e2e-schema")
     page.goto(live_app.url + "/q/default/bull/e2e-schema/settings")
     assert "No job schema" in page.locator(".job-schema-setting").inner_text()
-    page.fill("textarea[name=schema]", '{"type": "object", "required": ["invoice"], '
-                                       '"properties": {"invoice": {"type": "integer", "minimum": 1}}}')
+    page.fill(
+        "textarea[name=schema]",
+        '{"type": "object", "required": ["invoice"], "properties": {"invoice": {"type": "integer", "minimum": 1}}}',
+    )
     page.click("button.queue-set-schema")
     page.wait_for_selector("#action-result .action-result.ok")
     page.goto(live_app.url + "/q/default/bull/e2e-schema/add-job")

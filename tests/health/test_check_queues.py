@@ -16,8 +16,8 @@ from django.core.management import call_command
 
 from dashboard.health.checks import HEALTH_KEY
 from queues import health
-from tests.support.servers import ROOT, RedisServer
 from tests.support.health import make_queue, queue_state
+from tests.support.servers import ROOT, RedisServer
 from tests.support.waiting import wait_for
 
 
@@ -44,15 +44,23 @@ def right_redis():
 
 def check_queues(server: RedisServer, *args: str, dashboard_db: int = 5) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_", "DATABASE_URL"))}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "QUEUEWATCH_INSECURE_DEV": "1",
-        "QUEUEWATCH_REDIS_URL": server.url(0),
-        "QUEUEWATCH_DASHBOARD_REDIS_URL": server.url(dashboard_db),
-        "DATABASE_URL": "sqlite:///:memory:",
-    })
-    return subprocess.run([sys.executable, "manage.py", "check_queues", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "QUEUEWATCH_INSECURE_DEV": "1",
+            "QUEUEWATCH_REDIS_URL": server.url(0),
+            "QUEUEWATCH_DASHBOARD_REDIS_URL": server.url(dashboard_db),
+            "DATABASE_URL": "sqlite:///:memory:",
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "manage.py", "check_queues", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_json_output_and_exit_code_against_a_wrong_configuration_without_a_monitor(wrong_redis):

@@ -55,8 +55,9 @@ def servers():
 
 def managed_client(server: RedisServer) -> redis.Redis:
     """A client as on a managed Redis service that refuses CONFIG and CLIENT LIST."""
-    server.client().execute_command("ACL", "SETUSER", "managed", "on", ">managed-pw", "~*", "&*", "+@all",
-                                    "-config", "-client|list")
+    server.client().execute_command(
+        "ACL", "SETUSER", "managed", "on", ">managed-pw", "~*", "&*", "+@all", "-config", "-client|list"
+    )
     return redis.Redis(port=server.port, username="managed", password="managed-pw", client_name="queuewatch")
 
 
@@ -64,11 +65,23 @@ def managed_client(server: RedisServer) -> redis.Redis:
 
 
 def test_every_check_has_a_stable_kind_an_explanation_and_a_fix():
-    assert set(health.CONNECTION_KINDS) == {"redis.reachable", "redis.eviction_policy", "redis.persistence",
-                                            "redis.version", "redis.memory"}
-    assert set(health.QUEUE_KINDS) == {"queue.finished_retention", "queue.legacy_repeat", "queue.repeated_stalls",
-                                       "queue.duplicated_adds", "queue.events_trimmed", "queue.no_workers",
-                                       "queue.paused", "queue.rate_limited"}
+    assert set(health.CONNECTION_KINDS) == {
+        "redis.reachable",
+        "redis.eviction_policy",
+        "redis.persistence",
+        "redis.version",
+        "redis.memory",
+    }
+    assert set(health.QUEUE_KINDS) == {
+        "queue.finished_retention",
+        "queue.legacy_repeat",
+        "queue.repeated_stalls",
+        "queue.duplicated_adds",
+        "queue.events_trimmed",
+        "queue.no_workers",
+        "queue.paused",
+        "queue.rate_limited",
+    }
     for check in CHECKS.values():
         assert check.severity in health.SEVERITIES and len(check.explanation) > 60 and len(check.fix) > 30
 
@@ -96,7 +109,9 @@ def test_persistence_wrong_and_right(servers):
 
     aof = servers("appendonly yes")
     assert result(run_checks(aof.client(), [], None, now_ms()), "redis.persistence").status == PASS
-    assert result(run_checks(managed_client(aof), [], None, now_ms()), "redis.persistence").status == PASS  # INFO aof_enabled
+    assert (
+        result(run_checks(managed_client(aof), [], None, now_ms()), "redis.persistence").status == PASS
+    )  # INFO aof_enabled
     rdb = servers("save 900 1")
     r = result(run_checks(rdb.client(), [], None, now_ms()), "redis.persistence")
     assert r.status == PASS and "900 1" in r.summary
@@ -181,14 +196,17 @@ def test_finished_jobs_kept_forever_vs_pruned(redis_url, redis_client):
         worker = Worker("pruned", process, {"connection": url})
         await asyncio.wait_for(done.wait(), 20)
         # The last job is finished (and the set pruned) after its processor returns.
-        await async_wait_for(lambda: redis_client.llen("bull:pruned:active") == 0
-                             and redis_client.zcard("bull:pruned:completed") == 3)
+        await async_wait_for(
+            lambda: redis_client.llen("bull:pruned:active") == 0 and redis_client.zcard("bull:pruned:completed") == 3
+        )
         await worker.close()
         await q.close()
 
     asyncio.run(pruned())
-    r = result(run_checks(redis_client, [QueueRef("default", "bull", "pruned")], None, eight_days_later, thresholds=th),
-               "queue.finished_retention")
+    r = result(
+        run_checks(redis_client, [QueueRef("default", "bull", "pruned")], None, eight_days_later, thresholds=th),
+        "queue.finished_retention",
+    )
     assert r.status == PASS and r.details["completed"]["count"] == 3
 
 
@@ -197,8 +215,10 @@ def test_legacy_repeat_metadata_from_old_shape_keys(redis_url, redis_client):
     q = make_queue(r, "legacy")
     # Exactly what old BullMQ versions left behind (reference §6.2): a pre-hash key-shaped
     # member with no hash, and a v5 md5 member whose hash has no `ic`.
-    r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000,
-                                  "d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000005000})
+    r.zadd(
+        "bull:legacy:repeat",
+        {"old-cron::::0 0 3 * * *": 1700000000000, "d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000005000},
+    )
     r.hset("bull:legacy:repeat:d9c48061d9d20cd7b1bf692d7ceb46ff", mapping={"name": "legacy-every", "every": "5000"})
     res = result(run_checks(r, [q], None, now_ms()), "queue.legacy_repeat")
     assert (res.status, res.severity) == (FAIL, "critical")
@@ -304,11 +324,20 @@ def test_no_workers_connected_vs_node_and_python_workers(redis_url, redis_client
     assert (r.status, r.severity) == (FAIL, "critical") and "3 jobs waiting" in r.summary
 
     # A real Node worker without a name: its connection is "bull:<base64(queue)>".
-    worker = subprocess.Popen(["node", "produce.mjs", "recover", url, "nodeq", "20"], cwd=NODE_DIR,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        ["node", "produce.mjs", "recover", url, "nodeq", "20"],
+        cwd=NODE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        r = wait_for(lambda: (x := result(run_checks(redis_client, [q], None, now_ms()), "queue.no_workers"))
-                     .details.get("workers") and x, timeout=15)
+        r = wait_for(
+            lambda: (
+                (x := result(run_checks(redis_client, [q], None, now_ms()), "queue.no_workers")).details.get("workers")
+                and x
+            ),
+            timeout=15,
+        )
         assert r.status == PASS and r.details["names"] == ["bull:bm9kZXE="]
         # The same queue name in another database has no worker: CLIENT LIST is per server.
         with redis_databases.lease() as other_db, contextlib.closing(other_db.client()) as other:
@@ -322,7 +351,9 @@ def test_no_workers_connected_vs_node_and_python_workers(redis_url, redis_client
     # A named Node worker: "bull:<base64(queue)>:w:<name>".
     run_node("produce.mjs", "add", url, "named", "1")
     named = QueueRef("default", "bull", "named")
-    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "named"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    stuck = subprocess.Popen(
+        ["node", "stall_worker.mjs", url, "named"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert read_line(stuck, 20).startswith("ACTIVE ")
         r = result(run_checks(redis_client, [named], None, now_ms()), "queue.no_workers")
@@ -342,8 +373,10 @@ def test_no_workers_connected_vs_node_and_python_workers(redis_url, redis_client
         async def process(job, token):
             await release.wait()
 
-        workers = [Worker("pyq", process, {"connection": url}),
-                   Worker("pyq", process, {"connection": url, "name": "billing"})]
+        workers = [
+            Worker("pyq", process, {"connection": url}),
+            Worker("pyq", process, {"connection": url, "name": "billing"}),
+        ]
         pyq = QueueRef("default", "bull", "pyq")
         deadline = time.monotonic() + 15
         while True:
@@ -371,9 +404,18 @@ def test_no_workers_falls_back_to_activity_without_client_list(servers):
     assert r.status == UNKNOWN and "CLIENT LIST is not allowed" in r.summary
 
     def state(finished_per_min):
-        return {"taken_at": now_ms(), "queues": [{"connection": "default", "prefix": "bull", "name": "backlog",
-                                                  "taken_at": now_ms(),
-                                                  "rates_per_min": {"completed": {"5": finished_per_min}, "failed": {"5": 0}}}]}
+        return {
+            "taken_at": now_ms(),
+            "queues": [
+                {
+                    "connection": "default",
+                    "prefix": "bull",
+                    "name": "backlog",
+                    "taken_at": now_ms(),
+                    "rates_per_min": {"completed": {"5": finished_per_min}, "failed": {"5": 0}},
+                }
+            ],
+        }
 
     r = result(run_checks(client, [q], state(0), now_ms()), "queue.no_workers")
     assert (r.status, r.details["source"]) == (FAIL, "activity") and "none finished" in r.summary
@@ -404,7 +446,9 @@ def test_repeated_stalls_from_a_real_node_worker_blocking_its_event_loop(followe
     try:
         run_node("produce.mjs", "add", url, "stalls", "1")
         first = read_line(a, 20)
-        b = subprocess.Popen(["node", "stall_worker.mjs", url, "stalls"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+        b = subprocess.Popen(
+            ["node", "stall_worker.mjs", url, "stalls"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True
+        )
         second = read_line(b, 20)
         assert first == second and first.startswith("ACTIVE ")  # the same job ran twice
         a.kill()
@@ -415,8 +459,12 @@ def test_repeated_stalls_from_a_real_node_worker_blocking_its_event_loop(followe
                 p.kill()
                 p.wait()
 
-    entry = wait_for(lambda: (e := queue_state("stalls")[0]) and e["events_total"]["stalled"] >= 2
-                     and e["stall_failed_15m"] >= 1 and e, timeout=20)
+    entry = wait_for(
+        lambda: (
+            (e := queue_state("stalls")[0]) and e["events_total"]["stalled"] >= 2 and e["stall_failed_15m"] >= 1 and e
+        ),
+        timeout=20,
+    )
     assert entry["counts"]["failed"] == 1
     r = result(run_checks(client, [stalls], queue_state("stalls")[1], now_ms()), "queue.repeated_stalls")
     assert (r.status, r.severity) == (FAIL, "warning")
@@ -452,7 +500,6 @@ def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_set
     url = redis_url
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
     q = QueueRef("default", "bull", "trimmy")
-
 
     run_monitor_until(lambda m: m.stats["ticks"] >= 2 and m.applied_cursors.get(q))
     r = result(run_checks(live_setup, [q], dash_redis.read_state(live_setup), now_ms()), "queue.events_trimmed")
@@ -511,7 +558,6 @@ def test_health_page_uses_a_running_monitors_state_and_stores_the_result(followe
 def test_health_page_requires_login(client, scratch_queues):
     response = client.get(reverse("health"))
     assert response.status_code == 302 and "login" in response["Location"]
-
 
 
 @pytest.mark.django_db(transaction=True)

@@ -52,22 +52,59 @@ def bearer(token):
 
 def test_render_parses_and_escapes_label_values():
     state = {
-        "taken_at": 1_700_000_000_000, "monitor": "m", "connections": {"default": {"ok": True, "error": None}},
-        "queues": [{
-            "connection": "default", "prefix": "{app}", "name": HOSTILE, "paused": True,
-            "counts": {"waiting": 3, "active": 1, "delayed": 0, "prioritized": 0, "waiting-children": 0,
-                       "completed": 10, "failed": 2},
-            "oldest_waiting_age_ms": 1500, "stalled_now": 1, "stall_failed_15m": 0,
-            "rates_per_min": {"dead_letter": {"1": 0.5, "5": 0.25, "15": 0.1}},
-            "events_total": {"completed": 10, "failed": 2, "stalled": 1, "added": 13, "duplicated": 4}, "stream_gaps": 1,
-        }],
+        "taken_at": 1_700_000_000_000,
+        "monitor": "m",
+        "connections": {"default": {"ok": True, "error": None}},
+        "queues": [
+            {
+                "connection": "default",
+                "prefix": "{app}",
+                "name": HOSTILE,
+                "paused": True,
+                "counts": {
+                    "waiting": 3,
+                    "active": 1,
+                    "delayed": 0,
+                    "prioritized": 0,
+                    "waiting-children": 0,
+                    "completed": 10,
+                    "failed": 2,
+                },
+                "oldest_waiting_age_ms": 1500,
+                "stalled_now": 1,
+                "stall_failed_15m": 0,
+                "rates_per_min": {"dead_letter": {"1": 0.5, "5": 0.25, "15": 0.1}},
+                "events_total": {"completed": 10, "failed": 2, "stalled": 1, "added": 13, "duplicated": 4},
+                "stream_gaps": 1,
+            }
+        ],
     }
-    doc = {"checked_at": 1_700_000_001_000, "connections": [{"name": "default", "results": [
-        {"kind": "queue.paused", "status": "fail", "severity": "warning", "connection": "default",
-         "prefix": "{app}", "queue": HOSTILE},
-        {"kind": "redis.persistence", "status": "unknown", "severity": "warning", "connection": "default",
-         "prefix": None, "queue": None},
-    ]}]}
+    doc = {
+        "checked_at": 1_700_000_001_000,
+        "connections": [
+            {
+                "name": "default",
+                "results": [
+                    {
+                        "kind": "queue.paused",
+                        "status": "fail",
+                        "severity": "warning",
+                        "connection": "default",
+                        "prefix": "{app}",
+                        "queue": HOSTILE,
+                    },
+                    {
+                        "kind": "redis.persistence",
+                        "status": "unknown",
+                        "severity": "warning",
+                        "connection": "default",
+                        "prefix": None,
+                        "queue": None,
+                    },
+                ],
+            }
+        ],
+    }
     text = render_metrics(state=state, health=doc, now_ms=1_700_000_002_000)
     assert '\\"' in text and "\\\\" in text and "\\n" in text  # escaped, so the line stays one line
     parsed = parse(text)
@@ -78,8 +115,15 @@ def test_render_parses_and_escapes_label_values():
     assert s[("queuewatch_queue_oldest_waiting_age_seconds", labels(q))] == 1.5
     assert s[("queuewatch_monitor_state_age_seconds", frozenset())] == 2.0
     assert s[("queuewatch_health_age_seconds", frozenset())] == 1.0
-    failing = frozenset({"connection": "default", "prefix": "{app}", "queue": HOSTILE, "kind": "queue.paused",
-                         "severity": "warning"}.items())
+    failing = frozenset(
+        {
+            "connection": "default",
+            "prefix": "{app}",
+            "queue": HOSTILE,
+            "kind": "queue.paused",
+            "severity": "warning",
+        }.items()
+    )
     assert s[("queuewatch_check_failing", failing)] == 1
     unknown = frozenset({"connection": "default", "prefix": "", "queue": "", "kind": "redis.persistence"}.items())
     assert s[("queuewatch_check_unknown", unknown)] == 1
@@ -106,16 +150,24 @@ def hostile_queue(live_setup):
 
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True)
-def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followed_queues, hostile_queue, running_monitor,
-                                                                          redis_url, client, settings):
+def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(
+    followed_queues, hostile_queue, running_monitor, redis_url, client, settings
+):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
     url = redis_url
     wait_followed(running_monitor, "calm")  # events before the monitor follows are not totalled
     run_node("produce.mjs", "complete", url, "calm", "3")
     run_node("produce.mjs", "fail", url, "calm", "2")
     run_node("produce.mjs", "add", url, "calm", "4")
-    wait_for(lambda: (e := queue_state("calm")[0]) and e["events_total"]["failed"] == 2
-             and e["events_total"]["completed"] == 3 and e["counts"]["waiting"] == 4, timeout=20)
+    wait_for(
+        lambda: (
+            (e := queue_state("calm")[0])
+            and e["events_total"]["failed"] == 2
+            and e["events_total"]["completed"] == 3
+            and e["counts"]["waiting"] == 4
+        ),
+        timeout=20,
+    )
     report = run_and_store()
     assert report.state_taken_at is not None
 
@@ -145,7 +197,9 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
         for event, total in q["events_total"].items():
             assert s[(f"queuewatch_queue_{event}_total", labels(q))] == total
         for window, value in q["rates_per_min"]["dead_letter"].items():
-            assert math.isclose(s[("queuewatch_queue_dead_letter_growth_per_minute", labels(q, window=f"{window}m"))], value)
+            assert math.isclose(
+                s[("queuewatch_queue_dead_letter_growth_per_minute", labels(q, window=f"{window}m"))], value
+            )
         assert s[("queuewatch_queue_oldest_waiting_age_seconds", labels(q))] == (q["oldest_waiting_age_ms"] or 0) / 1000
         assert s[("queuewatch_queue_stalled_now", labels(q))] == q["stalled_now"]
         assert s[("queuewatch_queue_paused", labels(q))] == int(q["paused"])
@@ -160,11 +214,25 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(followe
     assert stored["checked_at"] >= report.checked_at
     assert s[("queuewatch_health_timestamp_seconds", frozenset())] == stored["checked_at"] / 1000
     for r in (r for c in stored["connections"] for r in c["results"]):
-        key = frozenset({"connection": r["connection"], "prefix": r["prefix"] or "", "queue": r["queue"] or "",
-                         "kind": r["kind"], "severity": r["severity"]}.items())
+        key = frozenset(
+            {
+                "connection": r["connection"],
+                "prefix": r["prefix"] or "",
+                "queue": r["queue"] or "",
+                "kind": r["kind"],
+                "severity": r["severity"],
+            }.items()
+        )
         assert s[("queuewatch_check_failing", key)] == (1 if r["status"] == "fail" else 0), r["kind"]
-    no_workers = frozenset({"connection": "default", "prefix": "bull", "queue": "calm", "kind": "queue.no_workers",
-                            "severity": "critical"}.items())
+    no_workers = frozenset(
+        {
+            "connection": "default",
+            "prefix": "bull",
+            "queue": "calm",
+            "kind": "queue.no_workers",
+            "severity": "critical",
+        }.items()
+    )
     assert s[("queuewatch_check_failing", no_workers)] == 1
 
 
@@ -199,20 +267,31 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
         for name, found in workers.items():
             q = QueueRef("default", "bull", name)
             st = QueueState(workers=found)
-            st.signals = build_signals(QueueSnapshot(queue=q, counts=dict.fromkeys(COUNT_STATES, 0), paused=False,
-                                                     schedulers=0), st.series, now_ms=1,
-                                       workers=None if found is None else len(found))
+            st.signals = build_signals(
+                QueueSnapshot(queue=q, counts=dict.fromkeys(COUNT_STATES, 0), paused=False, schedulers=0),
+                st.series,
+                now_ms=1,
+                workers=None if found is None else len(found),
+            )
             states[q] = st
         publish_state(live_setup, states=states, connection_names=["default"], down=down, monitor_name="m")
         doc = dash_redis.read_state(live_setup)
         text = render_metrics(state=doc, health=None, now_ms=doc["taken_at"])
-        return ({q["name"]: q["workers"] for q in doc["queues"]},
-                {s.labels["queue"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
-                 if s.name == "queuewatch_queue_workers"})
+        return (
+            {q["name"]: q["workers"] for q in doc["queues"]},
+            {
+                s.labels["queue"]: s.value
+                for f in text_string_to_metric_families(text)
+                for s in f.samples
+                if s.name == "queuewatch_queue_workers"
+            },
+        )
 
     two = [Worker("", "10.0.0.1:1", 5, 0), Worker("b", "10.0.0.1:2", 5, 0)]
     assert published({"mail": two, "idle": [], "refused": None}, {}) == (
-        {"mail": 2, "idle": 0, "refused": None}, {"mail": 2, "idle": 0})
+        {"mail": 2, "idle": 0, "refused": None},
+        {"mail": 2, "idle": 0},
+    )
     # The connection went down since the last read: the old count is not passed off as current.
     assert published({"mail": two, "idle": []}, {"default": "connection refused"}) == ({"mail": None, "idle": None}, {})
 
@@ -277,4 +356,3 @@ def test_allow_list_setting_is_parsed_and_bad_values_stop_start_up(monkeypatch):
     monkeypatch.setenv("QUEUEWATCH_METRICS_ALLOW", "10.0.0.0/8,prometheus.local")
     with pytest.raises(ImproperlyConfigured, match="QUEUEWATCH_METRICS_ALLOW"):
         env_networks("QUEUEWATCH_METRICS_ALLOW")
-

@@ -31,19 +31,46 @@ TAKEN_AT = 1_780_000_000_000  # ms; fixed, so the timestamps are too
 COUNTS = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
 
 
-def queue_doc(connection, prefix, name, *, counts, paused=False, oldest_ms=None, stalled_now=0, stall_failed=0,
-              dead_letter=(0.0, 0.0, 0.0), totals=(0, 0, 0, 0, 0), gaps=0, legacy_paused=0,
-              attempt_failed=(0.0, 0.0, 0.0), attempt_failed_total=0, timings=None, workers=None) -> dict:
+def queue_doc(
+    connection,
+    prefix,
+    name,
+    *,
+    counts,
+    paused=False,
+    oldest_ms=None,
+    stalled_now=0,
+    stall_failed=0,
+    dead_letter=(0.0, 0.0, 0.0),
+    totals=(0, 0, 0, 0, 0),
+    gaps=0,
+    legacy_paused=0,
+    attempt_failed=(0.0, 0.0, 0.0),
+    attempt_failed_total=0,
+    timings=None,
+    workers=None,
+) -> dict:
     return {
-        "connection": connection, "prefix": prefix, "name": name, "paused": paused,
-        "counts": dict(zip(COUNTS, counts)), "oldest_waiting_age_ms": oldest_ms,
+        "connection": connection,
+        "prefix": prefix,
+        "name": name,
+        "paused": paused,
+        "counts": dict(zip(COUNTS, counts)),
+        "oldest_waiting_age_ms": oldest_ms,
         "is_dlq": False,
         "legacy_paused_jobs": legacy_paused,
-        "rates_per_min": {"dead_letter": dict(zip(("1", "5", "15"), dead_letter)), "completed": {}, "failed": {},
-                          "attempt_failed": dict(zip(("1", "5", "15"), attempt_failed))},
-        "stalled_now": stalled_now, "stall_failed_15m": stall_failed,
-        "events_total": {**dict(zip(("completed", "failed", "stalled", "added", "duplicated"), totals)),
-                         "attempt_failed": attempt_failed_total},
+        "rates_per_min": {
+            "dead_letter": dict(zip(("1", "5", "15"), dead_letter)),
+            "completed": {},
+            "failed": {},
+            "attempt_failed": dict(zip(("1", "5", "15"), attempt_failed)),
+        },
+        "stalled_now": stalled_now,
+        "stall_failed_15m": stall_failed,
+        "events_total": {
+            **dict(zip(("completed", "failed", "stalled", "added", "duplicated"), totals)),
+            "attempt_failed": attempt_failed_total,
+        },
         "stream_gaps": gaps,
         "timings": timings or {},
         "workers": workers,
@@ -64,55 +91,127 @@ def timings_of(waits_ms: list[int], processing_ms: list[int]) -> dict:
 
 
 STATE = {
-    "taken_at": TAKEN_AT, "monitor": "golden-monitor",
+    "taken_at": TAKEN_AT,
+    "monitor": "golden-monitor",
     "connections": {"default": {"ok": True, "error": None}, "replica": {"ok": False, "error": "connection refused"}},
     "queues": [
-        queue_doc("default", "bull", "orders", counts=(12, 3, 4, 1, 0, 250, 7), oldest_ms=4250, stalled_now=1,
-                  stall_failed=2, dead_letter=(1.5, 0.75, 0.2), totals=(250, 7, 2, 270, 3), gaps=1,
-                  attempt_failed=(4.0, 2.5, 1.25), attempt_failed_total=19,
-                  timings=timings_of([3, 40, 1500], [180, 220, 950, 12_000]), workers=3),
+        queue_doc(
+            "default",
+            "bull",
+            "orders",
+            counts=(12, 3, 4, 1, 0, 250, 7),
+            oldest_ms=4250,
+            stalled_now=1,
+            stall_failed=2,
+            dead_letter=(1.5, 0.75, 0.2),
+            totals=(250, 7, 2, 270, 3),
+            gaps=1,
+            attempt_failed=(4.0, 2.5, 1.25),
+            attempt_failed_total=19,
+            timings=timings_of([3, 40, 1500], [180, 220, 950, 12_000]),
+            workers=3,
+        ),
         # No worker (0) and unknown workers (null: no sample at all) are told apart.
-        queue_doc("default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True, legacy_paused=5,
-                  workers=0),
-        queue_doc("default", "bull", 'we"ird\\name\nline', counts=(1, 0, 0, 0, 0, 0, 1), oldest_ms=1000,
-                  totals=(0, 1, 0, 2, 0)),
+        queue_doc(
+            "default", "{app:bull}", "emails", counts=(0, 0, 0, 0, 2, 10, 0), paused=True, legacy_paused=5, workers=0
+        ),
+        queue_doc(
+            "default",
+            "bull",
+            'we"ird\\name\nline',
+            counts=(1, 0, 0, 0, 0, 0, 1),
+            oldest_ms=1000,
+            totals=(0, 1, 0, 2, 0),
+        ),
     ],
 }
 
 
 def result(kind, status, severity, *, connection="default", prefix=None, queue=None) -> dict:
-    return {"kind": kind, "scope": "queue" if queue else "connection", "status": status, "severity": severity,
-            "connection": connection, "prefix": prefix, "queue": queue, "title": kind, "summary": "",
-            "explanation": "", "fix": "", "details": {}}
+    return {
+        "kind": kind,
+        "scope": "queue" if queue else "connection",
+        "status": status,
+        "severity": severity,
+        "connection": connection,
+        "prefix": prefix,
+        "queue": queue,
+        "title": kind,
+        "summary": "",
+        "explanation": "",
+        "fix": "",
+        "details": {},
+    }
 
 
 HEALTH = {
     "checked_at": TAKEN_AT + 5_000,
-    "monitor_state": {"present": True, "taken_at": TAKEN_AT, "age_ms": 5_000, "monitor": "golden-monitor", "note": None},
+    "monitor_state": {
+        "present": True,
+        "taken_at": TAKEN_AT,
+        "age_ms": 5_000,
+        "monitor": "golden-monitor",
+        "note": None,
+    },
     "connections": [
-        {"name": "default", "display_url": "redis://localhost:6379/0", "worst": "critical", "results": [
-            result("queue.no_workers", "fail", "critical", prefix="bull", queue="orders"),
-            result("queue.paused", "fail", "warning", prefix="{app:bull}", queue="emails"),
-            result("redis.persistence", "unknown", "warning"),
-            result("redis.maxmemory_policy", "pass", "critical"),
-        ]},
-        {"name": "replica", "display_url": "redis://replica:6379/0", "worst": "critical", "results": [
-            result("redis.reachable", "fail", "critical", connection="replica"),
-        ]},
+        {
+            "name": "default",
+            "display_url": "redis://localhost:6379/0",
+            "worst": "critical",
+            "results": [
+                result("queue.no_workers", "fail", "critical", prefix="bull", queue="orders"),
+                result("queue.paused", "fail", "warning", prefix="{app:bull}", queue="emails"),
+                result("redis.persistence", "unknown", "warning"),
+                result("redis.maxmemory_policy", "pass", "critical"),
+            ],
+        },
+        {
+            "name": "replica",
+            "display_url": "redis://replica:6379/0",
+            "worst": "critical",
+            "results": [
+                result("redis.reachable", "fail", "critical", connection="replica"),
+            ],
+        },
     ],
 }
 
 
 def open_alerts():
-    now = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
     backlog = make_rule("orders backlog", severity="warning")
     stalls = make_rule("stalls", kind="stalled_now", severity="critical")
-    Alert.objects.create(rule=backlog, fingerprint="f-orders", connection="default", prefix="bull", queue="orders",
-                         state=Alert.FIRING, pending_since=now, started_at=now)
-    Alert.objects.create(rule=stalls, fingerprint="f-stall", connection="default", prefix="bull", queue="orders",
-                         item="job-7", state=Alert.PENDING, pending_since=now, silenced_by="deploy window")
-    Alert.objects.create(rule=backlog, fingerprint="f-old", connection="default", prefix="bull", queue="emails",
-                         state=Alert.RESOLVED, pending_since=now, resolved_at=now)  # not open: not shown
+    Alert.objects.create(
+        rule=backlog,
+        fingerprint="f-orders",
+        connection="default",
+        prefix="bull",
+        queue="orders",
+        state=Alert.FIRING,
+        pending_since=now,
+        started_at=now,
+    )
+    Alert.objects.create(
+        rule=stalls,
+        fingerprint="f-stall",
+        connection="default",
+        prefix="bull",
+        queue="orders",
+        item="job-7",
+        state=Alert.PENDING,
+        pending_since=now,
+        silenced_by="deploy window",
+    )
+    Alert.objects.create(
+        rule=backlog,
+        fingerprint="f-old",
+        connection="default",
+        prefix="bull",
+        queue="emails",
+        state=Alert.RESOLVED,
+        pending_since=now,
+        resolved_at=now,
+    )  # not open: not shown
 
 
 def declarations(text: str) -> list[tuple[str, str, str]]:
@@ -123,10 +222,10 @@ def declarations(text: str) -> list[tuple[str, str, str]]:
     helps, out = {}, []
     for line in text.splitlines():
         if line.startswith("# HELP "):
-            name, _, help_text = line[len("# HELP "):].partition(" ")
+            name, _, help_text = line[len("# HELP ") :].partition(" ")
             helps[name] = help_text
         elif line.startswith("# TYPE "):
-            name, _, kind = line[len("# TYPE "):].partition(" ")
+            name, _, kind = line[len("# TYPE ") :].partition(" ")
             family = name.removesuffix("_total") if kind == "counter" else name
             out.append((family, kind, helps[name]))
     return out
@@ -135,8 +234,11 @@ def declarations(text: str) -> list[tuple[str, str, str]]:
 def samples(text: str) -> list[tuple[str, dict, object]]:
     """Every sample as a Prometheus parser reads it, in order; the values that depend on the
     clock replaced by a marker. Number formatting ("1" vs "1.0") is the parser's business."""
-    return [(s.name, s.labels, "<age>" if s.name.endswith("_age_seconds") else s.value)
-            for family in text_string_to_metric_families(text) for s in family.samples]
+    return [
+        (s.name, s.labels, "<age>" if s.name.endswith("_age_seconds") else s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    ]
 
 
 @pytest.mark.django_db

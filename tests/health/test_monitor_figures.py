@@ -31,8 +31,9 @@ def _paused_with_backlog(q) -> QueueSnapshot:
 def test_checks_judge_the_figures_they_are_given_and_snapshot_only_the_other_queues(private_redis):
     given, other = make_queue(private_redis, "given"), make_queue(private_redis, "other")
     private_redis.config_resetstat()
-    results = run_checks(private_redis, [given, other], None, int(time.time() * 1000),
-                         snapshots={given: _paused_with_backlog(given)})
+    results = run_checks(
+        private_redis, [given, other], None, int(time.time() * 1000), snapshots={given: _paused_with_backlog(given)}
+    )
     assert _result(results, "queue.paused", "given").status == FAIL
     assert _result(results, "queue.paused", "given").details["backlog"] == 3
     assert _result(results, "queue.paused", "other").status == PASS

@@ -59,10 +59,17 @@ def test_the_check_judges_the_monitors_workers_and_reads_client_list_only_withou
         assert len(truth) == 2
 
         with monitor_thread(tick=0.3, name="workers-check-monitor", lock_ttl_ms=2000) as monitor:
-            wait_for(lambda: mail_workers(private_redis) is not None and len(mail_workers(private_redis)) == 2, timeout=20)
+            wait_for(
+                lambda: mail_workers(private_redis) is not None and len(mail_workers(private_redis)) == 2, timeout=20
+            )
             # The monitor's own health run judges the document it published.
-            wait_for(lambda: monitor.health_report is not None
-                     and no_workers(monitor.health_report.results).details.get("source") == "monitor", timeout=20)
+            wait_for(
+                lambda: (
+                    monitor.health_report is not None
+                    and no_workers(monitor.health_report.results).details.get("source") == "monitor"
+                ),
+                timeout=20,
+            )
         doc = dash_redis.read_workers(private_redis)
         assert doc is not None  # kept for three periods after the monitor stopped: still fresh
 
@@ -99,7 +106,11 @@ def test_a_document_without_a_queue_or_the_connection_means_reading_client_list(
     results = run_checks(private_redis, [mail], None, now_ms(), workers={mail: read}, workers_at=123)
     r = no_workers(results)
     assert (r.status, r.details["source"], r.details["names"], r.details["workers_taken_at"]) == (
-        PASS, "monitor", ["bull:bWFpbA==:w:box-7"], 123)
+        PASS,
+        "monitor",
+        ["bull:bWFpbA==:w:box-7"],
+        123,
+    )
     assert client_list_calls(private_redis) == 0
 
     # "late" was discovered after the monitor's last read: this connection is read once, here.
@@ -116,7 +127,9 @@ def test_a_connection_the_monitor_could_not_read_is_read_here(private_redis):
     with the same words as before."""
     make_queue(private_redis, "mail")
     private_redis.lpush("bull:mail:wait", "1")
-    dash_redis.publish_workers(private_redis, {"taken_at": now_ms(), "queues": {}, "unknown": {"default": "down"}}, every_s=10)
+    dash_redis.publish_workers(
+        private_redis, {"taken_at": now_ms(), "queues": {}, "unknown": {"default": "down"}}, every_s=10
+    )
     private_redis.config_resetstat()
     r = no_workers(health_checks.run_all().results)
     assert client_list_calls(private_redis) == 1

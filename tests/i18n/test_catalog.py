@@ -28,8 +28,9 @@ pytestmark = pytest.mark.skipif(shutil.which("xgettext") is None, reason="GNU ge
 
 
 def _catalog_problems(po: polib.POFile) -> list[str]:
-    return ([f"missing: {e.msgid!r}" for e in po.untranslated_entries()]
-            + [f"fuzzy: {e.msgid!r}" for e in po.fuzzy_entries()])
+    return [f"missing: {e.msgid!r}" for e in po.untranslated_entries()] + [
+        f"fuzzy: {e.msgid!r}" for e in po.fuzzy_entries()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +42,29 @@ def extracted(tmp_path_factory) -> Path:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "static", copy / "static", ignore=shutil.ignore_patterns("vendor"))
     shutil.copy(ROOT / "manage.py", copy / "manage.py")
-    env = {"QUEUEWATCH_INSECURE_DEV": "1", "PATH": "/usr/bin:/bin:/usr/local/bin", "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+    env = {
+        "QUEUEWATCH_INSECURE_DEV": "1",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+    }
     for domain in DOMAINS:
-        subprocess.run([sys.executable, "manage.py", "makemessages", "-l", "ar", "-d", domain, "--no-location"],
-                       cwd=copy, env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "makemessages", "-l", "ar", "-d", domain, "--no-location"],
+            cwd=copy,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     return copy / "locale" / "ar" / "LC_MESSAGES"
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_every_marked_string_has_an_arabic_entry(extracted, domain):
     problems = _catalog_problems(polib.pofile(str(extracted / f"{domain}.po")))
-    assert not problems, (f"{domain}.po is not complete for the code as it is: run "
-                          f"`./dev manage makemessages -l ar` and translate (docs/arabic-glossary.md):\n" + "\n".join(problems))
+    assert not problems, (
+        f"{domain}.po is not complete for the code as it is: run "
+        f"`./dev manage makemessages -l ar` and translate (docs/arabic-glossary.md):\n" + "\n".join(problems)
+    )
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -111,18 +123,25 @@ def unmarked_words(source: str) -> list[str]:
     source = _TAG.sub(" ", _TRANSLATED_BLOCK.sub(" ", source))
     parser = _ShownText()
     parser.feed(source)
-    return [text.strip() for text in parser.found
-            if any(word not in UNTRANSLATED_WORDS for word in _WORD.findall(text))]
+    return [
+        text.strip() for text in parser.found if any(word not in UNTRANSLATED_WORDS for word in _WORD.findall(text))
+    ]
 
 
 def test_unmarked_words_are_found():
     assert unmarked_words('<p title="Hello">{% translate "Fine" %} Not marked</p>') == ["Hello", "Not marked"]
-    assert unmarked_words('<p>{% blocktranslate %}Fine {{ x }}{% endblocktranslate %} {{ data }} CSV</p>') == []
+    assert unmarked_words("<p>{% blocktranslate %}Fine {{ x }}{% endblocktranslate %} {{ data }} CSV</p>") == []
     assert unmarked_words('<label><code>removeOnComplete</code> <input placeholder="ms"></label>') == ["ms"]
 
 
-@pytest.mark.parametrize("template", sorted(p.relative_to(ROOT / "templates").as_posix()
-                                            for p in (ROOT / "templates").rglob("*") if p.suffix in (".html", ".txt")))
+@pytest.mark.parametrize(
+    "template",
+    sorted(
+        p.relative_to(ROOT / "templates").as_posix()
+        for p in (ROOT / "templates").rglob("*")
+        if p.suffix in (".html", ".txt")
+    ),
+)
 def test_templates_mark_every_word_they_show(template):
     words = unmarked_words((ROOT / "templates" / template).read_text(encoding="utf-8"))
     assert not words, f"{template} shows words not marked for translation: {words}"

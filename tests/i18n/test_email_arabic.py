@@ -9,23 +9,42 @@ from django.utils import timezone
 from dashboard.alerts import sender
 from dashboard.alerts.models import Channel, Notification
 
-
 pytestmark = pytest.mark.django_db
 
 
 def firing(channel: Channel) -> Notification:
     now = timezone.now()
     return Notification.objects.create(
-        channel=channel, idempotency_key="rule-7:fp-1:firing", kind=Notification.FIRING, created_at=now, next_attempt_at=now,
+        channel=channel,
+        idempotency_key="rule-7:fp-1:firing",
+        kind=Notification.FIRING,
+        created_at=now,
+        next_attempt_at=now,
         subject="[FIRING:1] طابور الطلبات — orders (default/bull)",
-        payload={"status": "firing", "kind": "firing", "rule": {"id": 7, "name": "نمو الرسائل الميتة", "kind": "dlq_growth"},
-                 "alerts": [{"fingerprint": "fp-1", "state": "firing", "value": 120, "threshold": 50, "silenced": True,
-                             "target": {"connection": "default", "prefix": "bull", "queue": "orders"},
-                             "summary": "dead letters growing by 120.0/min over 5 min", "url": "/q/default/bull/orders/"}]})
+        payload={
+            "status": "firing",
+            "kind": "firing",
+            "rule": {"id": 7, "name": "نمو الرسائل الميتة", "kind": "dlq_growth"},
+            "alerts": [
+                {
+                    "fingerprint": "fp-1",
+                    "state": "firing",
+                    "value": 120,
+                    "threshold": 50,
+                    "silenced": True,
+                    "target": {"connection": "default", "prefix": "bull", "queue": "orders"},
+                    "summary": "dead letters growing by 120.0/min over 5 min",
+                    "url": "/q/default/bull/orders/",
+                }
+            ],
+        },
+    )
 
 
 def test_an_arabic_channel_sends_an_arabic_email_text_and_html(smtp):
-    channel = Channel.objects.create(name="المناوبة", kind=Channel.EMAIL, config={"to": ["oncall@example.test"], "language": "ar"})
+    channel = Channel.objects.create(
+        name="المناوبة", kind=Channel.EMAIL, config={"to": ["oncall@example.test"], "language": "ar"}
+    )
     row = firing(channel)
     assert sender.send_due() == 1
 
@@ -35,7 +54,10 @@ def test_an_arabic_channel_sends_an_arabic_email_text_and_html(smtp):
     assert message["Subject"].strip() == "[مُطلَق:1] نمو الرسائل الميتة — orders (default/bull)"
     text = message.get_body(("plain",)).get_content()
     html = message.get_body(("html",)).get_content()
-    assert "- [مُطلَق] orders (default/bull) — dead letters growing by 120.0/min over 5 min (القيمة 120، العتبة 50) [مُسكَت]" in text
+    assert (
+        "- [مُطلَق] orders (default/bull) — dead letters growing by 120.0/min over 5 min (القيمة 120، العتبة 50) [مُسكَت]"
+        in text
+    )
     assert "افتح في Queuewatch: https://qw.example.test/q/default/bull/orders/" in text
     assert "أرسله Queuewatch عبر القناة «المناوبة»." in text and f"مفتاح عدم التكرار: {row.idempotency_key}" in text
     assert '<html lang="ar" dir="rtl">' in html
@@ -60,8 +82,10 @@ def test_the_channel_form_offers_the_email_language(client, django_user_model):
     client.force_login(admin)
     from django.urls import reverse
 
-    response = client.post(reverse("channel_new"), {"name": "mail", "kind": "email", "enabled": "on",
-                                                     "to": "a@example.test", "email_language": "ar"})
+    response = client.post(
+        reverse("channel_new"),
+        {"name": "mail", "kind": "email", "enabled": "on", "to": "a@example.test", "email_language": "ar"},
+    )
     assert response.status_code == 302
     assert Channel.objects.get(name="mail").config == {"to": ["a@example.test"], "language": "ar"}
     form = client.get(reverse("channel_edit", args=[Channel.objects.get(name="mail").pk])).content.decode()

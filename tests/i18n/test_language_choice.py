@@ -18,12 +18,16 @@ pytestmark = pytest.mark.django_db
 
 
 def root(html: str) -> str:
-    return html[html.index("<html"):html.index(">", html.index("<html")) + 1]
+    return html[html.index("<html") : html.index(">", html.index("<html")) + 1]
 
 
 def test_accept_language_is_the_default(client):
-    assert root(client.get("/login/", HTTP_ACCEPT_LANGUAGE="ar,en;q=0.5").content.decode()) == '<html lang="ar" dir="rtl">'
-    assert root(client.get("/login/", HTTP_ACCEPT_LANGUAGE="fr,en;q=0.5").content.decode()) == '<html lang="en" dir="ltr">'
+    assert (
+        root(client.get("/login/", HTTP_ACCEPT_LANGUAGE="ar,en;q=0.5").content.decode()) == '<html lang="ar" dir="rtl">'
+    )
+    assert (
+        root(client.get("/login/", HTTP_ACCEPT_LANGUAGE="fr,en;q=0.5").content.decode()) == '<html lang="en" dir="ltr">'
+    )
     assert "تسجيل الدخول" in client.get("/login/", HTTP_ACCEPT_LANGUAGE="ar").content.decode()
 
 
@@ -36,12 +40,17 @@ def test_the_switcher_is_on_every_page_and_its_choice_follows_the_user(client, u
     assert response.status_code == 302 and response["Location"] == "/"
     assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "ar"
     assert UserPreference.objects.get(user=user).language == "ar"
-    assert root(client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()) == '<html lang="ar" dir="rtl">'
+    assert (
+        root(client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode())
+        == '<html lang="ar" dir="rtl">'
+    )
 
     # Another browser, set to English, with no cookie: logging in brings the saved choice.
     other = Client()
     other.post("/login/", {"username": "viewer", "password": "viewer-pass"}, HTTP_ACCEPT_LANGUAGE="en")
-    assert root(other.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()) == '<html lang="ar" dir="rtl">'
+    assert (
+        root(other.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()) == '<html lang="ar" dir="rtl">'
+    )
 
 
 def test_the_switcher_works_before_logging_in_and_refuses_unknown_languages(client):
@@ -54,7 +63,9 @@ def test_the_switcher_works_before_logging_in_and_refuses_unknown_languages(clie
 
 def test_the_javascript_catalog_follows_the_language(client):
     arabic = client.get(reverse("javascript_catalog"), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
-    assert "\\u062c\\u0627\\u0631\\u064d \\u0625\\u0639\\u0627\\u062f\\u0629" in arabic or "جارٍ إعادة" in arabic  # reconnecting…
+    assert (
+        "\\u062c\\u0627\\u0631\\u064d \\u0625\\u0639\\u0627\\u062f\\u0629" in arabic or "جارٍ إعادة" in arabic
+    )  # reconnecting…
     assert "reconnecting" in arabic  # the msgid, mapped to its Arabic text
 
 
@@ -64,7 +75,9 @@ def test_a_websocket_gets_the_language_of_its_page():
     cookie = {settings.LANGUAGE_COOKIE_NAME: "en"}
     assert language_for_scope({"headers": [(b"accept-language", b"ar")], "cookies": cookie}) == "en"
     assert language_for_scope({"session": {SESSION_KEY: "ar"}, "cookies": cookie}) == "ar"  # the user's saved choice
-    assert live.language_group("overview", "en") == "overview" and live.language_group("overview", "ar") == "overview.ar"
+    assert (
+        live.language_group("overview", "en") == "overview" and live.language_group("overview", "ar") == "overview.ar"
+    )
 
 
 def test_live_fragments_are_rendered_once_per_language_and_sent_to_each_languages_group():

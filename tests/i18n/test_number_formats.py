@@ -20,10 +20,52 @@ from dashboard.templatetags import qw
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static"
 
-SECONDS = [0, 0.0004, 0.004, 0.4, 0.9996, 1, 4.25, 9.96, 59, 59.9, 60, 61, 599, 600, 3599, 3600, 3661,
-           86399, 86400, 172800, 86400 * 3, 86400 * 3 + 3600 * 5, 86400 * 1234, -5]
-NUMBERS = [0, 0.25, 0.4, 1, 999, 1000, 9999, 10_000, 12_345, 99_999, 999_949, 999_960, 1_234_567,
-           9_876_543_210, 2_000_000_000_000, -5, -12_345, -0.04]
+SECONDS = [
+    0,
+    0.0004,
+    0.004,
+    0.4,
+    0.9996,
+    1,
+    4.25,
+    9.96,
+    59,
+    59.9,
+    60,
+    61,
+    599,
+    600,
+    3599,
+    3600,
+    3661,
+    86399,
+    86400,
+    172800,
+    86400 * 3,
+    86400 * 3 + 3600 * 5,
+    86400 * 1234,
+    -5,
+]
+NUMBERS = [
+    0,
+    0.25,
+    0.4,
+    1,
+    999,
+    1000,
+    9999,
+    10_000,
+    12_345,
+    99_999,
+    999_949,
+    999_960,
+    1_234_567,
+    9_876_543_210,
+    2_000_000_000_000,
+    -5,
+    -12_345,
+    -0.04,
+]
 RATES_PER_MIN = [0, 0.004, 0.25, 0.4, 1, 1.25, 9.96, 12.5, 39, 999.4, 999.6, 1000, 1234, 12_345, 999_999, 4_200_000]
 
 PYTHON = {
@@ -72,8 +114,9 @@ def js_outputs(language: str) -> dict:
     with translation.override(language):
         rules = rules_json()
     payload = {"rules": rules, "lang": language, "script": str(STATIC / "queuewatch.js"), "values": VALUES}
-    proc = subprocess.run(["node", "-e", NODE_SCRIPT], input=json.dumps(payload), capture_output=True, text=True,
-                          timeout=60, check=True)
+    proc = subprocess.run(
+        ["node", "-e", NODE_SCRIPT], input=json.dumps(payload), capture_output=True, text=True, timeout=60, check=True
+    )
     return json.loads(proc.stdout)
 
 
@@ -94,7 +137,16 @@ def test_english_reads_as_the_rules_say():
     en = python_outputs("en")
     durations = dict(zip(SECONDS, en["duration"]))
     assert [durations[s] for s in (0, 0.4, 1, 59, 60, 61, 3599, 3600, 86400 * 3)] == [
-        "0 s", "400 ms", "1 s", "59 s", "1 min", "1 min 1 s", "59 min", "1 h", "3 d"]
+        "0 s",
+        "400 ms",
+        "1 s",
+        "59 s",
+        "1 min",
+        "1 min 1 s",
+        "59 min",
+        "1 h",
+        "3 d",
+    ]
     assert durations[86400 * 3 + 3600 * 5] == "3 d 5 h" and durations[3661] == "1 h 1 min"
     counts = dict(zip(NUMBERS, en["count"]))
     assert (counts[9999], counts[12_345], counts[999_960], counts[1_234_567]) == ("9,999", "12.3K", "1M", "1.2M")
@@ -110,7 +162,11 @@ def test_arabic_has_arabic_units_and_no_latin_letters():
     # docs/arabic-glossary.md: min / s / h / d → د / ث / س / يوم; ms → م‌ث. Digits stay Latin, as on
     # every page (static/queuewatch.js formats with Latin digits in both languages).
     assert (durations[61], durations[3600], durations[86400 * 3], durations[0.4]) == (
-        "1 د 1 ث", "1 س", "3 يوم", "400 م\u200cث")
+        "1 د 1 ث",
+        "1 س",
+        "3 يوم",
+        "400 م\u200cث",
+    )
     assert dict(zip(RATES_PER_MIN, ar["perMinute"]))[1234] == "1.2 ألف/د"
 
 

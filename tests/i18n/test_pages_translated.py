@@ -29,13 +29,27 @@ NOW_MS = int(time.time() * 1000)
 
 # Routes that are not HTML pages, with why.
 NOT_PAGES = {
-    "logout": "POST only", "set_language": "POST only", "javascript_catalog": "JavaScript",
-    "metrics": "Prometheus text", "audit_csv": "CSV download", "queue_export": "download", "job_raw": "JSON download",
-    "queue_history": "JSON for the charts", "job_action": "POST only", "queue_action": "POST only",
-    "bulk_preview": "POST only", "bulk_start": "POST only", "task_cancel": "POST only",
-    "alert_rule_delete": "POST only", "silence_new": "POST only", "silence_expire": "POST only",
-    "window_new": "POST only", "window_delete": "POST only", "channel_test": "POST only",
-    "token_revoke": "POST only", "edit_retry_preview": "POST only",
+    "logout": "POST only",
+    "set_language": "POST only",
+    "javascript_catalog": "JavaScript",
+    "metrics": "Prometheus text",
+    "audit_csv": "CSV download",
+    "queue_export": "download",
+    "job_raw": "JSON download",
+    "queue_history": "JSON for the charts",
+    "job_action": "POST only",
+    "queue_action": "POST only",
+    "bulk_preview": "POST only",
+    "bulk_start": "POST only",
+    "task_cancel": "POST only",
+    "alert_rule_delete": "POST only",
+    "silence_new": "POST only",
+    "silence_expire": "POST only",
+    "window_new": "POST only",
+    "window_delete": "POST only",
+    "channel_test": "POST only",
+    "token_revoke": "POST only",
+    "edit_retry_preview": "POST only",
 }
 
 
@@ -43,12 +57,30 @@ def seed_queue(r):
     """A queue with a waiting and a failed job (hand-written in BullMQ's layout), and a DLQ."""
     for name in ("orders", "orders-dlq"):
         r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
-    r.hset("bull:orders:1", mapping={"name": "إرسال الفاتورة", "data": json.dumps({"customer": "سارة", "total": 12}),
-                                     "opts": '{"attempts":3}', "timestamp": NOW_MS - 60000})
+    r.hset(
+        "bull:orders:1",
+        mapping={
+            "name": "إرسال الفاتورة",
+            "data": json.dumps({"customer": "سارة", "total": 12}),
+            "opts": '{"attempts":3}',
+            "timestamp": NOW_MS - 60000,
+        },
+    )
     r.rpush("bull:orders:wait", "1")
-    r.hset("bull:orders:2", mapping={"name": "charge", "data": "{}", "opts": "{}", "timestamp": NOW_MS - 50000,
-                                     "processedOn": NOW_MS - 40000, "finishedOn": NOW_MS - 30000, "atm": 3,
-                                     "failedReason": "Error: card declined", "stacktrace": json.dumps(["Error: card declined\n    at charge"])})
+    r.hset(
+        "bull:orders:2",
+        mapping={
+            "name": "charge",
+            "data": "{}",
+            "opts": "{}",
+            "timestamp": NOW_MS - 50000,
+            "processedOn": NOW_MS - 40000,
+            "finishedOn": NOW_MS - 30000,
+            "atm": 3,
+            "failedReason": "Error: card declined",
+            "stacktrace": json.dumps(["Error: card declined\n    at charge"]),
+        },
+    )
     r.zadd("bull:orders:failed", {"2": NOW_MS - 30000})
 
 
@@ -59,21 +91,56 @@ def site(scratch_queues, django_user_model):
     channel = Channel.objects.create(name="on-call", kind=Channel.EMAIL, config={"to": ["oncall@example.test"]})
     rule = AlertRule.objects.create(name="orders backlog", kind="backlog", threshold=10)
     rule.channels.add(channel)
-    Alert.objects.create(rule=rule, fingerprint="fp", connection="default", prefix="bull", queue="orders",
-                         state=Alert.FIRING, pending_since=timezone.now(), started_at=timezone.now(), summary="")
+    Alert.objects.create(
+        rule=rule,
+        fingerprint="fp",
+        connection="default",
+        prefix="bull",
+        queue="orders",
+        state=Alert.FIRING,
+        pending_since=timezone.now(),
+        started_at=timezone.now(),
+        summary="",
+    )
     Silence.objects.create(rule=rule, ends_at=timezone.now() + timezone.timedelta(hours=1), author="admin", comment="")
     MaintenanceWindow.objects.create(name="deploy", cron="0 2 * * 0", duration_minutes=30, author="admin", comment="")
-    task = BulkTask.objects.create(created_by=admin, action="retry", connection="default", prefix="bull", queue="orders",
-                                   selection={"state": "failed"}, before_ms=NOW_MS, reason="")
-    AuditEntry.objects.create(user=admin, username="admin", via="page", action="job.retry", connection="default",
-                              prefix="bull", queue="orders", outcome=AuditEntry.OK, affected=1)
+    task = BulkTask.objects.create(
+        created_by=admin,
+        action="retry",
+        connection="default",
+        prefix="bull",
+        queue="orders",
+        selection={"state": "failed"},
+        before_ms=NOW_MS,
+        reason="",
+    )
+    AuditEntry.objects.create(
+        user=admin,
+        username="admin",
+        via="page",
+        action="job.retry",
+        connection="default",
+        prefix="bull",
+        queue="orders",
+        outcome=AuditEntry.OK,
+        affected=1,
+    )
     ApiToken.issue(admin, scopes=["read"], expires_at=timezone.now() + timezone.timedelta(days=90))
-    return {"connection": "default", "prefix": "bull", "name": "orders", "job_id": "2", "task_id": task.pk,
-            "rule_id": rule.pk, "channel_id": channel.pk, "scheduler_id": "nightly"}, admin
+    return {
+        "connection": "default",
+        "prefix": "bull",
+        "name": "orders",
+        "job_id": "2",
+        "task_id": task.pk,
+        "rule_id": rule.pk,
+        "channel_id": channel.pk,
+        "scheduler_id": "nightly",
+    }, admin
 
 
 def page_routes():
     """(name, route) of every named URL pattern outside the admin and the API."""
+
     def walk(patterns, prefix=""):
         for p in patterns:
             if isinstance(p, URLResolver):
@@ -81,6 +148,7 @@ def page_routes():
                     yield from walk(p.url_patterns, prefix + str(p.pattern))
             elif isinstance(p, URLPattern) and p.name:
                 yield p.name, prefix + str(p.pattern)
+
     return [(name, route) for name, route in walk(get_resolver().url_patterns) if not route.startswith("api/")]
 
 
@@ -114,7 +182,13 @@ def english_msgids() -> tuple[set[str], list[str]]:
     placeholders), and the longer ones, which must not appear even inside a text node."""
     whole = set()
     for e in polib.pofile(str(CATALOG)):
-        if e.msgid_plural or "%(" in e.msgid or "{" in e.msgid or e.msgstr == e.msgid or not re.search(r"[A-Za-z]{3}", e.msgid):
+        if (
+            e.msgid_plural
+            or "%(" in e.msgid
+            or "{" in e.msgid
+            or e.msgstr == e.msgid
+            or not re.search(r"[A-Za-z]{3}", e.msgid)
+        ):
             continue
         whole.add(" ".join(e.msgid.split()))
     return whole, sorted(m for m in whole if len(m.split()) >= 3)
@@ -128,9 +202,13 @@ def parse(html: str) -> _Text:
 
 def test_the_checker_finds_english_left_in_an_arabic_page():
     whole, long = english_msgids()
-    texts = parse('<html lang="ar"><p>Audit log</p><p title="x">وشيء: Nothing recorded matching these filters.</p></html>').texts
+    texts = parse(
+        '<html lang="ar"><p>Audit log</p><p title="x">وشيء: Nothing recorded matching these filters.</p></html>'
+    ).texts
     assert "Audit log" in whole and [t for t in texts if t in whole or any(m in t for m in long)] == [
-        "Audit log", "وشيء: Nothing recorded matching these filters."]
+        "Audit log",
+        "وشيء: Nothing recorded matching these filters.",
+    ]
 
 
 def test_every_page_renders_in_english_and_in_arabic(client, site):
@@ -152,12 +230,28 @@ def test_every_page_renders_in_english_and_in_arabic(client, site):
         page = parse(arabic.content.decode())
         if "<html" in arabic.content.decode():
             assert (page.root.get("lang"), page.root.get("dir")) == ("ar", "rtl"), name
-            assert (parse(english.content.decode()).root.get("lang"), parse(english.content.decode()).root.get("dir")) == ("en", "ltr")
+            assert (
+                parse(english.content.decode()).root.get("lang"),
+                parse(english.content.decode()).root.get("dir"),
+            ) == ("en", "ltr")
         left = [t for t in page.texts if t in whole or any(m in t for m in long)]
         assert not left, f"{url} shows English in Arabic: {left}"
         checked.append(name)
-    assert {"overview", "queue", "job", "health", "alert_history", "channels", "audit", "tasks", "task",
-            "tokens", "add_job", "queue_settings", "edit_retry"} <= set(checked)
+    assert {
+        "overview",
+        "queue",
+        "job",
+        "health",
+        "alert_history",
+        "channels",
+        "audit",
+        "tasks",
+        "task",
+        "tokens",
+        "add_job",
+        "queue_settings",
+        "edit_retry",
+    } <= set(checked)
 
 
 @pytest.mark.parametrize("state", ["waiting", "failed", "delayed"])
@@ -174,13 +268,17 @@ def test_queue_tabs_and_job_lists_in_arabic(client, site, state):
 def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, site):
     kwargs, admin = site
     client.force_login(admin)
-    job = client.get(reverse("job", args=["default", "bull", "orders", "1"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
-    assert '<pre class="payload" dir="ltr">' in job and "<h1>المهمة <code dir=\"ltr\">1</code>" in job
+    job = client.get(
+        reverse("job", args=["default", "bull", "orders", "1"]), HTTP_ACCEPT_LANGUAGE="ar"
+    ).content.decode()
+    assert '<pre class="payload" dir="ltr">' in job and '<h1>المهمة <code dir="ltr">1</code>' in job
     # <code> (ids, prefixes, cron, option names) is left-to-right in any right-to-left page.
     css = (Path(__file__).resolve().parents[2] / "static" / "queuewatch.css").read_text()
     assert '[dir="rtl"] code, [dir="rtl"] pre { direction: ltr; unicode-bidi: isolate; }' in css
     assert "<bdi>إرسال الفاتورة</bdi>" in job  # an Arabic job name is isolated, whatever its direction
-    failed = client.get(reverse("job", args=["default", "bull", "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    failed = client.get(
+        reverse("job", args=["default", "bull", "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar"
+    ).content.decode()
     assert '<pre class="reason" dir="ltr">' in failed and '<pre dir="ltr">Error: card declined' in failed
     queue = client.get(reverse("queue", args=["default", "bull", "orders"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
-    assert "<h1><bdi>orders</bdi><button" in queue and '<bdi>إرسال الفاتورة</bdi>' in queue
+    assert "<h1><bdi>orders</bdi><button" in queue and "<bdi>إرسال الفاتورة</bdi>" in queue

@@ -57,8 +57,11 @@ def test_messages_are_marked(path):
 
 @pytest.mark.parametrize("path", CATALOGUED, ids=lambda p: p.name)
 def test_every_message_id_has_an_arabic_entry(path):
-    msgids = [call.args[0].value for call in _calls(path)
-              if _name(call.func) in MARKERS and call.args and isinstance(call.args[0], ast.Constant)]
+    msgids = [
+        call.args[0].value
+        for call in _calls(path)
+        if _name(call.func) in MARKERS and call.args and isinstance(call.args[0], ast.Constant)
+    ]
     assert msgids
     with translation.override("ar"):
         untranslated = [m for m in msgids if translation.gettext(m) in ("", m)]
@@ -66,10 +69,20 @@ def test_every_message_id_has_an_arabic_entry(path):
 
 
 def _action_results() -> list:
-    note = Joined([actions._("Its {n} child job(s) were removed with it (unless a worker held one).", n=2),
-                   actions._("It was also taken off its parent {parent}'s dependencies; the parent moves to waiting "
-                             "if this was its last pending child.", parent="bull:q:1")], " ")
-    results = [actions.retry_outcome("42", code, state=state) for code in (1, -1, -3) for state in ("failed", "completed")]
+    note = Joined(
+        [
+            actions._("Its {n} child job(s) were removed with it (unless a worker held one).", n=2),
+            actions._(
+                "It was also taken off its parent {parent}'s dependencies; the parent moves to waiting "
+                "if this was its last pending child.",
+                parent="bull:q:1",
+            ),
+        ],
+        " ",
+    )
+    results = [
+        actions.retry_outcome("42", code, state=state) for code in (1, -1, -3) for state in ("failed", "completed")
+    ]
     results += [actions.remove_outcome("42", code) for code in (NOT_A_JOB_CODE, 1, 0, -8, -3)]
     results += [actions.remove_outcome("42", 1, children_note=note), actions.not_a_job("meta")]
     results += [actions.promote_outcome("42", code) for code in (0, -3)]
@@ -79,14 +92,20 @@ def _action_results() -> list:
 
 def _refusals() -> list[str]:
     """Errors a scheduler edit raises for bad input, as the edge reads them (``str(exc)``)."""
-    bad = [dict(scheduler_id="", name="n"), dict(scheduler_id="s", name="n", pattern="* * * * *", every=5),
-           dict(scheduler_id="s", name="n"), dict(scheduler_id="s", name="n", every=0),
-           dict(scheduler_id="s", name="n", pattern="* *"), dict(scheduler_id="s", name="n", pattern="0 0 31 2 *"),
-           dict(scheduler_id="s", name="n", every=5, start_date=-1),
-           dict(scheduler_id="s", name="n", every=5, start_date=10, end_date=5),
-           dict(scheduler_id="s", name="n", every=5, limit=0), dict(scheduler_id="s", name="n", every=5, opts="x"),
-           dict(scheduler_id="s", name="n", every=5, opts={"jobId": "x"}),
-           dict(scheduler_id="s", name="n", every=5, tz="Mars/Olympus")]
+    bad = [
+        dict(scheduler_id="", name="n"),
+        dict(scheduler_id="s", name="n", pattern="* * * * *", every=5),
+        dict(scheduler_id="s", name="n"),
+        dict(scheduler_id="s", name="n", every=0),
+        dict(scheduler_id="s", name="n", pattern="* *"),
+        dict(scheduler_id="s", name="n", pattern="0 0 31 2 *"),
+        dict(scheduler_id="s", name="n", every=5, start_date=-1),
+        dict(scheduler_id="s", name="n", every=5, start_date=10, end_date=5),
+        dict(scheduler_id="s", name="n", every=5, limit=0),
+        dict(scheduler_id="s", name="n", every=5, opts="x"),
+        dict(scheduler_id="s", name="n", every=5, opts={"jobId": "x"}),
+        dict(scheduler_id="s", name="n", every=5, tz="Mars/Olympus"),
+    ]
     texts = []
     for kwargs in bad:
         with pytest.raises(scheduler_edit.SchedulerError) as caught:
@@ -103,10 +122,14 @@ def _refusals() -> list[str]:
 
 def test_action_results_read_in_arabic():
     messages = [r.message for r in _action_results()] + _refusals()
-    assert all(isinstance(m, (Message, Joined)) for m in messages), [m for m in messages if not isinstance(m, (Message, Joined))]
+    assert all(isinstance(m, (Message, Joined)) for m in messages), [
+        m for m in messages if not isinstance(m, (Message, Joined))
+    ]
     with translation.override("ar"):
         shown = [translate(m) for m in messages]
-    english = [(str(m), s) for m, s in zip(messages, shown) if not re.search(r"[\u0600-\u06ff]", s) or ENGLISH_PHRASE.search(s)]
+    english = [
+        (str(m), s) for m, s in zip(messages, shown) if not re.search(r"[\u0600-\u06ff]", s) or ENGLISH_PHRASE.search(s)
+    ]
     assert not english, english
     with translation.override("en"):
         assert [translate(m) for m in messages] == [str(m) for m in messages]

@@ -32,8 +32,10 @@ def test_attempt_failures_are_flushed_rolled_up_and_restored_on_takeover():
         st.dirty_minutes.add(m)
     assert persistence.flush(leader, {}, monitor_name="test")
 
-    stored = {int(p.start.timestamp() * 1000): (p.attempt_failed, p.failed)
-              for p in QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, queue=Q.name)}
+    stored = {
+        int(p.start.timestamp() * 1000): (p.attempt_failed, p.failed)
+        for p in QueuePoint.objects.filter(resolution=QueuePoint.MINUTE, queue=Q.name)
+    }
     assert stored == {this_minute - 60_000: (7, 1), this_minute: (3, 0)}
 
     history.rollup_and_prune()
@@ -44,8 +46,11 @@ def test_attempt_failures_are_flushed_rolled_up_and_restored_on_takeover():
     persistence.restore_series(standby, [Q])
     restored = standby[Q].series.minutes
     assert restored[this_minute - 60_000].attempt_failed == 7 and restored[this_minute].attempt_failed == 3
-    sig = build_signals(QueueSnapshot(Q, dict.fromkeys(COUNT_STATES, 0), False, 0, taken_at=this_minute + 30_000), standby[Q].series,
-                        now_ms=this_minute + 30_000)
+    sig = build_signals(
+        QueueSnapshot(Q, dict.fromkeys(COUNT_STATES, 0), False, 0, taken_at=this_minute + 30_000),
+        standby[Q].series,
+        now_ms=this_minute + 30_000,
+    )
     assert sig.attempt_failed_per_min[1] == pytest.approx(3 + 7 * 0.5)  # the minute leaving counts half
     assert sig.failed_per_min[1] == pytest.approx(0.5)
 
@@ -54,9 +59,16 @@ def test_queue_page_shows_the_attempt_failure_rate_next_to_final_failures(logged
     from django.urls import reverse
 
     scratch_queues.hset(f"bull:{Q.name}:meta", "opts.maxLenEvents", 10000)
-    this_minute = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
-    QueuePoint.objects.create(connection=Q.connection, prefix=Q.prefix, queue=Q.name, resolution=QueuePoint.MINUTE,
-                              start=this_minute, attempt_failed=12, failed=2)
+    this_minute = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+    QueuePoint.objects.create(
+        connection=Q.connection,
+        prefix=Q.prefix,
+        queue=Q.name,
+        resolution=QueuePoint.MINUTE,
+        start=this_minute,
+        attempt_failed=12,
+        failed=2,
+    )
     page = logged_in.get(reverse("queue", args=[Q.connection, Q.prefix, Q.name])).content.decode()
     # The first window (1m) of each rate, as the raw value the browser formats.
     first_window = r'</dt><dd[^>]*><span class="qw-rates"><span class="qw-rate-w"><data [^>]*value="([^"]*)"'

@@ -27,7 +27,9 @@ def schedulers_column():
     """The dummy column: how many job schedulers a queue has. The queue page's header shows
     that figure, the overview row does not: only this column can make the row change."""
     column = columns.OverviewColumn(
-        name="schedulers", header="Schedulers", numeric=True,
+        name="schedulers",
+        header="Schedulers",
+        numeric=True,
         value=lambda sig: sig.snapshot.schedulers,
         cell='<td class="num schedulers">{{ value }}</td>',
         sort=lambda s: (s.schedulers, s.queue.name),
@@ -76,8 +78,9 @@ def snapshotting_monitor(live_setup, settings):
 
 
 @pytest.mark.asyncio
-async def test_the_column_updates_live_when_its_value_changes(schedulers_column, live_setup, snapshotting_monitor,
-                                                              client, user):
+async def test_the_column_updates_live_when_its_value_changes(
+    schedulers_column, live_setup, snapshotting_monitor, client, user
+):
     monitor = snapshotting_monitor
     await sync_to_async(wait_for)(lambda: ORDERS in monitor.states and monitor.states[ORDERS].signals is not None)
     headers = await sync_to_async(session_headers)(client, user)
@@ -91,4 +94,3 @@ async def test_the_column_updates_live_when_its_value_changes(schedulers_column,
     # Nothing else on the row changed: it is re-rendered because the column's value did.
     await receive_until(comm, lambda h: '<td class="num schedulers">1</td>' in (row_of(h, ORDERS) or ""))
     await comm.disconnect()
-

@@ -22,8 +22,11 @@ from tests.support.live import monitor_thread, steady_flows
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 NAME = "truth-flowsteady"
 LOAD_S = 4
@@ -44,7 +47,9 @@ def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, 
     settings.QUEUEWATCH_RECONCILE_MS = 600_000  # the periodic snapshot out of reach
     reads: list[int] = []
     real_snapshots = RedisNodeSource.snapshots
-    monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append(len(qs)) or real_snapshots(self, qs))
+    monkeypatch.setattr(
+        RedisNodeSource, "snapshots", lambda self, qs: reads.append(len(qs)) or real_snapshots(self, qs)
+    )
     # What the monitor publishes, with the stream id it has applied up to (on its loop thread,
     # the only one that applies events, so the pair is consistent).
     seen: list[tuple[str | None, int]] = []
@@ -72,12 +77,18 @@ def test_a_flows_queue_below_its_cap_is_counted_exactly_from_events(live_setup, 
                 time.sleep(0.01)
             final = json.loads(load.stdout.read().strip().splitlines()[-1])["counts"]
         assert 3 * 10 <= final["completed"] < 1000, "a growing set, below its cap"
-        during = [(cursor, counted, truth[cursor]) for cursor, counted in list(seen) if cursor in truth and truth[cursor] > 0]
-        assert len(during) >= 5, f"too few figures published at a stream position the test also read ({len(seen)} published)"
+        during = [
+            (cursor, counted, truth[cursor]) for cursor, counted in list(seen) if cursor in truth and truth[cursor] > 0
+        ]
+        assert len(during) >= 5, (
+            f"too few figures published at a stream position the test also read ({len(seen)} published)"
+        )
         wrong = [d for d in during if d[1] != d[2]]
         assert not wrong, f"published (stream id, completed, truth) differ: {wrong[:5]} of {len(during)}"
         try:
             wait_for(lambda: published_completed() == final["completed"], timeout=15)
         except AssertionError:
-            raise AssertionError(f"published {published_completed()} completed, BullMQ says {final['completed']}") from None
+            raise AssertionError(
+                f"published {published_completed()} completed, BullMQ says {final['completed']}"
+            ) from None
         assert len(reads) == reads_before, "no exact read of the queue: the figures come from events alone"

@@ -40,7 +40,9 @@ def waiting_tab_count(html: str) -> str | None:
     return found.group(1) if found else None
 
 
-async def test_an_unviewed_header_is_not_rendered_and_a_new_viewer_gets_a_current_one(live_setup, redis_url, client, user):
+async def test_an_unviewed_header_is_not_rendered_and_a_new_viewer_gets_a_current_one(
+    live_setup, redis_url, client, user
+):
     make_queue(live_setup, QUEUE.name)
     producer = Queue(QUEUE.name, {"connection": redis_url})
     try:

@@ -18,7 +18,7 @@ from queues.keys import QueueRef
 
 pytestmark = pytest.mark.django_db
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NOW = dt.datetime(2025, 3, 4, 12, 30, 42, tzinfo=UTC)  # inside the minute 12:30 and the hour 12:00
 Q1 = QueueRef("default", "bull", "q1")
 DLQ = QueueRef("default", "bull", "q1-dlq")  # matches the default pattern "*-dlq"
@@ -26,8 +26,9 @@ UPLOT = "uPlot-1.6.32"
 
 
 def point(queue: QueueRef, start: dt.datetime, resolution: int = QueuePoint.MINUTE, **fields) -> QueuePoint:
-    return QueuePoint.objects.create(connection=queue.connection, prefix=queue.prefix, queue=queue.name,
-                                     resolution=resolution, start=start, **fields)
+    return QueuePoint.objects.create(
+        connection=queue.connection, prefix=queue.prefix, queue=queue.name, resolution=resolution, start=start, **fields
+    )
 
 
 def ts(when: dt.datetime) -> int:
@@ -57,8 +58,22 @@ def test_1h_is_sixty_minute_points_ending_with_the_current_minute():
 
 def test_minute_points_give_rates_gauges_and_nulls_for_gaps():
     m = NOW.replace(second=0)
-    point(Q1, m - dt.timedelta(minutes=2), completed=12, failed=3, stalled=1, added=20, stall_failed=1, attempt_failed=8,
-          waiting=40, prioritized=5, active=7, delayed=9, failed_depth=30, oldest_age_ms=95_500)
+    point(
+        Q1,
+        m - dt.timedelta(minutes=2),
+        completed=12,
+        failed=3,
+        stalled=1,
+        added=20,
+        stall_failed=1,
+        attempt_failed=8,
+        waiting=40,
+        prioritized=5,
+        active=7,
+        delayed=9,
+        failed_depth=30,
+        oldest_age_ms=95_500,
+    )
     point(Q1, m, completed=4, waiting=2)  # oldest_age_ms stays null: nothing waiting long
     data = queue_history(Q1, "1h", NOW)
     i = at(data, m - dt.timedelta(minutes=2))
@@ -106,8 +121,20 @@ def test_24h_is_1440_minute_points():
 
 def test_7d_is_168_hour_points_with_rates_per_minute():
     h = NOW.replace(minute=0, second=0)
-    point(Q1, h - dt.timedelta(hours=5), resolution=QueuePoint.HOUR, completed=600, failed=90, stalled=3,
-          added=1200, attempt_failed=120, waiting=8, prioritized=2, failed_depth=77, oldest_age_ms=7_200_000)
+    point(
+        Q1,
+        h - dt.timedelta(hours=5),
+        resolution=QueuePoint.HOUR,
+        completed=600,
+        failed=90,
+        stalled=3,
+        added=1200,
+        attempt_failed=120,
+        waiting=8,
+        prioritized=2,
+        failed_depth=77,
+        oldest_age_ms=7_200_000,
+    )
     point(Q1, h - dt.timedelta(hours=167), resolution=QueuePoint.HOUR, completed=60)
     point(Q1, h - dt.timedelta(hours=168), resolution=QueuePoint.HOUR, completed=6000)  # outside
     point(Q1, h - dt.timedelta(hours=5), completed=1)  # a minute point: not used for 7d
@@ -245,8 +272,12 @@ def test_queue_page_has_the_chart_section(logged_in, queues):
     for kind in ("throughput", "deadletters", "stalls", "backlog", "wait", "processing"):
         assert f'data-chart="{kind}"' in html
     # The job list first (after the state tabs); the rate cards and the charts below it.
-    assert html.index('class="queue-live"') < html.index('id="job-list"') < html.index('class="qw-rates-box"') \
+    assert (
+        html.index('class="queue-live"')
+        < html.index('id="job-list"')
+        < html.index('class="qw-rates-box"')
         < html.index('id="queue-charts"')
+    )
 
 
 def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scripts(logged_in, queues):
@@ -257,8 +288,11 @@ def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scrip
     # Every script is deferred but theme.js, which must set the theme before the first paint.
     assert all(" defer" in s for s, src in zip(scripts, srcs) if src != "/static/theme.js")
     assert "/static/theme.js" in srcs
-    assert srcs.index("/static/queuewatch.js") < srcs.index(f"/static/vendor/{UPLOT}.iife.min.js") \
+    assert (
+        srcs.index("/static/queuewatch.js")
+        < srcs.index(f"/static/vendor/{UPLOT}.iife.min.js")
         < srcs.index("/static/charts.js")
+    )
     assert f'<link rel="stylesheet" href="/static/vendor/{UPLOT}.min.css">' in html
     assert len(re.findall(r"<script\b(?![^>]*application/json)[^>]*></script>", html)) == len(scripts)  # no inline code
     queue_html = logged_in.get(reverse("queue", args=["default", "bull", "q1"])).content.decode()
@@ -316,5 +350,7 @@ def test_timing_series_merge_every_job_name_per_minute_and_roll_up_into_exact_ho
         data = queue_history(Q1, rng, NOW)
         h = at(data, NOW.replace(minute=0, second=0))
         assert len(data["t"]) == points and data["resolution"] == 3600
-        assert data["processing_p99"][h] == truth.percentile(0.99) and data["processing_p95"][h] == truth.percentile(0.95)
+        assert data["processing_p99"][h] == truth.percentile(0.99) and data["processing_p95"][h] == truth.percentile(
+            0.95
+        )
         assert data["processing_p50"][h - 1] is None

@@ -46,7 +46,9 @@ async def test_snapshot_on_connect_then_group_messages_are_relayed(live_setup, c
     assert await comm.receive_from(timeout=5) == '<section id="live-x">4 failed</section>'
     # ...an identical fragment is not re-sent, and other queues' groups are not received.
     await sync_to_async(publisher.publish)(live.queue_group(QUEUE), "live-x", '<section id="live-x">4 failed</section>')
-    await sync_to_async(publisher.publish)(live.queue_group(QueueRef("default", "bull", "other")), "live-y", "<p id='live-y'></p>")
+    await sync_to_async(publisher.publish)(
+        live.queue_group(QueueRef("default", "bull", "other")), "live-y", "<p id='live-y'></p>"
+    )
     assert await comm.receive_nothing(timeout=0.5)
     # The list watch was registered for the monitor.
     watched = await sync_to_async(dash_redis.watched)(dash_redis.dashboard_redis())

@@ -32,7 +32,11 @@ class MonitorProcess:
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "manage.py", "monitor", "--name", name, "--lock-ttl-ms", "2000"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -55,10 +59,14 @@ class MonitorProcess:
 @pytest.fixture
 def monitor_env(tmp_path, redis_url):
     db = tmp_path / "monitor.sqlite3"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
-           "DJANGO_SETTINGS_MODULE": "dashboard.settings", "QUEUEWATCH_SECRET_KEY": "t" * 40,
-           "QUEUEWATCH_REDIS_URL": redis_url, "DATABASE_URL": f"sqlite:///{db}",
-           "QUEUEWATCH_MONITOR_TICK_MS": "500"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_")},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_SECRET_KEY": "t" * 40,
+        "QUEUEWATCH_REDIS_URL": redis_url,
+        "DATABASE_URL": f"sqlite:///{db}",
+        "QUEUEWATCH_MONITOR_TICK_MS": "500",
+    }
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     procs = []
     yield env, db, procs
@@ -68,8 +76,9 @@ def monitor_env(tmp_path, redis_url):
 
 def stored_total(db, queue, counter="failed") -> int:
     with sqlite3.connect(db, timeout=10) as conn:
-        return conn.execute(f"select coalesce(sum({counter}), 0) from dashboard_queuepoint where queue=? and resolution=60",
-                            (queue,)).fetchone()[0]
+        return conn.execute(
+            f"select coalesce(sum({counter}), 0) from dashboard_queuepoint where queue=? and resolution=60", (queue,)
+        ).fetchone()[0]
 
 
 def lock_renewed(client, times: int):
@@ -123,7 +132,6 @@ def test_standby_takes_over_when_the_leader_is_killed_without_double_counting(mo
 def test_trimmed_stream_is_detected_and_reconciled(live_setup, redis_url):
     url = redis_url
     run_node("produce.mjs", "complete", url, "trimmy", "5", "20")
-
 
     def completed_total():
         return sum(QueuePoint.objects.filter(queue="trimmy", resolution=60).values_list("completed", flat=True))

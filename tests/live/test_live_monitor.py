@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 async def test_node_failure_reaches_a_connected_client(running_monitor, live_setup, redis_url, client, user):
     # The queue exists before the page opens (as a user would see it).
     await sync_to_async(run_node)("produce.mjs", "complete", redis_url, "orders", "1")
-    await sync_to_async(wait_for)(lambda: running_monitor.stats["ticks"] >= 2 and any(q.name == "orders" for q in running_monitor.states))
+    await sync_to_async(wait_for)(
+        lambda: running_monitor.stats["ticks"] >= 2 and any(q.name == "orders" for q in running_monitor.states)
+    )
     headers = await sync_to_async(session_headers)(client, user)
     comm = WebsocketCommunicator(application, "/ws/queue/default/bull/orders/?state=failed&list=1", headers=headers)
     assert (await comm.connect(timeout=5))[0]
@@ -33,9 +35,22 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
 
     # The failed tab's count moves and the failed job row appears, without a reload.
     seen = []
-    await receive_until(comm, lambda h: seen.append(h) or (
-        any('class="queue-live"' in x and re.search(r'failed <span class="count"><data class="qw-num qw-compact" value="1">1</data></span>', x) for x in seen)
-        and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)))
+    await receive_until(
+        comm,
+        lambda h: (
+            seen.append(h)
+            or (
+                any(
+                    'class="queue-live"' in x
+                    and re.search(
+                        r'failed <span class="count"><data class="qw-num qw-compact" value="1">1</data></span>', x
+                    )
+                    for x in seen
+                )
+                and any(f'data-job-id="{failed_id}"' in x and "live failure 0" in x for x in seen)
+            )
+        ),
+    )
     await comm.disconnect()
 
     # The state document (for /metrics and health) carries the same figures, once per tick.
@@ -45,15 +60,23 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
         state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
         # The count comes from the snapshot, the totals from events: one tick may see the
         # first before the second, the next tick sees both.
-        return next((q for q in state["queues"] if q["name"] == "orders" and q["counts"]["failed"] == 1
-                     and q["events_total"]["failed"] == 1), None)
+        return next(
+            (
+                q
+                for q in state["queues"]
+                if q["name"] == "orders" and q["counts"]["failed"] == 1 and q["events_total"]["failed"] == 1
+            ),
+            None,
+        )
 
     orders = await sync_to_async(wait_for)(orders_state)
     assert orders["rates_per_min"]["failed"]["1"] > 0
 
 
 @pytest.mark.asyncio
-async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(running_monitor, live_setup, redis_url, client, user):
+async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(
+    running_monitor, live_setup, redis_url, client, user
+):
     ensure_node_modules()
     url = redis_url
     await sync_to_async(run_node)("produce.mjs", "complete", url, "stally", "1")
@@ -61,7 +84,9 @@ async def test_killed_worker_shows_stalled_live_then_the_stall_is_counted(runnin
     comm = WebsocketCommunicator(application, "/ws/queue/default/bull/stally/?state=active&list=1", headers=headers)
     assert (await comm.connect(timeout=5))[0]
 
-    stuck = subprocess.Popen(["node", "stall_worker.mjs", url, "stally"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True)
+    stuck = subprocess.Popen(
+        ["node", "stall_worker.mjs", url, "stally"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True
+    )
     try:
         live_setup.lpush("bull:stally:wait", "placeholder")  # never processed: removed below
         live_setup.lrem("bull:stally:wait", 0, "placeholder")
@@ -109,8 +134,11 @@ def test_between_snapshots_counts_follow_events_without_reading_them(live_setup,
     from queues.sources.redis_node import RedisNodeSource
 
     real = RedisNodeSource.snapshots
-    monkeypatch.setattr(RedisNodeSource, "snapshots", lambda self, qs: reads.append([q.name for q in qs]) or real(self, qs))
+    monkeypatch.setattr(
+        RedisNodeSource, "snapshots", lambda self, qs: reads.append([q.name for q in qs]) or real(self, qs)
+    )
     with monitor_thread(tick=0.3, name="test-monitor") as monitor:
+
         def evq():
             return next((st for q, st in getattr(monitor, "states", {}).items() if q.name == "evq" and st.live), None)
 

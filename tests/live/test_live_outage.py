@@ -40,7 +40,11 @@ async def test_connection_lost_is_shown_live_on_every_page_and_clears_on_recover
     await sync_to_async(wait_for)(lambda: monitor.stats["ticks"] >= 2)
     headers = await sync_to_async(session_headers)(client, user)
     pages = []
-    for path in ("/ws/overview/", "/ws/queue/default/bull/orders/?state=failed&list=1", "/ws/queue/default/bull/orders/jobs/1"):
+    for path in (
+        "/ws/overview/",
+        "/ws/queue/default/bull/orders/?state=failed&list=1",
+        "/ws/queue/default/bull/orders/jobs/1",
+    ):
         comm = WebsocketCommunicator(application, path, headers=headers)
         assert (await comm.connect(timeout=5))[0]
         pages.append(comm)
@@ -58,11 +62,13 @@ async def test_connection_lost_is_shown_live_on_every_page_and_clears_on_recover
 
 
 def test_minutes_roll_up_into_hours_and_old_history_is_pruned(live_setup, settings):
-    now = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
+    now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
     hour = now.replace(minute=0) - dt.timedelta(hours=1)
     common = {"connection": "default", "prefix": "bull", "queue": "orders"}
     for i in range(3):
-        QueuePoint.objects.create(**common, resolution=60, start=hour + dt.timedelta(minutes=i), failed=2, waiting=10 + i)
+        QueuePoint.objects.create(
+            **common, resolution=60, start=hour + dt.timedelta(minutes=i), failed=2, waiting=10 + i
+        )
     QueuePoint.objects.create(**common, resolution=60, start=now - dt.timedelta(days=8), failed=1)
     QueuePoint.objects.create(**common, resolution=3600, start=hour - dt.timedelta(days=91), failed=1)
 

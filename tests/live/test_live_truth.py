@@ -18,8 +18,11 @@ from tests.support.live import monitor_thread
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 SETTLE_S = 15  # generous: the figures settle within ~2 s of quiet; this only bounds a failing test
 
@@ -41,8 +44,12 @@ def start_monitor(live_setup, settings):
         settings.QUEUEWATCH_RECONCILE_MS = reconcile_ms  # by default the periodic snapshot is out of reach
         monitor = running.enter_context(monitor_thread(tick=0.3, name="truth-monitor"))
         # Following every queue (its stream cursor is set): later events are counted live.
-        wait_for(lambda: set(queues) <= {q.name for q in getattr(monitor, "applied_cursors", {})}
-                 and published(queues[0]) is not None)
+        wait_for(
+            lambda: (
+                set(queues) <= {q.name for q in getattr(monitor, "applied_cursors", {})}
+                and published(queues[0]) is not None
+            )
+        )
         return monitor
 
     with running:
@@ -57,6 +64,7 @@ def published(name: str) -> dict | None:
 def settles_to(name: str, counts: dict, **figures) -> dict:
     """Wait until the published figures of queue ``name`` equal ``counts`` (getJobCounts())
     and ``figures``; returns the entry. On failure, says what was published last."""
+
     def exact():
         entry = published(name)
         if entry and entry["counts"] == counts and all(entry.get(k) == v for k, v in figures.items()):
@@ -67,8 +75,10 @@ def settles_to(name: str, counts: dict, **figures) -> dict:
         return wait_for(exact, timeout=SETTLE_S)
     except AssertionError:
         entry = published(name) or {}
-        raise AssertionError(f"{name}: published {entry.get('counts')} "
-                             f"{ {k: entry.get(k) for k in figures} }, BullMQ says {counts} {figures}") from None
+        raise AssertionError(
+            f"{name}: published {entry.get('counts')} "
+            f"{ {k: entry.get(k) for k in figures} }, BullMQ says {counts} {figures}"
+        ) from None
 
 
 def create(url: str, *names: str) -> None:
@@ -127,8 +137,9 @@ def test_a_crashed_fleet_of_160_jobs_shows_160_stalled_now(crash, start_monitor,
     if crash == "while_it_follows":
         start_monitor(name)
     ensure_node_modules()
-    crashed = subprocess.Popen(["node", "truth.mjs", "crash", url, name, "160"], cwd=NODE_DIR,
-                               stdout=subprocess.PIPE, text=True)
+    crashed = subprocess.Popen(
+        ["node", "truth.mjs", "crash", url, name, "160"], cwd=NODE_DIR, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert crashed.stdout.readline().strip() == "ACTIVE 160"
     finally:
@@ -158,8 +169,13 @@ def attempt_failures_once_decided(monitor, name: str) -> int:
 
     wait_for(lambda: monitor.tracker.attempts.undecided == 0)
     decided_at = time.time() * 1000
-    entry = wait_for(lambda: (state := dash_redis.read_state(dash_redis.dashboard_redis())) and state["taken_at"] > decided_at
-                     and published(name))
+    entry = wait_for(
+        lambda: (
+            (state := dash_redis.read_state(dash_redis.dashboard_redis()))
+            and state["taken_at"] > decided_at
+            and published(name)
+        )
+    )
     return entry["events_total"].get("attempt_failed", 0)
 
 
@@ -262,8 +278,9 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     run_node("truth.mjs", "eventless", url, name)
     # Counted from the events alone (which cannot tell prioritized from waiting).
     wait_for(lambda: (published(name) or {}).get("counts", {}).get("waiting") == 10)
-    result = services.queue_action(user=user_with("admin"), via="api", queue=QueueRef("default", "bull", name),
-                                   action="drain", reason="test")
+    result = services.queue_action(
+        user=user_with("admin"), via="api", queue=QueueRef("default", "bull", name), action="drain", reason="test"
+    )
     assert result.ok
     expected = run_node("truth.mjs", "counts", url, name)["counts"]
     assert expected["waiting"] == expected["prioritized"] == 0

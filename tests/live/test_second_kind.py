@@ -28,14 +28,19 @@ def state_counts() -> dict[tuple[str, str], dict]:
     return {(q["connection"], q["name"]): q["counts"] for q in state["queues"]}
 
 
-def test_redis_queues_stay_live_beside_a_kind_without_facets(live_setup, redis_db, settings, monkeypatch, caplog,
-                                                            logged_in):
+def test_redis_queues_stay_live_beside_a_kind_without_facets(
+    live_setup, redis_db, settings, monkeypatch, caplog, logged_in
+):
     register_memory_kind(monkeypatch)
-    point_at(settings, ConnectionSpec("default", redis_db.url, ("bull",)), ConnectionSpec("shop", "memory://shop", ("bull",)))
+    point_at(
+        settings, ConnectionSpec("default", redis_db.url, ("bull",)), ConnectionSpec("shop", "memory://shop", ("bull",))
+    )
     seed_failed(live_setup, ORDERS, 3)
     live_setup.hset(ORDERS.key("meta"), "opts.maxLenEvents", 10000)  # discovered like a BullMQ queue
-    with caplog.at_level(logging.WARNING, logger="queuewatch.monitor"), \
-            monitor_thread(tick=0.3, name="two-kinds", lock_ttl_ms=2000) as monitor:
+    with (
+        caplog.at_level(logging.WARNING, logger="queuewatch.monitor"),
+        monitor_thread(tick=0.3, name="two-kinds", lock_ttl_ms=2000) as monitor,
+    ):
         wait_for(lambda: state_counts().get(("default", "orders"), {}).get("failed") == 3)
         # Both kinds are published, the in-memory one with its own figures.
         assert state_counts()[("shop", "orders")]["failed"] == STORED["orders"]["failed"]

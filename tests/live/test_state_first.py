@@ -13,8 +13,11 @@ from queues.keys import QueueRef
 from tests.support.health import queue_state
 from tests.support.servers import node_available, run_node
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 
 def test_a_refresh_writes_the_state_document_before_rendering_and_it_is_exact(live_setup, redis_url, monkeypatch):

@@ -14,8 +14,11 @@ from tests.support.live import monitor_thread, steady_flows
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.node,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 NAME = "state-fresh"
 LOAD_S = 4

@@ -24,8 +24,12 @@ from tests.support.parallel import heavy_trial
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node, pytest.mark.slow,
-              pytest.mark.skipif(not node_available(), reason="needs Node.js and npm")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.node,
+    pytest.mark.slow,
+    pytest.mark.skipif(not node_available(), reason="needs Node.js and npm"),
+]
 
 KNOWN_WAIT_MS = 1500
 # The monitor times from stream ids (Redis' clock, when the add/moveToActive script ran);
@@ -45,25 +49,39 @@ def stored(name: str, field: str) -> int:
 
 
 def stored_samples(name: str, kind: str) -> int:
-    return sum(Histogram.from_json(getattr(r, f"{kind}_buckets")).count
-               for r in JobTimingPoint.objects.filter(queue=name, resolution=60))
+    return sum(
+        Histogram.from_json(getattr(r, f"{kind}_buckets")).count
+        for r in JobTimingPoint.objects.filter(queue=name, resolution=60)
+    )
 
 
 @heavy_trial
-def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(live_setup, redis_url, settings,
-                                                                               logged_in):
+def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(
+    live_setup, redis_url, settings, logged_in
+):
     name = "timed"
     settings.QUEUEWATCH_RECONCILE_MS = 600_000
     settings.QUEUEWATCH_ALERT_INTERVAL_S = 0.5
     # Part 2: a per-job-name p95 processing rule, evaluated by the monitor on its own figures.
-    AlertRule.objects.create(name="slow jobs", kind="processing_p95", threshold=0.5, window_minutes=15, job_name="*",
-                             queue_glob=name, repeat_minutes=0)
+    AlertRule.objects.create(
+        name="slow jobs",
+        kind="processing_p95",
+        threshold=0.5,
+        window_minutes=15,
+        job_name="*",
+        queue_glob=name,
+        repeat_minutes=0,
+    )
     run_node("truth.mjs", "counts", redis_url, name)  # the queue exists before the monitor starts
     ensure_node_modules()
     with monitor_thread(tick=0.3, name="timing-a", lock_ttl_ms=2000) as first:
         wait_for(lambda: name in {q.name for q in first.applied_cursors})
-        workload = subprocess.Popen(["node", "timings.mjs", redis_url, name, str(KNOWN_WAIT_MS), "12"], cwd=NODE_DIR,
-                                    stdout=subprocess.PIPE, text=True)
+        workload = subprocess.Popen(
+            ["node", "timings.mjs", redis_url, name, str(KNOWN_WAIT_MS), "12"],
+            cwd=NODE_DIR,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert workload.stdout.readline().strip() == "STARTED"
         # Stop mid-run: fast jobs have finished, the slow ones of the first batch are in flight.
         wait_for(lambda: stored(name, "completed") >= 8, timeout=20)
@@ -72,8 +90,10 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(li
             out, _ = workload.communicate(timeout=90)
             truth = __import__("json").loads(out.strip().splitlines()[-1])["jobs"]
             assert len(truth) == 15 + 12 * 6
-            wait_for(lambda: stored(name, "completed") >= len(truth) and stored_samples(name, "wait") >= len(truth),
-                     timeout=20)
+            wait_for(
+                lambda: stored(name, "completed") >= len(truth) and stored_samples(name, "wait") >= len(truth),
+                timeout=20,
+            )
             assert second.tracker.clock.names_to_read == 0
             wait_for(lambda: Alert.objects.filter(item="slow", state=Alert.FIRING).exists(), timeout=10)
     finally:
@@ -98,7 +118,13 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(li
             for p, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
                 exact = nearest_rank([j[f"{kind}_ms"] for j in jobs], q)
                 measured = figures[f"{kind}_ms"][p]
-                assert abs(measured - exact) <= max(0.10 * exact, ABSOLUTE_SLACK_MS), (job_name, kind, p, measured, exact)
+                assert abs(measured - exact) <= max(0.10 * exact, ABSOLUTE_SLACK_MS), (
+                    job_name,
+                    kind,
+                    p,
+                    measured,
+                    exact,
+                )
     # The workload's sleeps and wait are floors (a loaded machine only adds to them, and the
     # figures above are held to BullMQ's own timestamps): each is measured at least, within a bucket.
     assert doc["names"]["slow"]["processing_ms"]["p50"] >= 0.9 * 1000

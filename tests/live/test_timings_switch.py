@@ -15,9 +15,11 @@ Q = QueueRef("default", "bull", "timed")
 
 
 def events() -> list[Event]:
-    return [Event(Q, "1000-0", "added", {"jobId": "1", "name": "send"}),
-            Event(Q, "1200-0", "active", {"jobId": "1", "prev": "waiting"}),
-            Event(Q, "1700-0", "completed", {"jobId": "1", "returnvalue": "null"})]
+    return [
+        Event(Q, "1000-0", "added", {"jobId": "1", "name": "send"}),
+        Event(Q, "1200-0", "active", {"jobId": "1", "prev": "waiting"}),
+        Event(Q, "1700-0", "completed", {"jobId": "1", "returnvalue": "null"}),
+    ]
 
 
 @pytest.mark.parametrize("on", [True, False])

@@ -20,7 +20,7 @@ def test_demo_workload_produces_every_state(redis_prefix):
     def key(queue, suffix):
         return f"{prefix}:{queue}:{suffix}"
 
-    queues = {_s(k)[len(prefix) + 1:-len(":meta")] for k in r.scan_iter(match=f"{prefix}:*:meta")}
+    queues = {_s(k)[len(prefix) + 1 : -len(":meta")] for k in r.scan_iter(match=f"{prefix}:*:meta")}
     assert {"emails", "payments", "thumbnails", "reports", "webhooks", "payments-dlq"} <= queues
 
     for queue in LIVE_QUEUES:

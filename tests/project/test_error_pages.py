@@ -19,10 +19,20 @@ from dashboard.audit.models import AuditEntry
 pytestmark = pytest.mark.django_db
 
 TITLES = {
-    "en": {400: "Bad request", 403: "Not allowed", 404: "Page not found", 500: "Something went wrong",
-           "csrf": "This form has expired"},
-    "ar": {400: "طلب غير صالح", 403: "غير مسموح", 404: "الصفحة غير موجودة", 500: "حدث خطأ",
-           "csrf": "انتهت صلاحية هذا النموذج"},
+    "en": {
+        400: "Bad request",
+        403: "Not allowed",
+        404: "Page not found",
+        500: "Something went wrong",
+        "csrf": "This form has expired",
+    },
+    "ar": {
+        400: "طلب غير صالح",
+        403: "غير مسموح",
+        404: "الصفحة غير موجودة",
+        500: "حدث خطأ",
+        "csrf": "انتهت صلاحية هذا النموذج",
+    },
 }
 BACK = {"en": "Back to all queues", "ar": "العودة إلى كل الطوابير"}
 

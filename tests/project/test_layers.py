@@ -138,7 +138,7 @@ def test_no_two_packages_import_each_other():
         stack.append(node)
         for dep in sorted(edges.get(node, ())):
             if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep)
         stack.pop()

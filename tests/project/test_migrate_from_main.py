@@ -31,15 +31,21 @@ def old_database(tmp_path):
         db.execute(
             "INSERT INTO dashboard_auditentry (at, username, via, action, connection, prefix, queue, job_ids,"
             " selection, reason, affected, outcome, message) VALUES (?, 'ops', 'page', 'retry', 'default', 'bull',"
-            " 'orders', '[\"17\"]', '{}', 'bad deploy', 1, 'ok', 'retried')", (NOW,))
+            " 'orders', '[\"17\"]', '{}', 'bad deploy', 1, 'ok', 'retried')",
+            (NOW,),
+        )
         db.execute(
             "INSERT INTO alerts_channel (name, kind, config, secret, enabled, last_error, created_at)"
-            " VALUES ('ops-mail', 'email', '{\"to\": [\"ops@example.com\"]}', '', 1, '', ?)", (NOW,))
+            " VALUES ('ops-mail', 'email', '{\"to\": [\"ops@example.com\"]}', '', 1, '', ?)",
+            (NOW,),
+        )
         db.execute(
             "INSERT INTO alerts_alertrule (name, kind, enabled, severity, connection, queue_glob, threshold,"
             " window_minutes, min_volume, include_due_delayed, for_seconds, keep_firing_seconds, repeat_minutes,"
             " notify_resolved, created_at, updated_at) VALUES ('orders backlog', 'waiting', 1, 'warning', '',"
-            " 'orders', 500, 5, 0, 0, 60, 0, 0, 1, ?, ?)", (NOW, NOW))
+            " 'orders', 500, 5, 0, 0, 60, 0, 0, 1, ?, ?)",
+            (NOW, NOW),
+        )
         db.execute("INSERT INTO alerts_alertrule_channels (alertrule_id, channel_id) VALUES (1, 1)")
     return path
 
@@ -48,10 +54,12 @@ def manage(database, *args: str) -> subprocess.CompletedProcess:
     """``manage.py`` with the production settings module on ``database``, in a clean process
     (no QUEUEWATCH_* or Django variables from the test run leak in)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUEUEWATCH_", "DJANGO_", "DATABASE_"))}
-    env.update(DJANGO_SETTINGS_MODULE="dashboard.settings", QUEUEWATCH_INSECURE_DEV="1",
-               DATABASE_URL=f"sqlite:///{database}")
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env.update(
+        DJANGO_SETTINGS_MODULE="dashboard.settings", QUEUEWATCH_INSECURE_DEV="1", DATABASE_URL=f"sqlite:///{database}"
+    )
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_migrate_upgrades_a_database_from_the_previous_main_and_keeps_its_rows(old_database):
@@ -66,12 +74,18 @@ def test_migrate_upgrades_a_database_from_the_previous_main_and_keeps_its_rows(o
 
     # Today's models read the old rows from the same tables (looked up by app label, so the
     # test does not depend on which module defines them).
-    read = manage(old_database, "shell", "--no-imports", "-c", (
-        "from django.apps import apps\n"
-        "entry = apps.get_model('dashboard', 'AuditEntry').objects.get()\n"
-        "rule = apps.get_model('alerts', 'AlertRule').objects.get()\n"
-        "print(entry.reason, entry.job_ids, rule.name, [c.name for c in rule.channels.all()], sep='|')\n"
-    ))
+    read = manage(
+        old_database,
+        "shell",
+        "--no-imports",
+        "-c",
+        (
+            "from django.apps import apps\n"
+            "entry = apps.get_model('dashboard', 'AuditEntry').objects.get()\n"
+            "rule = apps.get_model('alerts', 'AlertRule').objects.get()\n"
+            "print(entry.reason, entry.job_ids, rule.name, [c.name for c in rule.channels.all()], sep='|')\n"
+        ),
+    )
     assert read.returncode == 0, read.stderr
     assert read.stdout.strip() == "bad deploy|['17']|orders backlog|['ops-mail']"
 

@@ -30,7 +30,9 @@ def sources(root: Path):
 
 def assigned_names(node: ast.AST) -> list[str]:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    return [t.id for t in targets if isinstance(t, ast.Name)] + [t.attr for t in targets if isinstance(t, ast.Attribute)]
+    return [t.id for t in targets if isinstance(t, ast.Name)] + [
+        t.attr for t in targets if isinstance(t, ast.Attribute)
+    ]
 
 
 def literal_strings(value: ast.AST | None) -> list[str] | None:
@@ -52,8 +54,12 @@ def state_lists_outside_home(root: Path = ROOT) -> list[str]:
             if not any(n.endswith("_STATES") for n in names):
                 continue
             value = node.value
-            lists = [literal_strings(v) for v in value.values] if isinstance(value, ast.Dict) else [literal_strings(value)]
-            if lists and all(strings and set(strings) <= STATE_NAMES for strings in lists):  # also {"retry": (...), ...}
+            lists = (
+                [literal_strings(v) for v in value.values] if isinstance(value, ast.Dict) else [literal_strings(value)]
+            )
+            if lists and all(
+                strings and set(strings) <= STATE_NAMES for strings in lists
+            ):  # also {"retry": (...), ...}
                 found.append(f"{path.relative_to(root)}:{node.lineno} {names[0]}")
     return found
 
@@ -65,9 +71,17 @@ def state_key_maps_outside_home(root: Path = ROOT) -> list[str]:
         if path == root / STATES_HOME:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Dict) and len(node.keys) >= 2 and all(
-                    isinstance(k, ast.Constant) and k.value in STATE_NAMES
-                    and isinstance(v, ast.Constant) and v.value in KEY_SUFFIXES for k, v in zip(node.keys, node.values)):
+            if (
+                isinstance(node, ast.Dict)
+                and len(node.keys) >= 2
+                and all(
+                    isinstance(k, ast.Constant)
+                    and k.value in STATE_NAMES
+                    and isinstance(v, ast.Constant)
+                    and v.value in KEY_SUFFIXES
+                    for k, v in zip(node.keys, node.values)
+                )
+            ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
 
@@ -107,8 +121,11 @@ def test_which_key_holds_a_state_is_written_only_in_queues_states():
 
 
 def test_the_rate_windows_are_written_once_in_queues_rates():
-    home = next(n for n, line in enumerate((ROOT / WINDOWS_HOME).read_text(encoding="utf-8").splitlines(), 1)
-                if line.startswith("RATE_WINDOWS = "))
+    home = next(
+        n
+        for n, line in enumerate((ROOT / WINDOWS_HOME).read_text(encoding="utf-8").splitlines(), 1)
+        if line.startswith("RATE_WINDOWS = ")
+    )
     assert rate_window_definitions() == [f"{WINDOWS_HOME}:{home}"]
 
 
@@ -116,17 +133,25 @@ def test_the_checks_see_a_copy(tmp_path):
     # The checks must be able to fail: each finds the kinds of copy this one home replaced.
     (tmp_path / "queues").mkdir()
     (tmp_path / "dashboard").mkdir()
-    (tmp_path / STATES_HOME).write_text('BROWSABLE_STATES = ("waiting", "failed")\nKEYS = {"waiting": "wait", "failed": "failed"}\n')
+    (tmp_path / STATES_HOME).write_text(
+        'BROWSABLE_STATES = ("waiting", "failed")\nKEYS = {"waiting": "wait", "failed": "failed"}\n'
+    )
     (tmp_path / "queues" / "copy.py").write_text(
         'CLEANABLE_STATES = ("completed", "failed")\n'
         'ACTION_STATES = {"retry": ("failed", "completed"), "promote": ("delayed",)}\n'
-        'STATE_SET = {"failed": "failed", "waiting": "wait"}\n')
+        'STATE_SET = {"failed": "failed", "waiting": "wait"}\n'
+    )
     (tmp_path / "dashboard" / "copy.py").write_text(
         'WINDOWS = ("1", "5", "15")\nTIMING = {"1m": 1, "5m": 5, "15m": 15}\n'
-        'def rate_windows(per_min, windows="1,5,15"):\n    pass\n')
+        'def rate_windows(per_min, windows="1,5,15"):\n    pass\n'
+    )
     assert state_lists_outside_home(tmp_path) == ["queues/copy.py:1 CLEANABLE_STATES", "queues/copy.py:2 ACTION_STATES"]
     assert state_key_maps_outside_home(tmp_path) == ["queues/copy.py:3"]
-    assert sorted(rate_window_definitions(tmp_path)) == ["dashboard/copy.py:1", "dashboard/copy.py:2", "dashboard/copy.py:3"]
+    assert sorted(rate_window_definitions(tmp_path)) == [
+        "dashboard/copy.py:1",
+        "dashboard/copy.py:2",
+        "dashboard/copy.py:3",
+    ]
 
 
 def test_the_table_answers_what_each_operation_accepts():

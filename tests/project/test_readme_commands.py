@@ -45,8 +45,16 @@ def run_in_a_terminal(command: str, cwd: Path, answers: dict[str, str], timeout:
     """Run ``command`` with a terminal as its stdin (createsuperuser asks for a password only
     in one), answering each prompt in ``answers``."""
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen(command, shell=True, cwd=cwd, env=clean_env(), stdin=secondary, stdout=secondary,
-                            stderr=secondary, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=clean_env(),
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        start_new_session=True,
+    )
     os.close(secondary)
     output, pending, deadline = "", dict(answers), time.monotonic() + timeout
     try:
@@ -89,6 +97,16 @@ def test_the_readme_user_and_token_commands_work_as_written_from_a_fresh_copy(fr
         "without = Client(HTTP_HOST='127.0.0.1'); "
         "print(with_token.get('/api/v1/tasks/999999').status_code, without.get('/api/v1/tasks/999999').status_code)"
     )
-    statuses = subprocess.run(["./dev", "manage", "shell", "-c", check], cwd=fresh_copy, env=clean_env(),
-                              check=True, capture_output=True, text=True).stdout.splitlines()[-1].split()
+    statuses = (
+        subprocess.run(
+            ["./dev", "manage", "shell", "-c", check],
+            cwd=fresh_copy,
+            env=clean_env(),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.splitlines()[-1]
+        .split()
+    )
     assert statuses == ["404", "401"], statuses

@@ -17,7 +17,9 @@ def job(r, job_id, **fields):
 
 
 def resolve(tracker, r, *, settled_only=False):
-    return [e.job_id for e in tracker.resolve(lambda _: RedisProbes(r, connection="default"), settled_only=settled_only)]
+    return [
+        e.job_id for e in tracker.resolve(lambda _: RedisProbes(r, connection="default"), settled_only=settled_only)
+    ]
 
 
 def test_only_retry_shaped_events_of_active_jobs_are_candidates():

@@ -50,13 +50,15 @@ def test_each_connection_has_a_current_variable_and_an_old_alias():
 def test_current_names_and_their_file_forms(tmp_path):
     secret = tmp_path / "orders-url"
     secret.write_text("rediss://app:s3cret@orders.example:6380/1\n")
-    specs = specs_of({
-        "QUEUEWATCH_URL_DEFAULT": REDIS,
-        "QUEUEWATCH_CONNECTIONS": "orders,billing-eu",
-        "QUEUEWATCH_URL_ORDERS_FILE": str(secret),
-        "QUEUEWATCH_URL_BILLING_EU": "redis://billing.example/2",
-        "QUEUEWATCH_PREFIXES_BILLING_EU": "{billing}",
-    })
+    specs = specs_of(
+        {
+            "QUEUEWATCH_URL_DEFAULT": REDIS,
+            "QUEUEWATCH_CONNECTIONS": "orders,billing-eu",
+            "QUEUEWATCH_URL_ORDERS_FILE": str(secret),
+            "QUEUEWATCH_URL_BILLING_EU": "redis://billing.example/2",
+            "QUEUEWATCH_PREFIXES_BILLING_EU": "{billing}",
+        }
+    )
     assert list(specs) == ["default", "orders", "billing-eu"]
     assert specs["default"].url == REDIS
     assert specs["orders"].url == "rediss://app:s3cret@orders.example:6380/1"
@@ -72,14 +74,18 @@ def test_default_file_form(tmp_path):
 def test_old_names_keep_working_beside_new_ones_for_other_connections(tmp_path):
     secret = tmp_path / "url"
     secret.write_text("redis://orders.example/1")
-    specs = specs_of({
-        "QUEUEWATCH_REDIS_URL": REDIS,
-        "QUEUEWATCH_CONNECTIONS": "orders,mail",
-        "QUEUEWATCH_REDIS_URL_ORDERS_FILE": str(secret),
-        "QUEUEWATCH_URL_MAIL": "redis://mail.example/3",
-    })
+    specs = specs_of(
+        {
+            "QUEUEWATCH_REDIS_URL": REDIS,
+            "QUEUEWATCH_CONNECTIONS": "orders,mail",
+            "QUEUEWATCH_REDIS_URL_ORDERS_FILE": str(secret),
+            "QUEUEWATCH_URL_MAIL": "redis://mail.example/3",
+        }
+    )
     assert {n: s.url for n, s in specs.items()} == {
-        "default": REDIS, "orders": "redis://orders.example/1", "mail": "redis://mail.example/3",
+        "default": REDIS,
+        "orders": "redis://orders.example/1",
+        "mail": "redis://mail.example/3",
     }
 
 
@@ -98,13 +104,18 @@ def test_both_names_for_the_default_connection_stop_start_up_naming_both(tmp_pat
 
 
 def test_both_names_for_a_named_connection_stop_start_up_without_showing_the_url():
-    env = {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": REDIS,
-           "QUEUEWATCH_REDIS_URL_ORDERS": "redis://other:pw2@x/1"}
+    env = {
+        "QUEUEWATCH_CONNECTIONS": "orders",
+        "QUEUEWATCH_URL_ORDERS": REDIS,
+        "QUEUEWATCH_REDIS_URL_ORDERS": "redis://other:pw2@x/1",
+    }
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
     message = str(caught.value)
-    assert message == ("QUEUEWATCH_URL_ORDERS and QUEUEWATCH_REDIS_URL_ORDERS both set the URL of connection "
-                       "'orders': keep QUEUEWATCH_URL_ORDERS and remove QUEUEWATCH_REDIS_URL_ORDERS, its old name.")
+    assert message == (
+        "QUEUEWATCH_URL_ORDERS and QUEUEWATCH_REDIS_URL_ORDERS both set the URL of connection "
+        "'orders': keep QUEUEWATCH_URL_ORDERS and remove QUEUEWATCH_REDIS_URL_ORDERS, its old name."
+    )
     assert "hunter2" not in message and "pw2" not in message
 
 
@@ -116,7 +127,9 @@ def test_an_empty_alias_is_unset_not_a_conflict():
 def test_the_url_of_a_variable_wins_over_its_file_form(tmp_path):
     secret = tmp_path / "url"
     secret.write_text("redis://from-file/0")
-    assert specs_of({"QUEUEWATCH_URL_DEFAULT": REDIS, "QUEUEWATCH_URL_DEFAULT_FILE": str(secret)})["default"].url == REDIS
+    assert (
+        specs_of({"QUEUEWATCH_URL_DEFAULT": REDIS, "QUEUEWATCH_URL_DEFAULT_FILE": str(secret)})["default"].url == REDIS
+    )
 
 
 def test_default_url_applies_only_when_no_variable_sets_the_default():
@@ -125,33 +138,58 @@ def test_default_url_applies_only_when_no_variable_sets_the_default():
     assert specs_of({}) == {}
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"QUEUEWATCH_URL_DEFAULT": "http://x"}, "QUEUEWATCH_URL_DEFAULT must be a redis://, rediss:// or unix:// URL (got scheme 'http')."),
-    ({"QUEUEWATCH_REDIS_URL": "http://x"}, "QUEUEWATCH_REDIS_URL must be a redis://, rediss:// or unix:// URL (got scheme 'http')."),
-    ({"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": "redis://h:port/0"},
-     "QUEUEWATCH_URL_ORDERS is not a valid Redis URL: Port could not be cast to integer value as 'port'"),
-    ({"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "ftp://h"},
-     "QUEUEWATCH_REDIS_URL_ORDERS must be a redis://, rediss:// or unix:// URL (got scheme 'ftp')."),
-    ({"QUEUEWATCH_CONNECTIONS": "orders"},
-     "Connection 'orders' is declared in QUEUEWATCH_CONNECTIONS but QUEUEWATCH_URL_ORDERS is not set."),
-    ({"QUEUEWATCH_URL_ORDRES": REDIS, "QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": REDIS},
-     "QUEUEWATCH_URL_ORDRES is set but no connection declared in QUEUEWATCH_CONNECTIONS reads it: "
-     "add the connection's name there, or remove the variable."),
-    ({"QUEUEWATCH_URL_MAIL_FILE": "/run/secrets/mail"},
-     "QUEUEWATCH_URL_MAIL_FILE is set but no connection declared in QUEUEWATCH_CONNECTIONS reads it: "
-     "add the connection's name there, or remove the variable."),
-    ({"QUEUEWATCH_CONNECTIONS": "billing-eu,billing_eu"},
-     "QUEUEWATCH_CONNECTIONS: connections 'billing-eu' and 'billing_eu' would both be configured by "
-     "QUEUEWATCH_URL_BILLING_EU; rename one."),
-    ({"QUEUEWATCH_CONNECTIONS": "orders,orders-file"},
-     "QUEUEWATCH_CONNECTIONS: connections 'orders' and 'orders-file' would both be configured by "
-     "QUEUEWATCH_URL_ORDERS_FILE; rename one."),
-    ({"QUEUEWATCH_CONNECTIONS": "file"},
-     "QUEUEWATCH_CONNECTIONS: connections 'default' and 'file' would both be configured by "
-     "QUEUEWATCH_REDIS_URL_FILE; rename one."),
-    ({"QUEUEWATCH_CONNECTIONS": "orders,Orders"}, "QUEUEWATCH_CONNECTIONS names a connection twice."),
-    ({"QUEUEWATCH_CONNECTIONS": "default"}, "QUEUEWATCH_CONNECTIONS: 'default' is not a valid connection name"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            {"QUEUEWATCH_URL_DEFAULT": "http://x"},
+            "QUEUEWATCH_URL_DEFAULT must be a redis://, rediss:// or unix:// URL (got scheme 'http').",
+        ),
+        (
+            {"QUEUEWATCH_REDIS_URL": "http://x"},
+            "QUEUEWATCH_REDIS_URL must be a redis://, rediss:// or unix:// URL (got scheme 'http').",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": "redis://h:port/0"},
+            "QUEUEWATCH_URL_ORDERS is not a valid Redis URL: Port could not be cast to integer value as 'port'",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "ftp://h"},
+            "QUEUEWATCH_REDIS_URL_ORDERS must be a redis://, rediss:// or unix:// URL (got scheme 'ftp').",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "orders"},
+            "Connection 'orders' is declared in QUEUEWATCH_CONNECTIONS but QUEUEWATCH_URL_ORDERS is not set.",
+        ),
+        (
+            {"QUEUEWATCH_URL_ORDRES": REDIS, "QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": REDIS},
+            "QUEUEWATCH_URL_ORDRES is set but no connection declared in QUEUEWATCH_CONNECTIONS reads it: "
+            "add the connection's name there, or remove the variable.",
+        ),
+        (
+            {"QUEUEWATCH_URL_MAIL_FILE": "/run/secrets/mail"},
+            "QUEUEWATCH_URL_MAIL_FILE is set but no connection declared in QUEUEWATCH_CONNECTIONS reads it: "
+            "add the connection's name there, or remove the variable.",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "billing-eu,billing_eu"},
+            "QUEUEWATCH_CONNECTIONS: connections 'billing-eu' and 'billing_eu' would both be configured by "
+            "QUEUEWATCH_URL_BILLING_EU; rename one.",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "orders,orders-file"},
+            "QUEUEWATCH_CONNECTIONS: connections 'orders' and 'orders-file' would both be configured by "
+            "QUEUEWATCH_URL_ORDERS_FILE; rename one.",
+        ),
+        (
+            {"QUEUEWATCH_CONNECTIONS": "file"},
+            "QUEUEWATCH_CONNECTIONS: connections 'default' and 'file' would both be configured by "
+            "QUEUEWATCH_REDIS_URL_FILE; rename one.",
+        ),
+        ({"QUEUEWATCH_CONNECTIONS": "orders,Orders"}, "QUEUEWATCH_CONNECTIONS names a connection twice."),
+        ({"QUEUEWATCH_CONNECTIONS": "default"}, "QUEUEWATCH_CONNECTIONS: 'default' is not a valid connection name"),
+    ],
+)
 def test_settings_errors_name_the_variable_the_operator_used(env, message):
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
@@ -163,23 +201,37 @@ def test_an_empty_stray_variable_is_ignored():
 
 
 def test_the_default_connection_may_be_any_registered_kind(elsewhere_kind):
-    specs = specs_of({"QUEUEWATCH_URL_DEFAULT": "elsewhere://db.example/queues",
-                      "QUEUEWATCH_CONNECTIONS": "cache", "QUEUEWATCH_URL_CACHE": REDIS})
+    specs = specs_of(
+        {
+            "QUEUEWATCH_URL_DEFAULT": "elsewhere://db.example/queues",
+            "QUEUEWATCH_CONNECTIONS": "cache",
+            "QUEUEWATCH_URL_CACHE": REDIS,
+        }
+    )
     assert [(s.name, s.scheme) for s in specs.values()] == [("default", "elsewhere"), ("cache", "redis")]
 
 
 def test_a_kinds_reason_that_quotes_the_url_loses_the_password(elsewhere_kind):
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env({"QUEUEWATCH_URL_DEFAULT": "elsewhere://u:p%40ss-w0rd@db.example/"}, default_url=None)
-    assert str(caught.value) == "QUEUEWATCH_URL_DEFAULT is not a valid elsewhere URL: no database in elsewhere://u:***@db.example/"
+    assert (
+        str(caught.value)
+        == "QUEUEWATCH_URL_DEFAULT is not a valid elsewhere URL: no database in elsewhere://u:***@db.example/"
+    )
 
 
 # --- Queuewatch's own Redis --------------------------------------------------------------------
 
 
 def test_dashboard_redis_defaults_to_the_default_connection_when_it_is_a_redis_node():
-    specs = connection_specs_from_env({"QUEUEWATCH_URL_DEFAULT": REDIS, "QUEUEWATCH_CONNECTIONS": "orders",
-                                       "QUEUEWATCH_URL_ORDERS": "redis://orders/1"}, default_url=None)
+    specs = connection_specs_from_env(
+        {
+            "QUEUEWATCH_URL_DEFAULT": REDIS,
+            "QUEUEWATCH_CONNECTIONS": "orders",
+            "QUEUEWATCH_URL_ORDERS": "redis://orders/1",
+        },
+        default_url=None,
+    )
     assert dashboard_redis_url_from_env({}, specs) == REDIS
 
 
@@ -189,9 +241,16 @@ def test_every_redis_node_scheme_can_hold_the_dashboards_data(url):
 
 
 def test_dashboard_redis_defaults_to_the_first_redis_node_when_the_default_is_another_kind(elsewhere_kind):
-    specs = connection_specs_from_env({"QUEUEWATCH_URL_DEFAULT": "elsewhere://db/q", "QUEUEWATCH_CONNECTIONS": "a,b,c",
-                                       "QUEUEWATCH_URL_A": "elsewhere://db/a", "QUEUEWATCH_URL_B": "redis://b/1",
-                                       "QUEUEWATCH_URL_C": "redis://c/1"}, default_url=None)
+    specs = connection_specs_from_env(
+        {
+            "QUEUEWATCH_URL_DEFAULT": "elsewhere://db/q",
+            "QUEUEWATCH_CONNECTIONS": "a,b,c",
+            "QUEUEWATCH_URL_A": "elsewhere://db/a",
+            "QUEUEWATCH_URL_B": "redis://b/1",
+            "QUEUEWATCH_URL_C": "redis://c/1",
+        },
+        default_url=None,
+    )
     assert dashboard_redis_url_from_env({}, specs) == "redis://b/1"
 
 
@@ -212,7 +271,10 @@ def test_dashboard_redis_set_explicitly_wins_and_has_a_file_form(tmp_path):
     assert dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL": "redis://mine/2"}, specs) == "redis://mine/2"
     secret = tmp_path / "url"
     secret.write_text("redis://:pw@mine/3\n")
-    assert dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL_FILE": str(secret)}, specs) == "redis://:pw@mine/3"
+    assert (
+        dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL_FILE": str(secret)}, specs)
+        == "redis://:pw@mine/3"
+    )
 
 
 def test_dashboard_redis_must_be_a_redis_node(elsewhere_kind):
@@ -255,8 +317,9 @@ def test_settings_refuse_to_start_with_both_names_set(monkeypatch):
 def test_settings_refuse_to_start_without_a_redis_for_the_dashboard(monkeypatch, elsewhere_kind):
     with pytest.raises(ImproperlyConfigured, match="^QUEUEWATCH_DASHBOARD_REDIS_URL is not set, and no connection"):
         load_settings(monkeypatch, {"QUEUEWATCH_URL_DEFAULT": "elsewhere://db/q"})
-    loaded = load_settings(monkeypatch, {"QUEUEWATCH_URL_DEFAULT": "elsewhere://db/q",
-                                         "QUEUEWATCH_DASHBOARD_REDIS_URL": "redis://mine/2"})
+    loaded = load_settings(
+        monkeypatch, {"QUEUEWATCH_URL_DEFAULT": "elsewhere://db/q", "QUEUEWATCH_DASHBOARD_REDIS_URL": "redis://mine/2"}
+    )
     assert loaded["QUEUEWATCH_DASHBOARD_REDIS_URL"] == "redis://mine/2"
 
 

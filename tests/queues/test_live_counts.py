@@ -15,9 +15,15 @@ STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "co
 
 
 def snap(last_event_id="10-0", oldest=None, **counts):
-    return QueueSnapshot(queue=Q, counts={s: counts.get(s.replace("-", "_"), 0) for s in STATES}, paused=False,
-                         schedulers=0, oldest_waiting_id=oldest, oldest_waiting_ts=1000 if oldest else None,
-                         last_event_id=last_event_id)
+    return QueueSnapshot(
+        queue=Q,
+        counts={s: counts.get(s.replace("-", "_"), 0) for s in STATES},
+        paused=False,
+        schedulers=0,
+        oldest_waiting_id=oldest,
+        oldest_waiting_ts=1000 if oldest else None,
+        last_event_id=last_event_id,
+    )
 
 
 def ev(ms, name, job="", **fields):
@@ -92,13 +98,16 @@ def test_a_finished_set_is_clamped_to_the_keep_count_its_jobs_options_give():
     assert live.counts["completed"] == 27
 
 
-@pytest.mark.parametrize("opts, completed, failed", [
-    ({"removeOnComplete": {"count": 20}, "removeOnFail": 10}, 20, 10),
-    ({"removeOnComplete": True, "removeOnFail": False}, 0, KEEP_ALL),
-    ({"removeOnComplete": {"age": 60, "count": 5}, "removeOnFail": {}}, None, KEEP_ALL),  # age trims by time
-    ({"attempts": 3}, None, None),  # the worker's default applies: not stored anywhere
-    ({"removeOnComplete": {"count": -1}, "removeOnFail": "x"}, KEEP_ALL, None),
-])
+@pytest.mark.parametrize(
+    "opts, completed, failed",
+    [
+        ({"removeOnComplete": {"count": 20}, "removeOnFail": 10}, 20, 10),
+        ({"removeOnComplete": True, "removeOnFail": False}, 0, KEEP_ALL),
+        ({"removeOnComplete": {"age": 60, "count": 5}, "removeOnFail": {}}, None, KEEP_ALL),  # age trims by time
+        ({"attempts": 3}, None, None),  # the worker's default applies: not stored anywhere
+        ({"removeOnComplete": {"count": -1}, "removeOnFail": "x"}, KEEP_ALL, None),
+    ],
+)
 def test_keep_count_reads_the_options_as_bullmq_does(opts, completed, failed):
     assert (keep_count(opts, "completed"), keep_count(opts, "failed")) == (completed, failed)
 

@@ -19,13 +19,16 @@ pytestmark = pytest.mark.django_db
 def test_default_connection_and_extra_connections_from_env(tmp_path):
     secret = tmp_path / "url"
     secret.write_text("rediss://app:s3cret@cache.example:6380/4\n")
-    specs = connection_specs_from_env({
-        "QUEUEWATCH_REDIS_URL": "redis://default:pw@localhost:6379/0",
-        "QUEUEWATCH_PREFIXES": "bull, {bull} ,app:bull",
-        "QUEUEWATCH_CONNECTIONS": "orders,billing-eu",
-        "QUEUEWATCH_REDIS_URL_ORDERS": "redis://localhost:6380/1",
-        "QUEUEWATCH_REDIS_URL_BILLING_EU_FILE": str(secret),
-    }, default_url=None)
+    specs = connection_specs_from_env(
+        {
+            "QUEUEWATCH_REDIS_URL": "redis://default:pw@localhost:6379/0",
+            "QUEUEWATCH_PREFIXES": "bull, {bull} ,app:bull",
+            "QUEUEWATCH_CONNECTIONS": "orders,billing-eu",
+            "QUEUEWATCH_REDIS_URL_ORDERS": "redis://localhost:6380/1",
+            "QUEUEWATCH_REDIS_URL_BILLING_EU_FILE": str(secret),
+        },
+        default_url=None,
+    )
     assert [s.name for s in specs] == ["default", "orders", "billing-eu"]
     assert specs[0].prefixes == ("bull", "{bull}", "app:bull")
     assert specs[1].prefixes == ("bull",)
@@ -33,12 +36,15 @@ def test_default_connection_and_extra_connections_from_env(tmp_path):
     assert "s3cret" not in repr(specs[2]) and "s3cret" not in specs[2].display_url
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"QUEUEWATCH_REDIS_URL": "http://x"}, "must be a redis://"),
-    ({"QUEUEWATCH_CONNECTIONS": "orders"}, "QUEUEWATCH_URL_ORDERS is not set"),
-    ({"QUEUEWATCH_CONNECTIONS": "Bad Name!"}, "not a valid connection name"),
-    ({"QUEUEWATCH_REDIS_URL": "redis://x", "QUEUEWATCH_PREFIXES": " , "}, "names no prefix"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"QUEUEWATCH_REDIS_URL": "http://x"}, "must be a redis://"),
+        ({"QUEUEWATCH_CONNECTIONS": "orders"}, "QUEUEWATCH_URL_ORDERS is not set"),
+        ({"QUEUEWATCH_CONNECTIONS": "Bad Name!"}, "not a valid connection name"),
+        ({"QUEUEWATCH_REDIS_URL": "redis://x", "QUEUEWATCH_PREFIXES": " , "}, "names no prefix"),
+    ],
+)
 def test_bad_configuration_fails_loudly(env, message):
     with pytest.raises(ConfigurationError, match=message):
         connection_specs_from_env(env, default_url=None)
@@ -75,9 +81,9 @@ def test_discovery_with_special_prefixes_and_noise(redis_client):
     r = redis_client
     for prefix, name in [("bull", "a"), ("bull", "b"), ("{app:bull}", "c"), ("we[ird]", "d")]:
         r.hset(f"{prefix}:{name}:meta", "opts.maxLenEvents", 10000)
-    r.hset("bull:a:repeat:x:meta", "f", 1)   # a job id ending in ':meta', not a queue
-    r.set("bull:z:meta", "a string")          # wrong type
-    r.hset("bullx:y:meta", "f", 1)            # a different prefix
+    r.hset("bull:a:repeat:x:meta", "f", 1)  # a job id ending in ':meta', not a queue
+    r.set("bull:z:meta", "a string")  # wrong type
+    r.hset("bullx:y:meta", "f", 1)  # a different prefix
     assert discover_queue_names(r, "bull") == ["a", "b"]
     r.hset("bull:orders:eu:meta", "opts.maxLenEvents", 10000)  # a queue named with ':' (Python BullMQ)
     r.hset("bull:a:x:meta", mapping={"name": "j", "data": "{}", "opts": "{}", "timestamp": 1})  # job 'x:meta' of 'a'
@@ -91,7 +97,12 @@ def test_discovery_with_special_prefixes_and_noise(redis_client):
 
 def test_redactor_walks_json_and_text():
     red = Redactor()
-    data = {"password": "p", "nested": {"API_KEY": "k", "list": [{"x-auth-token": "t"}]}, "tokenizer": "t2", "keep": "v"}
+    data = {
+        "password": "p",
+        "nested": {"API_KEY": "k", "list": [{"x-auth-token": "t"}]},
+        "tokenizer": "t2",
+        "keep": "v",
+    }
     out = red.value(data)
     assert out["password"] == out["nested"]["API_KEY"] == out["nested"]["list"][0]["x-auth-token"] == "[redacted]"
     assert out["keep"] == "v"
@@ -144,7 +155,7 @@ def test_legacy_schedulers_are_flagged_on_the_page(logged_in, scratch_queues):
     r.hset("bull:legacy:meta", "opts.maxLenEvents", 10000)
     r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
     html = logged_in.get(reverse("schedulers")).content.decode()
-    assert 'badge legacy' in html and "BullMQ 6 throws on it" in html
+    assert "badge legacy" in html and "BullMQ 6 throws on it" in html
 
 
 def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_client):

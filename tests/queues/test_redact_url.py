@@ -11,34 +11,37 @@ from queues.connections import ConnectionSpec, redact_url
 from queues.sources.spec import hide_url_secrets
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("redis://user:pw@host:1/2", "redis://user:***@host:1/2"),
-    ("redis://:pw@host", "redis://:***@host"),  # password only
-    ("redis://host:6379", "redis://host:6379"),
-    ("redis://user@host/0", "redis://user@host/0"),  # user only: nothing to hide
-    ("redis://u:@host", "redis://u:@host"),  # an empty password
-    ("redis+cluster://u:p4ss@h1:1,h2:2", "redis+cluster://u:***@h1:1,h2:2"),  # multi-host
-    ("postgres://u:p4ss@h1,h2/db", "postgres://u:***@h1,h2/db"),
-    ("redis://u:p4ss@[::1]:6379/0", "redis://u:***@[::1]:6379/0"),  # IPv6
-    ("redis://u:p4ss@[::1/0", "redis://u:***@[::1/0"),  # a malformed IPv6 host urlsplit rejects
-    ("rediss://u:p%40ss%2Fw0rd@h/0", "rediss://u:***@h/0"),  # percent-encoded
-    ("redis://:p@ss@h/0", "redis://:***@h/0"),  # a raw '@' in the password
-    ("redis://u:pa/ss?x#y@h/0", "redis://u:***@h/0"),  # raw '/', '?', '#' in the password
-    ("redis://h/0?password=p4ss&db=1", "redis://h/0?password=***&db=1"),
-    ("redis://h/0?sentinel_password=p4ss", "redis://h/0?sentinel_password=***"),
-    ("redis://h/0?pass=p4ss&passage=1&author=me", "redis://h/0?pass=***&passage=1&author=me"),
-    ("redis://h/0?Pass%77ord=p4ss", "redis://h/0?Pass%77ord=***"),  # an encoded parameter name
-    ("unix:///run/redis.sock?password=p4ss&db=2", "unix:///run/redis.sock?password=***&db=2"),
-    ("redis://h/0#token=p4ss", "redis://h/0#token=***"),
-    ("user:p4ss@host:6379", "user:***@host:6379"),  # no scheme
-    (":p4ss@host", ":***@host"),
-    ("garbage", "garbage"),
-    ("", ""),
-    ("://", "://"),
-    ("@", "@"),
-    (":@", ":@"),
-    ("redis://", "redis://"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("redis://user:pw@host:1/2", "redis://user:***@host:1/2"),
+        ("redis://:pw@host", "redis://:***@host"),  # password only
+        ("redis://host:6379", "redis://host:6379"),
+        ("redis://user@host/0", "redis://user@host/0"),  # user only: nothing to hide
+        ("redis://u:@host", "redis://u:@host"),  # an empty password
+        ("redis+cluster://u:p4ss@h1:1,h2:2", "redis+cluster://u:***@h1:1,h2:2"),  # multi-host
+        ("postgres://u:p4ss@h1,h2/db", "postgres://u:***@h1,h2/db"),
+        ("redis://u:p4ss@[::1]:6379/0", "redis://u:***@[::1]:6379/0"),  # IPv6
+        ("redis://u:p4ss@[::1/0", "redis://u:***@[::1/0"),  # a malformed IPv6 host urlsplit rejects
+        ("rediss://u:p%40ss%2Fw0rd@h/0", "rediss://u:***@h/0"),  # percent-encoded
+        ("redis://:p@ss@h/0", "redis://:***@h/0"),  # a raw '@' in the password
+        ("redis://u:pa/ss?x#y@h/0", "redis://u:***@h/0"),  # raw '/', '?', '#' in the password
+        ("redis://h/0?password=p4ss&db=1", "redis://h/0?password=***&db=1"),
+        ("redis://h/0?sentinel_password=p4ss", "redis://h/0?sentinel_password=***"),
+        ("redis://h/0?pass=p4ss&passage=1&author=me", "redis://h/0?pass=***&passage=1&author=me"),
+        ("redis://h/0?Pass%77ord=p4ss", "redis://h/0?Pass%77ord=***"),  # an encoded parameter name
+        ("unix:///run/redis.sock?password=p4ss&db=2", "unix:///run/redis.sock?password=***&db=2"),
+        ("redis://h/0#token=p4ss", "redis://h/0#token=***"),
+        ("user:p4ss@host:6379", "user:***@host:6379"),  # no scheme
+        (":p4ss@host", ":***@host"),
+        ("garbage", "garbage"),
+        ("", ""),
+        ("://", "://"),
+        ("@", "@"),
+        (":@", ":@"),
+        ("redis://", "redis://"),
+    ],
+)
 def test_redacted_forms(url, shown):
     assert redact_url(url) == shown
 

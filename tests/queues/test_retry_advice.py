@@ -46,8 +46,10 @@ def built(redis_server, request):
     try:
         node.send("add", queue="bare", jobs=[{"name": "send"}] * 3)
         run("good", [{"name": "send", "opts": GOOD}] * 25)
-        for name, backoff in (("herd", {"type": "fixed", "delay": 1000}),
-                              ("herd-jitter", {"type": "fixed", "delay": 1000, "jitter": 0.5})):
+        for name, backoff in (
+            ("herd", {"type": "fixed", "delay": 1000}),
+            ("herd-jitter", {"type": "fixed", "delay": 1000, "jitter": 0.5}),
+        ):
             node.send("add", queue=name, jobs=[{"name": "call", "opts": {"attempts": 3, "backoff": backoff}}] * 8)
             for i in range(4):  # four workers holding one job each: the rest wait
                 node.send("start", id=f"{name}-{i}", queue=name, hold=True)
@@ -61,7 +63,6 @@ def built(redis_server, request):
         node.close()
         delete_prefixed(client, prefix)
         client.close()
-
 
 
 @pytest.mark.node

@@ -32,11 +32,17 @@ def memory_kind(monkeypatch):
 @pytest.fixture
 def memory_connections(settings, memory_kind):
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = None  # no monitor has published a queue list
-    point_at(settings, *connection_specs_from_env({
-        "QUEUEWATCH_REDIS_URL": "memory://shop",
-        "QUEUEWATCH_CONNECTIONS": "archive",
-        "QUEUEWATCH_REDIS_URL_ARCHIVE": "memory://offline",
-    }, default_url=None))
+    point_at(
+        settings,
+        *connection_specs_from_env(
+            {
+                "QUEUEWATCH_REDIS_URL": "memory://shop",
+                "QUEUEWATCH_CONNECTIONS": "archive",
+                "QUEUEWATCH_REDIS_URL_ARCHIVE": "memory://offline",
+            },
+            default_url=None,
+        ),
+    )
     yield
     reset_registry()
 

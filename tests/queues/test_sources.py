@@ -8,18 +8,23 @@ import pytest
 from queues.connections import ConnectionSpec, connection_specs_from_env
 from queues.errors import ConfigurationError, SourceUnavailable
 from queues.keys import QueueRef
-from queues.sources.facets import FACETS
 from queues.sources import Source, source_for
+from queues.sources.facets import FACETS
 from queues.sources.factory import SOURCE_KINDS, known_schemes
 from queues.sources.redis_node import RedisNodeSource
 from tests.support.servers import refused_port
 
 
-@pytest.mark.parametrize("var, env", [
-    ("QUEUEWATCH_REDIS_URL", {"QUEUEWATCH_REDIS_URL": "postgres://db.example/queues"}),
-    ("QUEUEWATCH_REDIS_URL_ORDERS", {"QUEUEWATCH_CONNECTIONS": "orders",
-                                     "QUEUEWATCH_REDIS_URL_ORDERS": "postgres://u:hunter2@db.example/q"}),
-])
+@pytest.mark.parametrize(
+    "var, env",
+    [
+        ("QUEUEWATCH_REDIS_URL", {"QUEUEWATCH_REDIS_URL": "postgres://db.example/queues"}),
+        (
+            "QUEUEWATCH_REDIS_URL_ORDERS",
+            {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "postgres://u:hunter2@db.example/q"},
+        ),
+    ],
+)
 def test_unknown_scheme_is_a_configuration_error_naming_the_variable_and_the_known_schemes(var, env):
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
@@ -70,7 +75,9 @@ def test_redis_node_source_discovers_every_prefix_in_order(node_source, redis_cl
     add_waiting_job(redis_client, "bull", "a-queue", "1", 1_000)
     add_waiting_job(redis_client, "{app}", "mail", "1", 1_000)
     assert node_source.discover() == [
-        QueueRef("default", "bull", "a-queue"), QueueRef("default", "bull", "b-queue"), QueueRef("default", "{app}", "mail"),
+        QueueRef("default", "bull", "a-queue"),
+        QueueRef("default", "bull", "b-queue"),
+        QueueRef("default", "{app}", "mail"),
     ]
 
 

@@ -10,8 +10,17 @@ import pytest
 from queues.events import Event
 from queues.job_clock import JobClock
 from queues.keys import QueueRef
-from queues.timings import (MAX_NAMES, OTHER_NAME, PROMETHEUS_LE_SECONDS, UPPER_BOUNDS, Histogram, NameMinute,
-                            QueueTimings, bucket_of, summarize)
+from queues.timings import (
+    MAX_NAMES,
+    OTHER_NAME,
+    PROMETHEUS_LE_SECONDS,
+    UPPER_BOUNDS,
+    Histogram,
+    NameMinute,
+    QueueTimings,
+    bucket_of,
+    summarize,
+)
 
 Q = QueueRef("default", "bull", "jobs")
 
@@ -54,8 +63,11 @@ def test_minutes_sum_into_hours_exactly():
     hour = NameMinute()
     for m in minutes:
         # Through the stored form (JSON keys are strings), as the roll-up reads it.
-        hour.merge(NameMinute(processing=Histogram.from_json(m.processing.as_json(), m.processing.sum_ms),
-                              completed=m.completed))
+        hour.merge(
+            NameMinute(
+                processing=Histogram.from_json(m.processing.as_json(), m.processing.sum_ms), completed=m.completed
+            )
+        )
     assert hour.processing.counts == everything.counts and hour.processing.sum_ms == everything.sum_ms
     assert hour.completed == sum(m.completed for m in minutes)
 
@@ -129,7 +141,10 @@ def test_a_job_from_before_following_is_named_once_by_one_read():
     assert clock.observe(ev("active", "7", 100)) == [] and clock.observe(ev("completed", "7", 300)) == []
     assert clock.observe(ev("completed", "8", 300)) == []
     samples = clock.resolve_names(lambda conn: Probes())
-    assert sorted((s.name, s.kind, s.ms) for s in samples) == [("(unknown)", "completed", None), ("resize", "completed", 200)]
+    assert sorted((s.name, s.kind, s.ms) for s in samples) == [
+        ("(unknown)", "completed", None),
+        ("resize", "completed", 200),
+    ]
     assert len(reads) == 1 and len(reads[0]) == 2
     clock.observe(ev("waiting", "7", 400, prev="failed"))
     assert [s.name for s in clock.observe(ev("active", "7", 450))] == ["resize"]  # remembered: no second read

@@ -54,7 +54,7 @@ class GateProxy:
                     # the command even if its first bytes already went through.
                     self.held.set()
                     self.opened.wait()
-                carry = data[-len(self.marker):]
+                carry = data[-len(self.marker) :]
                 target.sendall(data)
         except OSError:
             pass

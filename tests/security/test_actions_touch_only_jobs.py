@@ -16,20 +16,37 @@ ITERATION = "repeat:sch1:1700000000000"
 
 
 def seed(r) -> None:
-    r.hset(Q.key("meta"), mapping={"paused": 1, "concurrency": 3, "max": 10, "duration": 1000, "opts.maxLenEvents": 10000})
+    r.hset(
+        Q.key("meta"), mapping={"paused": 1, "concurrency": 3, "max": 10, "duration": 1000, "opts.maxLenEvents": 10000}
+    )
     r.xadd(Q.key("events"), {"event": "added", "jobId": "1"})
     r.zadd(Q.key("repeat"), {"sch1": 1800000000000})
     r.hset(Q.key("repeat:sch1"), mapping={"name": "nightly", "pattern": "0 0 * * *", "ic": 1})
     r.set(Q.key("de:order-7"), "1")
     # A real iteration of the scheduler, finished and failed: an ordinary job.
-    r.hset(Q.key(ITERATION), mapping={"name": "nightly", "data": "{}", "opts": "{}", "timestamp": 1700000000000,
-                                      "finishedOn": 1700000001000, "rjk": "sch1", "failedReason": "boom"})
+    r.hset(
+        Q.key(ITERATION),
+        mapping={
+            "name": "nightly",
+            "data": "{}",
+            "opts": "{}",
+            "timestamp": 1700000000000,
+            "finishedOn": 1700000001000,
+            "rjk": "sch1",
+            "failedReason": "boom",
+        },
+    )
     r.zadd(Q.key("failed"), {ITERATION: 1700000001000})
 
 
 def snapshot_of_structures(r) -> dict:
-    return {"meta": r.hgetall(Q.key("meta")), "events": r.xlen(Q.key("events")), "repeat": r.zrange(Q.key("repeat"), 0, -1),
-            "repeat:sch1": r.hgetall(Q.key("repeat:sch1")), "de:order-7": r.get(Q.key("de:order-7"))}
+    return {
+        "meta": r.hgetall(Q.key("meta")),
+        "events": r.xlen(Q.key("events")),
+        "repeat": r.zrange(Q.key("repeat"), 0, -1),
+        "repeat:sch1": r.hgetall(Q.key("repeat:sch1")),
+        "de:order-7": r.get(Q.key("de:order-7")),
+    }
 
 
 STRUCTURES = ("meta", "events", "repeat:sch1", "de:order-7")

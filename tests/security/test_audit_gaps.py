@@ -40,7 +40,9 @@ def test_refusals_are_recorded(scratch_queues):
     forged, f = client_for("admin", csrf=True)
     assert forged.post(reverse("silence_new"), {"reason": "x"}).status_code == 403
     operator, o = client_for("operator")
-    response = operator.post(reverse("job_action", args=["default", "bull", "audited", "discard", "nope"]), {"reason": ""})
+    response = operator.post(
+        reverse("job_action", args=["default", "bull", "audited", "discard", "nope"]), {"reason": ""}
+    )
     assert response.status_code == 400  # a discard needs a reason
     recorded = actions()
     assert (v.username, "refused.role", "refused") in recorded
@@ -54,9 +56,20 @@ def test_rule_channel_silence_and_window_changes_and_send_test_are_recorded():
     admin, a = client_for("admin")
     receiver = WebhookReceiver().start()
     try:
-        admin.post(reverse("channel_new"), {"name": "ops", "kind": "webhook", "enabled": "on", "url": receiver.url,
-                                            "shape": "queuewatch", "timeout_s": "5", "content_type": "application/json",
-                                            "headers": "", "to": ""})
+        admin.post(
+            reverse("channel_new"),
+            {
+                "name": "ops",
+                "kind": "webhook",
+                "enabled": "on",
+                "url": receiver.url,
+                "shape": "queuewatch",
+                "timeout_s": "5",
+                "content_type": "application/json",
+                "headers": "",
+                "to": "",
+            },
+        )
         channel = Channel.objects.get()
         admin.post(reverse("channel_new"), {"name": "", "kind": "webhook", "url": "nope"})  # refused by validation
         admin.post(reverse("channel_test", args=[channel.pk]))
@@ -66,11 +79,19 @@ def test_rule_channel_silence_and_window_changes_and_send_test_are_recorded():
     rule = AlertRule.objects.create(name="backlog", kind="backlog", threshold=10)
     admin.post(reverse("alert_rule_delete", args=[rule.pk]))
     admin.post(reverse("silence_new"), {"reason": ""})  # refused by validation
-    admin.post(reverse("window_new"), {"name": "nightly", "cron": "0 2 * * *", "time_zone": "UTC", "duration_minutes": "30",
-                                       "reason": "deploys"})
+    admin.post(
+        reverse("window_new"),
+        {"name": "nightly", "cron": "0 2 * * *", "time_zone": "UTC", "duration_minutes": "30", "reason": "deploys"},
+    )
     recorded = [r[1:] for r in actions() if r[0] == a.username]
-    for expected in [("channel.create", "ok"), ("channel.create", "refused"), ("channel.test", "ok"),
-                     ("channel.delete", "ok"), ("rule.delete", "ok"), ("silence.create", "refused")]:
+    for expected in [
+        ("channel.create", "ok"),
+        ("channel.create", "refused"),
+        ("channel.test", "ok"),
+        ("channel.delete", "ok"),
+        ("rule.delete", "ok"),
+        ("silence.create", "refused"),
+    ]:
         assert expected in recorded, (expected, recorded)
     assert any(action == "window.create" for action, _ in recorded), recorded
 
@@ -85,10 +106,18 @@ def test_role_changes_tokens_and_admin_edits_are_recorded():
     superuser = User.objects.create_superuser("root", password="pw")
     admin = Client()
     admin.force_login(superuser)
-    response = admin.post(reverse("admin:auth_user_change", args=[user.pk]),
-                          {"username": "dana", "is_active": "on", "is_superuser": "on", "date_joined_0": "2026-01-01",
-                           "date_joined_1": "00:00:00", "initial-date_joined_0": "2026-01-01",
-                           "initial-date_joined_1": "00:00:00"})
+    response = admin.post(
+        reverse("admin:auth_user_change", args=[user.pk]),
+        {
+            "username": "dana",
+            "is_active": "on",
+            "is_superuser": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+            "initial-date_joined_0": "2026-01-01",
+            "initial-date_joined_1": "00:00:00",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     edit = AuditEntry.objects.get(action="admin.change")
     assert edit.username == "root" and edit.via == "admin" and "dana" in edit.selection["object"]

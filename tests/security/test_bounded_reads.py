@@ -25,8 +25,16 @@ def many_failed(private_redis):
     pipe = client.pipeline(transaction=False)
     pipe.hset("bull:bigfail:meta", mapping={"opts.maxLenEvents": 10000})
     for n in range(FAILED):
-        pipe.hset(f"bull:bigfail:{n}", mapping={"name": f"job-{n % 7}", "data": "{}", "timestamp": n, "finishedOn": n,
-                                                 "failedReason": f"boom {n % 300} at 10.0.0.{n % 9}:5432"})
+        pipe.hset(
+            f"bull:bigfail:{n}",
+            mapping={
+                "name": f"job-{n % 7}",
+                "data": "{}",
+                "timestamp": n,
+                "finishedOn": n,
+                "failedReason": f"boom {n % 300} at 10.0.0.{n % 9}:5432",
+            },
+        )
         pipe.zadd("bull:bigfail:failed", {str(n): n})
     pipe.execute()
     return client

@@ -40,8 +40,15 @@ def test_every_page_starts_at_the_cursor_with_a_small_offset():
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         ready.wait(10)
-        lines = "".join(iter_jobs_jsonl(r, queue=QueueRef("default", "bull", "deep"), filt=JobFilter(state="failed"),
-                                        before_ms=10**13, redactor=Redactor())).splitlines()
+        lines = "".join(
+            iter_jobs_jsonl(
+                r,
+                queue=QueueRef("default", "bull", "deep"),
+                filt=JobFilter(state="failed"),
+                before_ms=10**13,
+                redactor=Redactor(),
+            )
+        ).splitlines()
         r.echo("done")
         watcher.join(10)
     finally:

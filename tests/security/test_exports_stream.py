@@ -36,9 +36,17 @@ def seed(r) -> None:
     for i in range(FIRST_PAGE + GATED):
         job_id = f"open-{i}" if i < FIRST_PAGE else f"gate-{i}"
         finished = 1_700_000_000_000 + i
-        pipe.hset(f"bull:exp:{job_id}", mapping={"name": "export-me", "data": json.dumps({"i": i}),
-                                                 "timestamp": finished - 10, "finishedOn": finished,
-                                                 "failedReason": "boom", "atm": 1})
+        pipe.hset(
+            f"bull:exp:{job_id}",
+            mapping={
+                "name": "export-me",
+                "data": json.dumps({"i": i}),
+                "timestamp": finished - 10,
+                "finishedOn": finished,
+                "failedReason": "boom",
+                "atm": 1,
+            },
+        )
         pipe.zadd("bull:exp:failed", {job_id: finished})
     pipe.execute()
 
@@ -60,8 +68,9 @@ def web_env(*, redis_url: str, dashboard_url: str, database: str) -> dict:
 
 
 def manage(env, *args) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +79,11 @@ def gated_daphne(tmp_path_factory):
     redis_server = RedisServer()
     seed(redis_server.client())
     gate = GateProxy(upstream_port=redis_server.port, marker=b"gate-")
-    env = web_env(redis_url=gate.url, dashboard_url=redis_server.url(1),
-                  database=str(tmp_path_factory.mktemp("stream") / "db.sqlite3"))
+    env = web_env(
+        redis_url=gate.url,
+        dashboard_url=redis_server.url(1),
+        database=str(tmp_path_factory.mktemp("stream") / "db.sqlite3"),
+    )
     manage(env, "migrate", "-v0")
     manage(env, "demo_user", "--username", "exporter")
     token = manage(env, "api_token", "exporter")
@@ -87,8 +99,11 @@ def start_export(port: int, token: str) -> http.client.HTTPResponse:
     # The deadline only bounds a failure: with a buffered export, no line ever comes while
     # the gate is shut.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", reverse("api_export", args=QUEUE) + "?state=failed&format=jsonl",
-                 headers={"Authorization": f"Bearer {token}"})
+    conn.request(
+        "GET",
+        reverse("api_export", args=QUEUE) + "?state=failed&format=jsonl",
+        headers={"Authorization": f"Bearer {token}"},
+    )
     response = conn.getresponse()
     response.connection = conn  # so a test can hang up
     return response
@@ -178,9 +193,12 @@ def test_audit_csv_is_an_async_stream_under_asgi_one_chunk_per_batch(async_clien
     from dashboard.audit import log as audit
     from dashboard.audit.models import AuditEntry
 
-    AuditEntry.objects.bulk_create(AuditEntry(username="u", via="page", action="job.retry", connection="default",
-                                              prefix="bull", queue="q", outcome="ok")
-                                   for _ in range(audit.CSV_BATCH + 1))
+    AuditEntry.objects.bulk_create(
+        AuditEntry(
+            username="u", via="page", action="job.retry", connection="default", prefix="bull", queue="q", outcome="ok"
+        )
+        for _ in range(audit.CSV_BATCH + 1)
+    )
 
     async def fetch():
         await sync_to_async(async_client.force_login)(user)

@@ -24,11 +24,55 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SEED = int(os.environ.get("QUEUEWATCH_FUZZ_SEED", "20240612"))
 STATES = ("failed", "delayed", "completed", "waiting", "active", "prioritized")
-FIELDS = ("name", "data", "opts", "timestamp", "processedOn", "finishedOn", "delay", "priority", "atm", "ats",
-          "stc", "failedReason", "stacktrace", "returnvalue", "progress", "parentKey", "parent", "rjk")
-HOSTILE = [b"\xff\xfe\x00binary", "1e400", "-1e400", "inf", "-inf", "NaN", "Infinity", DEEP, '{"a":', "[]",
-           '{"n":1e400}', "null", "-1", "9" * 400, '"quoted"', "'single'", "\u202eevil\u202c", "<script>x</script>",
-           "=HYPERLINK(1)", "a/b", "a:b", "{tag}", "", " ", "\u0000", "\u2028\u2029", '{"password":"hunter2"}']
+FIELDS = (
+    "name",
+    "data",
+    "opts",
+    "timestamp",
+    "processedOn",
+    "finishedOn",
+    "delay",
+    "priority",
+    "atm",
+    "ats",
+    "stc",
+    "failedReason",
+    "stacktrace",
+    "returnvalue",
+    "progress",
+    "parentKey",
+    "parent",
+    "rjk",
+)
+HOSTILE = [
+    b"\xff\xfe\x00binary",
+    "1e400",
+    "-1e400",
+    "inf",
+    "-inf",
+    "NaN",
+    "Infinity",
+    DEEP,
+    '{"a":',
+    "[]",
+    '{"n":1e400}',
+    "null",
+    "-1",
+    "9" * 400,
+    '"quoted"',
+    "'single'",
+    "\u202eevil\u202c",
+    "<script>x</script>",
+    "=HYPERLINK(1)",
+    "a/b",
+    "a:b",
+    "{tag}",
+    "",
+    " ",
+    "\u0000",
+    "\u2028\u2029",
+    '{"password":"hunter2"}',
+]
 QUEUE_NAMES = ["slash/name", "colon:name", "{brace}", 'quo"te', "bidi\u202egnp.exe", "it's", "a" * 300, "sp ace"]
 
 
@@ -43,8 +87,21 @@ def hostile_value(rng: random.Random):
 
 
 def hostile_id(rng: random.Random) -> str:
-    return rng.choice(["9" * 2000, "id/with/slash", "id:colon", "{id}", 'id"q', "\u202eid", "meta", "1",
-                       f"j{rng.randrange(10**6)}", "..", "%2F"])
+    return rng.choice(
+        [
+            "9" * 2000,
+            "id/with/slash",
+            "id:colon",
+            "{id}",
+            'id"q',
+            "\u202eid",
+            "meta",
+            "1",
+            f"j{rng.randrange(10**6)}",
+            "..",
+            "%2F",
+        ]
+    )
 
 
 def seed_queue(r, rng: random.Random, name: str) -> list[str]:
@@ -62,8 +119,13 @@ def seed_queue(r, rng: random.Random, name: str) -> list[str]:
         else:
             r.zadd(key + state, {job_id: score})
     for _ in range(20):
-        r.xadd(key + "events", {rng.choice(["event", "jobId", "prev", "returnvalue", "failedReason", "\xff"]):
-                                hostile_value(rng) for _ in range(rng.randrange(1, 4))})
+        r.xadd(
+            key + "events",
+            {
+                rng.choice(["event", "jobId", "prev", "returnvalue", "failedReason", "\xff"]): hostile_value(rng)
+                for _ in range(rng.randrange(1, 4))
+            },
+        )
     r.xadd(key + "events", {"event": "completed", "jobId": hostile_id(rng), "returnvalue": DEEP})
     return ids
 

@@ -61,8 +61,15 @@ def queues(big_redis):
 
 
 def walker(r, **options) -> DiscoveryPass:
-    return DiscoveryPass(r, connection="default", prefixes=["bull"], keys_per_step=KEYS_PER_STEP,
-                         scan_count=SCAN_COUNT, min_pass_s=0, **options)
+    return DiscoveryPass(
+        r,
+        connection="default",
+        prefixes=["bull"],
+        keys_per_step=KEYS_PER_STEP,
+        scan_count=SCAN_COUNT,
+        min_pass_s=0,
+        **options,
+    )
 
 
 def test_each_step_stays_within_its_budget_and_a_pass_walks_everything(big_redis, queues):

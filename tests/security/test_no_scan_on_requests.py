@@ -18,8 +18,6 @@ from queues.keys import QueueRef
 pytestmark = pytest.mark.django_db
 
 
-
-
 def calls(client, command: str) -> int:
     return client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0)
 

@@ -109,7 +109,9 @@ def test_an_item_that_fails_to_render_costs_only_itself_and_is_logged_once(live_
     evil = QueueRef(*EVIL)
 
     with monitor_log() as messages:
-        run_monitor_until(lambda m: m.stats["ticks"] >= 4 and dash_redis.cached_fragments(dash, live.job_group(evil, "fine")))
+        run_monitor_until(
+            lambda m: m.stats["ticks"] >= 4 and dash_redis.cached_fragments(dash, live.job_group(evil, "fine"))
+        )
     failures = [m for m in messages if "cannot read or render" in m]
     assert len(failures) == 1 and "boom" in failures[0]
     assert _restarts(messages) == []

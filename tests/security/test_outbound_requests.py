@@ -40,12 +40,23 @@ def client_for(role: str) -> Client:
 
 
 def channel_form(url: str) -> dict:
-    return {"name": "hook", "kind": "webhook", "enabled": "on", "url": url, "shape": "queuewatch",
-            "timeout_s": "5", "content_type": "application/json", "headers": "", "to": ""}
+    return {
+        "name": "hook",
+        "kind": "webhook",
+        "enabled": "on",
+        "url": url,
+        "shape": "queuewatch",
+        "timeout_s": "5",
+        "content_type": "application/json",
+        "headers": "",
+        "to": "",
+    }
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1", "127.8.9.10", "::1", "169.254.169.254", "fe80::1", "0.0.0.0",
-                                     "::ffff:127.0.0.1", "224.0.0.1"])
+@pytest.mark.parametrize(
+    "address",
+    ["127.0.0.1", "127.8.9.10", "::1", "169.254.169.254", "fe80::1", "0.0.0.0", "::ffff:127.0.0.1", "224.0.0.1"],
+)
 def test_default_policy_denies_loopback_link_local_and_friends(address):
     assert DEFAULT.address_refusal(address)
 
@@ -73,8 +84,15 @@ def test_a_hostname_resolving_to_loopback_is_denied():
         resolve("localhost", 80, policy=DEFAULT)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:6379/", "http://[::1]:8080/x", "http://169.254.169.254/latest/meta-data/",
-                                 "http://localhost:9000/hook"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:6379/",
+        "http://[::1]:8080/x",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost:9000/hook",
+    ],
+)
 def test_channel_form_rejects_denied_addresses_with_a_clear_message(settings, url):
     settings.QUEUEWATCH_WEBHOOK_ALLOW = []
     response = client_for("admin").post("/alerts/channels/new/", channel_form(url))
@@ -106,8 +124,9 @@ def test_the_connection_goes_to_the_checked_address_without_a_second_lookup(monk
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    channel = Channel.objects.create(name="r", kind=Channel.WEBHOOK,
-                                     config={"url": f"http://rebind.test:{receiver.port}/hook", "timeout_s": 5})
+    channel = Channel.objects.create(
+        name="r", kind=Channel.WEBHOOK, config={"url": f"http://rebind.test:{receiver.port}/hook", "timeout_s": 5}
+    )
     result = sender.send_test(channel=channel, requested_by="admin")
     assert result.ok, result.detail
     assert lookups == ["rebind.test"] and len(receiver.received) == 1
@@ -116,8 +135,9 @@ def test_the_connection_goes_to_the_checked_address_without_a_second_lookup(monk
 def test_the_receivers_error_body_is_shown_to_admins_only(receiver):
     channel = Channel.objects.create(name="leaky", kind=Channel.WEBHOOK, config={"url": receiver.url, "timeout_s": 5})
     receiver.answers = [400]  # the receiver's body: "<b>refused</b> with 400" (a secret, in the attack)
-    Notification.objects.create(channel=channel, idempotency_key="k1", kind=Notification.FIRING, subject="s",
-                                payload={"alerts": []})
+    Notification.objects.create(
+        channel=channel, idempotency_key="k1", kind=Notification.FIRING, subject="s", payload={"alerts": []}
+    )
     sender.send_due()
     for page in ("/alerts/channels/", f"/alerts/channels/{channel.pk}/log/"):
         viewer = client_for("viewer").get(page).content.decode()

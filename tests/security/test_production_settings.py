@@ -22,14 +22,18 @@ PRODUCTION = {
 
 
 def run_django(env_extra: dict, *args: str) -> subprocess.CompletedProcess:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
-           **PRODUCTION, **env_extra}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+        **PRODUCTION,
+        **env_extra,
+    }
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
 def settings_of(env_extra: dict, *names: str) -> list[str]:
-    code = ("import django; django.setup(); from django.conf import settings as s; "
-            + "; ".join(f"print(repr(getattr(s, {n!r}, None)))" for n in names))
+    code = "import django; django.setup(); from django.conf import settings as s; " + "; ".join(
+        f"print(repr(getattr(s, {n!r}, None)))" for n in names
+    )
     done = run_django(env_extra, "-c", code)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -42,13 +46,26 @@ def test_check_deploy_is_clean_with_production_settings():
 
 
 def test_production_defaults_are_https_only_and_sessions_short():
-    names = ("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS",
-             "SESSION_COOKIE_AGE", "SECURE_PROXY_SSL_HEADER")
+    names = (
+        "SESSION_COOKIE_SECURE",
+        "CSRF_COOKIE_SECURE",
+        "SECURE_SSL_REDIRECT",
+        "SECURE_HSTS_SECONDS",
+        "SESSION_COOKIE_AGE",
+        "SECURE_PROXY_SSL_HEADER",
+    )
     assert settings_of({}, *names) == ["True", "True", "True", str(365 * 24 * 3600), str(12 * 3600), "None"]
     # Each relaxation is its own setting; the proxy header is trusted only when asked to.
-    relaxed = settings_of({"QUEUEWATCH_SECURE_COOKIES": "0", "QUEUEWATCH_SSL_REDIRECT": "0",
-                           "QUEUEWATCH_HSTS_SECONDS": "0", "QUEUEWATCH_SESSION_HOURS": "2",
-                           "QUEUEWATCH_TRUST_X_FORWARDED_PROTO": "1"}, *names)
+    relaxed = settings_of(
+        {
+            "QUEUEWATCH_SECURE_COOKIES": "0",
+            "QUEUEWATCH_SSL_REDIRECT": "0",
+            "QUEUEWATCH_HSTS_SECONDS": "0",
+            "QUEUEWATCH_SESSION_HOURS": "2",
+            "QUEUEWATCH_TRUST_X_FORWARDED_PROTO": "1",
+        },
+        *names,
+    )
     assert relaxed == ["False", "False", "False", "0", str(2 * 3600), "('HTTP_X_FORWARDED_PROTO', 'https')"]
     assert settings_of({"QUEUEWATCH_SSL_REDIRECT": "0"}, "SESSION_COOKIE_SECURE") == ["True"]
 
@@ -61,9 +78,17 @@ def test_the_dev_script_sets_each_plain_http_relaxation_explicitly():
 
 def test_every_documented_setting_is_in_the_configuration_table():
     table = (ROOT / "docs" / "operations.md").read_text()
-    for name in ("QUEUEWATCH_SECURE_COOKIES", "QUEUEWATCH_SSL_REDIRECT", "QUEUEWATCH_HSTS_SECONDS",
-                 "QUEUEWATCH_HSTS_INCLUDE_SUBDOMAINS", "QUEUEWATCH_HSTS_PRELOAD", "QUEUEWATCH_TRUST_X_FORWARDED_PROTO",
-                 "QUEUEWATCH_SESSION_HOURS", "QUEUEWATCH_INSECURE_DEV", "QUEUEWATCH_EXPORTS_PER_USER"):
+    for name in (
+        "QUEUEWATCH_SECURE_COOKIES",
+        "QUEUEWATCH_SSL_REDIRECT",
+        "QUEUEWATCH_HSTS_SECONDS",
+        "QUEUEWATCH_HSTS_INCLUDE_SUBDOMAINS",
+        "QUEUEWATCH_HSTS_PRELOAD",
+        "QUEUEWATCH_TRUST_X_FORWARDED_PROTO",
+        "QUEUEWATCH_SESSION_HOURS",
+        "QUEUEWATCH_INSECURE_DEV",
+        "QUEUEWATCH_EXPORTS_PER_USER",
+    ):
         assert re.search(rf"^\|\s*`{name}`", table, re.M), name
     assert "## Upgrading" in table
 

@@ -27,8 +27,15 @@ def operator():
 
 
 def start_retry(operator, queue: QueueRef, *, rate: float | None) -> BulkTask:
-    return operations.bulk_start(user=operator, via="page", queue=queue, action="retry",
-                                 chosen=operations.Selection(state="failed"), reason="drill", rate=rate)
+    return operations.bulk_start(
+        user=operator,
+        via="page",
+        queue=queue,
+        action="retry",
+        chosen=operations.Selection(state="failed"),
+        reason="drill",
+        rate=rate,
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -60,9 +67,16 @@ def test_switching_read_only_on_stops_a_running_task(running_monitor, live_setup
     other = QueueRef("default", "bull", "brake-2")
     seed_failed(live_setup, other, 5)
     settings.QUEUEWATCH_READ_ONLY = True
-    pending = BulkTask.objects.create(created_by=operator, action="retry", connection="default", prefix="bull",
-                                      queue="brake-2", selection={"state": "failed"}, before_ms=operations.now_ms(),
-                                      reason="confirmed before the switch")
+    pending = BulkTask.objects.create(
+        created_by=operator,
+        action="retry",
+        connection="default",
+        prefix="bull",
+        queue="brake-2",
+        selection={"state": "failed"},
+        before_ms=operations.now_ms(),
+        reason="confirmed before the switch",
+    )
     wait_for(lambda: BulkTask.objects.get(pk=pending.pk).state == BulkTask.CANCELLED)
     assert BulkTask.objects.get(pk=pending.pk).moved == 0 and live_setup.zcard("bull:brake-2:failed") == 5
 
@@ -84,15 +98,21 @@ def test_operators_may_cancel_tasks_in_read_only_mode(client, settings, operator
     assert BulkTask.objects.get(pk=page_task.pk).state == BulkTask.CANCELLED
 
     _, token = ApiToken.issue(operator)
-    response = client.generic("POST", reverse("api_task_cancel", args=[api_task.pk]), data="{}",
-                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.generic(
+        "POST",
+        reverse("api_task_cancel", args=[api_task.pk]),
+        data="{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 200, response.content
     assert json.loads(response.content)["state"] == BulkTask.CANCELLED
 
     # Only cancels were allowed: starting work is still refused, and the monitored Redis is
     # exactly as it was.
-    refused = client.post(reverse("bulk_start", args=["default", "bull", "one"]),
-                          {"action": "retry", "state": "failed", "reason": "x"})
+    refused = client.post(
+        reverse("bulk_start", args=["default", "bull", "one"]), {"action": "retry", "state": "failed", "reason": "x"}
+    )
     assert refused.status_code == 403
     assert redis_contents(scratch_queues) == before
 

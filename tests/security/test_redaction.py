@@ -17,19 +17,43 @@ from queues.redact import Redactor
 pytestmark = pytest.mark.django_db
 
 Q = ("default", "bull", "leaky")
-SECRETS = ["hunter2", "sk_live_inner", "pwd-value", "auth-value", "cred-value", "-----PRIVATE", "stack-token",
-           "log-secret", "bearer-xyz"]
+SECRETS = [
+    "hunter2",
+    "sk_live_inner",
+    "pwd-value",
+    "auth-value",
+    "cred-value",
+    "-----PRIVATE",
+    "stack-token",
+    "log-secret",
+    "bearer-xyz",
+]
 
 
 def seed(r) -> None:
     base = "bull:leaky:"
     r.hset(base + "meta", "opts.maxLenEvents", 10000)
-    data = {"inner": json.dumps({"apiKey": "sk_live_inner", "ok": "inner-visible"}), "pwd": "pwd-value",
-            "auth": "auth-value", "credentials": {"user": "cred-value"}, "privateKey": "-----PRIVATE",
-            "note": "login with password=hunter2 please", "author": "author-visible"}
-    r.hset(base + "1", mapping={"name": "leaky", "data": json.dumps(data), "opts": "{}", "timestamp": 1700000000000,
-                                "finishedOn": 1700000001000, "failedReason": "boom",
-                                "stacktrace": json.dumps(["Error: boom with token=stack-token\n    at x"])})
+    data = {
+        "inner": json.dumps({"apiKey": "sk_live_inner", "ok": "inner-visible"}),
+        "pwd": "pwd-value",
+        "auth": "auth-value",
+        "credentials": {"user": "cred-value"},
+        "privateKey": "-----PRIVATE",
+        "note": "login with password=hunter2 please",
+        "author": "author-visible",
+    }
+    r.hset(
+        base + "1",
+        mapping={
+            "name": "leaky",
+            "data": json.dumps(data),
+            "opts": "{}",
+            "timestamp": 1700000000000,
+            "finishedOn": 1700000001000,
+            "failedReason": "boom",
+            "stacktrace": json.dumps(["Error: boom with token=stack-token\n    at x"]),
+        },
+    )
     r.zadd(base + "failed", {"1": 1700000001000})
     r.rpush(base + "1:logs", "connecting with password=log-secret", "Authorization: Bearer bearer-xyz")
 

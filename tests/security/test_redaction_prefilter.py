@@ -7,10 +7,48 @@ import random
 
 from queues.redact import Redactor
 
-TRICKY = ["Pass-Word=abc", "PASS_WORD: x", "pass word=y", "x: 1 AUTH: y", "basicAuth=z", 'ok {"paſsword": "x"}',
-          "\u212aEY", "Authorization: Bearer abc", '{"api-Key": 3}', "author=me", "tok en=1", "p\u0130wd=2"]
-PIECES = ["pass", "word", "-", "_", " ", "=", ": ", '"', "{", "}", "auth", "token", "api", "key", "ſ", "\u212a",
-          "PWD", "x", "Bearer ", "\n", "secret", "cookie", "credential", "s", "private", "İ"]
+TRICKY = [
+    "Pass-Word=abc",
+    "PASS_WORD: x",
+    "pass word=y",
+    "x: 1 AUTH: y",
+    "basicAuth=z",
+    'ok {"paſsword": "x"}',
+    "\u212aEY",
+    "Authorization: Bearer abc",
+    '{"api-Key": 3}',
+    "author=me",
+    "tok en=1",
+    "p\u0130wd=2",
+]
+PIECES = [
+    "pass",
+    "word",
+    "-",
+    "_",
+    " ",
+    "=",
+    ": ",
+    '"',
+    "{",
+    "}",
+    "auth",
+    "token",
+    "api",
+    "key",
+    "ſ",
+    "\u212a",
+    "PWD",
+    "x",
+    "Bearer ",
+    "\n",
+    "secret",
+    "cookie",
+    "credential",
+    "s",
+    "private",
+    "İ",
+]
 
 
 def without_prefilter(r: Redactor, raw: str) -> str:

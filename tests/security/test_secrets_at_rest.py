@@ -51,9 +51,21 @@ def keyed(settings):
 def create_through_the_form(url: str) -> Channel:
     admin = Client()
     admin.force_login(User.objects.create_superuser("root", password="pw"))
-    response = admin.post("/alerts/channels/new/", {
-        "name": "signed", "kind": "webhook", "enabled": "on", "url": url, "shape": "queuewatch", "timeout_s": "5",
-        "content_type": "application/json", "headers": f"Authorization: {HEADER}", "to": "", "secret": SECRET})
+    response = admin.post(
+        "/alerts/channels/new/",
+        {
+            "name": "signed",
+            "kind": "webhook",
+            "enabled": "on",
+            "url": url,
+            "shape": "queuewatch",
+            "timeout_s": "5",
+            "content_type": "application/json",
+            "headers": f"Authorization: {HEADER}",
+            "to": "",
+            "secret": SECRET,
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:1000]
     return Channel.objects.get(name="signed")
 
@@ -66,7 +78,10 @@ def test_secrets_are_encrypted_in_the_database_and_delivered_in_clear(keyed, rec
     assert result.ok, result.detail
     got = receiver.received[0]
     assert got.headers["authorization"] == HEADER
-    assert got.headers["x-queuewatch-signature"] == "sha256=" + hmac.new(SECRET.encode(), got.body, hashlib.sha256).hexdigest()
+    assert (
+        got.headers["x-queuewatch-signature"]
+        == "sha256=" + hmac.new(SECRET.encode(), got.body, hashlib.sha256).hexdigest()
+    )
 
 
 def test_key_rotation_with_the_old_key_kept_then_dropped(keyed, receiver):
@@ -96,8 +111,10 @@ def test_a_dropped_key_fails_deliveries_clearly_and_keeps_the_stored_value(keyed
 def test_the_data_migration_encrypts_rows_written_before_it(keyed):
     channel = Channel.objects.create(name="legacy", kind="webhook", config={"url": "https://example.test/"})
     with connection.cursor() as cursor:  # as a row from before this release: plaintext
-        cursor.execute("UPDATE alerts_channel SET secret = %s, config = %s WHERE id = %s",
-                       [SECRET, json.dumps({"url": "https://example.test/", "headers": {"X-Api-Key": HEADER}}), channel.pk])
+        cursor.execute(
+            "UPDATE alerts_channel SET secret = %s, config = %s WHERE id = %s",
+            [SECRET, json.dumps({"url": "https://example.test/", "headers": {"X-Api-Key": HEADER}}), channel.pk],
+        )
     assert SECRET in raw_row(channel.pk)
     migration = importlib.import_module("dashboard.alerts.migrations.0005_secrets_encrypted_at_rest")
     migration.encrypt_existing(apps, None)
@@ -106,4 +123,5 @@ def test_the_data_migration_encrypts_rows_written_before_it(keyed):
     loaded = Channel.objects.get(pk=channel.pk)
     assert loaded.secret == SECRET
     from dashboard.core.crypto import decrypt_values
+
     assert decrypt_values(loaded.config["headers"]) == {"X-Api-Key": HEADER}

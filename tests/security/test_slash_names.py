@@ -26,8 +26,16 @@ def seed(r):
     for name in NAMES:
         q = f"bull:{name}:"
         r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
-        r.hset(q + "j1", mapping={"name": "job", "data": json.dumps({"n": name}), "timestamp": 1700000000000,
-                                  "finishedOn": 1700000001000, "failedReason": "boom"})
+        r.hset(
+            q + "j1",
+            mapping={
+                "name": "job",
+                "data": json.dumps({"n": name}),
+                "timestamp": 1700000000000,
+                "finishedOn": 1700000001000,
+                "failedReason": "boom",
+            },
+        )
         r.zadd(q + "failed", {"j1": 1700000001000})
 
 

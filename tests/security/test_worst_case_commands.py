@@ -34,8 +34,17 @@ def monitored(settings):
     pipe = r.pipeline(transaction=False)
     pipe.hset("bull:wc:meta", mapping={"opts.maxLenEvents": 10000})
     for n in range(JOBS):
-        pipe.hset(f"bull:wc:{n}", mapping={"name": f"job-{n % 7}", "data": json.dumps({"n": n}), "timestamp": n,
-                                            "finishedOn": n, "failedReason": "boom", "atm": 1})
+        pipe.hset(
+            f"bull:wc:{n}",
+            mapping={
+                "name": f"job-{n % 7}",
+                "data": json.dumps({"n": n}),
+                "timestamp": n,
+                "finishedOn": n,
+                "failedReason": "boom",
+                "atm": 1,
+            },
+        )
         pipe.zadd("bull:wc:failed", {str(n): n})
         pipe.rpush("bull:wc:wait", f"w{n}")
     pipe.rpush("bull:wc:0:logs", *[f"line {i}" for i in range(2000)])
@@ -61,8 +70,11 @@ def commands(r, call) -> tuple[object, dict[str, int]]:
     if getattr(response, "streaming", False):
         b"".join(response.streaming_content)
     stats = r.info("commandstats")
-    return response, {k[len("cmdstat_"):]: v["calls"] for k, v in stats.items()
-                      if k not in ("cmdstat_info", "cmdstat_config|resetstat") and k[len("cmdstat_"):] not in SETUP}
+    return response, {
+        k[len("cmdstat_") :]: v["calls"]
+        for k, v in stats.items()
+        if k not in ("cmdstat_info", "cmdstat_config|resetstat") and k[len("cmdstat_") :] not in SETUP
+    }
 
 
 EXPORT_PAGES = 9  # 10, 20, 40, 80, 160, 250, 250, 250, then the last 140 of 1,200
@@ -101,27 +113,38 @@ def test_a_bulk_preview_examines_at_most_the_scan_sample(monitored, client, sett
     settings.QUEUEWATCH_SCAN_SAMPLE = 300
     client.force_login(user_with("operator"))
     url = reverse("bulk_preview", args=ARGS)
-    for params, per_job in (({"action": "retry", "state": "failed", "reason_contains": "boom"}, 2),  # HMGET + HGET
-                            ({"action": "discard", "state": "failed", "name": "job-3"}, 1),
-                            ({"action": "discard", "state": "waiting"}, 1)):
-        response, used = commands(monitored, lambda params=params: client.post(url, {**params, "scope": "matching"},
-                                                                                HTTP_HX_REQUEST="true"))
+    for params, per_job in (
+        ({"action": "retry", "state": "failed", "reason_contains": "boom"}, 2),  # HMGET + HGET
+        ({"action": "discard", "state": "failed", "name": "job-3"}, 1),
+        ({"action": "discard", "state": "waiting"}, 1),
+    ):
+        response, used = commands(
+            monitored, lambda params=params: client.post(url, {**params, "scope": "matching"}, HTTP_HX_REQUEST="true")
+        )
         html = response.content.decode()
         assert response.status_code == 200 and "Matches among the first 300 of the 1200" in html, params
         assert sum(used.values()) <= 300 * per_job + 20, (params, used)
-    body = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed",
-                                                                             "name": "job-3"}),
-                       content_type="application/json").json()
+    body = client.post(
+        reverse("api_bulk_preview", args=ARGS),
+        json.dumps({"action": "retry", "state": "failed", "name": "job-3"}),
+        content_type="application/json",
+    ).json()
     assert (body["complete"], body["examined"], body["in_state"]) == (False, 300, 1200)
     assert body["count"] == len([n for n in range(300) if n % 7 == 3])  # the oldest 300, by finish time
     # A job that matches only beyond the examined ones: the preview cannot see it, but it still
     # offers the task, which goes through the whole state.
-    monitored.hset("bull:wc:late", mapping={"name": "late-one", "timestamp": 1, "finishedOn": 5000, "failedReason": "x"})
+    monitored.hset(
+        "bull:wc:late", mapping={"name": "late-one", "timestamp": 1, "finishedOn": 5000, "failedReason": "x"}
+    )
     monitored.zadd("bull:wc:failed", {"late": 5000})
-    late = client.post(url, {"action": "retry", "state": "failed", "name": "late-one", "scope": "matching"},
-                       HTTP_HX_REQUEST="true").content.decode()
+    late = client.post(
+        url, {"action": "retry", "state": "failed", "name": "late-one", "scope": "matching"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert "Matches among the first 300 of the 1201 failed jobs: 0." in late
     assert "Nothing to do" not in late and "Confirm: retry all matching jobs" in late
-    whole = client.post(reverse("api_bulk_preview", args=ARGS), json.dumps({"action": "retry", "state": "failed"}),
-                        content_type="application/json").json()
+    whole = client.post(
+        reverse("api_bulk_preview", args=ARGS),
+        json.dumps({"action": "retry", "state": "failed"}),
+        content_type="application/json",
+    ).json()
     assert (whole["complete"], whole["count"]) == (True, 1201)  # no job condition: one ZCOUNT, exact

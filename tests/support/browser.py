@@ -11,8 +11,9 @@ from tests.support.servers import ROOT
 
 def manage(env: dict, *args: str) -> str:
     """``manage.py <args>`` of the app under test (its environment ``env``); its stdout."""
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @dataclass

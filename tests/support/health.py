@@ -23,5 +23,10 @@ def queue_state(name):
 
 def wait_followed(monitor, *names):
     """Until the monitor follows these queues' events streams and has ticked twice."""
-    wait_for(lambda: all(QueueRef("default", "bull", n) in getattr(monitor, "applied_cursors", {}) for n in names)
-             and monitor.stats["ticks"] >= 2, timeout=20)
+    wait_for(
+        lambda: (
+            all(QueueRef("default", "bull", n) in getattr(monitor, "applied_cursors", {}) for n in names)
+            and monitor.stats["ticks"] >= 2
+        ),
+        timeout=20,
+    )

@@ -13,15 +13,28 @@ def seed_non_finite(r, queue: str = "evil") -> None:
     delayed with infinite scores, next to an ordinary job ``calm-1``."""
     q = f"bull:{queue}:"
     r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
-    r.hset(q + "inf", mapping={
-        "name": "hostile", "finishedOn": "1e400", "timestamp": "Infinity", "processedOn": "inf",
-        "atm": "1e400", "delay": "-inf", "opts": '{"timestamp":Infinity,"attempts":1e400}',
-        "data": DEEP, "returnvalue": '{"n":1e400,"m":NaN}', "progress": "1e400", "stacktrace": DEEP,
-    })
+    r.hset(
+        q + "inf",
+        mapping={
+            "name": "hostile",
+            "finishedOn": "1e400",
+            "timestamp": "Infinity",
+            "processedOn": "inf",
+            "atm": "1e400",
+            "delay": "-inf",
+            "opts": '{"timestamp":Infinity,"attempts":1e400}',
+            "data": DEEP,
+            "returnvalue": '{"n":1e400,"m":NaN}',
+            "progress": "1e400",
+            "stacktrace": DEEP,
+        },
+    )
     r.zadd(q + "failed", {"inf": float("inf")})
     r.zadd(q + "delayed", {"inf": float("inf")})
-    r.hset(q + "calm-1", mapping={"name": "ordinary", "data": '{"k":1}', "timestamp": 1700000000000,
-                                  "finishedOn": 1700000001000})
+    r.hset(
+        q + "calm-1",
+        mapping={"name": "ordinary", "data": '{"k":1}', "timestamp": 1700000000000, "finishedOn": 1700000001000},
+    )
     r.zadd(q + "failed", {"calm-1": 1700000001000})
     r.rpush(q + "wait", "inf")  # oldest waiting job: its timestamp is not a time
 

@@ -49,8 +49,12 @@ def steady_flows(redis_url: str, name: str, seconds: float):
     from tests.support.servers import NODE_DIR, ensure_node_modules
 
     ensure_node_modules()
-    load = subprocess.Popen(["node", "truth.mjs", "flowsteady", redis_url, name, str(seconds)], cwd=NODE_DIR,
-                            stdout=subprocess.PIPE, text=True)
+    load = subprocess.Popen(
+        ["node", "truth.mjs", "flowsteady", redis_url, name, str(seconds)],
+        cwd=NODE_DIR,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert load.stdout.readline().strip() == "STARTED"
         yield load

@@ -50,7 +50,9 @@ class MemorySource:
         if self.offline:
             raise StoreOffline()
         return [
-            QueueSnapshot(queue=q, counts={s: STORED[q.name].get(s, 0) for s in COUNT_STATES}, paused=False, schedulers=0)
+            QueueSnapshot(
+                queue=q, counts={s: STORED[q.name].get(s, 0) for s in COUNT_STATES}, paused=False, schedulers=0
+            )
             for q in queues
         ]
 

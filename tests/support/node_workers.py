@@ -12,8 +12,13 @@ from tests.support.servers import NODE_DIR, ensure_node_modules
 class NodeWorkers:
     def __init__(self, redis_url: str, prefix: str = "bull"):
         ensure_node_modules()
-        self.proc = subprocess.Popen(["node", "workers.mjs", redis_url, prefix], cwd=NODE_DIR, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            ["node", "workers.mjs", redis_url, prefix],
+            cwd=NODE_DIR,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
 
     def send(self, cmd: str, **fields) -> dict:
         self.proc.stdin.write(json.dumps({"cmd": cmd, **fields}) + "\n")
@@ -34,7 +39,7 @@ class NodeWorkers:
             except (RuntimeError, OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
 
-    def __enter__(self) -> "NodeWorkers":
+    def __enter__(self) -> NodeWorkers:
         return self
 
     def __exit__(self, *exc) -> None:

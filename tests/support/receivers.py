@@ -36,7 +36,7 @@ class WebhookReceiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def start(self) -> "WebhookReceiver":
+    def start(self) -> WebhookReceiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,7 +96,9 @@ class SmtpReceiver:
                 return "250 OK"
 
             async def handle_DATA(self, server, session, envelope):
-                receiver.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content, policy=policy.default)))
+                receiver.messages.append(
+                    (envelope.rcpt_tos, message_from_bytes(envelope.content, policy=policy.default))
+                )
                 return "250 Message accepted"
 
         self.port = free_port()

@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import redis
 

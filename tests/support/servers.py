@@ -71,8 +71,25 @@ class RedisServer:
         raise RuntimeError("redis-server found no free port in 5 tries")
 
     def _start(self, binary: str) -> None:
-        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning", "--logfile", self.log]
+        args = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self.dir,
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+            "--logfile",
+            self.log,
+        ]
         for line in self.config:
             args += ["--" + line.split()[0], *line.split()[1:]]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -148,9 +165,14 @@ class AppServer:
         self.port: int | None = None
         self._said: collections.deque[str] = collections.deque(maxlen=100)
         self._bound = threading.Event()
-        self.proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0",
-                                      "dashboard.asgi:application"], cwd=ROOT, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "dashboard.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # Read its log for the whole run (a pipe nobody reads would block daphne once full).
         threading.Thread(target=self._read_log, daemon=True).start()
         deadline = time.monotonic() + timeout
@@ -217,4 +239,6 @@ def run_node(script: str, *args: str, timeout: float = 90) -> dict:
 
 
 def node_available() -> bool:
-    return shutil.which("node") is not None and shutil.which("npm") is not None and os.environ.get("QW_SKIP_NODE") != "1"
+    return (
+        shutil.which("node") is not None and shutil.which("npm") is not None and os.environ.get("QW_SKIP_NODE") != "1"
+    )

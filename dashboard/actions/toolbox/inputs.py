@@ -109,8 +109,11 @@ class EditRetryInput(ActionInput):
 
     @classmethod
     def fields_from(cls, params) -> dict:
-        return {"patch": merge_patch_from(params), "expected": text(params, "expected")[:64],
-                "reset_counters": reset_counters_from(params)}
+        return {
+            "patch": merge_patch_from(params),
+            "expected": text(params, "expected")[:64],
+            "reset_counters": reset_counters_from(params),
+        }
 
     def audit_details(self) -> dict:
         return {"patch_keys": sorted(self.patch)[:50], "reset_counters": self.reset_counters}

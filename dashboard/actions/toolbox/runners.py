@@ -44,8 +44,13 @@ def _added(outcome: job_add.AddOutcome, *, new_job) -> ToolResult:
     body = {"id": outcome.job_id, "created": outcome.created}
     if not outcome.created:
         body["reason"] = outcome.outcome
-    return ToolResult(actions.DONE if outcome.created else outcome.outcome, translate(outcome.message),
-                      int(outcome.created), audit={"job_id": outcome.job_id, "after": after}, body=body)
+    return ToolResult(
+        actions.DONE if outcome.created else outcome.outcome,
+        translate(outcome.message),
+        int(outcome.created),
+        audit={"job_id": outcome.job_id, "after": after},
+        body=body,
+    )
 
 
 def _parsed(text: str):
@@ -89,12 +94,18 @@ def edit_plan(source, *, queue: QueueRef, job_id: str, patch) -> edit_retry.Edit
 def edit_and_retry(source, *, queue: QueueRef, job_id: str, given) -> ToolResult:
     plan = edit_plan(source, queue=queue, job_id=job_id, patch=given.patch)
     redactor = get_redactor()
-    change = {"before": redacted_json(plan.before, redactor=redactor),
-              "after": redacted_json(plan.after, redactor=redactor),
-              "diff": plan.diff(redactor.value)[:400]}
+    change = {
+        "before": redacted_json(plan.before, redactor=redactor),
+        "after": redacted_json(plan.after, redactor=redactor),
+        "diff": plan.diff(redactor.value)[:400],
+    }
     if given.expected and given.expected != plan.fingerprint:
-        return ToolResult(edit_retry.CHANGED, _("Job %(id)s's data changed since the preview; nothing was done. "
-                                                "Preview the patch again.") % {"id": job_id}, audit={"change": change})
+        return ToolResult(
+            edit_retry.CHANGED,
+            _("Job %(id)s's data changed since the preview; nothing was done. Preview the patch again.")
+            % {"id": job_id},
+            audit={"change": change},
+        )
     done = commands_of(source).edit_and_retry(queue, plan=plan, reset_counters=given.reset_counters)
     return ToolResult(done.outcome, translate(done.message), int(done.ok), audit={"change": change})
 
@@ -106,34 +117,48 @@ def set_concurrency(source, *, queue: QueueRef, given) -> ToolResult:
     commands = commands_of(source)
     before = commands.settings(queue).concurrency
     commands.set_concurrency(queue, concurrency=given.concurrency)
-    return ToolResult(actions.DONE, _("Global concurrency set to %(n)s.") % {"n": given.concurrency}, 1,
-                      audit={"change": {"before": before, "after": given.concurrency}})
+    return ToolResult(
+        actions.DONE,
+        _("Global concurrency set to %(n)s.") % {"n": given.concurrency},
+        1,
+        audit={"change": {"before": before, "after": given.concurrency}},
+    )
 
 
 def remove_concurrency(source, *, queue: QueueRef, given) -> ToolResult:
     commands = commands_of(source)
     before = commands.settings(queue).concurrency
     commands.set_concurrency(queue, concurrency=None)
-    return ToolResult(actions.DONE, _("Global concurrency removed: workers' own concurrency applies."), 1,
-                      audit={"change": {"before": before, "after": None}})
+    return ToolResult(
+        actions.DONE,
+        _("Global concurrency removed: workers' own concurrency applies."),
+        1,
+        audit={"change": {"before": before, "after": None}},
+    )
 
 
 def set_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
     commands = commands_of(source)
     now = commands.settings(queue)
     commands.set_rate_limit(queue, max_jobs=given.max, duration_ms=given.duration)
-    return ToolResult(actions.DONE, _("Global rate limit set to %(max)s jobs per %(ms)s ms.")
-                      % {"max": given.max, "ms": given.duration}, 1,
-                      audit={"change": {"before": [now.rate_max, now.rate_duration_ms],
-                                        "after": [given.max, given.duration]}})
+    return ToolResult(
+        actions.DONE,
+        _("Global rate limit set to %(max)s jobs per %(ms)s ms.") % {"max": given.max, "ms": given.duration},
+        1,
+        audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": [given.max, given.duration]}},
+    )
 
 
 def remove_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
     commands = commands_of(source)
     now = commands.settings(queue)
     commands.set_rate_limit(queue, max_jobs=None, duration_ms=None)
-    return ToolResult(actions.DONE, _("Global rate limit removed."), 1,
-                      audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": None}})
+    return ToolResult(
+        actions.DONE,
+        _("Global rate limit removed."),
+        1,
+        audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": None}},
+    )
 
 
 def remove_rate_limit_key(source, *, queue: QueueRef, given) -> ToolResult:
@@ -145,20 +170,28 @@ def remove_rate_limit_key(source, *, queue: QueueRef, given) -> ToolResult:
 def drain(source, *, queue: QueueRef, given) -> ToolResult:
     removed = commands_of(source).drain(queue, delayed=given.delayed)
     what = _("waiting, prioritized and delayed") if given.delayed else _("waiting and prioritized")
-    return ToolResult(actions.DONE, _("Drained: %(n)s %(what)s job(s) removed.") % {"n": removed, "what": what},
-                      removed)
+    return ToolResult(
+        actions.DONE, _("Drained: %(n)s %(what)s job(s) removed.") % {"n": removed, "what": what}, removed
+    )
 
 
 def obliterate(source, *, queue: QueueRef, given) -> ToolResult:
     if given.confirm != queue.name:
-        return ToolResult("not_confirmed", _("The name typed (%(typed)s) is not the queue's name (%(name)s); "
-                                             "nothing was done.") % {"typed": given.confirm, "name": queue.name})
+        return ToolResult(
+            "not_confirmed",
+            _("The name typed (%(typed)s) is not the queue's name (%(name)s); nothing was done.")
+            % {"typed": given.confirm, "name": queue.name},
+        )
     commands = commands_of(source)
     counts = commands.settings(queue)
     try:
         commands.obliterate(queue)
     except queue_settings.SettingRefused as exc:
         return ToolResult("refused", translate(exc.args[0]))
-    return ToolResult(actions.DONE, _("Queue %(name)s obliterated: %(n)s job(s) and %(s)s scheduler(s) deleted.")
-                      % {"name": queue.name, "n": counts.total_jobs, "s": counts.counts["schedulers"]},
-                      counts.total_jobs, audit={"counts": counts.counts})
+    return ToolResult(
+        actions.DONE,
+        _("Queue %(name)s obliterated: %(n)s job(s) and %(s)s scheduler(s) deleted.")
+        % {"name": queue.name, "n": counts.total_jobs, "s": counts.counts["schedulers"]},
+        counts.total_jobs,
+        audit={"counts": counts.counts},
+    )

@@ -40,8 +40,11 @@ PAYLOAD_CAP = 200_000
 def add_job_page(request, connection, prefix, name):
     """The add form; it posts to the registered ``add`` action. Not under ``jobs/<id>``: a job may be called "new"."""
     queue = reads.resolve(connection, prefix, name)
-    return render(request, "actions/add_job.html", {"queue": queue, "backoff_types": BACKOFF_TYPES,
-                                                    "job_schema": job_schemas.stored(queue)})
+    return render(
+        request,
+        "actions/add_job.html",
+        {"queue": queue, "backoff_types": BACKOFF_TYPES, "job_schema": job_schemas.stored(queue)},
+    )
 
 
 @require_GET
@@ -52,8 +55,9 @@ def edit_retry_page(request, connection, prefix, name, job_id):
     queue = reads.resolve(connection, prefix, name)
     raw = get_registry().jobs(connection).stored_data(queue, job_id)
     data = prepare_payload((raw or b"{}").decode("utf-8", "replace"), cap=PAYLOAD_CAP, redactor=get_redactor())
-    return render(request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data,
-                                                       "exists": raw is not None})
+    return render(
+        request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data, "exists": raw is not None}
+    )
 
 
 @action_post
@@ -64,10 +68,19 @@ def edit_retry_preview(request, connection, prefix, name, job_id):
     queue = reads.resolve(connection, prefix, name)
     given = EditRetryInput.from_params(request.POST)
     plan = toolbox_runners.edit_plan(get_registry().source(connection), queue=queue, job_id=job_id, patch=given.patch)
-    return render(request, "actions/partials/edit_preview.html", {
-        "queue": queue, "job_id": job_id, "plan": plan, "diff": plan.diff(get_redactor().value),
-        "patch": request.POST.get("patch", ""), "keep_counters": not given.reset_counters,
-        "refusals": [translate(r) for r in plan.refusals]})
+    return render(
+        request,
+        "actions/partials/edit_preview.html",
+        {
+            "queue": queue,
+            "job_id": job_id,
+            "plan": plan,
+            "diff": plan.diff(get_redactor().value),
+            "patch": request.POST.get("patch", ""),
+            "keep_counters": not given.reset_counters,
+            "refusals": [translate(r) for r in plan.refusals],
+        },
+    )
 
 
 @require_GET
@@ -78,8 +91,11 @@ def settings_page(request, connection, prefix, name):
     counts of what they would remove. The forms are drawn for admins only."""
     queue = reads.resolve(connection, prefix, name)
     now = get_registry().commands(connection).settings(queue)
-    return render(request, "actions/queue_settings.html", {"queue": queue, "settings": now,
-                                                           "job_schema": job_schemas.stored(queue)})
+    return render(
+        request,
+        "actions/queue_settings.html",
+        {"queue": queue, "settings": now, "job_schema": job_schemas.stored(queue)},
+    )
 
 
 @login_not_required  # both views answer 401 themselves (api_auth)
@@ -98,8 +114,9 @@ def add_job_api(request, connection, prefix, name):
     with an existing job (same id: "duplicated"; a deduplication hit: "deduplicated")."""
     found = registry.authorized(request.user, scope=registry.QUEUE, name="add")
     queue = reads.resolve(connection, prefix, name)
-    result = operations.perform(user=request.user, via="api", action=found, queue=queue,
-                                given=found.parse(body_params(request)))
+    result = operations.perform(
+        user=request.user, via="api", action=found, queue=queue, given=found.parse(body_params(request))
+    )
     if result.ok:
         return JsonResponse({"id": result.body["id"]}, status=201)
     return JsonResponse({**result.body, "message": result.message}, status=200)
@@ -117,8 +134,11 @@ def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
     queue = reads.resolve(connection, prefix, name)
     spec = get_registry().schedulers(connection).spec(queue, scheduler_id=scheduler_id)
     opts = json.dumps(spec.opts, indent=2) if spec else "{}"
-    return render(request, "actions/edit_scheduler.html", {"queue": queue, "scheduler_id": scheduler_id,
-                                                           "spec": spec, "opts_json": opts})
+    return render(
+        request,
+        "actions/edit_scheduler.html",
+        {"queue": queue, "scheduler_id": scheduler_id, "spec": spec, "opts_json": opts},
+    )
 
 
 @require_GET
@@ -131,12 +151,21 @@ def migrate_repeat_page(request, connection, prefix, name):
     member, chosen = request.GET.get("member", ""), request.GET.get("id", "")
     plan, refused = None, ""
     try:
-        plan = scheduler_actions.migration_plan(get_registry().source(connection), queue=queue, member=member,
-                                                scheduler_id=chosen)
+        plan = scheduler_actions.migration_plan(
+            get_registry().source(connection), queue=queue, member=member, scheduler_id=chosen
+        )
     except InvalidInput as exc:
         refused = str(exc)
     now_ms = int(time.time() * 1000)
-    return render(request, "actions/migrate_repeat.html", {
-        "queue": queue, "member": member, "plan": plan, "refused": refused,
-        "next_run": plan.next_run(now_ms=now_ms) if plan else None,
-        "template_opts": json.dumps(plan.spec.opts) if plan else ""})
+    return render(
+        request,
+        "actions/migrate_repeat.html",
+        {
+            "queue": queue,
+            "member": member,
+            "plan": plan,
+            "refused": refused,
+            "next_run": plan.next_run(now_ms=now_ms) if plan else None,
+            "template_opts": json.dumps(plan.spec.opts) if plan else "",
+        },
+    )

@@ -35,8 +35,12 @@ class ChannelForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100)
     kind = forms.ChoiceField(label=_("Kind"))
     enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
-    secret = forms.CharField(label=_("Signing secret"), required=False, max_length=200,
-                             widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}))
+    secret = forms.CharField(
+        label=_("Signing secret"),
+        required=False,
+        max_length=200,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
     clear_secret = forms.BooleanField(label=_("Remove the stored secret"), required=False)
 
     def __init__(self, *args, channel: Channel | None = None, **kwargs):
@@ -49,7 +53,9 @@ class ChannelForm(forms.Form):
         for n in notifiers.NOTIFIERS.values():
             self.fields.update(n.form_fields())
         if channel is not None and channel.secret:
-            self.fields["secret"].help_text = _("A secret is set. Type a new one to replace it; leave empty to keep it.")
+            self.fields["secret"].help_text = _(
+                "A secret is set. Type a new one to replace it; leave empty to keep it."
+            )
         else:
             self.fields["secret"].help_text = _("Signs each body (HMAC-SHA256, header X-Queuewatch-Signature).")
             del self.fields["clear_secret"]  # nothing stored to clear
@@ -67,8 +73,11 @@ class ChannelForm(forms.Form):
         out = []
         for kind, notifier in notifiers.NOTIFIERS.items():
             names = self.kind_fields[kind] + (["secret", "clear_secret"] if notifier.uses_secret else [])
-            out.append(KindSettings(kind, notifier.label, notifier.form_note,
-                                    [self[name] for name in names if name in self.fields]))
+            out.append(
+                KindSettings(
+                    kind, notifier.label, notifier.form_note, [self[name] for name in names if name in self.fields]
+                )
+            )
         return out
 
     def clean_name(self):
@@ -89,7 +98,12 @@ class ChannelForm(forms.Form):
     def save(self) -> Channel:
         data = self.cleaned_data
         channel = self.channel or Channel()
-        channel.name, channel.kind, channel.enabled, channel.config = data["name"], data["kind"], data["enabled"], data["config"]
+        channel.name, channel.kind, channel.enabled, channel.config = (
+            data["name"],
+            data["kind"],
+            data["enabled"],
+            data["config"],
+        )
         if data.get("clear_secret"):
             channel.secret = ""
         elif data.get("secret"):

@@ -32,8 +32,15 @@ def with_channel(view):
     def wrapper(request, channel_id):
         channel = Channel.objects.filter(pk=channel_id).first()
         if channel is None:
-            return render(request, "error.html", {"title": _("Channel not found"), "message":
-                          _("There is no channel %(id)s; it may have been deleted.") % {"id": channel_id}}, status=404)
+            return render(
+                request,
+                "error.html",
+                {
+                    "title": _("Channel not found"),
+                    "message": _("There is no channel %(id)s; it may have been deleted.") % {"id": channel_id},
+                },
+                status=404,
+            )
         return view(request, channel)
 
     return wrapper
@@ -54,7 +61,8 @@ def variant(channel: Channel) -> str:
 def channel_list(request):
     channels = Channel.objects.order_by("name").annotate(
         pending=Count("notifications", filter=Q(notifications__state__in=[Notification.PENDING, Notification.SENDING])),
-        failed=Count("notifications", filter=Q(notifications__state=Notification.FAILED)))
+        failed=Count("notifications", filter=Q(notifications__state=Notification.FAILED)),
+    )
     rows = [{"c": c, "destination": destination(c), "variant": variant(c)} for c in channels]
     return render(request, "alerts/channels.html", {"rows": rows})
 
@@ -69,7 +77,9 @@ def _channel_form(request, channel: Channel | None):
         messages.success(request, done % {"name": saved.name})
         return redirect("channels")
     if request.method == "POST":
-        audit.record_change(request, action=action, obj=channel, outcome=AuditEntry.REFUSED, message=audit.form_errors(form))
+        audit.record_change(
+            request, action=action, obj=channel, outcome=AuditEntry.REFUSED, message=audit.form_errors(form)
+        )
     return render(request, "alerts/channel_form.html", {"form": form, "channel": channel})
 
 
@@ -93,10 +103,18 @@ def channel_delete(request, channel):
     if request.method == "POST":
         audit.record_change(request, action="channel.delete", obj=channel)
         channel.delete()
-        messages.success(request, _("Channel “%(name)s” deleted, with its outbox and delivery log.") % {"name": channel.name})
+        messages.success(
+            request, _("Channel “%(name)s” deleted, with its outbox and delivery log.") % {"name": channel.name}
+        )
         return redirect("channels")
-    return render(request, "alerts/channel_delete.html",
-                  {"channel": channel, "queued": channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).count()})
+    return render(
+        request,
+        "alerts/channel_delete.html",
+        {
+            "channel": channel,
+            "queued": channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).count(),
+        },
+    )
 
 
 @role_required(ADMIN)
@@ -105,13 +123,23 @@ def channel_delete(request, channel):
 def channel_send_test(request, channel):
     result = send_test(channel=channel, requested_by=request.user.get_username())
     # The receiver's own words stay out of the audit log, which every viewer reads.
-    audit.record_change(request, action="channel.test", obj=channel, outcome=AuditEntry.OK if result.ok else AuditEntry.ERROR,
-                        message=receiver_detail(result.detail, admin=False))
+    audit.record_change(
+        request,
+        action="channel.test",
+        obj=channel,
+        outcome=AuditEntry.OK if result.ok else AuditEntry.ERROR,
+        message=receiver_detail(result.detail, admin=False),
+    )
     if result.ok:
-        messages.success(request, _("Test sent to “%(name)s”: %(detail)s.") % {"name": channel.name, "detail": result.detail})
+        messages.success(
+            request, _("Test sent to “%(name)s”: %(detail)s.") % {"name": channel.name, "detail": result.detail}
+        )
     else:
-        failed = (_("Test to “%(name)s” failed: %(detail)s. It stays in the outbox and will be retried.") if result.will_retry
-                  else _("Test to “%(name)s” failed: %(detail)s."))
+        failed = (
+            _("Test to “%(name)s” failed: %(detail)s. It stays in the outbox and will be retried.")
+            if result.will_retry
+            else _("Test to “%(name)s” failed: %(detail)s.")
+        )
         messages.error(request, failed % {"name": channel.name, "detail": result.detail})
     return redirect("channel_log", channel_id=channel.pk)
 
@@ -121,9 +149,18 @@ def channel_send_test(request, channel):
 def channel_log(request, channel):
     attempts = channel.attempt_log.select_related("notification").order_by("-at", "-id")
     page = Paginator(attempts, LOG_PAGE_SIZE).get_page(request.GET.get("page"))
-    waiting = channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).order_by("next_attempt_at")
-    return render(request, "alerts/channel_log.html", {
-        "channel": channel, "destination": destination(channel), "page": page,
-        "waiting": waiting[:20], "waiting_count": waiting.count(),
-        "failed_count": channel.notifications.filter(state=Notification.FAILED).count(),
-    })
+    waiting = channel.notifications.filter(state__in=[Notification.PENDING, Notification.SENDING]).order_by(
+        "next_attempt_at"
+    )
+    return render(
+        request,
+        "alerts/channel_log.html",
+        {
+            "channel": channel,
+            "destination": destination(channel),
+            "page": page,
+            "waiting": waiting[:20],
+            "waiting_count": waiting.count(),
+            "failed_count": channel.notifications.filter(state=Notification.FAILED).count(),
+        },
+    )

@@ -102,7 +102,7 @@ def message_for(notification) -> Message:
         subject=notification.subject,
         payload=payload,
         channel=notification.channel.name,
-        created_at=notification.created_at.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        created_at=notification.created_at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         link=link or absolute_url("/"),
         base_url=getattr(settings, "QUEUEWATCH_BASE_URL", ""),
     )

@@ -45,12 +45,18 @@ def _smtp_error(exc: smtplib.SMTPException) -> DeliveryError:
     connections and authentication failures (a configuration fixed later) are worth a retry."""
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         codes = [code for code, _ in exc.recipients.values()]
-        refused = ", ".join(f"{addr} ({code} {msg.decode('utf-8', 'replace') if isinstance(msg, bytes) else msg})"
-                            for addr, (code, msg) in exc.recipients.items())
-        return DeliveryError(f"The mail server refused every recipient: {refused}", retry=not all(map(_permanent_code, codes)))
+        refused = ", ".join(
+            f"{addr} ({code} {msg.decode('utf-8', 'replace') if isinstance(msg, bytes) else msg})"
+            for addr, (code, msg) in exc.recipients.items()
+        )
+        return DeliveryError(
+            f"The mail server refused every recipient: {refused}", retry=not all(map(_permanent_code, codes))
+        )
     if isinstance(exc, smtplib.SMTPAuthenticationError):
-        return DeliveryError(f"SMTP authentication failed ({exc.smtp_code}); check QUEUEWATCH_SMTP_USER and "
-                             "QUEUEWATCH_SMTP_PASSWORD.", retry=True)
+        return DeliveryError(
+            f"SMTP authentication failed ({exc.smtp_code}); check QUEUEWATCH_SMTP_USER and QUEUEWATCH_SMTP_PASSWORD.",
+            retry=True,
+        )
     code = getattr(exc, "smtp_code", None)
     detail = getattr(exc, "smtp_error", b"")
     detail = detail.decode("utf-8", "replace") if isinstance(detail, bytes) else str(detail or exc)
@@ -90,7 +96,10 @@ def email_line(alert: dict) -> str:
         parts.append(f"— {alert['summary']}")
     if alert.get("value") is not None:
         if alert.get("threshold") is not None:
-            measured = gettext("value %(value)s, threshold %(threshold)s") % {"value": alert["value"], "threshold": alert["threshold"]}
+            measured = gettext("value %(value)s, threshold %(threshold)s") % {
+                "value": alert["value"],
+                "threshold": alert["threshold"],
+            }
         else:
             measured = gettext("value %(value)s") % {"value": alert["value"]}
         parts.append(f"({measured})")
@@ -101,15 +110,26 @@ def email_line(alert: dict) -> str:
 
 class EmailNotifier(Notifier):
     kind, label = "email", gettext_lazy("Email")
-    form_note = gettext_lazy("The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README).")
+    form_note = gettext_lazy(
+        "The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README)."
+    )
 
     @classmethod
     def form_fields(cls):
-        return {"to": forms.CharField(label=gettext_lazy("Recipients"), required=False, widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
-                                      help_text=gettext_lazy("Email addresses, one per line or separated by commas.")),
-                "email_language": forms.ChoiceField(label=gettext_lazy("Language of the emails"), required=False,
-                                                    choices=[(code, name) for code, name in settings.LANGUAGES],
-                                                    initial=settings.LANGUAGE_CODE)}
+        return {
+            "to": forms.CharField(
+                label=gettext_lazy("Recipients"),
+                required=False,
+                widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
+                help_text=gettext_lazy("Email addresses, one per line or separated by commas."),
+            ),
+            "email_language": forms.ChoiceField(
+                label=gettext_lazy("Language of the emails"),
+                required=False,
+                choices=[(code, name) for code, name in settings.LANGUAGES],
+                initial=settings.LANGUAGE_CODE,
+            ),
+        }
 
     @classmethod
     def clean_config(cls, *, data, stored, add_error):
@@ -145,9 +165,17 @@ class EmailNotifier(Notifier):
         with translation.override(language):
             # The stored subject was written in the deployment's language; another language
             # gets it rebuilt from the payload.
-            subject = notification.subject if language == settings.LANGUAGE_CODE else email_subject(message, notification.subject)
-            context = {"m": message, "subject": subject, "lines": [email_line(a) for a in message.alerts],
-                       "alerts": message.alerts}
+            subject = (
+                notification.subject
+                if language == settings.LANGUAGE_CODE
+                else email_subject(message, notification.subject)
+            )
+            context = {
+                "m": message,
+                "subject": subject,
+                "lines": [email_line(a) for a in message.alerts],
+                "alerts": message.alerts,
+            }
             text = render_to_string("alerts/email/notification.txt", context)
             html = render_to_string("alerts/email/notification.html", context)
         digest = hashlib.sha256(f"{self.channel.pk}:{notification.idempotency_key}".encode()).hexdigest()[:40]
@@ -157,8 +185,11 @@ class EmailNotifier(Notifier):
             body=text,
             from_email=settings.DEFAULT_FROM_EMAIL,
             to=to,
-            headers={"Message-ID": f"<{digest}@queuewatch>", "X-Queuewatch-Idempotency-Key": notification.idempotency_key,
-                     "X-Queuewatch-Event": notification.kind},
+            headers={
+                "Message-ID": f"<{digest}@queuewatch>",
+                "X-Queuewatch-Idempotency-Key": notification.idempotency_key,
+                "X-Queuewatch-Event": notification.kind,
+            },
             connection=get_connection(fail_silently=False),
         )
         mail.attach_alternative(html, "text/html")
@@ -167,6 +198,7 @@ class EmailNotifier(Notifier):
         except smtplib.SMTPException as exc:
             raise _smtp_error(exc) from None
         except OSError as exc:  # refused, unreachable, timed out, TLS failure
-            raise DeliveryError(f"Cannot reach the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT}: {exc}",
-                                retry=True) from None
+            raise DeliveryError(
+                f"Cannot reach the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT}: {exc}", retry=True
+            ) from None
         return f"accepted by the mail server for {len(to)} recipient(s)"

@@ -56,22 +56,52 @@ DEFAULT_TIMEOUT_S = 10
 MAX_TIMEOUT_S = 30
 SIGNATURE_HEADER = "X-Queuewatch-Signature"
 # Headers we set ourselves; a channel's custom headers may not replace them.
-RESERVED_HEADERS = frozenset({"idempotency-key", SIGNATURE_HEADER.lower(), "x-queuewatch-event", "content-length",
-                              "host", "connection", "transfer-encoding"})
+RESERVED_HEADERS = frozenset(
+    {
+        "idempotency-key",
+        SIGNATURE_HEADER.lower(),
+        "x-queuewatch-event",
+        "content-length",
+        "host",
+        "connection",
+        "transfer-encoding",
+    }
+)
 
 
 # --- settings (the channel form) ----------------------------------------------------------------
 # Custom header values are write-only: on edit each shows ``KEEP``, which keeps the stored value.
 
 KEEP = "(unchanged)"
-SHAPE_CHOICES = [("queuewatch", _("Queuewatch JSON")), ("alertmanager", _("Alertmanager webhook (version 4)")),
-                 ("slack", _("Slack incoming webhook")), ("custom", _("Custom template"))]
+SHAPE_CHOICES = [
+    ("queuewatch", _("Queuewatch JSON")),
+    ("alertmanager", _("Alertmanager webhook (version 4)")),
+    ("slack", _("Slack incoming webhook")),
+    ("custom", _("Custom template")),
+]
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_SAMPLE = Message(idempotency_key="sample-key", kind="firing", subject='Sample "subject" with \\ and \n',
-                  payload={"status": "firing", "rule": {"name": "Sample rule", "kind": "backlog"},
-                           "alerts": [{"target": {"connection": "default", "prefix": "bull", "queue": "q\"1"},
-                                       "state": "firing", "value": 1, "threshold": 0, "summary": "sample \"quoted\""}]},
-                  channel="sample", created_at="2026-01-01T00:00:00Z", link="https://example.test/", base_url="")
+_SAMPLE = Message(
+    idempotency_key="sample-key",
+    kind="firing",
+    subject='Sample "subject" with \\ and \n',
+    payload={
+        "status": "firing",
+        "rule": {"name": "Sample rule", "kind": "backlog"},
+        "alerts": [
+            {
+                "target": {"connection": "default", "prefix": "bull", "queue": 'q"1'},
+                "state": "firing",
+                "value": 1,
+                "threshold": 0,
+                "summary": 'sample "quoted"',
+            }
+        ],
+    },
+    channel="sample",
+    created_at="2026-01-01T00:00:00Z",
+    link="https://example.test/",
+    base_url="",
+)
 
 
 def parse_headers(text: str, *, stored: dict[str, str]) -> dict[str, str]:
@@ -104,8 +134,16 @@ def _check_template(config: dict, add_error) -> None:
         try:
             json.loads(filled)
         except ValueError as exc:
-            add_error("template", format_lazy(_("With sample values this is not valid JSON ({error}). Put text "
-                                                "placeholders inside quotes, and $ALERTS_JSON outside them."), error=exc))
+            add_error(
+                "template",
+                format_lazy(
+                    _(
+                        "With sample values this is not valid JSON ({error}). Put text "
+                        "placeholders inside quotes, and $ALERTS_JSON outside them."
+                    ),
+                    error=exc,
+                ),
+            )
 
 
 # --- delivery ----------------------------------------------------------------------------------
@@ -169,8 +207,9 @@ def receiver_detail(text: str, *, admin: bool) -> str:
 
 
 def policy() -> outbound.OutboundPolicy:
-    return outbound.OutboundPolicy.from_entries(allow=settings.QUEUEWATCH_WEBHOOK_ALLOW,
-                                                deny=settings.QUEUEWATCH_WEBHOOK_DENY)
+    return outbound.OutboundPolicy.from_entries(
+        allow=settings.QUEUEWATCH_WEBHOOK_ALLOW, deny=settings.QUEUEWATCH_WEBHOOK_DENY
+    )
 
 
 def destination_refusal(url: str) -> str | None:
@@ -227,8 +266,9 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError with the 3xx status
 
 
-_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _PinnedHTTPHandler, _PinnedHTTPSHandler,
-                                      _NoRedirects)
+_opener = urllib.request.build_opener(
+    urllib.request.ProxyHandler({}), _PinnedHTTPHandler, _PinnedHTTPSHandler, _NoRedirects
+)
 
 
 class WebhookNotifier(Notifier):
@@ -238,18 +278,36 @@ class WebhookNotifier(Notifier):
     @classmethod
     def form_fields(cls):
         return {
-            "url": forms.CharField(label=_("URL"), required=False, max_length=2000, help_text=_("http:// or https://"),
-                                   widget=forms.TextInput(attrs={"dir": "ltr"})),
+            "url": forms.CharField(
+                label=_("URL"),
+                required=False,
+                max_length=2000,
+                help_text=_("http:// or https://"),
+                widget=forms.TextInput(attrs={"dir": "ltr"}),
+            ),
             "shape": forms.ChoiceField(label=_("Payload"), choices=SHAPE_CHOICES, initial="queuewatch", required=False),
-            "template": forms.CharField(label=_("Template"), required=False, widget=forms.Textarea(attrs={"rows": 6, "dir": "ltr"}),
-                                        help_text=format_lazy(_("For “Custom template”: {placeholders}."),
-                                                              placeholders=", ".join(f"${n}" for n in PLACEHOLDERS))),
-            "content_type": forms.CharField(label=_("Content type"), required=False, initial="application/json", max_length=100),
-            "headers": forms.CharField(label=_("Custom headers"), required=False, widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
-                                       help_text=format_lazy(_("One “Name: value” per line. Stored values are not shown: {keep} keeps one."),
-                                                             keep=KEEP)),
-            "timeout_s": forms.IntegerField(label=_("Timeout (s)"), min_value=1, max_value=MAX_TIMEOUT_S,
-                                            initial=DEFAULT_TIMEOUT_S, required=False),
+            "template": forms.CharField(
+                label=_("Template"),
+                required=False,
+                widget=forms.Textarea(attrs={"rows": 6, "dir": "ltr"}),
+                help_text=format_lazy(
+                    _("For “Custom template”: {placeholders}."), placeholders=", ".join(f"${n}" for n in PLACEHOLDERS)
+                ),
+            ),
+            "content_type": forms.CharField(
+                label=_("Content type"), required=False, initial="application/json", max_length=100
+            ),
+            "headers": forms.CharField(
+                label=_("Custom headers"),
+                required=False,
+                widget=forms.Textarea(attrs={"rows": 3, "dir": "ltr"}),
+                help_text=format_lazy(
+                    _("One “Name: value” per line. Stored values are not shown: {keep} keeps one."), keep=KEEP
+                ),
+            ),
+            "timeout_s": forms.IntegerField(
+                label=_("Timeout (s)"), min_value=1, max_value=MAX_TIMEOUT_S, initial=DEFAULT_TIMEOUT_S, required=False
+            ),
         }
 
     @classmethod
@@ -269,8 +327,12 @@ class WebhookNotifier(Notifier):
             add_error("headers", exc)
             headers = {}
         # Header values often are credentials: stored encrypted (a kept value already is).
-        config = {"url": url, "shape": data.get("shape") or "queuewatch", "headers": encrypt_values(headers),
-                  "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S}
+        config = {
+            "url": url,
+            "shape": data.get("shape") or "queuewatch",
+            "headers": encrypt_values(headers),
+            "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S,
+        }
         if config["shape"] == "custom":
             config["template"] = data.get("template") or ""
             config["content_type"] = (data.get("content_type") or "application/json").strip()
@@ -279,10 +341,14 @@ class WebhookNotifier(Notifier):
 
     @classmethod
     def initial(cls, config):
-        return {"url": config.get("url", ""), "shape": config.get("shape", "queuewatch"),
-                "template": config.get("template", ""), "content_type": config.get("content_type", "application/json"),
-                "headers": "\n".join(f"{name}: {KEEP}" for name in (config.get("headers") or {})),
-                "timeout_s": config.get("timeout_s", DEFAULT_TIMEOUT_S)}
+        return {
+            "url": config.get("url", ""),
+            "shape": config.get("shape", "queuewatch"),
+            "template": config.get("template", ""),
+            "content_type": config.get("content_type", "application/json"),
+            "headers": "\n".join(f"{name}: {KEEP}" for name in (config.get("headers") or {})),
+            "timeout_s": config.get("timeout_s", DEFAULT_TIMEOUT_S),
+        }
 
     @classmethod
     def destination(cls, config):
@@ -302,11 +368,15 @@ class WebhookNotifier(Notifier):
         try:
             custom = decrypt_values(self.config.get("headers") or {})
         except UndecryptableSecret:
-            raise DeliveryError(gettext("A custom header cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
-                                        "add the old key back."), retry=False) from None
+            raise DeliveryError(
+                gettext("A custom header cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; add the old key back."),
+                retry=False,
+            ) from None
         if isinstance(self.channel.secret, Undecryptable):
-            raise DeliveryError(gettext("The signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; "
-                                        "add the old key back."), retry=False)
+            raise DeliveryError(
+                gettext("The signing secret cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; add the old key back."),
+                retry=False,
+            )
         headers.update({k: v for k, v in custom.items() if k.lower() not in RESERVED_HEADERS})
         headers["Idempotency-Key"] = notification.idempotency_key
         headers["X-Queuewatch-Event"] = notification.kind
@@ -323,14 +393,19 @@ class WebhookNotifier(Notifier):
             snippet = exc.read(300).decode("utf-8", "replace").strip()
             said = RECEIVER_SAID + snippet if snippet else ""
             if 300 <= exc.code < 400:
-                raise DeliveryError(f"HTTP {exc.code} from {where} (redirects are not followed; use the final URL)"
-                                    + said, retry=False) from None
-            raise DeliveryError(f"HTTP {exc.code} from {where}" + said, retry=retryable_status(exc.code),
-                                retry_after=_retry_after(exc.headers.get("Retry-After"))) from None
+                raise DeliveryError(
+                    f"HTTP {exc.code} from {where} (redirects are not followed; use the final URL)" + said, retry=False
+                ) from None
+            raise DeliveryError(
+                f"HTTP {exc.code} from {where}" + said,
+                retry=retryable_status(exc.code),
+                retry_after=_retry_after(exc.headers.get("Retry-After")),
+            ) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, _Refused):
-                raise DeliveryError(gettext("Not sent to %(where)s: %(why)s") % {"where": where, "why": exc.reason},
-                                    retry=False) from None
+                raise DeliveryError(
+                    gettext("Not sent to %(where)s: %(why)s") % {"where": where, "why": exc.reason}, retry=False
+                ) from None
             raise DeliveryError(f"Cannot reach {where}: {exc.reason}", retry=True) from None
         except TimeoutError:
             raise DeliveryError(f"No answer from {where} within {timeout} s", retry=True) from None

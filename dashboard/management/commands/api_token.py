@@ -11,13 +11,20 @@ from dashboard.accounts.models import SCOPES, ApiToken
 
 
 class Command(BaseCommand):
-    help = ("Create an API token for USERNAME and print it (it is shown only once); or --list tokens, "
-            "or --revoke one by its hint or id.")
+    help = (
+        "Create an API token for USERNAME and print it (it is shown only once); or --list tokens, "
+        "or --revoke one by its hint or id."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("username", nargs="?")
-        parser.add_argument("--scope", action="append", choices=SCOPES, dest="scopes",
-                            help="Repeat for several. Default: all (the token acts with its user's role).")
+        parser.add_argument(
+            "--scope",
+            action="append",
+            choices=SCOPES,
+            dest="scopes",
+            help="Repeat for several. Default: all (the token acts with its user's role).",
+        )
         parser.add_argument("--expires-in", type=int, metavar="DAYS", help="Expire the token after DAYS days.")
         parser.add_argument("--list", action="store_true", help="List tokens (of USERNAME, or everyone's).")
         parser.add_argument("--revoke", metavar="HINT_OR_ID", help="Revoke a token, by its hint (qw_…) or id.")
@@ -43,11 +50,17 @@ class Command(BaseCommand):
         for row in rows:
             expires = row.expires_at.isoformat() if row.expires_at else "never"
             used = row.last_used_at.isoformat() if row.last_used_at else "never"
-            self.stdout.write(f"{row.pk}\t{row.user.username}\t{row.hint}…\t{','.join(row.scopes)}\t"
-                              f"{row.status}\texpires {expires}\tlast used {used}")
+            self.stdout.write(
+                f"{row.pk}\t{row.user.username}\t{row.hint}…\t{','.join(row.scopes)}\t"
+                f"{row.status}\texpires {expires}\tlast used {used}"
+            )
 
     def _revoke(self, which):
-        rows = ApiToken.objects.filter(pk=int(which)) if which.isdigit() else ApiToken.objects.filter(hint=which.rstrip("…"))
+        rows = (
+            ApiToken.objects.filter(pk=int(which))
+            if which.isdigit()
+            else ApiToken.objects.filter(hint=which.rstrip("…"))
+        )
         if rows.count() != 1:
             raise CommandError(f"{rows.count()} tokens match {which!r}; give the id from --list.")
         row = rows.get()

@@ -29,10 +29,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
-        parser.add_argument("--fail-on", choices=health.SEVERITIES, default="critical",
-                            help="Exit 1 when a check fails with this severity or worse (default: critical).")
-        parser.add_argument("--connection", action="append", default=None, metavar="NAME",
-                            help="Check only this connection (repeatable).")
+        parser.add_argument(
+            "--fail-on",
+            choices=health.SEVERITIES,
+            default="critical",
+            help="Exit 1 when a check fails with this severity or worse (default: critical).",
+        )
+        parser.add_argument(
+            "--connection",
+            action="append",
+            default=None,
+            metavar="NAME",
+            help="Check only this connection (repeatable).",
+        )
         parser.add_argument("--verbose-pass", action="store_true", help="Also list passing checks in text output.")
         parser.add_argument("--no-store", action="store_true", help="Do not store the result for /metrics.")
 
@@ -68,8 +77,10 @@ class Command(BaseCommand):
             w(f"Monitor state: {age:.0f} s old (monitor {report.monitor or '?'}).")
         for conn in report.connections:
             w("")
-            w(f"== {conn.name} ({conn.display_url}): {conn.worst if conn.worst != 'ok' else 'all checks pass'}, "
-              f"{len(conn.failing)} failing, {len(conn.unknown)} unknown, {len(conn.passing)} passing")
+            w(
+                f"== {conn.name} ({conn.display_url}): {conn.worst if conn.worst != 'ok' else 'all checks pass'}, "
+                f"{len(conn.failing)} failing, {len(conn.unknown)} unknown, {len(conn.passing)} passing"
+            )
             for r in conn.results:
                 if r.status == health.PASS and not verbose_pass:
                     continue

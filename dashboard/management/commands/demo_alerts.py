@@ -6,10 +6,24 @@ from dashboard.alerts.models import AlertRule
 # thumbnails job that stalls now and then. No channels: the alerts show on every page and in
 # the alert history; add a channel on the Channels page to be notified.
 DEMO_RULES = [
-    dict(name="Demo: dead letters growing", kind="dlq_growth", queue_glob="payments*", threshold=0.2,
-         resolve_threshold=0.0, window_minutes=5, for_seconds=30, severity="critical"),
-    dict(name="Demo: jobs stalling", kind="stalled_window", queue_glob="thumbnails", threshold=0,
-         window_minutes=15, severity="warning"),
+    dict(
+        name="Demo: dead letters growing",
+        kind="dlq_growth",
+        queue_glob="payments*",
+        threshold=0.2,
+        resolve_threshold=0.0,
+        window_minutes=5,
+        for_seconds=30,
+        severity="critical",
+    ),
+    dict(
+        name="Demo: jobs stalling",
+        kind="stalled_window",
+        queue_glob="thumbnails",
+        threshold=0,
+        window_minutes=15,
+        severity="warning",
+    ),
 ]
 
 

@@ -26,10 +26,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--redis-url", help="Redis to write to (default: QUEUEWATCH_REDIS_URL).")
         parser.add_argument("--prefix", default="bull", help="BullMQ key prefix (default: bull).")
-        parser.add_argument("--rate", type=float, default=DEFAULT_RATE,
-                            help=f"Jobs added per second across all queues (default: {DEFAULT_RATE:g}).")
-        parser.add_argument("--duration", type=float, default=None,
-                            help="Stop after this many seconds (default: run until interrupted).")
+        parser.add_argument(
+            "--rate",
+            type=float,
+            default=DEFAULT_RATE,
+            help=f"Jobs added per second across all queues (default: {DEFAULT_RATE:g}).",
+        )
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            help="Stop after this many seconds (default: run until interrupted).",
+        )
 
     def handle(self, *args, redis_url=None, prefix="bull", rate=DEFAULT_RATE, duration=None, **options):
         url = redis_url or _default_redis_url()
@@ -61,8 +69,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{name} again: exiting without waiting for active jobs")
                 self.stderr.flush()
                 os._exit(128 + signum)
-            self.stderr.write(f"{name}: stopping the demo workload "
-                              "(waiting for active jobs; signal again to force)")
+            self.stderr.write(f"{name}: stopping the demo workload (waiting for active jobs; signal again to force)")
             signalled.append(signum)
             stop.set()
 

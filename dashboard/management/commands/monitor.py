@@ -11,7 +11,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--name", default="monitor", help="Name shown in logs (useful with standbys).")
-        parser.add_argument("--lock-ttl-ms", type=int, default=5000, help="Leader lock TTL; a standby takes over within it.")
+        parser.add_argument(
+            "--lock-ttl-ms", type=int, default=5000, help="Leader lock TTL; a standby takes over within it."
+        )
 
     def handle(self, *args, name, lock_ttl_ms, **options):
         stop = threading.Event()

@@ -13,9 +13,12 @@ class Command(BaseCommand):
     help = "Re-encrypt webhook signing secrets and header values with the first QUEUEWATCH_ENCRYPTION_KEY."
 
     def add_arguments(self, parser):
-        parser.add_argument("--print-derived-key", action="store_true",
-                            help="Print the key derived from the current secret key (used while "
-                                 "QUEUEWATCH_ENCRYPTION_KEY is unset) and stop.")
+        parser.add_argument(
+            "--print-derived-key",
+            action="store_true",
+            help="Print the key derived from the current secret key (used while "
+            "QUEUEWATCH_ENCRYPTION_KEY is unset) and stop.",
+        )
 
     def handle(self, *args, print_derived_key=False, **options):
         if print_derived_key:

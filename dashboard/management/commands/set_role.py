@@ -17,13 +17,20 @@ class Command(BaseCommand):
         try:
             user = get_user_model().objects.get(username=username)
         except get_user_model().DoesNotExist:
-            raise CommandError(f"No user named {username!r}. Create one with `python manage.py createsuperuser`.") from None
+            raise CommandError(
+                f"No user named {username!r}. Create one with `python manage.py createsuperuser`."
+            ) from None
         before = role_of(user)
         # One role at a time: roles include the ones below, so extra groups would only confuse.
         user.groups.remove(*Group.objects.filter(name__in=ROLES))
         if role != "viewer":  # every logged-in user is at least a viewer
             user.groups.add(Group.objects.get(name=role))
         note = " (a superuser stays admin whatever the groups say)" if user.is_superuser and role != "admin" else ""
-        audit.record_event(user=None, via="cli", action="user.set_role", target=f"user {user.pk} “{username}”",
-                           details={"from": before, "to": role_of(user)})
+        audit.record_event(
+            user=None,
+            via="cli",
+            action="user.set_role",
+            target=f"user {user.pk} “{username}”",
+            details={"from": before, "to": role_of(user)},
+        )
         self.stdout.write(f"{username} is now {role}{note}")
