@@ -23,15 +23,14 @@ What the copy keeps, and why (each kept item is reported per job, ``ActionResult
 
 Removing the dead letter (``removeJob``) and adding the copy (BullMQ's add script for the
 options, as ``Queue.add`` picks it) are one composed script, so a repeat after a crash can
-neither duplicate nor lose a job. No Django imports.
+neither duplicate nor lose a job. Reading what the copy carries: ``queues.redrive_copy``. No Django
+imports.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from dataclasses import dataclass
 
 import msgpack
 import redis
@@ -41,7 +40,7 @@ from .bullmq_scripts import IN_A_STATE, as_function, lua_script
 from .job_options import RESERVED_IDS
 from .keys import QueueRef
 from .messages import Joined, _
-from .safe_json import loads_or
+from .redrive_copy import RedriveCopy, read_redrive_copy
 from .text import to_text
 
 TARGET_EXISTS = "target_exists"  # a job with the copy's id is still waiting/active/... in the source
@@ -50,30 +49,6 @@ CHANGED = "changed"  # the job was replaced between read and move
 NO_SOURCE = "no_source"  # no source queue could be determined
 UNKNOWN_TARGET = "unknown_target"  # the source queue does not exist (no <prefix>:<queue>:meta)
 
-# Options that belong to the dead letter's place, not to the work: ids (chosen here), delays
-# (recomputed), scheduler and flow links, telemetry, the legacy debounce.
-DROPPED_OPTS = frozenset(
-    {
-        "jobId",
-        "delay",
-        "repeat",
-        "prevMillis",
-        "repeatJobKey",
-        "timestamp",
-        "debounce",
-        "parent",
-        "fpof",
-        "cpof",
-        "idof",
-        "rdof",
-        "failParentOnFailure",
-        "continueParentOnFailure",
-        "ignoreDependencyOnFailure",
-        "removeDependencyOnFailure",
-        "tm",
-        "omc",
-    }
-)
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
@@ -106,68 +81,6 @@ def candidate_ids(*, dlq_name: str, job_id: str, timestamp_raw: str) -> list[str
     if timestamp_raw:
         ids.append(f"{fallback}-{timestamp_raw.replace('%', '%25').replace(':', '%3A')}")
     return ids
-
-
-@dataclass(frozen=True)
-class RedriveCopy:
-    """What the copy in the source queue will carry, read from the dead-letter job."""
-
-    name: str
-    data_json: str
-    opts: dict  # as stored (``de``, not ``deduplication``), minus DROPPED_OPTS
-    timestamp_raw: str  # the dead letter's ``timestamp`` field, as stored (the guard compares it)
-    dedup_id: str = ""
-    due_ms: int | None = None  # the dead letter's due time if it is delayed
-
-    def placed(self, now_ms: int) -> tuple[str, dict]:
-        """(BullMQ add script kind, options) as ``Queue.add`` would pick them at ``now_ms``."""
-        opts = dict(self.opts)
-        if self.due_ms is not None and self.due_ms > now_ms:
-            opts["delay"] = self.due_ms - now_ms
-            return "delayed", opts
-        if opts.get("priority"):
-            return "prioritized", opts
-        return "standard", opts
-
-
-READ_FIELDS = ["name", "data", "opts", "timestamp", "deid"]
-
-
-def read_pipelined(pipe, dlq: QueueRef, job_id: str) -> None:
-    """Queue the reads ``copy_from_reads`` needs (two replies) on ``pipe``."""
-    pipe.hmget(dlq.job_key(job_id), READ_FIELDS)
-    pipe.zscore(dlq.key("delayed"), job_id)
-
-
-def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) -> RedriveCopy | None:
-    name, data, opts, ts, deid = fields
-    if ts is None and name is None and data is None:
-        return None
-    data_text = to_text(data, "{}")
-    if payload_field:
-        parsed = loads_or(data_text, None)
-        if isinstance(parsed, dict) and payload_field in parsed:
-            data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
-    parsed_opts = loads_or(to_text(opts, "{}"), {})
-    parsed_opts = parsed_opts if isinstance(parsed_opts, dict) else {}
-    kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
-    de = kept.get("de")
-    de_id = de.get("id") if isinstance(de, dict) else None
-    dedup_id = to_text(deid) or (de_id if isinstance(de_id, str) else "")
-    if dedup_id and not isinstance(de, dict):
-        kept["de"] = {"id": dedup_id}
-    due = int(float(delayed_score)) // 0x1000 if delayed_score is not None else None
-    return RedriveCopy(
-        name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts), dedup_id=dedup_id, due_ms=due
-    )
-
-
-def read_redrive_copy(
-    client: redis.Redis, *, dlq: QueueRef, job_id: str, payload_field: str | None = None
-) -> RedriveCopy | None:
-    pipe = client.pipeline(transaction=False)
-    read_pipelined(pipe, dlq, job_id)
-    return copy_from_reads(*pipe.execute(), payload_field=payload_field)
 
 
 # The source queue's keys the composed script takes, in this order; each add script gets its own

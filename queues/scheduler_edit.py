@@ -1,4 +1,4 @@
-"""Editing, removing and migrating job schedulers, through BullMQ's own scripts.
+"""Editing and removing job schedulers, through BullMQ's own scripts.
 
 * **Edit** is what Node's ``Queue.upsertJobScheduler(id, repeat, template)`` does for an
   existing scheduler: the same ``addJobScheduler-11`` script with the same arguments (the next
@@ -7,14 +7,7 @@
   before it, in the same atomic step, so an edit never *creates* a scheduler: the id must still
   be a BullMQ 6 scheduler (its hash has ``ic``), not gone, not a legacy entry.
 * **Remove** is ``Queue.removeJobScheduler(id)``: ``removeJobScheduler-3``, unchanged.
-* **Migrate** turns a legacy repeatable entry (reference §6.2: the pre-hash key shape, which
-  BullMQ 6 throws on, or a v5 hash without ``ic``, which it adopts silently) into a job
-  scheduler in one atomic step: the legacy entry and its pending delayed iteration are removed
-  (the iteration with ``removeJob-2``), and ``addJobScheduler-11`` creates the scheduler with
-  the same schedule and the pending iteration's data and options as its template. The
-  schedule keeps its phase: a cron pattern's next run is computed from now (the time the
-  legacy entry would have run next), an ``every`` scheduler starts at the legacy entry's next
-  run (its ``startDate``). So it keeps firing once per slot, as a scheduler.
+* **Migrate** (a legacy repeatable entry into a scheduler) is ``queues.scheduler_migration``.
 
 Framework-free; ``SchedulerError`` carries a message for the user.
 """
@@ -34,22 +27,14 @@ from .job_options import InvalidJob, new_job
 from .keys import QueueRef
 from .messages import _, gettext_noop
 from .safe_json import loads_or
-from .schedulers import is_legacy_key_shape
 from .text import to_int, to_text
 
-DONE, MISSING, NOT_EDITABLE, COLLISION, NOT_LEGACY, TARGET_EXISTS = (
-    "done",
-    "missing",
-    "not_editable",
-    "collision",
-    "not_legacy",
-    "target_exists",
-)
+DONE, MISSING, NOT_EDITABLE, COLLISION = "done", "missing", "not_editable", "collision"
 MAX_ID = 1000
 # Template options a scheduler takes (Node's JobSchedulerTemplateOptions: JobsOptions without
 # jobId, repeat, delay and deduplication).
 TEMPLATE_OPTIONS = ("priority", "attempts", "backoff", "removeOnComplete", "removeOnFail", "lifo")
-_ENCODE = {
+ENCODE = {
     "deduplication": "de",
     "failParentOnFailure": "fpof",
     "continueParentOnFailure": "cpof",
@@ -57,9 +42,7 @@ _ENCODE = {
     "removeDependencyOnFailure": "rdof",
     "keepLogs": "kl",
 }
-_DECODE = {v: k for k, v in _ENCODE.items()}
-# What an iteration job carries that is not part of the template.
-_ITERATION_OPTS = frozenset({"repeat", "jobId", "delay", "timestamp", "prevMillis", "repeatJobKey", "tm", "omc"})
+DECODE = {v: k for k, v in ENCODE.items()}
 
 
 class SchedulerError(ValueError):
@@ -190,12 +173,12 @@ def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> Sch
         end_date=to_int(h.get("endDate")),
         limit=to_int(h.get("limit")),
         data_json=h.get("data", "{}"),
-        opts={_DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()},
+        opts={DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()},
     )
 
 
 def _encoded(opts: dict) -> dict:
-    return {_ENCODE.get(k, k): v for k, v in opts.items()}
+    return {ENCODE.get(k, k): v for k, v in opts.items()}
 
 
 def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[list[str], list]:
@@ -273,40 +256,8 @@ return remove_job_scheduler(KEYS, ARGV)
 """
 )
 
-MIGRATE = lua_script(
-    as_function("remove_job", "removeJob-2.lua")
-    + as_function("add_job_scheduler", "addJobScheduler-11.lua")
-    + """
--- KEYS[1..11] addJobScheduler-11's keys; ARGV[1..9] its arguments (ARGV[3] the new id);
--- ARGV[10] the legacy member. Returns {code, ...}: {1, next job id, delay, pending removed},
--- {-104} the legacy entry is gone or no longer legacy, {-105} the new id is taken, or
--- {addJobScheduler's negative code}.
-local repeatKey, member, prefix = KEYS[1], ARGV[10], ARGV[8]
-local millis = redis.call("ZSCORE", repeatKey, member)
-if not millis or redis.call("HEXISTS", repeatKey .. ":" .. member, "ic") == 1 then return {-104} end
-if redis.call("ZSCORE", repeatKey, ARGV[3]) then return {-105} end
--- Its pending iteration: the delayed job due at the entry's next run whose rjk names it
--- (delayed scores are millis * 0x1000 + a sequence number).
-local due = tonumber(millis)
-local pending = {}
-for _, id in ipairs(redis.call("ZRANGEBYSCORE", KEYS[2], due * 0x1000, (due + 1) * 0x1000 - 1)) do
-  if redis.call("HGET", prefix .. id, "rjk") == member then pending[#pending + 1] = id end
-end
-redis.call("ZREM", repeatKey, member)
-redis.call("DEL", repeatKey .. ":" .. member)
-local removed = 0
-for _, id in ipairs(pending) do
-  if remove_job({prefix .. id, repeatKey}, {id, "1", prefix}) == 1 then removed = removed + 1 end
-end
-local added = add_job_scheduler({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
-                                 KEYS[10], KEYS[11]},
-                                {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]})
-if type(added) == "number" then return {added} end
-return {1, added[1], added[2], removed}
-"""
-)
 
-# Message ids, filled in (and so marked for translation) by ``_refusal``.
+# Message ids, filled in (and so marked for translation) by ``refusal``.
 _REFUSED = {
     -102: (NOT_EDITABLE, gettext_noop("There is no job scheduler {id} (removed meanwhile?); nothing was changed.")),
     -103: (NOT_EDITABLE, gettext_noop("{id} is a legacy repeatable entry, not a job scheduler: migrate it first.")),
@@ -334,7 +285,7 @@ class SchedulerResult:
         return self.outcome == DONE
 
 
-def _refusal(code: int, scheduler_id: str) -> SchedulerResult:
+def refusal(code: int, scheduler_id: str) -> SchedulerResult:
     if code not in _REFUSED:
         return SchedulerResult("refused", _("BullMQ refused (code {code}).", code=code))
     outcome, msgid = _REFUSED[code]
@@ -348,7 +299,7 @@ def edit_scheduler(
     keys, args = upsert_call(queue, spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
     reply = EDIT(keys=keys, args=args, client=client)
     if isinstance(reply, int):
-        return _refusal(reply, spec.scheduler_id)
+        return refusal(reply, spec.scheduler_id)
     job_id, delay = to_text(reply[0]), int(reply[1])
     return SchedulerResult(
         DONE, _("Scheduler {id} updated; its next job is {job_id}.", id=spec.scheduler_id, job_id=job_id), job_id, delay
@@ -373,130 +324,7 @@ def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str)
         )
     if code == 1:
         return SchedulerResult(MISSING, _("There is no job scheduler {id}; nothing was removed.", id=scheduler_id))
-    return _refusal(int(code), scheduler_id)
-
-
-@dataclass(frozen=True)
-class MigrationPlan:
-    """What migrating legacy entry ``member`` will do (shown before it is done)."""
-
-    member: str
-    layout: str  # "key-shape" or "v5-hash"
-    spec: SchedulerSpec
-    pending_job_id: str  # the legacy iteration that will be removed ("" if none is delayed)
-    legacy_next: int | None  # ms: when the legacy entry would run next
-
-    def next_run(self, *, now_ms: int) -> int | None:
-        if self.spec.pattern:
-            return cron.bullmq_next_millis(
-                pattern=self.spec.pattern, tz=self.spec.tz or "UTC", now_ms=now_ms, start_ms=self.spec.start_date
-            )
-        return max(self.spec.start_date or now_ms, now_ms)
-
-
-def _pending_iteration(client, queue: QueueRef, member: str, due: int) -> tuple[str, dict]:
-    ids = client.zrangebyscore(queue.key("delayed"), due * 0x1000, (due + 1) * 0x1000 - 1)
-    for raw in ids:
-        job_id = to_text(raw)
-        job = {to_text(k): to_text(v) for k, v in client.hgetall(queue.job_key(job_id)).items()}
-        if job.get("rjk") == member:
-            return job_id, job
-    return "", {}
-
-
-def plan_migration(
-    client: redis.Redis, *, queue: QueueRef, member: str, scheduler_id: str = "", now_ms: int | None = None
-) -> MigrationPlan:
-    """Read legacy entry ``member`` and say what migrating it will do; ``SchedulerError`` if it
-    is not a legacy entry (or is gone)."""
-    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    score = client.zscore(queue.key("repeat"), member)
-    h = {to_text(k): to_text(v) for k, v in client.hgetall(queue.key("repeat:") + member).items()}
-    if score is None or "ic" in h:
-        raise SchedulerError(
-            _(
-                "{member} is not a legacy repeatable entry of this queue (gone, or already a job scheduler).",
-                member=member,
-            )
-        )
-    if h:
-        layout, name, tz, spec_text = (
-            "v5-hash",
-            h.get("name", ""),
-            h.get("tz", ""),
-            h.get("pattern") or h.get("every", ""),
-        )
-        end_date, default_id = to_int(h.get("endDate")), h.get("name", "") or member
-    elif is_legacy_key_shape(member):
-        parts = member.split(":")
-        layout, name, tz, spec_text, end_date = "key-shape", parts[0], parts[3], parts[4], to_int(parts[2])
-        default_id = parts[1] or parts[0]
-    else:
-        raise SchedulerError(_("{member} has no definition Queuewatch can read; migrate it by hand.", member=member))
-    due = int(score)
-    pending_id, job = _pending_iteration(client, queue, member, due)
-    stored = loads_or(job.get("opts", "{}"), {})
-    stored = stored if isinstance(stored, dict) else {}
-    template_opts = {
-        _DECODE.get(k, k): v
-        for k, v in stored.items()
-        if k not in _ITERATION_OPTS and _DECODE.get(k, k) in TEMPLATE_OPTIONS
-    }
-    every = to_int(spec_text) if " " not in spec_text else None
-    data = loads_or(job.get("data", "{}"), {})
-    spec = check_spec(
-        scheduler_id=scheduler_id or default_id,
-        name=job.get("name") or name or "repeat",
-        pattern="" if every else spec_text,
-        every=every,
-        tz=tz,
-        end_date=end_date,
-        start_date=due if every and due > now_ms else None,
-        data=data,
-        opts=template_opts,
-    )
-    return MigrationPlan(member=member, layout=layout, spec=spec, pending_job_id=pending_id, legacy_next=due)
-
-
-def migrate_legacy(
-    client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan, now_ms: int | None = None
-) -> SchedulerResult:
-    """Replace the legacy entry by the planned scheduler, in one atomic step."""
-    keys, args = upsert_call(queue, plan.spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
-    reply = MIGRATE(keys=keys, args=[*args, plan.member], client=client)
-    code = int(reply[0])
-    if code == -104:
-        return SchedulerResult(
-            NOT_LEGACY,
-            _(
-                "{member} is no longer a legacy entry (migrated or removed meanwhile); nothing was changed.",
-                member=plan.member,
-            ),
-        )
-    if code == -105:
-        return SchedulerResult(
-            TARGET_EXISTS,
-            _(
-                "A job scheduler {id} already exists; choose another id. Nothing was changed.",
-                id=plan.spec.scheduler_id,
-            ),
-        )
-    if code < 0:
-        return _refusal(code, plan.spec.scheduler_id)
-    job_id, delay, removed = to_text(reply[1]), int(reply[2]), int(reply[3])
-    return SchedulerResult(
-        DONE,
-        _(
-            "Legacy entry migrated to job scheduler {id}; its next job is {job_id} "
-            "({removed} legacy pending job removed).",
-            id=plan.spec.scheduler_id,
-            job_id=job_id,
-            removed=removed,
-        ),
-        job_id,
-        delay,
-        removed,
-    )
+    return refusal(int(code), scheduler_id)
 
 
 def spec_as_dict(spec: SchedulerSpec) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import redis
 
-from .. import redrive
+from .. import redrive, redrive_copy
 from ..actions import (
     DONE,
     MISSING,
@@ -156,13 +156,13 @@ def _redrive_batch(
     q = plan.queue
     read = client.pipeline(transaction=False)
     for n in positions:
-        redrive.read_pipelined(read, q, items[n][0])
+        redrive_copy.read_pipelined(read, q, items[n][0])
     replies = read.execute() if positions else []
     pipe = client.pipeline(transaction=False)
     calls = []
     for k, n in enumerate(positions):
         job_id = items[n][0]
-        copy = redrive.copy_from_reads(replies[2 * k], replies[2 * k + 1], payload_field=plan.payload_field)
+        copy = redrive_copy.copy_from_reads(replies[2 * k], replies[2 * k + 1], payload_field=plan.payload_field)
         if copy is None:
             results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from .. import scheduler_edit, schedulers
+from .. import scheduler_edit, scheduler_migration, schedulers
 from ..keys import QueueRef
 from .errors import redis_errors
 
@@ -29,10 +29,12 @@ class RedisSchedulers:
         with redis_errors(self.connection):
             return scheduler_edit.remove_scheduler(self.client, queue=queue, scheduler_id=scheduler_id)
 
-    def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> scheduler_edit.MigrationPlan:
+    def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> scheduler_migration.MigrationPlan:
         with redis_errors(self.connection):
-            return scheduler_edit.plan_migration(self.client, queue=queue, member=member, scheduler_id=scheduler_id)
+            return scheduler_migration.plan_migration(
+                self.client, queue=queue, member=member, scheduler_id=scheduler_id
+            )
 
-    def migrate(self, queue: QueueRef, *, plan: scheduler_edit.MigrationPlan) -> scheduler_edit.SchedulerResult:
+    def migrate(self, queue: QueueRef, *, plan: scheduler_migration.MigrationPlan) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
-            return scheduler_edit.migrate_legacy(self.client, queue=queue, plan=plan)
+            return scheduler_migration.migrate_legacy(self.client, queue=queue, plan=plan)

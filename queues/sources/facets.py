@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from ..queue_settings import QueueSettings
     from ..redact import Redactor
     from ..retry_advice import Sample
-    from ..scheduler_edit import MigrationPlan, SchedulerResult, SchedulerSpec
+    from ..scheduler_edit import SchedulerResult, SchedulerSpec
+    from ..scheduler_migration import MigrationPlan
     from ..schedulers import Scheduler
     from ..selection import JobFilter, Preview
     from ..snapshot import QueueSnapshot

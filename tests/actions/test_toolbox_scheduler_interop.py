@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from queues import cron, scheduler_edit
+from queues import cron, scheduler_edit, scheduler_migration
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
@@ -229,10 +229,10 @@ def _legacy_v5_every(r, queue: str, *, every: int, member: str = "d9c48061d9d20c
 
 def test_a_migrated_legacy_repeat_keeps_firing_once_per_slot_as_a_scheduler(server, r):
     member = _legacy_v5_every(r, "mig", every=1000)
-    plan = scheduler_edit.plan_migration(r, queue=q("mig"), member=member, scheduler_id="legacy-every")
+    plan = scheduler_migration.plan_migration(r, queue=q("mig"), member=member, scheduler_id="legacy-every")
     assert plan.layout == "v5-hash" and plan.spec.every == 1000 and plan.pending_job_id.startswith(f"repeat:{member}:")
     assert json.loads(plan.spec.data_json) == {"v": 5} and plan.spec.opts == {"attempts": 2}
-    result = scheduler_edit.migrate_legacy(r, queue=q("mig"), plan=plan)
+    result = scheduler_migration.migrate_legacy(r, queue=q("mig"), plan=plan)
     assert result.ok and result.pending_removed == 1, result.message
     assert not r.exists(f"bull:mig:repeat:{member}") and r.zscore("bull:mig:repeat", member) is None
     assert not r.exists(f"bull:mig:{plan.pending_job_id}")
@@ -269,16 +269,16 @@ def test_a_key_shaped_legacy_entry_that_node_throws_on_is_migrated(server, r):
     )
     r.zadd("bull:keyed:delayed", {pending: due * 0x1000})
     assert "Legacy repeatable job metadata" in node(server, "schedulers", "keyed")["error"]
-    plan = scheduler_edit.plan_migration(r, queue=q("keyed"), member=member)
+    plan = scheduler_migration.plan_migration(r, queue=q("keyed"), member=member)
     assert plan.layout == "key-shape" and plan.spec.scheduler_id == "nightly-id" and plan.spec.tz == "Europe/Paris"
     assert plan.next_run(now_ms=int(time.time() * 1000)) == due
-    assert scheduler_edit.migrate_legacy(r, queue=q("keyed"), plan=plan).ok
+    assert scheduler_migration.migrate_legacy(r, queue=q("keyed"), plan=plan).ok
     listed = node(server, "schedulers", "keyed")["schedulers"]
     assert [(s["key"], s["pattern"], s["tz"], s["next"]) for s in listed] == [
         ("nightly-id", "0 0 3 * * *", "Europe/Paris", due)
     ]
     assert r.zrange("bull:keyed:delayed", 0, -1) == [f"repeat:nightly-id:{due}".encode()]
     # A second attempt (a double click, a second tab) is refused and changes nothing.
-    assert scheduler_edit.migrate_legacy(r, queue=q("keyed"), plan=plan).outcome == "not_legacy"
+    assert scheduler_migration.migrate_legacy(r, queue=q("keyed"), plan=plan).outcome == "not_legacy"
     with pytest.raises(scheduler_edit.SchedulerError):
-        scheduler_edit.plan_migration(r, queue=q("keyed"), member=member)
+        scheduler_migration.plan_migration(r, queue=q("keyed"), member=member)

@@ -86,7 +86,7 @@ def _action_results() -> list:
     results += [actions.remove_outcome("42", code) for code in (NOT_A_JOB_CODE, 1, 0, -8, -3)]
     results += [actions.remove_outcome("42", 1, children_note=note), actions.not_a_job("meta")]
     results += [actions.promote_outcome("42", code) for code in (0, -3)]
-    results += [scheduler_edit._refusal(code, "nightly") for code in (*scheduler_edit._REFUSED, -999)]
+    results += [scheduler_edit.refusal(code, "nightly") for code in (*scheduler_edit._REFUSED, -999)]
     return results
 
 

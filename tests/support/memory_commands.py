@@ -16,7 +16,8 @@ from queues.job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, add_ki
 from queues.job_options import InvalidJob, NewJob
 from queues.keys import QueueRef
 from queues.queue_settings import QueueSettings, SettingRefused
-from queues.scheduler_edit import MigrationPlan, SchedulerError, SchedulerResult, SchedulerSpec
+from queues.scheduler_edit import SchedulerError, SchedulerResult, SchedulerSpec
+from queues.scheduler_migration import MigrationPlan
 from queues.schedulers import Scheduler
 from queues.snapshot import QueueSnapshot
 from queues.workers import Worker
