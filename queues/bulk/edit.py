@@ -14,18 +14,15 @@ SHA-1 is checked and ``updateData`` and ``reprocessJob`` run per job (a ``lifo``
 changed in between is left failed and counted as skipped (``changed``); one whose stored data
 is not JSON we can write back is skipped (``bad_data``), and so is one whose patched data does
 not pass the queue's job schema (``invalid_data``, with the reasons: ``queues.job_schema``); the
-others go on.
+others go on. The patch is applied to the stored data in ``edit_patch``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from collections import deque
 from itertools import repeat
 
-import orjson
 import redis
 from hiredis import pack_command
 
@@ -36,6 +33,7 @@ from ..edit_retry import CHANGED
 from ..keys import QueueRef
 from ..messages import _
 from ..selection import Cursor, Page, zset_bounds, zset_offset
+from .edit_patch import patched, patched_value
 from .plan import BulkPlan
 from .progress import Progress, nothing_left_behind
 
@@ -191,86 +189,6 @@ def read_page(client: redis.Redis, plan: BulkPlan, cursor: Cursor, progress: Pro
     return Page(passed, ids, exhausted=len(ids) < plan.batch_size)
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
-
-# orjson parses and writes JSON about ten times faster than the standard library, and what it
-# writes reads back in Node to the same values (compact, UTF-8, shortest float repr). Where the
-# two differ we take the standard library's road, which keeps the stored text exact:
-# orjson refuses what it cannot hold (NaN, 1e400, lone surrogates, a BOM) and reads an integer
-# outside 64 bits as a float, so data with a run of 19 or more digits (which is where such
-# integers hide) never goes through it.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}").search
-
-
-def patched(raw: bytes | None, patch: dict) -> tuple[str, bytes | str] | None:
-    """(SHA-1 of the stored data, the patched data as JSON) or ``None`` when it is not JSON we
-    can write back as strict JSON (a non-finite number, nesting deeper than Python allows).
-    Data the patch leaves as it is keeps its exact bytes. (Not ``safe_json``: this runs for
-    every job of a bulk task, and ``allow_nan=False`` refuses what ``safe_json`` exists to
-    tolerate.)"""
-    raw = raw if raw is not None else b""
-    if raw and _LONG_DIGITS(raw) is None:
-        try:
-            after = _apply(orjson.loads(raw), patch)
-            # As text: orjson's bytes keep the big buffer it wrote into, one fresh heap allocation
-            # per job while a chunk's arguments are held (about 2.5 us each here, against 0.1 us
-            # for the copy into a small string).
-            return hashlib.sha1(raw).hexdigest(), orjson.dumps(after).decode() if after is not None else raw
-        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-            pass  # the standard library decides (it reads NaN, which the write then refuses)
-    try:
-        text = raw.decode("utf-8")
-        before = json.loads(text) if raw else {}
-        after = _apply(before, patch)
-        if after is not None:
-            text = _ENCODE(after)
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        return None
-    return hashlib.sha1(raw).hexdigest(), text
-
-
-_SCALARS = (str, int, float, bool)
-_ABSENT = object()
-_MADE: dict[int, tuple[dict, dict]] = {}  # id(patch) -> (patch, the patch applied to an empty object)
-
-
-def _on_nothing(patch: dict) -> dict:
-    """The patch applied to an empty object, made once per patch (a nested patch meets a missing
-    or non-object value in every job that lacks it). The result is shared: nothing modifies it."""
-    made = _MADE.get(id(patch))
-    if made is None or made[0] is not patch:
-        if len(_MADE) > 64:
-            _MADE.clear()
-        made = _MADE[id(patch)] = (patch, _apply({}, patch) or {})
-    return made[1]
-
-
-def _apply(before, patch: dict):
-    """``merge_patch(before, patch)``, or ``None`` when the patch changes nothing (so the
-    stored bytes are kept). Only what the patch touches is copied: the rest of the data is
-    shared with ``before``, which is never modified."""
-    if type(before) is not dict:  # replaced by an object: the patch applied to an empty one
-        return _on_nothing(patch)
-    after = None
-    for key, value in patch.items():
-        if value is None:
-            if key not in before:
-                continue
-        elif type(value) is dict:
-            value = _apply(before.get(key), value)
-            if value is None:
-                continue
-        elif type(value) in _SCALARS and type(before.get(key, _ABSENT)) is type(value) and before[key] == value:
-            continue  # exactly the same (1 == True == 1.0 in Python, not in JSON)
-        if after is None:
-            after = dict(before)
-        if value is None:
-            del after[key]
-        else:
-            after[key] = value
-    return after
-
-
 # A batch goes in chunks on one connection, pipelined: the data reads of the next
 # ``CHUNKS_AHEAD`` chunks are always in flight, each chunk is patched as its data comes back and
 # its edit sent at once, and an edit's reply is read only when the replies before a later read
@@ -281,16 +199,6 @@ def _apply(before, patch: dict):
 # its own atomic step, run in order, so each can still be the head of the failed set.
 CHUNK = 200
 CHUNKS_AHEAD = 4
-
-
-def _value(text: bytes | str):
-    """The patched data back as a value, for the schema (only read when the queue has one)."""
-    if not text:
-        return {}
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
 
 
 def edit_batch(
@@ -350,7 +258,7 @@ def edit_batch(
                         ),
                     )
                     continue
-                refused = job_schema.validate(schema, _value(made[1])) if schema is not None else None
+                refused = job_schema.validate(schema, patched_value(made[1])) if schema is not None else None
                 if refused:
                     results[n] = ActionResult(
                         ids[n],

@@ -532,7 +532,8 @@ def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
 
 
 def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
-    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest, patched
+    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
+    from queues.bulk.edit_patch import patched
 
     seed_failed(r, Q, 2)
     read = r.hget(Q.job_key("1"), "data")

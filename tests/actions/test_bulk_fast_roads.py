@@ -13,7 +13,8 @@ import json
 import pytest
 
 from queues.bulk import BulkPlan, MemoryStore, run_bulk
-from queues.bulk.edit import CHUNK, patched
+from queues.bulk.edit import CHUNK
+from queues.bulk.edit_patch import patched
 from queues.edit_retry import merge_patch
 from queues.keys import QueueRef
 from queues.selection import JobFilter
@@ -71,7 +72,7 @@ def test_every_chunk_runs_when_the_scripts_are_flushed_in_the_middle_of_a_batch(
             r.script_flush()
         return real(raw, patch)
 
-    monkeypatch.setattr(edit, "patched", flushing)
+    monkeypatch.setattr(edit, "patched", flushing)  # where edit_batch looks it up
     final = run_bulk(
         r,
         plan=BulkPlan(

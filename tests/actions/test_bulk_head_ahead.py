@@ -163,7 +163,8 @@ def test_an_edit_of_a_big_set_reads_with_sort_and_still_places_priority_and_lifo
 
 
 def test_an_edit_chunk_at_the_head_whose_data_changed_after_it_was_read_moves_all_but_that_job(r):
-    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest, patched
+    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
+    from queues.bulk.edit_patch import patched
 
     seed_failed(r, Q, 300, data=lambda i: {"i": i})
     ids = [str(i) for i in range(1, 201)]  # the head of a skiplist-encoded set, read with SORT_RO

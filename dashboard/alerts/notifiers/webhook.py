@@ -1,4 +1,5 @@
-"""Webhook delivery: one signed HTTP POST per notification, with the standard library's urllib.
+"""Webhook delivery: one signed HTTP POST per notification, with the standard library's urllib
+(the body, for the channel's payload shape, is ``webhook_payload``'s).
 
 Headers sent with every request:
 
@@ -29,7 +30,6 @@ import email.utils
 import hashlib
 import hmac
 import http.client
-import json
 import re
 import socket
 import ssl
@@ -46,9 +46,9 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from dashboard.alerts.message_shapes import PLACEHOLDERS, SHAPES, Message, template_values
+from dashboard.alerts.message_shapes import PLACEHOLDERS
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
-from dashboard.alerts.placeholders import fill_placeholders
+from dashboard.alerts.notifiers.webhook_payload import SHAPE_CHOICES, check_template, webhook_body
 from dashboard.core.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
 from queues import outbound
 
@@ -73,35 +73,7 @@ RESERVED_HEADERS = frozenset(
 # Custom header values are write-only: on edit each shows ``KEEP``, which keeps the stored value.
 
 KEEP = "(unchanged)"
-SHAPE_CHOICES = [
-    ("queuewatch", _("Queuewatch JSON")),
-    ("alertmanager", _("Alertmanager webhook (version 4)")),
-    ("slack", _("Slack incoming webhook")),
-    ("custom", _("Custom template")),
-]
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_SAMPLE = Message(
-    idempotency_key="sample-key",
-    kind="firing",
-    subject='Sample "subject" with \\ and \n',
-    payload={
-        "status": "firing",
-        "rule": {"name": "Sample rule", "kind": "backlog"},
-        "alerts": [
-            {
-                "target": {"connection": "default", "prefix": "bull", "queue": 'q"1'},
-                "state": "firing",
-                "value": 1,
-                "threshold": 0,
-                "summary": 'sample "quoted"',
-            }
-        ],
-    },
-    channel="sample",
-    created_at="2026-01-01T00:00:00Z",
-    link="https://example.test/",
-    base_url="",
-)
 
 
 def parse_headers(text: str, *, stored: dict[str, str]) -> dict[str, str]:
@@ -124,26 +96,6 @@ def parse_headers(text: str, *, stored: dict[str, str]) -> dict[str, str]:
             raise ValidationError(f"Line {number}: header values must be printable ASCII.")
         headers[name] = value
     return headers
-
-
-def _check_template(config: dict, add_error) -> None:
-    if not config["template"].strip():
-        add_error("template", _("A custom payload needs a template."))
-    elif "json" in config["content_type"].lower():
-        filled = fill_placeholders(config["template"], values=template_values(_SAMPLE, json_escape=True))
-        try:
-            json.loads(filled)
-        except ValueError as exc:
-            add_error(
-                "template",
-                format_lazy(
-                    _(
-                        "With sample values this is not valid JSON ({error}). Put text "
-                        "placeholders inside quotes, and $ALERTS_JSON outside them."
-                    ),
-                    error=exc,
-                ),
-            )
 
 
 # --- delivery ----------------------------------------------------------------------------------
@@ -169,18 +121,6 @@ def origin(url: str) -> str:
     except ValueError:  # a malformed port: show none rather than fail
         port = None
     return f"{parts.scheme}://{parts.hostname or ''}" + (f":{port}" if port else "")
-
-
-def webhook_body(*, message: Message, config: dict) -> tuple[bytes, str]:
-    """The request body and its content type, for the channel's shape."""
-    shape = config.get("shape") or "queuewatch"
-    if shape == "custom":
-        content_type = config.get("content_type") or "application/json"
-        values = template_values(message, json_escape="json" in content_type.lower())
-        return fill_placeholders(config.get("template") or "", values=values).encode(), content_type
-    if shape not in SHAPES:
-        raise DeliveryError(f"Unknown webhook shape {shape!r}.", retry=False)
-    return json.dumps(SHAPES[shape](message), ensure_ascii=False).encode(), "application/json"
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -336,7 +276,7 @@ class WebhookNotifier(Notifier):
         if config["shape"] == "custom":
             config["template"] = data.get("template") or ""
             config["content_type"] = (data.get("content_type") or "application/json").strip()
-            _check_template(config, add_error)
+            check_template(config, add_error)
         return config
 
     @classmethod
