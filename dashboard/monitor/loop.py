@@ -6,7 +6,8 @@ follows every events stream (``intake``), keeps counts current from events and r
 exactly only when a queue goes quiet or every ``QUEUEWATCH_RECONCILE_MS`` (``tracking``;
 docs/live-truth.md), checks the locks of long-active jobs, renders each changed fragment once
 for whoever watches it (``publishing``), stores history (``persistence``) and runs the periodic
-jobs through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The monitor package".
+jobs (``periodic``) through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The
+monitor package".
 
 This module is the leadership and the loop: when to do each of those steps. Loops are defensive
 (a failing queue or connection is logged and skipped, Redis reconnects back off, leadership is
@@ -15,7 +16,6 @@ dropped the moment a lock extension fails, database connections are recycled bet
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import threading
 import time
@@ -24,17 +24,17 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from dashboard.actions.bulk_runner import BulkRunner
-from dashboard.alerts import monitoring as alert_monitoring
 from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
-from dashboard.live import fragments, history
+from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
 from dashboard.monitor import persistence
 from dashboard.monitor.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
 from dashboard.monitor.intake import EventIntake
+from dashboard.monitor.periodic import PeriodicSteps
 from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, publish_state
 from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from queues.cron import Job, Periodic
@@ -49,7 +49,7 @@ DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh p
 # Refreshes between full ticks also rewrite the state document (/metrics, alert rules), at most
 # every STATE_DOC_INTERVAL s and within STATE_DOC_SHARE of the time (docs/live-truth.md).
 STATE_DOC_INTERVAL, STATE_DOC_SHARE = 0.5, 0.02
-FLUSH_INTERVAL, ROLLUP_INTERVAL, HEALTH_INTERVAL = 1.0, 300.0, 60.0
+FLUSH_INTERVAL = 1.0
 STALL_PROBE_INTERVAL = 1.0  # s between lock checks of long-active jobs
 HUNG_AFTER = 60.0  # s without a loop iteration before the heartbeat gives up the lock
 
@@ -76,12 +76,20 @@ class Monitor:
         self.queue_publisher = QueuePublisher(publisher=self.publisher, redactor=get_redactor())
         self.flusher = persistence.Flusher(name)  # writes history beside the loop
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
-        self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
         self.state_due = 0.0  # monotonic time from which refreshes between ticks rewrite the state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
         self.queue_lists = QueueLists(registry=self.registry, dash=self.dash, monitor_name=name)
+        self.periodic = PeriodicSteps(
+            registry=self.registry,
+            tracker=self.tracker,
+            banner=self.banner,
+            publisher=self.publisher,
+            dash=self.dash,
+            tick=self.tick,
+            monitor_name=name,
+        )
 
     # --- what the leader knows, for tests and probes ----------------------------------------
 
@@ -92,6 +100,10 @@ class Monitor:
     @property
     def applied_cursors(self) -> dict[QueueRef, str]:
         return self.tracker.applied_cursors
+
+    @property
+    def health_report(self) -> health_checks.HealthReport | None:
+        return self.periodic.health_report
 
     @property
     def stats(self) -> dict[str, int]:
@@ -178,22 +190,8 @@ class Monitor:
     # --- the loop -----------------------------------------------------------------------------
 
     def periodic_jobs(self) -> list[Job]:
-        """Everything the leader runs on a schedule besides its tick, snapshots, probes and
-        flush. (The notification outbox is delivered by ``OutboxRunner``, a thread beside this
-        loop, so a slow receiver never holds it up.)"""
-        jobs = [
-            Job("rollup", history.rollup_and_prune, every=ROLLUP_INTERVAL),
-            # Health checks and rules wait for the first ticks: they read what ticks gathered.
-            Job("health", self.run_health_checks, every=HEALTH_INTERVAL, first_after=2 * self.tick),
-            # Workers (CLIENT LIST) before the first alert evaluation, so "no workers" is known.
-            Job("workers", self.read_workers, every=settings.QUEUEWATCH_WORKERS_INTERVAL_S, first_after=self.tick),
-            Job("alerts", self.evaluate_alerts, every=settings.QUEUEWATCH_ALERT_INTERVAL_S, first_after=2 * self.tick),
-        ]
-        if settings.QUEUEWATCH_DIGEST_CRON:
-            jobs.append(
-                Job("digest", self.write_digest, cron=settings.QUEUEWATCH_DIGEST_CRON, tz=settings.QUEUEWATCH_DIGEST_TZ)
-            )
-        return jobs
+        """Everything the leader runs on a schedule besides its tick (``periodic``)."""
+        return self.periodic.jobs()
 
     def _lead_loop(self, stop: threading.Event, cursors: dict[QueueRef, str]) -> None:
         next_discovery = next_tick = next_snapshot = next_flush = next_probe = 0.0
@@ -396,39 +394,4 @@ class Monitor:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)
 
     def run_health_checks(self) -> None:
-        """The production-readiness checks, stored for the health page, the overview, /metrics and
-        the Redis alert rules. They judge the figures this monitor keeps (reading every queue
-        again cost the monitored Redis ~12 commands per queue)."""
-        try:
-            self.health_report = health_checks.run_and_store(snapshots=self.tracker.current_snapshots())
-        except Exception:
-            log.exception("%s: health checks failed; will retry", self.name)
-
-    def evaluate_alerts(self) -> None:
-        """Evaluate every alert rule on what the last tick saw (rows and outbox notifications
-        are written by ``dashboard.alerts``), and refresh the firing-alerts banner."""
-        states = self.tracker.states
-        signals = [st.signals for st in states.values() if st.signals is not None]
-        reachable = [st for q, st in states.items() if not self.banner.is_down(q.connection)]
-        alert_monitoring.evaluate(
-            signals=signals,
-            registry=self.registry,
-            down=dict(self.banner.down),
-            report=self.health_report,
-            now=dt.datetime.now(dt.UTC),
-            publisher=self.publisher,
-            complete=all(st.signals is not None for st in reachable),
-        )
-
-    def read_workers(self) -> None:
-        """Workers per queue: one CLIENT LIST per connection per period (never per request or
-        tab); the next tick's signals and overview rows carry the counts, and the document
-        feeds the queue pages."""
-        doc = self.tracker.read_workers(dict(self.banner.down))
-        try:
-            dash_redis.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
-        except dash_redis.DashboardRedisError:
-            log.warning("%s: could not publish the workers document", self.name)
-
-    def write_digest(self) -> None:
-        alert_monitoring.write_digest(now=dt.datetime.now(dt.UTC))
+        self.periodic.run_health_checks()

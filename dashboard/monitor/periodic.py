@@ -1,0 +1,107 @@
+"""The steps the leading monitor runs on a schedule besides its tick, snapshots, probes and
+flush: history roll-up, health checks, the workers read, alert rules and the optional digest,
+through one ``queues.cron.Periodic`` (``PeriodicSteps.jobs``). ``loop`` decides when the
+schedule runs; this module is what each job does with the figures the loop keeps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+
+from dashboard.alerts import monitoring as alert_monitoring
+from dashboard.connections.registry import Registry
+from dashboard.core import dash_redis
+from dashboard.health import checks as health_checks
+from dashboard.live import channels as live
+from dashboard.live import history
+from dashboard.monitor.publishing import ConnectionBanner
+from dashboard.monitor.tracking import CountTracker
+from queues.cron import Job
+
+log = logging.getLogger("queuewatch.monitor")
+
+ROLLUP_INTERVAL, HEALTH_INTERVAL = 300.0, 60.0
+
+
+class PeriodicSteps:
+    """The periodic jobs of one monitor, over the parts it shares with the loop; keeps the last
+    health report for the Redis alert rules."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        tracker: CountTracker,
+        banner: ConnectionBanner,
+        publisher: live.Publisher,
+        dash: dash_redis.DashboardRedis,
+        tick: float,
+        monitor_name: str,
+    ):
+        self.registry = registry
+        self.tracker = tracker
+        self.banner = banner
+        self.publisher = publisher
+        self.dash = dash
+        self.tick = tick
+        self.name = monitor_name
+        self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
+
+    def jobs(self) -> list[Job]:
+        """Everything the leader runs on a schedule besides its tick, snapshots, probes and
+        flush. (The notification outbox is delivered by ``OutboxRunner``, a thread beside the
+        loop, so a slow receiver never holds it up.)"""
+        jobs = [
+            Job("rollup", history.rollup_and_prune, every=ROLLUP_INTERVAL),
+            # Health checks and rules wait for the first ticks: they read what ticks gathered.
+            Job("health", self.run_health_checks, every=HEALTH_INTERVAL, first_after=2 * self.tick),
+            # Workers (CLIENT LIST) before the first alert evaluation, so "no workers" is known.
+            Job("workers", self.read_workers, every=settings.QUEUEWATCH_WORKERS_INTERVAL_S, first_after=self.tick),
+            Job("alerts", self.evaluate_alerts, every=settings.QUEUEWATCH_ALERT_INTERVAL_S, first_after=2 * self.tick),
+        ]
+        if settings.QUEUEWATCH_DIGEST_CRON:
+            jobs.append(
+                Job("digest", self.write_digest, cron=settings.QUEUEWATCH_DIGEST_CRON, tz=settings.QUEUEWATCH_DIGEST_TZ)
+            )
+        return jobs
+
+    def run_health_checks(self) -> None:
+        """The production-readiness checks, stored for the health page, the overview, /metrics and
+        the Redis alert rules. They judge the figures this monitor keeps (reading every queue
+        again cost the monitored Redis ~12 commands per queue)."""
+        try:
+            self.health_report = health_checks.run_and_store(snapshots=self.tracker.current_snapshots())
+        except Exception:
+            log.exception("%s: health checks failed; will retry", self.name)
+
+    def evaluate_alerts(self) -> None:
+        """Evaluate every alert rule on what the last tick saw (rows and outbox notifications
+        are written by ``dashboard.alerts``), and refresh the firing-alerts banner."""
+        states = self.tracker.states
+        signals = [st.signals for st in states.values() if st.signals is not None]
+        reachable = [st for q, st in states.items() if not self.banner.is_down(q.connection)]
+        alert_monitoring.evaluate(
+            signals=signals,
+            registry=self.registry,
+            down=dict(self.banner.down),
+            report=self.health_report,
+            now=dt.datetime.now(dt.UTC),
+            publisher=self.publisher,
+            complete=all(st.signals is not None for st in reachable),
+        )
+
+    def read_workers(self) -> None:
+        """Workers per queue: one CLIENT LIST per connection per period (never per request or
+        tab); the next tick's signals and overview rows carry the counts, and the document
+        feeds the queue pages."""
+        doc = self.tracker.read_workers(dict(self.banner.down))
+        try:
+            dash_redis.publish_workers(self.dash, doc, every_s=settings.QUEUEWATCH_WORKERS_INTERVAL_S)
+        except dash_redis.DashboardRedisError:
+            log.warning("%s: could not publish the workers document", self.name)
+
+    def write_digest(self) -> None:
+        alert_monitoring.write_digest(now=dt.datetime.now(dt.UTC))
