@@ -41,6 +41,7 @@ from dashboard.monitor.intake_items import (
 )
 from dashboard.monitor.publishing import ConnectionBanner
 from dashboard.monitor.tracking import CountTracker
+from queues.errors import SourceUnavailable
 from queues.job_clock import WARM_EVENTS
 from queues.keys import QueueRef
 from queues.sources import EventsReader, UnsupportedBySource
@@ -73,6 +74,17 @@ class FollowerThread(threading.Thread):
         with self._lock:
             self._wanted = (list(queues), dict(start_ids))
         self._wake.set()
+
+    def as_unavailable(self, exc: Exception) -> SourceUnavailable | None:
+        """``exc`` as the source's ``SourceUnavailable`` when its kind knows it as an outage (the
+        connection lost or refused), else ``None``: an unexpected error, worth a traceback."""
+        try:
+            with self.source.errors():
+                raise exc
+        except SourceUnavailable as translated:
+            return translated
+        except Exception:  # noqa: BLE001 - not an outage the source knows
+            return None
 
     def run(self) -> None:
         backoff = 0.5
@@ -117,7 +129,8 @@ class FollowerThread(threading.Thread):
                     # in latency (well inside the refresh coalescing of the leader's loop).
                     self.stop_event.wait(max(0.0, MIN_READ_INTERVAL - (time.monotonic() - started)))
             except Exception as exc:  # noqa: BLE001 - a follower must never die silently
-                if not isinstance(exc, DashboardRedisError):
+                unavailable = self.as_unavailable(exc)
+                if unavailable is None:
                     log.exception("follower %s: unexpected error; reconnecting", self.conn_name)
                 # Keep the cursors across reconnects: resume where we were and let the gap
                 # check tell us if the stream was trimmed meanwhile.
@@ -129,7 +142,8 @@ class FollowerThread(threading.Thread):
                             self._wanted = (list(cursors), cursors)
                         else:
                             self._wanted[1].update({q: c for q, c in cursors.items() if q not in self._wanted[1]})
-                self.out.put(ConnectionDown(self.conn_name, str(exc) or exc.__class__.__name__))
+                reason = unavailable.reason if unavailable else str(exc) or exc.__class__.__name__
+                self.out.put(ConnectionDown(self.conn_name, reason))
                 self.stop_event.wait(backoff)
                 backoff = min(backoff * 2, 15.0)
 
