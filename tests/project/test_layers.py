@@ -10,10 +10,9 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.import_graph import ROOT, find_cycles, imported_names, python_modules, resolve
 
 # Lowest first. A module belongs to the longest prefix listed; modules of the same rank may
 # import each other's packages (but not both ways).
@@ -40,38 +39,7 @@ REDIS_EXEMPT = ("dashboard.demo",)
 
 
 def dashboard_modules() -> dict[str, Path]:
-    found = {}
-    for path in (ROOT / "dashboard").rglob("*.py"):
-        if "migrations" in path.parts:
-            continue
-        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        found[dotted.removesuffix(".__init__")] = path
-    return found
-
-
-def imported_names(path: Path, dotted: str) -> set[str]:
-    """Every module name ``path`` imports (``from a import b`` gives ``a.b`` and ``a``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parent = parts[: len(parts) - (node.level - 1)]
-                base = ".".join(parent + ([base] if base else []))
-            out.add(base)
-            out.update(f"{base}.{a.name}" for a in node.names)
-    return out
-
-
-def resolve(name: str, known: set[str]) -> str | None:
-    while name and name not in known:
-        name = name.rpartition(".")[0]
-    return name or None
+    return python_modules("dashboard")
 
 
 def layer_of(dotted: str) -> tuple[int, str]:
@@ -129,24 +97,7 @@ def test_no_two_packages_import_each_other():
             a, b = package_of(dotted), package_of(dep)
             if a != b:
                 edges.setdefault(a, set()).add(b)
-    cycles = []
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(edges.get(node, ())):
-            if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep) :] + [dep])
-            elif dep not in state:
-                visit(dep)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(edges):
-        if node not in state:
-            visit(node)
+    cycles = find_cycles(edges)
     assert not cycles, "package cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 

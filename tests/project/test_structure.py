@@ -8,48 +8,17 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.import_graph import ROOT, find_cycles, imported_names, python_modules, resolve
+
 PACKAGES = ("queues", "dashboard")
 MAX_LINES = 400
 
 
 def modules() -> dict[str, Path]:
-    found = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            if "migrations" in path.parts:
-                continue
-            dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[dotted.removesuffix(".__init__")] = path
-    return found
-
-
-def imports_of(path: Path, dotted: str, known: set[str]) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(parent + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names] + [base]
-        else:
-            continue
-        for name in names:
-            # the longest known module that the name starts with
-            while name and name not in known:
-                name = name.rpartition(".")[0]
-            if name and name != dotted:
-                out.add(name)
-    return out
+    return python_modules(*PACKAGES)
 
 
 def architecture_doc() -> str:
@@ -85,31 +54,14 @@ def test_no_module_over_the_limit_unless_documented():
 def test_no_import_cycles():
     mods = modules()
     known = set(mods)
-    graph = {m: imports_of(p, m, known) for m, p in mods.items()}
+    graph = {m: {r for n in imported_names(p, m) if (r := resolve(n, known)) and r != m} for m, p in mods.items()}
     # A package's __init__ importing its own submodules is how packages expose a registry; a
     # submodule importing its package then only reaches what __init__ already finished.
     graph = {
         m: {d for d in deps if not (m.startswith(d + ".") and mods[d].name == "__init__.py")}
         for m, deps in graph.items()
     }
-    cycles = []
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(graph[node]):
-            if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep) :] + [dep])
-            elif dep not in state:
-                visit(dep)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
+    cycles = find_cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
