@@ -41,7 +41,7 @@ from dashboard.live import channels as live
 from dashboard.live import fragments
 from queues import bulk
 from queues.errors import SourceUnavailable
-from queues.messages import Message, as_data, from_data
+from queues.messages import Joined, Message, as_data, from_data
 
 log = logging.getLogger("queuewatch.bulk")
 
@@ -245,24 +245,16 @@ class BulkRunner:
                     via="task",
                     action=f"bulk.{task.action}",
                     queue=task_queue(task),
-                    selection=task.selection,
+                    selection={
+                        **task.selection,
+                        **({"skipped_by": skipped_by} if skipped_by else {}),
+                        **({"kept_by": kept_by} if kept_by else {}),
+                    },
                     reason=task.reason,
                     affected=task.moved,
                     outcome=outcome,
                     task=task,
-                    message=(
-                        f"Task {task.pk} {state}: moved {task.moved}, skipped {task.skipped}"
-                        + (f" ({skipped_by})" if skipped_by else "")
-                        + f", failed {task.failed}"
-                        + (f"; the copies kept: {kept_by}" if kept_by else "")
-                        + (
-                            " [" + " ".join(map(str, map(from_data, final.refusals))) + "]"
-                            if final and final.refusals
-                            else ""
-                        )
-                        + (f" of {task.total}" if task.total is not None else "")
-                        + (f". {error or note}" if error or note else ".")
-                    ),
+                    message=closing_message(task, state, final, error=error, note=note),
                 )
                 return True
 
@@ -296,3 +288,38 @@ def plan_for(task: BulkTask) -> bulk.BulkPlan:
         reset_counters=task.reset_counters,
         patch=task.patch,
     )
+
+
+# What a finished task's audit row says, per closing state, with and without a known total.
+_CLOSING = {
+    (BulkTask.DONE, True): gettext_noop(
+        "Task {task} done: moved {moved}, skipped {skipped}, failed {failed} of {total}."
+    ),
+    (BulkTask.DONE, False): gettext_noop("Task {task} done: moved {moved}, skipped {skipped}, failed {failed}."),
+    (BulkTask.CANCELLED, True): gettext_noop(
+        "Task {task} cancelled: moved {moved}, skipped {skipped}, failed {failed} of {total}."
+    ),
+    (BulkTask.CANCELLED, False): gettext_noop(
+        "Task {task} cancelled: moved {moved}, skipped {skipped}, failed {failed}."
+    ),
+    (BulkTask.FAILED, True): gettext_noop(
+        "Task {task} failed: moved {moved}, skipped {skipped}, failed {failed} of {total}."
+    ),
+    (BulkTask.FAILED, False): gettext_noop("Task {task} failed: moved {moved}, skipped {skipped}, failed {failed}."),
+}
+
+
+def closing_message(task: BulkTask, state: str, final: bulk.Progress | None, *, error: str, note: str) -> Joined:
+    """The audit row's message, kept with its message ids so the log shows it in the reader's
+    language: the counts, then the first refusals that say why, then the error or the note.
+    (How many were skipped or kept, by reason, goes in the row's details.)"""
+    counts = dict(task=task.pk, moved=task.moved, skipped=task.skipped, failed=task.failed)
+    if task.total is not None:
+        counts["total"] = task.total
+    parts: list = [Message(_CLOSING[(state, task.total is not None)], **counts)]
+    parts.extend(from_data(refusal) for refusal in (final.refusals if final else ()))
+    if error:
+        parts.append(error)  # an unexpected exception's own text, as raised
+    elif note:
+        parts.append(Message(note))
+    return Joined(parts, " ")

@@ -33,6 +33,7 @@ from dashboard.web.errors import Conflict, InvalidInput
 from queues import bulk, edit_retry
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
+from queues.messages import _
 from queues.sources.facets import JobsFacet
 
 BULK_ACTIONS = bulk.ACTIONS
@@ -294,7 +295,7 @@ def bulk_start(
         },
         reason=reason,
         outcome=AuditEntry.STARTED,
-        message=f"Task {task.pk} queued: {chosen.describe()}.",
+        message=_("Task {task} queued: {selection}.", task=task.pk, selection=chosen.describe()),
         task=task,
     )
     return task
@@ -317,7 +318,11 @@ def task_cancel(*, user, via: str, task: BulkTask) -> bool:
         task=task,
         outcome=AuditEntry.OK,
         affected=0,
-        message=f"Cancel requested for task {task.pk}" + (" before it started." if stopped_now else "."),
+        message=(
+            _("Cancel requested for task {task} before it started.", task=task.pk)
+            if stopped_now
+            else _("Cancel requested for task {task}.", task=task.pk)
+        ),
     )
     return True
 

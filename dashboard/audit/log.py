@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 
 from dashboard.audit.models import AuditEntry
 from queues.keys import QueueRef
+from queues.messages import Joined, Message, as_data
 
 CSV_COLUMNS = (
     "at",
@@ -51,6 +52,8 @@ def record(
     message: str = "",
     task=None,
 ) -> AuditEntry:
+    """One row. A ``message`` marked for translation (``queues.messages``) is also kept with its
+    id and parameters, so the log shows it in each reader's language."""
     job_ids = list(job_ids)
     selection = dict(selection or {})
     if len(job_ids) > MAX_IDS_STORED:
@@ -70,6 +73,7 @@ def record(
         affected=affected,
         outcome=outcome,
         message=message[:2000],
+        message_data=as_data(message, limit=500) if isinstance(message, (Message, Joined)) else None,
         task=task,
     )
 

@@ -29,6 +29,10 @@ class AuditEntry(models.Model):
     affected = models.IntegerField(default=0)
     outcome = models.CharField(max_length=10, choices=OUTCOMES)
     message = models.TextField(blank=True)
+    # The message's id and parameters (``queues.messages.as_data``) where it was marked for
+    # translation: the log shows it in the reader's language; ``message`` keeps the English text
+    # for the CSV export, search and older rows.
+    message_data = models.JSONField(null=True, blank=True)
     task = models.ForeignKey(
         "dashboard.BulkTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
     )

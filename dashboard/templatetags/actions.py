@@ -68,6 +68,8 @@ DETAIL_LABELS = {
     "reset_counters": _("counters reset"),
     "job_id": _("job id"),
     "delayed": _("delayed too"),
+    "skipped_by": _("skipped, by reason"),
+    "kept_by": _("the copies kept"),
 }
 SHOWN_IDS = 20  # ids listed in a row; the rest counted
 
