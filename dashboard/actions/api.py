@@ -4,7 +4,7 @@ the pages. POST with a JSON (or form-encoded) body.
 Bearer-token calls carry no cookies, so they are exempt from CSRF; a call authenticated by a
 session cookie instead must pass Django's CSRF check like any form post. Refusals are JSON:
 401 unauthenticated, 403 wrong role / read-only / CSRF, 400 bad input, 404 unknown queue or job,
-409 a conflicting state (already running, locked job…), 503 Redis unreachable.
+409 a conflicting state (already running, locked job…), 503 a connection (or the dashboard Redis) unreachable.
 """
 
 from __future__ import annotations

@@ -28,3 +28,4 @@ def test_docker_compose_config_is_valid():
     result = subprocess.run([*cmd, "config"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "noeviction" in result.stdout and "appendonly" in result.stdout
+    assert "QUEUEWATCH_URL_DEFAULT: redis://redis:6379/0" in result.stdout
