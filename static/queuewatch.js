@@ -49,8 +49,8 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
     return rules;
   }
   function unit(key, text) {
-    var pattern = words().units[key] || (key.charAt(0) === "/" ? "%(n)s" : "%(n)s ") + key;
-    return pattern.replace("%(n)s", text);
+    var pattern = words().units[key] || (key.charAt(0) === "/" ? "{n}" : "{n} ") + key;
+    return pattern.replace("{n}", text);
   }
   var SCALES = [["B", 1e9], ["M", 1e6], ["K", 1e3]];  // largest first, as qw.SCALES
   var COMPACT_COUNTS_FROM = 10000, COMPACT_RATES_FROM = 1000;

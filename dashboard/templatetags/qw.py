@@ -19,13 +19,13 @@ from dashboard.live import channels as live
 from dashboard.web.formatting import (
     COMPACT_COUNTS_FROM,
     SCALES,
-    UNITS,
     duration_text,
     number_text,
     percent,
     rate_text,
     rate_value,
     unit_text,
+    unit_words,
 )
 from dashboard.web.links import job_url, queue_url
 from queues.health.wording import format_bytes
@@ -53,7 +53,7 @@ def format_rules():
     """The words of the rules in the active language, as JSON for static/queuewatch.js."""
     return json_script(
         {
-            "units": {key: str(text) for key, text in UNITS.items()},
+            "units": unit_words(),
             "scales": {key: str(text) for key, (_, text) in SCALES.items()},
         },
         "qw-format-rules",

@@ -71,7 +71,10 @@ def page_errors(view):
             )
         except SourceUnavailable as exc:
             return render(
-                request, "error.html", {"status": 503, "title": _("Connection unavailable"), "message": str(exc)}, status=503
+                request,
+                "error.html",
+                {"status": 503, "title": _("Connection unavailable"), "message": str(exc)},
+                status=503,
             )
         except TooManyRequests as exc:
             return render(

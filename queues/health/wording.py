@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..messages import Message, _
+from ..quantities import duration_message
 
 # Byte sizes in binary units, each a marked message so the reader's language names the unit.
 BYTE_UNITS = (_("{n} B"), _("{n} KiB"), _("{n} MiB"), _("{n} GiB"))
@@ -22,10 +23,7 @@ def count_jobs(n: int) -> str:
 
 
 def format_age(ms: int | None) -> str:
+    """An age in the words and rules of every duration Queuewatch shows (``queues.quantities``)."""
     if ms is None:
         return _("unknown")
-    s = ms / 1000
-    for size, unit in ((86400, _("{n} d")), (3600, _("{n} h")), (60, _("{n} min"))):
-        if s >= size:
-            return Message(unit.msgid, n=f"{s / size:.1f}")
-    return _("{n} s", n=f"{s:.0f}")
+    return duration_message(ms / 1000)
