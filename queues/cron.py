@@ -10,8 +10,10 @@ the maths happens here, in that zone, and the results go straight back to UTC:
   the jump, and a time repeated by a fall-back change runs once, at its first occurrence —
   what Vixie cron users expect.
 
-``Periodic`` runs the monitor's periodic work (rule evaluation, history roll-up, health checks,
-the outbox sender, a daily digest): each job every N seconds or on a cron schedule.
+``Periodic`` runs the monitor's whole schedule (discovery steps, ticks, exact snapshots, stall
+probes, flushes, rule evaluation, history roll-up, health checks, the outbox sender, a daily
+digest): each job every N seconds (after its last run ended, after it started, or on a fixed
+grid) or on a cron schedule.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -182,11 +185,26 @@ def window_open_at(
 # ------------------------------------------------------------------------------------------
 # Periodic work
 
+# When an interval job runs again, measured from the end of its run (work that must leave a gap,
+# such as sending or health checks), from its start (a steady cadence however long the run), or
+# on a fixed grid (load that must stay exactly periodic; a run that falls behind restarts the
+# grid from its start, so missed runs never come in a burst).
+Cadence = Literal["after-end", "after-start", "on-grid"]
+AFTER_END: Cadence = "after-end"
+AFTER_START: Cadence = "after-start"
+ON_GRID: Cadence = "on-grid"
+
 
 @dataclass
 class Job:
-    """One piece of periodic work: every ``every`` seconds, or on a ``cron`` schedule in
-    ``tz``. ``first_after`` delays the first run of an interval job (seconds)."""
+    """One piece of periodic work: every ``every`` seconds (its ``cadence``), or on a ``cron``
+    schedule in ``tz``. ``first_after`` delays the first run of an interval job (seconds).
+
+    ``only_when``: work that exists only sometimes (changes waiting to be published); the job is
+    due only while it says so, and then at most every ``every``. ``stands_in_for``: jobs a run of
+    this one does the work of (an exact snapshot is also a tick): they are rescheduled as if they
+    had run. ``propagate``: a failure reaches the caller of ``run_due`` (the monitor's own steps:
+    a failing step ends the leader's term) instead of being logged and contained."""
 
     name: str
     run: Callable[[], object]
@@ -194,6 +212,10 @@ class Job:
     cron: str = ""
     tz: str = "UTC"
     first_after: float = 0.0
+    cadence: Cadence = AFTER_END
+    only_when: Callable[[], bool] | None = None
+    stands_in_for: tuple[str, ...] = ()
+    propagate: bool = False
     next_at: float = field(default=0.0, init=False)  # monotonic seconds
 
     def __post_init__(self):
@@ -201,12 +223,17 @@ class Job:
             raise ValueError(f"job {self.name}: give exactly one of every= or cron=")
         if self.cron:
             cron_validate(self.cron, self.tz)
+            if self.cadence != AFTER_END:
+                raise ValueError(f"job {self.name}: a cron job runs on its cron schedule, not a cadence")
+
+    def wanted(self) -> bool:
+        return self.only_when is None or self.only_when()
 
 
 class Periodic:
     """Runs due jobs when asked (``run_due``), never in a thread of its own: the monitor's
-    loop calls it, so periodic work stops the moment leadership is lost. A failing job is
-    logged and rescheduled; it never stops the others."""
+    loop calls it, so periodic work stops the moment leadership is lost. Jobs run in the order
+    given. A failing job is logged and rescheduled; it never stops the others."""
 
     def __init__(
         self,
@@ -216,6 +243,13 @@ class Periodic:
         wall: Callable[[], dt.datetime] = lambda: dt.datetime.now(UTC),
     ):
         self.jobs = list(jobs)
+        self.by_name = {job.name: job for job in self.jobs}
+        if len(self.by_name) != len(self.jobs):
+            raise ValueError("periodic jobs need distinct names")
+        for job in self.jobs:
+            unknown = set(job.stands_in_for) - set(self.by_name)
+            if unknown:
+                raise ValueError(f"job {job.name} stands in for unknown jobs {sorted(unknown)}")
         self.clock, self.wall = clock, wall
         start = self.clock()
         for job in self.jobs:
@@ -227,20 +261,40 @@ class Periodic:
         return mono_now + (fire - now).total_seconds()
 
     def seconds_until_next(self) -> float:
-        return max(0.0, min((j.next_at for j in self.jobs), default=60.0) - self.clock())
+        """How long until a job is due (jobs ``only_when`` nothing is waiting do not count)."""
+        return max(0.0, min((j.next_at for j in self.jobs if j.wanted()), default=60.0) - self.clock())
 
-    def run_due(self) -> list[str]:
-        """Run every job that is due; returns the names of the jobs run."""
+    def run_due(self, *, keep_going: Callable[[], bool] = lambda: True) -> list[str]:
+        """Run every job that is due, in order; returns the names of the jobs run. Stops before
+        the next due job once ``keep_going()`` is false (the leader lost its lock): the rest stay
+        due."""
         ran = []
         for job in self.jobs:
-            t = self.clock()
-            if t < job.next_at:
+            started = self.clock()
+            if started < job.next_at or not job.wanted():
                 continue
+            if not keep_going():
+                break
             try:
                 job.run()
             except Exception:  # one failing job must not stop the others or the loop
+                if job.propagate:
+                    raise
                 log.exception("periodic job %s failed; will run again on schedule", job.name)
             ran.append(job.name)
             done = self.clock()
-            job.next_at = done + job.every if job.every is not None else self._next_cron(job, done)
+            for rescheduled in (job, *(self.by_name[name] for name in job.stands_in_for)):
+                self._reschedule(rescheduled, started=started, done=done)
         return ran
+
+    def _reschedule(self, job: Job, *, started: float, done: float) -> None:
+        if job.every is None:
+            job.next_at = self._next_cron(job, done)
+        elif job.cadence == AFTER_END:
+            job.next_at = done + job.every
+        elif job.cadence == AFTER_START:
+            job.next_at = started + job.every
+        else:  # on the grid; a run that fell behind it restarts it from there: never a burst
+            job.next_at += job.every
+            if job.next_at <= started:
+                job.next_at = started + job.every

@@ -6,10 +6,10 @@ follows every events stream (``intake``), keeps counts current from events and r
 exactly only when a queue goes quiet or every ``QUEUEWATCH_RECONCILE_MS`` (``tracking``;
 docs/live-truth.md), checks the locks of long-active jobs, renders each changed fragment once
 for whoever watches it (``publishing``), stores history (``persistence``) and runs the periodic
-jobs (``periodic``) through one ``queues.cron.Periodic``. The parts: docs/architecture.md, "The
-monitor package".
+jobs (``periodic``), all on one schedule (``cadence``: one ``queues.cron.Periodic``). The parts:
+docs/architecture.md, "The monitor package".
 
-This module is the leadership and the loop: when to do each of those steps. Loops are defensive
+This module is the leadership, the loop and the steps the schedule runs. Loops are defensive
 (a failing queue or connection is logged and skipped, Redis reconnects back off, leadership is
 dropped the moment a lock extension fails, database connections are recycled between ticks).
 """
@@ -32,7 +32,8 @@ from dashboard.live import channels as live
 from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
 from dashboard.monitor import persistence
-from dashboard.monitor.discovering import DISCOVERY_STEP_INTERVAL, QueueLists
+from dashboard.monitor.cadence import leader_schedule
+from dashboard.monitor.discovering import QueueLists
 from dashboard.monitor.intake import EventIntake
 from dashboard.monitor.periodic import PeriodicSteps
 from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, publish_state
@@ -45,12 +46,9 @@ from queues.rates import MINUTE_MS
 
 log = logging.getLogger("queuewatch.monitor")
 
-DIRTY_PUBLISH_INTERVAL = 0.05  # s: coalesce bursts of events into one refresh per queue
 # Refreshes between full ticks also rewrite the state document (/metrics, alert rules), at most
 # every STATE_DOC_INTERVAL s and within STATE_DOC_SHARE of the time (docs/live-truth.md).
 STATE_DOC_INTERVAL, STATE_DOC_SHARE = 0.5, 0.02
-FLUSH_INTERVAL = 1.0
-STALL_PROBE_INTERVAL = 1.0  # s between lock checks of long-active jobs
 HUNG_AFTER = 60.0  # s without a loop iteration before the heartbeat gives up the lock
 
 
@@ -190,77 +188,42 @@ class Monitor:
     # --- the loop -----------------------------------------------------------------------------
 
     def periodic_jobs(self) -> list[Job]:
-        """Everything the leader runs on a schedule besides its tick (``periodic``)."""
+        """Everything the leader runs on a schedule besides its own steps (``periodic``)."""
         return self.periodic.jobs()
 
     def _lead_loop(self, stop: threading.Event, cursors: dict[QueueRef, str]) -> None:
-        next_discovery = next_tick = next_snapshot = next_flush = next_probe = 0.0
-        periodic = Periodic(self.periodic_jobs())
         dirty: set[QueueRef] = set()
-        last_dirty_refresh = 0.0
+        schedule = leader_schedule(self, cursors, dirty)
         while not stop.is_set():
-            t = self.progress = time.monotonic()
+            self.progress = time.monotonic()
             if not self.lock.held:
                 log.warning("%s: lost the leader lock; standing down", self.name)
                 return
-            if t >= next_discovery:
-                self.discover(cursors)
-                next_discovery = t + DISCOVERY_STEP_INTERVAL
-            timeout = max(
-                0.0,
-                min(
-                    min(next_tick, next_snapshot, next_flush, next_probe) - time.monotonic(),
-                    periodic.seconds_until_next(),
-                ),
-            )
-            quiet_in = self.tracker.quiet.seconds_until_due(time.monotonic())
-            if quiet_in is not None:
-                timeout = min(timeout, quiet_in)
-            if dirty:
-                timeout = min(timeout, max(0.0, last_dirty_refresh + DIRTY_PUBLISH_INTERVAL - time.monotonic()))
-            held_until = self.queue_publisher.next_due()
-            if held_until is not None:
-                timeout = min(timeout, max(0.0, held_until - time.monotonic()))
-            self.intake.take(timeout, dirty)
-            t = time.monotonic()
-            dirty.update(self.queue_publisher.due_again(t))
-            if self.tracker.keeps.pending:  # read at once: the job may soon be trimmed away
-                dirty |= self.tracker.learn_keep_counts()
-            quiet = self.tracker.quiet_due(t)
-            if quiet:
-                # Quiet means exact: one targeted read of just these queues, published at once.
-                self.refresh(quiet, full=False, exact=False, state=True)
-            if t >= next_probe:
-                dirty |= self.tracker.probe_stalls()
-                dirty |= self.tracker.count_attempt_failures(settled_only=False)
-                self.tracker.name_jobs()
-                next_probe = t + STALL_PROBE_INTERVAL
-            if t >= next_tick or t >= next_snapshot:
-                self.follow_viewed_languages()
-                exact = t >= next_snapshot
-                self.refresh(list(self.tracker.states), full=True, exact=exact)
-                dirty.clear()
-                self.ticks += 1
-                next_tick = t + self.tick
-                if exact:
-                    # On a fixed schedule, not "interval after the last one": the load a
-                    # snapshot puts on Redis stays exactly periodic.
-                    next_snapshot += self.snapshot_every
-                    if next_snapshot <= t:  # the first one, or we fell behind: restart the schedule
-                        next_snapshot = t + self.snapshot_every
-                close_old_connections()
-            elif dirty and t - last_dirty_refresh >= DIRTY_PUBLISH_INTERVAL:
-                self.refresh(list(dirty), full=False, exact=False, state=t >= self.state_due)
-                dirty.clear()
-                last_dirty_refresh = t
-            if t >= next_flush:
-                if not self.lock.held:
-                    log.warning("%s: lost the leader lock before a flush; standing down", self.name)
-                    return
-                # Built here, written beside the loop: live updates never wait for the database.
-                self.flusher.start(self.tracker.states, self.tracker.applied_cursors)
-                next_flush = t + FLUSH_INTERVAL
-            periodic.run_due()
+            self.intake.take(self.seconds_to_wait(schedule), dirty)
+            self.take_due_work(dirty)
+            schedule.run_due(keep_going=lambda: self.lock.held)
+
+    def seconds_to_wait(self, schedule: Periodic) -> float:
+        """Until the schedule's next step, a queue goes quiet or a held-back fragment is due;
+        whatever the intake brings (events, viewers, outages) ends the wait sooner."""
+        now = time.monotonic()
+        waits = [schedule.seconds_until_next(), self.tracker.quiet.seconds_until_due(now)]
+        held_until = self.queue_publisher.next_due()
+        if held_until is not None:
+            waits.append(held_until - now)
+        return max(0.0, min(w for w in waits if w is not None))
+
+    def take_due_work(self, dirty: set[QueueRef]) -> None:
+        """The work events and viewers made due, done at once: held-back fragments, kept-job
+        counts, exact reads of queues gone quiet."""
+        t = time.monotonic()
+        dirty.update(self.queue_publisher.due_again(t))
+        if self.tracker.keeps.pending:  # read at once: the job may soon be trimmed away
+            dirty |= self.tracker.learn_keep_counts()
+        quiet = self.tracker.quiet_due(t)
+        if quiet:
+            # Quiet means exact: one targeted read of just these queues, published at once.
+            self.refresh(quiet, full=False, exact=False, state=True)
 
     # --- the steps ----------------------------------------------------------------------------
 
@@ -291,6 +254,29 @@ class Monitor:
         self.intake.follow(name, found, {q: c for q, c in cursors.items() if q in found})
         for q in new:
             cursors.pop(q, None)  # used: a queue dropped and found again starts afresh
+
+    def probe_stalls(self, dirty: set[QueueRef]) -> None:
+        """Check the locks of long-active jobs, count failed attempts, name new jobs."""
+        dirty |= self.tracker.probe_stalls()
+        dirty |= self.tracker.count_attempt_failures(settled_only=False)
+        self.tracker.name_jobs()
+
+    def refresh_all(self, dirty: set[QueueRef], *, exact: bool) -> None:
+        """The tick: every queue, read exactly first on a snapshot (``exact``)."""
+        self.follow_viewed_languages()
+        self.refresh(list(self.tracker.states), full=True, exact=exact)
+        dirty.clear()
+        self.ticks += 1
+        close_old_connections()
+
+    def publish_changes(self, dirty: set[QueueRef]) -> None:
+        """Between ticks, the queues events changed (the state document too, when due)."""
+        self.refresh(list(dirty), full=False, exact=False, state=time.monotonic() >= self.state_due)
+        dirty.clear()
+
+    def start_flush(self) -> None:
+        # Built here, written beside the loop: live updates never wait for the database.
+        self.flusher.start(self.tracker.states, self.tracker.applied_cursors)
 
     def refresh(self, queues: list[QueueRef], *, full: bool, exact: bool, state: bool | None = None) -> None:
         """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),

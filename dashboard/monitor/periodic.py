@@ -1,7 +1,7 @@
 """The steps the leading monitor runs on a schedule besides its tick, snapshots, probes and
-flush: history roll-up, health checks, the workers read, alert rules and the optional digest,
-through one ``queues.cron.Periodic`` (``PeriodicSteps.jobs``). ``loop`` decides when the
-schedule runs; this module is what each job does with the figures the loop keeps.
+flush: history roll-up, health checks, the workers read, alert rules and the optional digest
+(``PeriodicSteps.jobs``), on the leader's one schedule (``cadence``) after its own steps; this
+module is what each job does with the figures the loop keeps.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """queues.cron: cron maths in the expression's zone (across daylight-saving changes) and the
-Periodic runner the monitor uses for all its periodic work. Time is passed in, never waited."""
+Periodic runner the monitor runs its whole schedule on. Time is passed in, never waited."""
 
 from __future__ import annotations
 
@@ -7,7 +7,17 @@ import datetime as dt
 
 import pytest
 
-from queues.cron import CronError, Job, Periodic, cron_next, cron_prev, cron_validate, window_open_at
+from queues.cron import (
+    AFTER_START,
+    ON_GRID,
+    CronError,
+    Job,
+    Periodic,
+    cron_next,
+    cron_prev,
+    cron_validate,
+    window_open_at,
+)
 
 UTC = dt.UTC
 
@@ -103,3 +113,133 @@ def test_a_job_needs_exactly_one_schedule():
         Job("both", lambda: None, every=5, cron="* * * * *")
     with pytest.raises(CronError):
         Job("bad", lambda: None, cron="every day")
+
+
+class Clock:
+    """A monotonic clock the test moves; a job's run can move it too (a run that takes time)."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def taking(self, seconds: float, ran: list, name: str):
+        def run():
+            ran.append((name, self.now))
+            self.now += seconds
+
+        return run
+
+
+def test_an_interval_is_measured_from_the_end_the_start_or_a_fixed_grid():
+    clock, ran = Clock(), []
+    periodic = Periodic(
+        [
+            Job("after-end", clock.taking(3, ran, "after-end"), every=10),
+            Job("after-start", clock.taking(0, ran, "after-start"), every=10, cadence=AFTER_START),
+            Job("grid", clock.taking(0, ran, "grid"), every=10, cadence=ON_GRID),
+        ],
+        clock=clock,
+    )
+    periodic.run_due()  # at 100; the first job ends at 103
+    assert [job.next_at for job in periodic.jobs] == [113, 113, 110]
+    clock.now = 111  # late for the grid, but not a whole interval behind: it stays on it
+    assert periodic.run_due() == ["grid"]
+    assert periodic.by_name["grid"].next_at == 120
+
+
+def test_a_grid_job_that_falls_behind_restarts_its_grid_instead_of_catching_up_in_a_burst():
+    clock, ran = Clock(), []
+    periodic = Periodic([Job("snapshot", clock.taking(0, ran, "snapshot"), every=10, cadence=ON_GRID)], clock=clock)
+    periodic.run_due()
+    clock.now = 145  # the runs due at 110, 120, 130 and 140 were missed (a long step, a slow machine)
+    assert periodic.run_due() == ["snapshot"]
+    assert periodic.run_due() == []  # once, not four times
+    assert periodic.by_name["snapshot"].next_at == 155
+    clock.now = 155
+    assert periodic.run_due() == ["snapshot"] and periodic.by_name["snapshot"].next_at == 165
+
+
+def test_a_job_that_stands_in_for_another_reschedules_it_as_if_it_had_run():
+    clock, ran = Clock(), []
+    periodic = Periodic(
+        [
+            Job("snapshot", clock.taking(0, ran, "snapshot"), every=4, cadence=ON_GRID, stands_in_for=("tick",)),
+            Job("tick", clock.taking(0, ran, "tick"), every=1, cadence=AFTER_START),
+        ],
+        clock=clock,
+    )
+    for _ in range(9):
+        periodic.run_due()
+        clock.now += 1
+    assert ran == [
+        ("snapshot", 100),
+        ("tick", 101),
+        ("tick", 102),
+        ("tick", 103),
+        ("snapshot", 104),
+        ("tick", 105),
+        ("tick", 106),
+        ("tick", 107),
+        ("snapshot", 108),
+    ]
+
+
+def test_a_job_only_when_work_waits_runs_at_most_every_interval_and_is_not_waited_for_otherwise():
+    clock, ran, waiting = Clock(), [], []
+    periodic = Periodic(
+        [
+            Job("publish", clock.taking(0, ran, "p"), every=0.05, cadence=AFTER_START, only_when=lambda: bool(waiting)),
+            Job("flush", clock.taking(0, ran, "flush"), every=1, cadence=AFTER_START),
+        ],
+        clock=clock,
+    )
+    assert periodic.run_due() == ["flush"]  # nothing waiting: not run
+    assert periodic.seconds_until_next() == 1  # and not what the caller sleeps until
+    waiting.append("q")
+    assert periodic.seconds_until_next() == 0
+    assert periodic.run_due() == ["publish"]
+    clock.now += 0.02
+    assert periodic.run_due() == []  # at most every 50 ms
+    assert periodic.seconds_until_next() == pytest.approx(0.03)
+    clock.now += 0.03
+    assert periodic.run_due() == ["publish"]
+
+
+def test_a_lost_lock_stops_the_pass_and_leaves_the_rest_due():
+    clock, ran, leading = Clock(), [], [True]
+
+    def first():
+        ran.append("first")
+        leading[0] = False  # the heartbeat lost the lock meanwhile
+
+    periodic = Periodic([Job("first", first, every=1), Job("flush", clock.taking(0, ran, "f"), every=1)], clock=clock)
+    assert periodic.run_due(keep_going=lambda: leading[0]) == ["first"]
+    assert periodic.by_name["flush"].next_at == 100  # still due, for whoever runs this schedule next
+    leading[0] = True
+    assert periodic.run_due(keep_going=lambda: leading[0]) == ["flush"]
+
+
+def test_a_step_that_propagates_its_failure_stops_the_pass():
+    clock, ran = Clock(), []
+
+    def broken():
+        raise RuntimeError("the dashboard Redis went away")
+
+    periodic = Periodic(
+        [Job("tick", broken, every=1, propagate=True), Job("flush", clock.taking(0, ran, "flush"), every=1)],
+        clock=clock,
+    )
+    with pytest.raises(RuntimeError):
+        periodic.run_due()
+    assert ran == []
+
+
+def test_schedules_that_cannot_work_are_refused():
+    with pytest.raises(ValueError, match="unknown"):
+        Periodic([Job("snapshot", lambda: None, every=4, stands_in_for=("tick",))])
+    with pytest.raises(ValueError, match="distinct"):
+        Periodic([Job("tick", lambda: None, every=1), Job("tick", lambda: None, every=2)])
+    with pytest.raises(ValueError, match="cron"):
+        Job("digest", lambda: None, cron="0 8 * * *", cadence=ON_GRID)
