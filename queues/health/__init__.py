@@ -33,7 +33,17 @@ Importers use the package (``from queues import health``; ``health.run_checks``,
 
 from __future__ import annotations
 
-from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
+from .catalogue import (
+    ADVICE_KINDS,
+    CHECKS,
+    CONNECTION_REACHABLE,
+    QUEUE_KINDS,
+    STATE_KINDS,
+    Check,
+    connection_kinds,
+    reachability_kind,
+    register_checks,
+)
 from .facts import (
     CONFIG_PARAMS,
     QueueFacts,
@@ -55,6 +65,7 @@ from .queue_checks import (
     check_workers,
     stalls_last_15m,
 )
+from .reachability import check_connection_reachable
 from .redis_checks import (
     check_eviction_policy,
     check_memory,
@@ -82,7 +93,7 @@ __all__ = [
     "ADVICE_KINDS",
     "CHECKS",
     "CONFIG_PARAMS",
-    "CONNECTION_KINDS",
+    "CONNECTION_REACHABLE",
     "DEFAULT_THRESHOLDS",
     "FAIL",
     "MAX_SAFE_INTEGER",
@@ -100,6 +111,7 @@ __all__ = [
     "ServerFacts",
     "Thresholds",
     "WorkerFacts",
+    "check_connection_reachable",
     "check_duplicated_adds",
     "check_events_trimmed",
     "check_eviction_policy",
@@ -113,10 +125,13 @@ __all__ = [
     "check_repeated_stalls",
     "check_version",
     "check_workers",
+    "connection_kinds",
     "parse_version",
+    "reachability_kind",
     "read_queue_facts",
     "read_server_facts",
     "read_worker_facts",
+    "register_checks",
     "run_checks",
     "sort_key",
     "stalls_last_15m",
