@@ -21,8 +21,12 @@ Framework-free, like the rest of ``queues/``. Two layers:
   severity, a status (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was
   found, the failure it causes and the fix.
 
-The alert rule kinds that watch Redis (``queues/alert_kinds/redis_kinds.py``) call these checks,
-so ``kind`` and ``severity`` stay stable; results serialise with ``as_dict()``.
+The queue checks are shared by every source kind; the connection-level checks are each kind's
+own, registered by the kind's module (``register_checks``; Redis: ``queues/redis/
+health_catalogue.py``), and a connection of any kind has one reachability check
+(``reachability_kind``; ``check_connection_reachable`` in ``reachability.py``). The alert rule
+kinds about connections (``queues/alert_kinds/redis_kinds.py``) call these checks, so ``kind``
+and ``severity`` stay stable; results serialise with ``as_dict()``.
 
 ``run_checks(client, queues, state, now)`` (``runner.py``) reads the facts of one connection and
 runs every check.
