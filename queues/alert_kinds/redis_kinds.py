@@ -26,7 +26,7 @@ def reports(cf: ConnectionFacts, check_kind: str) -> bool:
     return check_kind in health.connection_kinds(cf.source)
 
 
-class RedisUnreachable(ConnectionKind):
+class ConnectionUnreachable(ConnectionKind):
     # Any kind's reachability check (``redis.reachable``, ``connection.reachable``…); the id
     # keeps its old name.
     id, title = "redis_unreachable", _("Connection unreachable")
