@@ -3,7 +3,7 @@ facts rules need from what the leader already knows, evaluate, publish the firin
 banner to every page; and the optional daily digest.
 
 Facts come from the leader's state: per-queue signals of its last tick, the connections it
-found down, its last health report (eviction policy, memory), and — only when an enabled rule's
+found down, its last health report (the settings its checks read), and — only when an enabled rule's
 kind needs it (``RuleKind.needs``) — data read for it, e.g. the job schedulers of queues that
 have any (one small pipeline per such queue).
 """
@@ -22,17 +22,22 @@ from queues import alert_kinds, health
 from queues.alert_rules import ConnectionFacts, Facts
 
 
-def connection_facts(*, names: list[str], down: dict[str, str], report) -> dict[str, ConnectionFacts]:
-    """Reachability from the monitor (current), server settings from the last health report."""
-    out = {n: ConnectionFacts(reachable=n not in down, error=down.get(n, "")) for n in names}
+def connection_facts(
+    *, names: list[str], down: dict[str, str], report, sources: dict[str, str] | None = None
+) -> dict[str, ConnectionFacts]:
+    """Reachability from the monitor (current), server settings from the last health report
+    (what each check keeps is its catalogue entry's ``alert_facts``). ``sources``: each
+    connection's source kind (Redis when not given)."""
+    kinds = sources or {}
+    out = {
+        n: ConnectionFacts(reachable=n not in down, error=down.get(n, ""), source=kinds.get(n, "redis")) for n in names
+    }
     for result in report.results if report is not None else []:
         cf = out.get(result.connection)
         if cf is None or result.status == health.UNKNOWN:
             continue
-        if result.kind == "redis.eviction_policy":
-            cf.eviction_policy = result.details.get("policy")
-        elif result.kind == "redis.memory":
-            cf.used_memory, cf.maxmemory = result.details.get("used_memory"), result.details.get("maxmemory")
+        for fact, key in result.check.alert_facts:
+            setattr(cf, fact, result.details.get(key))
     return out
 
 
@@ -42,9 +47,9 @@ def evaluate(
     """One evaluation of every enabled rule, then the banner every page shows. ``complete``:
     ``signals`` covers every queue of every reachable connection (see ``Facts.complete``)."""
     rules = list(AlertRule.objects.filter(enabled=True).prefetch_related("channels"))
-    facts = Facts(
-        queues=signals, connections=connection_facts(names=registry.names, down=down, report=report), complete=complete
-    )
+    sources = {n: registry.source(n).kind for n in registry.names}
+    connections = connection_facts(names=registry.names, down=down, report=report, sources=sources)
+    facts = Facts(queues=signals, connections=connections, complete=complete)
     for need in alert_kinds.needs_of(rules):
         facts.needs[need.name] = need.gather(signals=signals, source_for=registry.source, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)

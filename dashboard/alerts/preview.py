@@ -3,7 +3,7 @@ over stored history (``QueuePoint`` minute rows), through the same pure evaluati
 same state-machine decisions the monitor uses — only in memory, writing nothing.
 
 History has per-minute counters and gauges, so queue kinds can be replayed; connection kinds
-(Redis reachability, eviction policy, memory) and missed schedules are not in history and are
+(reachability, eviction policy, memory) and missed schedules are not in history and are
 reported as such. Stalled-now counts come from the stored gauge (how many, not which).
 """
 
@@ -70,7 +70,8 @@ def rule_preview(*, rule, now: dt.datetime) -> Preview:
     if kind is None or not kind.replayable:
         return Preview(
             False,
-            note="This kind of rule is about Redis itself or job schedulers, which stored history does not record.",
+            note="This kind of rule is about the connection itself or job schedulers, which stored history does "
+            "not record.",
         )
     start = now.replace(second=0, microsecond=0) - dt.timedelta(hours=HOURS)
     recent = QueuePoint.objects.filter(

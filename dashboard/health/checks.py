@@ -143,12 +143,12 @@ def run_all(
         try:
             queues = registry.queues(name)
         except SourceUnavailable as exc:
-            report.results = [health.check_reachable(name, exc.reason)]
+            report.results = [health.check_connection_reachable(name, exc.reason, source=conn.source.kind)]
             out.append(report)
             continue
         server = conn.source.server
         if server is None:  # a kind without server checks: its queues answer, nothing more to judge
-            report.results = [health.check_reachable(name, None)]
+            report.results = [health.check_connection_reachable(name, None, source=conn.source.kind)]
         else:
             report.results = server.health_checks(
                 queues,

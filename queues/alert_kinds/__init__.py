@@ -22,7 +22,7 @@ from .queue_kinds import (
     StalledNow,
     StalledWindow,
 )
-from .redis_kinds import EvictionPolicy, Memory, RedisUnreachable
+from .redis_kinds import ConnectionUnreachable, EvictionPolicy, Memory
 from .scheduler_kinds import SchedulerMissed
 from .timing_kinds import ProcessingP95, WaitP95
 
@@ -41,7 +41,7 @@ BUILT_IN: tuple[type[RuleKind], ...] = (
     ProcessingP95,
     Paused,
     SchedulerMissed,
-    RedisUnreachable,
+    ConnectionUnreachable,
     EvictionPolicy,
     Memory,
 )

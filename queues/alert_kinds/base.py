@@ -50,7 +50,7 @@ class Target:
     def label(self, item_noun: str = "scheduler") -> str:
         """``item_noun`` says what the item is (the rule kind's ``item_noun``)."""
         if not self.queue:
-            return f"Redis “{self.connection}”"
+            return f"connection “{self.connection}”"  # whatever kind of store it is
         text = f"{self.connection}/{self.queue}"
         return f"{text} {item_noun} “{self.item}”" if self.item else text
 
@@ -76,11 +76,13 @@ class Need:
 
 @dataclass
 class ConnectionFacts:
-    """What is known about one connection's Redis server (from the monitor and the last health
-    report): reachability now, and the server's settings as the health checks last read them."""
+    """What is known about one connection (from the monitor and the last health report):
+    reachability now, and the server's settings as the health checks last read them (which
+    settings: the catalogue's ``Check.alert_facts``; ``None`` where not read or not reported)."""
 
     reachable: bool = True
     error: str = ""
+    source: str = "redis"  # the connection's source kind (``Source.kind``)
     eviction_policy: str | None = None
     used_memory: int | None = None
     maxmemory: int | None = None
@@ -241,7 +243,7 @@ class QueueKind(RuleKind):
 
 
 class ConnectionKind(RuleKind):
-    """A kind about a Redis server: implement ``observe_connection``."""
+    """A kind about a connection as a whole (its store, not one queue): implement ``observe_connection``."""
 
     scope = CONNECTION
 

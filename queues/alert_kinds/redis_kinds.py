@@ -1,11 +1,16 @@
-"""Rule kinds about a Redis server. They do not judge the server themselves: each asks the
-health check of the same condition (``queues.health``), so an alert and the health page never
-disagree about what "unreachable" or "evicting" means."""
+"""Rule kinds about a connection's store: reachability (every source kind) and the Redis
+server's settings. They do not judge the store themselves: each asks the health check of the
+same condition (``queues.health``), so an alert and the health page never disagree about what
+"unreachable" or "evicting" means. A settings kind watches only connections whose source kind
+reports its check (``health.connection_kinds``).
+
+The ids (``redis_unreachable``…) are stored in alert rules, so they stay as they are."""
 
 from __future__ import annotations
 
 from .. import health
 from ..messages import _
+from ..redis.health_catalogue import EVICTION_POLICY, MEMORY
 from .base import ConnectionFacts, ConnectionKind, Target, compare, flag
 
 
@@ -16,13 +21,21 @@ def server_facts(cf: ConnectionFacts) -> health.ServerFacts:
     return health.ServerFacts(info={k: v for k, v in info.items() if v is not None}, config={})
 
 
-class RedisUnreachable(ConnectionKind):
-    id, title = "redis_unreachable", _("Redis unreachable")
-    help = _("The monitor cannot run commands on this Redis.")
+def reports(cf: ConnectionFacts, check_kind: str) -> bool:
+    """Whether the connection's source kind reports the health check ``check_kind``."""
+    return check_kind in health.connection_kinds(cf.source)
+
+
+class ConnectionUnreachable(ConnectionKind):
+    # Any kind's reachability check (``redis.reachable``, ``connection.reachable``…); the id
+    # keeps its old name.
+    id, title = "redis_unreachable", _("Connection unreachable")
+    help = _("The monitor cannot read this connection.")
     has_threshold = False
 
     def observe_connection(self, rule, name, cf):
-        down = health.check_reachable(name, None if cf.reachable else cf.error or "unreachable").failed
+        error = None if cf.reachable else cf.error or "unreachable"
+        down = health.check_connection_reachable(name, error, source=cf.source).failed
         return flag(Target(name), down, f"unreachable: {cf.error}" if down else "reachable")
 
 
@@ -32,7 +45,7 @@ class EvictionPolicy(ConnectionKind):
     has_threshold = False
 
     def observe_connection(self, rule, name, cf):
-        if not cf.reachable:
+        if not cf.reachable or not reports(cf, EVICTION_POLICY):
             return None
         result = health.check_eviction_policy(name, server_facts(cf))
         if result.status == health.UNKNOWN:
@@ -47,7 +60,7 @@ class Memory(ConnectionKind):
     percent = True
 
     def observe_connection(self, rule, name, cf):
-        if not cf.reachable:
+        if not cf.reachable or not reports(cf, MEMORY):
             return None
         ratio = health.check_memory(name, server_facts(cf)).details.get("ratio")
         if ratio is None:  # no maxmemory set (or not reported)

@@ -21,8 +21,12 @@ Framework-free, like the rest of ``queues/``. Two layers:
   severity, a status (``pass`` / ``fail`` / ``unknown``), a plain-words summary of what was
   found, the failure it causes and the fix.
 
-The alert rule kinds that watch Redis (``queues/alert_kinds/redis_kinds.py``) call these checks,
-so ``kind`` and ``severity`` stay stable; results serialise with ``as_dict()``.
+The queue checks are shared by every source kind; the connection-level checks are each kind's
+own, registered by the kind's module (``register_checks``; Redis: ``queues/redis/
+health_catalogue.py``), and a connection of any kind has one reachability check
+(``reachability_kind``; ``check_connection_reachable`` in ``reachability.py``). The alert rule
+kinds about connections (``queues/alert_kinds/redis_kinds.py``) call these checks, so ``kind``
+and ``severity`` stay stable; results serialise with ``as_dict()``.
 
 ``run_checks(client, queues, state, now)`` (``runner.py``) reads the facts of one connection and
 runs every check.
@@ -33,7 +37,17 @@ Importers use the package (``from queues import health``; ``health.run_checks``,
 
 from __future__ import annotations
 
-from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
+from .catalogue import (
+    ADVICE_KINDS,
+    CHECKS,
+    CONNECTION_REACHABLE,
+    QUEUE_KINDS,
+    STATE_KINDS,
+    Check,
+    connection_kinds,
+    reachability_kind,
+    register_checks,
+)
 from .facts import (
     CONFIG_PARAMS,
     QueueFacts,
@@ -55,6 +69,7 @@ from .queue_checks import (
     check_workers,
     stalls_last_15m,
 )
+from .reachability import check_connection_reachable
 from .redis_checks import (
     check_eviction_policy,
     check_memory,
@@ -82,7 +97,7 @@ __all__ = [
     "ADVICE_KINDS",
     "CHECKS",
     "CONFIG_PARAMS",
-    "CONNECTION_KINDS",
+    "CONNECTION_REACHABLE",
     "DEFAULT_THRESHOLDS",
     "FAIL",
     "MAX_SAFE_INTEGER",
@@ -100,6 +115,7 @@ __all__ = [
     "ServerFacts",
     "Thresholds",
     "WorkerFacts",
+    "check_connection_reachable",
     "check_duplicated_adds",
     "check_events_trimmed",
     "check_eviction_policy",
@@ -113,10 +129,13 @@ __all__ = [
     "check_repeated_stalls",
     "check_version",
     "check_workers",
+    "connection_kinds",
     "parse_version",
+    "reachability_kind",
     "read_queue_facts",
     "read_server_facts",
     "read_worker_facts",
+    "register_checks",
     "run_checks",
     "sort_key",
     "stalls_last_15m",

@@ -1,8 +1,18 @@
 """The catalogue of health checks: one ``Check`` per condition, keyed by a stable ``kind`` id.
 
 Kept apart from the code that runs the checks so the words a user reads (the failure a
-condition causes and its fix) live in one place. The alert rule kinds that watch Redis reuse
-these kinds, so a ``kind`` id and its ``severity`` must stay stable.
+condition causes and its fix) live in one place. The alert rule kinds reuse these kinds, and
+/metrics labels results with them, so a ``kind`` id and its ``severity`` must stay stable.
+
+Two parts: the checks every source kind shares (per queue, retry advice, and
+``connection.reachable``), listed here; and each source kind's own connection-level checks,
+which the kind's module declares with ``register_checks`` (Redis: ``queues/redis/
+health_catalogue.py``; the ``redis.*`` ids predate the other kinds and stay as they are).
+
+Reachability: every connection gets one result saying whether it answers
+(``reachability_kind``). A kind may declare its own ``<kind>.reachable`` (Redis has
+``redis.reachable``); a kind that declares none reports the shared ``connection.reachable``, so a
+new kind can be judged before it declares anything, and never under another kind's name.
 """
 
 from __future__ import annotations
@@ -10,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..messages import _
+
+CONNECTION_REACHABLE = "connection.reachable"
 
 
 @dataclass(frozen=True)
@@ -20,6 +32,10 @@ class Check:
     severity: str  # the severity of a failure unless the result says otherwise
     explanation: str  # the failure this condition causes
     fix: str
+    source: str = ""  # the source kind that reports it ("redis"); "" for a check every kind shares
+    # What the alert rule kinds keep of a connection-level result (``queues.alert_kinds.base.
+    # ConnectionFacts``): pairs of (ConnectionFacts field, key of the result's ``details``).
+    alert_facts: tuple[tuple[str, str], ...] = ()
 
 
 def _checks(*items: Check) -> dict[str, Check]:
@@ -28,73 +44,15 @@ def _checks(*items: Check) -> dict[str, Check]:
 
 CHECKS: dict[str, Check] = _checks(
     Check(
-        "redis.reachable",
+        CONNECTION_REACHABLE,
         "connection",
-        _("Redis reachable"),
+        _("Connection reachable"),
         "critical",
         _(
-            "Queuewatch could not run a command on this Redis. If workers cannot either, no job is "
-            "added, processed or finished."
+            "Queuewatch could not read this connection. If workers cannot either, no job is added, "
+            "processed or finished."
         ),
-        _("Check that the server is up and the URL, user, password and TLS settings are right."),
-    ),
-    Check(
-        "redis.eviction_policy",
-        "connection",
-        _("Eviction policy"),
-        "critical",
-        _(
-            "With any maxmemory-policy other than noeviction, Redis deletes keys when memory runs "
-            "out — job hashes, the wait list, locks. Jobs then vanish without failing, and a lost "
-            "lock makes a running job run a second time. The setting is instance-wide, so a Redis "
-            "shared with a cache is a problem even if the queues are small."
-        ),
-        _(
-            "Set `maxmemory-policy noeviction` (redis.conf, `CONFIG SET maxmemory-policy noeviction`, "
-            "or your provider's parameter group). Give the queues their own Redis if another "
-            "application needs eviction for its cache."
-        ),
-    ),
-    Check(
-        "redis.persistence",
-        "connection",
-        _("Persistence"),
-        "warning",
-        _(
-            "With AOF off and no RDB save points, Redis keeps everything in memory only: a restart "
-            "or failover loses every waiting, delayed and scheduled job."
-        ),
-        _(
-            "Enable AOF (`appendonly yes`, `appendfsync everysec`), or at least RDB snapshots "
-            "(`save 60 1000`). On a managed service, turn on its persistence/backup option."
-        ),
-    ),
-    Check(
-        "redis.version",
-        "connection",
-        _("Redis version"),
-        "warning",
-        _(
-            "BullMQ 6 refuses to start on Redis older than 5.0.0 and recommends 6.2.0 or newer; "
-            "older servers run slower fallback scripts and lack features BullMQ uses (SET KEEPTTL "
-            "for deduplication replace, fractional block timeouts, SCAN TYPE)."
-        ),
-        _("Upgrade Redis to 6.2 or newer (7.x recommended)."),
-    ),
-    Check(
-        "redis.memory",
-        "connection",
-        _("Memory headroom"),
-        "warning",
-        _(
-            "Close to maxmemory, a noeviction Redis starts refusing writes with OOM errors: adds "
-            "fail, and workers cannot move jobs to completed or failed, so jobs stall and run again. "
-            "With an eviction policy, keys are deleted instead."
-        ),
-        _(
-            "Raise maxmemory (or the instance size), and find what grows: usually finished jobs "
-            "kept forever (set removeOnComplete / removeOnFail) or large payloads."
-        ),
+        _("Check that the store is up and that the connection's URL and credentials are right."),
     ),
     Check(
         "queue.finished_retention",
@@ -303,7 +261,36 @@ CHECKS: dict[str, Check] = _checks(
     ),
 )
 
-CONNECTION_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "connection")
 QUEUE_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "queue")
 ADVICE_KINDS = tuple(k for k, c in CHECKS.items() if c.scope == "advice")
 STATE_KINDS = ("queue.repeated_stalls", "queue.duplicated_adds", "queue.events_trimmed")
+
+
+def register_checks(*checks: Check) -> tuple[Check, ...]:
+    """Add a source kind's connection-level checks to the catalogue (called once, by the module
+    that declares them); returns them. A kind id belongs to one definition: registering another
+    check under a known id is refused, registering the same one again changes nothing."""
+    for check in checks:
+        if check.scope != "connection" or not check.source:
+            raise ValueError(f"{check.kind}: a source kind registers connection checks naming their source")
+        known = CHECKS.get(check.kind)
+        if known is not None and known != check:
+            raise ValueError(f"health check kind {check.kind!r} is already registered")
+    CHECKS.update(_checks(*checks))
+    return checks
+
+
+def connection_kinds(source: str) -> tuple[str, ...]:
+    """The connection-level check kinds a connection of source kind ``source`` reports, its
+    reachability check first."""
+    own = tuple(k for k, c in CHECKS.items() if c.scope == "connection" and c.source == source)
+    reach = reachability_kind(source)
+    return (reach, *(k for k in own if k != reach))
+
+
+def reachability_kind(source: str) -> str:
+    """The check that says whether a connection of source kind ``source`` answers: the kind's
+    own ``<kind>.reachable`` when it declared one, else the shared ``connection.reachable``."""
+    own = f"{source}.reachable"
+    check = CHECKS.get(own)
+    return own if check is not None and check.source == source else CONNECTION_REACHABLE

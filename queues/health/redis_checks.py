@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..messages import _
+from ..redis import health_catalogue  # noqa: F401  (registers the redis.* kinds these checks report)
 from ..text import to_int
 from .facts import ServerFacts
 from .results import DEFAULT_THRESHOLDS, FAIL, PASS, UNKNOWN, CheckResult, Thresholds

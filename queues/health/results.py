@@ -40,7 +40,11 @@ class CheckResult:
     fix: str = ""  # defaults to the check's fix
 
     def __post_init__(self):
-        check = CHECKS[self.kind]
+        check = CHECKS.get(self.kind)
+        if check is None:
+            raise ValueError(
+                f"unknown health check kind {self.kind!r}: a source kind declares its own with register_checks"
+            )
         self.severity = self.severity or check.severity
         self.fix = self.fix or check.fix
         assert self.severity in SEVERITIES and self.status in STATUS_RANK

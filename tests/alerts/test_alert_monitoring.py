@@ -59,7 +59,41 @@ def test_eviction_rule_fires_from_a_health_report_and_queue_rules_skip_a_down_co
     conns = monitoring.connection_facts(names=["default"], down={}, report=r)
     evaluate_rules(facts=Facts(queues=[signals(counts={"waiting": 9})], connections=conns), now=T0)
     subjects = sorted(Notification.objects.values_list("subject", flat=True))
-    assert subjects == ["[FIRING:1] backlog — default/orders", "[FIRING:1] evict — Redis “default”"]
+    assert subjects == ["[FIRING:1] backlog — default/orders", "[FIRING:1] evict — connection “default”"]
+
+
+def test_the_reachability_rule_watches_a_non_redis_kind_by_its_own_check():
+    """A connection of the in-memory kind: the reachability rule judges it with the kind's own
+    check (``memory.reachable``) and names no Redis; the Redis settings rules leave it alone,
+    since its kind reports no such check."""
+    from queues.alert_kinds import KINDS
+    from tests.support.memory_backend import REACHABLE  # declares the kind's checks
+
+    channel = make_channel()
+    down_rule = make_rule("down", kind="redis_unreachable", channels=[channel])
+    memory_rule = make_rule("mem", kind="memory", threshold=1, channels=[channel])
+    sources = {"shop": "memory", "default": "redis"}
+    names = ["default", "shop"]
+    assert health.reachability_kind("memory") == REACHABLE
+    assert health.check_connection_reachable("shop", "offline", source="memory").kind == REACHABLE
+
+    down = {"shop": "the store is offline"}
+    conns = monitoring.connection_facts(names=names, down=down, report=None, sources=sources)
+    assert conns["shop"].source == "memory" and not conns["shop"].reachable
+    observed = KINDS["memory"].observe(rule=memory_rule, facts=Facts(queues=[], connections=conns), now=T0)
+    assert [o.target.connection for o in observed] == ["default"]  # a Redis connection without maxmemory
+    evaluate_rules(facts=Facts(queues=[], connections=conns), now=T0)
+    notes = list(Notification.objects.values_list("subject", "payload"))
+    assert [subject for subject, _ in notes] == ["[FIRING:1] down — connection “shop”"]
+    assert "Redis" not in str(notes) and "the store is offline" in str(notes)
+
+    back = monitoring.connection_facts(names=names, down={}, report=None, sources=sources)
+    evaluate_rules(facts=Facts(queues=[], connections=back), now=T0)
+    assert sorted(Notification.objects.values_list("subject", flat=True)) == [
+        "[FIRING:1] down — connection “shop”",
+        "[RESOLVED:1] down — connection “shop”",
+    ]
+    assert down_rule.alerts.count() == 1
 
 
 def test_digest_is_written_once_per_day_to_the_named_channels():

@@ -193,20 +193,23 @@ def test_check_queues_runs_the_kinds_health_checks(shop):
     assert ("queue.paused", "emails", "fail") in found and ("queue.paused", "orders", "pass") in found
 
 
-# --- what the app cannot yet serve for a kind that is not Redis (findings, kept executable) ----
+# --- the health page speaks of the kind, not of Redis -------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="The health catalogue has only Redis-named connection checks (queues/health/catalogue.py:31) and "
-    "CheckResult accepts no other kind (queues/health/results.py:43), so a non-Redis kind's server facet must "
-    "report its reachability as 'Redis reachable'; the page also says the checks 'read Redis directly' "
-    "(templates/health/health.html:8).",
-)
 def test_the_health_page_does_not_call_a_non_redis_store_redis(shop, admin):
     html = admin.get(reverse("health")).content.decode()
-    assert "The in-memory store answers." in html
-    assert "Redis reachable" not in html and "read Redis directly" not in html
+    # The kind's own reachability check (memory_backend.py), in its own words.
+    assert 'data-kind="memory.reachable" data-status="pass"' in html
+    assert "In-memory store reachable" in html and "The in-memory store answers." in html
+    assert "Redis" not in html[html.index("<main") :], "the health page calls the in-memory store Redis"
+
+
+def test_an_offline_store_fails_its_own_reachability_check(shop, admin):
+    shop.offline = True
+    html = admin.get(reverse("health")).content.decode()
+    assert 'data-kind="memory.reachable" data-status="fail"' in html
+    assert "Cannot reach this connection: the in-memory store is offline." in html
+    assert "Redis" not in html[html.index("<main") :]
 
 
 def test_a_kind_that_cannot_tell_its_workers_is_not_warned_about(shop, caplog):

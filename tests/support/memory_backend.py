@@ -8,7 +8,8 @@ endpoint, action, bulk task and the monitor read and change its queues through t
 
 The data model is BullMQ's, kept as plain Python: a queue holds jobs (each in one state), job
 schedulers, a paused flag and its global settings. The facets live in ``memory_jobs`` (jobs,
-probes) and ``memory_commands`` (commands, schedulers, bulk, server)."""
+probes) and ``memory_commands`` (commands, schedulers, bulk, server). Its own connection-level
+health check (``memory.reachable``) joins the catalogue here, as a kind's module declares it."""
 
 from __future__ import annotations
 
@@ -22,13 +23,28 @@ from typing import ClassVar
 from urllib.parse import urlsplit
 
 from queues.errors import SourceUnavailable
+from queues.health import Check, register_checks
 from queues.keys import QueueRef
+from queues.messages import _
 from queues.scheduler_edit import SchedulerSpec
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 from queues.sources import UnsupportedBySource, factory
 from queues.sources.spec import ConnectionSpec
 
 FINISHED = ("completed", "failed")
+
+REACHABLE = "memory.reachable"
+MEMORY_CHECKS = register_checks(
+    Check(
+        REACHABLE,
+        "connection",
+        _("In-memory store reachable"),
+        "critical",
+        _("Queuewatch could not read the in-memory store: its queues cannot be listed or changed."),
+        _("Bring the store back online: tests set `MemStore.offline` back to False."),
+        source="memory",
+    )
+)
 DELAY_FACTOR = 4096  # BullMQ scores a delayed job ``due_ms * 4096 + seq``; listings show that score
 
 

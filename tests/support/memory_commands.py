@@ -15,13 +15,23 @@ from queues.health import FAIL, PASS, CheckResult, Thresholds
 from queues.job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, add_kind, check_data
 from queues.job_options import InvalidJob, NewJob
 from queues.keys import QueueRef
+from queues.messages import _
 from queues.queue_settings import QueueSettings, SettingRefused
 from queues.scheduler_edit import SchedulerError, SchedulerResult, SchedulerSpec
 from queues.scheduler_migration import MigrationPlan
 from queues.schedulers import Scheduler
 from queues.snapshot import QueueSnapshot
 from queues.workers import Worker
-from tests.support.memory_backend import FINISHED, MemJob, MemQueue, MemScheduler, MemStore, now_ms, translated
+from tests.support.memory_backend import (
+    FINISHED,
+    REACHABLE,
+    MemJob,
+    MemQueue,
+    MemScheduler,
+    MemStore,
+    now_ms,
+    translated,
+)
 from tests.support.memory_jobs import selected
 
 
@@ -356,11 +366,10 @@ class MemServer(_Facet):
         workers: Mapping[QueueRef, list[Worker]] | None,
         workers_at: int | None,
     ) -> list[CheckResult]:
-        # The catalogue has no check of its own for a non-Redis store: "redis.reachable" is the
-        # nearest (see the report of test_tour_memory_kind).
+        # The kind's own reachability check (declared with the kind, memory_backend.py), in its own words.
         if self.store.offline:
-            return [CheckResult("redis.reachable", FAIL, self.connection, "The in-memory store is offline.")]
-        results = [CheckResult("redis.reachable", PASS, self.connection, "The in-memory store answers.")]
+            return [CheckResult(REACHABLE, FAIL, self.connection, _("The in-memory store is offline."))]
+        results = [CheckResult(REACHABLE, PASS, self.connection, _("The in-memory store answers."))]
         with self.store.lock:
             for ref in queues:
                 q = self._queue(ref)

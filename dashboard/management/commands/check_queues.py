@@ -5,7 +5,7 @@ prints them, worst first: plain text for people, ``--json`` for scripts. The exi
 when any check fails at or above ``--fail-on`` (default ``critical``), else 0 — for CI and
 cron jobs. ``unknown`` results never fail the run.
 
-No monitor is needed: the checks read Redis directly, and the few that need the monitor's
+No monitor is needed: the checks read each connection directly, and the few that need the monitor's
 event counts (repeated stalls, duplicated adds, trimmed events) report ``unknown`` and say
 why. The result is also stored for ``/metrics`` unless ``--no-store`` is given.
 """
