@@ -1,5 +1,6 @@
 """Malformed, huge and hostile job hashes: every page renders (200 or a deliberate 404),
 nothing executes (everything is escaped), and reading writes nothing to Redis."""
+# Literal `bull:` keys kept: 'reading writes nothing' is checked over the whole keyspace (KEYS *).
 
 from __future__ import annotations
 
