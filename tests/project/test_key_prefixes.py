@@ -31,7 +31,6 @@ ALLOWED = {
     "tests/actions/test_toolbox_queue_interop.py": OWN_SERVER,
     "tests/actions/test_toolbox_scheduler_interop.py": OWN_SERVER,
     "tests/browse/test_advice_page.py": "the dashboard Redis (advice cache, fixed keys) shares the database",
-    "tests/browse/test_hostile_input.py": KEYSPACE,
     "tests/browse/test_pages.py": NODE_SESSION,
     "tests/e2e/test_actions.py": NODE_SESSION,
     "tests/e2e/test_alerts.py": NODE_SESSION,
