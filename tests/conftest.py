@@ -111,6 +111,15 @@ def scratch_queues(settings, redis_url, redis_client):
 
 
 @pytest.fixture
+def prefixed_queues(settings, redis_prefix):
+    """The app pointed at this test's own key prefix on database 0; yields the ``PrefixedRedis``
+    (build keys from ``.queue(name)``, URL arguments from ``.args(name)``)."""
+    point_at(settings, redis_prefix.spec())
+    yield redis_prefix
+    reset_registry()
+
+
+@pytest.fixture
 def actions_redis(settings, redis_url):
     """The app pointed at this test's (emptied) database, prefix 'bull'; yields its URL."""
     with app_on(settings, redis_url) as url:

@@ -29,7 +29,6 @@ from tests.support.accounts import token_for, user_with
 
 pytestmark = pytest.mark.django_db
 
-Q = ("default", "bull", "recipe")
 COLOURS = ("red", "green")
 
 
@@ -85,11 +84,17 @@ def flag_action(monkeypatch):
 
 
 @pytest.fixture
-def job_id(scratch_queues, redis_url):
+def q(prefixed_queues) -> list[str]:
+    """The queue 'recipe' under this test's own key prefix (the app pointed at it): URL arguments."""
+    return prefixed_queues.args("recipe")
+
+
+@pytest.fixture
+def job_id(prefixed_queues):
     async def add() -> str:
         from bullmq import Queue
 
-        queue = Queue(Q[2], {"connection": redis_url})
+        queue = Queue("recipe", {"connection": prefixed_queues.url, "prefix": prefixed_queues.prefix})
         try:
             return (await queue.add("mail", {"to": "ops"})).id
         finally:
@@ -98,14 +103,14 @@ def job_id(scratch_queues, redis_url):
     return asyncio.run(add())
 
 
-def page_post(client: Client, job_id: str, body: dict):
-    return client.post(reverse("job_action", args=[*Q, "flag", job_id]), body, HTTP_HX_REQUEST="true")
+def page_post(client: Client, q: list[str], job_id: str, body: dict):
+    return client.post(reverse("job_action", args=[*q, "flag", job_id]), body, HTTP_HX_REQUEST="true")
 
 
-def api_post(client: Client, job_id: str, body: dict, *, token: str | None = None):
+def api_post(client: Client, q: list[str], job_id: str, body: dict, *, token: str | None = None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
     return client.post(
-        reverse("api_job_action", args=[*Q, "flag", job_id]),
+        reverse("api_job_action", args=[*q, "flag", job_id]),
         json.dumps(body),
         content_type="application/json",
         **headers,
@@ -119,9 +124,9 @@ def csrf_token_of(html: str) -> str:
 # --- the proof ---------------------------------------------------------------------------------
 
 
-def test_offered_only_where_and_to_whom_the_registry_says(flag_action, job_id, client):
-    job_url = reverse("job", args=[*Q, job_id])
-    flag_url = reverse("job_action", args=[*Q, "flag", job_id])
+def test_offered_only_where_and_to_whom_the_registry_says(flag_action, job_id, client, q):
+    job_url = reverse("job", args=[*q, job_id])
+    flag_url = reverse("job_action", args=[*q, "flag", job_id])
     client.force_login(user_with("operator"))  # may operate, but the action needs admin
     html = client.get(job_url).content.decode()
     assert "job-retry" not in html and "job-discard" in html  # the built-ins, for a waiting job
@@ -138,49 +143,49 @@ def test_offered_only_where_and_to_whom_the_registry_says(flag_action, job_id, c
         registry.register(flag_action)
 
 
-def test_posted_from_the_page_with_csrf_and_role_checks(flag_action, job_id, scratch_queues):
+def test_posted_from_the_page_with_csrf_and_role_checks(flag_action, job_id, prefixed_queues, q):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user_with("operator"))
-    assert page_post(browser, job_id, {"reason": "x"}).status_code == 403  # no CSRF token
-    token = csrf_token_of(browser.get(reverse("job", args=[*Q, job_id])).content.decode())
-    assert page_post(browser, job_id, {"reason": "x", "csrfmiddlewaretoken": token}).status_code == 403  # role
+    assert page_post(browser, q, job_id, {"reason": "x"}).status_code == 403  # no CSRF token
+    token = csrf_token_of(browser.get(reverse("job", args=[*q, job_id])).content.decode())
+    assert page_post(browser, q, job_id, {"reason": "x", "csrfmiddlewaretoken": token}).status_code == 403  # role
     browser.force_login(user_with("admin"))
-    token = csrf_token_of(browser.get(reverse("job", args=[*Q, job_id])).content.decode())
-    r = page_post(browser, job_id, {"csrfmiddlewaretoken": token})
+    token = csrf_token_of(browser.get(reverse("job", args=[*q, job_id])).content.decode())
+    r = page_post(browser, q, job_id, {"csrfmiddlewaretoken": token})
     assert "Say why" in r.content.decode() and "action-result refused" in r.content.decode()
-    r = page_post(browser, job_id, {"csrfmiddlewaretoken": token, "reason": "x", "colour": "blue"})
+    r = page_post(browser, q, job_id, {"csrfmiddlewaretoken": token, "reason": "x", "colour": "blue"})
     assert "Choose a colour" in r.content.decode()
     assert (
         not AuditEntry.objects.exclude(queue="").exists()
-        and scratch_queues.hget(f"bull:recipe:{job_id}", "qw:flag") is None
+        and prefixed_queues.client.hget(f"{q[1]}:recipe:{job_id}", "qw:flag") is None
     )
 
-    r = page_post(browser, job_id, {"csrfmiddlewaretoken": token, "reason": "looks odd", "colour": "green"})
+    r = page_post(browser, q, job_id, {"csrfmiddlewaretoken": token, "reason": "looks odd", "colour": "green"})
     assert r.status_code == 200 and "action-result ok" in r.content.decode() and "flagged green" in r.content.decode()
-    assert scratch_queues.hget(f"bull:recipe:{job_id}", "qw:flag") == b"green"
+    assert prefixed_queues.client.hget(f"{q[1]}:recipe:{job_id}", "qw:flag") == b"green"
     entry = AuditEntry.objects.exclude(queue="").get()
     assert (entry.action, entry.via, entry.username, entry.reason) == ("job.flag", "page", "user-admin", "looks odd")
     assert (entry.job_ids, entry.selection, entry.outcome, entry.affected) == ([job_id], {"colour": "green"}, "ok", 1)
 
 
-def test_posted_through_the_api_with_token_session_csrf_and_role_checks(flag_action, job_id, scratch_queues):
+def test_posted_through_the_api_with_token_session_csrf_and_role_checks(flag_action, job_id, q):
     api = Client(enforce_csrf_checks=True)
     body = {"reason": "api check", "colour": "red"}
-    assert api_post(api, job_id, body).status_code == 401
+    assert api_post(api, q, job_id, body).status_code == 401
     operator, admin = user_with("operator"), user_with("admin")
-    r = api_post(api, job_id, body, token=token_for(operator))
+    r = api_post(api, q, job_id, body, token=token_for(operator))
     assert r.status_code == 403 and r.json() == {"error": "forbidden", "message": "This needs the admin role."}
     api.force_login(admin)
-    r = api_post(api, job_id, body)  # a session cookie without the CSRF header
+    r = api_post(api, q, job_id, body)  # a session cookie without the CSRF header
     assert r.status_code == 403 and "CSRF" in r.json()["message"]
     token = token_for(admin)
-    r = api_post(api, job_id, {"colour": "red"}, token=token)
+    r = api_post(api, q, job_id, {"colour": "red"}, token=token)
     assert r.status_code == 400 and "Say why" in r.json()["message"]
-    r = api_post(api, job_id, {**body, "colour": "blue"}, token=token)
+    r = api_post(api, q, job_id, {**body, "colour": "blue"}, token=token)
     assert r.status_code == 400 and r.json()["error"] == "bad_request" and "Choose a colour" in r.json()["message"]
     assert not AuditEntry.objects.exclude(queue="").exists()  # refusals are queue-less events
 
-    r = api_post(api, job_id, body, token=token)
+    r = api_post(api, q, job_id, body, token=token)
     assert r.status_code == 200 and r.json() == {
         "job_id": job_id,
         "outcome": "done",
@@ -195,19 +200,19 @@ def test_posted_through_the_api_with_token_session_csrf_and_role_checks(flag_act
     )
 
 
-def test_read_only_mode_refuses_it_like_every_action(flag_action, job_id, client, settings):
+def test_read_only_mode_refuses_it_like_every_action(flag_action, job_id, client, settings, q):
     settings.QUEUEWATCH_READ_ONLY = True
     admin = user_with("admin")
     client.force_login(admin)
-    assert "job-flag" not in client.get(reverse("job", args=[*Q, job_id])).content.decode()
-    assert page_post(client, job_id, {"reason": "x"}).status_code == 403
-    assert api_post(client, job_id, {"reason": "x"}, token=token_for(admin)).status_code == 403
+    assert "job-flag" not in client.get(reverse("job", args=[*q, job_id])).content.decode()
+    assert page_post(client, q, job_id, {"reason": "x"}).status_code == 403
+    assert api_post(client, q, job_id, {"reason": "x"}, token=token_for(admin)).status_code == 403
     assert not AuditEntry.objects.exclude(queue="").exists()  # refusals are queue-less events
 
 
-def test_an_unknown_action_is_bad_input_not_a_crash(job_id, client):
+def test_an_unknown_action_is_bad_input_not_a_crash(job_id, client, q):
     client.force_login(user_with("admin"))
-    r = page_post(client, job_id, {"reason": "x"})  # "flag" is not registered in this test
+    r = page_post(client, q, job_id, {"reason": "x"})  # "flag" is not registered in this test
     assert r.status_code == 200 and "Unknown job action &#x27;flag&#x27;" in r.content.decode()
-    r = api_post(client, job_id, {"reason": "x"}, token=token_for(User.objects.get(username="user-admin")))
+    r = api_post(client, q, job_id, {"reason": "x"}, token=token_for(User.objects.get(username="user-admin")))
     assert r.status_code == 400 and r.json()["message"].startswith("Unknown job action 'flag'")

@@ -29,14 +29,32 @@ pytestmark = [pytest.mark.django_db, pytest.mark.node]
 HOSTILE_NAME = '<script>alert("n")</script>'
 HOSTILE_REASON = '<img src=x onerror=alert(1)> "quoted" & <b>bold</b>'
 HOSTILE_AUDIT = '</td><script>alert("audit")</script>'
-Q = ("default", "bull", "hostile")
+UNSEEDED = ("default", "bull", "hostile")  # the tests on a refused port or a redis-server of their own
 
 
 @pytest.fixture
-def seeded(actions_redis, redis_client):
-    ids = run_node("seed_actions.mjs", actions_redis, "hostile", "4", "1", "1", HOSTILE_NAME, HOSTILE_REASON)
+def q(prefixed_queues) -> list[str]:
+    """The queue 'hostile' under this test's own key prefix (the app pointed at it): URL arguments."""
+    return prefixed_queues.args("hostile")
+
+
+@pytest.fixture
+def seeded(prefixed_queues):
+    ids = run_node(
+        "seed_actions.mjs",
+        prefixed_queues.url,
+        "hostile",
+        "4",
+        "1",
+        "1",
+        HOSTILE_NAME,
+        HOSTILE_REASON,
+        prefix=prefixed_queues.prefix,
+    )
     # A secret in a failed job's data, for the export's redaction.
-    redis_client.hset(f"bull:hostile:{ids['failed'][0]}", "data", json.dumps({"password": "hunter2", "i": 0}))
+    prefixed_queues.client.hset(
+        prefixed_queues.queue("hostile").job_key(ids["failed"][0]), "data", json.dumps({"password": "hunter2", "i": 0})
+    )
     return ids
 
 
@@ -54,11 +72,11 @@ def assert_escaped(html: str) -> None:
     assert "&lt;script&gt;alert(" in html or "&lt;img src=x" in html
 
 
-def test_viewers_see_no_action_controls_and_operators_do(client, seeded):
+def test_viewers_see_no_action_controls_and_operators_do(client, seeded, q):
     viewer = User.objects.create_user("v", password="pw")
     client.force_login(viewer)
-    job_url = reverse("job", args=[*Q, seeded["failed"][0]])
-    queue_url = reverse("queue", args=Q) + "?state=failed"
+    job_url = reverse("job", args=[*q, seeded["failed"][0]])
+    queue_url = reverse("queue", args=q) + "?state=failed"
     for url in (job_url, queue_url):
         html = client.get(url).content.decode()
         assert "job-retry" not in html and 'id="bulk-form"' not in html and "queue-pause" not in html
@@ -70,14 +88,14 @@ def test_viewers_see_no_action_controls_and_operators_do(client, seeded):
     assert "job-retry" in html and "job-discard" in html and "job-promote" not in html
     html = client.get(queue_url).content.decode()
     assert 'id="bulk-form"' in html and "queue-pause" in html and 'form="bulk-form"' in html
-    html = client.get(reverse("job", args=[*Q, seeded["delayed"][0]])).content.decode()
+    html = client.get(reverse("job", args=[*q, seeded["delayed"][0]])).content.decode()
     assert "job-promote" in html
-    html = client.get(reverse("job", args=["default", "bull", "hostile-dlq", seeded["dlq"][0]])).content.decode()
+    html = client.get(reverse("job", args=[*q[:2], "hostile-dlq", seeded["dlq"][0]])).content.decode()
     assert "job-redrive" in html
 
 
-def test_error_groups_page_groups_and_escapes(operator_client, seeded):
-    html = operator_client.get(reverse("queue_errors", args=Q)).content.decode()
+def test_error_groups_page_groups_and_escapes(operator_client, seeded, q):
+    html = operator_client.get(reverse("queue_errors", args=q)).content.decode()
     assert_escaped(html)
     group = fingerprint(HOSTILE_REASON + " 1")
     assert f'data-fingerprint="{group}"' in html
@@ -85,10 +103,10 @@ def test_error_groups_page_groups_and_escapes(operator_client, seeded):
     assert 'name="fingerprint"' in html and "Preview" in html
 
 
-def test_preview_counts_samples_and_escapes(operator_client, seeded):
+def test_preview_counts_samples_and_escapes(operator_client, seeded, q):
     group = fingerprint(HOSTILE_REASON + " 1")
     r = operator_client.post(
-        reverse("bulk_preview", args=Q),
+        reverse("bulk_preview", args=q),
         {"action": "redrive", "state": "failed", "fingerprint": group, "scope": "matching"},
     )
     html = r.content.decode()
@@ -96,7 +114,7 @@ def test_preview_counts_samples_and_escapes(operator_client, seeded):
     assert_escaped(html)
     assert f'name="fingerprint" value="{group}"' in html and 'name="reason" required' in html
     ticked = operator_client.post(
-        reverse("bulk_preview", args=Q),
+        reverse("bulk_preview", args=q),
         {"action": "discard", "state": "failed", "scope": "selected", "ids": seeded["failed"][:2]},
     )
     assert 'data-count="2"' in ticked.content.decode()
@@ -114,26 +132,26 @@ def test_preview_counts_samples_and_escapes(operator_client, seeded):
         ),
     ],
 )
-def test_bad_bulk_input_gets_a_clear_message(operator_client, seeded, data, message):
-    r = operator_client.post(reverse("bulk_preview", args=Q), data)
+def test_bad_bulk_input_gets_a_clear_message(operator_client, seeded, data, message, q):
+    r = operator_client.post(reverse("bulk_preview", args=q), data)
     assert r.status_code == 400 and message in r.content.decode()
 
 
-def test_refusals_and_vanished_jobs_are_explained(operator_client, seeded):
-    r = operator_client.post(reverse("bulk_start", args=Q), {"action": "retry", "state": "failed", "rate": "10"})
+def test_refusals_and_vanished_jobs_are_explained(operator_client, seeded, q):
+    r = operator_client.post(reverse("bulk_start", args=q), {"action": "retry", "state": "failed", "rate": "10"})
     assert r.status_code == 400 and "Say why" in r.content.decode()
-    r = operator_client.post(reverse("job_action", args=[*Q, "promote", seeded["failed"][0]]), HTTP_HX_REQUEST="true")
+    r = operator_client.post(reverse("job_action", args=[*q, "promote", seeded["failed"][0]]), HTTP_HX_REQUEST="true")
     assert (
         r.status_code == 200
         and "action-result refused" in r.content.decode()
         and "no longer delayed" in r.content.decode()
     )
-    r = operator_client.post(reverse("job_action", args=[*Q, "retry", "no-such-job"]))
+    r = operator_client.post(reverse("job_action", args=[*q, "retry", "no-such-job"]))
     assert r.status_code == 409 and "no longer exists" in r.content.decode()
-    r = operator_client.post(reverse("job_action", args=["default", "bull", "nope", "retry", "1"]))
+    r = operator_client.post(reverse("job_action", args=[*q[:2], "nope", "retry", "1"]))
     assert r.status_code == 404 and "No queue" in r.content.decode()
     r = operator_client.post(
-        reverse("queue_action", args=[*Q, "clean"]), {"state": "failed", "older_than_minutes": "x", "reason": "r"}
+        reverse("queue_action", args=[*q, "clean"]), {"state": "failed", "older_than_minutes": "x", "reason": "r"}
     )
     assert r.status_code == 400 and "whole number of minutes" in r.content.decode()
     assert (
@@ -141,8 +159,8 @@ def test_refusals_and_vanished_jobs_are_explained(operator_client, seeded):
     )  # the two that reached Redis (validation refusals are queue-less events)
 
 
-def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded):
-    url = reverse("queue_export", args=Q)
+def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded, q):
+    url = reverse("queue_export", args=q)
     r = operator_client.get(url, {"state": "failed", "format": "jsonl"})
     assert r.status_code == 200 and r.streaming and r["Content-Type"].startswith("application/x-ndjson")
     lines = [json.loads(x) for x in b"".join(r.streaming_content).decode().splitlines()]
@@ -158,8 +176,8 @@ def test_export_streams_redacted_jsonl_and_csv(operator_client, seeded):
     assert r.status_code == 400 and "jsonl" in r.content.decode()
 
 
-def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
-    queue = QueueRef(*Q)
+def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded, q):
+    queue = QueueRef(*q)
     operations.job_action(
         user=operator_client.user,
         via="page",
@@ -188,7 +206,7 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
     assert rows[0][:4] == ["at", "username", "via", "action"] and len(rows) == 2
     assert rows[1][3] == "bulk.retry" and rows[1][9].startswith("'=")  # no spreadsheet formula
     # The queue page links to the running task; the task page shows the filter escaped.
-    assert f'href="/tasks/{task.pk}/"' in operator_client.get(reverse("queue", args=Q)).content.decode()
+    assert f'href="/tasks/{task.pk}/"' in operator_client.get(reverse("queue", args=q)).content.decode()
     html = operator_client.get(reverse("task", args=[task.pk])).content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;" in html
     assert BulkTask.objects.get(pk=task.pk).state == BulkTask.PENDING  # no monitor in this test
@@ -196,9 +214,11 @@ def test_audit_page_filters_escapes_and_exports_csv(operator_client, seeded):
 
 def test_unreachable_redis_gets_a_clear_503(operator_client, settings):
     point_at(settings, ConnectionSpec("default", f"redis://:s3cret@127.0.0.1:{refused_port()}/0", ("bull",)))
-    r = operator_client.post(reverse("queue_action", args=[*Q, "pause"]))
+    r = operator_client.post(reverse("queue_action", args=[*UNSEEDED, "pause"]))
     assert r.status_code == 503 and "is unavailable" in r.content.decode() and "s3cret" not in r.content.decode()
-    r = operator_client.post(reverse("api_queue_action", args=[*Q, "pause"]), "{}", content_type="application/json")
+    r = operator_client.post(
+        reverse("api_queue_action", args=[*UNSEEDED, "pause"]), "{}", content_type="application/json"
+    )
     assert r.status_code == 503 and r.json()["error"] == "redis_unavailable" and "s3cret" not in r.json()["message"]
 
 
@@ -206,7 +226,7 @@ def test_an_action_that_fails_on_redis_is_audited_as_an_error(operator_client, s
     server = RedisServer()
     try:
         point_at(settings, ConnectionSpec("default", server.url(0), ("bull",)))
-        queue = QueueRef(*Q)
+        queue = QueueRef(*UNSEEDED)
         operations.queue_action(user=operator_client.user, via="page", queue=queue, action="pause")
         server.kill()  # Redis goes away between two clicks
         with pytest.raises(SourceUnavailable):
@@ -219,13 +239,13 @@ def test_an_action_that_fails_on_redis_is_audited_as_an_error(operator_client, s
     assert "unavailable" in failed.message
 
 
-def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
+def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded, q):
     operator = User.objects.create_user("api-op", password="pw")
     operator.groups.add(Group.objects.get(name="operator"))
     out = StringIO()
     call_command("api_token", "api-op", stdout=out)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
-    url = reverse("api_bulk_start", args=Q)
+    url = reverse("api_bulk_start", args=q)
     body = {"action": "discard", "ids": seeded["failed"][:3], "reason": "duplicates", "rate": 0}
     r = client.post(url, json.dumps(body), content_type="application/json", **auth)
     assert r.status_code == 202, r.content
@@ -240,14 +260,14 @@ def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
     r = client.post(url, "[1, 2", content_type="application/json", **auth)
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
     r = client.post(
-        reverse("api_bulk_preview", args=Q),
+        reverse("api_bulk_preview", args=q),
         json.dumps({"action": "retry", "state": "active"}),
         content_type="application/json",
         **auth,
     )
     assert r.status_code == 400 and "Unknown state" in r.json()["message"]
     r = client.post(
-        reverse("api_job_action", args=[*Q, "discard", seeded["failed"][0]]),
+        reverse("api_job_action", args=[*q, "discard", seeded["failed"][0]]),
         "{}",
         content_type="application/json",
         **auth,
@@ -255,17 +275,17 @@ def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded):
     assert r.status_code == 400 and "Say why" in r.json()["message"]
 
 
-def test_api_export_for_scripts(client, seeded):
+def test_api_export_for_scripts(client, seeded, q):
     viewer = User.objects.create_user("reader", password="pw")
     out = StringIO()
     call_command("api_token", "reader", stdout=out)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
-    r = client.get(reverse("api_export", args=Q), {"state": "failed", "format": "jsonl"}, **auth)
+    r = client.get(reverse("api_export", args=q), {"state": "failed", "format": "jsonl"}, **auth)
     lines = b"".join(r.streaming_content).decode().splitlines()
     assert r.status_code == 200 and len(lines) == 4 and "hunter2" not in "".join(lines)
-    r = client.get(reverse("api_export", args=Q), {"format": "xml"}, **auth)
+    r = client.get(reverse("api_export", args=q), {"format": "xml"}, **auth)
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
-    assert client.get(reverse("api_export", args=Q)).status_code == 401
+    assert client.get(reverse("api_export", args=q)).status_code == 401
     assert viewer.groups.count() == 0  # reading needs no more than the viewer role
 
 
@@ -286,9 +306,9 @@ def test_set_role_command_gives_exactly_one_role():
         call_command("set_role", "ghost", "operator")
 
 
-def test_clean_is_previewed_then_removes_what_was_counted(operator_client, actions_redis):
-    run_node("produce.mjs", "complete", actions_redis, "tidy", "3")
-    q = ("default", "bull", "tidy")
+def test_clean_is_previewed_then_removes_what_was_counted(operator_client, prefixed_queues):
+    run_node("produce.mjs", "complete", prefixed_queues.url, "tidy", "3", "", prefixed_queues.prefix)
+    q = prefixed_queues.args("tidy")
     r = operator_client.post(
         reverse("bulk_preview", args=q),
         {"action": "clean", "state": "completed", "older_than_minutes": "0", "scope": "matching"},
@@ -335,40 +355,42 @@ def test_task_list_shows_active_then_recent_escaped(client, seeded):
     assert "<script>alert" not in html and "&lt;script&gt;" in html
 
 
-def test_a_dead_letter_queues_prioritized_tab_offers_a_bulk_redrive_and_counts_it(operator_client, actions_redis):
+def test_a_dead_letter_queues_prioritized_tab_offers_a_bulk_redrive_and_counts_it(operator_client, prefixed_queues):
     """Dead letters that wait with a priority (the prioritized set): the tab offers the redrive
     (ticked or all matching) and the queue offers "Redrive all prioritized"; the preview counts
     them. An ordinary queue's prioritized tab offers discard, not redrive."""
-    run_node("toolbox.mjs", "hashes", actions_redis, "bills", "[]")
+    run_node("toolbox.mjs", "hashes", prefixed_queues.url, "bills", "[]", prefix=prefixed_queues.prefix)
     run_node(
         "toolbox.mjs",
         "add",
-        actions_redis,
+        prefixed_queues.url,
         "bills-dlq",
         json.dumps([{"name": "bill", "data": {"n": n}, "opts": {"priority": n}} for n in (1, 2)]),
+        prefix=prefixed_queues.prefix,
     )
     run_node(
         "toolbox.mjs",
         "add",
-        actions_redis,
+        prefixed_queues.url,
         "bills",
         json.dumps([{"name": "bill", "data": {}, "opts": {"priority": 4}}]),
+        prefix=prefixed_queues.prefix,
     )
     dlq_tab = operator_client.get(
-        reverse("queue", args=["default", "bull", "bills-dlq"]) + "?state=prioritized"
+        reverse("queue", args=prefixed_queues.args("bills-dlq")) + "?state=prioritized"
     ).content.decode()
     form = dlq_tab[dlq_tab.index('<form id="bulk-form"') :]
     form = form[: form.index("</form>")]
     assert '<option value="redrive">redrive to source</option>' in form and '<option value="discard">' in form
     assert 'class="bulk-redrive-prioritized">Redrive all prioritized to the source queue…' in dlq_tab
     preview = operator_client.post(
-        reverse("bulk_preview", args=["default", "bull", "bills-dlq"]),
+        reverse("bulk_preview", args=prefixed_queues.args("bills-dlq")),
         {"action": "redrive", "state": "prioritized", "scope": "matching"},
         HTTP_HX_REQUEST="true",
     ).content.decode()
     assert 'data-count="2"' in preview
     plain_tab = operator_client.get(
-        reverse("queue", args=["default", "bull", "bills"]) + "?state=prioritized"
+        reverse("queue", args=prefixed_queues.args("bills")) + "?state=prioritized"
     ).content.decode()
     form = plain_tab[plain_tab.index('<form id="bulk-form"') :]
     form = form[: form.index("</form>")]

@@ -24,17 +24,42 @@ from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
-Q = ("default", "bull", "fixable")
 GROUP = fingerprint("bad email 1")
 
 
 @pytest.fixture
-def seeded(actions_redis, redis_client):
-    ids = run_node("seed_actions.mjs", actions_redis, "fixable", "4", "0", "0", "mail", "bad email")
-    run_node("seed_actions.mjs", actions_redis, "fixable", "2", "0", "0", "mail", "timeout after")  # another group
+def q(prefixed_queues) -> list[str]:
+    """The queue 'fixable' under this test's own key prefix (the app pointed at it): URL arguments."""
+    return prefixed_queues.args("fixable")
+
+
+@pytest.fixture
+def seeded(prefixed_queues, q):
+    ids = run_node(
+        "seed_actions.mjs",
+        prefixed_queues.url,
+        "fixable",
+        "4",
+        "0",
+        "0",
+        "mail",
+        "bad email",
+        prefix=prefixed_queues.prefix,
+    )
+    run_node(
+        "seed_actions.mjs",
+        prefixed_queues.url,
+        "fixable",
+        "2",
+        "0",
+        "0",
+        "mail",
+        "timeout after",
+        prefix=prefixed_queues.prefix,
+    )  # another group
     for n, job_id in enumerate(ids["failed"]):
-        redis_client.hset(
-            f"bull:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2", **extra(n)})
+        prefixed_queues.client.hset(
+            f"{q[1]}:fixable:{job_id}", "data", json.dumps({"email": f"x{n}@", "password": "hunter2", **extra(n)})
         )
     return ids["failed"]
 
@@ -64,11 +89,11 @@ def token_for(role: str | None) -> dict:
     return {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
 
 
-def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, seeded, redis_client, actions_redis):
+def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, seeded, prefixed_queues, q):
     user = User.objects.create_user("op", password="pw")
     user.groups.add(Group.objects.get(name="operator"))
     client.force_login(user)
-    page = client.get(reverse("queue_errors", args=Q)).content.decode()
+    page = client.get(reverse("queue_errors", args=q)).content.decode()
     assert '<option value="edit-retry">' in page and 'name="patch"' in page
     form = {
         "action": "edit-retry",
@@ -77,16 +102,16 @@ def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, see
         "scope": "matching",
         "patch": '{"email": "fixed@example.com", "password": "s3cret", "v": 2}',
     }
-    html = client.post(reverse("bulk_preview", args=Q), form).content.decode()
+    html = client.post(reverse("bulk_preview", args=q), form).content.decode()
     assert 'data-count="4"' in html and html.count('class="edit-diff"') == 4
     diffs = html[html.index('class="edit-diffs"') : html.index("</section>")]
     assert "fixed@example.com" in diffs and "diff-add" in diffs and "hunter2" not in html and "s3cret" not in diffs
     assert 'name="patch" value="{&quot;email&quot;:&quot;fixed@example.com&quot;' in html
     for bad, message in (("[1]", "non-empty JSON object"), ("{", "not valid JSON"), ("", "non-empty JSON object")):
-        r = client.post(reverse("bulk_preview", args=Q), {**form, "patch": bad})
+        r = client.post(reverse("bulk_preview", args=q), {**form, "patch": bad})
         assert r.status_code == 400 and message in r.content.decode()
 
-    r = client.post(reverse("bulk_start", args=Q), {**form, "rate": "0", "reason": "mail validator fixed"})
+    r = client.post(reverse("bulk_start", args=q), {**form, "rate": "0", "reason": "mail validator fixed"})
     assert r.status_code == 200
     task = BulkTask.objects.get(action="edit-retry")
     assert task.patch == {"email": "fixed@example.com", "password": "s3cret", "v": 2}
@@ -96,39 +121,41 @@ def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, see
     assert sum(line.startswith("@@ job ") for line in diff) == 4 and '-  "email": "x0@",' in diff  # the old data
     assert "hunter2" not in json.dumps(diff)
 
-    final = run_bulk(redis_client, plan=plan_for(task), store=MemoryStore())  # what the monitor runs
+    final = run_bulk(prefixed_queues.client, plan=plan_for(task), store=MemoryStore())  # what the monitor runs
     assert (final.moved, final.skipped) == (4, 0)
     for n, job_id in enumerate(seeded):
-        stored = redis_client.hgetall(f"bull:fixable:{job_id}")
+        stored = prefixed_queues.client.hgetall(f"{q[1]}:fixable:{job_id}")
         assert json.loads(stored[b"data"]) == {"email": "fixed@example.com", "password": "s3cret", **extra(n), "v": 2}
         assert b"atm" not in stored and b"failedReason" not in stored
-    assert redis_client.zcard("bull:fixable:failed") == 2  # the other group stayed
-    ran = run_node("toolbox.mjs", "run", actions_redis, "fixable", "4", "0")["jobs"]  # a Node BullMQ worker
+    assert prefixed_queues.client.zcard(f"{q[1]}:fixable:failed") == 2  # the other group stayed
+    ran = run_node("toolbox.mjs", "run", prefixed_queues.url, "fixable", "4", "0", prefix=prefixed_queues.prefix)[
+        "jobs"
+    ]  # a Node BullMQ worker
     assert sorted(ran) == sorted(seeded) and all(j["state"] == "completed" and j["atm"] == 1 for j in ran.values())
     for n, job_id in enumerate(seeded):  # what the Node worker read is exactly the patched data
         expected = {"email": "fixed@example.com", "password": "s3cret", **extra(n), "v": 2}
         assert as_node(ran[job_id]["data"]) == as_node(expected) and list(ran[job_id]["data"]) == list(expected)
 
 
-def test_bulk_edit_over_the_api_and_viewers_refused(client, seeded):
+def test_bulk_edit_over_the_api_and_viewers_refused(client, seeded, q):
     body = {"action": "edit-retry", "state": "failed", "fingerprint": GROUP, "patch": {"email": "ok@example.com"}}
     viewer = token_for(None)
-    r = client.post(reverse("api_bulk_preview", args=Q), json.dumps(body), content_type="application/json", **viewer)
+    r = client.post(reverse("api_bulk_preview", args=q), json.dumps(body), content_type="application/json", **viewer)
     assert r.status_code == 403
     operator = token_for("operator")
-    r = client.post(reverse("api_bulk_preview", args=Q), json.dumps(body), content_type="application/json", **operator)
+    r = client.post(reverse("api_bulk_preview", args=q), json.dumps(body), content_type="application/json", **operator)
     preview = r.json()
     assert r.status_code == 200 and preview["count"] == 4 and len(preview["diffs"]) == 4
     assert '+  "email": "ok@example.com",' in preview["diffs"][0]["diff"]
     r = client.post(
-        reverse("api_bulk_start", args=Q),
+        reverse("api_bulk_start", args=q),
         json.dumps({**body, "patch": [1], "reason": "x"}),
         content_type="application/json",
         **operator,
     )
     assert r.status_code == 400 and "non-empty JSON object" in r.json()["message"]
     r = client.post(
-        reverse("api_bulk_start", args=Q),
+        reverse("api_bulk_start", args=q),
         json.dumps({**body, "reason": "validator fixed"}),
         content_type="application/json",
         **operator,

@@ -2,6 +2,7 @@
 reset) with progress reaching a websocket client; cancel stops it with what moved staying
 moved; one task per queue; a monitor killed with SIGKILL mid-task is replaced by one that
 finishes it with every job moved exactly once; a Node worker then completes the jobs."""
+# Literal `bull:` keys kept: a monitor runs the tasks and discovers every queue of its database.
 
 from __future__ import annotations
 

@@ -17,22 +17,28 @@ from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]
 
-Q = ("default", "bull", "tb")
+
+@pytest.fixture
+def q(prefixed_queues) -> list[str]:
+    """The queue 'tb' under this test's own key prefix (the app pointed at it): URL arguments."""
+    return prefixed_queues.args("tb")
 
 
 @pytest.fixture
-def failed(actions_redis):
+def failed(prefixed_queues):
     specs = [
         {"name": "charge", "data": {"fail": 1, "email": "bad@", "password": "hunter2"}},
         {"name": "other", "data": {"v": 1}},
     ]
-    return run_node("toolbox.mjs", "fail", actions_redis, "tb", json.dumps(specs))["ids"]
+    return run_node("toolbox.mjs", "fail", prefixed_queues.url, "tb", json.dumps(specs), prefix=prefixed_queues.prefix)[
+        "ids"
+    ]
 
 
 @pytest.fixture
-def r(actions_redis, redis_client):
-    """A client on the database the app is pointed at (both fixtures share the test's lease)."""
-    return redis_client
+def r(prefixed_queues):
+    """A client on the database the app is pointed at (keys under the test's prefix)."""
+    return prefixed_queues.client
 
 
 def api(client, url: str, body, token: str):
@@ -40,17 +46,17 @@ def api(client, url: str, body, token: str):
     return client.post(url, data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
-def keys(r) -> list:
-    return sorted(k for k in r.keys("bull:tb:*") if not k.endswith(b":events"))
+def keys(r, q) -> list:
+    return sorted(k for k in r.keys(f"{q[1]}:tb:*") if not k.endswith(b":events"))
 
 
-def test_api_adds_a_job_and_says_when_bullmq_returned_an_existing_one(client, failed, r):
+def test_api_adds_a_job_and_says_when_bullmq_returned_an_existing_one(client, failed, r, q):
     token = token_for(user_with("operator"))
-    url = reverse("api_jobs", args=Q)
+    url = reverse("api_jobs", args=q)
     body = {"name": "send", "data": {"to": "a@b.c"}, "opts": {"jobId": "mail-1", "attempts": 2, "priority": 4}}
     created = api(client, url, body, token)
     assert (created.status_code, created.json()) == (201, {"id": "mail-1"})
-    assert json.loads(r.hget("bull:tb:mail-1", "opts")) == {"attempts": 2, "priority": 4, "jobId": "mail-1"}
+    assert json.loads(r.hget(f"{q[1]}:tb:mail-1", "opts")) == {"attempts": 2, "priority": 4, "jobId": "mail-1"}
     again = api(client, url, body, token)
     assert again.status_code == 200
     assert {k: again.json()[k] for k in ("id", "created", "reason")} == {
@@ -82,20 +88,20 @@ def test_api_adds_a_job_and_says_when_bullmq_returned_an_existing_one(client, fa
         ({"name": "x", "opts": {"lifo": True, "priority": 3}}, "cannot be used together"),
     ],
 )
-def test_bad_json_and_impossible_options_are_refused_and_change_nothing(client, failed, r, body, message):
+def test_bad_json_and_impossible_options_are_refused_and_change_nothing(client, failed, r, body, message, q):
     token = token_for(user_with("operator"))
-    before = keys(r)
-    response = api(client, reverse("api_jobs", args=Q), body, token)
+    before = keys(r, q)
+    response = api(client, reverse("api_jobs", args=q), body, token)
     assert response.status_code == 400 and message in response.json()["message"]
-    assert keys(r) == before
+    assert keys(r, q) == before
     assert not AuditEntry.objects.filter(action="queue.add").exists()
 
 
-def test_the_add_form_posts_options_and_bad_data_gets_a_clear_message(client, failed, r):
+def test_the_add_form_posts_options_and_bad_data_gets_a_clear_message(client, failed, r, q):
     client.force_login(user_with("operator"))
-    page = client.get(reverse("add_job", args=Q))
+    page = client.get(reverse("add_job", args=q))
     assert page.status_code == 200 and b'name="deduplication_ttl"' in page.content
-    url = reverse("queue_action", args=[*Q, "add"])
+    url = reverse("queue_action", args=[*q, "add"])
     bad = client.post(url, {"name": "x", "data": '{"a": }'}, HTTP_HX_REQUEST="true")
     assert b"not valid JSON" in bad.content and b"line 1" in bad.content
     ok = client.post(
@@ -115,7 +121,7 @@ def test_the_add_form_posts_options_and_bad_data_gets_a_clear_message(client, fa
         HTTP_HX_REQUEST="true",
     )
     assert b'class="action-result ok"' in ok.content
-    assert json.loads(r.hget("bull:tb:new", "opts")) == {
+    assert json.loads(r.hget(f"{q[1]}:tb:new", "opts")) == {
         "attempts": 3,
         "delay": 5000,
         "backoff": {"type": "fixed", "delay": 100, "jitter": 0.2},
@@ -123,129 +129,134 @@ def test_the_add_form_posts_options_and_bad_data_gets_a_clear_message(client, fa
         "removeOnComplete": True,
         "removeOnFail": 10,
     }
-    assert r.zscore("bull:tb:delayed", "new") is not None
-    assert client.get(reverse("job", args=[*Q, "new"])).status_code == 200  # a job called "new" has its page
+    assert r.zscore(f"{q[1]}:tb:delayed", "new") is not None
+    assert client.get(reverse("job", args=[*q, "new"])).status_code == 200  # a job called "new" has its page
 
 
-def test_duplicate_copies_from_redis_not_from_the_page(client, failed, r):
+def test_duplicate_copies_from_redis_not_from_the_page(client, failed, r, q):
     client.force_login(user_with("operator"))
-    response = client.post(reverse("job_action", args=[*Q, "duplicate", failed[0]]), HTTP_HX_REQUEST="true")
+    response = client.post(reverse("job_action", args=[*q, "duplicate", failed[0]]), HTTP_HX_REQUEST="true")
     assert b'class="action-result ok"' in response.content
     new_id = AuditEntry.objects.get(action="job.duplicate").selection["job_id"]
-    assert r.hget(f"bull:tb:{new_id}", "data") == r.hget(f"bull:tb:{failed[0]}", "data")  # the password too
-    assert b"hunter2" in r.hget(f"bull:tb:{new_id}", "data")
+    assert r.hget(f"{q[1]}:tb:{new_id}", "data") == r.hget(f"{q[1]}:tb:{failed[0]}", "data")  # the password too
+    assert b"hunter2" in r.hget(f"{q[1]}:tb:{new_id}", "data")
 
 
 def test_edit_and_retry_previews_a_diff_then_retries_and_the_audit_shows_both_versions(
-    client, failed, r, actions_redis
+    client, failed, r, prefixed_queues, q
 ):
     client.force_login(user_with("operator"))
     job = failed[0]
-    page = client.get(reverse("edit_retry", args=[*Q, job]))
+    page = client.get(reverse("edit_retry", args=[*q, job]))
     assert page.status_code == 200 and b"hunter2" not in page.content and b"[redacted]" in page.content
     preview = client.post(
-        reverse("edit_retry_preview", args=[*Q, job]),
+        reverse("edit_retry_preview", args=[*q, job]),
         {"patch": '{"email": "ok@example.com", "fail": 0}'},
         HTTP_HX_REQUEST="true",
     )
     html = preview.content.decode()
     assert "+  &quot;email&quot;: &quot;ok@example.com&quot;" in html and "-  &quot;fail&quot;: 1" in html
-    assert "hunter2" not in html and r.zscore("bull:tb:failed", job) is not None  # a preview changes nothing
+    assert "hunter2" not in html and r.zscore(f"{q[1]}:tb:failed", job) is not None  # a preview changes nothing
     expected = html.split('name="expected" value="')[1].split('"')[0]
     confirm = {"patch": '{"email": "ok@example.com", "fail": 0}', "expected": expected, "reason": "typo in email"}
     stale = client.post(
-        reverse("job_action", args=[*Q, "edit-retry", job]), {**confirm, "expected": "0" * 16}, HTTP_HX_REQUEST="true"
+        reverse("job_action", args=[*q, "edit-retry", job]), {**confirm, "expected": "0" * 16}, HTTP_HX_REQUEST="true"
     )
-    assert b"changed since the preview" in stale.content and r.zscore("bull:tb:failed", job) is not None
-    done = client.post(reverse("job_action", args=[*Q, "edit-retry", job]), confirm, HTTP_HX_REQUEST="true")
+    assert b"changed since the preview" in stale.content and r.zscore(f"{q[1]}:tb:failed", job) is not None
+    done = client.post(reverse("job_action", args=[*q, "edit-retry", job]), confirm, HTTP_HX_REQUEST="true")
     assert b'class="action-result ok"' in done.content, done.content
-    assert json.loads(r.hget(f"bull:tb:{job}", "data")) == {"fail": 0, "email": "ok@example.com", "password": "hunter2"}
+    assert json.loads(r.hget(f"{q[1]}:tb:{job}", "data")) == {
+        "fail": 0,
+        "email": "ok@example.com",
+        "password": "hunter2",
+    }
     entry = AuditEntry.objects.get(action="job.edit-retry", outcome=AuditEntry.OK)
     assert json.loads(entry.selection["change"]["before"])["email"] == "bad@"
     assert json.loads(entry.selection["change"]["after"])["email"] == "ok@example.com"
     assert "hunter2" not in json.dumps(entry.selection)
     audit_page = client.get(reverse("audit")).content.decode()
     assert "data changed" in audit_page and "diff-add" in audit_page
-    ran = run_node("toolbox.mjs", "run", actions_redis, "tb", "1", "0")
+    ran = run_node("toolbox.mjs", "run", prefixed_queues.url, "tb", "1", "0", prefix=prefixed_queues.prefix)
     assert ran["jobs"][job]["state"] == "completed" and ran["jobs"][job]["data"]["email"] == "ok@example.com"
 
 
-def test_edit_and_retry_through_the_api_with_bad_patches(client, failed, r):
+def test_edit_and_retry_through_the_api_with_bad_patches(client, failed, r, q):
     token = token_for(user_with("operator"))
-    url = reverse("api_job_action", args=[*Q, "edit-retry", failed[1]])
+    url = reverse("api_job_action", args=[*q, "edit-retry", failed[1]])
     assert api(client, url, {"patch": []}, token).status_code == 400
     assert api(client, url, {"patch": {}}, token).status_code == 400
-    assert json.loads(r.hget(f"bull:tb:{failed[1]}", "data")) == {"v": 1}
+    assert json.loads(r.hget(f"{q[1]}:tb:{failed[1]}", "data")) == {"v": 1}
     ok = api(client, url, {"patch": {"v": 2}}, token)
     assert ok.status_code == 200 and ok.json()["outcome"] == "done"
     again = api(client, url, {"patch": {"v": 3}}, token)
     assert again.status_code == 409 and "not failed" in again.json()["message"]
 
 
-def test_queue_settings_are_admin_only_and_obliterate_needs_pause_and_the_name(client, failed, r):
+def test_queue_settings_are_admin_only_and_obliterate_needs_pause_and_the_name(client, failed, r, q):
     admin_token = token_for(user_with("admin"))
     operator = user_with("operator")
     op_token = token_for(operator)
-    url = lambda action: reverse("api_queue_action", args=[*Q, action])  # noqa: E731
+    url = lambda action: reverse("api_queue_action", args=[*q, action])  # noqa: E731
     assert api(client, url("set-concurrency"), {"concurrency": 3}, op_token).status_code == 403
     assert api(client, url("set-concurrency"), {"concurrency": 0}, admin_token).status_code == 400
     assert api(client, url("set-concurrency"), {"concurrency": 3}, admin_token).status_code == 200
     assert api(client, url("set-rate-limit"), {"max": 10, "duration": 1000}, admin_token).status_code == 200
-    assert r.hmget("bull:tb:meta", ["concurrency", "max", "duration"]) == [b"3", b"10", b"1000"]
+    assert r.hmget(f"{q[1]}:tb:meta", ["concurrency", "max", "duration"]) == [b"3", b"10", b"1000"]
     entry = AuditEntry.objects.filter(action="queue.set-concurrency").latest("pk")
     assert entry.selection["change"] == {"before": None, "after": 3}
     client.force_login(operator)
-    page = client.get(reverse("queue_settings", args=Q)).content.decode()
+    page = client.get(reverse("queue_settings", args=q)).content.decode()
     assert "10 jobs per 1000 ms" in page and "queue-obliterate" not in page  # operators see, cannot change
-    before = keys(r)
+    before = keys(r, q)
     wrong = api(client, url("obliterate"), {"confirm": "tb", "reason": "x"}, admin_token)
     assert wrong.status_code == 409 and "not paused" in wrong.json()["message"]
     assert api(client, url("pause"), {}, admin_token).status_code == 200
     client.force_login(User.objects.get(username="user-admin"))
-    page = client.get(reverse("queue_settings", args=Q)).content.decode()
+    page = client.get(reverse("queue_settings", args=q)).content.decode()
     assert "2 jobs and 0 job schedulers" in page and "queue-obliterate" in page
     typo = api(client, url("obliterate"), {"confirm": "tbb", "reason": "x"}, admin_token)
-    assert typo.status_code == 409 and keys(r) == before
+    assert typo.status_code == 409 and keys(r, q) == before
     assert api(client, url("obliterate"), {"confirm": "tb"}, admin_token).status_code == 400  # reason required
     gone = api(client, url("obliterate"), {"confirm": "tb", "reason": "retired"}, admin_token)
-    assert gone.status_code == 200 and gone.json()["affected"] == 2 and keys(r) == []
+    assert gone.status_code == 200 and gone.json()["affected"] == 2 and keys(r, q) == []
 
 
-def test_drain_through_the_page_as_admin(client, failed, r, actions_redis):
+def test_drain_through_the_page_as_admin(client, failed, r, prefixed_queues, q):
     client.force_login(user_with("admin"))
     run_node(
         "toolbox.mjs",
         "add",
-        actions_redis,
+        prefixed_queues.url,
         "tb",
         json.dumps([{"name": "w", "data": {}}, {"name": "d", "data": {}, "opts": {"delay": 60000}}]),
+        prefix=prefixed_queues.prefix,
     )
-    page = client.get(reverse("queue_settings", args=Q)).content.decode()
+    page = client.get(reverse("queue_settings", args=q)).content.decode()
     assert "queue-drain" in page and "Only a paused queue" in page
-    done = client.post(reverse("queue_action", args=[*Q, "drain"]), {"reason": "flush"}, HTTP_HX_REQUEST="true")
+    done = client.post(reverse("queue_action", args=[*q, "drain"]), {"reason": "flush"}, HTTP_HX_REQUEST="true")
     assert b"1 waiting and prioritized job(s) removed" in done.content
-    assert r.llen("bull:tb:wait") == 0 and r.zcard("bull:tb:delayed") == 1 and r.zcard("bull:tb:failed") == 2
+    assert r.llen(f"{q[1]}:tb:wait") == 0 and r.zcard(f"{q[1]}:tb:delayed") == 1 and r.zcard(f"{q[1]}:tb:failed") == 2
 
 
-def test_viewers_and_read_only_mode_are_refused_everything(client, failed, r, settings):
+def test_viewers_and_read_only_mode_are_refused_everything(client, failed, r, settings, q):
     viewer = user_with("viewer")
     token = token_for(viewer)
-    before = keys(r)
+    before = keys(r, q)
     posts = [
-        ("api_jobs", Q, {"name": "x"}),
-        ("api_job_action", [*Q, "duplicate", failed[0]], {}),
-        ("api_job_action", [*Q, "edit-retry", failed[0]], {"patch": {"a": 1}}),
-        ("api_queue_action", [*Q, "drain"], {"reason": "x"}),
-        ("api_queue_action", [*Q, "set-concurrency"], {"concurrency": 1}),
+        ("api_jobs", q, {"name": "x"}),
+        ("api_job_action", [*q, "duplicate", failed[0]], {}),
+        ("api_job_action", [*q, "edit-retry", failed[0]], {"patch": {"a": 1}}),
+        ("api_queue_action", [*q, "drain"], {"reason": "x"}),
+        ("api_queue_action", [*q, "set-concurrency"], {"concurrency": 1}),
     ]
     for name, args, body in posts:
         assert api(client, reverse(name, args=args), body, token).status_code == 403, name
     client.force_login(viewer)
-    assert client.get(reverse("add_job", args=Q)).status_code == 403
-    assert client.get(reverse("edit_retry", args=[*Q, failed[0]])).status_code == 403
-    assert client.post(reverse("edit_retry_preview", args=[*Q, failed[0]]), {"patch": "{}"}).status_code == 403
+    assert client.get(reverse("add_job", args=q)).status_code == 403
+    assert client.get(reverse("edit_retry", args=[*q, failed[0]])).status_code == 403
+    assert client.post(reverse("edit_retry_preview", args=[*q, failed[0]]), {"patch": "{}"}).status_code == 403
     settings.QUEUEWATCH_READ_ONLY = True
     admin_token = token_for(user_with("admin"))
     for name, args, body in posts:
         assert api(client, reverse(name, args=args), body, admin_token).status_code == 403, name
-    assert keys(r) == before and not AuditEntry.objects.exclude(queue="").exists()  # refusals are recorded as events
+    assert keys(r, q) == before and not AuditEntry.objects.exclude(queue="").exists()  # refusals are recorded as events

@@ -2,6 +2,7 @@
 job runs with its new data, a running Node worker obeys the global concurrency and rate limit we
 set, and drain/obliterate leave exactly what Node's Queue.drain/Queue.obliterate leave. This
 module runs its own redis-server."""
+# Literal `bull:` keys kept: a redis-server of the module's own: whole key sets compared with Node's.
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 is cron-parser's (DST nights included), an edited scheduler is stored and produces its next job
 exactly as Node's own ``upsertJobScheduler`` would, and a migrated legacy repeat keeps firing,
 once per slot, as a scheduler. This module runs its own redis-server."""
+# Literal `bull:` keys kept: a redis-server of the module's own: whole key sets compared with Node's.
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 the health checks (evidence, sample job link, fix), read at most once a minute per queue
 whatever the number of views, and behind login. The rules themselves:
 tests/queues/test_retry_advice.py."""
+# Literal `bull:` keys kept: the dashboard Redis (its advice cache under fixed keys) shares the leased database.
 
 from __future__ import annotations
 

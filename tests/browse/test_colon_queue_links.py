@@ -8,30 +8,27 @@ import json
 import pytest
 from django.urls import reverse
 
-from tests.support.redis_db import app_on
-
 pytestmark = pytest.mark.django_db
 
 
-def test_a_parent_in_a_colon_queue_is_linked_to_its_own_queue(logged_in, settings, redis_db):
-    r = redis_db.client()
+def test_a_parent_in_a_colon_queue_is_linked_to_its_own_queue(logged_in, prefixed_queues):
+    r, prefix = prefixed_queues.client, prefixed_queues.prefix
     for queue in ("orders:eu", "orders", "payments"):
-        r.hset(f"bull:{queue}:meta", mapping={"opts.maxLenEvents": 10000, "version": "bullmq:6.7.0"})
-    r.hset("bull:orders:eu:7", mapping={"name": "parent", "data": "{}", "opts": "{}", "timestamp": 1})
-    r.zadd("bull:orders:eu:waiting-children", {"7": 1})
+        r.hset(f"{prefix}:{queue}:meta", mapping={"opts.maxLenEvents": 10000, "version": "bullmq:6.7.0"})
+    r.hset(f"{prefix}:orders:eu:7", mapping={"name": "parent", "data": "{}", "opts": "{}", "timestamp": 1})
+    r.zadd(f"{prefix}:orders:eu:waiting-children", {"7": 1})
     r.hset(
-        "bull:payments:1",
+        f"{prefix}:payments:1",
         mapping={
             "name": "child",
             "data": json.dumps({"x": 1}),
             "opts": "{}",
             "timestamp": 2,
-            "parentKey": "bull:orders:eu:7",
-            "parent": json.dumps({"id": "7", "queueKey": "bull:orders:eu"}),
+            "parentKey": f"{prefix}:orders:eu:7",
+            "parent": json.dumps({"id": "7", "queueKey": f"{prefix}:orders:eu"}),
         },
     )
-    r.lpush("bull:payments:wait", "1")
-    with app_on(settings, redis_db.url):
-        html = logged_in.get(reverse("job", args=["default", "bull", "payments", "1"])).content.decode()
-    assert reverse("job", args=["default", "bull", "orders:eu", "7"]) in html
-    assert reverse("job", args=["default", "bull", "orders", "eu:7"]) not in html
+    r.lpush(f"{prefix}:payments:wait", "1")
+    html = logged_in.get(reverse("job", args=["default", prefix, "payments", "1"])).content.decode()
+    assert reverse("job", args=["default", prefix, "orders:eu", "7"]) in html
+    assert reverse("job", args=["default", prefix, "orders", "eu:7"]) not in html

@@ -38,10 +38,10 @@ WRITE_COMMANDS = {
 }
 
 
-def seed(r):
+def seed(r, prefix: str = "bull"):
     """A queue 'evil<script>' can't exist (names are validated by BullMQ? no: only ':' is
     forbidden), so the hostile queue name is real too."""
-    q = "bull:hostile:"
+    q = f"{prefix}:hostile:"
     r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
     jobs = {
         "xss": {
@@ -117,26 +117,36 @@ def write_count(r) -> int:
 
 
 @pytest.fixture
-def hostile(scratch_queues):
+def hostile(prefixed_queues):
+    """The hostile queue under this test's own key prefix; yields its URL arguments."""
+    seed(prefixed_queues.client, prefixed_queues.prefix)
+    return prefixed_queues.args("hostile")
+
+
+@pytest.fixture
+def hostile_whole_db(scratch_queues):
+    """The hostile queue on a whole database of its own (prefix 'bull'), so that a check over
+    every key sees any write, wherever it lands; yields its client."""
     seed(scratch_queues)
     return scratch_queues
 
 
-def urls():
+def urls(args):
     yield reverse("overview")
-    yield reverse("queue", args=["default", "bull", "hostile"]) + "?state=failed&size=100"
-    yield reverse("queue", args=["default", "bull", "hostile"]) + "?state=failed&name=%3Cscript"
+    yield reverse("queue", args=args) + "?state=failed&size=100"
+    yield reverse("queue", args=args) + "?state=failed&name=%3Cscript"
     for job_id in ("xss", "notjson", "missing", "binary", "a:b:c", "ünï-ジョブ", "huge", "secrets"):
-        yield reverse("job", args=["default", "bull", "hostile", job_id])
+        yield reverse("job", args=[*args, job_id])
     yield reverse("api_queues")
-    yield reverse("api_jobs", args=["default", "bull", "hostile"]) + "?state=failed"
-    yield reverse("api_job", args=["default", "bull", "hostile", "xss"])
+    yield reverse("api_jobs", args=args) + "?state=failed"
+    yield reverse("api_job", args=[*args, "xss"])
 
 
-def test_every_page_renders_escaped_and_reading_writes_nothing(logged_in, hostile):
+def test_every_page_renders_escaped_and_reading_writes_nothing(logged_in, hostile_whole_db):
+    hostile = hostile_whole_db
     before = write_count(hostile)
     keys_before = sorted(hostile.keys("*"))
-    for url in urls():
+    for url in urls(["default", "bull", "hostile"]):
         response = logged_in.get(url)
         assert response.status_code == 200, url
         body = response.content.decode()
@@ -148,18 +158,18 @@ def test_every_page_renders_escaped_and_reading_writes_nothing(logged_in, hostil
 
 
 def test_escaped_text_is_still_shown(logged_in, hostile):
-    body = logged_in.get(reverse("job", args=["default", "bull", "hostile", "xss"])).content.decode()
+    body = logged_in.get(reverse("job", args=[*hostile, "xss"])).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "&lt;img src=x onerror=alert(2)&gt;" in body
 
 
 def test_huge_payload_is_truncated_with_a_download_link_and_redacted(logged_in, hostile):
-    url = reverse("job", args=["default", "bull", "hostile", "huge"])
+    url = reverse("job", args=[*hostile, "huge"])
     response = logged_in.get(url)
     body = response.content.decode()
     assert len(response.content) < 1024 * 1024
     assert "larger than the display limit" in body and "Download raw JSON" in body
-    raw_url = reverse("job_raw", args=["default", "bull", "hostile", "data", "huge"])
+    raw_url = reverse("job_raw", args=[*hostile, "data", "huge"])
     assert raw_url in body
     raw = logged_in.get(raw_url)
     assert raw.status_code == 200 and raw["Content-Disposition"].startswith("attachment;")
@@ -169,19 +179,17 @@ def test_huge_payload_is_truncated_with_a_download_link_and_redacted(logged_in, 
 
 
 def test_secret_keys_are_redacted_in_page_and_api(logged_in, hostile):
-    page = logged_in.get(reverse("job", args=["default", "bull", "hostile", "secrets"])).content.decode()
-    api = logged_in.get(reverse("api_job", args=["default", "bull", "hostile", "secrets"])).content.decode()
+    page = logged_in.get(reverse("job", args=[*hostile, "secrets"])).content.decode()
+    api = logged_in.get(reverse("api_job", args=[*hostile, "secrets"])).content.decode()
     for body in (page, api):
         assert "hunter2" not in body and "sk_live_123" not in body and "abc" not in body.replace("abcd", "")
         assert "visible" in body and "[redacted]" in body
 
 
 def test_missing_and_vanished_jobs(logged_in, hostile):
-    body = logged_in.get(
-        reverse("queue", args=["default", "bull", "hostile"]) + "?state=failed&size=100"
-    ).content.decode()
+    body = logged_in.get(reverse("queue", args=hostile) + "?state=failed&size=100").content.decode()
     assert "job hash missing" in body
-    response = logged_in.get(reverse("job", args=["default", "bull", "hostile", "vanished"]))
+    response = logged_in.get(reverse("job", args=[*hostile, "vanished"]))
     assert response.status_code == 404
 
 

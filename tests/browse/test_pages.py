@@ -1,4 +1,5 @@
 """Pages over queues written by real Node BullMQ: overview, queue tabs, job page, schedulers."""
+# Literal `bull:` keys kept: the session's Node-built queues (build_fixture.mjs, prefixes 'bull', '{app:bull}').
 
 from __future__ import annotations
 

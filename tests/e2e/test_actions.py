@@ -1,6 +1,7 @@
 """In real Chromium, through daphne, channels_redis and the monitor process: open a queue's
 error groups, preview the biggest group's redrive, confirm it paced, and watch the task's
 progress arrive live until 100 %; the group is back at work and the rest stayed failed."""
+# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 maintenance-window form previews the next starts in the window's zone as you type and
 explains a bad expression; a rule created in the form fires on real Node BullMQ jobs and
 the firing banner appears on an open page without a reload."""
+# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ error. Screenshots go to var/screenshots/ (git-ignored; CI keeps them as artefac
 
 One browser, one app and one signed-in session for the module; each combination is one browser
 context (viewport, colour scheme and Accept-Language), so ~40 page loads in all."""
+# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
 is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering
 after more than 60 seconds."""
+# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

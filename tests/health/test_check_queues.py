@@ -1,6 +1,7 @@
 """``manage.py check_queues``: human output, ``--json``, and exit codes, run as the real command
 (a subprocess with production settings) against redis-servers in wrong and right configurations,
 without a monitor; and in-process with a running monitor's state."""
+# Literal `bull:` keys kept: redis-servers of the tests' own (server-wide settings), and a monitor.
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Health checks (queues/health/) against real redis-servers started in the wrong
 configuration and in the right one, real Node BullMQ and Python bullmq workers, a real monitor's
 state document, and the health page."""
+# Literal `bull:` keys kept: the worker tests read CLIENT LIST; the monitor tests discover a whole database.
 
 from __future__ import annotations
 
@@ -166,11 +167,11 @@ def test_unreachable_connection_is_one_failing_result_not_a_crash():
 
 
 @pytest.mark.node
-def test_finished_jobs_kept_forever_vs_pruned(redis_url, redis_client):
-    url = redis_url
+def test_finished_jobs_kept_forever_vs_pruned(redis_prefix):
+    url, redis_client, prefix = redis_prefix.url, redis_prefix.client, redis_prefix.prefix
     # Wrong: real Node BullMQ jobs without removeOnComplete are all kept.
-    run_node("produce.mjs", "complete", url, "keeper", "12")
-    keeper = QueueRef("default", "bull", "keeper")
+    run_node("produce.mjs", "complete", url, "keeper", "12", "", prefix)
+    keeper = QueueRef("default", prefix, "keeper")
     th = Thresholds(finished_count=10)
     r = result(run_checks(redis_client, [keeper], None, now_ms(), thresholds=th), "queue.finished_retention")
     assert r.status == PASS  # large, but the oldest finished job is seconds old
@@ -183,7 +184,7 @@ def test_finished_jobs_kept_forever_vs_pruned(redis_url, redis_client):
     async def pruned():
         from bullmq import Queue, Worker
 
-        q = Queue("pruned", {"connection": url})
+        q = Queue("pruned", {"connection": url, "prefix": prefix})
         for i in range(12):
             await q.add("job", {"i": i}, {"removeOnComplete": 3})
         done = asyncio.Event()
@@ -195,41 +196,46 @@ def test_finished_jobs_kept_forever_vs_pruned(redis_url, redis_client):
             if count == 12:
                 done.set()
 
-        worker = Worker("pruned", process, {"connection": url})
+        worker = Worker("pruned", process, {"connection": url, "prefix": prefix})
         await asyncio.wait_for(done.wait(), 20)
         # The last job is finished (and the set pruned) after its processor returns.
         await async_wait_for(
-            lambda: redis_client.llen("bull:pruned:active") == 0 and redis_client.zcard("bull:pruned:completed") == 3
+            lambda: (
+                redis_client.llen(f"{prefix}:pruned:active") == 0
+                and redis_client.zcard(f"{prefix}:pruned:completed") == 3
+            )
         )
         await worker.close()
         await q.close()
 
     asyncio.run(pruned())
     r = result(
-        run_checks(redis_client, [QueueRef("default", "bull", "pruned")], None, eight_days_later, thresholds=th),
+        run_checks(redis_client, [QueueRef("default", prefix, "pruned")], None, eight_days_later, thresholds=th),
         "queue.finished_retention",
     )
     assert r.status == PASS and r.details["completed"]["count"] == 3
 
 
-def test_legacy_repeat_metadata_from_old_shape_keys(redis_url, redis_client):
-    r = redis_client
-    q = make_queue(r, "legacy")
+def test_legacy_repeat_metadata_from_old_shape_keys(redis_prefix):
+    r, redis_url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
+    q = make_queue(r, "legacy", prefix)
     # Exactly what old BullMQ versions left behind (reference §6.2): a pre-hash key-shaped
     # member with no hash, and a v5 md5 member whose hash has no `ic`.
     r.zadd(
-        "bull:legacy:repeat",
+        f"{prefix}:legacy:repeat",
         {"old-cron::::0 0 3 * * *": 1700000000000, "d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000005000},
     )
-    r.hset("bull:legacy:repeat:d9c48061d9d20cd7b1bf692d7ceb46ff", mapping={"name": "legacy-every", "every": "5000"})
+    r.hset(
+        f"{prefix}:legacy:repeat:d9c48061d9d20cd7b1bf692d7ceb46ff", mapping={"name": "legacy-every", "every": "5000"}
+    )
     res = result(run_checks(r, [q], None, now_ms()), "queue.legacy_repeat")
     assert (res.status, res.severity) == (FAIL, "critical")
     assert {e["layout"] for e in res.details["entries"]} == {"key-shape", "v5-hash"}
     assert "upsertJobScheduler" in res.fix and "removeRepeatableByKey" in res.fix and "upgrade" in res.fix
 
-    v5only = make_queue(r, "v5only")
-    r.zadd("bull:v5only:repeat", {"abc123": 1700000000000})
-    r.hset("bull:v5only:repeat:abc123", mapping={"name": "x", "pattern": "*/5 * * * *"})
+    v5only = make_queue(r, "v5only", prefix)
+    r.zadd(f"{prefix}:v5only:repeat", {"abc123": 1700000000000})
+    r.hset(f"{prefix}:v5only:repeat:abc123", mapping={"name": "x", "pattern": "*/5 * * * *"})
     res = result(run_checks(r, [v5only], None, now_ms()), "queue.legacy_repeat")
     assert (res.status, res.severity) == (FAIL, "warning")
 
@@ -237,27 +243,27 @@ def test_legacy_repeat_metadata_from_old_shape_keys(redis_url, redis_client):
     async def migrate():
         from bullmq import Queue
 
-        queue = Queue("migrated", {"connection": redis_url})
+        queue = Queue("migrated", {"connection": redis_url, "prefix": prefix})
         await queue.upsertJobScheduler("nightly", {"pattern": "0 0 3 * * *"}, "cleanup", {"kind": "nightly"})
         await queue.close()
 
     asyncio.run(migrate())
-    res = result(run_checks(r, [QueueRef("default", "bull", "migrated")], None, now_ms()), "queue.legacy_repeat")
+    res = result(run_checks(r, [QueueRef("default", prefix, "migrated")], None, now_ms()), "queue.legacy_repeat")
     assert res.status == PASS and res.summary == "1 job scheduler, none legacy."
 
 
-def test_paused_queue(redis_url, redis_client):
-    url = redis_url
+def test_paused_queue(redis_prefix):
+    url, redis_client, prefix = redis_prefix.url, redis_prefix.client, redis_prefix.prefix
 
     async def scenario(pause: bool):
         from bullmq import Queue
 
-        queue = Queue("pausy", {"connection": url})
+        queue = Queue("pausy", {"connection": url, "prefix": prefix})
         await queue.add("job", {})
         await (queue.pause() if pause else queue.resume())
         await queue.close()
 
-    q = QueueRef("default", "bull", "pausy")
+    q = QueueRef("default", prefix, "pausy")
     asyncio.run(scenario(True))
     r = result(run_checks(redis_client, [q], None, now_ms()), "queue.paused")
     assert (r.status, r.severity) == (FAIL, "warning") and "resume" in r.fix
@@ -265,14 +271,14 @@ def test_paused_queue(redis_url, redis_client):
     assert result(run_checks(redis_client, [q], None, now_ms()), "queue.paused").status == PASS
 
 
-def test_global_rate_limit_hit(redis_url, redis_client):
-    url = redis_url
-    q = QueueRef("default", "bull", "limited")
+def test_global_rate_limit_hit(redis_prefix):
+    url, redis_client, prefix = redis_prefix.url, redis_prefix.client, redis_prefix.prefix
+    q = QueueRef("default", prefix, "limited")
 
     async def scenario():
         from bullmq import Queue, Worker
 
-        queue = Queue("limited", {"connection": url})
+        queue = Queue("limited", {"connection": url, "prefix": prefix})
         await queue.setGlobalRateLimit(1, 60000)
         for i in range(3):
             await queue.add("job", {"i": i})
@@ -281,14 +287,14 @@ def test_global_rate_limit_hit(redis_url, redis_client):
         async def process(job, token):
             done.set()
 
-        worker = Worker("limited", process, {"connection": url})
+        worker = Worker("limited", process, {"connection": url, "prefix": prefix})
         await asyncio.wait_for(done.wait(), 10)
         # Taking the job counted against the global limit (what the check reads).
-        await async_wait_for(lambda: redis_client.pttl("bull:limited:limiter") > 0)
+        await async_wait_for(lambda: redis_client.pttl(f"{prefix}:limited:limiter") > 0)
         await worker.close()
         await queue.close()
 
-    make_queue(redis_client, "limited")
+    make_queue(redis_client, "limited", prefix)
     assert result(run_checks(redis_client, [q], None, now_ms()), "queue.rate_limited").status == PASS
     asyncio.run(scenario())
     r = result(run_checks(redis_client, [q], None, now_ms()), "queue.rate_limited")
@@ -298,12 +304,14 @@ def test_global_rate_limit_hit(redis_url, redis_client):
     async def manual():
         from bullmq import Queue
 
-        queue = Queue("manual", {"connection": url})
+        queue = Queue("manual", {"connection": url, "prefix": prefix})
         await queue.rateLimit(30000)
         await queue.close()
 
     asyncio.run(manual())
-    r = result(run_checks(redis_client, [make_queue(redis_client, "manual")], None, now_ms()), "queue.rate_limited")
+    r = result(
+        run_checks(redis_client, [make_queue(redis_client, "manual", prefix)], None, now_ms()), "queue.rate_limited"
+    )
     assert r.status == FAIL and "by hand" in r.summary
 
 
@@ -513,8 +521,9 @@ def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_set
     assert (r.status, r.severity) == (FAIL, "warning") and r.details["stream_gaps"] >= 1 and "maxLen" in r.fix
 
 
-def test_state_based_checks_are_unknown_without_a_monitor_or_with_a_stale_state(redis_client):
-    q = make_queue(redis_client, "q")
+def test_state_based_checks_are_unknown_without_a_monitor_or_with_a_stale_state(redis_prefix):
+    redis_client = redis_prefix.client
+    q = make_queue(redis_client, "q", redis_prefix.prefix)
     for state in (None, {"taken_at": now_ms() - 10 * 60 * 1000, "queues": []}):
         results = run_checks(redis_client, [q], state, now_ms())
         for kind in health.STATE_KINDS:
@@ -526,12 +535,12 @@ def test_state_based_checks_are_unknown_without_a_monitor_or_with_a_stale_state(
 
 
 @pytest.mark.django_db
-def test_health_page_worst_first_with_fixes_and_says_the_monitor_state_is_missing(logged_in, scratch_queues):
-    r = scratch_queues
-    make_queue(r, "orders")
-    r.lpush("bull:orders:wait", "1")
-    r.hset("bull:orders:1", mapping={"name": "j", "timestamp": now_ms()})
-    r.zadd("bull:orders:repeat", {"<b>x</b>`::::0 0 3 * * *": 1700000000000})  # hostile legacy id
+def test_health_page_worst_first_with_fixes_and_says_the_monitor_state_is_missing(logged_in, prefixed_queues):
+    r, prefix = prefixed_queues.client, prefixed_queues.prefix
+    make_queue(r, "orders", prefix)
+    r.lpush(f"{prefix}:orders:wait", "1")
+    r.hset(f"{prefix}:orders:1", mapping={"name": "j", "timestamp": now_ms()})
+    r.zadd(f"{prefix}:orders:repeat", {"<b>x</b>`::::0 0 3 * * *": 1700000000000})  # hostile legacy id
     html = logged_in.get(reverse("health")).content.decode()
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert 'id="monitor-state-missing"' in html and "No monitor state" in html
@@ -557,7 +566,7 @@ def test_health_page_uses_a_running_monitors_state_and_stores_the_result(followe
 
 
 @pytest.mark.django_db
-def test_health_page_requires_login(client, scratch_queues):
+def test_health_page_requires_login(client, prefixed_queues):
     response = client.get(reverse("health"))
     assert response.status_code == 302 and "login" in response["Location"]
 

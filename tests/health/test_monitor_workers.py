@@ -4,6 +4,7 @@ reads ``CLIENT LIST`` itself only when no monitor document is fresh or the docum
 cover the connection's queues. Real Node BullMQ 6.7 workers, a real monitor, and commandstats
 of a redis-server of the test's own (``private_redis``), so every ``CLIENT LIST`` counted is
 one the code under test sent."""
+# Literal `bull:` keys kept: a private redis-server, and client names as BullMQ sets them.
 
 from __future__ import annotations
 

@@ -53,12 +53,12 @@ NOT_PAGES = {
 }
 
 
-def seed_queue(r):
+def seed_queue(r, prefix: str):
     """A queue with a waiting and a failed job (hand-written in BullMQ's layout), and a DLQ."""
     for name in ("orders", "orders-dlq"):
-        r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
+        r.hset(f"{prefix}:{name}:meta", mapping={"opts.maxLenEvents": 10000})
     r.hset(
-        "bull:orders:1",
+        f"{prefix}:orders:1",
         mapping={
             "name": "إرسال الفاتورة",
             "data": json.dumps({"customer": "سارة", "total": 12}),
@@ -66,9 +66,9 @@ def seed_queue(r):
             "timestamp": NOW_MS - 60000,
         },
     )
-    r.rpush("bull:orders:wait", "1")
+    r.rpush(f"{prefix}:orders:wait", "1")
     r.hset(
-        "bull:orders:2",
+        f"{prefix}:orders:2",
         mapping={
             "name": "charge",
             "data": "{}",
@@ -81,12 +81,13 @@ def seed_queue(r):
             "stacktrace": json.dumps(["Error: card declined\n    at charge"]),
         },
     )
-    r.zadd("bull:orders:failed", {"2": NOW_MS - 30000})
+    r.zadd(f"{prefix}:orders:failed", {"2": NOW_MS - 30000})
 
 
 @pytest.fixture
-def site(scratch_queues, django_user_model):
-    seed_queue(scratch_queues)
+def site(prefixed_queues, django_user_model):
+    prefix = prefixed_queues.prefix
+    seed_queue(prefixed_queues.client, prefix)
     admin = django_user_model.objects.create_superuser("admin", password="admin-pass")
     channel = Channel.objects.create(name="on-call", kind=Channel.EMAIL, config={"to": ["oncall@example.test"]})
     rule = AlertRule.objects.create(name="orders backlog", kind="backlog", threshold=10)
@@ -95,7 +96,7 @@ def site(scratch_queues, django_user_model):
         rule=rule,
         fingerprint="fp",
         connection="default",
-        prefix="bull",
+        prefix=prefix,
         queue="orders",
         state=Alert.FIRING,
         pending_since=timezone.now(),
@@ -108,7 +109,7 @@ def site(scratch_queues, django_user_model):
         created_by=admin,
         action="retry",
         connection="default",
-        prefix="bull",
+        prefix=prefix,
         queue="orders",
         selection={"state": "failed"},
         before_ms=NOW_MS,
@@ -120,7 +121,7 @@ def site(scratch_queues, django_user_model):
         via="page",
         action="job.retry",
         connection="default",
-        prefix="bull",
+        prefix=prefix,
         queue="orders",
         outcome=AuditEntry.OK,
         affected=1,
@@ -128,7 +129,7 @@ def site(scratch_queues, django_user_model):
     ApiToken.issue(admin, scopes=["read"], expires_at=timezone.now() + timezone.timedelta(days=90))
     return {
         "connection": "default",
-        "prefix": "bull",
+        "prefix": prefix,
         "name": "orders",
         "job_id": "2",
         "task_id": task.pk,
@@ -258,7 +259,7 @@ def test_every_page_renders_in_english_and_in_arabic(client, site):
 def test_queue_tabs_and_job_lists_in_arabic(client, site, state):
     kwargs, admin = site
     client.force_login(admin)
-    url = reverse("queue", args=["default", "bull", "orders"]) + f"?state={state}"
+    url = reverse("queue", args=[kwargs["connection"], kwargs["prefix"], "orders"]) + f"?state={state}"
     html = client.get(url, HTTP_ACCEPT_LANGUAGE="ar").content.decode()
     whole, long = english_msgids()
     left = [t for t in parse(html).texts if t in whole or any(m in t for m in long)]
@@ -269,7 +270,7 @@ def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, 
     kwargs, admin = site
     client.force_login(admin)
     job = client.get(
-        reverse("job", args=["default", "bull", "orders", "1"]), HTTP_ACCEPT_LANGUAGE="ar"
+        reverse("job", args=[kwargs["connection"], kwargs["prefix"], "orders", "1"]), HTTP_ACCEPT_LANGUAGE="ar"
     ).content.decode()
     assert '<pre class="payload" dir="ltr">' in job and '<h1>المهمة <code dir="ltr">1</code>' in job
     # <code> (ids, prefixes, cron, option names) is left-to-right in any right-to-left page.
@@ -277,8 +278,10 @@ def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, 
     assert '[dir="rtl"] code, [dir="rtl"] pre { direction: ltr; unicode-bidi: isolate; }' in css
     assert "<bdi>إرسال الفاتورة</bdi>" in job  # an Arabic job name is isolated, whatever its direction
     failed = client.get(
-        reverse("job", args=["default", "bull", "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar"
+        reverse("job", args=[kwargs["connection"], kwargs["prefix"], "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar"
     ).content.decode()
     assert '<pre class="reason" dir="ltr">' in failed and '<pre dir="ltr">Error: card declined' in failed
-    queue = client.get(reverse("queue", args=["default", "bull", "orders"]), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    queue = client.get(
+        reverse("queue", args=[kwargs["connection"], kwargs["prefix"], "orders"]), HTTP_ACCEPT_LANGUAGE="ar"
+    ).content.decode()
     assert "<h1><bdi>orders</bdi><button" in queue and "<bdi>إرسال الفاتورة</bdi>" in queue

@@ -4,6 +4,7 @@
 ``dashboard.core.i18n.translate``). Two checks: every message id written in those modules has an
 Arabic entry in the compiled catalogue, and the results the actions really return (each outcome
 code) read as Arabic sentences once translated."""
+# Literal `bull:` keys kept: a job key as a message's parameter (no Redis).
 
 from __future__ import annotations
 

@@ -55,10 +55,11 @@ def test_attempt_failures_are_flushed_rolled_up_and_restored_on_takeover():
     assert sig.failed_per_min[1] == pytest.approx(0.5)
 
 
-def test_queue_page_shows_the_attempt_failure_rate_next_to_final_failures(logged_in, scratch_queues):
+def test_queue_page_shows_the_attempt_failure_rate_next_to_final_failures(logged_in, prefixed_queues):
     from django.urls import reverse
 
-    scratch_queues.hset(f"bull:{Q.name}:meta", "opts.maxLenEvents", 10000)
+    Q = prefixed_queues.queue("flappy")
+    prefixed_queues.client.hset(Q.key("meta"), "opts.maxLenEvents", 10000)
     this_minute = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
     QueuePoint.objects.create(
         connection=Q.connection,

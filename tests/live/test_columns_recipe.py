@@ -1,6 +1,7 @@
 """The "add an overview column" recipe (docs/recipe-column.md), end to end: a column registered
 in ``dashboard.browse.columns`` and nowhere else shows on the overview page, sorts it, and
 updates live over the websocket when its value changes, with a real monitor running."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ jobs). The monitor's figures are compared here at the same stream position as th
 the same instant: the test reads the completed set and the newest events-stream entry in one
 MULTI, and the monitor records, as it publishes, the stream id it has applied up to; where the
 two ids are equal, the counts must be equal."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

@@ -196,10 +196,10 @@ def history_url(name="q1", prefix="bull", connection="default"):
 
 
 @pytest.fixture
-def queues(scratch_queues):
-    scratch_queues.hset("bull:q1:meta", "opts.maxLenEvents", 10000)
-    scratch_queues.hset("bull:q1-dlq:meta", "opts.maxLenEvents", 10000)
-    return scratch_queues
+def queues(prefixed_queues):
+    for name in ("q1", "q1-dlq"):
+        prefixed_queues.client.hset(prefixed_queues.queue(name).key("meta"), "opts.maxLenEvents", 10000)
+    return prefixed_queues
 
 
 def test_view_url_shape():
@@ -210,10 +210,10 @@ def test_view_returns_json_series_for_each_range(logged_in, queues):
     now = timezone.now()
     m = now.replace(second=0, microsecond=0) - dt.timedelta(minutes=10)
     h = now.replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=10)
-    point(Q1, m, completed=30, failed=2, waiting=5, prioritized=1, oldest_age_ms=2500)
-    point(Q1, h, resolution=QueuePoint.HOUR, completed=120, failed=30)
+    point(queues.queue("q1"), m, completed=30, failed=2, waiting=5, prioritized=1, oldest_age_ms=2500)
+    point(queues.queue("q1"), h, resolution=QueuePoint.HOUR, completed=120, failed=30)
 
-    r = logged_in.get(history_url())  # 1h by default
+    r = logged_in.get(history_url(prefix=queues.prefix))  # 1h by default
     assert r.status_code == 200 and r["Content-Type"].startswith("application/json")
     assert r["Cache-Control"] == "no-store"
     data = r.json()
@@ -221,10 +221,10 @@ def test_view_returns_json_series_for_each_range(logged_in, queues):
     i = at(data, m)
     assert data["completed"][i] == 30 and data["backlog"][i] == 6 and data["oldest_age_s"][i] == 2.5
 
-    data = logged_in.get(history_url(), {"range": "24h"}).json()
+    data = logged_in.get(history_url(prefix=queues.prefix), {"range": "24h"}).json()
     assert len(data["t"]) == 1440 and data["completed"][at(data, m)] == 30
 
-    data = logged_in.get(history_url(), {"range": "7d"}).json()
+    data = logged_in.get(history_url(prefix=queues.prefix), {"range": "7d"}).json()
     i = at(data, h)
     assert len(data["t"]) == 168 and data["completed"][i] == 2 and data["failed"][i] == 0.5
     assert data["completed"][i - 1] is None
@@ -232,41 +232,41 @@ def test_view_returns_json_series_for_each_range(logged_in, queues):
 
 def test_view_handles_dead_letter_queues(logged_in, queues):
     m = timezone.now().replace(second=0, microsecond=0) - dt.timedelta(minutes=3)
-    point(DLQ, m, added=11, failed=0, waiting=70, failed_depth=0)
-    data = logged_in.get(history_url("q1-dlq"), {"range": "1h"}).json()
+    point(queues.queue("q1-dlq"), m, added=11, failed=0, waiting=70, failed_depth=0)
+    data = logged_in.get(history_url("q1-dlq", prefix=queues.prefix), {"range": "1h"}).json()
     i = at(data, m)
     assert data["is_dlq"] is True and data["dlq_growth"][i] == 11 and data["dlq_depth"][i] == 70
 
 
 def test_view_bad_range_is_400_json(logged_in, queues):
-    r = logged_in.get(history_url(), {"range": "1y"})
+    r = logged_in.get(history_url(prefix=queues.prefix), {"range": "1y"})
     assert r.status_code == 400
     assert r.json()["error"] == "bad_request" and "1y" in r.json()["message"]
 
 
 def test_view_unknown_queue_or_connection_is_404(logged_in, queues):
-    assert logged_in.get(history_url("nope")).status_code == 404
+    assert logged_in.get(history_url("nope", prefix=queues.prefix)).status_code == 404
     assert logged_in.get(history_url(prefix="other")).status_code == 404
-    assert logged_in.get(history_url(connection="elsewhere")).status_code == 404
+    assert logged_in.get(history_url(prefix=queues.prefix, connection="elsewhere")).status_code == 404
 
 
 def test_view_requires_login(client, queues):
-    r = client.get(history_url())
+    r = client.get(history_url(prefix=queues.prefix))
     assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
 def test_view_is_get_only(logged_in, queues):
-    assert logged_in.post(history_url()).status_code == 405
+    assert logged_in.post(history_url(prefix=queues.prefix)).status_code == 405
 
 
 # ---- pages --------------------------------------------------------------------------------
 
 
 def test_queue_page_has_the_chart_section(logged_in, queues):
-    html = logged_in.get(reverse("queue", args=["default", "bull", "q1"])).content.decode()
+    html = logged_in.get(reverse("queue", args=queues.args("q1"))).content.decode()
     section = re.search(r'<section id="queue-charts"[^>]*>', html)
     assert section, "chart section missing"
-    assert f'data-history-url="{history_url()}"' in section.group(0)
+    assert f'data-history-url="{history_url(prefix=queues.prefix)}"' in section.group(0)
     for rng in ("1h", "24h", "7d", "90d"):
         assert f'data-range="{rng}"' in html
     for kind in ("throughput", "deadletters", "stalls", "backlog", "wait", "processing"):
@@ -295,7 +295,7 @@ def test_base_loads_uplot_and_charts_js_after_queuewatch_js_without_inline_scrip
     )
     assert f'<link rel="stylesheet" href="/static/vendor/{UPLOT}.min.css">' in html
     assert len(re.findall(r"<script\b(?![^>]*application/json)[^>]*></script>", html)) == len(scripts)  # no inline code
-    queue_html = logged_in.get(reverse("queue", args=["default", "bull", "q1"])).content.decode()
+    queue_html = logged_in.get(reverse("queue", args=queues.args("q1"))).content.decode()
     assert "/static/charts.js" in queue_html
 
 

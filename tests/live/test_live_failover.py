@@ -1,5 +1,6 @@
 """Monitor resilience with real processes: leader failover without double counting, and a
 trimmed events stream detected and reconciled."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

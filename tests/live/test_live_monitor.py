@@ -1,5 +1,6 @@
 """The monitor with real Node BullMQ workers: failures and stalls reach a connected websocket
 client; rates and history come from events; stream trimming is detected and reconciled."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A monitored Redis that goes away: every page is told live, and the monitor resumes when it
 is back. History roll-up and pruning."""
+# Literal `bull:` keys kept: a monitor on a redis-server of the test's own (stopped to make the outage).
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ BullMQ's own getJobCounts() and to the number of lock-less active jobs.
 
 Every queue exists before the monitor starts, so the monitor's one scheduled snapshot happens
 before the workload: what settles the figures afterwards is the quiet read alone."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

@@ -38,6 +38,17 @@ function usageError(message) {
   process.exit(64); // EX_USAGE
 }
 
+/**
+ * The script's arguments after an optional leading `--prefix=<prefix>` (the BullMQ key prefix,
+ * default 'bull'): `[prefix, args]`. Tests isolate their keys by a prefix of their own.
+ */
+export function prefixAndArgs(argv) {
+  const args = argv.slice(2);
+  const flag = '--prefix=';
+  const prefix = args[0]?.startsWith(flag) ? args.shift().slice(flag.length) : 'bull';
+  return [prefix, args];
+}
+
 export const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 /** Diagnostics go to stderr so stdout stays machine-readable. */

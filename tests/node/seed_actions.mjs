@@ -1,7 +1,7 @@
 // Seed queues for the action tests, through real BullMQ 6 (so the jobs are exactly what a
 // Node application leaves behind).
 //
-// Usage: node seed_actions.mjs <redisUrl> <queue> <failed> <delayed> <dlq> [name] [reason]
+// Usage: node seed_actions.mjs [--prefix=<prefix>] <redisUrl> <queue> <failed> <delayed> <dlq> [name] [reason]
 //   <failed>  jobs that a worker fails (attempts: 2, so failed jobs have used their budget),
 //             named [name] (default "work") with failure reason "[reason] <i>"
 //   <delayed> jobs delayed by an hour
@@ -9,15 +9,15 @@
 // Prints one JSON line: {"failed": [...ids], "delayed": [...], "dlq": [...]}.
 
 import { Queue, Worker } from 'bullmq';
-import { connectionFromUrl, log, sleep } from './connection.mjs';
+import { connectionFromUrl, log, prefixAndArgs, sleep } from './connection.mjs';
 
-const [redisUrl, queueName, failedArg, delayedArg, dlqArg, nameArg, reasonArg] = process.argv.slice(2);
+const [prefix, [redisUrl, queueName, failedArg, delayedArg, dlqArg, nameArg, reasonArg]] = prefixAndArgs(process.argv);
 const connection = connectionFromUrl(redisUrl);
 const name = nameArg || 'work';
 const reason = reasonArg || 'boom';
 
 async function main() {
-  const queue = new Queue(queueName, { connection });
+  const queue = new Queue(queueName, { connection, prefix });
   const out = { failed: [], delayed: [], dlq: [] };
   const failedCount = Number(failedArg);
   if (failedCount) {
@@ -27,7 +27,7 @@ async function main() {
     })));
     out.failed = jobs.map(j => j.id);
     const worker = new Worker(queueName, async job => { throw new Error(`${reason} ${job.data.i}`); },
-      { connection, concurrency: 10 });
+      { connection, prefix, concurrency: 10 });
     worker.on('error', err => log(`worker error: ${err.message}`));
     for (;;) {
       const { failed } = await queue.getJobCounts('failed');
@@ -40,7 +40,7 @@ async function main() {
     name: 'later', data: { i }, opts: { delay: 3600_000 },
   })));
   out.delayed = delayed.map(j => j.id);
-  const dlq = new Queue(`${queueName}-dlq`, { connection });
+  const dlq = new Queue(`${queueName}-dlq`, { connection, prefix });
   const dead = await dlq.addBulk(Array.from({ length: Number(dlqArg) }, (_, i) => ({
     name: 'dead', data: { i, why: 'dead letter' }, opts: { attempts: 3 },
   })));

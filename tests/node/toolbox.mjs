@@ -1,7 +1,8 @@
 // Real Node BullMQ 6 for Queuewatch's toolbox tests (add, duplicate, edit-and-retry, queue
 // settings, drain, obliterate, schedulers).
 //
-// Usage (each prints one JSON object on its last stdout line):
+// Usage (each prints one JSON object on its last stdout line; a leading --prefix=<prefix> sets
+// the BullMQ key prefix, default 'bull'):
 //   node toolbox.mjs add <redisUrl> <queue> <jobsJson>
 //       Queue.add each {name, data, opts} of the JSON list; prints {ids, hashes} (each job's hash)
 //   node toolbox.mjs hashes <redisUrl> <queue> <idsJson>
@@ -37,11 +38,10 @@ import { readFileSync } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import IORedis from 'ioredis';
-import { connectionFromUrl, log, sleep } from './connection.mjs';
+import { connectionFromUrl, log, prefixAndArgs, sleep } from './connection.mjs';
 
-const [mode, redisUrl, queueName, a, b, c] = process.argv.slice(2);
+const [prefix, [mode, redisUrl, queueName, a, b, c]] = prefixAndArgs(process.argv);
 const connection = connectionFromUrl(redisUrl);
-const prefix = 'bull';
 
 const redis = new IORedis(connection);
 

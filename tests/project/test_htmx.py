@@ -20,9 +20,14 @@ PAGES = [("overview", 'id="queue-tables"'), ("queue", 'id="job-list"')]
 
 
 @pytest.fixture
-def urls(scratch_queues):
-    scratch_queues.hset("bull:orders:meta", "opts.maxLenEvents", 10000)  # a queue, found by discovery
-    return {"overview": reverse("overview"), "queue": reverse("queue", args=["default", "bull", "orders"])}
+def urls(prefixed_queues):
+    orders = prefixed_queues.queue("orders")
+    prefixed_queues.client.hset(orders.key("meta"), "opts.maxLenEvents", 10000)  # a queue, found by discovery
+    return {
+        "overview": reverse("overview"),
+        "queue": reverse("queue", args=prefixed_queues.args("orders")),
+        "discard": reverse("job_action", args=[*prefixed_queues.args("orders"), "discard", "1"]),
+    }
 
 
 def is_full_page(html: str) -> bool:
@@ -59,7 +64,7 @@ def operator(client):
 
 
 def test_an_action_result_is_a_fragment_for_htmx_and_a_page_otherwise(operator, urls):
-    url = reverse("job_action", args=["default", "bull", "orders", "discard", "1"])  # no reason: refused
+    url = urls["discard"]  # no reason: refused
     swapped = operator.post(url, {"reason": ""}, **SWAP)
     assert swapped.status_code == 200 and not is_full_page(swapped.content.decode())  # 200: htmx swaps it in
     page = operator.post(url, {"reason": ""})

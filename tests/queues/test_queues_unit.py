@@ -1,4 +1,5 @@
 """The framework-free reader: configuration parsing, discovery, redaction, legacy schedulers."""
+# Literal `bull:` keys kept: parse_job_key cases (no Redis); discovery across prefixes on a whole database.
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from queues.connections import connection_specs_from_env, redact_url
 from queues.discovery import discover_queue_names, glob_escape
 from queues.errors import ConfigurationError
-from queues.keys import QueueRef, parse_job_key
+from queues.keys import parse_job_key
 from queues.redact import Redactor
 from queues.schedulers import is_legacy_key_shape, read_schedulers
 
@@ -78,6 +79,7 @@ def test_glob_escape():
 
 
 def test_discovery_with_special_prefixes_and_noise(redis_client):
+    # A whole database: discovery across several prefixes ('bull', '{app:bull}', 'we[ird]', 'bullx').
     r = redis_client
     for prefix, name in [("bull", "a"), ("bull", "b"), ("{app:bull}", "c"), ("we[ird]", "d")]:
         r.hset(f"{prefix}:{name}:meta", "opts.maxLenEvents", 10000)
@@ -112,17 +114,17 @@ def test_redactor_walks_json_and_text():
     assert Redactor(["ssn"]).value({"ssn": 1, "password": 2}) == {"ssn": "[redacted]", "password": 2}
 
 
-def test_legacy_scheduler_detection_with_real_old_shape_keys(redis_client):
-    r = redis_client
-    q = QueueRef("default", "bull", "legacy")
+def test_legacy_scheduler_detection_with_real_old_shape_keys(redis_prefix):
+    r = redis_prefix.client
+    q = redis_prefix.queue("legacy")
     # Pre-hash key shape: member encodes name:jobId:endDate:tz:pattern, no hash.
-    r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
+    r.zadd(q.key("repeat"), {"old-cron::::0 0 3 * * *": 1700000000000})
     # v5 hashed repeatable: md5 member, hash without 'ic'.
-    r.zadd("bull:legacy:repeat", {"d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000001000})
-    r.hset("bull:legacy:repeat:d9c48061d9d20cd7b1bf692d7ceb46ff", mapping={"name": "legacy-every", "every": 5000})
+    r.zadd(q.key("repeat"), {"d9c48061d9d20cd7b1bf692d7ceb46ff": 1700000001000})
+    r.hset(q.key("repeat:d9c48061d9d20cd7b1bf692d7ceb46ff"), mapping={"name": "legacy-every", "every": 5000})
     # A current v6 scheduler.
-    r.zadd("bull:legacy:repeat", {"nightly": 1700000002000})
-    r.hset("bull:legacy:repeat:nightly", mapping={"name": "n", "pattern": "0 3 * * *", "tz": "UTC", "ic": 4})
+    r.zadd(q.key("repeat"), {"nightly": 1700000002000})
+    r.hset(q.key("repeat:nightly"), mapping={"name": "n", "pattern": "0 3 * * *", "tz": "UTC", "ic": 4})
     items = {s.id: s for s in read_schedulers(r, q)}
     assert items["old-cron::::0 0 3 * * *"].legacy == "key-shape"
     assert items["old-cron::::0 0 3 * * *"].pattern == "0 0 3 * * *"
@@ -134,37 +136,40 @@ def test_legacy_scheduler_detection_with_real_old_shape_keys(redis_client):
     assert not is_legacy_key_shape("my-scheduler")
 
 
-def test_snapshot_reads_legacy_v5_paused_list_and_skips_markers(redis_client):
+def test_snapshot_reads_legacy_v5_paused_list_and_skips_markers(redis_prefix):
     from queues.snapshot import read_snapshots
 
-    r = redis_client
-    r.hset("bull:v5:meta", "paused", 1)
-    r.hset("bull:v5:1", mapping={"name": "old", "timestamp": 1000})
-    r.lpush("bull:v5:paused", "1")
-    r.lpush("bull:v5:wait", "2")
-    r.rpush("bull:v5:wait", "0:123")  # v5 delay marker at the tail
-    snap = read_snapshots(r, [QueueRef("default", "bull", "v5")])[0]
+    r = redis_prefix.client
+    q = redis_prefix.queue("v5")
+    r.hset(q.key("meta"), "paused", 1)
+    r.hset(q.key("1"), mapping={"name": "old", "timestamp": 1000})
+    r.lpush(q.key("paused"), "1")
+    r.lpush(q.key("wait"), "2")
+    r.rpush(q.key("wait"), "0:123")  # v5 delay marker at the tail
+    snap = read_snapshots(r, [q])[0]
     assert snap.counts["waiting"] == 1 and snap.legacy_paused_jobs == 1 and snap.paused  # apart, as getJobCounts()
     assert snap.oldest_waiting_id == "1" and snap.oldest_waiting_ts == 1000
 
 
-def test_legacy_schedulers_are_flagged_on_the_page(logged_in, scratch_queues):
+def test_legacy_schedulers_are_flagged_on_the_page(logged_in, prefixed_queues):
     from django.urls import reverse
 
-    r = scratch_queues
-    r.hset("bull:legacy:meta", "opts.maxLenEvents", 10000)
-    r.zadd("bull:legacy:repeat", {"old-cron::::0 0 3 * * *": 1700000000000})
+    r = prefixed_queues.client
+    q = prefixed_queues.queue("legacy")
+    r.hset(q.key("meta"), "opts.maxLenEvents", 10000)
+    r.zadd(q.key("repeat"), {"old-cron::::0 0 3 * * *": 1700000000000})
     html = logged_in.get(reverse("schedulers")).content.decode()
     assert "badge legacy" in html and "BullMQ 6 throws on it" in html
 
 
-def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_client):
+def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_prefix):
     from queues.snapshot import read_snapshots
 
-    r = redis_client
-    r.set("bull:weird:completed", "not a zset")
-    r.zadd("bull:fine:failed", {"1": 1})
-    snaps = read_snapshots(r, [QueueRef("default", "bull", "weird"), QueueRef("default", "bull", "fine")])
+    r = redis_prefix.client
+    weird, fine = redis_prefix.queue("weird"), redis_prefix.queue("fine")
+    r.set(weird.key("completed"), "not a zset")
+    r.zadd(fine.key("failed"), {"1": 1})
+    snaps = read_snapshots(r, [weird, fine])
     assert snaps[0].counts["completed"] == 0 and snaps[1].counts["failed"] == 1
     assert r.ping()  # the pooled connection is still in sync
-    assert read_snapshots(r, [QueueRef("default", "bull", "fine")])[0].counts["failed"] == 1
+    assert read_snapshots(r, [fine])[0].counts["failed"] == 1

@@ -1,5 +1,6 @@
 """The connection layer: the factory's configuration errors, and the Redis node source doing
 each thing the ``Source`` interface promises against a real redis-server."""
+# Literal `bull:` keys kept: a source over two prefixes, one a hash tag ('{app}'), discovered on a whole database.
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 (``<prefix>:<base64(queue)>`` and ``…:w:<worker name>``, as ``Queue.getWorkers()`` matches
 them), the database a client is on, queue-events readers that are not workers, and a server that
 refuses CLIENT LIST. The live test with real Node workers is tests/live/test_workers_node.py."""
+# Literal `bull:` keys kept: client names as BullMQ sets them, and CLIENT LIST (server-wide) on a whole database.
 
 from __future__ import annotations
 

@@ -19,13 +19,17 @@ from dashboard.accounts.models import ApiToken
 from dashboard.audit.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
-QUEUE = ["default", "bull", "tokens"]
+QUEUE = "tokens"
 
 
 @pytest.fixture
-def queue(scratch_queues):
-    scratch_queues.hset("bull:tokens:meta", mapping={"opts.maxLenEvents": 10000})
-    return scratch_queues
+def queue(prefixed_queues):
+    prefixed_queues.client.hset(meta_key(prefixed_queues), mapping={"opts.maxLenEvents": 10000})
+    return prefixed_queues
+
+
+def meta_key(queue) -> str:
+    return queue.queue(QUEUE).key("meta")
 
 
 def operator(name="op") -> User:
@@ -40,41 +44,42 @@ def cli(*args) -> str:
     return out.getvalue().strip()
 
 
-def pause(token: str):
-    return Client().post(reverse("api_queue_action", args=[*QUEUE, "pause"]), HTTP_AUTHORIZATION=f"Bearer {token}")
+def pause(queue, token: str):
+    url = reverse("api_queue_action", args=[*queue.args(QUEUE), "pause"])
+    return Client().post(url, HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
-def read(token: str):
-    return Client().get(reverse("api_queue", args=QUEUE), HTTP_AUTHORIZATION=f"Bearer {token}")
+def read(queue, token: str):
+    return Client().get(reverse("api_queue", args=queue.args(QUEUE)), HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 def test_a_read_scoped_token_of_an_operator_cannot_act(queue):
     token = cli(operator().username, "--scope", "read")
-    assert read(token).status_code == 200
-    response = pause(token)
+    assert read(queue, token).status_code == 200
+    response = pause(queue, token)
     assert response.status_code == 403
-    assert queue.hget("bull:tokens:meta", "paused") is None  # the queue was not paused
+    assert queue.client.hget(meta_key(queue), "paused") is None  # the queue was not paused
 
 
 def test_scopes_never_exceed_the_users_role(queue):
     viewer = User.objects.create_user("viewer-only", password="pw")
     token = cli(viewer.username, "--scope", "act", "--scope", "admin")
-    assert pause(token).status_code == 403
-    assert queue.hget("bull:tokens:meta", "paused") is None
+    assert pause(queue, token).status_code == 403
+    assert queue.client.hget(meta_key(queue), "paused") is None
 
 
 def test_an_act_scoped_token_acts_and_a_metrics_only_token_reads_nothing(queue):
     user = operator()
-    assert pause(cli(user.username, "--scope", "read", "--scope", "act")).status_code == 200
-    assert queue.hget("bull:tokens:meta", "paused") == b"1"
-    assert read(cli(user.username, "--scope", "metrics")).status_code == 403
+    assert pause(queue, cli(user.username, "--scope", "read", "--scope", "act")).status_code == 200
+    assert queue.client.hget(meta_key(queue), "paused") == b"1"
+    assert read(queue, cli(user.username, "--scope", "metrics")).status_code == 403
 
 
 def test_an_expired_token_is_refused(queue):
     token = cli(operator().username, "--expires-in", "1")
-    assert read(token).status_code == 200
+    assert read(queue, token).status_code == 200
     ApiToken.objects.update(expires_at=timezone.now() - datetime.timedelta(seconds=1))
-    response = read(token)
+    response = read(queue, token)
     assert response.status_code == 401 and "expired" in response.json()["message"]
 
 
@@ -90,9 +95,9 @@ def test_revoking_from_the_token_page_stops_the_token_and_is_audited(queue):
     other.force_login(operator("other"))
     assert row.hint not in other.get(reverse("tokens")).content.decode()
     assert other.post(reverse("token_revoke", args=[row.pk])).status_code == 403
-    assert read(token).status_code == 200
+    assert read(queue, token).status_code == 200
     assert page.post(reverse("token_revoke", args=[row.pk])).status_code == 302
-    assert read(token).status_code == 401
+    assert read(queue, token).status_code == 401
     assert AuditEntry.objects.filter(action="token.revoke", username=user.username).exists()
     assert AuditEntry.objects.filter(action="token.issue", via="cli").exists()
 
@@ -105,4 +110,4 @@ def test_the_cli_lists_and_revokes(queue):
     row = ApiToken.objects.get()
     assert f"revoked {row.pk}" in cli("--revoke", row.hint)
     assert "revoked" in cli("--list", user.username)
-    assert read(token).status_code == 401
+    assert read(queue, token).status_code == 401

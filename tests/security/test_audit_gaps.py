@@ -32,16 +32,17 @@ def actions() -> list[tuple[str, str, str]]:
     return list(AuditEntry.objects.order_by("pk").values_list("username", "action", "outcome"))
 
 
-def test_refusals_are_recorded(scratch_queues):
-    scratch_queues.hset("bull:audited:meta", mapping={"opts.maxLenEvents": 10000})
+def test_refusals_are_recorded(prefixed_queues):
+    meta = prefixed_queues.queue("audited").key("meta")
+    prefixed_queues.client.hset(meta, mapping={"opts.maxLenEvents": 10000})
     viewer, v = client_for("viewer")
-    assert viewer.post(reverse("queue_action", args=["default", "bull", "audited", "pause"])).status_code == 403
+    assert viewer.post(reverse("queue_action", args=[*prefixed_queues.args("audited"), "pause"])).status_code == 403
     assert viewer.post(reverse("alert_rule_delete", args=[1])).status_code == 403
     forged, f = client_for("admin", csrf=True)
     assert forged.post(reverse("silence_new"), {"reason": "x"}).status_code == 403
     operator, o = client_for("operator")
     response = operator.post(
-        reverse("job_action", args=["default", "bull", "audited", "discard", "nope"]), {"reason": ""}
+        reverse("job_action", args=[*prefixed_queues.args("audited"), "discard", "nope"]), {"reason": ""}
     )
     assert response.status_code == 400  # a discard needs a reason
     recorded = actions()
@@ -49,7 +50,7 @@ def test_refusals_are_recorded(scratch_queues):
     assert sum(1 for r in recorded if r[:2] == (v.username, "refused.role")) == 2
     assert (f.username, "refused.csrf", "refused") in recorded
     assert (o.username, "refused.validation", "refused") in recorded
-    assert scratch_queues.hget("bull:audited:meta", "paused") is None
+    assert prefixed_queues.client.hget(meta, "paused") is None
 
 
 def test_rule_channel_silence_and_window_changes_and_send_test_are_recorded():

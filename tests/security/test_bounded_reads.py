@@ -2,6 +2,7 @@
 (one per failed job examined), so a few viewers could keep the monitored Redis busy. Each is now
 bounded by ``QUEUEWATCH_SCAN_SAMPLE`` (the newest N jobs, stated on the page), counted here with
 the real Redis's own command statistics."""
+# Literal `bull:` keys kept: a private redis-server (commandstats count only this test's commands).
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 of the range: ``ZRANGEBYSCORE … LIMIT offset`` walks ``offset`` entries inside Redis, so with
 offsets from the start a 1,000,000-job export cost O(N²) and never finished. Read from what
 Redis itself received (``MONITOR``), not from timing."""
+# Literal `bull:` keys kept: a redis-server of this test's own, shared with nobody.
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ the client while that gate is still shut; under the old behaviour they never wou
 The cap on concurrent downloads holds across web processes (two daphnes share Queuewatch's
 own Redis), and a client that goes away gives its slot back at once — while its export still
 waits at the gate."""
+# Literal `bull:` keys kept: a redis-server of the module's own, behind a daphne subprocess.
 
 from __future__ import annotations
 

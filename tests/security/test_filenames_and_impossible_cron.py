@@ -22,12 +22,13 @@ def parameters(header: str) -> list[str]:
     return re.findall(r';\s*([^=;\s]+)=(?:"(?:[^"\\]|\\.)*"|[^;]*)', header)
 
 
-def test_download_names_cannot_add_header_parameters(logged_in, scratch_queues):
-    base = f"bull:{EVIL_NAME}:"
+def test_download_names_cannot_add_header_parameters(logged_in, prefixed_queues):
+    scratch_queues = prefixed_queues.client
+    base = prefixed_queues.queue(EVIL_NAME).base
     scratch_queues.hset(base + "meta", "opts.maxLenEvents", 10000)
     scratch_queues.hset(base + "1", mapping={"name": "n", "data": "{}", "timestamp": 1, "finishedOn": 2})
     scratch_queues.zadd(base + "failed", {"1": 2})
-    args = ["default", "bull", EVIL_NAME]
+    args = prefixed_queues.args(EVIL_NAME)
     for url in (reverse("job_raw", args=[*args, "data", "1"]), reverse("queue_export", args=args) + "?state=failed"):
         response = logged_in.get(url)
         assert response.status_code == 200, url

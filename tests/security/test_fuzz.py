@@ -4,6 +4,7 @@ discovery, the monitor's snapshot and live lists, pages, the API and the export.
 answer 500, the monitor may not restart, and another queue keeps updating.
 
 Seeded: a failure names its seed; rerun with ``QUEUEWATCH_FUZZ_SEED=<seed>``."""
+# Literal `bull:` keys kept: a monitor discovers every queue of its (whole, leased) database.
 
 from __future__ import annotations
 

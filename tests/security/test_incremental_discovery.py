@@ -6,6 +6,7 @@ count the SCAN calls a real redis-server received (``INFO commandstats``), never
 step stays within its budget, a pass needs many steps on a large keyspace, queues known
 before keep being listed while a pass runs, a queue created mid-pass is found within one
 complete pass after its creation and a deleted one leaves the list."""
+# Literal `bull:` keys kept: redis-servers of the tests' own (discovery over a whole keyspace).
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Non-finite numbers (``1e400``, ``inf``, ``Infinity``) and JSON nested ~900 deep in a
 job used to raise (500 on lists, job page, API; the monitor crash-looped). Now the field shows as
 unreadable, the rest of the job and every other job render, and the monitor keeps serving."""
+# Literal `bull:` keys kept: the monitor tests: a monitor discovers every queue of its database.
 
 from __future__ import annotations
 
@@ -17,35 +18,36 @@ from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
-EVIL = ("default", "bull", "evil")
+EVIL = ("default", "bull", "evil")  # the monitor tests' queue (whole database: the monitor discovers it)
 
 
-def pages():
+def pages(queue):
     yield reverse("overview")
     for state in ("failed", "delayed", "waiting"):
-        yield reverse("queue", args=EVIL) + f"?state={state}"
-    yield reverse("api_jobs", args=EVIL) + "?state=failed"
-    yield reverse("api_jobs", args=EVIL) + "?state=delayed"
+        yield reverse("queue", args=queue) + f"?state={state}"
+    yield reverse("api_jobs", args=queue) + "?state=failed"
+    yield reverse("api_jobs", args=queue) + "?state=delayed"
 
 
-def test_lists_job_page_and_api_render_with_the_field_unreadable(logged_in, scratch_queues):
-    seed_non_finite(scratch_queues)
-    for url in pages():
+def test_lists_job_page_and_api_render_with_the_field_unreadable(logged_in, prefixed_queues):
+    seed_non_finite(prefixed_queues.client, prefix=prefixed_queues.prefix)
+    queue = prefixed_queues.args("evil")
+    for url in pages(queue):
         response = logged_in.get(url)
         assert response.status_code == 200, url
-    listed = logged_in.get(reverse("queue", args=EVIL) + "?state=failed").content.decode()
+    listed = logged_in.get(reverse("queue", args=queue) + "?state=failed").content.decode()
     assert "ordinary" in listed and "hostile" in listed  # the other job renders, and so does this one
 
-    page = logged_in.get(reverse("job", args=[*EVIL, "inf"]))
+    page = logged_in.get(reverse("job", args=[*queue, "inf"]))
     assert page.status_code == 200
     body = page.content.decode()
     assert "Unreadable" in body and "finishedOn" in body and "timestamp" in body
 
-    api = logged_in.get(reverse("api_job", args=[*EVIL, "inf"]))
+    api = logged_in.get(reverse("api_job", args=[*queue, "inf"]))
     assert api.status_code == 200
     doc = json.loads(api.content, parse_constant=lambda c: pytest.fail(f"invalid JSON constant {c}"))
     assert doc is not None
-    assert logged_in.get(reverse("job", args=[*EVIL, "calm-1"])).status_code == 200
+    assert logged_in.get(reverse("job", args=[*queue, "calm-1"])).status_code == 200
 
 
 def _restarts(messages) -> list[str]:

@@ -1,6 +1,7 @@
 """Read-only mode is an emergency brake. With ``QUEUEWATCH_READ_ONLY`` on, a running
 bulk task stops before its next batch (cancelled, with a message saying why; what moved stays
 moved), and operators may still cancel tasks: cancelling writes nothing to Redis."""
+# Literal `bull:` keys kept: a monitor runs the task, and 'writes nothing' is checked over the whole keyspace.
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from queues.redact import Redactor
 
 pytestmark = pytest.mark.django_db
 
-Q = ("default", "bull", "leaky")
 SECRETS = [
     "hunter2",
     "sk_live_inner",
@@ -30,8 +29,8 @@ SECRETS = [
 ]
 
 
-def seed(r) -> None:
-    base = "bull:leaky:"
+def seed(r, prefix: str) -> None:
+    base = f"{prefix}:leaky:"
     r.hset(base + "meta", "opts.maxLenEvents", 10000)
     data = {
         "inner": json.dumps({"apiKey": "sk_live_inner", "ok": "inner-visible"}),
@@ -63,13 +62,14 @@ def assert_clean(text: str, where: str) -> None:
         assert secret not in text, (where, secret)
 
 
-def test_page_api_websocket_and_export_redact_everything(logged_in, scratch_queues):
-    seed(scratch_queues)
+def test_page_api_websocket_and_export_redact_everything(logged_in, prefixed_queues):
+    Q = prefixed_queues.args("leaky")
+    seed(prefixed_queues.client, prefixed_queues.prefix)
     page = logged_in.get(reverse("job", args=[*Q, "1"])).content.decode()
     assert_clean(page, "job page")
     assert "author-visible" in page and "inner-visible" in page  # not over-redacted
     assert_clean(logged_in.get(reverse("api_job", args=[*Q, "1"])).content.decode(), "api")
-    live = read_job_live(scratch_queues, QueueRef(*Q), "1", redactor=Redactor())
+    live = read_job_live(prefixed_queues.client, QueueRef(*Q), "1", redactor=Redactor())
     assert_clean(fragments.job_live(live)[1], "websocket fragment")
     for fmt in ("jsonl", "csv"):
         response = logged_in.get(reverse("queue_export", args=Q) + f"?state=failed&format={fmt}")

@@ -14,7 +14,6 @@ from queues.bulk import BulkPlan, MemoryStore, run_bulk
 from queues.keys import QueueRef
 from queues.selection import JobFilter
 
-DLQ, ORDERS, VICTIM = (QueueRef("default", "bull", n) for n in ("orders-dlq", "orders", "victim"))
 STEERING = {"source": "victim", "queue": "victim", "sourceQueue": "victim", "source_queue": "victim", "i": 1}
 
 
@@ -27,13 +26,14 @@ def exists(r, queue: QueueRef) -> None:
     r.hset(queue.key("meta"), "opts.maxLenEvents", 10000)
 
 
-def test_job_data_cannot_choose_the_target(redis_client):
-    r = redis_client
+def test_job_data_cannot_choose_the_target(redis_prefix):
+    r = redis_prefix.client
+    DLQ, ORDERS, VICTIM = (redis_prefix.queue(n) for n in ("orders-dlq", "orders", "victim"))
     exists(r, ORDERS), exists(r, VICTIM)
     dead_letter(r, DLQ, "1")
     source = dead_letters.dlq_source(dlq_name=DLQ.name)
     assert source == "orders"
-    assert redrive.job_redrive_to_source(r, dlq=DLQ, job_id="1", source=QueueRef("default", "bull", source)).ok
+    assert redrive.job_redrive_to_source(r, dlq=DLQ, job_id="1", source=redis_prefix.queue(source)).ok
     dead_letter(r, DLQ, "2")
     plan = BulkPlan(queue=DLQ, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
     assert run_bulk(r, plan=plan, store=MemoryStore()).moved == 1
@@ -41,9 +41,9 @@ def test_job_data_cannot_choose_the_target(redis_client):
 
 
 @pytest.mark.parametrize("bulk", [False, True])
-def test_a_target_queue_that_does_not_exist_is_refused(redis_client, bulk):
-    r = redis_client
-    ghost_dlq, ghost = QueueRef("default", "bull", "ghost-dlq"), QueueRef("default", "bull", "ghost")
+def test_a_target_queue_that_does_not_exist_is_refused(redis_prefix, bulk):
+    r = redis_prefix.client
+    ghost_dlq, ghost = redis_prefix.queue("ghost-dlq"), redis_prefix.queue("ghost")
     dead_letter(r, ghost_dlq, "1")
     if bulk:
         plan = BulkPlan(queue=ghost_dlq, action="redrive", before_ms=10**13, filt=JobFilter(state="waiting"), rate=None)
@@ -53,4 +53,4 @@ def test_a_target_queue_that_does_not_exist_is_refused(redis_client, bulk):
         result = redrive.job_redrive_to_source(r, dlq=ghost_dlq, job_id="1", source=ghost)
         assert result.outcome == redrive.UNKNOWN_TARGET and "no queue ghost" in result.message
     assert r.exists(ghost_dlq.job_key("1"))  # left where it was
-    assert r.keys("bull:ghost:*") == []  # nothing was created
+    assert r.keys(ghost.key("*")) == []  # nothing was created

@@ -22,9 +22,9 @@ def test_segments_round_trip(raw):
     assert "/" not in encode_segment(raw)
 
 
-def seed(r):
+def seed(r, prefix):
     for name in NAMES:
-        q = f"bull:{name}:"
+        q = f"{prefix}:{name}:"
         r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
         r.hset(
             q + "j1",
@@ -39,22 +39,23 @@ def seed(r):
         r.zadd(q + "failed", {"j1": 1700000001000})
 
 
-def test_pages_with_slash_names_render(scratch_queues, logged_in):
-    seed(scratch_queues)
+def test_pages_with_slash_names_render(prefixed_queues, logged_in):
+    seed(prefixed_queues.client, prefixed_queues.prefix)
+    bull = prefixed_queues.prefix
     for page in ("overview", "health", "schedulers"):
         response = logged_in.get(reverse(page))
         assert response.status_code == 200, page
     overview = logged_in.get(reverse("overview")).content.decode()
     for name in NAMES:
-        queue_url = reverse("queue", args=["default", "bull", name])
+        queue_url = reverse("queue", args=["default", bull, name])
         assert queue_url in overview  # the overview links to every queue, "/" included
         match = resolve(queue_url)
         assert match.kwargs["name"] == name
         page = logged_in.get(queue_url + "?state=failed")
         assert page.status_code == 200 and b"j1" in page.content
-        job = logged_in.get(reverse("job", args=["default", "bull", name, "j1"]))
+        job = logged_in.get(reverse("job", args=["default", bull, name, "j1"]))
         assert job.status_code == 200 and name.encode() in job.content
-        api = logged_in.get(reverse("api_queue", args=["default", "bull", name]))
+        api = logged_in.get(reverse("api_queue", args=["default", bull, name]))
         assert api.status_code == 200 and api.json()["name"] == name
 
 

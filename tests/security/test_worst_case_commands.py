@@ -1,6 +1,7 @@
 """The worst-case Redis commands per request that README.md and docs/operations.md state, counted
 with the monitored Redis's own command statistics (a redis-server of this module's own; the
 dashboard Redis is another server, so only what reaches the monitored Redis is counted)."""
+# Literal `bull:` keys kept: redis-servers of the test's own (commandstats count only its requests).
 
 from __future__ import annotations
 

@@ -8,10 +8,10 @@ import logging
 DEEP = "[" * 900 + "]" * 900  # parses, but every recursive walk after it raised RecursionError
 
 
-def seed_non_finite(r, queue: str = "evil") -> None:
+def seed_non_finite(r, queue: str = "evil", *, prefix: str = "bull") -> None:
     """Job ``inf`` with non-finite numbers and deep JSON everywhere, listed in failed and
     delayed with infinite scores, next to an ordinary job ``calm-1``."""
-    q = f"bull:{queue}:"
+    q = f"{prefix}:{queue}:"
     r.hset(q + "meta", mapping={"opts.maxLenEvents": 10000})
     r.hset(
         q + "inf",

@@ -107,6 +107,10 @@ class PrefixedRedis:
     def spec(self, connection: str = "default") -> ConnectionSpec:
         return ConnectionSpec(connection, self.url, (self.prefix,))
 
+    def args(self, name: str, *, connection: str = "default") -> list[str]:
+        """``[connection, prefix, name]``: a queue's URL arguments (``reverse("queue", args=...)``)."""
+        return [connection, self.prefix, name]
+
 
 def point_at(settings, *specs: ConnectionSpec) -> None:
     """Point the app's connections at ``specs`` (forgetting the clients made for the old ones)."""

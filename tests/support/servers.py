@@ -229,9 +229,13 @@ def ensure_node_modules() -> None:
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
 
 
-def run_node(script: str, *args: str, timeout: float = 90) -> dict:
-    """Run a Node script under tests/node and parse the JSON object on its last stdout line."""
+def run_node(script: str, *args: str, timeout: float = 90, prefix: str | None = None) -> dict:
+    """Run a Node script under tests/node and parse the JSON object on its last stdout line.
+    ``prefix`` is passed as a leading ``--prefix=`` (scripts that read it with
+    ``prefixAndArgs``: toolbox.mjs, seed_actions.mjs)."""
     ensure_node_modules()
+    if prefix is not None:
+        args = (f"--prefix={prefix}", *args)
     proc = subprocess.run(["node", script, *args], cwd=NODE_DIR, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"node {script} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
