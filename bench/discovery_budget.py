@@ -25,8 +25,8 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.benchlib import Procs, RedisServer  # noqa: E402
-from queues.discovery import discover_queue_names  # noqa: E402
-from queues.discovery_pass import DiscoveryPass  # noqa: E402
+from queues.redis.discovery import discover_queue_names
+from queues.redis.discovery_pass import DiscoveryPass
 
 STEP_S = 1.0  # dashboard.monitor.discovering.DISCOVERY_STEP_INTERVAL
 

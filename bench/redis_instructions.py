@@ -74,7 +74,7 @@ class CountedRedis:
 
 
 def move_jobs_to_wait(client: redis.Redis, queue: str) -> None:
-    from queues.bullmq_scripts import bullmq_source
+    from queues.redis.bullmq_scripts import bullmq_source
 
     script = client.register_script(bullmq_source("moveJobsToWait-8.lua"))
     base = f"bull:{queue}:"
@@ -84,8 +84,9 @@ def move_jobs_to_wait(client: redis.Redis, queue: str) -> None:
 
 
 def queuewatch(client: redis.Redis, queue: str, action: str) -> None:
-    from queues.bulk import BulkPlan, MemoryStore, run_bulk
+    from queues.bulk import BulkPlan, MemoryStore
     from queues.keys import QueueRef
+    from queues.redis.bulk import run_bulk
     from queues.selection import JobFilter
 
     plan = BulkPlan(

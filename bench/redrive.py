@@ -120,8 +120,9 @@ def child(url: str, queue: str, action: str = "retry") -> None:
     """Run in a fresh process: one unpaced bulk retry (or edit-and-retry) with counters reset."""
     import redis
 
-    from queues.bulk import BulkPlan, MemoryStore, run_bulk
+    from queues.bulk import BulkPlan, MemoryStore
     from queues.keys import QueueRef
+    from queues.redis.bulk import run_bulk
     from queues.selection import JobFilter
 
     client = redis.Redis.from_url(url)

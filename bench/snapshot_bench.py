@@ -830,14 +830,15 @@ def run(args, rds: PrivateRedis) -> int:
 
     verified = None if args.no_verify_node else verify_with_bullmq(rds, plans)
 
-    from queues.connections import ConnectionSpec, client_for
-    from queues.discovery import discover_queue_names
+    from queues.connections import ConnectionSpec
     from queues.keys import QueueRef
-    from queues.listing import list_jobs
-    from queues.snapshot import read_snapshots
+    from queues.redis.discovery import discover_queue_names
+    from queues.redis.listing import list_jobs
+    from queues.redis.snapshot import read_snapshots
+    from queues.sources.redis_node import redis_client
 
     spec = ConnectionSpec(name="default", url=rds.url)
-    client = client_for(spec)  # the app's client options (bytes, timeouts, client name)
+    client = redis_client(spec.url)  # the app's client options (bytes, timeouts, client name)
     client.ping()
 
     results: dict[str, Result] = {}

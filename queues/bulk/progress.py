@@ -1,16 +1,12 @@
 """How far a bulk task got (``Progress``) and where that is kept (``ProgressStore``).
 
-The engine's crash safety rests on the store: ``save`` must be durable when it returns.
-"""
+The engine's crash safety rests on the store: ``save`` must be durable when it returns."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
-
-import redis
 
 RUNNING, DONE_STATE, CANCELLED = "running", "done", "cancelled"
 GONE = "gone"  # skipped_by key: targeted, but moved elsewhere before the scan reached it
@@ -115,20 +111,6 @@ class MemoryStore:
 
     def save(self, progress: Progress) -> None:
         self.progress = progress.copy()
-
-
-class RedisStore:
-    """Progress as one JSON string key (in the dashboard Redis, or a test's)."""
-
-    def __init__(self, client: redis.Redis, key: str):
-        self.client, self.key = client, key
-
-    def load(self) -> Progress | None:
-        raw = self.client.get(self.key)
-        return Progress.from_dict(json.loads(raw)) if raw else None
-
-    def save(self, progress: Progress) -> None:
-        self.client.set(self.key, json.dumps(progress.as_dict()))
 
 
 def nothing_left_behind(progress: Progress) -> bool:

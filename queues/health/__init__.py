@@ -3,8 +3,8 @@ the hard way (reference §3, §4, §6, §7, §10, §11).
 
 Framework-free, like the rest of ``queues/``. Two layers:
 
-* **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``,
-  ``read_worker_facts``): a handful of cheap, plain commands per connection — ``INFO``,
+* **Facts** (``facts.py``: ``ServerFacts``, ``QueueFacts``, ``WorkerFacts``): plain values a
+  source reads cheaply. A Redis node reads them with ``queues.redis.health_facts``: ``INFO``,
   ``CONFIG GET`` (optional), the snapshot pipeline (skipped for queues whose snapshot the caller
   holds: the leading monitor's), and one pipeline of ``GET``/``PTTL limiter`` and ``HMGET meta
   max duration`` per queue, with ``ZRANGE completed|failed 0 0 WITHSCORES`` for sets large
@@ -24,25 +24,18 @@ Framework-free, like the rest of ``queues/``. Two layers:
 The alert rule kinds that watch Redis (``queues/alert_kinds/redis_kinds.py``) call these checks,
 so ``kind`` and ``severity`` stay stable; results serialise with ``as_dict()``.
 
-``run_checks(client, queues, state, now)`` (``runner.py``) reads the facts of one connection and
-runs every check.
+``judge_connection`` (``runner.py``) runs every check on the facts of one connection;
+``queues.redis.health_checks.run_checks(client, queues, state, now)`` reads a Redis node's facts
+and judges them.
 
-Importers use the package (``from queues import health``; ``health.run_checks``,
+Importers use the package (``from queues import health``; ``health.judge_connection``,
 ``health.CheckResult``, …): the names below are its public surface, whichever module holds them.
 """
 
 from __future__ import annotations
 
 from .catalogue import ADVICE_KINDS, CHECKS, CONNECTION_KINDS, QUEUE_KINDS, STATE_KINDS, Check
-from .facts import (
-    CONFIG_PARAMS,
-    QueueFacts,
-    ServerFacts,
-    WorkerFacts,
-    read_queue_facts,
-    read_server_facts,
-    read_worker_facts,
-)
+from .facts import QueueFacts, ServerFacts, WorkerFacts
 from .queue_checks import (
     MAX_SAFE_INTEGER,
     check_duplicated_adds,
@@ -76,12 +69,11 @@ from .results import (
     sort_key,
     worst_first,
 )
-from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
+from .runner import STATE_MAX_AGE_MS, judge_connection, state_index, usable_state
 
 __all__ = [
     "ADVICE_KINDS",
     "CHECKS",
-    "CONFIG_PARAMS",
     "CONNECTION_KINDS",
     "DEFAULT_THRESHOLDS",
     "FAIL",
@@ -113,11 +105,8 @@ __all__ = [
     "check_repeated_stalls",
     "check_version",
     "check_workers",
+    "judge_connection",
     "parse_version",
-    "read_queue_facts",
-    "read_server_facts",
-    "read_worker_facts",
-    "run_checks",
     "sort_key",
     "stalls_last_15m",
     "state_index",

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import redis
 
-from ..bulk import BulkPlan, Progress, ProgressStore, run_bulk
+from ..bulk import BulkPlan, Progress, ProgressStore
+from .bulk import run_bulk
 from .errors import unreachable_only
 
 

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from queues import redrive
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.bulk import BulkPlan, MemoryStore
+from queues.redis import redrive
+from queues.redis.bulk import run_bulk
 from queues.selection import JobFilter
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)

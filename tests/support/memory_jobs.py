@@ -14,12 +14,13 @@ from typing import Any
 from queues import edit_retry, job_schema
 from queues.error_groups import ErrorGroup, ErrorGroups, fingerprint, normalize
 from queues.errors import JobNotFound
-from queues.export import CSV_COLUMNS, _csv_cell
-from queues.job_add import STORED_TO_OPTION, SourceJob
+from queues.job_add import SourceJob
 from queues.jobs import SUMMARY_FIELDS, JobDetail, JobLive, JobSummary, prepare_payload, summary_from_fields
 from queues.keys import QueueRef
 from queues.listing import JobPage
 from queues.redact import Redactor
+from queues.redis.export import CSV_COLUMNS, _csv_cell
+from queues.redis.job_add import STORED_TO_OPTION
 from queues.retry_advice import Sample, SampledJob
 from queues.safe_json import parse_json
 from queues.selection import JobFilter, Preview, matches_filter

@@ -35,13 +35,14 @@ import time
 import msgpack
 import redis
 
-from .actions import DONE, MISSING, ActionResult, remove_outcome
+from ..actions import DONE, MISSING, ActionResult
+from ..job_options import RESERVED_IDS
+from ..keys import QueueRef
+from ..messages import Joined, _
+from ..text import to_text
+from .actions import remove_outcome
 from .bullmq_scripts import IN_A_STATE, as_function, lua_script
-from .job_options import RESERVED_IDS
-from .keys import QueueRef
-from .messages import Joined, _
 from .redrive_copy import RedriveCopy, read_redrive_copy
-from .text import to_text
 
 TARGET_EXISTS = "target_exists"  # a job with the copy's id is still waiting/active/... in the source
 DEDUPLICATED = "deduplicated"  # the deduplication id is held in the source by another job
