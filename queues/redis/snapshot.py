@@ -11,14 +11,22 @@ Round trip one is a MULTI/EXEC transaction (in chunks of queues, so a huge insta
 Redis for long) and also reads the id of the newest entry of each queue's events stream: the
 counts are then exactly "the state after that event", which is what lets the monitor keep
 counts current from later events without counting any of them twice.
+
+On a Redis Cluster a transaction may only hold keys of one hash slot (else ``CROSSSLOT``), so
+``per_slot=True`` plans one group of transactions per slot (``plan_transactions``): a Cluster
+kind sends each group to the node that owns its slot. The default, for a single node, is the
+fewest round trips: chunks of any queues.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import redis
+from redis.crc import key_slot
 
 from ..keys import QueueRef
 from ..snapshot import QueueSnapshot
@@ -68,17 +76,72 @@ def _packed_reads(queues: list[QueueRef]) -> bytes:
 _MULTI, _EXEC = _resp(b"MULTI"), _resp(b"EXEC")
 
 
-def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int]]) -> list:
-    """Send each chunk of pre-packed commands as one MULTI/EXEC on one pooled connection and
-    return every command's reply, in order. An error reply (e.g. a foreign key of the wrong
-    type under the prefix) comes back in place, not raised, so one odd key cannot hide every
-    other queue of the connection."""
+@dataclass(frozen=True)
+class Transaction:
+    """Queues whose reads go out together: in one ``MULTI``/``EXEC`` when ``atomic``; else as plain
+    pipelined commands (queues whose keys span hash slots, planned ``per_slot``: no transaction
+    can hold them on a Cluster)."""
+
+    queues: tuple[QueueRef, ...]
+    atomic: bool = True
+
+
+def read_keys(queue: QueueRef) -> list[bytes]:
+    """Every key the snapshot reads of ``queue``."""
+    return [queue.base.encode() + suffix for _cmd, suffix, *_rest in _QUEUE_READS]
+
+
+@functools.lru_cache(maxsize=16384)
+def queue_slot(queue: QueueRef) -> int | None:
+    """The hash slot of every key the snapshot reads of ``queue`` (``{hash tags}`` honoured), or
+    None when they land in several slots (no hash tag in the prefix or the name)."""
+    slots = {key_slot(key) for key in read_keys(queue)}
+    return slots.pop() if len(slots) == 1 else None
+
+
+def _planned_positions(queues: Sequence[QueueRef], per_slot: bool) -> list[tuple[list[int], bool]]:
+    """Positions in ``queues`` of each transaction's queues, and whether it is atomic."""
+    if not per_slot:
+        return [
+            (list(range(i, min(i + TRANSACTION_CHUNK, len(queues)))), True)
+            for i in range(0, len(queues), TRANSACTION_CHUNK)
+        ]
+    groups: dict[int | None, list[int]] = {}
+    for i, q in enumerate(queues):
+        groups.setdefault(queue_slot(q), []).append(i)
+    return [
+        (positions[i : i + TRANSACTION_CHUNK], slot is not None)
+        for slot, positions in groups.items()
+        for i in range(0, len(positions), TRANSACTION_CHUNK)
+    ]
+
+
+def plan_transactions(queues: Sequence[QueueRef], *, per_slot: bool = False) -> list[Transaction]:
+    """How ``read_snapshots`` groups ``queues``: chunks of up to ``TRANSACTION_CHUNK`` queues in
+    their order (a single node: the fewest round trips), or with ``per_slot`` one group per hash
+    slot, so no transaction mixes slots (a Redis Cluster refuses it)."""
+    return [
+        Transaction(tuple(queues[i] for i in positions), atomic)
+        for positions, atomic in _planned_positions(queues, per_slot)
+    ]
+
+
+def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int, bool]]) -> list:
+    """Send each chunk of pre-packed commands on one pooled connection (as one MULTI/EXEC when
+    the chunk is atomic, else as plain commands) and return every command's reply, in order.
+    An error reply (e.g. a foreign key of the wrong type under the prefix) comes back in place,
+    not raised, so one odd key cannot hide every other queue of the connection."""
     pool = client.connection_pool
     conn = pool.get_connection()
     try:
-        conn.send_packed_command([part for packed, _ in chunks for part in (_MULTI, packed, _EXEC)])
-        out = []
-        for _, replies in chunks:
+        conn.send_packed_command(
+            [part for packed, _, atomic in chunks for part in ((_MULTI, packed, _EXEC) if atomic else (packed,))]
+        )
+        out: list = []
+        for _, replies, atomic in chunks:
+            if not atomic:
+                out.extend(_plain_reply(conn) for _ in range(replies))
+                continue
             for _ in range(replies + 1):  # +OK for MULTI, then +QUEUED per command
                 conn.read_response()
             executed = conn.read_response()  # nested error replies are returned, not raised
@@ -91,6 +154,14 @@ def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int]]) -> l
         raise
     finally:
         pool.release(conn)
+
+
+def _plain_reply(conn):
+    """One reply outside a transaction, an error reply kept in place as inside one."""
+    try:
+        return conn.read_response()
+    except redis.ResponseError as exc:
+        return exc
 
 
 def _count(value) -> int:
@@ -107,13 +178,28 @@ def _newest_id(value) -> str | None:
     return None
 
 
-def read_snapshots(client: redis.Redis, queues: list[QueueRef]) -> list[QueueSnapshot]:
-    """Snapshot every queue of one connection. Raises redis errors to the caller, which
-    decides how to show an unreachable connection."""
+def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: bool = False) -> list[QueueSnapshot]:
+    """Snapshot every queue of one connection, in the order given. ``per_slot``: no transaction
+    mixes hash slots (``plan_transactions``; for a Redis Cluster node). Raises redis errors to
+    the caller, which decides how to show an unreachable connection."""
     if not queues:
         return []
-    chunks = [queues[i : i + TRANSACTION_CHUNK] for i in range(0, len(queues), TRANSACTION_CHUNK)]
-    raw = _raw_transactions(client, [(_packed_reads(c), len(c) * PER_QUEUE_COMMANDS) for c in chunks])
+    planned = _planned_positions(queues, per_slot)
+    order = [i for positions, _ in planned for i in positions]
+    raw_in_plan = _raw_transactions(
+        client,
+        [
+            (_packed_reads([queues[i] for i in positions]), len(positions) * PER_QUEUE_COMMANDS, atomic)
+            for positions, atomic in planned
+        ],
+    )
+    raw = raw_in_plan  # chunks keep the order given
+    if per_slot:
+        raw = [None] * len(raw_in_plan)
+        for n, i in enumerate(order):  # back in the order given
+            raw[i * PER_QUEUE_COMMANDS : (i + 1) * PER_QUEUE_COMMANDS] = raw_in_plan[
+                n * PER_QUEUE_COMMANDS : (n + 1) * PER_QUEUE_COMMANDS
+            ]
     now = int(time.time() * 1000)
     legacy_lengths = _legacy_lengths(
         client, [q for i, q in enumerate(queues) if _tail(raw[i * PER_QUEUE_COMMANDS + 2]) is not None]
