@@ -4,7 +4,7 @@ large Redis, in Redis CPU, and how long it takes.
     .venv/bin/python bench/discovery_budget.py [--keys 10000000] [--queues 1000] [--rate 20000]
 
 Starts a private redis-server (``--enable-debug-command yes``), fills it with ``DEBUG POPULATE``
-plus QUEUES real queue meta hashes, then runs one full ``queues.discovery_pass.DiscoveryPass``
+plus QUEUES real queue meta hashes, then runs one full ``queues.redis.discovery_pass.DiscoveryPass``
 exactly as the monitor does: one step per second, ``--rate`` keys examined per second
 (``QUEUEWATCH_DISCOVERY_KEYS_PER_S``). Redis CPU is ``used_cpu_sys + used_cpu_user`` of the
 redis-server (``INFO cpu``); the same is measured while Redis sits idle for ``--idle`` seconds

@@ -11,7 +11,7 @@ are zeroed after seeding and dumped after the run):
 
 * **moveJobsToWait**: BullMQ's script alone, 1,000 jobs per call, as ``Queue.retryJobs`` runs it
   (no counter reset, no priority or ``lifo`` check): the floor for any bulk retry built on it;
-* **Queuewatch retry**: ``queues.bulk.run_bulk`` unpaced, counters reset (the fast road);
+* **Queuewatch retry**: ``queues.redis.bulk.run_bulk`` unpaced, counters reset (the fast road);
 * **Queuewatch edit-and-retry**: the same with the bench's JSON merge patch.
 
 The last stdout line is one JSON object. Needs ``valgrind`` (Debian: ``apt-get install valgrind``).

@@ -53,9 +53,9 @@ What it does
    ``--no-verify-node`` skips it.
 
 4. Measures, with the real Queuewatch code (same client options as the app):
-   * ``queues.discovery.discover_queue_names`` (SCAN for ``bull:*:meta``);
-   * ``queues.snapshot.read_snapshots`` over all queues (median/p95 over ``--runs`` runs);
-   * ``queues.listing.list_jobs`` alone (no Django) for the failed lists below;
+   * ``queues.redis.discovery.discover_queue_names`` (SCAN for ``bull:*:meta``);
+   * ``queues.redis.snapshot.read_snapshots`` over all queues (median/p95 over ``--runs`` runs);
+   * ``queues.redis.listing.list_jobs`` alone (no Django) for the failed lists below;
    * through Django's test ``Client`` (DEBUG settings, SQLite in the temp dir, a logged-in
      user): the overview page (its first page of rows, and the last page sorted by failed
      count; the render p50 is printed beside the snapshot time, target <= 200 ms), and the

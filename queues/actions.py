@@ -3,7 +3,7 @@ same for every source kind.
 
 Each per-job action is atomic and self-guarding: it acts only if the job is still where the
 caller saw it, and otherwise reports what it found (``ActionResult.outcome``) instead of
-raising. That is what makes the bulk engine (``queues.bulk``) safe to repeat after a crash.
+raising. That is what makes the bulk engine (``queues.redis.bulk``) safe to repeat after a crash.
 A Redis node runs them with BullMQ's own scripts: ``queues.redis.actions``."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class ActionResult:
     job_id: str
     outcome: str
     message: str
-    kept: tuple[str, ...] = ()  # redrive: what the copy kept of the dead letter (``queues.redrive``)
+    kept: tuple[str, ...] = ()  # redrive: what the copy kept of the dead letter (``queues.redis.redrive``)
     moved_to: tuple[QueueRef, str] | None = None  # redrive: the queue and id the job now has (its copy)
 
     @property

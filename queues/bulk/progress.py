@@ -29,7 +29,7 @@ class Progress:
     position: int = 0  # explicit ids: index of the next id
     in_flight: list = field(default_factory=list)  # [[job_id, state], ...] sent, not yet counted
     skipped_by: dict = field(default_factory=dict)  # outcome -> count
-    kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redrive) -> count
+    kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redis.redrive) -> count
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
     # The first few per-job refusals that say why (engine.REPORTED), as ``messages.as_data`` keeps
     # them, so the task page shows them in the reader's language.

@@ -1,12 +1,12 @@
 """Operator actions on jobs and queues: retry, discard, promote, pause, clean (redrive from a
-dead-letter queue: ``queues.redrive``).
+dead-letter queue: ``queues.redis.redrive``).
 
-Every state change goes through BullMQ's own Lua scripts (``queues.bullmq_scripts``), so Node
+Every state change goes through BullMQ's own Lua scripts (``queues.redis.bullmq_scripts``), so Node
 and Python workers see exactly what their own library would have done; the only write of ours
 is the stall-counter reset, made inside the same atomic script as the retry. Each per-job
 action is atomic and self-guarding: it acts only if the job is still where the caller saw it,
 and otherwise reports what it found (``ActionResult.outcome``) instead of raising. That is
-what makes the bulk engine (``queues.bulk``) safe to repeat after a crash.
+what makes the bulk engine (``queues.redis.bulk``) safe to repeat after a crash.
 
 No Django imports; a client is a sync ``redis.Redis`` (bytes or text responses both work).
 """

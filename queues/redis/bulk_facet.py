@@ -1,4 +1,4 @@
-"""The bulk facet on Redis: the batch engine of ``queues.bulk`` on this connection."""
+"""The bulk facet on Redis: the batch engine of ``queues.redis.bulk`` on this connection."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The commands facet on Redis: every state change through BullMQ's own Lua scripts (see
-``queues.actions``, ``queues.redrive``, ``queues.job_add``, ``queues.queue_settings``)."""
+``queues.redis.actions``, ``queues.redis.redrive``, ``queues.redis.job_add``,
+``queues.redis.queue_settings``)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ The patch (RFC 7386) is applied to the data *as stored in Redis*, never to what 
 only if it is still failed and its data is still byte for byte what the patch was applied to.
 In one atomic step it then runs BullMQ's ``updateData`` (what ``Job.updateData`` runs) and
 ``reprocessJob`` (what ``Job.retry`` runs), with the attempt and stall counters reset as the
-plain retry does (``queues.actions``).
+plain retry does (``queues.redis.actions``).
 
 Framework-free.
 """
@@ -30,7 +30,7 @@ EDIT_RETRY = lua_script(
     as_function("update_data", "updateData-1.lua")
     + as_function("reprocess_job", "reprocessJob-9.lua")
     + """
--- KEYS/ARGV[1..7] exactly as the composed retry (queues.actions.retry_call); ARGV[8] the data as
+-- KEYS/ARGV[1..7] exactly as the composed retry (queues.redis.actions.retry_call); ARGV[8] the data as
 -- read when the patch was applied, ARGV[9] the new data.
 -- Returns 1 done, -1 no such job, -3 not failed any more, -4 the data changed since it was read.
 if redis.call("EXISTS", KEYS[1]) == 0 then return -1 end

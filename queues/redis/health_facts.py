@@ -1,8 +1,9 @@
-"""Reading the facts the checks judge: a handful of cheap, plain commands per connection.
+"""Reading the facts the health checks judge (``queues.health.facts``) from a Redis node: a
+handful of cheap, plain commands per connection.
 
 Never Lua, never a write, never anything O(jobs). Managed Redis services often refuse
 ``CONFIG``: the facts then record the refusal, and the checks fall back instead of crashing.
-(Workers come from the monitor's reading, or from one ``CLIENT LIST`` in ``runner.py``.)
+(Workers come from the monitor's reading, or from one ``CLIENT LIST``: ``read_worker_facts``.)
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def read_worker_facts(
 ) -> WorkerFacts:
     """The workers of ``queues``: the monitor's reading ``known`` (taken at ``known_at``) when
     it has every one of them, at no cost to Redis; otherwise one ``CLIENT LIST`` here
-    (``queues.workers.read_workers``, the one home of BullMQ's naming rule), as on a web
-    process with no monitor, or for a queue the monitor has not read yet."""
+    (``queues.redis.workers.read_workers``, by BullMQ's naming rule in ``queues.workers``), as
+    on a web process with no monitor, or for a queue the monitor has not read yet."""
     if known is not None and all(q in known for q in queues):
         return WorkerFacts({q: known[q] for q in queues}, "monitor", taken_at=known_at)
     try:

@@ -3,7 +3,7 @@
 ``Queue.add`` picks one of BullMQ's three add scripts by the options (``addDelayedJob`` when
 ``delay > 0``, else ``addPrioritizedJob`` when ``priority``, else ``addStandardJob``) and
 hands it the same packed arguments; so do we. Each script is wrapped unchanged (see
-``queues.bullmq_scripts``) with a few lines that tell the caller whether the job was created
+``queues.redis.bullmq_scripts``) with a few lines that tell the caller whether the job was created
 or BullMQ answered with an existing one: the same custom ``jobId`` (BullMQ's "duplicated") or
 a deduplication hit (its "deduplicated"). Node gives the caller the existing job in both
 cases without saying so; an operator needs to know.

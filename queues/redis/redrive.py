@@ -23,7 +23,7 @@ What the copy keeps, and why (each kept item is reported per job, ``ActionResult
 
 Removing the dead letter (``removeJob``) and adding the copy (BullMQ's add script for the
 options, as ``Queue.add`` picks it) are one composed script, so a repeat after a crash can
-neither duplicate nor lose a job. Reading what the copy carries: ``queues.redrive_copy``. No Django
+neither duplicate nor lose a job. Reading what the copy carries: ``queues.redis.redrive_copy``. No Django
 imports.
 """
 
@@ -85,7 +85,7 @@ def candidate_ids(*, dlq_name: str, job_id: str, timestamp_raw: str) -> list[str
 
 
 # The source queue's keys the composed script takes, in this order; each add script gets its own
-# selection of them, in the order it expects (as ``queues.job_add._KINDS``).
+# selection of them, in the order it expects (as ``queues.redis.job_add._KINDS``).
 SOURCE_KEYS = (
     "wait",
     "paused",

@@ -1,5 +1,5 @@
 """The read side of a redrive: what the copy of a dead-letter job will carry, read from it (the
-rules of what is kept and why: ``queues.redrive``). No Django imports.
+rules of what is kept and why: ``queues.redis.redrive``). No Django imports.
 """
 
 from __future__ import annotations

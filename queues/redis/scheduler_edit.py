@@ -7,7 +7,7 @@
   before it, in the same atomic step, so an edit never *creates* a scheduler: the id must still
   be a BullMQ 6 scheduler (its hash has ``ic``), not gone, not a legacy entry.
 * **Remove** is ``Queue.removeJobScheduler(id)``: ``removeJobScheduler-3``, unchanged.
-* **Migrate** (a legacy repeatable entry into a scheduler) is ``queues.scheduler_migration``.
+* **Migrate** (a legacy repeatable entry into a scheduler) is ``queues.redis.scheduler_migration``.
 
 Framework-free; ``SchedulerError`` carries a message for the user.
 """

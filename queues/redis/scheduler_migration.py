@@ -7,7 +7,7 @@ entry and its pending delayed iteration are removed (the iteration with ``remove
 data and options as its template. The schedule keeps its phase: a cron pattern's next run is
 computed from now (the time the legacy entry would have run next), an ``every`` scheduler starts
 at the legacy entry's next run (its ``startDate``). So it keeps firing once per slot, as a
-scheduler. Editing and removing schedulers: ``queues.scheduler_edit``.
+scheduler. Editing and removing schedulers: ``queues.redis.scheduler_edit``.
 
 Framework-free; ``SchedulerError`` carries a message for the user.
 """

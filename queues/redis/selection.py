@@ -144,7 +144,7 @@ def _full_reasons(client: redis.Redis, queue: QueueRef, ids: list[str]) -> dict[
 
 def matching_ids(client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int) -> Iterator[str]:
     """Every matching id, oldest first, one page in memory at a time. Read-only: for a
-    consumer that moves jobs while iterating, use ``next_page``/``advance`` (``queues.bulk``)."""
+    consumer that moves jobs while iterating, use ``next_page``/``advance`` (``queues.redis.bulk``)."""
     cursor = Cursor()
     while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor)

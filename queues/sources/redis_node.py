@@ -75,7 +75,7 @@ class RedisNodeSource:
         ]
 
     def discovery_pass(self, *, keys_per_step: int, min_pass_s: float, known=()) -> DiscoveryPass:
-        """The monitor's resumable, budgeted discovery (``queues.discovery_pass``)."""
+        """The monitor's resumable, budgeted discovery (``queues.redis.discovery_pass``)."""
         return DiscoveryPass(
             self._client,
             connection=self.spec.name,

@@ -1,4 +1,4 @@
-"""A redriven dead letter keeps its identity, against real Node BullMQ 6.7 (``queues.redrive``):
+"""A redriven dead letter keeps its identity, against real Node BullMQ 6.7 (``queues.redis.redrive``):
 its custom id when free, its deduplication id (a later ``Queue.add`` with that id is
 deduplicated against the copy), its priority and lifo; a second redrive of a dead letter with
 the same custom id is never stuck; dead letters that wait with a priority (the prioritized set)

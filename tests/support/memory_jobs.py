@@ -72,7 +72,7 @@ def _json_or_text(raw: str | None, redactor: Redactor) -> Any:
 
 
 def export_record(job: MemJob, redactor: Redactor) -> dict:
-    """The record ``queues.export.iter_record_pages`` writes for a job (same keys, same order)."""
+    """The record ``queues.redis.export.iter_record_pages`` writes for a job (same keys, same order)."""
     return {
         "id": job.id,
         "name": job.name,

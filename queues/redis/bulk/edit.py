@@ -1,6 +1,6 @@
 """One batch of a bulk edit-and-retry: the plan's JSON merge patch applied to each failed job's
 data *as stored in Redis* (never what a page showed), then the job retried with its counters
-reset, as the single-job fix-and-replay does (``queues.edit_retry``).
+reset, as the single-job fix-and-replay does (``queues.redis.edit_retry``).
 
 The batch goes in chunks: each chunk's data is read in one round trip, patched in Python (Lua's
 cjson would rewrite numbers and turn ``[]`` into ``{}``), and sent in one script that checks,
