@@ -4,7 +4,7 @@ large Redis, in Redis CPU, and how long it takes.
     .venv/bin/python bench/discovery_budget.py [--keys 10000000] [--queues 1000] [--rate 20000]
 
 Starts a private redis-server (``--enable-debug-command yes``), fills it with ``DEBUG POPULATE``
-plus QUEUES real queue meta hashes, then runs one full ``queues.discovery_pass.DiscoveryPass``
+plus QUEUES real queue meta hashes, then runs one full ``queues.redis.discovery_pass.DiscoveryPass``
 exactly as the monitor does: one step per second, ``--rate`` keys examined per second
 (``QUEUEWATCH_DISCOVERY_KEYS_PER_S``). Redis CPU is ``used_cpu_sys + used_cpu_user`` of the
 redis-server (``INFO cpu``); the same is measured while Redis sits idle for ``--idle`` seconds
@@ -25,8 +25,8 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.benchlib import Procs, RedisServer  # noqa: E402
-from queues.discovery import discover_queue_names  # noqa: E402
-from queues.discovery_pass import DiscoveryPass  # noqa: E402
+from queues.redis.discovery import discover_queue_names
+from queues.redis.discovery_pass import DiscoveryPass
 
 STEP_S = 1.0  # dashboard.monitor.discovering.DISCOVERY_STEP_INTERVAL
 

@@ -45,7 +45,7 @@ from dashboard.monitor import (  # noqa: E402
     tracking,
 )
 from dashboard.monitor import loop as mon  # noqa: E402
-from queues import leader  # noqa: E402
+from queues.redis import leader  # noqa: E402
 
 _lock = threading.Lock()
 _samples: dict[str, list[float]] = collections.defaultdict(list)

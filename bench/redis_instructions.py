@@ -11,7 +11,7 @@ are zeroed after seeding and dumped after the run):
 
 * **moveJobsToWait**: BullMQ's script alone, 1,000 jobs per call, as ``Queue.retryJobs`` runs it
   (no counter reset, no priority or ``lifo`` check): the floor for any bulk retry built on it;
-* **Queuewatch retry**: ``queues.bulk.run_bulk`` unpaced, counters reset (the fast road);
+* **Queuewatch retry**: ``queues.redis.bulk.run_bulk`` unpaced, counters reset (the fast road);
 * **Queuewatch edit-and-retry**: the same with the bench's JSON merge patch.
 
 The last stdout line is one JSON object. Needs ``valgrind`` (Debian: ``apt-get install valgrind``).
@@ -74,7 +74,7 @@ class CountedRedis:
 
 
 def move_jobs_to_wait(client: redis.Redis, queue: str) -> None:
-    from queues.bullmq_scripts import bullmq_source
+    from queues.redis.bullmq_scripts import bullmq_source
 
     script = client.register_script(bullmq_source("moveJobsToWait-8.lua"))
     base = f"bull:{queue}:"
@@ -84,8 +84,9 @@ def move_jobs_to_wait(client: redis.Redis, queue: str) -> None:
 
 
 def queuewatch(client: redis.Redis, queue: str, action: str) -> None:
-    from queues.bulk import BulkPlan, MemoryStore, run_bulk
+    from queues.bulk import BulkPlan, MemoryStore
     from queues.keys import QueueRef
+    from queues.redis.bulk import run_bulk
     from queues.selection import JobFilter
 
     plan = BulkPlan(

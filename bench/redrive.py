@@ -5,7 +5,7 @@
 On one private redis-server (started here), each round fills a fresh queue per tool with failed
 jobs in BullMQ 6's layout (``attempts: 3``, attempts made 3, a stack trace) and empties it:
 
-* **Queuewatch**: ``queues.bulk.run_bulk`` unpaced, retry with counters reset (``atm``, ``ats``
+* **Queuewatch**: ``queues.redis.bulk.run_bulk`` unpaced, retry with counters reset (``atm``, ``ats``
   and ``stc`` deleted), in a child process so its peak RSS is its own; one more run on
   ``--small`` jobs shows whether memory grows with the number of jobs;
 * **BullMQ ``Queue.retryJobs``** (Node, ``bench/node/retry_jobs.mjs``): the in-Redis limit,
@@ -120,8 +120,9 @@ def child(url: str, queue: str, action: str = "retry") -> None:
     """Run in a fresh process: one unpaced bulk retry (or edit-and-retry) with counters reset."""
     import redis
 
-    from queues.bulk import BulkPlan, MemoryStore, run_bulk
+    from queues.bulk import BulkPlan, MemoryStore
     from queues.keys import QueueRef
+    from queues.redis.bulk import run_bulk
     from queues.selection import JobFilter
 
     client = redis.Redis.from_url(url)

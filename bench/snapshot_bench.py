@@ -53,9 +53,9 @@ What it does
    ``--no-verify-node`` skips it.
 
 4. Measures, with the real Queuewatch code (same client options as the app):
-   * ``queues.discovery.discover_queue_names`` (SCAN for ``bull:*:meta``);
-   * ``queues.snapshot.read_snapshots`` over all queues (median/p95 over ``--runs`` runs);
-   * ``queues.listing.list_jobs`` alone (no Django) for the failed lists below;
+   * ``queues.redis.discovery.discover_queue_names`` (SCAN for ``bull:*:meta``);
+   * ``queues.redis.snapshot.read_snapshots`` over all queues (median/p95 over ``--runs`` runs);
+   * ``queues.redis.listing.list_jobs`` alone (no Django) for the failed lists below;
    * through Django's test ``Client`` (DEBUG settings, SQLite in the temp dir, a logged-in
      user): the overview page (its first page of rows, and the last page sorted by failed
      count; the render p50 is printed beside the snapshot time, target <= 200 ms), and the
@@ -830,14 +830,15 @@ def run(args, rds: PrivateRedis) -> int:
 
     verified = None if args.no_verify_node else verify_with_bullmq(rds, plans)
 
-    from queues.connections import ConnectionSpec, client_for
-    from queues.discovery import discover_queue_names
+    from queues.connections import ConnectionSpec
     from queues.keys import QueueRef
-    from queues.listing import list_jobs
-    from queues.snapshot import read_snapshots
+    from queues.redis.discovery import discover_queue_names
+    from queues.redis.listing import list_jobs
+    from queues.redis.snapshot import read_snapshots
+    from queues.sources.redis_node import redis_client
 
     spec = ConnectionSpec(name="default", url=rds.url)
-    client = client_for(spec)  # the app's client options (bytes, timeouts, client name)
+    client = redis_client(spec.url)  # the app's client options (bytes, timeouts, client name)
     client.ping()
 
     results: dict[str, Result] = {}

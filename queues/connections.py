@@ -20,16 +20,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import redis
-
 from .errors import ConfigurationError
 from .sources import ConnectionSpec, check_url, redact_url
 from .sources.factory import is_redis_node
-from .sources.redis_node import RedisNodeSource, redis_client
+from .sources.redis_node import RedisNodeSource
 
 __all__ = [
     "ConnectionSpec",
-    "client_for",
     "connection_specs_from_env",
     "dashboard_redis_url_from_env",
     "redact_url",
@@ -189,10 +186,3 @@ def dashboard_redis_url_from_env(env: Mapping[str, str], specs: list[ConnectionS
             f"caches): set {DASHBOARD_URL_VAR} to a Redis for it."
         )
     return None
-
-
-def client_for(spec: ConnectionSpec, *, socket_timeout: float = 5.0, connect_timeout: float = 2.0) -> redis.Redis:
-    """A pooled Redis client for ``spec``. Kept for callers not yet moved to sources; new code
-    asks ``source_for(spec)`` (``registry.source(name)``) instead, which also works for kinds
-    that are not a Redis node."""
-    return redis_client(spec.url, socket_timeout=socket_timeout, connect_timeout=connect_timeout)

@@ -1,144 +1,16 @@
-"""Incremental queue discovery: one resumable SCAN pass, advanced a little at a time.
+"""The monitor's queue discovery, advanced a little at a time.
 
-A full SCAN of a large production Redis every few seconds costs a whole Redis core (10,000,000
-keys: several seconds of Redis CPU per pass). So the monitor walks the keyspace *slowly*: each
-``step`` issues at most ``calls_per_step`` ``SCAN <cursor> MATCH <prefix>:*:meta COUNT
-<scan_count> TYPE hash`` and keeps the cursor for the next step. The cost on Redis is then set
-by the budget, not by the keyspace: ``keys_per_step`` keys examined per step, one step per
-second (``QUEUEWATCH_DISCOVERY_KEYS_PER_S``); a pass over N keys takes N / keys_per_s seconds,
-and never less than ``min_pass_s`` (a small Redis is re-walked every ``min_pass_s``, as before).
-
-What the list holds while a pass runs:
-
-* every queue known when the pass began keeps being listed (and followed): a pass only
-  *removes* queues at its end, those it did not meet at all;
-* a queue met for the first time is added at once, mid-pass;
-* a queue created mid-pass is met by this pass if its key lands ahead of the cursor, and in any
-  case by the next one (SCAN returns every key present for a whole pass): found within one
-  complete pass after its creation;
-* a page naming a queue that is not listed yet does not wait for any of this: the registry
-  confirms it with one ``EXISTS <prefix>:<name>:meta`` (``dashboard.connections.registry``).
-
-Names containing ``:`` are confirmed once, when first met (``discovery.QUEUE_META_FIELD``).
-"""
+``discovery_for(source)`` gives the source's resumable discovery when its kind has one (a Redis
+node walks its keyspace with a budgeted, resumable SCAN: ``queues.redis.discovery_pass``), else a
+``WholeDiscovery`` that calls the source's ``discover()`` once per ``min_pass_s``. Both answer
+``step()`` (whether the list changed) and ``queues``."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
 
-import redis
-
-from .discovery import QUEUE_META_FIELD, glob_escape
 from .keys import QueueRef
-from .redis import replies
-
-
-class DiscoveryPass:
-    """The resumable discovery of one connection's queues (every prefix, in order)."""
-
-    def __init__(
-        self,
-        client: redis.Redis,
-        *,
-        connection: str,
-        prefixes: Iterable[str],
-        keys_per_step: int,
-        min_pass_s: float = 10.0,
-        scan_count: int = 1000,
-        known: Iterable[QueueRef] = (),
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.client = client
-        self.connection = connection
-        self.prefixes = list(prefixes)
-        self.scan_count = scan_count
-        # SCAN's COUNT is the number of keys Redis examines per call (about; it walks buckets).
-        self.calls_per_step = max(1, keys_per_step // scan_count)
-        self.min_pass_s = min_pass_s
-        self.clock = clock
-        self.known: set[QueueRef] = {q for q in known if q.connection == connection}
-        self.passes = 0  # completed passes
-        self.last_pass_s: float | None = None  # how long the last complete pass took
-        self._typed = True  # SCAN ... TYPE needs Redis >= 6.0
-        self._start_pass()
-        self._next_pass_at = self.clock()
-
-    def _start_pass(self) -> None:
-        self._prefix_i = 0
-        self._cursor = 0
-        self._seen: set[QueueRef] = set()
-        self._started_at = self.clock()
-
-    @property
-    def queues(self) -> list[QueueRef]:
-        """The current list: prefixes in the spec's order, names sorted within each."""
-        order = {p: i for i, p in enumerate(self.prefixes)}
-        return sorted(self.known, key=lambda q: (order.get(q.prefix, len(order)), q.name))
-
-    @property
-    def resting(self) -> bool:
-        """Between passes: the last one finished sooner than ``min_pass_s`` after it began."""
-        return self._prefix_i >= len(self.prefixes)
-
-    def step(self) -> bool:
-        """Advance by at most ``calls_per_step`` SCAN calls; True when the list changed.
-        Raises Redis errors (the pass resumes from the same cursor on the next step)."""
-        if not self.prefixes:
-            return False
-        if self.resting:
-            if self.clock() < self._next_pass_at:
-                return False
-            self._start_pass()
-        before = set(self.known)
-        for _ in range(self.calls_per_step):
-            prefix = self.prefixes[self._prefix_i]
-            cursor, keys = self._scan(prefix)
-            self._take(prefix, keys)
-            self._cursor = cursor
-            if cursor == 0:
-                self._prefix_i += 1
-                if self.resting:
-                    self._finish_pass()
-                    break
-        return self.known != before
-
-    def _scan(self, prefix: str) -> tuple[int, list[bytes]]:
-        pattern = glob_escape(prefix) + ":*:meta"
-        if self._typed:
-            try:
-                cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count, _type="hash")
-                return cursor, replies.members(keys)
-            except redis.ResponseError:
-                self._typed = False  # an old server: same cursor, unfiltered by type
-        cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count)
-        return cursor, replies.members(keys)
-
-    def _take(self, prefix: str, keys: list[bytes]) -> None:
-        head, tail = f"{prefix}:".encode(), b":meta"
-        found = []
-        for key in keys:
-            if key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail):
-                name = key[len(head) : -len(tail)].decode("utf-8", errors="replace")
-                found.append(QueueRef(self.connection, prefix, name))
-        unsure = [q for q in found if ":" in q.name and q not in self.known]
-        if unsure:
-            # ``bull:a:b:meta`` may be queue ``a:b`` or job ``b:meta`` of queue ``a``: only a
-            # queue's meta has QUEUE_META_FIELD (queues/discovery.py).
-            pipe = self.client.pipeline(transaction=False)
-            for q in unsure:
-                pipe.hexists(f"{q.prefix}:{q.name}:meta", QUEUE_META_FIELD)
-            not_queues = {q for q, is_meta in zip(unsure, pipe.execute()) if not is_meta}
-            found = [q for q in found if q not in not_queues]
-        self._seen.update(found)
-        self.known.update(found)
-
-    def _finish_pass(self) -> None:
-        self.known = set(self._seen)  # what this whole pass did not meet is gone
-        self.passes += 1
-        now = self.clock()
-        self.last_pass_s = now - self._started_at
-        self._next_pass_at = self._started_at + self.min_pass_s
 
 
 class WholeDiscovery:

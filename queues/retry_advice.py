@@ -1,18 +1,15 @@
 """Retry-policy advice per queue, from what the jobs' own ``opts`` say.
 
-Read from a **sample**, never a scan: the newest ``SAMPLE_PER_STATE`` jobs of the wait list and
-of the completed and failed sets (one ``LRANGE``/``ZREVRANGE`` each), one pipelined
-``HMGET name opts atm`` per sampled job, and one ``ZCOUNT`` of the failed set over the last 15
-minutes: at most 3 + 3 × 50 + 2 commands per queue (with ``ZCARD failed``), whatever its size. BullMQ 6.7 stores a job's
-options as the JSON ``opts`` field (``jobId`` when the producer chose the id, ``de`` for
-``deduplication``, ``backoff`` always as ``{type, delay[, jitter]}``), and ``atm`` counts the
-attempts a finished job made.
+Judged from a **sample**, never a scan: the newest ``SAMPLE_PER_STATE`` jobs of the waiting,
+completed and failed jobs, their options (BullMQ's names: ``jobId`` when the producer chose the
+id, ``de`` for ``deduplication``, ``backoff`` always as ``{type, delay[, jitter]}``) and attempts
+made, and how many jobs failed in the last 15 minutes. A Redis node reads it with
+``queues.redis.retry_advice.read_sample``.
 
 Each piece of advice is judged by a pure function and comes back as a health ``CheckResult``
 (its title, explanation and fix are ``advice``-scoped entries of ``queues.health.CHECKS``; the
 summary is the evidence in plain words, ``details["sample_job"]`` one job it holds for), so the
-queue page shows it like a health check.
-"""
+queue page shows it like a health check."""
 
 from __future__ import annotations
 
@@ -22,12 +19,9 @@ from dataclasses import dataclass, field
 from .health import ADVICE_KINDS, FAIL, PASS, UNKNOWN, CheckResult
 from .keys import QueueRef
 from .messages import _
-from .safe_json import loads_or
-from .text import to_int, to_text
+from .text import to_int
 
 SAMPLE_PER_STATE = 50  # newest jobs read per state (wait, completed, failed)
-SAMPLED = (("wait", "list"), ("completed", "zset"), ("failed", "zset"))
-GROWTH_WINDOW_MS = 15 * 60 * 1000
 HERD_WORKERS = 4  # fixed backoff without jitter retries in lockstep from this many workers on
 ATTEMPTS_FACTOR = 3  # configured attempts at least this many times the p99 attempts-to-success
 MIN_SUCCESSES = 20  # completed jobs needed before attempts-to-success is judged
@@ -71,32 +65,6 @@ class Sample:
     @classmethod
     def from_dict(cls, queue: QueueRef, d: dict) -> Sample:
         return cls(queue, [SampledJob(*j) for j in d["jobs"]], d["failed_recent"], d["failed_count"])
-
-
-def read_sample(client, queue: QueueRef, *, now_ms: int, per_state: int = SAMPLE_PER_STATE) -> Sample:
-    """The newest jobs of each sampled state and their options: two pipelines, bounded."""
-    pipe = client.pipeline(transaction=False)
-    for state, kind in SAMPLED:
-        if kind == "list":
-            pipe.lrange(queue.key(state), 0, per_state - 1)  # BullMQ LPUSHes: the head is the newest
-        else:
-            pipe.zrevrange(queue.key(state), 0, per_state - 1)
-    pipe.zcount(queue.key("failed"), now_ms - GROWTH_WINDOW_MS, "+inf")  # scored by finishedOn
-    pipe.zcard(queue.key("failed"))
-    *ranges, failed_recent, failed_count = pipe.execute()
-    ids = [(state, to_text(i)) for (state, _kind), found in zip(SAMPLED, ranges) for i in found]
-    pipe = client.pipeline(transaction=False)
-    for _state, job_id in ids:
-        pipe.hmget(queue.job_key(job_id), "name", "opts", "atm")
-    jobs = []
-    for (state, job_id), (name, opts, atm) in zip(ids, pipe.execute()):
-        if opts is None and name is None:
-            continue  # removed between the two reads
-        parsed = loads_or(opts or "{}", {})
-        jobs.append(
-            SampledJob(job_id, state, to_text(name), parsed if isinstance(parsed, dict) else {}, to_int(atm, 0) or 0)
-        )
-    return Sample(queue, jobs, int(failed_recent or 0), int(failed_count or 0))
 
 
 def _result(kind: str, status: str, sample: Sample, summary: str, sample_job: str = "", details: dict | None = None):

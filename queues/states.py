@@ -20,8 +20,8 @@ RETRY = "retry"  # back to waiting with BullMQ's reprocessJob (one job or in bul
 CLEAN = "clean"  # removed by age with BullMQ's cleanJobsInSet (``Queue.clean``)
 PROMOTE = "promote"  # run now (BullMQ's promote)
 DISCARD = "discard"  # where a bulk discard looks for a chosen job (one job is removed from any state)
-REDRIVE = "redrive"  # copied to another queue and removed (``queues.redrive``)
-EDIT_RETRY = "edit-retry"  # data patched, then retried (``queues.bulk.edit``)
+REDRIVE = "redrive"  # copied to another queue and removed (``queues.redis.redrive``)
+EDIT_RETRY = "edit-retry"  # data patched, then retried (``queues.redis.bulk.edit``)
 OPERATIONS = (BROWSE, SELECT, RETRY, CLEAN, PROMOTE, DISCARD, REDRIVE, EDIT_RETRY)
 
 

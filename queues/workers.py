@@ -6,13 +6,9 @@ or ``<prefix>:<base64(queue)>:w:<worker name>`` when the worker was given ``opts
 two shapes (``RedisBackend.clientName``). ``Queue.getWorkers()`` reads ``CLIENT LIST`` and keeps
 the clients whose name is exactly the base or starts with ``<base>:w:`` (``QueueGetters.getWorkers``
 in the Node dist, ``Queue.get_workers`` in the Python package). Queue-events readers end in
-``:qe`` and are not workers. This module is the one home of that naming rule (the health check
-``queue.no_workers`` judges the monitor's reading, or reads with ``read_workers`` itself).
-
-The monitor reads ``CLIENT LIST`` once per connection per period (``read_workers``), never per
-request or per tab: one command whose reply is about 350 bytes per client connected to that
-Redis server (all databases), so 1,000 clients cost about 350 KB every period.
-"""
+``:qe`` and are not workers. This module is the one home of that naming rule and of the parsing
+of ``CLIENT LIST`` entries (``workers_by_queue``); a Redis node sends the command with
+``queues.redis.workers.read_workers``."""
 
 from __future__ import annotations
 
@@ -106,11 +102,3 @@ def workers_by_queue(clients: list[dict], queues: list[QueueRef], *, db: int = 0
     for workers in out.values():
         workers.sort(key=lambda w: (w.name, w.addr))
     return out
-
-
-def read_workers(client, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
-    """One ``CLIENT LIST`` on ``client``'s server, matched to ``queues`` (all on that connection).
-    Raises ``redis.RedisError`` when the server refuses it (some managed services do): the
-    caller then shows the workers as unknown, not as none."""
-    db = _int(client.connection_pool.connection_kwargs.get("db", 0))
-    return workers_by_queue(client.client_list(), queues, db=db)

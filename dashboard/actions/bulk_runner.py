@@ -3,7 +3,7 @@
 * Claiming is a compare-and-swap on the row (``state`` pending → running, or a running row
   whose heartbeat went stale because the process that ran it died), so two monitors can
   never run one task, and a restarted monitor resumes what a killed one left.
-* The domain engine (``queues.bulk.run_bulk``) does the moving, oldest first, paced, and
+* The domain engine (``queues.redis.bulk.run_bulk``) does the moving, oldest first, paced, and
   keeps its resumable cursor in the row through ``TaskStore``: after a crash it continues
   from the last saved cursor, and because every per-job move is atomic and self-guarding
   (a job already moved is skipped, a DLQ copy has a deterministic id) nothing is moved twice.

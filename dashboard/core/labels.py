@@ -84,7 +84,7 @@ LABELS = {
     "deduplicated": pgettext_lazy("left as it was", "deduplicated in the source queue"),
     "no_source": pgettext_lazy("left as it was", "no source queue known"),
     "unknown_target": pgettext_lazy("left as it was", "the source queue does not exist"),
-    # what the copies of a redrive kept (queues.redrive.kept_items; a task's kept_by)
+    # what the copies of a redrive kept (queues.redis.redrive.kept_items; a task's kept_by)
     "job_id": pgettext_lazy("kept", "their id"),
     "new_id": pgettext_lazy("kept", "a new id"),
     "deduplication": pgettext_lazy("kept", "their deduplication id"),

@@ -41,8 +41,8 @@ from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueSta
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
-from queues.leader import LeaderLock
 from queues.rates import MINUTE_MS
+from queues.redis.leader import LeaderLock
 
 log = logging.getLogger("queuewatch.monitor")
 

@@ -9,8 +9,8 @@ The ids (``redis_unreachable``…) are stored in alert rules, so they stay as th
 from __future__ import annotations
 
 from .. import health
+from ..health.redis_catalogue import EVICTION_POLICY, MEMORY
 from ..messages import _
-from ..redis.health_catalogue import EVICTION_POLICY, MEMORY
 from .base import ConnectionFacts, ConnectionKind, Target, compare, flag
 
 

@@ -1,5 +1,5 @@
 """The bulk edit's JSON merge patch, applied in Python to a job's data *as stored in Redis*
-(``queues.bulk.edit`` sends the result in its scripts): fast with orjson where that keeps the
+(``queues.redis.bulk.edit`` sends the result in its scripts): fast with orjson where that keeps the
 stored text exact, the standard library's road elsewhere, and the stored bytes kept when the
 patch changes nothing.
 """

@@ -1,16 +1,13 @@
-"""What a bulk task does (``BulkPlan``), fixed when the operator confirms it, and how many jobs
-it targets."""
+"""What a bulk task does (``BulkPlan``), fixed when the operator confirms it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-import redis
-
 from ..dead_letters import DEFAULT_DLQ_PATTERNS
 from ..keys import QueueRef
-from ..selection import JobFilter, preview, scan_length
+from ..selection import JobFilter
 from ..states import states_allowing
 
 ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
@@ -99,18 +96,3 @@ class BulkPlan:
         d["dlq_patterns"] = tuple(d.get("dlq_patterns") or DEFAULT_DLQ_PATTERNS)
         d["dlq_mapping"] = tuple(tuple(p) for p in d.get("dlq_mapping") or ())
         return cls(**d)
-
-
-def plan_total(client: redis.Redis, plan: BulkPlan, limit: int | None = None) -> tuple[int | None, int]:
-    """How many jobs the plan targets now (the preview count; explicit ids: their number), and,
-    when that is not known yet, how many entries the task's scan will pass. A filter that reads
-    jobs examines at most ``limit`` entries here: past that the total is None (still to be
-    counted), since counting a big state in one go before a paced task would read every job at
-    full speed, and then the task reads them all again."""
-    if plan.job_ids is not None:
-        return len(plan.job_ids), 0
-    filt = plan.scan_filter
-    counted = preview(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms, sample=0, limit=limit)
-    if counted.complete:
-        return counted.count, 0
-    return None, scan_length(client, queue=plan.queue, filt=filt, before_ms=plan.before_ms)

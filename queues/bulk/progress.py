@@ -1,16 +1,12 @@
 """How far a bulk task got (``Progress``) and where that is kept (``ProgressStore``).
 
-The engine's crash safety rests on the store: ``save`` must be durable when it returns.
-"""
+The engine's crash safety rests on the store: ``save`` must be durable when it returns."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
-
-import redis
 
 RUNNING, DONE_STATE, CANCELLED = "running", "done", "cancelled"
 GONE = "gone"  # skipped_by key: targeted, but moved elsewhere before the scan reached it
@@ -33,7 +29,7 @@ class Progress:
     position: int = 0  # explicit ids: index of the next id
     in_flight: list = field(default_factory=list)  # [[job_id, state], ...] sent, not yet counted
     skipped_by: dict = field(default_factory=dict)  # outcome -> count
-    kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redrive) -> count
+    kept_by: dict = field(default_factory=dict)  # redrive: what the copies kept (queues.redis.redrive) -> count
     errors: list = field(default_factory=list)  # the first few script errors, for the audit log
     # The first few per-job refusals that say why (engine.REPORTED), as ``messages.as_data`` keeps
     # them, so the task page shows them in the reader's language.
@@ -115,20 +111,6 @@ class MemoryStore:
 
     def save(self, progress: Progress) -> None:
         self.progress = progress.copy()
-
-
-class RedisStore:
-    """Progress as one JSON string key (in the dashboard Redis, or a test's)."""
-
-    def __init__(self, client: redis.Redis, key: str):
-        self.client, self.key = client, key
-
-    def load(self) -> Progress | None:
-        raw = self.client.get(self.key)
-        return Progress.from_dict(json.loads(raw)) if raw else None
-
-    def save(self, progress: Progress) -> None:
-        self.client.set(self.key, json.dumps(progress.as_dict()))
 
 
 def nothing_left_behind(progress: Progress) -> bool:

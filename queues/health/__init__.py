@@ -3,8 +3,8 @@ the hard way (reference §3, §4, §6, §7, §10, §11).
 
 Framework-free, like the rest of ``queues/``. Two layers:
 
-* **Reading facts** (``facts.py``: ``read_server_facts``, ``read_queue_facts``,
-  ``read_worker_facts``): a handful of cheap, plain commands per connection — ``INFO``,
+* **Facts** (``facts.py``: ``ServerFacts``, ``QueueFacts``, ``WorkerFacts``): plain values a
+  source reads cheaply. A Redis node reads them with ``queues.redis.health_facts``: ``INFO``,
   ``CONFIG GET`` (optional), the snapshot pipeline (skipped for queues whose snapshot the caller
   holds: the leading monitor's), and one pipeline of ``GET``/``PTTL limiter`` and ``HMGET meta
   max duration`` per queue, with ``ZRANGE completed|failed 0 0 WITHSCORES`` for sets large
@@ -22,16 +22,17 @@ Framework-free, like the rest of ``queues/``. Two layers:
   found, the failure it causes and the fix.
 
 The queue checks are shared by every source kind; the connection-level checks are each kind's
-own, registered by the kind's module (``register_checks``; Redis: ``queues/redis/
-health_catalogue.py``), and a connection of any kind has one reachability check
+own, registered by the kind's module (``register_checks``; Redis:
+``redis_catalogue.py`` here), and a connection of any kind has one reachability check
 (``reachability_kind``; ``check_connection_reachable`` in ``reachability.py``). The alert rule
 kinds about connections (``queues/alert_kinds/redis_kinds.py``) call these checks, so ``kind``
 and ``severity`` stay stable; results serialise with ``as_dict()``.
 
-``run_checks(client, queues, state, now)`` (``runner.py``) reads the facts of one connection and
-runs every check.
+``judge_connection`` (``runner.py``) runs every check on the facts of one connection;
+``queues.redis.health_checks.run_checks(client, queues, state, now)`` reads a Redis node's facts
+and judges them.
 
-Importers use the package (``from queues import health``; ``health.run_checks``,
+Importers use the package (``from queues import health``; ``health.judge_connection``,
 ``health.CheckResult``, …): the names below are its public surface, whichever module holds them.
 """
 
@@ -48,15 +49,7 @@ from .catalogue import (
     reachability_kind,
     register_checks,
 )
-from .facts import (
-    CONFIG_PARAMS,
-    QueueFacts,
-    ServerFacts,
-    WorkerFacts,
-    read_queue_facts,
-    read_server_facts,
-    read_worker_facts,
-)
+from .facts import QueueFacts, ServerFacts, WorkerFacts
 from .queue_checks import (
     MAX_SAFE_INTEGER,
     check_duplicated_adds,
@@ -91,12 +84,11 @@ from .results import (
     sort_key,
     worst_first,
 )
-from .runner import STATE_MAX_AGE_MS, run_checks, state_index, usable_state
+from .runner import STATE_MAX_AGE_MS, judge_connection, state_index, usable_state
 
 __all__ = [
     "ADVICE_KINDS",
     "CHECKS",
-    "CONFIG_PARAMS",
     "CONNECTION_REACHABLE",
     "DEFAULT_THRESHOLDS",
     "FAIL",
@@ -130,13 +122,10 @@ __all__ = [
     "check_version",
     "check_workers",
     "connection_kinds",
+    "judge_connection",
     "parse_version",
     "reachability_kind",
-    "read_queue_facts",
-    "read_server_facts",
-    "read_worker_facts",
     "register_checks",
-    "run_checks",
     "sort_key",
     "stalls_last_15m",
     "state_index",

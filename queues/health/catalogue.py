@@ -6,8 +6,8 @@ condition causes and its fix) live in one place. The alert rule kinds reuse thes
 
 Two parts: the checks every source kind shares (per queue, retry advice, and
 ``connection.reachable``), listed here; and each source kind's own connection-level checks,
-which the kind's module declares with ``register_checks`` (Redis: ``queues/redis/
-health_catalogue.py``; the ``redis.*`` ids predate the other kinds and stay as they are).
+which the kind's module declares with ``register_checks`` (Redis: ``redis_catalogue.py``
+here; the ``redis.*`` ids predate the other kinds and stay as they are).
 
 Reachability: every connection gets one result saying whether it answers
 (``reachability_kind``). A kind may declare its own ``<kind>.reachable`` (Redis has

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..messages import _
-from ..redis import health_catalogue  # noqa: F401  (registers the redis.* kinds these checks report)
 from ..text import to_int
+from . import redis_catalogue  # noqa: F401  (registers the redis.* kinds these checks report)
 from .facts import ServerFacts
 from .results import DEFAULT_THRESHOLDS, FAIL, PASS, UNKNOWN, CheckResult, Thresholds
 from .wording import format_bytes

@@ -1,16 +1,12 @@
-"""Running every check for one connection: read its facts once, then judge them."""
+"""Judging every check of one connection from its facts, read once (a Redis node reads them and
+runs this with ``queues.redis.health_checks.run_checks``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-import redis
-
-from ..keys import QueueRef
 from ..messages import _
-from ..snapshot import QueueSnapshot
-from ..workers import Worker
-from .facts import read_queue_facts, read_server_facts, read_worker_facts
+from .facts import QueueFacts, ServerFacts, WorkerFacts
 from .queue_checks import (
     check_duplicated_adds,
     check_events_trimmed,
@@ -51,35 +47,22 @@ def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
     return state, ""
 
 
-def run_checks(
-    client: redis.Redis,
-    queues: list[QueueRef],
+def judge_connection(
+    connection: str,
+    server: ServerFacts,
+    facts: list[QueueFacts],
+    found: WorkerFacts,
     state: dict | None,
     now: int,
     *,
-    connection: str | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     is_dead_letter: Callable[[str], bool] | None = None,
-    snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
-    workers: Mapping[QueueRef, list[Worker]] | None = None,
-    workers_at: int | None = None,
 ) -> list[CheckResult]:
-    """Every check for one connection and its ``queues``, worst first.
+    """Every check for one reachable connection, from its facts, worst first.
 
     ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
-    A connection that cannot be reached gives one failing ``redis.reachable`` result.
-    ``snapshots``: queue figures the caller already holds (the monitor's), not read again.
-    ``workers``: the leading monitor's last reading of the queues' workers (taken at
-    ``workers_at``), judged instead of a ``CLIENT LIST`` of our own when it has every queue.
     """
-    connection = connection or (queues[0].connection if queues else "default")
-    try:
-        server = read_server_facts(client)
-        facts = read_queue_facts(client, queues, snapshots, oldest_from=thresholds.finished_count)
-        found = read_worker_facts(client, queues, workers, workers_at)
-    except redis.RedisError as exc:
-        return [check_reachable(connection, str(exc) or exc.__class__.__name__)]
     fresh, note = usable_state(state, now)
     by_queue = state_index(fresh)
     results = [

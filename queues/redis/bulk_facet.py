@@ -1,4 +1,4 @@
-"""The bulk facet on Redis: the batch engine of ``queues.bulk`` on this connection."""
+"""The bulk facet on Redis: the batch engine of ``queues.redis.bulk`` on this connection."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import redis
 
-from ..bulk import BulkPlan, Progress, ProgressStore, run_bulk
+from ..bulk import BulkPlan, Progress, ProgressStore
+from .bulk import run_bulk
 from .errors import unreachable_only
 
 

@@ -1,5 +1,6 @@
 """The commands facet on Redis: every state change through BullMQ's own Lua scripts (see
-``queues.actions``, ``queues.redrive``, ``queues.job_add``, ``queues.queue_settings``)."""
+``queues.redis.actions``, ``queues.redis.redrive``, ``queues.redis.job_add``,
+``queues.redis.queue_settings``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import redis
 from .. import actions, edit_retry, job_add, queue_settings
 from ..job_options import NewJob
 from ..keys import QueueRef
-from ..redrive import job_redrive_to_source
+from . import actions as redis_actions
+from . import edit_retry as redis_edit_retry
+from . import job_add as redis_job_add
+from . import queue_settings as redis_queue_settings
 from .errors import redis_errors
+from .redrive import job_redrive_to_source
 
 
 class RedisCommands:
@@ -18,15 +23,15 @@ class RedisCommands:
 
     def retry(self, queue: QueueRef, *, job_id: str, reset_counters: bool) -> actions.ActionResult:
         with redis_errors(self.connection):
-            return actions.job_retry(self.client, queue=queue, job_id=job_id, reset_counters=reset_counters)
+            return redis_actions.job_retry(self.client, queue=queue, job_id=job_id, reset_counters=reset_counters)
 
     def discard(self, queue: QueueRef, *, job_id: str) -> actions.ActionResult:
         with redis_errors(self.connection):
-            return actions.job_discard(self.client, queue=queue, job_id=job_id)
+            return redis_actions.job_discard(self.client, queue=queue, job_id=job_id)
 
     def promote(self, queue: QueueRef, *, job_id: str) -> actions.ActionResult:
         with redis_errors(self.connection):
-            return actions.job_promote(self.client, queue=queue, job_id=job_id)
+            return redis_actions.job_promote(self.client, queue=queue, job_id=job_id)
 
     def redrive(self, dlq: QueueRef, *, job_id: str, source: QueueRef) -> actions.ActionResult:
         with redis_errors(self.connection):
@@ -34,42 +39,46 @@ class RedisCommands:
 
     def pause(self, queue: QueueRef, *, paused: bool) -> None:
         with redis_errors(self.connection):
-            actions.queue_pause(self.client, queue=queue, paused=paused)
+            redis_actions.queue_pause(self.client, queue=queue, paused=paused)
 
     def clean(self, queue: QueueRef, *, state: str, older_than_ms: int, limit: int) -> int:
         with redis_errors(self.connection):
-            return actions.queue_clean(self.client, queue=queue, state=state, older_than_ms=older_than_ms, limit=limit)
+            return redis_actions.queue_clean(
+                self.client, queue=queue, state=state, older_than_ms=older_than_ms, limit=limit
+            )
 
     def add(self, queue: QueueRef, *, job: NewJob, schema: dict | None) -> job_add.AddOutcome:
         with redis_errors(self.connection):
-            return job_add.add_job(self.client, queue=queue, job=job, schema=schema)
+            return redis_job_add.add_job(self.client, queue=queue, job=job, schema=schema)
 
     def edit_and_retry(
         self, queue: QueueRef, *, plan: edit_retry.EditPlan, reset_counters: bool
     ) -> actions.ActionResult:
         with redis_errors(self.connection):
-            return edit_retry.edit_and_retry(self.client, queue=queue, plan=plan, reset_counters=reset_counters)
+            return redis_edit_retry.edit_and_retry(self.client, queue=queue, plan=plan, reset_counters=reset_counters)
 
     def settings(self, queue: QueueRef) -> queue_settings.QueueSettings:
         with redis_errors(self.connection):
-            return queue_settings.read_settings(self.client, queue=queue)
+            return redis_queue_settings.read_settings(self.client, queue=queue)
 
     def set_concurrency(self, queue: QueueRef, *, concurrency: int | None) -> None:
         with redis_errors(self.connection):
-            queue_settings.set_global_concurrency(self.client, queue=queue, concurrency=concurrency)
+            redis_queue_settings.set_global_concurrency(self.client, queue=queue, concurrency=concurrency)
 
     def set_rate_limit(self, queue: QueueRef, *, max_jobs: int | None, duration_ms: int | None) -> None:
         with redis_errors(self.connection):
-            queue_settings.set_global_rate_limit(self.client, queue=queue, max_jobs=max_jobs, duration_ms=duration_ms)
+            redis_queue_settings.set_global_rate_limit(
+                self.client, queue=queue, max_jobs=max_jobs, duration_ms=duration_ms
+            )
 
     def remove_rate_limit_key(self, queue: QueueRef) -> bool:
         with redis_errors(self.connection):
-            return queue_settings.remove_rate_limit_key(self.client, queue=queue)
+            return redis_queue_settings.remove_rate_limit_key(self.client, queue=queue)
 
     def drain(self, queue: QueueRef, *, delayed: bool) -> int:
         with redis_errors(self.connection):
-            return queue_settings.drain(self.client, queue=queue, delayed=delayed)
+            return redis_queue_settings.drain(self.client, queue=queue, delayed=delayed)
 
     def obliterate(self, queue: QueueRef) -> None:
         with redis_errors(self.connection):
-            queue_settings.obliterate(self.client, queue=queue)
+            redis_queue_settings.obliterate(self.client, queue=queue)

@@ -7,10 +7,17 @@ from typing import Any
 
 import redis
 
-from .. import edit_retry, error_groups, export, job_add, jobs, listing, retry_advice, selection
+from .. import edit_retry, error_groups, job_add, jobs, listing, retry_advice, selection
 from ..keys import QueueRef
 from ..redact import Redactor
-from . import replies
+from . import edit_retry as redis_edit_retry
+from . import error_groups as redis_error_groups
+from . import export, replies
+from . import job_add as redis_job_add
+from . import jobs as redis_jobs
+from . import listing as redis_listing
+from . import retry_advice as redis_retry_advice
+from . import selection as redis_selection
 from .errors import guarded_iter, redis_errors
 
 EXPORT_WRITERS = {"jsonl": export.iter_jobs_jsonl, "csv": export.iter_jobs_csv}
@@ -24,7 +31,7 @@ class RedisJobs:
         self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
     ) -> listing.JobPage:
         with redis_errors(self.connection):
-            return listing.list_jobs(
+            return redis_listing.list_jobs(
                 self.client,
                 queue,
                 state,
@@ -36,23 +43,23 @@ class RedisJobs:
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         with redis_errors(self.connection):
-            return listing.page_one_ids(self.client, queue, state, size)
+            return redis_listing.page_one_ids(self.client, queue, state, size)
 
     def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[jobs.JobSummary]:
         with redis_errors(self.connection):
-            return jobs.read_summaries(self.client, queue, ids, scores)
+            return redis_jobs.read_summaries(self.client, queue, ids, scores)
 
     def detail(self, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> jobs.JobDetail:
         with redis_errors(self.connection):
-            return jobs.read_job(self.client, queue, job_id, cap=cap, redactor=redactor)
+            return redis_jobs.read_job(self.client, queue, job_id, cap=cap, redactor=redactor)
 
     def live_detail(self, queue: QueueRef, job_id: str, *, redactor: Redactor) -> jobs.JobLive | None:
         with redis_errors(self.connection):
-            return jobs.read_job_live(self.client, queue, job_id, redactor=redactor)
+            return redis_jobs.read_job_live(self.client, queue, job_id, redactor=redactor)
 
     def raw_field(self, queue: QueueRef, job_id: str, field: str, *, redactor: Redactor) -> str:
         with redis_errors(self.connection):
-            return jobs.read_raw_field(self.client, queue, job_id, field, redactor=redactor)
+            return redis_jobs.read_raw_field(self.client, queue, job_id, field, redactor=redactor)
 
     def exists(self, queue: QueueRef, job_id: str) -> bool:
         with redis_errors(self.connection):
@@ -66,13 +73,13 @@ class RedisJobs:
         self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int, limit: int | None
     ) -> selection.Preview:
         with redis_errors(self.connection):
-            return selection.preview(
+            return redis_selection.preview(
                 self.client, queue=queue, filt=filt, before_ms=before_ms, sample=sample, limit=limit
             )
 
     def error_groups(self, queue: QueueRef, *, scan_limit: int) -> error_groups.ErrorGroups:
         with redis_errors(self.connection):
-            return error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
+            return redis_error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
 
     def export(
         self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int, redactor: Redactor
@@ -82,12 +89,12 @@ class RedisJobs:
 
     def option_sample(self, queue: QueueRef, *, now_ms: int) -> retry_advice.Sample:
         with redis_errors(self.connection):
-            return retry_advice.read_sample(self.client, queue, now_ms=now_ms)
+            return redis_retry_advice.read_sample(self.client, queue, now_ms=now_ms)
 
     def edit_plan(self, queue: QueueRef, *, job_id: str, patch: Any, schema: dict | None) -> edit_retry.EditPlan | None:
         with redis_errors(self.connection):
-            return edit_retry.plan_edit(self.client, queue=queue, job_id=job_id, patch=patch, schema=schema)
+            return redis_edit_retry.plan_edit(self.client, queue=queue, job_id=job_id, patch=patch, schema=schema)
 
     def duplicate_source(self, queue: QueueRef, *, job_id: str) -> job_add.SourceJob | None:
         with redis_errors(self.connection):
-            return job_add.read_source(self.client, queue=queue, job_id=job_id)
+            return redis_job_add.read_source(self.client, queue=queue, job_id=job_id)

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 import redis
 
 from ..keys import QueueRef
-from ..stalls import ActiveLists, read_active, without_lock
+from ..stalls import ActiveLists
 from .errors import redis_errors
+from .stalls import read_active, without_lock
 
 # BullMQ scores a delayed job ``due_ms * 4096 + seq``.
 DELAY_SCORE_FACTOR = 4096

@@ -6,6 +6,9 @@ import redis
 
 from .. import scheduler_edit, scheduler_migration, schedulers
 from ..keys import QueueRef
+from . import scheduler_edit as redis_scheduler_edit
+from . import scheduler_migration as redis_scheduler_migration
+from . import schedulers as redis_schedulers
 from .errors import redis_errors
 
 
@@ -15,26 +18,26 @@ class RedisSchedulers:
 
     def list(self, queue: QueueRef) -> list[schedulers.Scheduler]:
         with redis_errors(self.connection):
-            return schedulers.read_schedulers(self.client, queue)
+            return redis_schedulers.read_schedulers(self.client, queue)
 
     def spec(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerSpec | None:
         with redis_errors(self.connection):
-            return scheduler_edit.read_spec(self.client, queue=queue, scheduler_id=scheduler_id)
+            return redis_scheduler_edit.read_spec(self.client, queue=queue, scheduler_id=scheduler_id)
 
     def edit(self, queue: QueueRef, *, spec: scheduler_edit.SchedulerSpec) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
-            return scheduler_edit.edit_scheduler(self.client, queue=queue, spec=spec)
+            return redis_scheduler_edit.edit_scheduler(self.client, queue=queue, spec=spec)
 
     def remove(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
-            return scheduler_edit.remove_scheduler(self.client, queue=queue, scheduler_id=scheduler_id)
+            return redis_scheduler_edit.remove_scheduler(self.client, queue=queue, scheduler_id=scheduler_id)
 
     def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> scheduler_migration.MigrationPlan:
         with redis_errors(self.connection):
-            return scheduler_migration.plan_migration(
+            return redis_scheduler_migration.plan_migration(
                 self.client, queue=queue, member=member, scheduler_id=scheduler_id
             )
 
     def migrate(self, queue: QueueRef, *, plan: scheduler_migration.MigrationPlan) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
-            return scheduler_migration.migrate_legacy(self.client, queue=queue, plan=plan)
+            return redis_scheduler_migration.migrate_legacy(self.client, queue=queue, plan=plan)

@@ -6,10 +6,11 @@ from collections.abc import Callable, Mapping
 
 import redis
 
-from ..health import CheckResult, Thresholds, run_checks
+from ..health import CheckResult, Thresholds
 from ..keys import QueueRef
 from ..snapshot import QueueSnapshot
 from ..workers import Worker
+from .health_checks import run_checks
 
 
 class RedisServer:

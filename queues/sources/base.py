@@ -38,7 +38,7 @@ class UnsupportedBySource(QueuewatchError):
 
 @runtime_checkable
 class EventsReader(Protocol):
-    """Follows the events of a set of queues on one connection (``queues.events.EventsFollower``
+    """Follows the events of a set of queues on one connection (``queues.redis.events.EventsFollower``
     is the Redis one). Holds a connection of its own: reads block."""
 
     last_ids: dict[QueueRef, str]  # per followed queue, the id of the last event read

@@ -9,19 +9,21 @@ from typing import ClassVar
 
 import redis
 
-from ..discovery import discover_queue_names
-from ..discovery_pass import DiscoveryPass
-from ..events import EventsFollower
 from ..keys import QueueRef
 from ..redis.bulk_facet import RedisBulk
 from ..redis.commands_facet import RedisCommands
+from ..redis.discovery import discover_queue_names
+from ..redis.discovery_pass import DiscoveryPass
 from ..redis.errors import redis_errors
+from ..redis.events import EventsFollower
 from ..redis.jobs_facet import RedisJobs
 from ..redis.probes_facet import RedisProbes
 from ..redis.schedulers_facet import RedisSchedulers
 from ..redis.server_facet import RedisServer
-from ..snapshot import QueueSnapshot, read_snapshots
-from ..workers import Worker, read_workers
+from ..redis.snapshot import read_snapshots
+from ..redis.workers import read_workers
+from ..snapshot import QueueSnapshot
+from ..workers import Worker
 from .spec import ConnectionSpec
 
 # Extra seconds a follower's socket waits beyond its XREAD BLOCK, so redis-py never mistakes an
@@ -73,7 +75,7 @@ class RedisNodeSource:
         ]
 
     def discovery_pass(self, *, keys_per_step: int, min_pass_s: float, known=()) -> DiscoveryPass:
-        """The monitor's resumable, budgeted discovery (``queues.discovery_pass``)."""
+        """The monitor's resumable, budgeted discovery (``queues.redis.discovery_pass``)."""
         return DiscoveryPass(
             self._client,
             connection=self.spec.name,

@@ -10,9 +10,11 @@ import time
 import pytest
 import redis
 
-from queues import actions, dead_letters, redrive
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues import dead_letters
+from queues.bulk import BulkPlan, MemoryStore
 from queues.keys import QueueRef
+from queues.redis import actions, redrive
+from queues.redis.bulk import run_bulk
 from queues.selection import JobFilter
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 

@@ -11,13 +11,17 @@ import json
 
 import pytest
 
-from queues import actions, dead_letters, redrive
-from queues.bulk import BulkLock, BulkPlan, MemoryStore, Progress, RedisStore, run_bulk
-from queues.error_groups import error_groups, fingerprint, normalize
-from queues.export import iter_jobs_csv, iter_jobs_jsonl
+from queues import dead_letters
+from queues.bulk import BulkPlan, MemoryStore, Progress
+from queues.error_groups import fingerprint, normalize
 from queues.keys import QueueRef
 from queues.redact import Redactor
-from queues.selection import JobFilter, matching_ids, preview
+from queues.redis import actions, redrive
+from queues.redis.bulk import BulkLock, RedisStore, run_bulk
+from queues.redis.error_groups import error_groups
+from queues.redis.export import iter_jobs_csv, iter_jobs_jsonl
+from queues.redis.selection import matching_ids, preview
+from queues.selection import JobFilter
 from tests.support.seeding import seed_failed
 
 Q = QueueRef("default", "bull", "unit")
@@ -345,7 +349,7 @@ def test_one_bulk_task_per_queue(r):
 
 
 def test_a_runner_that_lost_its_lock_stops(r):
-    from queues.bulk import LockLost
+    from queues.redis.bulk import LockLost
 
     seed_failed(r, Q, 10)
     lock = BulkLock(r, queue=Q, owner="me")
@@ -462,8 +466,8 @@ def test_dlq_redrive_walks_the_waiting_list_past_jobs_that_stay(r):
 
 @pytest.mark.parametrize("batch_ran", [True, False])
 def test_whole_set_retry_resumes_exactly_from_its_receipt(r, batch_ran):
-    from queues.bulk import head_mode
-    from queues.bullmq_scripts import scripts_for
+    from queues.redis.bulk import head_mode
+    from queues.redis.bullmq_scripts import scripts_for
     from queues.selection import Cursor
 
     seed_failed(r, Q, 100)
@@ -532,8 +536,8 @@ def test_bulk_edit_retry_patches_each_stored_data_and_resets_counters(r):
 
 
 def test_bulk_edit_retry_leaves_a_job_whose_data_changed_after_it_was_read(r):
-    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
     from queues.bulk.edit_patch import patched
+    from queues.redis.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
 
     seed_failed(r, Q, 2)
     read = r.hget(Q.job_key("1"), "data")
@@ -625,7 +629,7 @@ def test_a_third_redrive_of_the_same_custom_id_gets_an_id_of_its_own_incarnation
 
 
 def test_bulk_edit_resumes_after_a_crash_between_chunks_with_every_job_edited_once(r, monkeypatch):
-    from queues.bulk import edit
+    from queues.redis.bulk import edit
 
     monkeypatch.setattr(edit, "CHUNK", 4)  # a batch of 10 is sent as chunks of 4, 4 and 2
     seed_failed(r, Q, 60, data=lambda i: {"i": i, "n": 0})

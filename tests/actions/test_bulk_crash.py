@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from queues.bulk import BulkPlan, RedisStore
-from queues.redrive import redrive_job_id
+from queues.bulk import BulkPlan
+from queues.redis.bulk import RedisStore
+from queues.redis.redrive import redrive_job_id
 from queues.selection import JobFilter
 from tests.support.parallel import heavy_trial
 from tests.support.servers import ROOT, node_available, run_node

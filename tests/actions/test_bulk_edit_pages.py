@@ -18,8 +18,9 @@ from django.urls import reverse
 from dashboard.actions.bulk_runner import plan_for
 from dashboard.actions.models import BulkTask
 from dashboard.audit.models import AuditEntry
-from queues.bulk import MemoryStore, run_bulk
+from queues.bulk import MemoryStore
 from queues.error_groups import fingerprint
+from queues.redis.bulk import run_bulk
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.django_db, pytest.mark.node]

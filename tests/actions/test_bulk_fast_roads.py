@@ -12,11 +12,12 @@ import json
 
 import pytest
 
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
-from queues.bulk.edit import CHUNK
+from queues.bulk import BulkPlan, MemoryStore
 from queues.bulk.edit_patch import patched
 from queues.edit_retry import merge_patch
 from queues.keys import QueueRef
+from queues.redis.bulk import run_bulk
+from queues.redis.bulk.edit import CHUNK
 from queues.selection import JobFilter
 from tests.support.seeding import seed_failed
 
@@ -60,7 +61,7 @@ def test_patched_keeps_untouched_bytes_and_refuses_what_is_not_strict_json():
 
 
 def test_every_chunk_runs_when_the_scripts_are_flushed_in_the_middle_of_a_batch(r, monkeypatch):
-    import queues.bulk.edit as edit
+    import queues.redis.bulk.edit as edit
 
     n = 6 * CHUNK + 7
     seed_failed(r, Q, n, data=lambda i: {"i": i, "amount": 5})

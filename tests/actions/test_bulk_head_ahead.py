@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
-from queues.bulk.head import AHEAD
-from queues.bullmq_scripts import scripts_for
+from queues.bulk import BulkPlan, MemoryStore
 from queues.keys import QueueRef
+from queues.redis.bulk import run_bulk
+from queues.redis.bulk.head import AHEAD
+from queues.redis.bullmq_scripts import scripts_for
 from queues.selection import JobFilter
 from tests.support.seeding import seed_failed
 
@@ -163,8 +164,8 @@ def test_an_edit_of_a_big_set_reads_with_sort_and_still_places_priority_and_lifo
 
 
 def test_an_edit_chunk_at_the_head_whose_data_changed_after_it_was_read_moves_all_but_that_job(r):
-    from queues.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
     from queues.bulk.edit_patch import patched
+    from queues.redis.bulk.edit import EDIT_RETRY_BATCH, chunk_digest
 
     seed_failed(r, Q, 300, data=lambda i: {"i": i})
     ids = [str(i) for i in range(1, 201)]  # the head of a skiplist-encoded set, read with SORT_RO
@@ -181,7 +182,7 @@ def test_an_edit_chunk_at_the_head_whose_data_changed_after_it_was_read_moves_al
 def test_a_chunk_digest_joins_the_data_so_it_cannot_be_split_two_ways():
     import hashlib
 
-    from queues.bulk.edit import chunk_digest
+    from queues.redis.bulk.edit import chunk_digest
 
     assert chunk_digest([b'{"a":1}', b"", b"[2]"]) == hashlib.sha1(b'{"a":1}\0\0[2]').hexdigest()
     # Data holding a NUL could make two different chunks join alike: such a chunk has no digest,

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.urls import reverse
 
 from dashboard.actions.models import TriageRule
-from queues.error_groups import error_groups, fingerprint
+from queues.error_groups import fingerprint
 from queues.error_triage import (
     MAX_INPUT,
     PERMANENT,
@@ -23,6 +23,7 @@ from queues.error_triage import (
     validate_pattern,
 )
 from queues.keys import QueueRef
+from queues.redis.error_groups import error_groups
 from tests.support.seeding import seed_failed
 from tests.support.servers import run_node
 

@@ -16,8 +16,9 @@ from django.urls import reverse
 from dashboard.actions.bulk_runner import plan_for
 from dashboard.actions.models import BulkTask, QueueSchema
 from dashboard.audit.models import AuditEntry
-from queues.bulk import MemoryStore, run_bulk
+from queues.bulk import MemoryStore
 from queues.messages import from_data
+from queues.redis.bulk import run_bulk
 from tests.support.accounts import token_for, user_with
 from tests.support.servers import run_node
 

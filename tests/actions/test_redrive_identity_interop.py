@@ -1,4 +1,4 @@
-"""A redriven dead letter keeps its identity, against real Node BullMQ 6.7 (``queues.redrive``):
+"""A redriven dead letter keeps its identity, against real Node BullMQ 6.7 (``queues.redis.redrive``):
 its custom id when free, its deduplication id (a later ``Queue.add`` with that id is
 deduplicated against the copy), its priority and lifo; a second redrive of a dead letter with
 the same custom id is never stuck; dead letters that wait with a priority (the prioritized set)
@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from queues import redrive
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues.bulk import BulkPlan, MemoryStore
+from queues.redis import redrive
+from queues.redis.bulk import run_bulk
 from queues.selection import JobFilter
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)

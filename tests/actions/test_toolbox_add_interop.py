@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from queues import actions, job_add
+from queues import job_add
 from queues.job_options import InvalidJob, new_job
 from queues.keys import QueueRef
+from queues.redis import actions
+from queues.redis import job_add as redis_job_add
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
@@ -31,7 +33,7 @@ EVERY_OPTION = {
 
 
 def ours(r, queue: QueueRef, *, name="job", data=None, opts=None) -> job_add.AddOutcome:
-    return job_add.add_job(r, queue=queue, job=new_job(name=name, data=data, opts=opts or {}))
+    return redis_job_add.add_job(r, queue=queue, job=new_job(name=name, data=data, opts=opts or {}))
 
 
 def without_times(fields: dict) -> dict:
@@ -155,7 +157,7 @@ def test_a_duplicate_equals_its_source_but_for_id_and_timestamps(server, r):
         },
     }
     source = node(server, "add", "dupe", json.dumps([spec]))
-    copy = job_add.duplicate_job(r, queue=q("dupe"), job_id="src-1")
+    copy = redis_job_add.duplicate_job(r, queue=q("dupe"), job_id="src-1")
     assert copy.created and copy.job_id != "src-1"
     fields = node(server, "hashes", "dupe", json.dumps([copy.job_id]))["hashes"][copy.job_id]
     original = source["hashes"]["src-1"]
@@ -165,4 +167,4 @@ def test_a_duplicate_equals_its_source_but_for_id_and_timestamps(server, r):
     assert {k: v for k, v in fields.items() if k not in ("timestamp", "opts")} == {
         k: v for k, v in original.items() if k not in ("timestamp", "opts")
     }
-    assert job_add.duplicate_job(r, queue=q("dupe"), job_id="gone") is None
+    assert redis_job_add.duplicate_job(r, queue=q("dupe"), job_id="gone") is None

@@ -11,7 +11,10 @@ import re
 
 import pytest
 
-from queues import actions, edit_retry, queue_settings
+from queues import edit_retry, queue_settings
+from queues.redis import actions
+from queues.redis import edit_retry as redis_edit_retry
+from queues.redis import queue_settings as redis_queue_settings
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
@@ -30,11 +33,11 @@ def test_an_edited_failed_job_runs_with_the_new_data_and_reset_counters(server, 
     )["ids"]
     job = ids[0]
     assert r.zscore(q("fix").key("failed"), job) is not None
-    plan = edit_retry.plan_edit(r, queue=q("fix"), job_id=job, patch={"fail": 0, "card": {"exp": "01/30"}})
+    plan = redis_edit_retry.plan_edit(r, queue=q("fix"), job_id=job, patch={"fail": 0, "card": {"exp": "01/30"}})
     diff = plan.diff()
     assert {'-    "exp": "01/20",', '+    "exp": "01/30",', '-  "fail": 1', '+  "fail": 0'} <= set(diff)
     assert not any("4111" in line and line[0] in "+-" for line in diff)  # unchanged lines are context only
-    result = edit_retry.edit_and_retry(r, queue=q("fix"), plan=plan)
+    result = redis_edit_retry.edit_and_retry(r, queue=q("fix"), plan=plan)
     assert result.outcome == "done", result.message
     assert r.hget(q("fix").job_key(job), "atm") is None
     done = node(server, "run", "fix", "1", "0")["jobs"][job]
@@ -46,17 +49,17 @@ def test_edit_and_retry_refuses_stale_previews_and_non_failed_jobs(server, r):
     ids = node(server, "fail", "stale", json.dumps([{"name": "a", "data": {"v": 1}}, {"name": "b", "data": {"v": 1}}]))[
         "ids"
     ]
-    plan = edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[0], patch={"v": 2})
+    plan = redis_edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[0], patch={"v": 2})
     r.hset(q("stale").job_key(ids[0]), "data", json.dumps({"v": 5}))  # a producer changed it meanwhile
-    assert edit_retry.edit_and_retry(r, queue=q("stale"), plan=plan).outcome == "changed"
+    assert redis_edit_retry.edit_and_retry(r, queue=q("stale"), plan=plan).outcome == "changed"
     assert json.loads(r.hget(q("stale").job_key(ids[0]), "data")) == {"v": 5}
     assert r.zscore(q("stale").key("failed"), ids[0]) is not None
-    same = edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[1], patch={"v": 1})
-    assert edit_retry.edit_and_retry(r, queue=q("stale"), plan=same).outcome == "unchanged"
-    assert edit_retry.plan_edit(r, queue=q("stale"), job_id="nope", patch={}) is None
+    same = redis_edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[1], patch={"v": 1})
+    assert redis_edit_retry.edit_and_retry(r, queue=q("stale"), plan=same).outcome == "unchanged"
+    assert redis_edit_retry.plan_edit(r, queue=q("stale"), job_id="nope", patch={}) is None
     r.hset(q("stale").job_key(ids[1]), "data", "{not json")
     with pytest.raises(edit_retry.PatchError):
-        edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[1], patch={"v": 2})
+        redis_edit_retry.plan_edit(r, queue=q("stale"), job_id=ids[1], patch={"v": 2})
 
 
 def test_merge_patch_follows_rfc_7386():
@@ -71,30 +74,30 @@ def test_merge_patch_follows_rfc_7386():
 
 def test_a_running_node_worker_obeys_global_concurrency(server, r):
     node(server, "dump", "conc")  # the queue exists
-    queue_settings.set_global_concurrency(r, queue=q("conc"), concurrency=2)
-    assert queue_settings.read_settings(r, queue=q("conc")).concurrency == 2
+    redis_queue_settings.set_global_concurrency(r, queue=q("conc"), concurrency=2)
+    assert redis_queue_settings.read_settings(r, queue=q("conc")).concurrency == 2
     out = node(server, "throughput", "conc", "8", "100")
     assert out["maxActive"] == 2  # the worker's own concurrency is 10
-    queue_settings.set_global_concurrency(r, queue=q("conc"), concurrency=None)
-    assert queue_settings.read_settings(r, queue=q("conc")).concurrency is None
+    redis_queue_settings.set_global_concurrency(r, queue=q("conc"), concurrency=None)
+    assert redis_queue_settings.read_settings(r, queue=q("conc")).concurrency is None
     assert node(server, "throughput", "conc", "8", "100")["maxActive"] > 2
 
 
 def test_a_running_node_worker_obeys_the_global_rate_limit(server, r):
     node(server, "dump", "rate")
-    queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=2, duration_ms=500)
-    settings = queue_settings.read_settings(r, queue=q("rate"))
+    redis_queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=2, duration_ms=500)
+    settings = redis_queue_settings.read_settings(r, queue=q("rate"))
     assert (settings.rate_max, settings.rate_duration_ms) == (2, 500)
     started = node(server, "throughput", "rate", "6", "1")["started"]
     assert started[-1] >= 900  # 6 jobs at 2 per 500 ms: the last starts in the third window
     r.set(q("rate").key("limiter"), 2, px=60000)  # as a worker's limiter leaves it mid-window
-    assert queue_settings.read_settings(r, queue=q("rate")).rate_limited
-    assert queue_settings.remove_rate_limit_key(r, queue=q("rate"))
-    assert not queue_settings.read_settings(r, queue=q("rate")).rate_limited
-    queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=None)
+    assert redis_queue_settings.read_settings(r, queue=q("rate")).rate_limited
+    assert redis_queue_settings.remove_rate_limit_key(r, queue=q("rate"))
+    assert not redis_queue_settings.read_settings(r, queue=q("rate")).rate_limited
+    redis_queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=None)
     assert r.hmget(q("rate").key("meta"), ["max", "duration"]) == [None, None]
     with pytest.raises(queue_settings.SettingRefused):
-        queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=0, duration_ms=10)
+        redis_queue_settings.set_global_rate_limit(r, queue=q("rate"), max_jobs=0, duration_ms=10)
 
 
 def timeless(text) -> str:
@@ -127,13 +130,13 @@ def members(r, key: str) -> list:
 @pytest.mark.parametrize("delayed", [False, True])
 def test_drain_leaves_exactly_what_node_drain_leaves(server, r, delayed):
     filled_twins(server, paused=False)
-    theirs_before = queue_settings.read_settings(r, queue=q("theirs")).counts
-    removed = queue_settings.drain(r, queue=q("ours"), delayed=delayed)
+    theirs_before = redis_queue_settings.read_settings(r, queue=q("theirs")).counts
+    removed = redis_queue_settings.drain(r, queue=q("ours"), delayed=delayed)
     node(server, "drain", "theirs", "1" if delayed else "0")
     assert dump(server, "ours") == as_ours(dump(server, "theirs"))
     for state in ("wait", "prioritized", "delayed", "completed", "failed", "repeat"):
         assert members(r, f"bull:ours:{state}") == members(r, f"bull:theirs:{state}"), state
-    theirs_after = queue_settings.read_settings(r, queue=q("theirs")).counts
+    theirs_after = redis_queue_settings.read_settings(r, queue=q("theirs")).counts
     assert removed == sum(theirs_before[s] - theirs_after[s] for s in theirs_before) > 0
     assert theirs_after["delayed"] == (0 if delayed else theirs_before["delayed"])
 
@@ -141,13 +144,13 @@ def test_drain_leaves_exactly_what_node_drain_leaves(server, r, delayed):
 def test_obliterate_leaves_exactly_what_node_obliterate_leaves(server, r):
     filled_twins(server, paused=False)
     with pytest.raises(queue_settings.SettingRefused, match="not paused"):
-        queue_settings.obliterate(r, queue=q("ours"))
+        redis_queue_settings.obliterate(r, queue=q("ours"))
     assert dump(server, "ours") == as_ours(dump(server, "theirs"))  # refused: nothing changed
     for name in ("ours", "theirs"):
         actions.queue_pause(r, queue=q(name), paused=True)
-    before = queue_settings.read_settings(r, queue=q("ours"))
+    before = redis_queue_settings.read_settings(r, queue=q("ours"))
     assert before.paused and before.total_jobs > 0 and before.counts["schedulers"] == 1
-    queue_settings.obliterate(r, queue=q("ours"))
+    redis_queue_settings.obliterate(r, queue=q("ours"))
     node(server, "obliterate", "theirs")
     assert dump(server, "ours") == as_ours(dump(server, "theirs")) == {}
 

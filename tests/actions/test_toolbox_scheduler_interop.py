@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from queues import cron, scheduler_edit, scheduler_migration
+from queues import cron, scheduler_edit
+from queues.redis import scheduler_edit as redis_scheduler_edit
+from queues.redis import scheduler_migration
 from tests.support.servers import node_available
 from tests.support.toolbox import node, q, r, server  # noqa: F401  (fixtures)
 
@@ -116,7 +118,7 @@ def test_an_edited_scheduler_is_what_nodes_upsert_makes(server, r, repeat):
         data=template["data"],
         opts=template["opts"],
     )
-    result = scheduler_edit.edit_scheduler(r, queue=q("ours"), spec=spec)
+    result = redis_scheduler_edit.edit_scheduler(r, queue=q("ours"), spec=spec)
     assert result.ok, result.message
     node_hash = r.hgetall("bull:node:repeat:daily")
     our_hash = r.hgetall("bull:ours:repeat:daily")
@@ -172,9 +174,9 @@ def test_edit_refuses_what_node_would_not_schedule_and_changes_nothing(server, r
             scheduler_edit.check_spec(scheduler_id="hourly", name="tick", **bad)
     past = scheduler_edit.check_spec(scheduler_id="hourly", name="tick", every=1000, end_date=1000)
     with pytest.raises(scheduler_edit.SchedulerError, match="end date"):
-        scheduler_edit.edit_scheduler(r, queue=q("guard"), spec=past)
+        redis_scheduler_edit.edit_scheduler(r, queue=q("guard"), spec=past)
     gone = scheduler_edit.check_spec(scheduler_id="nope", name="tick", every=1000)
-    assert scheduler_edit.edit_scheduler(r, queue=q("guard"), spec=gone).outcome == "not_editable"
+    assert redis_scheduler_edit.edit_scheduler(r, queue=q("guard"), spec=gone).outcome == "not_editable"
     assert not r.exists("bull:guard:repeat:nope") and r.zscore("bull:guard:repeat", "nope") is None
     assert r.hgetall("bull:guard:repeat:hourly") == before
 
@@ -185,8 +187,8 @@ def test_remove_leaves_what_nodes_remove_job_scheduler_leaves(server, r):
         node(server, "schedule", name, "hourly", repeat, json.dumps({"name": "tick"}))
         node(server, "schedule", name, "other", json.dumps({"pattern": "0 3 * * *"}), json.dumps({"name": "t"}))
     node(server, "unschedule", "node", "hourly")
-    assert scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").ok
-    assert scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").outcome == "missing"
+    assert redis_scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").ok
+    assert redis_scheduler_edit.remove_scheduler(r, queue=q("ours"), scheduler_id="hourly").outcome == "missing"
     left = {
         name: sorted(k.replace(f"bull:{name}:", "") for k in node(server, "dump", name)["keys"])
         for name in ("node", "ours")

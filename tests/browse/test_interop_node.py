@@ -9,8 +9,9 @@ import pytest
 import redis
 
 from dashboard.connections.registry import get_redactor, get_registry
-from queues import jobs, snapshot
+from queues import snapshot
 from queues.keys import QueueRef
+from queues.redis import jobs
 
 pytestmark = [pytest.mark.node, pytest.mark.django_db]
 

@@ -19,8 +19,9 @@ from redis.retry import Retry
 
 from dashboard.core import dash_redis
 from queues import health
-from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds, run_checks
+from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds
 from queues.keys import QueueRef
+from queues.redis.health_checks import run_checks
 from tests.support.health import make_queue, queue_state, wait_followed
 from tests.support.live import monitor_thread, run_monitor_until
 from tests.support.servers import NODE_DIR, RedisServer, ensure_node_modules, refused_port, run_node
@@ -66,7 +67,7 @@ def managed_client(server: RedisServer) -> redis.Redis:
 
 
 def test_every_check_has_a_stable_kind_an_explanation_and_a_fix():
-    # The Redis kind's own checks (queues/redis/health_catalogue.py), reachability first; the ids
+    # The Redis kind's own checks (queues/health/redis_catalogue.py), reachability first; the ids
     # are stable (/metrics and stored rules name them).
     assert health.connection_kinds("redis") == (
         "redis.reachable",

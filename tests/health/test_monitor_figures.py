@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from queues.health import FAIL, PASS, run_checks
+from queues.health import FAIL, PASS
+from queues.redis.health_checks import run_checks
 from queues.snapshot import COUNT_STATES, QueueSnapshot
 from tests.support.health import make_queue
 

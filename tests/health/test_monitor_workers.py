@@ -15,8 +15,9 @@ import pytest
 from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
-from queues.health import FAIL, PASS, UNKNOWN, run_checks
+from queues.health import FAIL, PASS, UNKNOWN
 from queues.keys import QueueRef
+from queues.redis.health_checks import run_checks
 from queues.workers import Worker
 from tests.support.health import make_queue
 from tests.support.live import monitor_thread

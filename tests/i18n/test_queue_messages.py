@@ -17,8 +17,10 @@ from django.utils import translation
 
 from dashboard.core.i18n import translate
 from queues import actions, cron, scheduler_edit
-from queues.bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from queues.messages import Joined, Message
+from queues.redis import actions as redis_actions
+from queues.redis import scheduler_edit as redis_scheduler_edit
+from queues.redis.bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = [ROOT / "queues" / "actions.py", ROOT / "queues" / "scheduler_edit.py"]
@@ -82,12 +84,14 @@ def _action_results() -> list:
         " ",
     )
     results = [
-        actions.retry_outcome("42", code, state=state) for code in (1, -1, -3) for state in ("failed", "completed")
+        redis_actions.retry_outcome("42", code, state=state)
+        for code in (1, -1, -3)
+        for state in ("failed", "completed")
     ]
-    results += [actions.remove_outcome("42", code) for code in (NOT_A_JOB_CODE, 1, 0, -8, -3)]
-    results += [actions.remove_outcome("42", 1, children_note=note), actions.not_a_job("meta")]
-    results += [actions.promote_outcome("42", code) for code in (0, -3)]
-    results += [scheduler_edit.refusal(code, "nightly") for code in (*scheduler_edit._REFUSED, -999)]
+    results += [redis_actions.remove_outcome("42", code) for code in (NOT_A_JOB_CODE, 1, 0, -8, -3)]
+    results += [redis_actions.remove_outcome("42", 1, children_note=note), actions.not_a_job("meta")]
+    results += [redis_actions.promote_outcome("42", code) for code in (0, -3)]
+    results += [redis_scheduler_edit.refusal(code, "nightly") for code in (*redis_scheduler_edit._REFUSED, -999)]
     return results
 
 
@@ -117,7 +121,7 @@ def _refusals() -> list[str]:
             cron.cron_validate(expr)
         texts.append(str(caught.value))
     with pytest.raises(ValueError) as caught:
-        actions.queue_clean(None, queue=None, state="active", older_than_ms=0)
+        redis_actions.queue_clean(None, queue=None, state="active", older_than_ms=0)
     return [*texts, str(caught.value)]
 
 

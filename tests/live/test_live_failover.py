@@ -24,7 +24,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.node
 
-LEADER_KEY = "queuewatch:monitor:leader"  # queues.leader.LeaderLock's key
+LEADER_KEY = "queuewatch:monitor:leader"  # queues.redis.leader.LeaderLock's key
 
 
 class MonitorProcess:

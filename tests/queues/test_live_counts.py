@@ -3,11 +3,13 @@
 import pytest
 import redis
 
-from queues.events import Event, EventsFollower
+from queues.events import Event
 from queues.keep_counts import KEEP_ALL, keep_count
 from queues.keys import QueueRef
 from queues.live_counts import JobStates, LiveCounts
-from queues.snapshot import QueueSnapshot, read_snapshots
+from queues.redis.events import EventsFollower
+from queues.redis.snapshot import read_snapshots
+from queues.snapshot import QueueSnapshot
 from tests.support.servers import node_available, run_node
 
 Q = QueueRef("default", "bull", "counted")

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from queues.connections import connection_specs_from_env, redact_url
-from queues.discovery import discover_queue_names, glob_escape
 from queues.errors import ConfigurationError
 from queues.keys import parse_job_key
 from queues.redact import Redactor
-from queues.schedulers import is_legacy_key_shape, read_schedulers
+from queues.redis.discovery import discover_queue_names, glob_escape
+from queues.redis.schedulers import is_legacy_key_shape, read_schedulers
 
 pytestmark = pytest.mark.django_db
 
@@ -137,7 +137,7 @@ def test_legacy_scheduler_detection_with_real_old_shape_keys(redis_prefix):
 
 
 def test_snapshot_reads_legacy_v5_paused_list_and_skips_markers(redis_prefix):
-    from queues.snapshot import read_snapshots
+    from queues.redis.snapshot import read_snapshots
 
     r = redis_prefix.client
     q = redis_prefix.queue("v5")
@@ -163,7 +163,7 @@ def test_legacy_schedulers_are_flagged_on_the_page(logged_in, prefixed_queues):
 
 
 def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_prefix):
-    from queues.snapshot import read_snapshots
+    from queues.redis.snapshot import read_snapshots
 
     r = redis_prefix.client
     weird, fine = redis_prefix.queue("weird"), redis_prefix.queue("fine")

@@ -10,8 +10,9 @@ import time
 import pytest
 
 from queues.health import FAIL, PASS
-from queues.retry_advice import SAMPLE_PER_STATE, Sample, SampledJob, advise, read_sample
-from queues.workers import read_workers
+from queues.redis.retry_advice import read_sample
+from queues.redis.workers import read_workers
+from queues.retry_advice import SAMPLE_PER_STATE, Sample, SampledJob, advise
 from tests.support.node_workers import NodeWorkers
 from tests.support.servers import node_available
 

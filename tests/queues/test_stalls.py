@@ -1,7 +1,7 @@
 """Stalled-now in fleets of any size (queues.stalls): whole active lists, read in pages."""
 
 from queues.keys import QueueRef
-from queues.stalls import read_active, without_lock
+from queues.redis.stalls import read_active, without_lock
 
 Q = QueueRef("default", "bull", "fleet")
 OTHER = QueueRef("default", "bull", "small")

@@ -12,7 +12,8 @@ import pytest
 import redis
 
 from queues.keys import QueueRef
-from queues.workers import Worker, client_name, read_workers, workers_by_queue
+from queues.redis.workers import read_workers
+from queues.workers import Worker, client_name, workers_by_queue
 
 MAIL = QueueRef("default", "bull", "mail")
 EMOJI = QueueRef("default", "app", "émails ✉")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from queues import actions
-from queues.bulk import BulkPlan, execute_batch
+from queues.bulk import BulkPlan
 from queues.keys import QueueRef
+from queues.redis import actions as redis_actions
+from queues.redis.bulk import execute_batch
 
 Q = QueueRef("default", "bull", "shop")
 ITERATION = "repeat:sch1:1700000000000"
@@ -56,7 +58,7 @@ STRUCTURES = ("meta", "events", "repeat:sch1", "de:order-7")
 def test_discard_refuses_a_key_that_is_not_a_job(redis_client, job_id):
     seed(redis_client)
     before = snapshot_of_structures(redis_client)
-    result = actions.job_discard(redis_client, queue=Q, job_id=job_id)
+    result = redis_actions.job_discard(redis_client, queue=Q, job_id=job_id)
     assert result.outcome in (actions.NOT_A_JOB, actions.MISSING), result
     if redis_client.exists(Q.key(job_id)):
         assert result.outcome == actions.NOT_A_JOB and "is not a job" in result.message
@@ -67,8 +69,8 @@ def test_discard_refuses_a_key_that_is_not_a_job(redis_client, job_id):
 def test_retry_promote_and_bulk_discard_refuse_it_too(redis_client, job_id):
     seed(redis_client)
     before = snapshot_of_structures(redis_client)
-    assert not actions.job_retry(redis_client, queue=Q, job_id=job_id).ok
-    assert not actions.job_promote(redis_client, queue=Q, job_id=job_id).ok
+    assert not redis_actions.job_retry(redis_client, queue=Q, job_id=job_id).ok
+    assert not redis_actions.job_promote(redis_client, queue=Q, job_id=job_id).ok
     # The bulk engine selected the id from a state that it has since left (or never was in).
     plan = BulkPlan(queue=Q, action="discard", before_ms=1800000000000, job_ids=(job_id,))
     [result] = execute_batch(redis_client, plan, [(job_id, "failed")], now_ms=1800000000000)
@@ -78,11 +80,11 @@ def test_retry_promote_and_bulk_discard_refuse_it_too(redis_client, job_id):
 
 def test_a_scheduler_iteration_that_is_a_real_job_is_accepted(redis_client):
     seed(redis_client)
-    retried = actions.job_retry(redis_client, queue=Q, job_id=ITERATION)
+    retried = redis_actions.job_retry(redis_client, queue=Q, job_id=ITERATION)
     assert retried.ok, retried
     redis_client.lrem(Q.key("wait"), 0, ITERATION)
     redis_client.zadd(Q.key("failed"), {ITERATION: 1700000001000})
-    discarded = actions.job_discard(redis_client, queue=Q, job_id=ITERATION)
+    discarded = redis_actions.job_discard(redis_client, queue=Q, job_id=ITERATION)
     assert discarded.ok, discarded
     assert not redis_client.exists(Q.key(ITERATION))
     assert redis_client.hgetall(Q.key("repeat:sch1"))  # the scheduler itself is untouched

@@ -11,7 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from queues.error_groups import STACK_SAMPLES
+from queues.redis.error_groups import STACK_SAMPLES
 
 pytestmark = pytest.mark.django_db
 FAILED = 5000

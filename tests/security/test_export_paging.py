@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import threading
 
-from queues.export import iter_jobs_jsonl
 from queues.keys import QueueRef
 from queues.redact import Redactor
+from queues.redis.export import iter_jobs_jsonl
 from queues.selection import JobFilter
 from tests.support.servers import RedisServer
 

@@ -22,7 +22,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from queues.export import FIRST_PAGE
+from queues.redis.export import FIRST_PAGE
 from tests.security.gate import GateProxy
 from tests.support.servers import ROOT, AppServer, RedisServer
 

@@ -14,8 +14,8 @@ import pytest
 
 from dashboard.core import dash_redis
 from dashboard.monitor import discovering
-from queues.discovery_pass import DiscoveryPass
 from queues.keys import QueueRef
+from queues.redis.discovery_pass import DiscoveryPass
 from tests.support.servers import RedisServer
 
 FILLER = 20_000

@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 
 from dashboard.live import fragments
-from queues.jobs import read_job_live
 from queues.keys import QueueRef
 from queues.redact import Redactor
+from queues.redis.jobs import read_job_live
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,11 @@ import json
 
 import pytest
 
-from queues import dead_letters, redrive
-from queues.bulk import BulkPlan, MemoryStore, run_bulk
+from queues import dead_letters
+from queues.bulk import BulkPlan, MemoryStore
 from queues.keys import QueueRef
+from queues.redis import redrive
+from queues.redis.bulk import run_bulk
 from queues.selection import JobFilter
 
 STEERING = {"source": "victim", "queue": "victim", "sourceQueue": "victim", "source_queue": "victim", "i": 1}

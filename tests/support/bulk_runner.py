@@ -8,7 +8,8 @@ import sys
 
 import redis
 
-from queues.bulk import BulkPlan, RedisStore, run_bulk
+from queues.bulk import BulkPlan
+from queues.redis.bulk import RedisStore, run_bulk
 
 
 def main() -> None:

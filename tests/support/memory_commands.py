@@ -8,15 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from queues import actions, edit_retry, job_schema
-from queues.actions import ActionResult, gone, promote_outcome, remove_outcome, retry_outcome
+from queues.actions import ActionResult, gone
 from queues.bulk import DONE_STATE, BulkPlan, Progress, ProgressStore
 from queues.cron import bullmq_next_millis
 from queues.health import FAIL, PASS, CheckResult, Thresholds
-from queues.job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, add_kind, check_data
+from queues.job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, check_data
 from queues.job_options import InvalidJob, NewJob
 from queues.keys import QueueRef
 from queues.messages import _
 from queues.queue_settings import QueueSettings, SettingRefused
+from queues.redis.actions import promote_outcome, remove_outcome, retry_outcome
+from queues.redis.job_add import add_kind
 from queues.scheduler_edit import SchedulerError, SchedulerResult, SchedulerSpec
 from queues.scheduler_migration import MigrationPlan
 from queues.schedulers import Scheduler

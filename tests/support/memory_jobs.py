@@ -14,12 +14,13 @@ from typing import Any
 from queues import edit_retry, job_schema
 from queues.error_groups import ErrorGroup, ErrorGroups, fingerprint, normalize
 from queues.errors import JobNotFound
-from queues.export import CSV_COLUMNS, _csv_cell
-from queues.job_add import STORED_TO_OPTION, SourceJob
+from queues.job_add import SourceJob
 from queues.jobs import SUMMARY_FIELDS, JobDetail, JobLive, JobSummary, prepare_payload, summary_from_fields
 from queues.keys import QueueRef
 from queues.listing import JobPage
 from queues.redact import Redactor
+from queues.redis.export import CSV_COLUMNS, _csv_cell
+from queues.redis.job_add import STORED_TO_OPTION
 from queues.retry_advice import Sample, SampledJob
 from queues.safe_json import parse_json
 from queues.selection import JobFilter, Preview, matches_filter
@@ -71,7 +72,7 @@ def _json_or_text(raw: str | None, redactor: Redactor) -> Any:
 
 
 def export_record(job: MemJob, redactor: Redactor) -> dict:
-    """The record ``queues.export.iter_record_pages`` writes for a job (same keys, same order)."""
+    """The record ``queues.redis.export.iter_record_pages`` writes for a job (same keys, same order)."""
     return {
         "id": job.id,
         "name": job.name,

@@ -10,16 +10,18 @@ from itertools import repeat
 
 import redis
 
-from ..actions import DONE, MISSING, WRONG_STATE
-from ..job_schema import INVALID_DATA
-from ..messages import as_data
-from ..selection import Cursor, Page, advance, next_page
+from ...actions import DONE, MISSING, WRONG_STATE
+from ...bulk.plan import BulkPlan
+from ...bulk.progress import CANCELLED, DONE_STATE, GONE, RUNNING, Progress, ProgressStore
+from ...job_schema import INVALID_DATA
+from ...messages import as_data
+from ...selection import Cursor, Page, advance
+from ..selection import next_page
 from .batches import MOVED, execute_batch, explicit_page, state_check, still_there
 from .edit import BAD_DATA, read_page, reads_its_page
 from .head import RECEIPT_NAMESPACE, HeadRun, head_mode, reconcile_head
 from .lock import BulkLock, LockLost
-from .plan import BulkPlan, plan_total
-from .progress import CANCELLED, DONE_STATE, GONE, RUNNING, Progress, ProgressStore
+from .totals import plan_total
 
 
 def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_ms: int) -> None:

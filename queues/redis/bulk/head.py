@@ -18,13 +18,14 @@ from collections import deque
 import redis
 from redis.connection import Connection
 
+from ...bulk.plan import BulkPlan
+from ...bulk.progress import Progress, ProgressStore, nothing_left_behind
+from ...selection import Cursor
+from ...states import FINISHED_STATES, STATE_KEYS
+from ...text import to_text
 from ..actions import retry_outcome
 from ..bullmq_scripts import SCRIPTS
-from ..selection import Cursor, zset_bounds, zset_offset
-from ..states import FINISHED_STATES, STATE_KEYS
-from ..text import to_text
-from .plan import BulkPlan
-from .progress import Progress, ProgressStore, nothing_left_behind
+from ..selection import zset_bounds, zset_offset
 
 RECEIPT_NAMESPACE = "queuewatch:bulk-receipt"
 NOT_RUN = -1  # a follower whose batch before it did not move a full batch

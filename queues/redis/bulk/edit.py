@@ -1,6 +1,6 @@
 """One batch of a bulk edit-and-retry: the plan's JSON merge patch applied to each failed job's
 data *as stored in Redis* (never what a page showed), then the job retried with its counters
-reset, as the single-job fix-and-replay does (``queues.edit_retry``).
+reset, as the single-job fix-and-replay does (``queues.redis.edit_retry``).
 
 The batch goes in chunks: each chunk's data is read in one round trip, patched in Python (Lua's
 cjson would rewrite numbers and turn ``[]`` into ``{}``), and sent in one script that checks,
@@ -26,16 +26,17 @@ from itertools import repeat
 import redis
 from hiredis import pack_command
 
-from .. import job_schema
-from ..actions import MISSING, WRONG_STATE, ActionResult
+from ... import job_schema
+from ...actions import MISSING, WRONG_STATE, ActionResult
+from ...bulk.edit_patch import patched, patched_value
+from ...bulk.plan import BulkPlan
+from ...bulk.progress import Progress, nothing_left_behind
+from ...edit_retry import CHANGED
+from ...keys import QueueRef
+from ...messages import _
+from ...selection import Cursor, Page
 from ..bullmq_scripts import COUNTERS, HEAD_READS, MOVE_JOBS_TO_WAIT_RESETTING, PUSH_CMD, as_function, lua_script
-from ..edit_retry import CHANGED
-from ..keys import QueueRef
-from ..messages import _
-from ..selection import Cursor, Page, zset_bounds, zset_offset
-from .edit_patch import patched, patched_value
-from .plan import BulkPlan
-from .progress import Progress, nothing_left_behind
+from ..selection import zset_bounds, zset_offset
 
 BAD_DATA = "bad_data"  # the job's stored data is not JSON: a merge patch cannot apply
 

@@ -17,7 +17,7 @@ never observe a half-done action:
   ``HDEL <job> stc``. This is the one documented exception to "never hand-edit": no stock
   script resets the stall counter, and doing it in the same atomic step means no worker can
   take the job with its old stall budget (a separate HDEL after the move could race a worker).
-* ``queues.redrive.REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed
+* ``queues.redis.redrive.REDRIVE`` = ``removeJob-2`` on the dead-letter job and, only when it removed
   it, the add script ``Queue.add`` would pick for the copy's options, into the source queue.
   Either both happen or neither, so a repeat after a crash can neither duplicate nor lose the job.
 

@@ -20,11 +20,12 @@ from collections.abc import Iterator
 
 import redis
 
-from .keys import QueueRef
-from .redact import Redactor
-from .safe_json import parse_json
-from .selection import Cursor, JobFilter, advance, next_page
-from .text import to_int, to_text
+from ..keys import QueueRef
+from ..redact import Redactor
+from ..safe_json import parse_json
+from ..selection import Cursor, JobFilter, advance
+from ..text import to_int, to_text
+from .selection import next_page
 
 EXPORT_FIELDS = (
     "name",

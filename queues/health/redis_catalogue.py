@@ -7,8 +7,8 @@ and dashboards name them."""
 
 from __future__ import annotations
 
-from ..health.catalogue import Check, register_checks
 from ..messages import _
+from .catalogue import Check, register_checks
 
 REACHABLE, EVICTION_POLICY, PERSISTENCE, VERSION, MEMORY = (
     "redis.reachable",

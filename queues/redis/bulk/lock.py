@@ -6,8 +6,8 @@ import uuid
 
 import redis
 
-from ..keys import QueueRef
-from ..text import to_text
+from ...keys import QueueRef
+from ...text import to_text
 
 
 class BulkLock:

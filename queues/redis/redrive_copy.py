@@ -1,5 +1,5 @@
 """The read side of a redrive: what the copy of a dead-letter job will carry, read from it (the
-rules of what is kept and why: ``queues.redrive``). No Django imports.
+rules of what is kept and why: ``queues.redis.redrive``). No Django imports.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import redis
 
-from .keys import QueueRef
-from .safe_json import loads_or
-from .text import to_text
+from ..keys import QueueRef
+from ..safe_json import loads_or
+from ..text import to_text
 
 # Options that belong to the dead letter's place, not to the work: ids (chosen here), delays
 # (recomputed), scheduler and flow links, telemetry, the legacy debounce.

@@ -7,23 +7,15 @@ from collections.abc import Mapping, Sequence
 
 import redis
 
+from ...actions import DONE, MISSING, WRONG_STATE, ActionResult
+from ...bulk.plan import ACTION_STATES, BulkPlan
+from ...dead_letters import dlq_source
+from ...keys import QueueRef
+from ...states import FINISHED_STATES, LIST_STATES, STATE_KEYS
 from .. import redrive, redrive_copy
-from ..actions import (
-    DONE,
-    MISSING,
-    WRONG_STATE,
-    ActionResult,
-    promote_call,
-    promote_outcome,
-    remove_outcome,
-    retry_outcome,
-)
+from ..actions import promote_call, promote_outcome, remove_outcome, retry_outcome
 from ..bullmq_scripts import scripts_for
-from ..dead_letters import dlq_source
-from ..keys import QueueRef
-from ..states import FINISHED_STATES, LIST_STATES, STATE_KEYS
 from .edit import edit_batch
-from .plan import ACTION_STATES, BulkPlan
 
 # The result of every job a batch moved: one shared object (a message per job would cost more
 # than the move itself at bulk speed); refusals keep their own id and message.

@@ -12,7 +12,7 @@ import secrets
 
 import redis
 
-from .redis import replies
+from . import replies
 
 _EXTEND = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then

@@ -23,7 +23,7 @@ What the copy keeps, and why (each kept item is reported per job, ``ActionResult
 
 Removing the dead letter (``removeJob``) and adding the copy (BullMQ's add script for the
 options, as ``Queue.add`` picks it) are one composed script, so a repeat after a crash can
-neither duplicate nor lose a job. Reading what the copy carries: ``queues.redrive_copy``. No Django
+neither duplicate nor lose a job. Reading what the copy carries: ``queues.redis.redrive_copy``. No Django
 imports.
 """
 
@@ -35,13 +35,14 @@ import time
 import msgpack
 import redis
 
-from .actions import DONE, MISSING, ActionResult, remove_outcome
+from ..actions import DONE, MISSING, ActionResult
+from ..job_options import RESERVED_IDS
+from ..keys import QueueRef
+from ..messages import Joined, _
+from ..text import to_text
+from .actions import remove_outcome
 from .bullmq_scripts import IN_A_STATE, as_function, lua_script
-from .job_options import RESERVED_IDS
-from .keys import QueueRef
-from .messages import Joined, _
 from .redrive_copy import RedriveCopy, read_redrive_copy
-from .text import to_text
 
 TARGET_EXISTS = "target_exists"  # a job with the copy's id is still waiting/active/... in the source
 DEDUPLICATED = "deduplicated"  # the deduplication id is held in the source by another job
@@ -84,7 +85,7 @@ def candidate_ids(*, dlq_name: str, job_id: str, timestamp_raw: str) -> list[str
 
 
 # The source queue's keys the composed script takes, in this order; each add script gets its own
-# selection of them, in the order it expects (as ``queues.job_add._KINDS``).
+# selection of them, in the order it expects (as ``queues.redis.job_add._KINDS``).
 SOURCE_KEYS = (
     "wait",
     "paused",
