@@ -70,6 +70,23 @@ DETAIL_LABELS = {
     "delayed": _("delayed too"),
     "skipped_by": _("skipped, by reason"),
     "kept_by": _("the copies kept"),
+    "object": _("object"),
+    "from": _("from"),
+    "to": _("to"),
+    "scopes": _("scopes"),
+    "expires": _("expires"),
+    "counts": _("counts"),
+    "ids_total": _("jobs selected"),
+    "concurrency": _("concurrency"),
+    "limit": _("limit"),
+    "max": _("at most"),
+    "duration": _("per"),
+    "scheduler": _("scheduler"),
+    "next_job_id": _("next job id"),
+    "opts": _("options"),
+    "patch_keys": _("patched keys"),
+    "schema_bytes": _("schema size (bytes)"),
+    "legacy": _("legacy entry"),
 }
 SHOWN_IDS = 20  # ids listed in a row; the rest counted
 
@@ -89,5 +106,8 @@ def audit_details(selection) -> list[dict]:
             kind = "duration" if key == "older_than_ms" else "time"
         elif isinstance(value, bool):
             kind = "flag"
-        out.append({"label": DETAIL_LABELS.get(key, key), "kind": kind, "value": value})
+        # A key without a label (data we do not know) is shown as the code it is.
+        out.append(
+            {"label": DETAIL_LABELS.get(key, key), "code": key not in DETAIL_LABELS, "kind": kind, "value": value}
+        )
     return out

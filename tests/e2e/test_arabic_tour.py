@@ -110,7 +110,7 @@ def latin_outside_user_data(found: list[str]) -> list[str]:
 
 
 # Rows for the audit log, with the messages the code that writes them makes: a single-job
-# action's result, a refusal recorded as its text was, and a bulk task's closing summary.
+# action's result, a bulk task's closing summary, and a configuration change with its details.
 AUDIT_ROWS = """
 from dashboard.actions.bulk_runner import closing_message
 from dashboard.actions.models import BulkTask
@@ -124,6 +124,8 @@ task = BulkTask(pk=7, action="retry", total=3, moved=2, skipped=1, failed=0)
 audit.record(user=None, via="task", action="bulk.retry", queue=q, outcome="ok", affected=2,
              selection={"state": "failed", "skipped_by": "1 gone"},
              message=closing_message(task, BulkTask.DONE, None, error="", note=""))
+audit.record_event(user=None, via="page", action="channel.create", target="channel 3 “ops”",
+                   details={"scopes": "read", "unknown_key": 1})
 """
 
 
