@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cron import CronError, bullmq_next_millis
 from .messages import _
 
 MIGRATION_HINT = _(
@@ -30,6 +31,9 @@ class Scheduler:
     start_date: int | None
     end_date: int | None
     legacy: str = ""  # "" when current; otherwise which legacy layout this is
+    # BullMQ will run no further iteration (``is_finished``); its score is then the last run's
+    # time, not a next run, so readers set ``next_run`` to None.
+    finished: bool = False
 
     @property
     def legacy_hint(self) -> str:
@@ -57,4 +61,42 @@ class Scheduler:
             "iterations": self.iterations,
             "limit": self.limit,
             "legacy": self.legacy or None,
+            "finished": self.finished,
         }
+
+
+def is_finished(
+    *,
+    iterations: int | None,
+    limit: int | None,
+    end_date: int | None,
+    pattern: str,
+    tz: str,
+    last_run: int | None,
+    last_run_pending: bool,
+    now_ms: int,
+) -> bool:
+    """Whether BullMQ 6 will run no further iteration of a scheduler whose current iteration
+    (the ``repeat`` score, ``last_run``) has been taken by a worker unless ``last_run_pending``.
+
+    BullMQ decides when a worker takes an iteration (``JobScheduler.upsertJobScheduler``): it
+    creates the next one unless the iteration count reached the ``limit`` (``ic`` counts the
+    iterations created, the one taken included) or the ``endDate`` has passed; a cron pattern
+    also stops when its next time falls after the ``endDate`` (cron-parser refuses it). Either
+    way the scheduler entry stays, with its last run as its score. While that last iteration
+    is still waiting for a worker it is a real next run: not finished yet."""
+    if last_run_pending:
+        return False
+    if limit is not None and iterations is not None and iterations >= limit:
+        return True
+    if end_date is None:
+        return False
+    if now_ms > end_date:
+        return True
+    if pattern and last_run is not None:
+        try:
+            following = bullmq_next_millis(pattern=pattern, tz=tz or "UTC", now_ms=last_run)
+        except (CronError, ValueError, KeyError):
+            return False  # a pattern we cannot follow: BullMQ still decides on the endDate alone
+        return following is None or following > end_date
+    return False

@@ -18,8 +18,9 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
     BullMQ keeps the next iteration's time as the scheduler's score and moves it on only when
     a worker takes that iteration's job: a score more than ``grace`` in the past is a run not
     taken. How many runs have been missed since comes from the cron pattern (croniter, in the
-    scheduler's time zone) or the interval."""
-    if scheduler.next_run is None:
+    scheduler's time zone) or the interval. A finished scheduler (limit reached, end date
+    passed) keeps its last run as its score: nothing is due, nothing is missed."""
+    if scheduler.finished or scheduler.next_run is None:
         return None
     first = dt.datetime.fromtimestamp(scheduler.next_run / 1000, tz=dt.UTC)
     deadline = now - grace
@@ -60,6 +61,8 @@ class SchedulerMissed(RuleKind):
     @staticmethod
     def _observe_one(s, target: Target, now: dt.datetime, grace: dt.timedelta) -> Observation:
         how = f"cron “{s.pattern}” in {s.tz or 'UTC'}" if s.pattern else f"every {s.every} ms"
+        if s.finished:
+            return Observation(target, 0.0, False, True, f"finished: BullMQ schedules no further run ({how})")
         missed = missed_runs(s, now=now, grace=grace)
         if missed is None:
             return Observation(target, 0.0, False, True, f"on time ({how})")

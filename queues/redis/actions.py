@@ -25,6 +25,7 @@ from ..states import CLEANABLE_STATES, RETRYABLE_STATES, STATE_KEYS
 from ..text import to_text
 from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
+from .schedulers import read_scheduler
 
 
 def _now_ms() -> int:
@@ -118,8 +119,24 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
 # Discard (remove)
 
 
-def remove_call(queue: QueueRef, job_id: str, *, remove_children: bool) -> tuple[list[str], list]:
-    return [queue.job_key(job_id), queue.key("repeat")], [job_id, "1" if remove_children else "0", queue.base]
+def remove_call(
+    queue: QueueRef, job_id: str, *, remove_children: bool, last_of_finished: bool = False
+) -> tuple[list[str], list]:
+    """The ``remove`` script's keys and arguments. ``last_of_finished``: the job is the last
+    iteration of a finished job scheduler, which BullMQ's check for a scheduler's current
+    iteration must let go (``<queue>:repeat:`` would be the hash of a scheduler with no id)."""
+    keys = [queue.job_key(job_id), queue.key("repeat"), queue.key("repeat:")]
+    return keys, [job_id, "1" if remove_children else "0", queue.base, "1" if last_of_finished else "0"]
+
+
+def is_last_of_finished_scheduler(client: redis.Redis, *, queue: QueueRef, job_id: str) -> bool:
+    """Whether the job belongs to a job scheduler BullMQ has finished (limit reached, end date
+    passed): its current iteration is then its last, already taken, not a next run."""
+    scheduler_id = client.hget(queue.job_key(job_id), "rjk")
+    if scheduler_id is None:
+        return False
+    scheduler = read_scheduler(client, queue, to_text(scheduler_id))
+    return scheduler is not None and scheduler.finished
 
 
 def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
@@ -192,7 +209,7 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
     """Remove a job in any state with BullMQ's ``removeJob``.
 
     Refused (not raised) when a worker holds the job's lock (``locked``) or it is a job
-    scheduler's current iteration (``scheduler_iteration``). Children are kept unless
+    scheduler's current iteration (``scheduler_iteration``), unless that scheduler is finished. Children are kept unless
     ``remove_children``; the message says what happens to them and to the parent.
     """
     kind = to_text(client.type(queue.job_key(job_id)))
@@ -201,7 +218,8 @@ def job_discard(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_chi
     if kind != "hash":  # a stream, list or string under the queue (events, de:<id>, ...): never a job
         return not_a_job(job_id)
     note = children_note(client, queue=queue, job_id=job_id, remove_children=remove_children)
-    keys, args = remove_call(queue, job_id, remove_children=remove_children)
+    last = is_last_of_finished_scheduler(client, queue=queue, job_id=job_id)
+    keys, args = remove_call(queue, job_id, remove_children=remove_children, last_of_finished=last)
     return remove_outcome(job_id, int(scripts_for(client).remove(keys=keys, args=args)), children_note=note)
 
 

@@ -89,8 +89,16 @@ REMOVE_SRC = (
     + IN_A_STATE
     + """
 -- KEYS/ARGV exactly as removeJob-2 (ARGV[3] is the queue key prefix). -101: not a job.
+-- ARGV[4] = "1": the job is a finished scheduler's last iteration (BullMQ runs no further
+-- one, so removing it cannot stop the scheduler). removeJob refuses (-8) the iteration its
+-- scheduler's score points at; it is handed KEYS[3], a key no scheduler set lives in, as the
+-- repeat set, and refuses as before should that key ever exist.
 if not in_a_state(ARGV[3], ARGV[1]) then return -101 end
-return remove_job(KEYS, ARGV)
+if ARGV[4] == "1" then
+  if redis.call("EXISTS", KEYS[3]) == 1 then return -8 end
+  return remove_job({KEYS[1], KEYS[3]}, ARGV)
+end
+return remove_job({KEYS[1], KEYS[2]}, ARGV)
 """
 )
 

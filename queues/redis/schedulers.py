@@ -5,14 +5,21 @@ definition hash ``repeat:<id>``. Two legacy layouts can also be found there (ref
 the pre-hash key shape ``name:jobId:endDate:tz:pattern`` with no hash — BullMQ 6 throws on it —
 and v5 hashed repeatables whose hash lacks ``ic`` — BullMQ 6 silently adopts them. Both are
 flagged with what to do about them.
+
+A scheduler BullMQ has finished (its ``limit`` of iterations reached, or its ``endDate``
+passed) keeps its entry, scored with its last run's time: ``queues.schedulers.is_finished``
+tells it apart from one whose next run is late, with the last iteration's job read to know
+whether a worker has taken it (``processedOn``).
 """
 
 from __future__ import annotations
 
+import time
+
 import redis
 
 from ..keys import QueueRef
-from ..schedulers import Scheduler
+from ..schedulers import Scheduler, is_finished
 from ..text import to_int, to_text
 from . import replies
 
@@ -31,37 +38,81 @@ def is_legacy_key_shape(member: str) -> bool:
 
 def read_schedulers(client: redis.Redis, queue: QueueRef) -> list[Scheduler]:
     members = replies.scored(client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True))
+    return _read_entries(client, queue, [(to_text(member), score) for member, score in members])
+
+
+def read_scheduler(client: redis.Redis, queue: QueueRef, scheduler_id: str) -> Scheduler | None:
+    """One scheduler by id, or None when the ``repeat`` set does not hold it."""
+    score = client.zscore(queue.key("repeat"), scheduler_id)
+    if score is None:
+        return None
+    (found,) = _read_entries(client, queue, [(scheduler_id, score)])
+    return found
+
+
+def _read_entries(client: redis.Redis, queue: QueueRef, members: list[tuple[str, float | None]]) -> list[Scheduler]:
     pipe = client.pipeline(transaction=False)
-    for member, _score in members:
-        pipe.hgetall(queue.key("repeat:") + to_text(member))
+    for sid, _score in members:
+        pipe.hgetall(queue.key("repeat:") + sid)
     hashes = pipe.execute() if members else []
-    result = []
-    for (member, score), h in zip(members, hashes):
-        sid = to_text(member)
-        h = {to_text(k): to_text(v) for k, v in h.items()}
-        if not h and is_legacy_key_shape(sid):
-            parts = sid.split(":")
-            legacy = "key-shape"
-            name, tz, spec = parts[0], parts[3], parts[4]
-            pattern, every = (spec, None) if " " in spec else ("", to_int(spec))
-            end_date = to_int(parts[2])
-        else:
-            legacy = "" if "ic" in h else ("v5-hash" if h else "key-shape")
-            name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_int(h.get("every"))
-            end_date = to_int(h.get("endDate"))
-        result.append(
-            Scheduler(
-                id=sid,
-                name=name,
-                pattern=pattern,
-                every=every,
-                tz=tz,
-                next_run=int(score) if score is not None else None,
-                iterations=to_int(h.get("ic")),
-                limit=to_int(h.get("limit")),
-                start_date=to_int(h.get("startDate")),
-                end_date=end_date,
-                legacy=legacy,
-            )
-        )
+    result = [
+        _entry(sid, score, {to_text(k): to_text(v) for k, v in h.items()}) for (sid, score), h in zip(members, hashes)
+    ]
+    _mark_finished(client, queue, result)
     return result
+
+
+def _entry(sid: str, score: float | None, h: dict[str, str]) -> Scheduler:
+    if not h and is_legacy_key_shape(sid):
+        parts = sid.split(":")
+        legacy = "key-shape"
+        name, tz, spec = parts[0], parts[3], parts[4]
+        pattern, every = (spec, None) if " " in spec else ("", to_int(spec))
+        end_date = to_int(parts[2])
+    else:
+        legacy = "" if "ic" in h else ("v5-hash" if h else "key-shape")
+        name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_int(h.get("every"))
+        end_date = to_int(h.get("endDate"))
+    return Scheduler(
+        id=sid,
+        name=name,
+        pattern=pattern,
+        every=every,
+        tz=tz,
+        next_run=int(score) if score is not None else None,
+        iterations=to_int(h.get("ic")),
+        limit=to_int(h.get("limit")),
+        start_date=to_int(h.get("startDate")),
+        end_date=end_date,
+        legacy=legacy,
+    )
+
+
+def _mark_finished(client: redis.Redis, queue: QueueRef, schedulers: list[Scheduler]) -> None:
+    """Set ``finished`` (and clear ``next_run``) on the schedulers BullMQ will not run again.
+    Only those with a limit or an end date can be; their last iteration's job (BullMQ's id
+    ``repeat:<id>:<score>``) says whether it still waits for a worker: created, not processed."""
+    now_ms = int(time.time() * 1000)
+    bounded = [
+        s
+        for s in schedulers
+        # BullMQ 6 throws on a key-shaped entry rather than finishing it: it stays a legacy problem.
+        if s.next_run is not None and s.legacy != "key-shape" and (s.limit is not None or s.end_date is not None)
+    ]
+    if not bounded:
+        return
+    pipe = client.pipeline(transaction=False)
+    for s in bounded:
+        pipe.hmget(queue.job_key(f"repeat:{s.id}:{s.next_run}"), "timestamp", "processedOn")
+    for s, (created, processed) in zip(bounded, pipe.execute()):
+        if is_finished(
+            iterations=s.iterations,
+            limit=s.limit,
+            end_date=s.end_date,
+            pattern=s.pattern,
+            tz=s.tz,
+            last_run=s.next_run,
+            last_run_pending=created is not None and processed is None,
+            now_ms=now_ms,
+        ):
+            s.finished, s.next_run = True, None

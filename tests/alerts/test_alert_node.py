@@ -3,6 +3,9 @@
 * a missed-schedule alert on a job scheduler whose worker stopped: while the worker ran, the
   scheduler kept moving on (no alert); once it stopped, the run that was due is never taken
   and the rule fires, with runs counted from the interval; a worker back resolves it;
+* a missed-schedule alert on schedulers nobody worked on resolves once a worker has taken
+  their last iterations and BullMQ has finished them (limit reached, end date passed), though
+  their entries stay with a score in the past;
 * a backlog rule that counts delayed jobs already due (nobody promoted them: no worker).
 """
 
@@ -19,7 +22,7 @@ from dashboard.live.rates import build_signals
 from queues.keys import QueueRef
 from queues.rates import QueueSeries
 from tests.support.alerting import make_channel, make_rule
-from tests.support.redis_db import app_on
+from tests.support.redis_db import app_on, point_at
 from tests.support.servers import node_available, run_node
 
 pytestmark = [
@@ -76,6 +79,29 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
     alert.refresh_from_db()
     assert alert.state == Alert.RESOLVED
     assert list(Notification.objects.order_by("id").values_list("kind", flat=True)) == ["firing", "resolved"]
+
+
+def test_missed_run_alert_resolves_when_bullmq_finishes_the_scheduler(settings, redis_prefix):
+    point_at(settings, redis_prefix.spec())
+    queue = redis_prefix.queue("ticker")
+    make_rule("missed runs", kind="scheduler_missed", threshold=30, channels=[make_channel()])
+
+    # Scheduled, nobody works: their first runs are missed.
+    run_node("finished_schedulers.mjs", redis_prefix.url, "ticker", "schedule", prefix=redis_prefix.prefix)
+    evaluate_queue(queue, dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2))
+    firing = {a.item: a for a in Alert.objects.filter(state=Alert.FIRING)}
+    assert set(firing) == {"limited", "ending"}  # new-year's one run is months away
+
+    # A worker takes every iteration until BullMQ stops: limit 2 reached, end date passed.
+    result = run_node("finished_schedulers.mjs", redis_prefix.url, "ticker", "work", prefix=redis_prefix.prefix)
+    assert result["processed"]["limited"] == 2, result
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=2)  # their last runs long past
+    evaluate_queue(queue, later)
+    for alert in firing.values():
+        alert.refresh_from_db()
+        assert alert.state == Alert.RESOLVED, (alert.item, alert.summary)
+    evaluate_queue(queue, later + dt.timedelta(minutes=5))
+    assert not Alert.objects.exclude(state=Alert.RESOLVED).exists()
 
 
 def test_backlog_can_count_delayed_jobs_already_due(node_db):
