@@ -16,9 +16,9 @@ def test_the_cluster_is_up_with_three_primaries(redis_cluster):
         primaries = client.get_primaries()
         assert len(primaries) == 3
         for name in ("{q1}", "{q2}", "{q3}"):
-            client.set(f"bull:{name}:probe", b"1")
-            assert client.get(f"bull:{name}:probe") == b"1"
-            client.delete(f"bull:{name}:probe")
+            client.set(f"probe:{name}:x", b"1")
+            assert client.get(f"probe:{name}:x") == b"1"
+            client.delete(f"probe:{name}:x")
     roles = []
     for port in redis_cluster.ports:
         assert port != 6379
