@@ -32,6 +32,17 @@ def redis_server():
 
 
 @pytest.fixture(scope="session")
+def redis_cluster():
+    """A private Redis Cluster (3 primaries, 3 replicas) for the session; ``.url`` is its
+    ``redis+cluster://`` connection URL. Tests that use it are marked ``cluster``."""
+    from tests.support.redis_cluster import RedisCluster
+
+    cluster = RedisCluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def redis_databases(redis_server):
     """The one allocator of whole databases (1..15); ``with redis_databases.lease() as db:``
     gives a test a second database of its own."""

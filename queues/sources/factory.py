@@ -10,10 +10,11 @@ from collections.abc import Iterable
 
 from ..errors import ConfigurationError
 from .base import Source
+from .redis_cluster import RedisClusterSource
 from .redis_node import RedisNodeSource
 from .spec import ConnectionSpec, hide_url_secrets, url_scheme
 
-SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource,)
+SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource, RedisClusterSource)
 
 
 def kind_for_scheme(scheme: str) -> type[Source] | None:

@@ -1,7 +1,7 @@
 """Every Redis reader and command of ``queues/`` lives under ``queues/redis/``, checked on every run:
 
-* outside ``queues/redis/`` and ``queues/sources/redis_node.py`` (the Redis node kind, which
-  builds its facets from it), no module of ``queues/`` imports ``redis`` (imports inside
+* outside ``queues/redis/`` and the Redis kinds ``queues/sources/redis_node.py`` and
+  ``redis_cluster.py`` (which build their facets from it), no module of ``queues/`` imports ``redis`` (imports inside
   functions and under ``TYPE_CHECKING`` count too);
 * the rest of ``queues/`` (the types and rules every source kind shares) imports nothing from
   ``queues/redis/``: a second kind reuses them without pulling Redis in.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tests.support.import_graph import imported_names, python_modules
 
-REDIS_HOMES = ("queues.redis", "queues.sources.redis_node")
+REDIS_HOMES = ("queues.redis", "queues.sources.redis_node", "queues.sources.redis_cluster")
 # Modules that may still name the Redis package, and why. Keep this tiny.
 ALLOWED: dict[str, str] = {}
 
@@ -30,7 +30,7 @@ def test_only_queues_redis_imports_redis():
         for dotted, path in sorted(neutral_modules().items())
         if any(is_under(name, ("redis",)) for name in imported_names(path, dotted))
     ]
-    assert not offenders, f"import redis outside queues/redis/ and queues/sources/redis_node.py: {offenders}"
+    assert not offenders, f"import redis outside queues/redis/ and the Redis kinds: {offenders}"
 
 
 def test_shared_modules_import_nothing_of_queues_redis():

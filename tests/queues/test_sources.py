@@ -30,7 +30,10 @@ def test_unknown_scheme_is_a_configuration_error_naming_the_variable_and_the_kno
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
     message = str(caught.value)
-    assert message == f"{var} must be a redis://, rediss:// or unix:// URL (got scheme 'postgres')."
+    assert message == (
+        f"{var} must be a redis://, rediss://, unix://, "
+        "redis+cluster:// or rediss+cluster:// URL (got scheme 'postgres')."
+    )
     assert "hunter2" not in message
 
 

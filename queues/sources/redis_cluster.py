@@ -1,0 +1,226 @@
+"""A Redis Cluster as one connection (``redis+cluster://``, ``rediss+cluster://`` with TLS).
+
+The URL lists seed nodes: ``redis+cluster://[user:password@]host:port[,host:port…][?query]``;
+the client learns the rest of the cluster from them. BullMQ runs on a Cluster only when every
+key of a queue shares a hash slot (a ``{hash tag}`` in the prefix or the queue name), so this
+kind routes every read of a queue to the primary that owns that slot:
+
+- ``discover()`` SCANs every primary (each holds only its own slots' keys) with the single-node
+  reader, and keeps the queues whose keys share a slot (BullMQ's scripts refuse the others
+  with ``CROSSSLOT``; such a queue can hold no jobs on a Cluster).
+- ``snapshots()`` groups queues by the primary owning their slot and reads each group with
+  ``read_snapshots(node, queues, per_slot=True)`` on a plain client of that node: a tick costs
+  two round trips per node, whatever the number of queues.
+- ``workers()`` reads ``CLIENT LIST`` on each primary and matches it to the queues that node
+  owns (a worker's blocking connection is on its queue's node; its other cluster connections
+  carry the same name and are left out, so a worker is not counted once per node).
+- ``jobs`` is the single-node ``RedisJobs`` on the cluster client: each of its reads names keys
+  of one queue, so redis-py routes it to the right node.
+
+Not built yet: following events (``events_follower`` raises ``UnsupportedBySource``, so the
+monitor reads these queues exactly on every tick), actions, schedulers, bulk tasks, probes and
+the server health facet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, cast
+from urllib.parse import parse_qsl, unquote
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from ..errors import SourceUnavailable
+from ..keys import QueueRef
+from ..redis.discovery import discover_queue_names
+from ..redis.errors import describe, redis_errors
+from ..redis.jobs_facet import RedisJobs
+from ..redis.snapshot import queue_slot, read_snapshots
+from ..snapshot import QueueSnapshot
+from ..workers import Worker, workers_by_queue
+from .base import UnsupportedBySource
+from .spec import ConnectionSpec
+
+DEFAULT_PORT = 6379
+TLS_QUERY = {"ssl_cert_reqs": ("none", "optional", "required"), "ssl_ca_certs": ()}
+
+
+def parse_cluster_url(url: str) -> dict[str, Any]:
+    """The seed nodes and client options of a ``redis+cluster://`` URL; ``ValueError`` saying
+    what is wrong (never quoting the password)."""
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in RedisClusterSource.schemes:
+        raise ValueError("expected redis+cluster:// or rediss+cluster://")
+    # The user information runs to the last "@" (a password may hold "@", "/", "?" or "#").
+    at = rest.rfind("@")
+    userinfo, hosts = (rest[:at], rest[at + 1 :]) if at != -1 else ("", rest)
+    hosts = hosts.partition("#")[0]
+    hosts, _, query = hosts.partition("?")
+    hosts, _, path = hosts.partition("/")
+    if path not in ("", "0"):
+        raise ValueError("a Redis Cluster has only database 0")
+    options: dict[str, Any] = {"ssl": scheme == "rediss+cluster"}
+    if userinfo:
+        user, colon, password = userinfo.partition(":")
+        options["username"] = unquote(user) or None
+        options["password"] = unquote(password) if colon else None
+    options["startup_nodes"] = [_seed(part) for part in hosts.split(",")]
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in TLS_QUERY or not options["ssl"]:
+            raise ValueError(f"unsupported parameter {key!r} (rediss+cluster:// accepts {', '.join(TLS_QUERY)})")
+        if TLS_QUERY[key] and value not in TLS_QUERY[key]:
+            raise ValueError(f"{key} must be one of {', '.join(TLS_QUERY[key])}")
+        options[key] = value
+    return options
+
+
+def _seed(part: str) -> ClusterNode:
+    part = part.strip()
+    if not part:
+        raise ValueError("an empty host in the list of nodes")
+    if part.startswith("["):  # [IPv6]:port
+        host, bracket, port = part[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            raise ValueError("a malformed [IPv6] host")
+        port = port[1:]
+    else:
+        host, _, port = part.rpartition(":") if ":" in part else (part, "", "")
+    if not host:
+        raise ValueError("a node without a host")
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError("a node port must be a number from 1 to 65535")
+    return ClusterNode(host, int(port) if port else DEFAULT_PORT)
+
+
+class _LazyCluster:
+    """The cluster client, made on first use: redis-py's ``RedisCluster`` reads the slot map
+    when built, and a kind must build without connecting (an unreachable cluster is reported by
+    the first read). Attribute reads go to the client, so the single-node readers take it as is."""
+
+    def __init__(self, options: dict[str, Any], *, socket_timeout: float):
+        self._options, self._socket_timeout = options, socket_timeout
+        self._client: RedisCluster | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> RedisCluster:
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = RedisCluster(
+                        **self._options,
+                        decode_responses=False,
+                        socket_timeout=self._socket_timeout,
+                        socket_connect_timeout=2.0,
+                        client_name="queuewatch",
+                    )
+                except redis.cluster.RedisClusterException as exc:
+                    # "cannot be connected" and the like: an outage, as redis-py's own errors.
+                    raise redis.ConnectionError(str(exc)) from None
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+class RedisClusterSource:
+    kind: ClassVar[str] = "redis-cluster"
+    label: ClassVar[str] = "Redis Cluster"
+    schemes: ClassVar[tuple[str, ...]] = ("redis+cluster", "rediss+cluster")
+
+    probes = None
+    commands = None
+    schedulers = None
+    bulk = None
+    server = None
+
+    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
+        self.spec = spec
+        self._cluster = _LazyCluster(parse_cluster_url(spec.url), socket_timeout=socket_timeout)
+        # Every read of RedisJobs names keys of one queue (one slot): the cluster client routes it.
+        self.jobs = RedisJobs(cast(redis.Redis, self._cluster), connection=spec.name)
+
+    @classmethod
+    def check_url(cls, url: str) -> None:
+        parse_cluster_url(url)
+
+    def _primaries(self) -> list[tuple[ClusterNode, redis.Redis]]:
+        cluster = self._cluster.get()
+        return [(node, cluster.get_redis_connection(node)) for node in cluster.get_primaries()]
+
+    def _by_node(self, queues: list[QueueRef]) -> dict[str, tuple[redis.Redis, list[QueueRef]]]:
+        """``queues`` grouped by the primary owning their slot, each with a client of that node."""
+        cluster = self._cluster.get()
+        groups: dict[str, tuple[redis.Redis, list[QueueRef]]] = {}
+        for q in queues:
+            slot = queue_slot(q)
+            if slot is None:
+                raise ValueError(f"queue {q.name!r} has keys in several hash slots: it cannot run on a Cluster")
+            node = cluster.nodes_manager.get_node_from_slot(slot)
+            client = cluster.get_redis_connection(node)
+            groups.setdefault(node.name, (client, []))[1].append(q)
+        return groups
+
+    def discover(self) -> list[QueueRef]:
+        nodes = self._primaries()
+        found = []
+        for prefix in self.spec.prefixes:
+            names = {name for _node, client in nodes for name in discover_queue_names(client, prefix)}
+            queues = (QueueRef(self.spec.name, prefix, name) for name in sorted(names))
+            found += [q for q in queues if queue_slot(q) is not None]
+        return found
+
+    def queue_exists(self, queue: QueueRef) -> bool:
+        if queue_slot(queue) is None:
+            return False
+        return bool(self._cluster.get().exists(f"{queue.prefix}:{queue.name}:meta"))
+
+    def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        try:
+            return self._read_snapshots(queues)
+        except (redis.exceptions.MovedError, redis.exceptions.AskError):
+            # A slot moved since the map was read (resharding, failover): read the map again.
+            self._cluster.get().nodes_manager.initialize()
+            return self._read_snapshots(queues)
+
+    def _read_snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        by_queue: dict[QueueRef, QueueSnapshot] = {}
+        for client, node_queues in self._by_node(queues).values():
+            by_queue.update(zip(node_queues, read_snapshots(client, node_queues, per_slot=True)))
+        return [by_queue[q] for q in queues]
+
+    def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
+        out: dict[QueueRef, list[Worker]] = {}
+        for client, node_queues in self._by_node(queues).values():
+            out.update(workers_by_queue(client.client_list(), node_queues, db=0))
+        return {q: out.get(q, []) for q in queues}
+
+    def events_follower(self, *, block_ms: int):
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower yet")
+
+    def errors(self):
+        return cluster_errors(self.spec.name)
+
+    def close(self) -> None:
+        self._cluster.close()
+
+
+@contextmanager
+def cluster_errors(connection: str) -> Iterator[None]:
+    """redis-py's cluster failures as ``SourceUnavailable`` (then its node errors, as on one node)."""
+    with redis_errors(connection):
+        try:
+            yield
+        except redis.exceptions.ClusterDownError as exc:  # a ResponseError: caught before it
+            raise SourceUnavailable(connection, f"the Redis Cluster is down: {describe(exc)}") from None
+        except redis.cluster.RedisClusterException as exc:  # not a RedisError at all
+            raise SourceUnavailable(connection, f"the Redis Cluster cannot be read: {describe(exc)}") from None

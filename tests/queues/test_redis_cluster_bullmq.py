@@ -1,0 +1,126 @@
+"""The Redis Cluster kind against queues real Node BullMQ 6.7 built on a real Cluster (3
+primaries, 3 replicas; tests/node/cluster_fixture.mjs through ioredis' ``Cluster``): discovery
+on every primary, counts equal to ``getJobCounts()``, job lists and pages, the overview page, the
+API and a running monitor, with the dashboard's own Redis on the session's single node."""
+
+from __future__ import annotations
+
+import contextlib
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from dashboard.core import dash_redis
+from queues.connections import ConnectionSpec
+from queues.keys import QueueRef
+from queues.redact import Redactor
+from queues.redis.snapshot import queue_slot
+from queues.sources.base import UnsupportedBySource
+from queues.sources.factory import source_for
+from tests.support.live import monitor_thread
+from tests.support.redis_db import point_at
+from tests.support.servers import run_node
+from tests.support.waiting import wait_for
+
+# One worker holds the session's cluster (6 processes): every cluster test runs there.
+pytestmark = [pytest.mark.cluster, pytest.mark.node, pytest.mark.xdist_group("redis-cluster")]
+
+PREFIXES = ("bull", "{app}")
+NAME = "cluster"
+
+
+def seeds(cluster) -> str:
+    return cluster.url.split("://", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def built(redis_cluster):
+    """The queues Node built, and what ``getJobCounts()`` said of each."""
+    redis_cluster.flush()
+    out = run_node("cluster_fixture.mjs", seeds(redis_cluster))
+    return {QueueRef(NAME, q["prefix"], q["name"]): q["counts"] for q in out["queues"]}
+
+
+@pytest.fixture
+def source(redis_cluster, built):
+    source = source_for(ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+    yield source
+    source.close()
+
+
+def test_discovery_finds_every_queue_on_every_primary(source, built, redis_cluster):
+    assert source.discover() == sorted(built, key=lambda q: (PREFIXES.index(q.prefix), q.name))
+    # The queues live on several primaries, so one node's SCAN would not have found them all.
+    with contextlib.closing(redis_cluster.client()) as client:
+        owners = {client.nodes_manager.get_node_from_slot(queue_slot(q)).name for q in built}
+    assert len(owners) >= 2
+    assert source.queue_exists(QueueRef(NAME, "bull", "{q1}"))
+    assert not source.queue_exists(QueueRef(NAME, "bull", "{nope}"))
+
+
+def test_snapshot_counts_equal_get_job_counts(source, built):
+    queues = list(reversed(built))  # any order: answered in the order given
+    snapshots = source.snapshots(queues)
+    assert [s.queue for s in snapshots] == queues
+    for snapshot in snapshots:
+        assert snapshot.counts == built[snapshot.queue], snapshot.queue
+        assert snapshot.last_event_id is not None and snapshot.oldest_waiting_ts is not None
+
+
+def test_workers_are_read_per_node_and_events_are_not_followed_yet(source, built):
+    assert source.workers(list(built)) == {q: [] for q in built}  # the fixture's workers are closed
+    with pytest.raises(UnsupportedBySource):
+        source.events_follower(block_ms=100)
+
+
+def test_job_list_and_job_page_through_the_jobs_facet(source, built):
+    orders = QueueRef(NAME, "{app}", "orders")
+    page = source.jobs.page(orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000)
+    failed = [row.id for row in page.jobs]
+    assert len(failed) == built[orders]["failed"]
+    detail = source.jobs.detail(orders, failed[0], cap=10_000, redactor=Redactor())
+    assert detail.failed_reason.startswith("boom ")
+    assert source.jobs.exists(orders, failed[0])
+
+
+@pytest.fixture
+def cluster_app(settings, redis_cluster, redis_db, built):
+    """The app on the cluster connection; its own (dashboard) Redis on the session's node."""
+    point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
+    yield built
+    point_at(settings)
+
+
+@pytest.mark.django_db
+def test_overview_page_and_api_list_the_cluster_queues(client, user, cluster_app):
+    client.force_login(user)
+    html = client.get(reverse("overview")).content.decode()
+    for queue, counts in cluster_app.items():
+        assert f">{queue.name}</a>" in html
+        assert f'value="{counts["waiting"]}">' in html
+    out = StringIO()
+    call_command("api_token", user.username, stdout=out)
+    client.logout()
+    body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
+    assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == cluster_app
+    assert body["connections"] == [{"name": NAME, "ok": True, "error": None}]
+
+
+def published_counts() -> dict[tuple[str, str], dict]:
+    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    return {(q["prefix"], q["name"]): q["counts"] for q in state["queues"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_monitor_shows_live_counts_of_a_cluster_queue(settings, live_setup, redis_cluster, built):
+    point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+    q3 = QueueRef(NAME, "bull", "{q3}")
+    with monitor_thread(tick=0.3, name="cluster-monitor", lock_ttl_ms=2000):
+        wait_for(lambda: published_counts().get(("bull", "{q3}")) == built[q3])
+        after = run_node("cluster_fixture.mjs", seeds(redis_cluster), "add", "bull", "{q3}", "4")["counts"]
+        assert after["waiting"] == built[q3]["waiting"] + 4
+        wait_for(lambda: published_counts()[("bull", "{q3}")] == after)
+    built[q3] = after  # what later tests of this module see
