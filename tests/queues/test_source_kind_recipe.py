@@ -53,7 +53,8 @@ def test_settings_accept_the_new_scheme_only_once_the_kind_is_registered(monkeyp
         connection_specs_from_env(env, default_url=None)
     monkeypatch.setattr(factory, "SOURCE_KINDS", (*factory.SOURCE_KINDS, MemorySource))
     assert [s.scheme for s in connection_specs_from_env(env, default_url=None)] == ["memory"]
-    with pytest.raises(ConfigurationError, match=r"must be a redis://, rediss://, unix:// or memory:// URL"):
+    schemes = "redis://, rediss://, unix://, postgres://, postgresql:// or memory://"
+    with pytest.raises(ConfigurationError, match=f"must be a {schemes} URL"):
         connection_specs_from_env({"QUEUEWATCH_REDIS_URL": "http://x"}, default_url=None)
     with pytest.raises(ConfigurationError, match="not a valid in-memory store URL: name the store"):
         connection_specs_from_env({"QUEUEWATCH_REDIS_URL": "memory:///"}, default_url=None)
