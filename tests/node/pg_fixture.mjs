@@ -3,6 +3,7 @@
 // checked against what BullMQ itself writes and reports.
 //
 // Usage: node pg_fixture.mjs <postgresUrl>
+//        node pg_fixture.mjs add <postgresUrl> <queue> <count>   (adds jobs, prints counts)
 //
 // Queues (schema "bullmq" unless said):
 //   pg-mixed          waiting, prioritized, delayed, completed, failed and one
@@ -14,6 +15,7 @@
 // On success the LAST line of stdout is one JSON object:
 //   {"queues": [{"schema", "name", "counts", "allCounts", "paused",
 //                "schedulers", "ids": {state: [ids in BullMQ's order]}}],
+//                "newestFirst": {state: [ids, getJobs(state, 0, -1, false)]}}],
 //    "jobs": {"<schema>/<queue>/<id>": job.toJSON() plus "state"}}
 // "counts" is `getJobCounts()` (BullMQ's default types); "allCounts" also asks
 // for 'paused', where this backend reports a paused queue's ready jobs.
@@ -24,9 +26,10 @@
 import { Queue, Worker } from 'bullmq';
 import { createPostgresBackend } from 'bullmq/dist/cjs/postgres/index.js';
 
-const url = process.argv[2];
-if (!url || process.argv.length > 3) {
-  process.stderr.write('usage: node pg_fixture.mjs <postgresUrl>\n');
+const adding = process.argv[2] === 'add';
+const url = adding ? process.argv[3] : process.argv[2];
+if (!url || process.argv.length !== (adding ? 6 : 3)) {
+  process.stderr.write('usage: node pg_fixture.mjs [add] <postgresUrl> [<queue> <count>]\n');
   process.exit(64);
 }
 const connection = (schema) => ({ connectionString: url, schema, migrate: true });
@@ -54,6 +57,7 @@ async function finishSome(queue, jobs) {
   const worker = new Worker(
     queue.name,
     async (job) => {
+      await sleep(3); // distinct finish times: "newest first" has one answer
       if (job.name === 'boom') throw new Error(`boom: ${job.data.why}\nsecond line of the reason`);
       return { doubled: job.data.n * 2, token: 'returned-secret' };
     },
@@ -85,9 +89,10 @@ async function holdOneActive(queue) {
 
 async function describe(schema, queue) {
   const ids = {};
+  const newestFirst = {};
   for (const state of STATES) {
-    const jobs = await queue.getJobs([state], 0, -1, true);
-    ids[state] = jobs.filter(Boolean).map((j) => j.id);
+    ids[state] = (await queue.getJobs([state], 0, -1, true)).filter(Boolean).map((j) => j.id);
+    newestFirst[state] = (await queue.getJobs([state], 0, -1, false)).filter(Boolean).map((j) => j.id);
   }
   return {
     schema,
@@ -97,7 +102,16 @@ async function describe(schema, queue) {
     paused: await queue.isPaused(),
     schedulers: await queue.getJobSchedulersCount(),
     ids,
+    newestFirst,
   };
+}
+
+if (adding) {
+  const queue = queueOn('bullmq', process.argv[4]);
+  for (let i = 0; i < Number(process.argv[5]); i++) await queue.add('added', { i });
+  clearTimeout(watchdog);
+  process.stdout.write(JSON.stringify({ counts: await queue.getJobCounts() }) + '\n');
+  process.exit(0);
 }
 
 const mixed = queueOn('bullmq', 'pg-mixed');
