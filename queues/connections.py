@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from .errors import ConfigurationError
 from .sources import ConnectionSpec, check_url, redact_url
-from .sources.factory import is_redis_node
+from .sources.factory import default_prefixes, is_redis_node
 from .sources.redis_node import RedisNodeSource
 
 __all__ = [
@@ -82,9 +82,9 @@ def _read_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
     return _read(env, var), var
 
 
-def parse_prefixes(raw: str | None, var: str) -> tuple[str, ...]:
+def parse_prefixes(raw: str | None, var: str, *, default: tuple[str, ...] = ("bull",)) -> tuple[str, ...]:
     if raw is None:
-        return ("bull",)
+        return default
     prefixes = tuple(p.strip() for p in raw.split(",") if p.strip())
     if not prefixes:
         raise ConfigurationError(f"{var} is set but names no prefix (expected e.g. 'bull,{{app}}').")
@@ -156,11 +156,12 @@ def connection_specs_from_env(env: Mapping[str, str], default_url: str | None) -
                 f"Connection '{name}' is declared in QUEUEWATCH_CONNECTIONS but {url_var} is not set."
             )
         prefix_var = "QUEUEWATCH_PREFIXES" if name == DEFAULT else f"QUEUEWATCH_PREFIXES_{_suffix(name)}"
+        url = validate_url(url, url_var)
         specs.append(
             ConnectionSpec(
                 name=name,
-                url=validate_url(url, url_var),
-                prefixes=parse_prefixes(env.get(prefix_var), prefix_var),
+                url=url,
+                prefixes=parse_prefixes(env.get(prefix_var), prefix_var, default=default_prefixes(url)),
             )
         )
     return specs

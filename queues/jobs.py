@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 # Fields a list row needs. Deliberately excludes data, returnvalue, stacktrace and progress
 # (which may be megabytes); failedReason is included but only its first line is kept.
+LOG_TAIL = 500  # log lines shown on a job page (the newest)
+LIST_CAP = 1000  # children listed per kind on the job page
+
 SUMMARY_FIELDS = (
     "name",
     "timestamp",

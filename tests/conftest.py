@@ -25,6 +25,29 @@ from tests.support.servers import RedisServer, run_node
 
 
 @pytest.fixture(scope="session")
+def postgres_server():
+    """A private PostgreSQL for the session (one per pytest-xdist worker), started on first use
+    (tests/support/postgres.py). Tests using it are marked ``postgres``."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_db(request, postgres_server):
+    """A database of this test's own on the session's PostgreSQL (``.name``, ``.url``), dropped
+    after the test."""
+    from tests.support.postgres import ScratchDatabase
+
+    name = "t_" + prefix_for(request.node.nodeid).replace("-", "_").lower()
+    database = ScratchDatabase(name, postgres_server.create_database(name))
+    yield database
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
 def redis_server():
     server = RedisServer()
     yield server

@@ -14,6 +14,8 @@ import redis
 
 from ..errors import JobNotFound
 from ..jobs import (
+    LIST_CAP,
+    LOG_TAIL,
     SUMMARY_FIELDS,
     JobDetail,
     JobLive,
@@ -39,10 +41,6 @@ def read_summaries(
     rows = pipe.execute() if ids else []
     scores = scores or [None] * len(ids)
     return [summary_or_unreadable(i, r, s) for i, r, s in zip(ids, rows, scores)]
-
-
-LOG_TAIL = 500
-LIST_CAP = 1000  # children listed per kind on the job page
 
 
 def job_state(client: redis.Redis, queue: QueueRef, job_id: str) -> tuple[str, float | None]:

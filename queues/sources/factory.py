@@ -10,11 +10,13 @@ from collections.abc import Iterable
 
 from ..errors import ConfigurationError
 from .base import Source
+from .postgres import PostgresSource
 from .redis_cluster import RedisClusterSource
 from .redis_node import RedisNodeSource
 from .spec import ConnectionSpec, hide_url_secrets, url_scheme
 
-SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource, RedisClusterSource)
+SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource, RedisClusterSource, PostgresSource)
+DEFAULT_PREFIXES = ("bull",)  # BullMQ's default key prefix
 
 
 def kind_for_scheme(scheme: str) -> type[Source] | None:
@@ -44,6 +46,14 @@ def check_url(url: str, var: str, *, kinds: Iterable[type[Source]] | None = None
         reason = hide_url_secrets(str(exc), url)
         raise ConfigurationError(f"{var} is not a valid {kind.label} URL: {reason}") from None
     return url
+
+
+def default_prefixes(url: str) -> tuple[str, ...]:
+    """The prefixes watched when the settings name none: the kind's own default where it has
+    one (a ``default_prefixes(url)`` classmethod: PostgreSQL's schema), else BullMQ's ``bull``."""
+    kind = kind_for_scheme(url_scheme(url))
+    chooser = getattr(kind, "default_prefixes", None)
+    return tuple(chooser(url)) if chooser is not None else DEFAULT_PREFIXES
 
 
 def is_redis_node(spec: ConnectionSpec) -> bool:

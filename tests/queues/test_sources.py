@@ -19,10 +19,10 @@ from tests.support.servers import refused_port
 @pytest.mark.parametrize(
     "var, env",
     [
-        ("QUEUEWATCH_REDIS_URL", {"QUEUEWATCH_REDIS_URL": "postgres://db.example/queues"}),
+        ("QUEUEWATCH_REDIS_URL", {"QUEUEWATCH_REDIS_URL": "amqp://db.example/queues"}),
         (
             "QUEUEWATCH_REDIS_URL_ORDERS",
-            {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "postgres://u:hunter2@db.example/q"},
+            {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "amqp://u:hunter2@db.example/q"},
         ),
     ],
 )
@@ -30,10 +30,8 @@ def test_unknown_scheme_is_a_configuration_error_naming_the_variable_and_the_kno
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
     message = str(caught.value)
-    assert message == (
-        f"{var} must be a redis://, rediss://, unix://, "
-        "redis+cluster:// or rediss+cluster:// URL (got scheme 'postgres')."
-    )
+    schemes = "redis://, rediss://, unix://, redis+cluster://, rediss+cluster://, postgres:// or postgresql://"
+    assert message == f"{var} must be a {schemes} URL (got scheme 'amqp')."
     assert "hunter2" not in message
 
 

@@ -15,7 +15,7 @@ from queues import edit_retry, job_schema
 from queues.error_groups import ErrorGroup, ErrorGroups, fingerprint, normalize
 from queues.errors import JobNotFound
 from queues.job_add import SourceJob
-from queues.jobs import SUMMARY_FIELDS, JobDetail, JobLive, JobSummary, prepare_payload, summary_from_fields
+from queues.jobs import LOG_TAIL, SUMMARY_FIELDS, JobDetail, JobLive, JobSummary, prepare_payload, summary_from_fields
 from queues.keys import QueueRef
 from queues.listing import JobPage
 from queues.redact import Redactor
@@ -26,8 +26,6 @@ from queues.safe_json import parse_json
 from queues.selection import JobFilter, Preview, matches_filter
 from queues.stalls import ActiveLists
 from tests.support.memory_backend import FINISHED, MemJob, MemQueue, MemStore, translated
-
-LOG_TAIL = 500
 
 
 class _Facet:

@@ -1,0 +1,74 @@
+"""BullMQ on PostgreSQL (``postgres://``, ``postgresql://``): BullMQ 6's PostgreSQL backend keeps
+every queue of a namespace in one schema, which is this kind's prefix (``?schema=`` in the URL
+names the default one, ``QUEUEWATCH_PREFIXES_<NAME>`` may list several; ``bullmq`` otherwise).
+
+Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them) and the job
+lists and job pages. Not yet: actions, probes, schedulers, bulk tasks, health checks (their
+facets are ``None``, shown as "not offered"), the workers (BullMQ names its PostgreSQL
+connections, but reading ``pg_stat_activity`` is for later) and events (BullMQ announces them
+with ``NOTIFY``; until a follower ``LISTEN``s, the monitor reads these queues every tick).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..keys import QueueRef
+from ..postgres import snapshots
+from ..postgres.connection import DEFAULT_SCHEMA, PostgresConnection, check_schema_name, postgres_errors, split_url
+from ..postgres.jobs_facet import PostgresJobs
+from ..snapshot import QueueSnapshot
+from ..workers import Worker
+from .base import EventsReader, UnsupportedBySource
+from .spec import ConnectionSpec
+
+
+class PostgresSource:
+    kind: ClassVar[str] = "postgres"
+    label: ClassVar[str] = "PostgreSQL"
+    schemes: ClassVar[tuple[str, ...]] = ("postgres", "postgresql")
+
+    probes = commands = schedulers = bulk = server = None
+
+    def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
+        self.spec = spec
+        for schema in spec.prefixes:
+            check_schema_name(schema)
+        self._db = PostgresConnection(spec.url, statement_timeout_s=socket_timeout)  # connects on first use
+        self.jobs = PostgresJobs(self._db, connection=spec.name)
+
+    @classmethod
+    def check_url(cls, url: str) -> None:
+        _, schema = split_url(url)
+        if schema is not None:
+            check_schema_name(schema)
+
+    @classmethod
+    def default_prefixes(cls, url: str) -> tuple[str, ...]:
+        """The schema the URL names (``?schema=``), else BullMQ's default."""
+        return (split_url(url)[1] or DEFAULT_SCHEMA,)
+
+    def discover(self) -> list[QueueRef]:
+        return [
+            QueueRef(self.spec.name, schema, name)
+            for schema in self.spec.prefixes
+            for name in snapshots.discover_queue_names(self._db, schema)
+        ]
+
+    def queue_exists(self, queue: QueueRef) -> bool:
+        return snapshots.queue_exists(self._db, queue)
+
+    def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        return snapshots.read_snapshots(self._db, queues)
+
+    def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
+
+    def events_follower(self, *, block_ms: int) -> EventsReader:
+        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower")
+
+    def errors(self):
+        return postgres_errors(self.spec.name, self.spec.url)
+
+    def close(self) -> None:
+        self._db.close()
