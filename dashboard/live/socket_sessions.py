@@ -41,6 +41,7 @@ from dashboard.live import channels as live
 log = logging.getLogger("queuewatch.live")
 
 SIGNED_OUT = 4401  # close code: no (longer a) valid session; static/queuewatch.js knows it
+TELL_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -122,21 +123,27 @@ def groups_of(scope) -> list[str]:
 # --- telling open sockets -------------------------------------------------------------------
 
 
+_sending: set[asyncio.Task] = set()  # sends started from async code, kept until done
+
+
 def _tell(group: str, message_type: str) -> None:
     """Best effort: with the channel layer away, the periodic check still closes the sockets."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": message_type}
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        loop = None
+        async_to_sync(_send)(group, message_type)
+        return
+    task = loop.create_task(_send(group, message_type))  # from async code: without blocking it
+    _sending.add(task)
+    task.add_done_callback(_sending.discard)
+
+
+async def _send(group: str, message_type: str) -> None:
     try:
-        if loop is None:
-            async_to_sync(layer.group_send)(group, message)
-        else:  # called from async code (an async view): send without blocking it
-            loop.create_task(layer.group_send(group, message))
+        layer = get_channel_layer()
+        if layer is not None:
+            # Bounded: a logout or a user's save must not hang on an unreachable dashboard Redis.
+            await asyncio.wait_for(layer.group_send(group, {"type": message_type}), TELL_TIMEOUT_S)
     except Exception:
         log.warning("could not tell the sockets of %s that their session changed", group, exc_info=True)
 

@@ -145,3 +145,23 @@ async def test_a_socket_without_a_valid_session_is_told_so_rather_than_refused(l
     assert connected
     assert await closed_with(comm, within=2) == SIGNED_OUT
     assert await hears_nothing_more(comm)
+
+
+async def test_logging_out_works_while_the_channel_layer_is_away(client, user, settings, unused_tcp_port):
+    """Telling the sockets is best effort (the periodic check remains): logout still answers."""
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{unused_tcp_port}/0"]},  # nothing listens there
+        }
+    }
+    channel_layers.backends.clear()
+    try:
+        await sync_to_async(client.force_login)(user)
+        response = await sync_to_async(client.post)("/logout/")
+        assert response.status_code == 302
+        assert not await sync_to_async(Session.objects.exists)()
+    finally:
+        channel_layers.backends.clear()
