@@ -11,6 +11,9 @@ class DashboardConfig(AppConfig):
         from django.db.models.signals import post_save
 
         from dashboard.accounts import language  # noqa: F401  (connects the saved-language-at-login receiver)
+        from dashboard.live import socket_sessions
+
+        socket_sessions.connect_signals()  # logout, deactivation, password change close open sockets
 
         post_save.connect(_admin_edit_audited, sender=LogEntry, dispatch_uid="queuewatch-admin-audit")
 

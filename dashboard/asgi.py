@@ -1,8 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets require a logged-in session (checked in each consumer) and a same-origin Origin
-header (``AllowedHostsOriginValidator``): a page on another site cannot open a socket with the
-user's cookies.
+Websockets require a same-origin Origin header, scheme, host and port
+(``dashboard.web.socket_origin``): a page on another site cannot open a socket with the user's
+cookies; and a logged-in session, for as long as the socket stays open
+(``dashboard.live.socket_sessions``).
 """
 
 import os
@@ -15,13 +16,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.web.socket_origin import SameOriginWebsockets  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginWebsockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -227,6 +227,10 @@ if QUEUEWATCH_DASHBOARD_REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Seconds between each open websocket's checks that its login session still holds (signed in,
+# user active, not expired; dashboard/live/socket_sessions.py). Logout, deactivation and password
+# changes close sockets at once; this bounds how long anything else takes.
+QUEUEWATCH_SOCKET_SESSION_CHECK_S = env_int("QUEUEWATCH_SOCKET_SESSION_CHECK_S", 30, minimum=1)
 # Application dead-letter queues: name patterns, and explicit "dlq=source" pairs.
 QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq", "*_dlq", "dead-letter*"])
 QUEUEWATCH_DLQ_MAP = dict(pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair)

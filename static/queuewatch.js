@@ -7,10 +7,15 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
 (function () {
   "use strict";
 
-  // The header badge tells the truth about the websocket: live, reconnecting or not live.
+  // The header badge tells the truth about the websocket: live, reconnecting or not live, or
+  // signed out: the server closes a socket with 4401 when its login session has ended (logout,
+  // expiry, deactivation; dashboard/live/socket_sessions.py). htmx's ws extension does not
+  // reconnect after that code, and the badge keeps saying so whatever the page's other sockets do.
+  var SIGNED_OUT = 4401;
+  var signedOut = false;
   function setStatus(state, text) {
     var el = document.getElementById("live-status");
-    if (!el) return;
+    if (!el || signedOut) return;
     el.dataset.state = state;
     el.textContent = text;
   }
@@ -23,11 +28,18 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
     // Counted for the curious (and the idle-socket test): every reconnect shows here.
     document.getElementById("live-status").dataset.opened = opened;
   });
-  document.addEventListener("htmx:wsClose", function () {
+  document.addEventListener("htmx:wsClose", function (ev) {
     open = Math.max(0, open - 1);
     closed += 1;
     var el = document.getElementById("live-status");
     if (el) el.dataset.closed = closed;
+    var code = ev.detail && ev.detail.event && ev.detail.event.code;
+    if (code === SIGNED_OUT) {
+      setStatus("signed-out", gettext("signed out"));
+      signedOut = true;
+      if (el) el.title = gettext("Your session has ended: sign in again to see live updates.");
+      return;
+    }
     if (!open) setStatus("reconnecting", gettext("reconnecting…"));
   });
   document.addEventListener("htmx:wsError", function () { if (!open) setStatus("reconnecting", gettext("reconnecting…")); });

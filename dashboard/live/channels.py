@@ -64,6 +64,21 @@ def job_group(queue: QueueRef, job_id: str) -> str:
     return f"job-{digest(queue.connection, queue.prefix, queue.name, job_id)}"
 
 
+# Sockets' sessions (dashboard.live.socket_sessions): every socket also joins the group of its
+# login session and of its user, through which the end of a session reaches it at once. The
+# session key is a credential: only a digest of it is a group name.
+SESSION_ENDED_TYPE = "session.ended"  # consumer method session_ended: close now
+SESSION_CHANGED_TYPE = "session.changed"  # consumer method session_changed: check the session again
+
+
+def session_group(session_key: str) -> str:
+    return f"session-{hashlib.sha256(session_key.encode()).hexdigest()[:32]}"
+
+
+def user_group(user_id: int) -> str:
+    return f"user-{int(user_id)}"
+
+
 # Element ids of live fragments, used by templates (through filters) and by the monitor.
 BANNER_ID = "live-banner"
 FIRING_ALERTS_ID = "firing-alerts"

@@ -1,4 +1,5 @@
-"""Websocket consumers: authorise, join groups, send the latest fragments, relay.
+"""Websocket consumers: authorise, join groups, send the latest fragments, relay; close when
+the login session ends (the rule and its signals: ``socket_sessions``).
 
 They never read the monitored Redis: everything they send was rendered once by the monitor,
 so the number of open tabs does not change the load on production Redis. A consumer for a
@@ -19,18 +20,27 @@ from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import language_for_scope
 from dashboard.live import channels as live
+from dashboard.live import socket_sessions
 from queues.keys import QueueRef
 from queues.states import BROWSABLE_STATES
 
-UNAUTHORISED = 4401
-
 
 class LiveConsumer(AsyncWebsocketConsumer):
+    ended = False  # the login session has ended: nothing more is sent
+
     async def connect(self):
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHORISED)
+        # Joined before the check, so a logout right after it still reaches this socket.
+        self.session_groups = socket_sessions.groups_of(self.scope)
+        for group in self.session_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        standing = await socket_sessions.standing(self.scope)
+        if standing is None:
+            # Accepted, then closed with the code: a refused handshake reaches the page as a bare
+            # 1006, which it would retry forever.
+            await self.accept()
+            await self.end_session()
             return
+        self.session_watch = asyncio.create_task(self.watch_session(standing))
         # The page was rendered in this language: join the groups of fragments rendered in it.
         language = language_for_scope(self.scope)
         self.joined = [live.language_group(group, language) for group in (live.ALL, *self.groups_for_page())]
@@ -46,11 +56,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # A fresh snapshot on every (re)connect, so a dropped message or a gap heals itself.
         for group in self.joined:
             for html in await sync_to_async(dash_redis.cached_fragments)(self.redis(), group):
-                await self.send(text_data=html)
+                await self.relay(html)
 
     async def disconnect(self, code):
-        for group in getattr(self, "joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.leave_groups()
+        if watch := getattr(self, "session_watch", None):
+            watch.cancel()
         task = getattr(self, "heartbeat", None)
         if task:
             task.cancel()
@@ -66,12 +77,49 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # Fragments touch no database, so skip Channels' per-message close_old_connections()
         # thread hop: with hundreds of sockets it was a quarter of the server's time per update.
         if message["type"] == live.FRAGMENT_TYPE:
-            await self.send(text_data=message["html"])
+            await self.relay(message["html"])
         else:
             await super().dispatch(message)
 
     async def fragment_html(self, event):
-        await self.send(text_data=event["html"])
+        await self.relay(event["html"])
+
+    async def relay(self, html: str):
+        if not self.ended:  # a fragment already on its way when the session ended is dropped
+            await self.send(text_data=html)
+
+    # --- the login session ------------------------------------------------------------------
+
+    async def session_ended(self, event):
+        await self.end_session()
+
+    async def session_changed(self, event):
+        if await socket_sessions.standing(self.scope) is None:
+            await self.end_session()
+
+    async def watch_session(self, standing: socket_sessions.Standing):
+        while True:
+            await asyncio.sleep(standing.seconds_to_next_check())
+            if (checked := await socket_sessions.standing(self.scope)) is None:
+                await self.end_session()
+                return
+            standing = checked
+
+    async def end_session(self):
+        """Nothing more reaches this socket: leave every group, then close with the code the
+        page shows as "signed out"."""
+        if self.ended:
+            return
+        self.ended = True
+        watch = getattr(self, "session_watch", None)
+        if watch and watch is not asyncio.current_task():
+            watch.cancel()
+        await self.leave_groups()
+        await self.close(code=socket_sessions.SIGNED_OUT)
+
+    async def leave_groups(self):
+        for group in [*getattr(self, "joined", []), *getattr(self, "session_groups", [])]:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     # --- per page ---------------------------------------------------------------------------
 

@@ -89,3 +89,22 @@ def test_pause_then_resume_from_the_queue_page_without_a_reload(page, live_app, 
     page.wait_for_selector("button.queue-pause", state="visible", timeout=10_000)
     assert not resume.is_visible() and not client.hexists("bull:e2e-pause:meta", "paused")
     assert page.evaluate("window.__noReload") == 1
+
+
+def test_logging_out_in_another_tab_shows_signed_out_and_does_not_reconnect(page, live_app):
+    log_in(page, live_app)
+    open_live(page, live_app, "/")
+    status = page.locator("#live-status")
+    opened = status.get_attribute("data-opened")
+    other = page.context.new_page()  # the same browser: the same session cookie
+    other.goto(live_app.url + "/")
+    other.click("form.whoami button[type=submit]")
+    other.wait_for_url("**/login/**")
+    # The server closes this tab's sockets (4401) at once; the page says why...
+    page.wait_for_selector("#live-status[data-state=signed-out]", timeout=5_000)
+    assert status.inner_text() == "signed out"
+    # ...and does not try again: htmx's ws extension would have retried within a second or two.
+    page.wait_for_timeout(3_000)
+    assert status.get_attribute("data-opened") == opened
+    assert status.get_attribute("data-state") == "signed-out"
+    assert page.evaluate("window.__noReload") == 1

@@ -23,9 +23,14 @@ async def connect(path, headers):
     return comm, connected, code
 
 
-async def test_anonymous_connect_is_refused(live_setup):
-    comm, connected, code = await connect("/ws/overview/", [(b"origin", b"http://localhost"), (b"host", b"localhost")])
-    assert not connected and code == 4401
+async def test_anonymous_connect_is_closed_with_4401_before_anything_is_sent(live_setup):
+    publisher = await sync_to_async(live.Publisher)(dash_redis.dashboard_redis())
+    await sync_to_async(publisher.publish)(live.OVERVIEW, "row-x", '<tr id="row-x"></tr>')
+    comm, connected, _ = await connect("/ws/overview/", [(b"origin", b"http://localhost"), (b"host", b"localhost")])
+    # Accepted only to be closed with the code the page understands (a refused handshake would
+    # reach it as a bare 1006, which it retries): no fragment first.
+    assert connected
+    assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
 
 
 async def test_cross_origin_connect_is_refused(live_setup, client, user):
