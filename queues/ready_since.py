@@ -72,36 +72,39 @@ def _options(opts: bytes | None) -> dict:
 
 @dataclass(frozen=True)
 class WaitingEnds:
-    """What one snapshot read of a queue's waiting jobs: the ready times of the job at the tail
-    of ``wait`` (next to run), at its head (the last one LPUSHed), and of the first and last
-    ``prioritized`` jobs with their scores. None where there is no such job."""
+    """What one snapshot read of a queue's waiting jobs: the ready times of the jobs at the
+    tail of ``wait`` from the tail inwards (the tail is the next to run; ``WAIT_TAIL_WINDOW``
+    of them), of the job at its head (the last one LPUSHed), and of the first and last
+    ``prioritized`` jobs with their scores. None where a job's hash could not be read."""
 
     wait_count: int
     prioritized_count: int
-    wait_tail: ReadyTime | None = None
+    wait_from_tail: tuple[ReadyTime | None, ...] = ()
     wait_head: ReadyTime | None = None
     prioritized_first: tuple[ReadyTime, float] | None = None
     prioritized_last: tuple[ReadyTime, float] | None = None
+
+
+WAIT_TAIL_WINDOW = 3  # jobs read from the tail of wait: lifo jobs there are passed over
 
 
 def oldest_ready(ends: WaitingEnds, now_ms: int) -> tuple[int | None, bool]:
     """When the job ready the longest became ready, from a constant number of reads, and
     whether that is a bound (the age is "at least" so much: an unread job may be older).
 
-    Exact for ``wait`` when its tail job was LPUSHed (not lifo) and its ready time is exact:
-    jobs are LPUSHed as they become ready and every RPUSH (lifo, stall recovery, rate-limit
-    push-back, a flow parent) lands beyond the tail, so a LPUSHed tail is the earliest of all.
-    Exact for ``prioritized`` when its first and last jobs share a priority (then the score's
+    ``wait``: jobs are LPUSHed as they become ready and every RPUSH (lifo, stall recovery,
+    rate-limit push-back, a flow parent) lands beyond the tail, so the first job from the tail
+    that was surely LPUSHed (never ran, not lifo) became ready before every job behind it; the
+    answer is exact when that job and the ones read before it have exact ready times.
+    ``prioritized``: exact when its first and last jobs share a priority (then the score's
     counter orders the set as the jobs entered it) and the first one's ready time is exact."""
+    if ends.wait_count + ends.prioritized_count == 0:
+        return None, False
     times: list[int] = []
     exact = True
     if ends.wait_count > 0:
-        tail, head = ends.wait_tail, ends.wait_head
-        if tail is not None and tail.ms is not None and tail.exact and not tail.lifo:
-            times.append(tail.ms)
-        else:
-            exact = False
-            times += [t.ms for t in (tail, head) if t is not None and t.ms is not None]
+        wait_exact, wait_times = _oldest_of_wait(ends)
+        exact, times = wait_exact, wait_times
     if ends.prioritized_count > 0:
         first, last = ends.prioritized_first, ends.prioritized_last
         if first is not None and last is not None and first[0].exact and _priority(first) == _priority(last):
@@ -109,12 +112,23 @@ def oldest_ready(ends: WaitingEnds, now_ms: int) -> tuple[int | None, bool]:
         else:
             exact = False
             times += [t[0].ms for t in (first, last) if t is not None and t[0].ms is not None]
-    if ends.wait_count + ends.prioritized_count == 0:
-        return None, False
     if not times:
         return None, True
     # A delayed job's expiry may lie ahead if it was promoted by hand: it is ready now at most.
     return min(min(times), now_ms), not exact
+
+
+def _oldest_of_wait(ends: WaitingEnds) -> tuple[bool, list[int]]:
+    walked: list[ReadyTime] = []
+    for t in ends.wait_from_tail:
+        if t is None:
+            break
+        walked.append(t)
+        if t.exact and not t.lifo:  # surely LPUSHed: everything behind it is younger
+            return all(w.exact for w in walked), [w.ms for w in walked if w.ms is not None]
+    every_job_read = len(walked) == len(ends.wait_from_tail) >= ends.wait_count
+    known = [t for t in (*ends.wait_from_tail, ends.wait_head) if t is not None and t.ms is not None]
+    return every_job_read and all(w.exact for w in walked), [t.ms for t in known if t.ms is not None]
 
 
 def _priority(entry: tuple[ReadyTime, float]) -> int:

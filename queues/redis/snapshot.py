@@ -30,7 +30,7 @@ import redis
 from redis.crc import key_slot
 
 from ..keys import QueueRef
-from ..ready_since import READY_FIELDS, ReadyTime, WaitingEnds, oldest_ready, ready_time
+from ..ready_since import READY_FIELDS, WAIT_TAIL_WINDOW, ReadyTime, WaitingEnds, oldest_ready, ready_time
 from ..snapshot import QueueSnapshot
 from ..text import finite
 
@@ -56,6 +56,7 @@ _QUEUE_READS = (
     (b"XREVRANGE", b"events", b"+", b"-", b"COUNT", b"1"),
     # The ends of what is waiting, for the oldest ready job (queues.ready_since): the tail of
     # wait is the next to run, its head the last LPUSHed; prioritized in score order.
+    (b"LRANGE", b"wait", b"-%d" % WAIT_TAIL_WINDOW, b"-2"),  # the jobs before the tail
     (b"LINDEX", b"wait", b"0"),
     (b"ZRANGE", b"prioritized", b"0", b"0", b"WITHSCORES"),
     (b"ZRANGE", b"prioritized", b"-1", b"-1", b"WITHSCORES"),
@@ -223,18 +224,20 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
         legacy = legacy_lengths.get(q, 0) if legacy_tail is not None else 0
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)
         legacy, legacy_tail = _skip_legacy_marker(legacy, legacy_tail)
-        wait_head = _tail(replies[12])
+        wait_head = _tail(replies[13])
         if wait_head is not None and wait_head.startswith(LEGACY_MARKER):
             wait_head = None
+        window = replies[12] if wait_tail and isinstance(replies[12], list) else []
+        before_tail = [_text(j) for j in reversed(window) if isinstance(j, bytes) and not j.startswith(LEGACY_MARKER)]
         # A legacy list (v5 moved wait there on pause and pushed new jobs to it) holds the
         # jobs that waited longest: its tail stands for the tail of wait.
         ends = _Ends(
             wait + legacy,
             prioritized,
-            _text(legacy_tail or wait_tail),
+            [_text(legacy_tail)] if legacy_tail else [_text(wait_tail), *before_tail],
             _text(wait_head),
-            _scored(replies[13]),
             _scored(replies[14]),
+            _scored(replies[15]),
         )
         snapshots.append(
             QueueSnapshot(
@@ -268,13 +271,15 @@ class _Ends:
 
     wait_count: int
     prioritized_count: int
-    wait_tail: str | None
+    wait_from_tail: list[str | None]
     wait_head: str | None
     prioritized_first: tuple[str, float] | None
     prioritized_last: tuple[str, float] | None
 
     def ids(self) -> list[str]:
-        found = [self.wait_tail, self.wait_head] + [p[0] for p in (self.prioritized_first, self.prioritized_last) if p]
+        found = [*self.wait_from_tail, self.wait_head] + [
+            p[0] for p in (self.prioritized_first, self.prioritized_last) if p
+        ]
         return list(dict.fromkeys(i for i in found if i))
 
 
@@ -303,7 +308,7 @@ def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_e
         ready = WaitingEnds(
             e.wait_count,
             e.prioritized_count,
-            timed(e.wait_tail),
+            tuple(timed(job) for job in e.wait_from_tail),
             timed(e.wait_head),
             scored(e.prioritized_first),
             scored(e.prioritized_last),
@@ -318,7 +323,10 @@ def _text(value: bytes | None) -> str | None:
 
 
 def _scored(value) -> tuple[str, float] | None:
-    """``ZRANGE … WITHSCORES`` of one member: (id, score), or None (empty, or an error reply)."""
+    """``ZRANGE … WITHSCORES`` of one member: (id, score), or None (empty, or an error reply).
+    RESP3 replies pair each member with its score, RESP2 replies are flat."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (list, tuple)):
+        value = list(value[0])
     if isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes):
         score = finite(_float(value[1]))
         return (value[0].decode("utf-8", errors="replace"), score) if score is not None else None

@@ -27,13 +27,27 @@ def test_a_job_that_ran_has_no_stored_time_of_its_return_to_waiting():
 
 
 def test_a_lpushed_exact_tail_is_the_oldest_of_wait():
-    ends = WaitingEnds(3, 0, wait_tail=ReadyTime(1000, True), wait_head=ReadyTime(500, False))
+    ends = WaitingEnds(
+        9, 0, wait_from_tail=(ReadyTime(1000, True), ReadyTime(900, False)), wait_head=ReadyTime(500, False)
+    )
     assert oldest_ready(ends, NOW) == (1000, False)
 
 
-def test_a_lifo_tail_makes_wait_a_bound_from_both_ends():
-    ends = WaitingEnds(2, 0, wait_tail=ReadyTime(9000, True, lifo=True), wait_head=ReadyTime(1000, True))
-    assert oldest_ready(ends, NOW) == (1000, True)
+def test_lifo_jobs_at_the_tail_are_passed_over_to_the_first_lpushed_one():
+    lifo, fifo = ReadyTime(9000, True, lifo=True), ReadyTime(1000, True)
+    assert oldest_ready(WaitingEnds(5, 0, wait_from_tail=(lifo, fifo)), NOW) == (1000, False)
+    ran = ReadyTime(None, False)  # a stall-recovered job: back in wait since an unstored time
+    assert oldest_ready(WaitingEnds(5, 0, wait_from_tail=(ran, fifo)), NOW) == (1000, True)
+
+
+def test_without_a_lpushed_job_in_reach_wait_is_a_bound_from_what_was_read():
+    lifo = ReadyTime(9000, True, lifo=True)
+    ends = WaitingEnds(9, 0, wait_from_tail=(lifo, lifo, lifo), wait_head=ReadyTime(7000, False))
+    assert oldest_ready(ends, NOW) == (7000, True)
+    assert oldest_ready(WaitingEnds(2, 0, wait_from_tail=(lifo, ReadyTime(8000, True, lifo=True))), NOW) == (
+        8000,
+        False,
+    )
 
 
 def test_prioritized_is_exact_when_its_ends_share_a_priority():
@@ -45,6 +59,6 @@ def test_prioritized_is_exact_when_its_ends_share_a_priority():
 
 
 def test_a_delay_expiring_ahead_of_now_counts_as_ready_now_and_nothing_waiting_has_no_age():
-    ends = WaitingEnds(1, 0, wait_tail=ReadyTime(NOW + 60_000, False))
+    ends = WaitingEnds(1, 0, wait_from_tail=(ReadyTime(NOW + 60_000, False),))
     assert oldest_ready(ends, NOW) == (NOW, True)
     assert oldest_ready(WaitingEnds(0, 0), NOW) == (None, False)
