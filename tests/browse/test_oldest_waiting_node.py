@@ -34,7 +34,7 @@ def add(queues, name: str, *jobs: dict) -> list[str]:
 
 def oldest(client, queues, name: str) -> dict:
     body = client.get(reverse("api_queue", args=queues.args(name))).json()
-    return {k: body[k] for k in ("oldest_waiting_age_ms", "oldest_waiting_is_bound", "counts")}
+    return {k: body.get(k) for k in ("oldest_waiting_age_ms", "oldest_waiting_is_bound", "counts")}
 
 
 def now_ms() -> int:
