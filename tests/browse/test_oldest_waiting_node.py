@@ -54,6 +54,8 @@ def test_a_day_delayed_job_promoted_just_now_does_not_read_a_day_old(logged_in, 
     # The hash keeps no promotion time (promote sets delay to 0): a bound, and not a day.
     assert got["oldest_waiting_age_ms"] is not None and got["oldest_waiting_age_ms"] < 60_000
     assert got["oldest_waiting_is_bound"] is True
+    page = logged_in.get(reverse("queue", args=prefixed_queues.args("later"))).content.decode()
+    assert "oldest waiting job: at least <time" in " ".join(page.split())  # shown as the bound it is
 
 
 def test_a_backlog_of_prioritized_jobs_only_has_an_age(logged_in, prefixed_queues):
