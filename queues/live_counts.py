@@ -219,9 +219,11 @@ class LiveCounts:
 
     def _follow_ready(self, ev: Event) -> None:
         job = ev.job_id
-        if not job or ev.name in ("added", "paused", "resumed", "cleaned"):
+        # Only moves: ``stalled`` follows the ``waiting`` of stall recovery, and ``duplicated``
+        # or ``progress`` name a job that stays where it is.
+        if not job or (ev.name not in STATE_AFTER and ev.name != "removed"):
             return
-        self.ready.pop(job, None)  # any move of a job ends its wait, or starts a new one
+        self.ready.pop(job, None)  # a move ends the job's wait, or starts a new one
         if ev.name != "waiting":
             if not self.ready:
                 self.ready_overflowed = False  # nothing kept, nothing missing

@@ -201,3 +201,13 @@ def test_prioritized_jobs_have_an_age_too():
     play(live, known, ev(3_000, "waiting", "p1"), ev(3_100, "waiting", "p2"))
     live.counts["waiting"], live.counts["prioritized"] = 0, 2  # events do not tell them apart
     assert live.snapshot(4_000).oldest_waiting_age_ms == 1_000
+
+
+def test_a_stalled_job_back_in_wait_is_ready_since_its_recovery_and_other_events_do_not_move_it():
+    live, known = LiveCounts(snap(active=1)), JobStates()
+    known.set((Q, "s1"), "active")
+    # moveStalledJobsToWait: `waiting` (prev active), then `stalled` for the same job.
+    play(live, known, ev(5_000, "waiting", "s1", prev="active"), ev(5_000, "stalled", "s1"))
+    play(live, known, ev(6_000, "duplicated", "s1"))
+    estimate = live.snapshot(9_000)
+    assert (estimate.oldest_waiting_ts, estimate.oldest_waiting_bound) == (5_000, False)
