@@ -282,40 +282,40 @@ class _Ends:
         ]
         return list(dict.fromkeys(i for i in found if i))
 
+    def ready(self, known: dict[str, ReadyTime]) -> WaitingEnds:
+        """These ends with the ready times read of their jobs (None: not read)."""
+
+        def scored(entry: tuple[str, float] | None) -> tuple[ReadyTime, float] | None:
+            t = known.get(entry[0]) if entry else None
+            return (t, entry[1]) if t is not None and entry is not None else None
+
+        return WaitingEnds(
+            self.wait_count,
+            self.prioritized_count,
+            tuple(known.get(job) if job else None for job in self.wait_from_tail),
+            known.get(self.wait_head) if self.wait_head else None,
+            scored(self.prioritized_first),
+            scored(self.prioritized_last),
+        )
+
 
 def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]) -> None:
-    """Round trip two: the ready-time fields of the jobs at the ends (at most four per queue),
+    """Round trip two: the ready-time fields of the jobs at the ends (at most six per queue),
     and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``)."""
-    wanted = [(s, e, job) for s, e in zip(snapshots, all_ends) for job in e.ids()]
+    wanted = [(n, job) for n, e in enumerate(all_ends) for job in e.ids()]
     if not wanted:
         return
     pipe = client.pipeline(transaction=False)
-    for s, _e, job in wanted:
-        pipe.hmget(s.queue.job_key(job), list(READY_FIELDS))
-    times: dict[tuple[int, str], ReadyTime] = {}
-    for (s, _e, job), fields in zip(wanted, pipe.execute(raise_on_error=False)):
-        if isinstance(fields, list) and len(fields) == len(READY_FIELDS):
-            times[(id(s), job)] = ready_time(*fields)
-    for s, e in zip(snapshots, all_ends):
-
-        def timed(job: str | None, s=s) -> ReadyTime | None:
-            return times.get((id(s), job)) if job else None
-
-        def scored(entry: tuple[str, float] | None, s=s) -> tuple[ReadyTime, float] | None:
-            t = timed(entry[0], s) if entry else None
-            return (t, entry[1]) if t is not None and entry is not None else None
-
-        ready = WaitingEnds(
-            e.wait_count,
-            e.prioritized_count,
-            tuple(timed(job) for job in e.wait_from_tail),
-            timed(e.wait_head),
-            scored(e.prioritized_first),
-            scored(e.prioritized_last),
-        )
-        s.oldest_waiting_ts, s.oldest_waiting_bound = oldest_ready(ready, s.taken_at)
+    for n, job in wanted:
+        pipe.hmget(snapshots[n].queue.job_key(job), list(READY_FIELDS))
+    times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
+    for (n, job), fields in zip(wanted, pipe.execute(raise_on_error=False)):
+        if isinstance(fields, list) and len(fields) == len(READY_FIELDS):  # else an error reply
+            times[n][job] = ready_time(*fields)
+    for s, e, known in zip(snapshots, all_ends, times):
+        s.oldest_waiting_ts, s.oldest_waiting_bound = oldest_ready(e.ready(known), s.taken_at)
         # The job that time is of: the live estimate stops trusting it once that job leaves.
-        s.oldest_waiting_id = next((job for job in e.ids() if (t := timed(job)) and t.ms == s.oldest_waiting_ts), None)
+        s.oldest_waiting_id = next((job for job, t in known.items() if t.ms == s.oldest_waiting_ts), None)
 
 
 def _text(value: bytes | None) -> str | None:
