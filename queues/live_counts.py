@@ -18,6 +18,10 @@ What events cannot tell, and how it is handled:
 * ``cleaned`` does not say which jobs left: the queue asks for an early snapshot.
 * A job whose previous state is unknown (seen first after the snapshot, no ``prev`` field) is
   counted as new.
+* The oldest waiting job is the one ready the longest (``queues.ready_since``): every
+  ``waiting`` event says when its job became ready, so once every waiting job was seen entering
+  the age is exact. Jobs that entered before the first event followed are only known to be at
+  least that old; the snapshot's read (a bound) covers them.
 Whatever drifts is corrected at the next exact read: the queue's own read once it has been
 quiet for a second (``queues.quiet``), or the periodic snapshot. See docs/live-truth.md.
 """
@@ -79,6 +83,11 @@ class LiveCounts:
         self.waiting_memory = waiting_memory
         self.moves: list[tuple[str, str | None, str | None]] = []
         self.moves_overflowed = False
+        # When each job seen entering waiting (wait or prioritized) became ready, earliest first;
+        # kept across snapshots: it is what the events said, which no read can tell again.
+        self.ready: OrderedDict[str, int] = OrderedDict()
+        self.ready_overflowed = False  # more waiting jobs than waiting_memory: some not kept
+        self.first_event_ms: int | None = None  # jobs not seen entering entered before this
         # The first snapshot has nothing before it to learn caps from.
         self._take(snapshot)
 
@@ -103,10 +112,7 @@ class LiveCounts:
         self.paused = snapshot.paused
         self.cutoff = _id_tuple(snapshot.last_event_id) if snapshot.last_event_id else (0, 0)
         self.finished_since: dict[str, int] = dict.fromkeys(FINISHED, 0)
-        # Jobs that entered waiting after the snapshot, oldest first, with when they entered:
-        # the oldest waiting job once the snapshot's oldest has been taken.
-        self.entered_waiting: OrderedDict[str, int] = OrderedDict()
-        self.oldest_taken = False
+        self.oldest_taken = False  # the job the snapshot's oldest waiting time is of left waiting
         self.needs_snapshot = False
 
     def set_keep(self, state: str, keep: int | None) -> None:
@@ -149,6 +155,9 @@ class LiveCounts:
         job = ev.job_id
         key = (ev.queue, job)
         after_snapshot = _id_tuple(ev.stream_id) > self.cutoff
+        if self.first_event_ms is None:
+            self.first_event_ms = ev.ts_ms
+        self._follow_ready(ev)
         if ev.name == "added":
             known.set(key, NEW)
             return set()
@@ -158,6 +167,7 @@ class LiveCounts:
             return set()
         if ev.name == "cleaned":
             self.needs_snapshot = self.needs_snapshot or after_snapshot
+            self.lost_events()  # jobs left without an event each
             return set()
         if ev.name == "removed":
             prev = ev.fields.get("prev")
@@ -183,10 +193,6 @@ class LiveCounts:
             cap = self.cap.get(new)
             if cap is not None:  # trimmed in the same script, without an event
                 self.counts[new] = min(self.counts[new], cap)
-            if new == "waiting":
-                self.entered_waiting[job] = ev.ts_ms
-                if len(self.entered_waiting) > self.waiting_memory:
-                    self.entered_waiting.popitem(last=False)
         return self._lists_of(old) | self._lists_of(new)
 
     def _lists_of(self, state: str | None) -> set[str]:
@@ -200,14 +206,37 @@ class LiveCounts:
         if old == "waiting":
             if self.counts["waiting"] == 0 and self.counts["prioritized"] > 0:
                 old = "prioritized"
-            self.entered_waiting.pop(job, None)
             if job == self.base.oldest_waiting_id:
                 self.oldest_taken = True
         self.counts[old] = max(0, self.counts[old] - 1)
 
+    def lost_events(self) -> None:
+        """Events were lost (a trimmed stream, ``cleaned``): which jobs wait since when is
+        known again only from the next event on."""
+        self.ready.clear()
+        self.ready_overflowed = False
+        self.first_event_ms = None
+
+    def _follow_ready(self, ev: Event) -> None:
+        job = ev.job_id
+        # Only moves: ``stalled`` follows the ``waiting`` of stall recovery, and ``duplicated``
+        # or ``progress`` name a job that stays where it is.
+        if not job or (ev.name not in STATE_AFTER and ev.name != "removed"):
+            return
+        self.ready.pop(job, None)  # a move ends the job's wait, or starts a new one
+        if ev.name != "waiting":
+            if not self.ready:
+                self.ready_overflowed = False  # nothing kept, nothing missing
+            return
+        if len(self.ready) < self.waiting_memory:
+            self.ready[job] = ev.ts_ms  # events come in order: the dict stays earliest first
+        else:
+            self.ready_overflowed = True  # the earliest are kept: those are the ones that count
+
     def snapshot(self, now_ms: int) -> QueueSnapshot:
         """The current estimate, shaped like a snapshot taken now."""
         base = self.base
+        oldest_ts, bound = self._oldest_waiting()
         return QueueSnapshot(
             queue=base.queue,
             counts=dict(self.counts),
@@ -215,16 +244,29 @@ class LiveCounts:
             schedulers=base.schedulers,
             legacy_paused_jobs=base.legacy_paused_jobs,
             oldest_waiting_id=None,
-            oldest_waiting_ts=self._oldest_waiting_ts(),
+            oldest_waiting_ts=oldest_ts,
+            oldest_waiting_bound=bound,
             last_event_id=base.last_event_id,
             taken_at=now_ms,
         )
 
-    def _oldest_waiting_ts(self) -> int | None:
-        if self.counts["waiting"] == 0:
-            return None
-        if not self.oldest_taken or self.counts["waiting"] > len(self.entered_waiting):
-            # Jobs from before the snapshot are still waiting: the snapshot's oldest, or one
-            # queued right after it, is the oldest; its creation time is the best we know.
-            return self.base.oldest_waiting_ts
-        return next(iter(self.entered_waiting.values()), None)
+    def _oldest_waiting(self) -> tuple[int | None, bool]:
+        """When the job ready the longest became ready, and whether that is a bound."""
+        waiting = self.counts["waiting"] + self.counts["prioritized"] + self.base.legacy_paused_jobs
+        if waiting == 0:
+            return None, False
+        seen = next(iter(self.ready.values()), None)
+        if len(self.ready) == waiting and not self.ready_overflowed:
+            return seen, False  # every waiting job was seen entering: exact
+        if not self.oldest_taken and self.base.oldest_waiting_ts is not None:
+            if not self.base.oldest_waiting_bound:
+                # The read was exact and that job still waits: whatever entered since is younger.
+                return self.base.oldest_waiting_ts, False
+            candidates = [self.base.oldest_waiting_ts]
+        else:
+            candidates = []
+        if len(self.ready) < waiting:
+            # Some waiting jobs were not seen entering: they entered before the first event
+            # followed, so they are at least that old; each seen one is a waiting job too.
+            candidates += [t for t in (seen, self.first_event_ms) if t is not None]
+        return (min(candidates) if candidates else None), True

@@ -21,7 +21,9 @@ class QueueSnapshot:
     schedulers: int
     legacy_paused_jobs: int = 0
     oldest_waiting_id: str | None = None
-    oldest_waiting_ts: int | None = None  # ms since epoch
+    oldest_waiting_ts: int | None = None  # ms since epoch the job ready the longest became ready
+    # The age is a bound: the oldest waiting job is at least this old (queues.ready_since).
+    oldest_waiting_bound: bool = False
     last_event_id: str | None = None  # newest events-stream entry when the counts were read
     taken_at: int = field(default_factory=lambda: int(time.time() * 1000))
 
@@ -45,5 +47,6 @@ class QueueSnapshot:
             "schedulers": self.schedulers,
             "legacy_paused_jobs": self.legacy_paused_jobs,
             "oldest_waiting_age_ms": self.oldest_waiting_age_ms,
+            "oldest_waiting_is_bound": self.oldest_waiting_bound,
             "taken_at": self.taken_at,
         }

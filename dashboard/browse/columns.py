@@ -92,9 +92,10 @@ COLUMNS: list[OverviewColumn] = [
         name="oldest",
         header=_("Oldest waiting"),
         numeric=True,
-        # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js).
-        value=lambda sig: sig.snapshot.oldest_waiting_ts,
-        cell='<td class="num">{% age_since value %}</td>',
+        # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js);
+        # and whether it is a bound ("at least", queues.ready_since).
+        value=lambda sig: (sig.snapshot.oldest_waiting_ts, sig.snapshot.oldest_waiting_bound),
+        cell='<td class="num">{% age_since value.0 value.1 %}</td>',
         sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
     ),
     OverviewColumn(

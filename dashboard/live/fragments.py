@@ -102,6 +102,7 @@ def queue_live_key(sig: QueueSignals) -> tuple:
         s.schedulers,
         s.legacy_paused_jobs,
         s.oldest_waiting_ts,
+        s.oldest_waiting_bound,
         rates,
         ratio,
         tuple(sig.stalled_now),

@@ -165,6 +165,7 @@ class CountTracker:
         self.reconcile([q], since_ms=lost_from, until_ms=lost_to)
         if q in self.states and self.states[q].live is not None:
             self.states[q].live.needs_snapshot = True
+            self.states[q].live.lost_events()
 
     def following_from(self, starts: dict[QueueRef, str]) -> None:
         """Following these queues starts at these stream ids."""
@@ -174,6 +175,7 @@ class CountTracker:
             if live_counts is not None and live_counts.read_before(start_id):
                 # Events between that snapshot and where following starts were missed.
                 live_counts.needs_snapshot = True
+                live_counts.lost_events()
 
     # --- reads of the monitored connections ---------------------------------------------------
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join, json_script
+from django.utils.html import conditional_escape, format_html, format_html_join, json_script
 from django.utils.translation import gettext
 
 from dashboard.core.i18n import translate
@@ -171,17 +171,22 @@ def rate_windows(per_min: dict, windows=""):
 
 
 @register.simple_tag
-def age_since(ms):
-    """How long ago ``ms`` was, as a duration the browser keeps counting ('3 min 4 s')."""
+def age_since(ms, bound=False):
+    """How long ago ``ms`` was, as a duration the browser keeps counting ('3 min 4 s');
+    ``bound``: it was at least that long ago ('at least 3 min 4 s', queues.ready_since)."""
     if ms in (None, ""):
         return "—"
     iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).isoformat()
-    return format_html(
+    age = format_html(
         '<time class="age" datetime="{}" title="{}">{}</time>',
         iso,
         gettext("since %(time)s") % {"time": ms_datetime(ms)},
         duration(max(0, int(time.time() * 1000) - int(ms))),
     )
+    if not bound:
+        return age
+    # The translation places the age (Arabic puts it after "at least" too, but may not).
+    return format_html(conditional_escape(gettext("at least %(age)s")).replace("%(age)s", "{}"), age)
 
 
 @register.filter

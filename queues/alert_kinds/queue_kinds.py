@@ -110,7 +110,8 @@ class OldestWaiting(QueueKind):
         age = sig.snapshot.oldest_waiting_age_ms
         if age is None:
             return 0.0, "no job waiting"
-        return round(age / 1000, 1), f"oldest waiting job is {age / 1000:.0f} s old"
+        at_least = "at least " if sig.snapshot.oldest_waiting_bound else ""
+        return round(age / 1000, 1), f"oldest waiting job is {at_least}{age / 1000:.0f} s old"
 
 
 class NoCompletions(QueueKind):

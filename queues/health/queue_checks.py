@@ -263,7 +263,9 @@ def check_workers(
     rates = state_entry.get("rates_per_min") or {}
     recent = sum(float((rates.get(k) or {}).get("5") or 0) for k in ("completed", "failed"))
     age = snapshot.oldest_waiting_age_ms
-    details.update(finished_per_min_5m=recent, oldest_waiting_age_ms=age)
+    details.update(
+        finished_per_min_5m=recent, oldest_waiting_age_ms=age, oldest_waiting_is_bound=snapshot.oldest_waiting_bound
+    )
     if recent == 0 and age is not None and age >= th.idle_ms:
         return _qr(
             "queue.no_workers",
@@ -271,6 +273,12 @@ def check_workers(
             q,
             judged(
                 _(
+                    "{jobs} waiting, the oldest for at least {age}, and none finished in 5 minutes.",
+                    jobs=count_jobs(backlog),
+                    age=format_age(age),
+                )
+                if snapshot.oldest_waiting_bound
+                else _(
                     "{jobs} waiting, the oldest for {age}, and none finished in 5 minutes.",
                     jobs=count_jobs(backlog),
                     age=format_age(age),

@@ -2,9 +2,10 @@
 
 Reads use plain commands in a pipeline — never Lua (``getCounts`` may RPOP a legacy marker, and
 scripts are a question on read-only replicas) and never anything that touches ``marker``, locks
-or the active list's contents. Cost is O(queues): round trip one reads every count plus the id
-at the tail of ``wait`` (the oldest waiting job, since producers LPUSH and workers take from
-the tail); round trip two reads those jobs' creation timestamps. Two round trips per connection
+or the active list's contents. Cost is O(queues): round trip one reads every count plus the ids
+at both ends of ``wait`` and of ``prioritized``; round trip two reads those (at most four) jobs'
+``timestamp``, ``processedOn`` and ``opts``, from which ``queues.ready_since`` tells when the
+job ready the longest became ready, exactly or as a bound. Two round trips per connection
 whatever the number of queues or jobs.
 
 Round trip one is a MULTI/EXEC transaction (in chunks of queues, so a huge install never blocks
@@ -29,8 +30,9 @@ import redis
 from redis.crc import key_slot
 
 from ..keys import QueueRef
+from ..ready_since import READY_FIELDS, WAIT_TAIL_WINDOW, ReadyTime, WaitingEnds, oldest_ready, ready_time
 from ..snapshot import QueueSnapshot
-from ..text import to_ms
+from ..text import finite
 
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
 
@@ -52,6 +54,12 @@ _QUEUE_READS = (
     (b"HEXISTS", b"meta", b"paused"),
     (b"ZCARD", b"repeat"),
     (b"XREVRANGE", b"events", b"+", b"-", b"COUNT", b"1"),
+    # The ends of what is waiting, for the oldest ready job (queues.ready_since): the tail of
+    # wait is the next to run, its head the last LPUSHed; prioritized in score order.
+    (b"LRANGE", b"wait", b"-%d" % WAIT_TAIL_WINDOW, b"-2"),  # the jobs before the tail
+    (b"LINDEX", b"wait", b"0"),
+    (b"ZRANGE", b"prioritized", b"0", b"0", b"WITHSCORES"),
+    (b"ZRANGE", b"prioritized", b"-1", b"-1", b"WITHSCORES"),
 )
 TRANSACTION_CHUNK = 250  # queues per MULTI/EXEC
 PER_QUEUE_COMMANDS = len(_QUEUE_READS)
@@ -205,7 +213,8 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
         client, [q for i, q in enumerate(queues) if _tail(raw[i * PER_QUEUE_COMMANDS + 2]) is not None]
     )
 
-    snapshots = []
+    snapshots: list[QueueSnapshot] = []
+    all_ends: list[_Ends] = []
     for i, q in enumerate(queues):
         replies = raw[i * PER_QUEUE_COMMANDS : (i + 1) * PER_QUEUE_COMMANDS]
         (wait, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = (
@@ -215,9 +224,21 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
         legacy = legacy_lengths.get(q, 0) if legacy_tail is not None else 0
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)
         legacy, legacy_tail = _skip_legacy_marker(legacy, legacy_tail)
-        # The oldest waiting job is at the tail of the legacy list if one exists (v5 moved
-        # wait there on pause and pushed new jobs to it), else at the tail of wait.
-        oldest = legacy_tail or wait_tail
+        wait_head = _tail(replies[13])
+        if wait_head is not None and wait_head.startswith(LEGACY_MARKER):
+            wait_head = None
+        window = replies[12] if wait_tail and isinstance(replies[12], list) else []
+        before_tail = [_text(j) for j in reversed(window) if isinstance(j, bytes) and not j.startswith(LEGACY_MARKER)]
+        # A legacy list (v5 moved wait there on pause and pushed new jobs to it) holds the
+        # jobs that waited longest: its tail stands for the tail of wait.
+        ends = _Ends(
+            wait + legacy,
+            prioritized,
+            [_text(legacy_tail)] if legacy_tail else [_text(wait_tail), *before_tail],
+            _text(wait_head),
+            _scored(replies[14]),
+            _scored(replies[15]),
+        )
         snapshots.append(
             QueueSnapshot(
                 queue=q,
@@ -235,20 +256,88 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
                 paused=bool(paused_flag) or legacy > 0,
                 schedulers=repeat,
                 legacy_paused_jobs=legacy,
-                oldest_waiting_id=oldest.decode("utf-8", errors="replace") if oldest else None,
                 last_event_id=_newest_id(replies[11]),
                 taken_at=now,
             )
         )
-
-    with_oldest = [(s, s.oldest_waiting_id) for s in snapshots if s.oldest_waiting_id]
-    if with_oldest:
-        pipe = client.pipeline(transaction=False)
-        for s, oldest_id in with_oldest:
-            pipe.hget(s.queue.job_key(oldest_id), "timestamp")
-        for (s, _oldest_id), ts in zip(with_oldest, pipe.execute()):
-            s.oldest_waiting_ts = to_ms(ts)
+        all_ends.append(ends)
+    _read_ready_times(client, snapshots, all_ends)
     return snapshots
+
+
+@dataclass
+class _Ends:
+    """The ids at the ends of one queue's waiting jobs (prioritized ones with their scores)."""
+
+    wait_count: int
+    prioritized_count: int
+    wait_from_tail: list[str | None]
+    wait_head: str | None
+    prioritized_first: tuple[str, float] | None
+    prioritized_last: tuple[str, float] | None
+
+    def ids(self) -> list[str]:
+        found = [*self.wait_from_tail, self.wait_head] + [
+            p[0] for p in (self.prioritized_first, self.prioritized_last) if p
+        ]
+        return list(dict.fromkeys(i for i in found if i))
+
+    def ready(self, known: dict[str, ReadyTime]) -> WaitingEnds:
+        """These ends with the ready times read of their jobs (None: not read)."""
+
+        def scored(entry: tuple[str, float] | None) -> tuple[ReadyTime, float] | None:
+            t = known.get(entry[0]) if entry else None
+            return (t, entry[1]) if t is not None and entry is not None else None
+
+        return WaitingEnds(
+            self.wait_count,
+            self.prioritized_count,
+            tuple(known.get(job) if job else None for job in self.wait_from_tail),
+            known.get(self.wait_head) if self.wait_head else None,
+            scored(self.prioritized_first),
+            scored(self.prioritized_last),
+        )
+
+
+def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]) -> None:
+    """Round trip two: the ready-time fields of the jobs at the ends (at most six per queue),
+    and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``)."""
+    wanted = [(n, job) for n, e in enumerate(all_ends) for job in e.ids()]
+    if not wanted:
+        return
+    pipe = client.pipeline(transaction=False)
+    for n, job in wanted:
+        pipe.hmget(snapshots[n].queue.job_key(job), list(READY_FIELDS))
+    times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
+    for (n, job), fields in zip(wanted, pipe.execute(raise_on_error=False)):
+        if isinstance(fields, list) and len(fields) == len(READY_FIELDS):  # else an error reply
+            times[n][job] = ready_time(*fields)
+    for s, e, known in zip(snapshots, all_ends, times):
+        s.oldest_waiting_ts, s.oldest_waiting_bound = oldest_ready(e.ready(known), s.taken_at)
+        # The job that time is of: the live estimate stops trusting it once that job leaves.
+        s.oldest_waiting_id = next((job for job, t in known.items() if t.ms == s.oldest_waiting_ts), None)
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode("utf-8", errors="replace") if value else None
+
+
+def _scored(value) -> tuple[str, float] | None:
+    """``ZRANGE … WITHSCORES`` of one member: (id, score), or None (empty, or an error reply).
+    RESP3 replies pair each member with its score, RESP2 replies are flat."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (list, tuple)):
+        value = list(value[0])
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes):
+        score = finite(_float(value[1]))
+        return (value[0].decode("utf-8", errors="replace"), score) if score is not None else None
+    return None
+
+
+def _float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _legacy_lengths(client: redis.Redis, queues: list[QueueRef]) -> dict[QueueRef, int]:

@@ -430,7 +430,14 @@ def test_no_workers_falls_back_to_activity_without_client_list(servers):
 
     r = result(run_checks(client, [q], state(0), now_ms()), "queue.no_workers")
     assert (r.status, r.details["source"]) == (FAIL, "activity") and "none finished" in r.summary
+    assert "the oldest for 10 min" in r.summary and not r.details["oldest_waiting_is_bound"]
     assert result(run_checks(client, [q], state(3.0), now_ms()), "queue.no_workers").status == PASS
+    # A stalled job recovered to the tail of wait: when it came back is stored nowhere, so the
+    # ten minutes of the job behind it are a bound.
+    server.client().hset("bull:backlog:2", mapping={"name": "j", "timestamp": old, "processedOn": old + 1})
+    server.client().rpush("bull:backlog:wait", "2")
+    r = result(run_checks(client, [q], state(0), now_ms()), "queue.no_workers")
+    assert "the oldest for at least 10 min" in r.summary and r.details["oldest_waiting_is_bound"]
 
 
 # --- checks from the monitor's state document --------------------------------------------------

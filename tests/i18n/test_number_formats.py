@@ -176,3 +176,10 @@ def test_charts_write_no_units_of_their_own():
     assert "window.qwText" in source
     for literal in ('" s"', '" ms"', '" min"', '"/min"', '" h"', '" d"', '"k"', '"M"', '"{MMM}'):
         assert literal not in source, literal
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "at least "), ("ar", "ما لا يقل عن ")])
+def test_an_age_that_is_a_bound_reads_at_least_in_either_language(lang, words):
+    with translation.override(lang):
+        exact, bound = qw.age_since(1_000_000, False), qw.age_since(1_000_000, True)
+    assert exact.startswith("<time") and bound == words + exact

@@ -11,6 +11,8 @@
 //       a worker that throws on a job's first <failFirst> attempts (data.fail overrides), until
 //       <count> jobs finished for good; prints {jobs: {id: {name, data, opts, state, atm, order,
 //       attempts: [processedOn...]}}, order: [ids in the order they were first taken]}
+//   node toolbox.mjs promote <redisUrl> <queue> <idsJson>
+//       Job.promote() each delayed job of the list (it becomes waiting now); prints {promotedAt}
 //   node toolbox.mjs fail <redisUrl> <queue> <jobsJson>
 //       add the jobs (as `add`) and fail each once for good (attempts 1); prints {ids}
 //   node toolbox.mjs fill <redisUrl> <queue> <pausedFlag>
@@ -35,7 +37,7 @@
 //       defaultRepeatStrategy computes it with cron-parser; prints {next: [ms or error text]}
 
 import { readFileSync } from 'node:fs';
-import { Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import IORedis from 'ioredis';
 import { connectionFromUrl, log, prefixAndArgs, sleep } from './connection.mjs';
@@ -102,6 +104,9 @@ async function main() {
     const ids = [];
     for (const spec of JSON.parse(a)) ids.push((await queue.add(spec.name, spec.data, spec.opts)).id);
     out = { ids, hashes: await hashes(queue, ids) };
+  } else if (mode === 'promote') {
+    for (const id of JSON.parse(a)) await (await Job.fromId(queue, id)).promote();
+    out = { promotedAt: Date.now() };
   } else if (mode === 'hashes') {
     out = { hashes: await hashes(queue, JSON.parse(a)) };
   } else if (mode === 'run') {

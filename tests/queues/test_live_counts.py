@@ -175,3 +175,39 @@ def test_the_one_minute_rate_slides_across_minute_boundaries():
     series.bucket(start + MINUTE_MS).failed = 30  # ...and 30 in the first half of this one
     assert series.per_minute("failed", now_ms=start + MINUTE_MS + MINUTE_MS // 2, window_min=1) == 60
     assert series.per_minute("failed", now_ms=start + 3 * MINUTE_MS, window_min=1) == 0
+
+
+def test_oldest_waiting_counts_from_when_a_job_became_ready_not_from_its_creation():
+    live, known = LiveCounts(snap(delayed=1)), JobStates()
+    # Created a day before, promoted at 90_000: ready since then, whatever its timestamp says.
+    play(live, known, ev(90_000, "waiting", "d1", prev="delayed"))
+    estimate = live.snapshot(95_000)
+    assert estimate.oldest_waiting_ts == 90_000 and not estimate.oldest_waiting_bound
+    assert estimate.oldest_waiting_age_ms == 5_000
+
+
+def test_waiting_jobs_not_seen_entering_make_the_age_a_bound_from_the_first_event():
+    base = snap(waiting=2, oldest="a")
+    base.oldest_waiting_ts, base.oldest_waiting_bound = 7_000, True  # read from a lifo tail, say
+    live, known = LiveCounts(base), JobStates()
+    play(live, known, ev(8_000, "waiting", "n1"), ev(8_500, "active", "a", prev="waiting"))
+    estimate = live.snapshot(10_000)
+    # "a" left; the other job of the snapshot entered before the first event followed (8_000).
+    assert (estimate.oldest_waiting_ts, estimate.oldest_waiting_bound) == (8_000, True)
+
+
+def test_prioritized_jobs_have_an_age_too():
+    live, known = LiveCounts(snap()), JobStates()
+    play(live, known, ev(3_000, "waiting", "p1"), ev(3_100, "waiting", "p2"))
+    live.counts["waiting"], live.counts["prioritized"] = 0, 2  # events do not tell them apart
+    assert live.snapshot(4_000).oldest_waiting_age_ms == 1_000
+
+
+def test_a_stalled_job_back_in_wait_is_ready_since_its_recovery_and_other_events_do_not_move_it():
+    live, known = LiveCounts(snap(active=1)), JobStates()
+    known.set((Q, "s1"), "active")
+    # moveStalledJobsToWait: `waiting` (prev active), then `stalled` for the same job.
+    play(live, known, ev(5_000, "waiting", "s1", prev="active"), ev(5_000, "stalled", "s1"))
+    play(live, known, ev(6_000, "duplicated", "s1"))
+    estimate = live.snapshot(9_000)
+    assert (estimate.oldest_waiting_ts, estimate.oldest_waiting_bound) == (5_000, False)

@@ -173,3 +173,19 @@ def test_a_key_of_the_wrong_type_does_not_hide_the_other_queues(redis_prefix):
     assert snaps[0].counts["completed"] == 0 and snaps[1].counts["failed"] == 1
     assert r.ping()  # the pooled connection is still in sync
     assert read_snapshots(r, [fine])[0].counts["failed"] == 1
+
+
+def test_a_job_pushed_back_to_the_tail_of_wait_neither_hides_the_oldest_nor_passes_for_exact(redis_prefix):
+    from queues.redis.snapshot import read_snapshots
+
+    r = redis_prefix.client
+    q = redis_prefix.queue("limited")
+    r.hset(q.key("old"), mapping={"timestamp": 1000, "opts": "{}"})
+    r.hset(q.key("new"), mapping={"timestamp": 5000, "opts": "{}"})
+    r.hset(q.key("back"), mapping={"timestamp": 500, "processedOn": 4000, "opts": "{}"})
+    r.lpush(q.key("wait"), "old", "new")
+    r.rpush(q.key("wait"), "back")  # moveJobFromActiveToWait: back in wait at an unstored time
+    snap = read_snapshots(r, [q])[0]
+    # Not its creation (500): the job read that surely waits longest is "old", and the pushed-back
+    # job may have come back before it, so this is a bound.
+    assert (snap.oldest_waiting_ts, snap.oldest_waiting_bound, snap.oldest_waiting_id) == (1000, True, "old")
