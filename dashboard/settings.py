@@ -50,6 +50,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "dashboard.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Below WhiteNoise, so static files keep their caching and nothing else is cached.
+    "dashboard.web.security.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: the cookie set by the switcher, else Accept-Language (dashboard/core/i18n.py
     # then prefers the logged-in user's saved choice).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import job_schema
 from .job_options import InvalidJob, NewJob
 from .messages import _
-from .safe_json import parse_json
+from .safe_json import MAX_DEPTH, JsonTooDeep, NonFiniteNumber, parse_json, strict_loads
 
 CREATED, DUPLICATED, DEDUPLICATED = "created", "duplicated", "deduplicated"
 
@@ -94,6 +94,10 @@ def copy_of(source: SourceJob) -> NewJob:
 def parse_data(text: str) -> object:
     """Job data typed into a form: JSON, with a message that says where it went wrong."""
     try:
-        return json.loads(text) if text.strip() else {}
+        return strict_loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise InvalidJob(f"The data is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    except NonFiniteNumber as exc:
+        raise InvalidJob(f"The data holds {exc}, which is not a JSON number.") from None
+    except JsonTooDeep:
+        raise InvalidJob(f"The data is nested more than {MAX_DEPTH} levels deep.") from None

@@ -28,9 +28,9 @@ fetched meanwhile, earlier if it was promoted by hand); for a job that ran, unkn
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from .safe_json import loads_or
 from .text import to_int, to_ms
 
 # The job-hash fields a ready time is read from, in this order.
@@ -63,10 +63,8 @@ def ready_time(timestamp: bytes | None, processed_on: bytes | None, opts: bytes 
 
 
 def _options(opts: bytes | None) -> dict:
-    try:
-        parsed = json.loads(opts) if opts else {}
-    except (ValueError, UnicodeDecodeError):
-        return {}
+    # A producer's options: hostile JSON (deep, non-finite, binary) reads as no options.
+    parsed = loads_or(opts, {}) if opts else {}
     return parsed if isinstance(parsed, dict) else {}
 
 

@@ -56,3 +56,36 @@ def loads_or(raw: str | bytes, default: Any) -> Any:
     """The parsed value, or ``default`` if ``raw`` is not JSON we can safely walk."""
     ok, value = parse_json(raw)
     return value if ok else default
+
+
+class JsonTooDeep(ValueError):
+    """JSON an operator sent is nested more than ``MAX_DEPTH`` deep."""
+
+
+class NonFiniteNumber(ValueError):
+    """JSON an operator sent holds ``NaN``, ``Infinity`` or a number too big for a float."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise NonFiniteNumber(literal)
+    return value
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """JSON an operator typed or sent (a form field, an API body), refused rather than bent:
+    ``json.JSONDecodeError`` when it is not JSON, ``NonFiniteNumber`` for a number no JSON
+    reader agrees on, ``JsonTooDeep`` beyond ``MAX_DEPTH`` (a 5,000-deep body would otherwise
+    exhaust the parser's recursion)."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise JsonTooDeep(MAX_DEPTH) from None
+    if nested_deeper_than(value, MAX_DEPTH):
+        raise JsonTooDeep(MAX_DEPTH)
+    return value

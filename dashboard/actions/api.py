@@ -9,8 +9,6 @@ session cookie instead must pass Django's CSRF check like any form post. Refusal
 
 from __future__ import annotations
 
-import json
-
 from django.http import QueryDict
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,6 +22,7 @@ from dashboard.browse import selectors as reads
 from dashboard.connections.registry import get_redactor
 from dashboard.web.errors import InvalidInput, JsonResponse, api_errors
 from queues.messages import from_data
+from queues.safe_json import MAX_DEPTH, JsonTooDeep, NonFiniteNumber, strict_loads
 
 
 def api_post(view):
@@ -41,7 +40,11 @@ def body_params(request):
     """The POST body as a mapping: JSON objects as they are, forms as a QueryDict."""
     if request.content_type == "application/json":
         try:
-            data = json.loads(request.body or b"{}")
+            data = strict_loads(request.body or b"{}")
+        except JsonTooDeep:
+            raise InvalidInput(f"The body is nested more than {MAX_DEPTH} levels deep.") from None
+        except NonFiniteNumber as exc:
+            raise InvalidInput(f"The body holds {exc}, which is not a JSON number.") from None
         except ValueError:
             raise InvalidInput("The body is not valid JSON.") from None
         if not isinstance(data, dict):
