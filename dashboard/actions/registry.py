@@ -21,7 +21,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
-from dashboard.actions import job_schemas, runners
+from dashboard.actions import dlq_envelopes, job_schemas, runners
 from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.actions.toolbox import inputs as tools
@@ -252,6 +252,18 @@ for _action in (
         offered=never,
         role=ADMIN,
         danger=True,
+        needs_user=True,
+    ),
+    # What a dead-letter queue's jobs carry (its envelope), confirmed on the redrive preview;
+    # stored in the database (dashboard.connections.dead_letters), refused in read-only mode too.
+    Action(
+        "set-dlq-envelope",
+        QUEUE,
+        _("Confirm the dead letters' shape"),
+        dlq_envelopes.EnvelopeInput,
+        dlq_envelopes.set_envelope,
+        offered=never,
+        role=ADMIN,
         needs_user=True,
     ),
     # Job schedulers (forms on the schedulers page; the scheduler is named in the input).
