@@ -20,7 +20,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
+from dashboard.accounts.auth import ADMIN, OPERATOR, require, role_of, role_refusal
 from dashboard.actions import dlq_envelopes, job_schemas, runners
 from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
@@ -115,13 +115,14 @@ def authorized(user, *, scope: str, name: str) -> Action:
     return action
 
 
-def offered(scope: str, where: Offer, *, user) -> list[Action]:
-    """The actions of ``scope`` to offer ``user`` here: those offered at ``where`` that the
-    user may take (no button that could only answer 403)."""
+def offered(scope: str, where: Offer, *, user, role: str | None = None) -> list[Action]:
+    """The actions of ``scope`` to offer ``user`` (or, given ``role``, anyone with that role)
+    here: those offered at ``where`` that they may take (no button that could only answer 403)."""
+    mine = role or role_of(user)
     return [
         a
         for (s, _), a in _ACTIONS.items()
-        if s == scope and a.offered(where) and refusal(user, role=a.role, mutates_redis=a.mutates_redis) is None
+        if s == scope and a.offered(where) and role_refusal(mine, role=a.role, mutates_redis=a.mutates_redis) is None
     ]
 
 
