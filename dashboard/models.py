@@ -5,4 +5,5 @@ from dashboard.accounts.models import ApiToken, hash_token  # noqa: F401
 from dashboard.accounts.preferences import UserPreference  # noqa: F401,E402
 from dashboard.actions.models import BulkTask, QueueSchema, TriageRule  # noqa: F401
 from dashboard.audit.models import AuditEntry  # noqa: F401
+from dashboard.connections.models import DeadLetterEnvelope  # noqa: F401
 from dashboard.live.models import JobTimingPoint, QueuePoint, StreamCursor  # noqa: F401

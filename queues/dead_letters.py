@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_DLQ_PATTERNS = ("*-dlq", "*.dlq", "*_dlq")
 
@@ -55,9 +56,83 @@ class DeadLetterRules:
 
     patterns: tuple[str, ...] = DEFAULT_DLQ_PATTERNS
     mapping: Mapping[str, str] = field(default_factory=dict)
+    envelopes: Mapping[str, Envelope] = field(default_factory=dict)  # dlq name -> its confirmed envelope
 
     def is_dead_letter(self, name: str) -> bool:
         return is_dead_letter(name, patterns=self.patterns, mapping=self.mapping)
 
     def source_of(self, name: str) -> str | None:
         return dlq_source(dlq_name=name, patterns=self.patterns, mapping=self.mapping)
+
+    def envelope_of(self, name: str) -> Envelope | None:
+        """The envelope configured or confirmed for ``name``; ``None``: nobody has said yet."""
+        return self.envelopes.get(name)
+
+
+# -- envelopes -------------------------------------------------------------------------------
+# Applications often dead-letter a job as an *envelope* around its data
+# (``{"source": "payments", "original_id": "42", "data": {...}, "failedReason": "..."}``): a
+# redrive that copies the whole envelope gives the source's workers data they cannot read. Which
+# field holds the original data is the operator's to say (``QUEUEWATCH_DLQ_MAP``, or an admin's
+# confirmation of what ``detect_envelope`` proposes); the id and source fields are only shown.
+
+DATA_FIELDS = ("data", "payload", "jobData", "job_data")
+ID_FIELDS = ("original_id", "originalId", "jobId", "job_id")
+SOURCE_FIELDS = ("source", "queue", "sourceQueue", "source_queue")
+NO_ENVELOPE = "-"  # in QUEUEWATCH_DLQ_MAP: this queue's dead letters are the original data itself
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Where a dead letter keeps the original job's data (and, if it says, its id and queue).
+    ``data_field`` empty: the dead letter's data *is* the original data (no envelope)."""
+
+    data_field: str = ""
+    id_field: str = ""
+    source_field: str = ""
+
+    @property
+    def unwraps(self) -> bool:
+        return bool(self.data_field)
+
+    def open(self, data: Any) -> tuple[Any, Any, Any]:
+        """(original data, original id, source queue) of one dead letter's data; the whole data
+        and ``None`` for what this envelope does not name or the data does not have."""
+        if not isinstance(data, dict):
+            return data, None, None
+        inner = data.get(self.data_field, data) if self.data_field else data
+        original_id = data.get(self.id_field) if self.id_field else None
+        return inner, original_id, data.get(self.source_field) if self.source_field else None
+
+    def as_map_value(self) -> str:
+        """The part after the source queue in a ``QUEUEWATCH_DLQ_MAP`` entry."""
+        parts = [self.data_field or NO_ENVELOPE, self.id_field, self.source_field]
+        while parts and not parts[-1]:
+            parts.pop()
+        return ":".join(parts)
+
+
+def parse_map_value(value: str) -> tuple[str, Envelope | None]:
+    """A ``QUEUEWATCH_DLQ_MAP`` value: ``source`` or ``source:data_field[:id_field[:source_field]]``
+    (``source:-``: no envelope). Returns (source queue, envelope or ``None`` when not said)."""
+    source, sep, rest = value.partition(":")
+    if not sep:
+        return source.strip(), None
+    data_field, id_field, source_field = ([p.strip() for p in rest.split(":")] + ["", "", ""])[:3]
+    return source.strip(), Envelope("" if data_field == NO_ENVELOPE else data_field, id_field, source_field)
+
+
+def detect_envelope(samples: Sequence[Any]) -> Envelope | None:
+    """The envelope every sampled dead letter's data has: an object with a data field
+    (``DATA_FIELDS``) beside an original id or source field (``ID_FIELDS``, ``SOURCE_FIELDS``),
+    the same fields in each. ``None`` when there is no sample or no such common shape."""
+    if not samples or not all(isinstance(s, dict) for s in samples):
+        return None
+
+    def common(names: Sequence[str]) -> str:
+        return next((n for n in names if all(n in s for s in samples)), "")
+
+    data_field, id_field, source_field = common(DATA_FIELDS), common(ID_FIELDS), common(SOURCE_FIELDS)
+    if not data_field or not (id_field or source_field):
+        return None
+    return Envelope(data_field, id_field, source_field)

@@ -212,21 +212,22 @@ class JobDetail:
         return self.failed_reason == STALLED_LIMIT_REASON
 
     def timeline(self) -> list[tuple[str, int]]:
-        """(label, ms timestamp) entries in time order."""
-        s = self.summary
-        events = []
-        if s.timestamp:
-            events.append((_("created"), s.timestamp))
-        if s.delay and s.timestamp and self.state == "delayed" and s.due_at:
-            events.append((_("due"), s.due_at))
-        if s.processed_on:
-            events.append((_("started (last attempt)"), s.processed_on))
-        if s.finished_on:
-            finished = {"completed": _("finished (completed)"), "failed": _("finished (failed)")}.get(
-                self.state, _("finished")
-            )
-            events.append((finished, s.finished_on))
-        return sorted(events, key=lambda e: e[1])
+        return job_timeline(self.summary, self.state)
+
+
+def job_timeline(s: JobSummary, state: str) -> list[tuple[str, int]]:
+    """(label, ms timestamp) entries in time order."""
+    events = []
+    if s.timestamp:
+        events.append((_("created"), s.timestamp))
+    if s.delay and s.timestamp and state == "delayed" and s.due_at:
+        events.append((_("due"), s.due_at))
+    if s.processed_on:
+        events.append((_("started (last attempt)"), s.processed_on))
+    if s.finished_on:
+        finished = {"completed": _("finished (completed)"), "failed": _("finished (failed)")}.get(state, _("finished"))
+        events.append((finished, s.finished_on))
+    return sorted(events, key=lambda e: e[1])
 
 
 @dataclass
@@ -240,3 +241,11 @@ class JobLive:
     progress: Payload
     logs: list[str]
     logs_total: int
+    failed_reason: str = ""  # in full (the summary keeps its first line); no stack traces: too big for every tick
+
+    @property
+    def failed_by_stall_limit(self) -> bool:
+        return self.failed_reason == STALLED_LIMIT_REASON
+
+    def timeline(self) -> list[tuple[str, int]]:
+        return job_timeline(self.summary, self.state)

@@ -88,7 +88,13 @@ def read_only() -> bool:
 def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
     """Why ``user`` may not do something that needs ``role`` (and, with ``mutates_redis``,
     writes to the monitored Redis); None when they may."""
-    if not has_role(user, role):
+    return role_refusal(role_of(user), role=role, mutates_redis=mutates_redis)
+
+
+def role_refusal(mine: str | None, *, role: str, mutates_redis: bool = False) -> str | None:
+    """``refusal`` for whoever has the role ``mine`` (a live fragment rendered once for every
+    viewer with that role)."""
+    if mine is None or ROLES.index(mine) < ROLES.index(role):
         return _("This needs the %(role)s role.") % {"role": role}
     if mutates_redis and read_only():
         return _("Queuewatch is in read-only mode (QUEUEWATCH_READ_ONLY).")

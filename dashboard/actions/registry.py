@@ -20,8 +20,8 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from dashboard.accounts.auth import ADMIN, OPERATOR, refusal, require
-from dashboard.actions import job_schemas, runners
+from dashboard.accounts.auth import ADMIN, OPERATOR, require, role_of, role_refusal
+from dashboard.actions import dlq_envelopes, job_schemas, runners
 from dashboard.actions import scheduler_actions as schedulers
 from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
 from dashboard.actions.toolbox import inputs as tools
@@ -115,13 +115,14 @@ def authorized(user, *, scope: str, name: str) -> Action:
     return action
 
 
-def offered(scope: str, where: Offer, *, user) -> list[Action]:
-    """The actions of ``scope`` to offer ``user`` here: those offered at ``where`` that the
-    user may take (no button that could only answer 403)."""
+def offered(scope: str, where: Offer, *, user, role: str | None = None) -> list[Action]:
+    """The actions of ``scope`` to offer ``user`` (or, given ``role``, anyone with that role)
+    here: those offered at ``where`` that they may take (no button that could only answer 403)."""
+    mine = role or role_of(user)
     return [
         a
         for (s, _), a in _ACTIONS.items()
-        if s == scope and a.offered(where) and refusal(user, role=a.role, mutates_redis=a.mutates_redis) is None
+        if s == scope and a.offered(where) and role_refusal(mine, role=a.role, mutates_redis=a.mutates_redis) is None
     ]
 
 
@@ -252,6 +253,18 @@ for _action in (
         offered=never,
         role=ADMIN,
         danger=True,
+        needs_user=True,
+    ),
+    # What a dead-letter queue's jobs carry (its envelope), confirmed on the redrive preview;
+    # stored in the database (dashboard.connections.dead_letters), refused in read-only mode too.
+    Action(
+        "set-dlq-envelope",
+        QUEUE,
+        _("Confirm the dead letters' shape"),
+        dlq_envelopes.EnvelopeInput,
+        dlq_envelopes.set_envelope,
+        offered=never,
+        role=ADMIN,
         needs_user=True,
     ),
     # Job schedulers (forms on the schedulers page; the scheduler is named in the input).

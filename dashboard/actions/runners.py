@@ -54,7 +54,12 @@ def promote(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionRes
 
 
 def redrive(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
-    return commands_of(source).redrive(queue, job_id=job_id, source=redrive_source(queue=queue))
+    return commands_of(source).redrive(
+        queue,
+        job_id=job_id,
+        source=redrive_source(queue=queue),
+        payload_field=dead_letters.envelope_for(queue.name).payload_field,
+    )
 
 
 def redrive_source(*, queue: QueueRef) -> QueueRef:

@@ -216,6 +216,7 @@ def bulk_plan(
             reset_counters=True if action == "redrive" else reset_counters,
             dlq_patterns=rules.patterns,
             dlq_mapping=tuple(rules.mapping.items()),
+            payload_field=dead_letters.envelope_for(queue.name).payload_field if dlq_move else None,
             patch=patch,
             schema=job_schemas.schema_for(queue) if patch is not None else None,
         )

@@ -13,8 +13,8 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import OPERATOR, VIEWER, audit_refusal, role_required
-from dashboard.actions import registry, triage
+from dashboard.accounts.auth import ADMIN, OPERATOR, VIEWER, audit_refusal, has_role, role_required
+from dashboard.actions import dlq_envelopes, registry, triage
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
@@ -131,12 +131,16 @@ def bulk_preview(request, connection, prefix, name):
         context = {"queue": queue, "preview": preview, "older_than_minutes": age}
     else:
         preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
+        is_dlq = is_dead_letter_queue(queue.name)
         context = {
             "queue": queue,
             "preview": preview,
             "default_rate": int(DEFAULT_RATE),
-            "is_dlq": is_dead_letter_queue(queue.name),
+            "is_dlq": is_dlq,
         }
+        if is_dlq and given.action == "redrive":  # what the source queue will receive, and the envelope
+            context["redrive"] = dlq_envelopes.redrive_sample(queue, [j.id for j in preview.sample])
+            context["may_confirm_envelope"] = has_role(request.user, ADMIN)
     return render(request, "actions/bulk_preview.html", context)
 
 

@@ -84,9 +84,11 @@ LABELS = {
     "deduplicated": pgettext_lazy("left as it was", "deduplicated in the source queue"),
     "no_source": pgettext_lazy("left as it was", "no source queue known"),
     "unknown_target": pgettext_lazy("left as it was", "the source queue does not exist"),
+    "not_enveloped": pgettext_lazy("left as it was", "not in the dead-letter queue's envelope"),
     # what the copies of a redrive kept (queues.redis.redrive.kept_items; a task's kept_by)
     "job_id": pgettext_lazy("kept", "their id"),
     "new_id": pgettext_lazy("kept", "a new id"),
+    "unwrapped": pgettext_lazy("kept", "the original data, unwrapped from the dead letter"),
     "deduplication": pgettext_lazy("kept", "their deduplication id"),
     "priority": pgettext_lazy("kept", "their priority"),
     "delay": pgettext_lazy("kept", "their delay"),

@@ -43,3 +43,11 @@ def concurrency(queue: str, rate: float) -> int:
     share = ADD_WEIGHTS[queue] / sum(ADD_WEIGHTS.values())
     needed = math.ceil(rate * share * MEAN_DURATION[queue] * 1.5)
     return max(BASE_CONCURRENCY[queue], min(needed, MAX_CONCURRENCY))
+
+
+def dead_letter_of(job_id: str, data, reason: str) -> tuple[dict, dict]:
+    """(data, options) of the dead letter of a payments job that failed for good: an envelope
+    around its data, as many applications write one. A redrive copies only ``data`` into
+    payments (the dashboard recognises the shape; ``./dev run`` also sets it in
+    ``QUEUEWATCH_DLQ_MAP``), and the copy keeps the retry options the original had."""
+    return {"source": DLQ_SOURCE, "original_id": job_id, "data": data, "failedReason": reason}, dict(RETRY_OPTS)

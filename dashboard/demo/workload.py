@@ -55,6 +55,7 @@ from .scenario import (
     STALL_QUEUE,
     STATUS_EVERY_S,
     concurrency,
+    dead_letter_of,
 )
 from .stalling import StallingWorkerThread
 
@@ -182,15 +183,8 @@ class _Workload:
 
     async def _dead_letter(self, job, err) -> None:
         try:
-            await self.dlq.add(
-                job.name,
-                {
-                    "source": DLQ_SOURCE,
-                    "original_id": job.id,
-                    "data": job.data,
-                    "failedReason": str(err),
-                },
-            )
+            data, opts = dead_letter_of(job.id, job.data, str(err))
+            await self.dlq.add(job.name, data, opts)
             self.stats.incr("dead-lettered")
             excess = await self.dlq.getJobCountByTypes("waiting") - DLQ_CAP
             if excess > 0:  # keep the newest DLQ_CAP dead letters; the list tail is the oldest

@@ -64,6 +64,11 @@ def job_group(queue: QueueRef, job_id: str) -> str:
     return f"job-{digest(queue.connection, queue.prefix, queue.name, job_id)}"
 
 
+def job_operators_group(queue: QueueRef, job_id: str) -> str:
+    """The job page's operators: they also get the job's actions, which change with its state."""
+    return job_group(queue, job_id) + "-ops"
+
+
 # Sockets' sessions (dashboard.live.socket_sessions): every socket also joins the group of its
 # login session and of its user, through which the end of a session reaches it at once. The
 # session key is a credential: only a digest of it is a group name.
@@ -98,6 +103,9 @@ def job_table_id(queue: QueueRef, state: str) -> str:
 
 def job_live_id(queue: QueueRef, job_id: str) -> str:
     return job_group(queue, job_id) + "-live"
+
+
+JOB_ACTIONS_ID = "job-actions"
 
 
 def task_group(task_id: int) -> str:

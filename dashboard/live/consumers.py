@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from dashboard.accounts.auth import OPERATOR, has_role
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import language_for_scope
@@ -177,8 +178,16 @@ class QueueConsumer(LiveConsumer):
 
 
 class JobConsumer(LiveConsumer):
+    operates = False
+
+    async def connect(self):
+        # An operator's page also gets the job's actions as they change with its state.
+        self.operates = await sync_to_async(has_role)(self.scope.get("user"), OPERATOR)
+        await super().connect()
+
     def groups_for_page(self):
-        return [live.job_group(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]
+        q, job_id = self.queue(), self.scope["url_route"]["kwargs"]["job_id"]
+        return [live.job_group(q, job_id)] + ([live.job_operators_group(q, job_id)] if self.operates else [])
 
     def watches(self):
         return [dash_redis.Watch.job(self.queue(), self.scope["url_route"]["kwargs"]["job_id"])]

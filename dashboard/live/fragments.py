@@ -14,9 +14,11 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import translation
 
+from dashboard.accounts.auth import OPERATOR
 from dashboard.live.channels import (
     BANNER_ID,
     FIRING_ALERTS_ID,
+    JOB_ACTIONS_ID,
     job_live_id,
     job_table_id,
     queue_live_id,
@@ -122,6 +124,13 @@ def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[s
 def job_live(job: JobLive) -> tuple[str, str]:
     element = job_live_id(job.queue, job.id)
     return element, render_localized("browse/job.html#job-live", {"live": job, "queue": job.queue})
+
+
+def job_actions(job: JobLive) -> tuple[str, str]:
+    """The actions an operator may take on the job in its current state (its page's operators
+    get this beside ``job_live``: a retried job failing again offers Retry again)."""
+    context = {"job": job, "queue": job.queue, "live_role": OPERATOR}
+    return JOB_ACTIONS_ID, render_localized("actions/partials/job_actions.html", context)
 
 
 def firing_alerts(alerts: list) -> tuple[str, str]:

@@ -176,6 +176,7 @@ class QueuePublisher:
             shown.job_states[job_id] = job.state if job else "gone"
             if job is not None:
                 self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
+                self.publisher.publish(live.job_operators_group(q, job_id), *fragments.job_actions(job))
 
     def publish_list(
         self, q: QueueRef, state: str, sig: QueueSignals, jobs: JobsFacet, *, changes: QueueChanges

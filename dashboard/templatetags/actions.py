@@ -45,11 +45,12 @@ def active_task(queue):
 
 
 @register.simple_tag(takes_context=True)
-def offered_actions(context, scope, *, queue, job=None, snap=None):
+def offered_actions(context, scope, *, queue, job=None, snap=None, role=None):
     """The registered actions of ``scope`` ("job" or "queue") to offer on this page to this
-    user, in registration order (``dashboard.actions.registry``)."""
+    user (or, for a live fragment, to anyone with ``role``), in registration order
+    (``dashboard.actions.registry``)."""
     where = registry.Offer(queue=queue, is_dlq=is_dead_letter_queue(queue.name), job=job, snap=snap)
-    return registry.offered(scope, where, user=context.get("user"))
+    return registry.offered(scope, where, user=context.get("user"), role=role or None)
 
 
 # How the audit log names the keys of an entry's details (``AuditEntry.selection``). A key not

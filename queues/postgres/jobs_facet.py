@@ -23,6 +23,8 @@ from typing import Any, NoReturn
 
 from psycopg import sql
 
+from queues.text import to_text
+
 from .. import edit_retry, error_groups, job_add, jobs, listing, retry_advice, selection
 from ..errors import JobNotFound, NotOffered
 from ..keys import QueueRef
@@ -230,6 +232,7 @@ class PostgresJobs:
             progress=jobs.prepare_payload(row[-1] or "", cap=4096, redactor=redactor),
             logs=[redactor.text(line) for line in logs],
             logs_total=logs_total,
+            failed_reason=redactor.text(to_text(row[2 + jobs.SUMMARY_FIELDS.index("failedReason")])),
         )
 
     def raw_field(self, queue: QueueRef, job_id: str, field: str, *, redactor: Redactor) -> str:

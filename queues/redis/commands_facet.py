@@ -33,9 +33,13 @@ class RedisCommands:
         with redis_errors(self.connection):
             return redis_actions.job_promote(self.client, queue=queue, job_id=job_id)
 
-    def redrive(self, dlq: QueueRef, *, job_id: str, source: QueueRef) -> actions.ActionResult:
+    def redrive(
+        self, dlq: QueueRef, *, job_id: str, source: QueueRef, payload_field: str | None = None
+    ) -> actions.ActionResult:
         with redis_errors(self.connection):
-            return job_redrive_to_source(self.client, dlq=dlq, job_id=job_id, source=source)
+            return job_redrive_to_source(
+                self.client, dlq=dlq, job_id=job_id, source=source, payload_field=payload_field
+            )
 
     def pause(self, queue: QueueRef, *, paused: bool) -> None:
         with redis_errors(self.connection):

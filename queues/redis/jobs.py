@@ -150,4 +150,5 @@ def read_job_live(
         progress=prepare_payload(to_text(progress), cap=4096, redactor=redactor),
         logs=[redactor.text(to_text(line)) for line in logs],
         logs_total=logs_total,
+        failed_reason=redactor.text(to_text(values[SUMMARY_FIELDS.index("failedReason")])),
     )

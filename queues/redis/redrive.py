@@ -49,6 +49,7 @@ DEDUPLICATED = "deduplicated"  # the deduplication id is held in the source by a
 CHANGED = "changed"  # the job was replaced between read and move
 NO_SOURCE = "no_source"  # no source queue could be determined
 UNKNOWN_TARGET = "unknown_target"  # the source queue does not exist (no <prefix>:<queue>:meta)
+NOT_ENVELOPED = "not_enveloped"  # the dead letter lacks the data field its queue's envelope names
 
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
@@ -212,6 +213,9 @@ def kept_items(
             if reasons
             else _("a new id (a number BullMQ generated is not kept)")
         )
+    if copy.unwrapped:
+        names.append("unwrapped")
+        words.append(_("the {field} field of its data as its data", field=copy.unwrapped))
     if copy.dedup_id:
         names.append("deduplication")
         words.append(_("deduplication id {id}", id=copy.dedup_id))
@@ -225,6 +229,24 @@ def kept_items(
         names.append("lifo")
         words.append(_("lifo"))
     return names, words
+
+
+def envelope_refusal(job_id: str, copy: RedriveCopy, *, dlq: QueueRef) -> ActionResult | None:
+    """A dead letter without the field its queue's envelope holds the original data in is left
+    where it is: copied whole, it would only fail in the source queue."""
+    if not copy.envelope_missing:
+        return None
+    return ActionResult(
+        job_id,
+        NOT_ENVELOPED,
+        _(
+            "Job {id} was not moved: its data has no field {field}, where the dead letters of {dlq} keep the "
+            "original data. It was left in {dlq}.",
+            id=job_id,
+            field=copy.envelope_missing,
+            dlq=dlq.name,
+        ),
+    )
 
 
 def redrive_outcome(
@@ -324,6 +346,9 @@ def job_redrive_to_source(
     copy = read_redrive_copy(client, dlq=dlq, job_id=job_id, payload_field=payload_field)
     if copy is None:
         return ActionResult(job_id, MISSING, _("Job {id} no longer exists.", id=job_id))
+    refused = envelope_refusal(job_id, copy, dlq=dlq)
+    if refused is not None:
+        return refused
     now = int(time.time() * 1000)
     keys, args = redrive_call(dlq=dlq, job_id=job_id, source=source, copy=copy, now_ms=now)
     reply = REDRIVE(keys=keys, args=args, client=client)

@@ -49,6 +49,8 @@ class RedriveCopy:
     timestamp_raw: str  # the dead letter's ``timestamp`` field, as stored (the guard compares it)
     dedup_id: str = ""
     due_ms: int | None = None  # the dead letter's due time if it is delayed
+    unwrapped: str = ""  # the field of the dead letter's data the copy carries as its data
+    envelope_missing: str = ""  # the field that should have been unwrapped, absent from this dead letter
 
     def placed(self, now_ms: int) -> tuple[str, dict]:
         """(BullMQ add script kind, options) as ``Queue.add`` would pick them at ``now_ms``."""
@@ -75,10 +77,14 @@ def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) 
     if ts is None and name is None and data is None:
         return None
     data_text = to_text(data, "{}")
+    unwrapped = missing = ""
     if payload_field:
         parsed = loads_or(data_text, None)
         if isinstance(parsed, dict) and payload_field in parsed:
             data_text = json.dumps(parsed[payload_field], separators=(",", ":"), ensure_ascii=False)
+            unwrapped = payload_field
+        else:
+            missing = payload_field
     parsed_opts = loads_or(to_text(opts, "{}"), {})
     parsed_opts = parsed_opts if isinstance(parsed_opts, dict) else {}
     kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
@@ -89,7 +95,14 @@ def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) 
         kept["de"] = {"id": dedup_id}
     due = int(float(delayed_score)) // 0x1000 if delayed_score is not None else None
     return RedriveCopy(
-        name=to_text(name), data_json=data_text, opts=kept, timestamp_raw=to_text(ts), dedup_id=dedup_id, due_ms=due
+        name=to_text(name),
+        data_json=data_text,
+        opts=kept,
+        timestamp_raw=to_text(ts),
+        dedup_id=dedup_id,
+        due_ms=due,
+        unwrapped=unwrapped,
+        envelope_missing=missing,
     )
 
 

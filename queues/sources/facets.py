@@ -133,7 +133,12 @@ class CommandsFacet(Protocol):
 
     def promote(self, queue: QueueRef, *, job_id: str) -> ActionResult: ...
 
-    def redrive(self, dlq: QueueRef, *, job_id: str, source: QueueRef) -> ActionResult: ...
+    def redrive(
+        self, dlq: QueueRef, *, job_id: str, source: QueueRef, payload_field: str | None = None
+    ) -> ActionResult:
+        """Move a dead letter to ``source``; with ``payload_field``, the copy's data is that field
+        of the dead letter's data (its envelope: ``queues.dead_letters.Envelope``)."""
+        ...
 
     def pause(self, queue: QueueRef, *, paused: bool) -> None: ...
 

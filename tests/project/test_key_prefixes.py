@@ -28,6 +28,8 @@ NO_REDIS = "key strings as data, not written to Redis"
 
 ALLOWED = {
     "tests/actions/test_bulk_tasks.py": MONITOR,
+    "tests/actions/test_dead_letter_envelopes.py": MONITOR,
+    "tests/live/test_job_page_actions_live.py": MONITOR,
     "tests/actions/test_toolbox_queue_interop.py": OWN_SERVER,
     "tests/actions/test_toolbox_scheduler_interop.py": OWN_SERVER,
     "tests/browse/test_advice_page.py": "the dashboard Redis (advice cache, fixed keys) shares the database",

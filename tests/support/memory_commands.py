@@ -5,6 +5,7 @@ store: retry moves failed→waiting, discard removes, promote moves delayed→wa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 
 from queues import actions, edit_retry, job_schema
@@ -19,6 +20,7 @@ from queues.messages import _
 from queues.queue_settings import QueueSettings, SettingRefused
 from queues.redis.actions import promote_outcome, remove_outcome, retry_outcome
 from queues.redis.job_add import add_kind
+from queues.safe_json import loads_or
 from queues.scheduler_edit import SchedulerError, SchedulerResult, SchedulerSpec
 from queues.scheduler_migration import MigrationPlan
 from queues.schedulers import Scheduler
@@ -88,13 +90,18 @@ class MemCommands(_Facet):
             job.state = "waiting"
             return promote_outcome(job_id, 0)
 
-    def redrive(self, dlq: QueueRef, *, job_id: str, source: QueueRef) -> ActionResult:
+    def redrive(
+        self, dlq: QueueRef, *, job_id: str, source: QueueRef, payload_field: str | None = None
+    ) -> ActionResult:
         with translated(self.connection), self.store.lock:
             q, target = self._queue(dlq), self.store.queue(source)
             job = q.jobs.pop(job_id, None)
             if job is None or target is None:
                 return ActionResult(job_id, actions.MISSING, gone(job_id))
-            copy = target.put(MemJob(id=target.new_id(), name=job.name, state="waiting", data=job.data))
+            data, parsed = job.data, loads_or(job.data, None)
+            if payload_field and isinstance(parsed, dict) and payload_field in parsed:
+                data = json.dumps(parsed[payload_field])
+            copy = target.put(MemJob(id=target.new_id(), name=job.name, state="waiting", data=data))
             return ActionResult(
                 job_id,
                 actions.DONE,

@@ -168,6 +168,7 @@ class MemJobs(_Facet):
                 progress=prepare_payload(job.progress, cap=4096, redactor=redactor),
                 logs=[redactor.text(line) for line in job.logs[-50:]],
                 logs_total=len(job.logs),
+                failed_reason=redactor.text(job.failed_reason or ""),
             )
 
     def raw_field(self, queue: QueueRef, job_id: str, field: str, *, redactor: Redactor) -> str:

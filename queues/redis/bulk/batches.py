@@ -158,6 +158,10 @@ def _redrive_batch(
         if copy is None:
             results[n] = ActionResult(job_id, MISSING, f"Job {job_id} no longer exists.")
             continue
+        refused = redrive.envelope_refusal(job_id, copy, dlq=q)
+        if refused is not None:
+            results[n] = refused
+            continue
         source_name = _resolve_source(plan)
         if not source_name:
             results[n] = ActionResult(job_id, redrive.NO_SOURCE, f"No source queue found for job {job_id} of {q.name}.")
