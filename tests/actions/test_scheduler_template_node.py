@@ -88,7 +88,8 @@ def test_immediately_runs_a_pattern_now_and_is_refused_where_bullmq_ignores_or_r
     assert ok.status_code == 200 and ok.json()["outcome"] == "done", ok.content
     now_run = score(redis_prefix, "nightly")
     assert before <= now_run <= int(time.time() * 1000)
-    assert redis_prefix.client.lrange(redis_prefix.queue(QUEUE).key("wait"), 0, -1) == [f"repeat:nightly:{now_run}".encode()]
+    waiting = redis_prefix.client.lrange(redis_prefix.queue(QUEUE).key("wait"), 0, -1)
+    assert waiting == [f"repeat:nightly:{now_run}".encode()]
     assert "immediately" not in redis_prefix.client.hgetall(redis_prefix.queue(QUEUE).key("repeat:") + "nightly")
     for body, words in (
         ({"every": 1000, "immediately": True}, "'immediately' applies to a cron pattern only"),

@@ -86,8 +86,8 @@ def test_unchanged_save_keeps_the_next_run_of_a_pattern_in_the_inferred_workers_
     assert local.hour in (3, 4)  # 03:00 in New York (EST or EDT), not 03:00 UTC
     client.force_login(user_with("operator"))
     page = save_unchanged(client, redis_prefix, "morning")
+    assert score(redis_prefix, "morning") == due  # read as UTC, it moved to 03:00Z the next day
     assert "America/New_York" in page and 'data-zone-source="inferred"' in page
-    assert score(redis_prefix, "morning") == due
     assert redis_prefix.client.zrange(redis_prefix.queue(QUEUE).key("delayed"), 0, -1) == [
         f"repeat:morning:{due}".encode()
     ]
