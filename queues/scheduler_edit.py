@@ -14,7 +14,7 @@ from . import cron
 from .job_options import InvalidJob
 from .messages import _
 from .safe_json import loads_or
-from .scheduler_template import check_template
+from .scheduler_template import TEMPLATE_OPTIONS, check_template
 
 DONE, MISSING, NOT_EDITABLE, COLLISION = "done", "missing", "not_editable", "collision"
 MAX_ID = 1000
@@ -115,6 +115,15 @@ def check_spec(
     opts = opts or {}
     if not isinstance(opts, dict):
         raise SchedulerError(_("The template's options must be a JSON object."))
+    unknown = set(opts) - set(TEMPLATE_OPTIONS)
+    if unknown:
+        raise SchedulerError(
+            _(
+                "Unknown template option(s): {unknown}. A scheduler's template takes: {known}.",
+                unknown=", ".join(sorted(unknown)),
+                known=", ".join(TEMPLATE_OPTIONS),
+            )
+        )
     try:
         template = check_template(name=name, data=data, opts=opts)
     except InvalidJob as exc:

@@ -10,9 +10,9 @@ import time
 import pytest
 from django.urls import reverse
 
-from tests.actions.test_scheduler_workers_zone import QUEUE, save_unchanged, schedule, score
 from tests.support.accounts import token_for, user_with
 from tests.support.redis_db import point_at
+from tests.support.scheduler_pages import QUEUE, save_unchanged, schedule, score
 from tests.support.servers import node_available, run_node
 
 pytestmark = [
