@@ -8,7 +8,9 @@ by ``QUEUEWATCH_URL_<NAME>_FILE``, for secrets); the connection named ``default`
 ``QUEUEWATCH_CONNECTIONS=orders,billing-eu``: the name is upper-cased and ``-`` becomes ``_``
 (``QUEUEWATCH_URL_BILLING_EU``). Keeping one variable per URL avoids inventing a separator that
 could also appear inside a URL. ``QUEUEWATCH_PREFIXES`` / ``QUEUEWATCH_PREFIXES_<NAME>`` list the
-key prefixes to watch.
+key prefixes to watch. ``QUEUEWATCH_CRON_TZ_<NAME>`` (else ``QUEUEWATCH_CRON_TZ``, for every
+connection) names the zone the connection's Node workers run cron patterns without a ``tz`` in:
+their process's local zone (``queues.scheduler_zone``).
 
 The names from before other kinds existed, ``QUEUEWATCH_REDIS_URL`` (``default``) and
 ``QUEUEWATCH_REDIS_URL_<NAME>``, and their ``_FILE`` forms, still work; setting a connection's
@@ -20,7 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from .cron import CronError
 from .errors import ConfigurationError
+from .scheduler_zone import check_configured
 from .sources import ConnectionSpec, check_url, redact_url
 from .sources.factory import default_prefixes, is_redis_node
 from .sources.redis_node import RedisNodeSource
@@ -89,6 +93,21 @@ def parse_prefixes(raw: str | None, var: str, *, default: tuple[str, ...] = ("bu
     if not prefixes:
         raise ConfigurationError(f"{var} is set but names no prefix (expected e.g. 'bull,{{app}}').")
     return prefixes
+
+
+def cron_tz_from_env(env: Mapping[str, str], name: str) -> str:
+    """The configured workers' zone of connection ``name`` ("" when neither variable is set)."""
+    for var in (f"QUEUEWATCH_CRON_TZ_{_suffix(name)}", "QUEUEWATCH_CRON_TZ"):
+        value = (env.get(var) or "").strip()
+        if value:
+            try:
+                return check_configured(value)
+            except CronError:
+                raise ConfigurationError(
+                    f"{var}: unknown time zone {value!r}; use the IANA name of the zone the Node "
+                    "workers run in (their TZ), such as America/New_York or UTC."
+                ) from None
+    return ""
 
 
 def validate_url(url: str, var: str) -> str:
@@ -162,6 +181,7 @@ def connection_specs_from_env(env: Mapping[str, str], default_url: str | None) -
                 name=name,
                 url=url,
                 prefixes=parse_prefixes(env.get(prefix_var), prefix_var, default=default_prefixes(url)),
+                cron_tz=cron_tz_from_env(env, name),
             )
         )
     return specs

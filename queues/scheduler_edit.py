@@ -11,15 +11,13 @@ import json
 from dataclasses import dataclass, field
 
 from . import cron
-from .job_options import InvalidJob, new_job
+from .job_options import InvalidJob
 from .messages import _
 from .safe_json import loads_or
+from .scheduler_template import TEMPLATE_OPTIONS, check_template
 
 DONE, MISSING, NOT_EDITABLE, COLLISION = "done", "missing", "not_editable", "collision"
 MAX_ID = 1000
-# Template options a scheduler takes (Node's JobSchedulerTemplateOptions: JobsOptions without
-# jobId, repeat, delay and deduplication).
-TEMPLATE_OPTIONS = ("priority", "attempts", "backoff", "removeOnComplete", "removeOnFail", "lifo")
 
 
 class SchedulerError(ValueError):
@@ -40,6 +38,11 @@ class SchedulerSpec:
     limit: int | None = None
     data_json: str = "{}"
     opts: dict = field(default_factory=dict)  # template options, BullMQ's names
+    # An ``every`` scheduler's phase within the interval (ms): BullMQ runs it at
+    # ``k * every + offset``; kept when ``every`` changes, as Node's upsert keeps a given one.
+    offset: int | None = None
+    # The first run now rather than at the pattern's next time (a pattern only; not stored).
+    immediately: bool = False
 
     def repeat_opts(self) -> dict:
         """The repeat options as a caller of ``upsertJobScheduler`` would give them."""
@@ -49,6 +52,8 @@ class SchedulerSpec:
             ("startDate", self.start_date),
             ("endDate", self.end_date),
             ("limit", self.limit),
+            ("offset", self.offset or None),
+            ("immediately", self.immediately or None),
         ):
             if value is not None:
                 out[key] = value
@@ -67,6 +72,8 @@ def check_spec(
     limit=None,
     data=None,
     opts=None,
+    offset=None,
+    immediately=False,
 ) -> SchedulerSpec:
     """Check a scheduler as ``upsertJobScheduler`` would (and a little more: a zone that exists,
     a pattern cron-parser can read, a template Queuewatch's add would accept)."""
@@ -104,6 +111,7 @@ def check_spec(
         raise SchedulerError(_("'endDate' must come after 'startDate'."))
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise SchedulerError(_("'limit' must be a whole number, 1 or more."))
+    _check_phase(pattern=pattern, start_date=start_date, offset=offset, immediately=immediately)
     opts = opts or {}
     if not isinstance(opts, dict):
         raise SchedulerError(_("The template's options must be a JSON object."))
@@ -117,7 +125,7 @@ def check_spec(
             )
         )
     try:
-        template = new_job(name=name, data=data, opts=opts)
+        template = check_template(name=name, data=data, opts=opts)
     except InvalidJob as exc:
         raise SchedulerError(str(exc)) from None
     return SchedulerSpec(
@@ -131,7 +139,27 @@ def check_spec(
         limit=limit,
         data_json=template.data_json,
         opts=template.opts,
+        offset=offset or None,
+        immediately=bool(immediately),
     )
+
+
+def _check_phase(*, pattern: str, start_date, offset, immediately) -> None:
+    """``offset`` and ``immediately`` where BullMQ 6.7's ``upsertJobScheduler`` uses them: it
+    drops an offset given with a pattern, throws on ``immediately`` with a ``startDate``, and
+    ignores ``immediately`` with ``every`` (an interval's next run stays on its phase)."""
+    if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
+        raise SchedulerError(_("'offset' must be a whole number of milliseconds, 0 or more."))
+    if offset and pattern:
+        raise SchedulerError(_("'offset' applies to an 'every' scheduler only: BullMQ ignores it with a cron pattern."))
+    if not isinstance(immediately, bool):
+        raise SchedulerError(_("'immediately' must be true or false."))
+    if immediately and not pattern:
+        raise SchedulerError(
+            _("'immediately' applies to a cron pattern only: with 'every', BullMQ keeps the interval's phase.")
+        )
+    if immediately and start_date:
+        raise SchedulerError(_("Both 'immediately' and 'startDate' are given: BullMQ refuses the two together."))
 
 
 @dataclass(frozen=True)

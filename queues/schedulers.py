@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .cron import CronError, bullmq_next_millis
 from .messages import _
+from .scheduler_zone import PatternZone, stored_zone
 
 MIGRATION_HINT = _(
     "Upsert an equivalent job scheduler while still on BullMQ v5 (queue.upsertJobScheduler), "
@@ -34,6 +35,19 @@ class Scheduler:
     # BullMQ will run no further iteration (``is_finished``); its score is then the last run's
     # time, not a next run, so readers set ``next_run`` to None.
     finished: bool = False
+    # The zone the pattern runs in, and how Queuewatch knows it (``queues.scheduler_zone``);
+    # readers that know the connection's configured zone pass it, else it is inferred.
+    zone: PatternZone | None = None
+    offset: int | None = None  # an ``every`` scheduler's phase within the interval (ms)
+
+    def __post_init__(self):
+        if self.zone is None:
+            self.zone = stored_zone(pattern=self.pattern, tz=self.tz, score=self.next_run)
+
+    @property
+    def pattern_tz(self) -> str:
+        """The zone name the cron pattern runs in ("" for an ``every`` scheduler)."""
+        return self.zone.name if self.zone else ""
 
     @property
     def legacy_hint(self) -> str:
@@ -62,6 +76,8 @@ class Scheduler:
             "limit": self.limit,
             "legacy": self.legacy or None,
             "finished": self.finished,
+            "zone": self.zone.as_dict() if self.zone else None,
+            "offset": self.offset,
         }
 
 
@@ -71,7 +87,7 @@ def is_finished(
     limit: int | None,
     end_date: int | None,
     pattern: str,
-    tz: str,
+    tz: str,  # the zone the pattern runs in (``Scheduler.pattern_tz``)
     last_run: int | None,
     last_run_pending: bool,
     now_ms: int,
@@ -95,7 +111,7 @@ def is_finished(
         return True
     if pattern and last_run is not None:
         try:
-            following = bullmq_next_millis(pattern=pattern, tz=tz or "UTC", now_ms=last_run)
+            following = bullmq_next_millis(pattern=pattern, tz=tz, now_ms=last_run)
         except (CronError, ValueError, KeyError):
             return False  # a pattern we cannot follow: BullMQ still decides on the endDate alone
         return following is None or following > end_date

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from dashboard.actions.inputs import ActionInput, ReasonedInput, text
+from dashboard.actions.inputs import ActionInput, ReasonedInput, flag, text
 from dashboard.actions.toolbox.inputs import is_form, json_field, redacted_json, whole
 from dashboard.actions.toolbox.runners import ToolResult
 from dashboard.connections.registry import get_redactor
@@ -33,7 +33,8 @@ def _number(params, name: str) -> int | None:
 
 def spec_from(params) -> scheduler_edit.SchedulerSpec:
     """A scheduler from ``id``, ``name``, ``pattern`` or ``every``, ``tz``, ``startDate``,
-    ``endDate``, ``limit``, ``data`` and ``opts`` (the template's options, BullMQ's names)."""
+    ``endDate``, ``limit``, ``offset``, ``immediately``, ``data`` and ``opts`` (the template's
+    options, BullMQ's names)."""
     data = json_field(params, "data", what=_("The template data"))
     opts = json_field(params, "opts", what=_("The template options"))
     try:
@@ -48,6 +49,8 @@ def spec_from(params) -> scheduler_edit.SchedulerSpec:
             limit=_number(params, "limit"),
             data=data,
             opts=opts,
+            offset=_number(params, "offset"),
+            immediately=flag(params.get("immediately"), False),
         )
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None

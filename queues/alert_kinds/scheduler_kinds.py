@@ -6,6 +6,7 @@ import datetime as dt
 
 from ..cron import CronError, cron_next
 from ..messages import _
+from ..scheduler_zone import OWN
 from .base import SCHEDULER, Observation, RuleKind, Target, in_scope
 from .needs import SCHEDULERS
 
@@ -18,7 +19,8 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
     BullMQ keeps the next iteration's time as the scheduler's score and moves it on only when
     a worker takes that iteration's job: a score more than ``grace`` in the past is a run not
     taken. How many runs have been missed since comes from the cron pattern (croniter, in the
-    scheduler's time zone) or the interval. A finished scheduler (limit reached, end date
+    zone it runs in: ``Scheduler.zone``, the workers' for a pattern without ``tz``) or the
+    interval. A finished scheduler (limit reached, end date
     passed) keeps its last run as its score: nothing is due, nothing is missed."""
     if scheduler.finished or scheduler.next_run is None:
         return None
@@ -29,13 +31,18 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
     count = 1
     if scheduler.pattern:
         try:
-            later = cron_next(expr=scheduler.pattern, tz=scheduler.tz or "UTC", after=first, count=MAX_COUNTED_RUNS)
+            later = cron_next(expr=scheduler.pattern, tz=scheduler.pattern_tz, after=first, count=MAX_COUNTED_RUNS)
             count += sum(1 for t in later if t <= deadline)
         except CronError:
             pass  # BullMQ accepted a pattern croniter does not: count the one we know of
     elif scheduler.every:
         count += min(MAX_COUNTED_RUNS, int((deadline - first).total_seconds() * 1000 // scheduler.every))
     return first, count
+
+
+def _zone_text(zone) -> str:
+    """The zone, and how it is known when the scheduler does not name it itself."""
+    return zone.name if zone.source == OWN else f"{zone.name} ({zone.source})"
 
 
 class SchedulerMissed(RuleKind):
@@ -60,7 +67,7 @@ class SchedulerMissed(RuleKind):
 
     @staticmethod
     def _observe_one(s, target: Target, now: dt.datetime, grace: dt.timedelta) -> Observation:
-        how = f"cron “{s.pattern}” in {s.tz or 'UTC'}" if s.pattern else f"every {s.every} ms"
+        how = f"cron “{s.pattern}” in {_zone_text(s.zone)}" if s.pattern else f"every {s.every} ms"
         if s.finished:
             return Observation(target, 0.0, False, True, f"finished: BullMQ schedules no further run ({how})")
         missed = missed_runs(s, now=now, grace=grace)

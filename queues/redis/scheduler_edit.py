@@ -32,6 +32,7 @@ from ..scheduler_edit import (
     SchedulerResult,
     SchedulerSpec,
 )
+from ..scheduler_zone import PatternZone, upsert_zone
 from ..text import to_int, to_text
 from .bullmq_scripts import as_function, lua_script
 
@@ -44,6 +45,26 @@ ENCODE = {
     "keepLogs": "kl",
 }
 DECODE = {v: k for k, v in ENCODE.items()}
+# ``telemetry`` is stored as two fields of its own (Node's ``optsAsJSON``).
+TELEMETRY = {"metadata": "tm", "omitContext": "omc"}
+
+
+def encode_opts(opts: dict) -> dict:
+    """Template options as Node stores them (``optsAsJSON``: short names, telemetry split)."""
+    out = {ENCODE.get(k, k): v for k, v in opts.items() if k != "telemetry"}
+    for field, short in TELEMETRY.items():
+        if field in (opts.get("telemetry") or {}):
+            out[short] = opts["telemetry"][field]
+    return out
+
+
+def decode_opts(stored: dict) -> dict:
+    """Stored options back in BullMQ's names (``Job.optsFromJSON``)."""
+    out = {DECODE.get(k, k): v for k, v in stored.items() if k not in TELEMETRY.values()}
+    telemetry = {field: stored[short] for field, short in TELEMETRY.items() if short in stored}
+    if telemetry:
+        out["telemetry"] = telemetry
+    return out
 
 
 def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerSpec | None:
@@ -62,28 +83,43 @@ def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> Sch
         end_date=to_int(h.get("endDate")),
         limit=to_int(h.get("limit")),
         data_json=h.get("data", "{}"),
-        opts={DECODE.get(k, k): v for k, v in (stored if isinstance(stored, dict) else {}).items()},
+        opts=decode_opts(stored if isinstance(stored, dict) else {}),
+        offset=to_int(h.get("offset")) if h.get("every") else None,
     )
 
 
-def _encoded(opts: dict) -> dict:
-    return {ENCODE.get(k, k): v for k, v in opts.items()}
+def stored_zone_evidence(client: redis.Redis, queue: QueueRef, scheduler_id: str) -> tuple[str, str, int | None]:
+    """(pattern, tz, score) the id holds now: what ``upsert_zone`` infers the workers' zone from."""
+    fields = client.hmget(queue.key("repeat:") + scheduler_id, "pattern", "tz")
+    pattern, tz = (to_text(v) if v is not None else "" for v in fields)
+    score = client.zscore(queue.key("repeat"), scheduler_id)
+    return pattern, tz, int(score) if score is not None else None
 
 
-def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[list[str], list]:
+def upsert_call(
+    queue: QueueRef, spec: SchedulerSpec, *, now_ms: int, zone: PatternZone | None = None
+) -> tuple[list[str], list]:
     """KEYS and ARGV of ``addJobScheduler-11`` as Node's ``JobScheduler.upsertJobScheduler``
-    builds them for ``spec`` at ``now_ms``. Raises ``SchedulerError`` where Node would add
-    nothing (end date passed, a pattern that never fires again)."""
+    builds them for ``spec`` at ``now_ms``, a pattern read in ``zone`` (``queues.scheduler_zone``;
+    by default the spec's own). Raises ``SchedulerError`` where Node would add nothing (end date
+    passed, a pattern that never fires again)."""
     if spec.end_date and now_ms > spec.end_date:
         raise SchedulerError(_("The end date has passed: BullMQ would schedule nothing."))
     next_millis = None
     if spec.pattern:
-        next_millis = cron.bullmq_next_millis(
-            pattern=spec.pattern, tz=spec.tz or "UTC", now_ms=now_ms, start_ms=spec.start_date
+        zone = zone or upsert_zone(pattern=spec.pattern, tz=spec.tz, configured="", stored=None)
+        next_millis = (
+            now_ms
+            if spec.immediately  # defaultRepeatStrategy: Date.now()
+            else cron.bullmq_next_millis(
+                pattern=spec.pattern, tz=zone.name if zone else "UTC", now_ms=now_ms, start_ms=spec.start_date
+            )
         )
         if next_millis is None:
             raise SchedulerError(_("The pattern never fires again: BullMQ would schedule nothing."))
-    repeat = {**spec.repeat_opts(), "count": 1}
+    # ``immediately`` decides the first run only: Node stores it nowhere.
+    given = {k: v for k, v in spec.repeat_opts().items() if k != "immediately"}
+    repeat = {**given, "count": 1}
     merged = {**spec.opts, "repeat": repeat, "timestamp": now_ms, "repeatJobKey": spec.scheduler_id}
     if next_millis is not None:  # an ``every`` scheduler's are left to the script, as Node leaves them
         merged.update(
@@ -91,7 +127,7 @@ def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[l
             delay=max(next_millis - now_ms, 0),
             prevMillis=next_millis,
         )
-    scheduler_opts = {"name": spec.name, **{k: v for k, v in spec.repeat_opts().items()}}
+    scheduler_opts = {"name": spec.name, **given}
     keys = [
         queue.key(k)
         for k in (
@@ -113,8 +149,8 @@ def upsert_call(queue: QueueRef, spec: SchedulerSpec, *, now_ms: int) -> tuple[l
         msgpack.packb(scheduler_opts, use_bin_type=True),
         spec.scheduler_id,
         spec.data_json,
-        msgpack.packb(_encoded(spec.opts), use_bin_type=True),
-        msgpack.packb(_encoded(merged), use_bin_type=True),
+        msgpack.packb(encode_opts(spec.opts), use_bin_type=True),
+        msgpack.packb(encode_opts(merged), use_bin_type=True),
         now_ms,
         queue.base,
         "",
@@ -169,10 +205,19 @@ def refusal(code: int, scheduler_id: str) -> SchedulerResult:
 
 
 def edit_scheduler(
-    client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec, now_ms: int | None = None
+    client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec, now_ms: int | None = None, cron_tz: str = ""
 ) -> SchedulerResult:
-    """Upsert ``spec`` over the existing scheduler of that id, as Node's ``upsertJobScheduler``."""
-    keys, args = upsert_call(queue, spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    """Upsert ``spec`` over the existing scheduler of that id, as Node's ``upsertJobScheduler``.
+    A pattern without a zone runs in the workers' zone: ``cron_tz`` if configured, else the one
+    the stored next run shows (``queues.scheduler_zone``)."""
+    zone = upsert_zone(
+        pattern=spec.pattern,
+        tz=spec.tz,
+        configured=cron_tz,
+        stored=stored_zone_evidence(client, queue, spec.scheduler_id),
+    )
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    keys, args = upsert_call(queue, spec, now_ms=now_ms, zone=zone)
     reply = EDIT(keys=keys, args=args, client=client)
     if isinstance(reply, int):
         return refusal(reply, spec.scheduler_id)

@@ -21,15 +21,17 @@ import redis
 from ..keys import QueueRef
 from ..messages import _
 from ..safe_json import loads_or
-from ..scheduler_edit import DONE, TEMPLATE_OPTIONS, SchedulerError, SchedulerResult, check_spec
-from ..scheduler_migration import NOT_LEGACY, TARGET_EXISTS, MigrationPlan
+from ..scheduler_edit import DONE, SchedulerError, SchedulerResult, check_spec
+from ..scheduler_migration import NOT_LEGACY, TARGET_EXISTS, MigrationPlan, remaining_limit
+from ..scheduler_template import TEMPLATE_OPTIONS
+from ..scheduler_zone import stored_zone
 from ..text import to_int, to_text
 from .bullmq_scripts import as_function, lua_script
-from .scheduler_edit import DECODE, refusal, upsert_call
+from .scheduler_edit import decode_opts, refusal, upsert_call
 from .schedulers import is_legacy_key_shape
 
-# What an iteration job carries that is not part of the template.
-_ITERATION_OPTS = frozenset({"repeat", "jobId", "delay", "timestamp", "prevMillis", "repeatJobKey", "tm", "omc"})
+# What an iteration job carries that is not part of the template: the iteration's own.
+_ITERATION_OPTS = frozenset({"repeat", "jobId", "delay", "timestamp", "prevMillis", "repeatJobKey"})
 
 MIGRATE = lua_script(
     as_function("remove_job", "removeJob-2.lua")
@@ -75,8 +77,30 @@ def _pending_iteration(client, queue: QueueRef, member: str, due: int) -> tuple[
     return "", {}
 
 
+def _template_opts(stored: dict) -> dict:
+    """The pending iteration's options that make the template: all but the iteration's own.
+    One a scheduler's template cannot hold is refused, not dropped."""
+    opts = decode_opts({k: v for k, v in stored.items() if k not in _ITERATION_OPTS})
+    refused = sorted(set(opts) - set(TEMPLATE_OPTIONS))
+    if refused:
+        raise SchedulerError(
+            _(
+                "The legacy entry's jobs have option(s) a job scheduler's template cannot hold: {names}. "
+                "Migrate it by hand (queue.upsertJobScheduler) to decide what replaces them.",
+                names=", ".join(refused),
+            )
+        )
+    return opts
+
+
 def plan_migration(
-    client: redis.Redis, *, queue: QueueRef, member: str, scheduler_id: str = "", now_ms: int | None = None
+    client: redis.Redis,
+    *,
+    queue: QueueRef,
+    member: str,
+    scheduler_id: str = "",
+    now_ms: int | None = None,
+    cron_tz: str = "",
 ) -> MigrationPlan:
     """Read legacy entry ``member`` and say what migrating it will do; ``SchedulerError`` if it
     is not a legacy entry (or is gone)."""
@@ -108,32 +132,49 @@ def plan_migration(
     pending_id, job = _pending_iteration(client, queue, member, due)
     stored = loads_or(job.get("opts", "{}"), {})
     stored = stored if isinstance(stored, dict) else {}
-    template_opts = {
-        DECODE.get(k, k): v
-        for k, v in stored.items()
-        if k not in _ITERATION_OPTS and DECODE.get(k, k) in TEMPLATE_OPTIONS
-    }
+    repeat: dict = stored["repeat"] if isinstance(stored.get("repeat"), dict) else {}
     every = to_int(spec_text) if " " not in spec_text else None
     data = loads_or(job.get("data", "{}"), {})
+    # The legacy iteration's repeat options hold what its hash does not: the limit (with the
+    # count of iterations already made), the start date and an interval's offset.
+    legacy_limit, done = to_int(repeat.get("limit")), to_int(repeat.get("count")) or 1
+    offset = to_int(repeat.get("offset")) or 0
+    if every:  # keep the phase: the first run when the legacy one is due, then every interval
+        first = due + offset
+        start_date, phase = (first if first > now_ms else None), first % every
+    else:
+        start_date, phase = to_int(repeat.get("startDate")), None
     spec = check_spec(
         scheduler_id=scheduler_id or default_id,
         name=job.get("name") or name or "repeat",
         pattern="" if every else spec_text,
         every=every,
         tz=tz,
-        end_date=end_date,
-        start_date=due if every and due > now_ms else None,
+        end_date=end_date or to_int(repeat.get("endDate")),
+        start_date=start_date,
+        limit=remaining_limit(legacy_limit, done=done, member=member),
         data=data,
-        opts=template_opts,
+        opts=_template_opts(stored),
+        offset=phase or None,
     )
-    return MigrationPlan(member=member, layout=layout, spec=spec, pending_job_id=pending_id, legacy_next=due)
+    return MigrationPlan(
+        member=member,
+        layout=layout,
+        spec=spec,
+        pending_job_id=pending_id,
+        legacy_next=due,
+        zone=stored_zone(pattern=spec.pattern, tz=spec.tz, score=due, configured=cron_tz),
+        legacy_limit=legacy_limit,
+        runs_done=done - 1 if legacy_limit is not None else None,
+    )
 
 
 def migrate_legacy(
     client: redis.Redis, *, queue: QueueRef, plan: MigrationPlan, now_ms: int | None = None
 ) -> SchedulerResult:
     """Replace the legacy entry by the planned scheduler, in one atomic step."""
-    keys, args = upsert_call(queue, plan.spec, now_ms=now_ms if now_ms is not None else int(time.time() * 1000))
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    keys, args = upsert_call(queue, plan.spec, now_ms=now_ms, zone=plan.zone)
     reply = MIGRATE(keys=keys, args=[*args, plan.member], client=client)
     code = int(reply[0])
     if code == -104:

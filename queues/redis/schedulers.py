@@ -19,6 +19,7 @@ import time
 import redis
 
 from ..keys import QueueRef
+from ..scheduler_zone import stored_zone
 from ..schedulers import Scheduler, is_finished
 from ..text import to_int, to_text
 from . import replies
@@ -36,33 +37,37 @@ def is_legacy_key_shape(member: str) -> bool:
     return (end_date == "" or end_date.isdigit()) and (" " in last or last.isdigit())
 
 
-def read_schedulers(client: redis.Redis, queue: QueueRef) -> list[Scheduler]:
+def read_schedulers(client: redis.Redis, queue: QueueRef, *, cron_tz: str = "") -> list[Scheduler]:
+    """``cron_tz``: the zone the connection's workers run zone-less patterns in, if configured."""
     members = replies.scored(client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True))
-    return _read_entries(client, queue, [(to_text(member), score) for member, score in members])
+    return _read_entries(client, queue, [(to_text(member), score) for member, score in members], cron_tz)
 
 
-def read_scheduler(client: redis.Redis, queue: QueueRef, scheduler_id: str) -> Scheduler | None:
+def read_scheduler(client: redis.Redis, queue: QueueRef, scheduler_id: str, *, cron_tz: str = "") -> Scheduler | None:
     """One scheduler by id, or None when the ``repeat`` set does not hold it."""
     score = client.zscore(queue.key("repeat"), scheduler_id)
     if score is None:
         return None
-    (found,) = _read_entries(client, queue, [(scheduler_id, score)])
+    (found,) = _read_entries(client, queue, [(scheduler_id, score)], cron_tz)
     return found
 
 
-def _read_entries(client: redis.Redis, queue: QueueRef, members: list[tuple[str, float | None]]) -> list[Scheduler]:
+def _read_entries(
+    client: redis.Redis, queue: QueueRef, members: list[tuple[str, float | None]], cron_tz: str
+) -> list[Scheduler]:
     pipe = client.pipeline(transaction=False)
     for sid, _score in members:
         pipe.hgetall(queue.key("repeat:") + sid)
     hashes = pipe.execute() if members else []
     result = [
-        _entry(sid, score, {to_text(k): to_text(v) for k, v in h.items()}) for (sid, score), h in zip(members, hashes)
+        _entry(sid, score, {to_text(k): to_text(v) for k, v in h.items()}, cron_tz)
+        for (sid, score), h in zip(members, hashes)
     ]
     _mark_finished(client, queue, result)
     return result
 
 
-def _entry(sid: str, score: float | None, h: dict[str, str]) -> Scheduler:
+def _entry(sid: str, score: float | None, h: dict[str, str], cron_tz: str) -> Scheduler:
     if not h and is_legacy_key_shape(sid):
         parts = sid.split(":")
         legacy = "key-shape"
@@ -73,18 +78,21 @@ def _entry(sid: str, score: float | None, h: dict[str, str]) -> Scheduler:
         legacy = "" if "ic" in h else ("v5-hash" if h else "key-shape")
         name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_int(h.get("every"))
         end_date = to_int(h.get("endDate"))
+    next_run = int(score) if score is not None else None
     return Scheduler(
         id=sid,
         name=name,
         pattern=pattern,
         every=every,
         tz=tz,
-        next_run=int(score) if score is not None else None,
+        next_run=next_run,
         iterations=to_int(h.get("ic")),
         limit=to_int(h.get("limit")),
         start_date=to_int(h.get("startDate")),
         end_date=end_date,
         legacy=legacy,
+        zone=stored_zone(pattern=pattern, tz=tz, score=next_run, configured=cron_tz),
+        offset=to_int(h.get("offset")),
     )
 
 
@@ -110,7 +118,7 @@ def _mark_finished(client: redis.Redis, queue: QueueRef, schedulers: list[Schedu
             limit=s.limit,
             end_date=s.end_date,
             pattern=s.pattern,
-            tz=s.tz,
+            tz=s.pattern_tz,
             last_run=s.next_run,
             last_run_pending=created is not None and processed is None,
             now_ms=now_ms,

@@ -13,12 +13,13 @@ from .errors import redis_errors
 
 
 class RedisSchedulers:
-    def __init__(self, client: redis.Redis, *, connection: str):
-        self.client, self.connection = client, connection
+    def __init__(self, client: redis.Redis, *, connection: str, cron_tz: str = ""):
+        # cron_tz: the zone the connection's workers run zone-less patterns in, if configured.
+        self.client, self.connection, self.cron_tz = client, connection, cron_tz
 
     def list(self, queue: QueueRef) -> list[schedulers.Scheduler]:
         with redis_errors(self.connection):
-            return redis_schedulers.read_schedulers(self.client, queue)
+            return redis_schedulers.read_schedulers(self.client, queue, cron_tz=self.cron_tz)
 
     def spec(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerSpec | None:
         with redis_errors(self.connection):
@@ -26,7 +27,7 @@ class RedisSchedulers:
 
     def edit(self, queue: QueueRef, *, spec: scheduler_edit.SchedulerSpec) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
-            return redis_scheduler_edit.edit_scheduler(self.client, queue=queue, spec=spec)
+            return redis_scheduler_edit.edit_scheduler(self.client, queue=queue, spec=spec, cron_tz=self.cron_tz)
 
     def remove(self, queue: QueueRef, *, scheduler_id: str) -> scheduler_edit.SchedulerResult:
         with redis_errors(self.connection):
@@ -35,7 +36,7 @@ class RedisSchedulers:
     def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> scheduler_migration.MigrationPlan:
         with redis_errors(self.connection):
             return redis_scheduler_migration.plan_migration(
-                self.client, queue=queue, member=member, scheduler_id=scheduler_id
+                self.client, queue=queue, member=member, scheduler_id=scheduler_id, cron_tz=self.cron_tz
             )
 
     def migrate(self, queue: QueueRef, *, plan: scheduler_migration.MigrationPlan) -> scheduler_edit.SchedulerResult:

@@ -56,7 +56,7 @@ class RedisNodeSource:
         self.jobs = RedisJobs(self._client, **facet)
         self.probes = RedisProbes(self._client, **facet)
         self.commands = RedisCommands(self._client, **facet)
-        self.schedulers = RedisSchedulers(self._client, **facet)
+        self.schedulers = RedisSchedulers(self._client, cron_tz=spec.cron_tz, **facet)
         self.bulk = RedisBulk(self._client, **facet)
         self.server = RedisServer(self._client, **facet)
 

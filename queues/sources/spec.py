@@ -27,6 +27,9 @@ class ConnectionSpec:
     name: str
     url: str = field(repr=False)  # holds the password: never rendered, never logged
     prefixes: tuple[str, ...] = ("bull",)
+    # The zone the connection's Node workers run cron patterns without a ``tz`` in (their
+    # process's local zone); "" when not configured: then inferred (``queues.scheduler_zone``).
+    cron_tz: str = ""
 
     @property
     def display_url(self) -> str:

@@ -229,14 +229,22 @@ def ensure_node_modules() -> None:
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
 
 
-def run_node(script: str, *args: str, timeout: float = 90, prefix: str | None = None) -> dict:
+def run_node(script: str, *args: str, timeout: float = 90, prefix: str | None = None, env: dict | None = None) -> dict:
     """Run a Node script under tests/node and parse the JSON object on its last stdout line.
     ``prefix`` is passed as a leading ``--prefix=`` (scripts that read it with
-    ``prefixAndArgs``: toolbox.mjs, seed_actions.mjs)."""
+    ``prefixAndArgs``: toolbox.mjs, seed_actions.mjs); ``env`` adds to the environment (``TZ``:
+    the process's local zone, which BullMQ reads cron patterns without a ``tz`` in)."""
     ensure_node_modules()
     if prefix is not None:
         args = (f"--prefix={prefix}", *args)
-    proc = subprocess.run(["node", script, *args], cwd=NODE_DIR, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        ["node", script, *args],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env} if env else None,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"node {script} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

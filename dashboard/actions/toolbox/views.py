@@ -30,6 +30,7 @@ from dashboard.core.i18n import translate
 from dashboard.web.errors import InvalidInput, JsonResponse, page_errors
 from queues.job_options import BACKOFF_TYPES
 from queues.jobs import prepare_payload
+from queues.scheduler_template import TEMPLATE_OPTIONS
 
 PAYLOAD_CAP = 200_000
 
@@ -132,12 +133,22 @@ def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
     """A scheduler's definition as stored, in a form posting to ``actions/edit-scheduler``;
     and the remove form (``actions/remove-scheduler``)."""
     queue = reads.resolve(connection, prefix, name)
-    spec = get_registry().schedulers(connection).spec(queue, scheduler_id=scheduler_id)
+    stored = get_registry().schedulers(connection)
+    spec = stored.spec(queue, scheduler_id=scheduler_id)
     opts = json.dumps(spec.opts, indent=2) if spec else "{}"
+    # The zone its pattern runs in, as listed (a pattern without ``tz``: the workers' zone).
+    listed = next((s for s in stored.list(queue) if s.id == scheduler_id), None) if spec else None
     return render(
         request,
         "actions/edit_scheduler.html",
-        {"queue": queue, "scheduler_id": scheduler_id, "spec": spec, "opts_json": opts},
+        {
+            "queue": queue,
+            "scheduler_id": scheduler_id,
+            "spec": spec,
+            "opts_json": opts,
+            "zone": listed.zone if listed else None,
+            "template_options": ", ".join(TEMPLATE_OPTIONS),
+        },
     )
 
 
@@ -166,6 +177,7 @@ def migrate_repeat_page(request, connection, prefix, name):
             "plan": plan,
             "refused": refused,
             "next_run": plan.next_run(now_ms=now_ms) if plan else None,
+            "zone": plan.zone if plan else None,
             "template_opts": json.dumps(plan.spec.opts) if plan else "",
         },
     )
