@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.core.channel_layer import channel_layers
 from dashboard.core.env import env_bool, env_int, env_list, env_str
 from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
@@ -212,20 +213,9 @@ try:
     QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
-if QUEUEWATCH_DASHBOARD_REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
-            # websockets: the blocking receive must be allowed to wait indefinitely.
-            "CONFIG": {
-                "hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
-                "prefix": "queuewatch:asgi",
-            },
-        }
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Messages are encrypted and authenticated (a key derived from SECRET_KEY): see
+# dashboard/core/channel_layer.py.
+CHANNEL_LAYERS = channel_layers(QUEUEWATCH_DASHBOARD_REDIS_URL, SECRET_KEY)
 
 # Application dead-letter queues: name patterns, and explicit "dlq=source" pairs.
 QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq", "*_dlq", "dead-letter*"])

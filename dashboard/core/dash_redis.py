@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from dashboard.core import signing
 from queues.keys import QueueRef
 
 # What every call on the dashboard Redis may raise (the connection refused or lost, no dashboard
@@ -122,8 +123,16 @@ def read_workers(client: redis.Redis) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+def cache_fragment(pipe, group: str, element_id: str, html: str) -> None:
+    """Keep ``html`` (signed: ``signing``) as ``group``'s element ``element_id`` for newcomers."""
+    pipe.hset(CACHE_PREFIX + group, element_id, signing.sign(signing.FRAGMENT, html))
+
+
 def cached_fragments(client: redis.Redis, group: str) -> list[str]:
-    return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
+    """The fragments kept for ``group``'s newcomers; one whose signature does not verify
+    (not written by Queuewatch) is left out."""
+    found = (signing.verify(signing.FRAGMENT, v) for v in client.hgetall(CACHE_PREFIX + group).values())
+    return [html for html in found if html is not None]
 
 
 @dataclass(frozen=True)

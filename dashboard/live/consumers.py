@@ -16,6 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from dashboard.core import dash_redis
+from dashboard.core.channel_layer import DROPPED_TYPE
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import language_for_scope
 from dashboard.live import channels as live
@@ -66,12 +67,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # Fragments touch no database, so skip Channels' per-message close_old_connections()
         # thread hop: with hundreds of sockets it was a quarter of the server's time per update.
         if message["type"] == live.FRAGMENT_TYPE:
-            await self.send(text_data=message["html"])
-        else:
+            await self.fragment_html(message)
+        elif message["type"] != DROPPED_TYPE:  # a message someone else pushed into the layer
             await super().dispatch(message)
 
     async def fragment_html(self, event):
-        await self.send(text_data=event["html"])
+        html = live.fragment_of(event)
+        if html is not None:  # only what the monitor signed reaches the browser
+            await self.send(text_data=html)
 
     # --- per page ---------------------------------------------------------------------------
 
