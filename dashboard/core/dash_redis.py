@@ -44,20 +44,32 @@ def dashboard_redis() -> redis.Redis:
     return _clients[url]
 
 
+def put_document(client: redis.Redis, key: str, doc, *, ex: int) -> None:
+    """Store ``doc`` as JSON under ``key`` for ``ex`` seconds, signed (``signing``): every
+    document below goes through here, and is read back through ``get_document``."""
+    client.set(key, signing.sign(signing.DOCUMENT, json.dumps(doc), bound_to=key), ex=ex)
+
+
+def get_document(client: redis.Redis, key: str):
+    """The document ``put_document`` stored under ``key``; None when there is none, or when
+    what is there was not written by Queuewatch (its signature does not verify)."""
+    text = signing.verify(signing.DOCUMENT, client.get(key), bound_to=key)
+    return None if text is None else json.loads(text)
+
+
 QUEUE_LIST_KEY = "queuewatch:queues:"
 QUEUE_LIST_TTL_S = 60
 
 
 def publish_queue_list(client: redis.Redis, connection: str, queues: list[QueueRef]) -> None:
-    payload = json.dumps([[q.prefix, q.name] for q in queues])
-    client.set(QUEUE_LIST_KEY + connection, payload, ex=QUEUE_LIST_TTL_S)
+    put_document(client, QUEUE_LIST_KEY + connection, [[q.prefix, q.name] for q in queues], ex=QUEUE_LIST_TTL_S)
 
 
 def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | None:
-    raw = client.get(QUEUE_LIST_KEY + connection)
-    if raw is None or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
+    found = get_document(client, QUEUE_LIST_KEY + connection)
+    if found is None or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
         return None
-    return [QueueRef(connection, prefix, name) for prefix, name in json.loads(raw)]
+    return [QueueRef(connection, prefix, name) for prefix, name in found]
 
 
 EXACT_READS_CHANNEL = "queuewatch:exact-reads"
@@ -100,12 +112,11 @@ STATE_KEY = "queuewatch:state"
 
 def publish_state(client: redis.Redis, state: dict) -> None:
     # Expires if no monitor refreshes it, so readers can tell "no monitor" from "all zero".
-    client.set(STATE_KEY, json.dumps(state), ex=60)
+    put_document(client, STATE_KEY, state, ex=60)
 
 
 def read_state(client: redis.Redis) -> dict | None:
-    raw = client.get(STATE_KEY)
-    return json.loads(raw) if raw else None
+    return get_document(client, STATE_KEY)
 
 
 WORKERS_KEY = "queuewatch:workers"
@@ -115,12 +126,11 @@ def publish_workers(client: redis.Redis, doc: dict, *, every_s: float) -> None:
     """Workers per queue (``queues.workers``), as the monitor last read them: ``{"taken_at",
     "queues": {queue_id: [worker dicts]}, "unknown": {connection: error}}``. Expires after three
     missed periods, so a page can tell "no monitor" (unknown) from "no workers"."""
-    client.set(WORKERS_KEY, json.dumps(doc), ex=max(30, int(3 * every_s)))
+    put_document(client, WORKERS_KEY, doc, ex=max(30, int(3 * every_s)))
 
 
 def read_workers(client: redis.Redis) -> dict | None:
-    raw = client.get(WORKERS_KEY)
-    return json.loads(raw) if raw else None
+    return get_document(client, WORKERS_KEY)
 
 
 def cache_fragment(pipe, group: str, element_id: str, html: str) -> None:

@@ -24,6 +24,7 @@ from django.conf import settings
 log = logging.getLogger("queuewatch.security")
 
 FRAGMENT = "fragment"  # a live fragment: in the reconnect cache and in channel-layer messages
+DOCUMENT = "document"  # a JSON document, bound to its key (one cannot be replayed under another)
 MAC_LENGTH = 64  # hex characters of an HMAC-SHA256
 
 _logged: set[str] = set()
@@ -34,18 +35,22 @@ def _key(secret_key: str, purpose: str) -> bytes:
     return hashlib.sha256(b"queuewatch-dashboard-redis\x00" + purpose.encode() + b"\x00" + secret_key.encode()).digest()
 
 
-def _mac(purpose: str, text: str) -> str:
-    return hmac.new(_key(settings.SECRET_KEY, purpose), text.encode("utf-8", "surrogatepass"), "sha256").hexdigest()
+def _mac(purpose: str, text: str, bound_to: str) -> str:
+    mac = hmac.new(_key(settings.SECRET_KEY, purpose), bound_to.encode("utf-8", "surrogatepass") + b"\x00", "sha256")
+    mac.update(text.encode("utf-8", "surrogatepass"))
+    return mac.hexdigest()
 
 
-def sign(purpose: str, text: str) -> str:
-    """``text`` with its signature in front, to store or send."""
-    return _mac(purpose, text) + text
+def sign(purpose: str, text: str, *, bound_to: str = "") -> str:
+    """``text`` with its signature in front, to store or send; ``bound_to`` (e.g. the key it is
+    stored under) must be the same to verify."""
+    return _mac(purpose, text, bound_to) + text
 
 
-def verify(purpose: str, signed: str | bytes | None) -> str | None:
-    """The text ``sign(purpose, text)`` returned, or None for anything Queuewatch did not sign for
-    this purpose (written by someone else, or under another ``SECRET_KEY``)."""
+def verify(purpose: str, signed: str | bytes | None, *, bound_to: str = "") -> str | None:
+    """The text ``sign(purpose, text, bound_to=...)`` returned, or None for anything Queuewatch
+    did not sign for this purpose and binding (written by someone else, or under another
+    ``SECRET_KEY``)."""
     if signed is None:
         return None
     if isinstance(signed, bytes):
@@ -54,7 +59,7 @@ def verify(purpose: str, signed: str | bytes | None) -> str | None:
         except UnicodeDecodeError:
             signed = ""
     mac, text = signed[:MAC_LENGTH], signed[MAC_LENGTH:]
-    if len(mac) == MAC_LENGTH and hmac.compare_digest(mac, _mac(purpose, text)):
+    if len(mac) == MAC_LENGTH and hmac.compare_digest(mac, _mac(purpose, text, bound_to)):
         return text
     rejected(purpose)
     return None
