@@ -103,6 +103,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.accounts.auth.context",
+                "dashboard.live.monitor_presence.context",
             ],
         },
     },

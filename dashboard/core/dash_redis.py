@@ -110,9 +110,21 @@ def exact_read_asked(message: dict | None) -> QueueRef | None:
 STATE_KEY = "queuewatch:state"
 
 
+LAST_LED_KEY = "queuewatch:monitor:last-led"
+LAST_LED_TTL_S = 30 * 24 * 3600
+
+
 def publish_state(client: redis.Redis, state: dict) -> None:
     # Expires if no monitor refreshes it, so readers can tell "no monitor" from "all zero".
     put_document(client, STATE_KEY, state, ex=60)
+    # Kept long after: how long no monitor has led, for the banner and standby monitors
+    # (``dashboard.live.monitor_presence``), e.g. while someone else holds the leader lock.
+    led = {"at": state.get("taken_at"), "monitor": state.get("monitor")}
+    put_document(client, LAST_LED_KEY, led, ex=LAST_LED_TTL_S)
+
+
+def read_last_led(client: redis.Redis) -> dict | None:
+    return get_document(client, LAST_LED_KEY)
 
 
 def read_state(client: redis.Redis) -> dict | None:

@@ -2,7 +2,7 @@
 processed by htmx) try to pause a queue in the logged-in admin's name: on load, appended inside
 the genuine pause form, and clicked by the user while pulling the page's token fields in with
 hx-include. None of them posts; the genuine pause button still does."""
-# Literal `bull:` keys kept: the session's app serves the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's Node-built database (build_fixture.mjs), served by the e2e app and monitor
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ published queue list, the workers and state documents, the stored health report)
 would with redis-cli. Pages ignore them, as if no monitor had written any; Queuewatch's own
 documents still count."""
 
+# Literal `bull:` keys kept: a redis-server of its own (server-wide commandstats, settings or key sets)
+
 from __future__ import annotations
 
 import json
