@@ -7,6 +7,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.core.channel_layer import channel_layers
 from dashboard.core.env import env_bool, env_int, env_list, env_str
 from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
@@ -104,6 +105,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.accounts.auth.context",
+                "dashboard.live.monitor_presence.context",
             ],
         },
     },
@@ -214,20 +216,9 @@ try:
     QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
-if QUEUEWATCH_DASHBOARD_REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
-            # websockets: the blocking receive must be allowed to wait indefinitely.
-            "CONFIG": {
-                "hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
-                "prefix": "queuewatch:asgi",
-            },
-        }
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Messages are encrypted and authenticated (a key derived from SECRET_KEY): see
+# dashboard/core/channel_layer.py.
+CHANNEL_LAYERS = channel_layers(QUEUEWATCH_DASHBOARD_REDIS_URL, SECRET_KEY)
 
 # Seconds between each open websocket's checks that its login session still holds (signed in,
 # user active, not expired; dashboard/live/socket_sessions.py). Logout, deactivation and password

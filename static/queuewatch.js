@@ -7,6 +7,37 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
 (function () {
   "use strict";
 
+  // The CSRF token goes only with a post a person made from one of Queuewatch's forms. Live
+  // fragments come from Redis, and htmx acts on the attributes of whatever is swapped in: one
+  // forged there must not post in this user's name (signed fragments are the first defence,
+  // dashboard/core/signing.py; this is the second). So a post (or any non-GET) goes out only
+  // when a real user event triggered it (not load, revealed, every, a script's event) on an
+  // element inside (or being) a post form whose action is the request's URL; anything else is
+  // cancelled, whatever token fields hx-include might gather. The token is in a <meta>, not on
+  // <body> for every element.
+  function mayPost(detail) {
+    var event = detail.triggeringEvent;
+    var elt = detail.elt;
+    if (!event || !event.isTrusted || !elt) return false;
+    var form = elt.form || (elt.closest && elt.closest("form"));
+    if (!form || (form.getAttribute("method") || "").toLowerCase() !== "post") return false;
+    var action = new URL(form.getAttribute("action") || "", window.location.href);
+    var target = new URL(detail.path, window.location.href);
+    return action.origin === window.location.origin && action.pathname === target.pathname;
+  }
+  document.addEventListener("htmx:configRequest", function (event) {
+    var detail = event.detail;
+    if (detail.verb === "get") return;
+    if (!mayPost(detail)) {
+      event.preventDefault();
+      if (window.console) console.warn("Queuewatch: refused a " + detail.verb + " to " + detail.path + " not made from one of its forms");
+      return;
+    }
+    var token = document.querySelector('meta[name="qw-csrf-token"]');
+    if (token) detail.headers["X-CSRFToken"] = token.content;
+  });
+
+
   // The header badge tells the truth about the websocket: live, reconnecting or not live, or
   // signed out: the server closes a socket with 4401 when its login session has ended (logout,
   // expiry, deactivation; dashboard/live/socket_sessions.py). htmx's ws extension does not

@@ -174,23 +174,20 @@ def logged_in(client, user):
 @pytest.fixture
 def live_setup(settings, redis_db):
     """Monitored Redis, dashboard Redis and channel layer all on this test's (emptied) database,
-    with channels_redis exactly as configured in production (socket_timeout None). The monitor
+    with the channel layer exactly as configured in production (sealed, socket_timeout None). The monitor
     discovers every queue and keeps unprefixed keys, hence a whole database. Its URL is
     ``redis_url``."""
-    from channels.layers import channel_layers
+    from channels.layers import channel_layers as layers
+
+    from dashboard.core.channel_layer import channel_layers
 
     client = redis_db.client()
     point_at(settings, ConnectionSpec("default", redis_db.url, ("bull",)))
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": redis_db.url, "socket_timeout": None}], "prefix": "queuewatch:asgi"},
-        }
-    }
-    channel_layers.backends.clear()
+    settings.CHANNEL_LAYERS = channel_layers(redis_db.url, settings.SECRET_KEY)
+    layers.backends.clear()
     yield client
-    channel_layers.backends.clear()
+    layers.backends.clear()
     reset_registry()
     client.close()
 

@@ -7,7 +7,6 @@ Each function resolves names through the registry, calls the framework-free read
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from dataclasses import dataclass, field
 
@@ -147,18 +146,20 @@ def retry_advice(queue: QueueRef) -> list[CheckResult]:
     sample = None
     try:
         dash = dash_redis.dashboard_redis()
-        raw = dash.get(cache_key)
+        stored = dash_redis.get_document(dash, cache_key)
     except DashboardRedisError:
-        dash, raw = None, None  # no dashboard Redis: read afresh each time; the page works without it
+        dash, stored = None, None  # no dashboard Redis: read afresh each time; the page works without it
+    except ValueError:
+        stored = None
     try:
-        sample = retry_advice_rules.Sample.from_dict(queue, json.loads(raw)) if raw else None
+        sample = retry_advice_rules.Sample.from_dict(queue, stored) if stored else None
     except (ValueError, KeyError, TypeError):
         sample = None  # an entry of another shape (an older version): read afresh and replace it
     if sample is None:
         sample = get_registry().jobs(queue.connection).option_sample(queue, now_ms=int(time.time() * 1000))
         try:
             if dash is not None:
-                dash.set(cache_key, json.dumps(sample.as_dict()), ex=ADVICE_CACHE_S)
+                dash_redis.put_document(dash, cache_key, sample.as_dict(), ex=ADVICE_CACHE_S)
         except DashboardRedisError:
             pass
     found = queue_workers(queue)

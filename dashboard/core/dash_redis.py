@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from dashboard.core import signing
 from queues.keys import QueueRef
 
 # What every call on the dashboard Redis may raise (the connection refused or lost, no dashboard
@@ -43,20 +44,32 @@ def dashboard_redis() -> redis.Redis:
     return _clients[url]
 
 
+def put_document(client: redis.Redis, key: str, doc, *, ex: int) -> None:
+    """Store ``doc`` as JSON under ``key`` for ``ex`` seconds, signed (``signing``): every
+    document below goes through here, and is read back through ``get_document``."""
+    client.set(key, signing.sign(signing.DOCUMENT, json.dumps(doc), bound_to=key), ex=ex)
+
+
+def get_document(client: redis.Redis, key: str):
+    """The document ``put_document`` stored under ``key``; None when there is none, or when
+    what is there was not written by Queuewatch (its signature does not verify)."""
+    text = signing.verify(signing.DOCUMENT, client.get(key), bound_to=key)
+    return None if text is None else json.loads(text)
+
+
 QUEUE_LIST_KEY = "queuewatch:queues:"
 QUEUE_LIST_TTL_S = 60
 
 
 def publish_queue_list(client: redis.Redis, connection: str, queues: list[QueueRef]) -> None:
-    payload = json.dumps([[q.prefix, q.name] for q in queues])
-    client.set(QUEUE_LIST_KEY + connection, payload, ex=QUEUE_LIST_TTL_S)
+    put_document(client, QUEUE_LIST_KEY + connection, [[q.prefix, q.name] for q in queues], ex=QUEUE_LIST_TTL_S)
 
 
 def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | None:
-    raw = client.get(QUEUE_LIST_KEY + connection)
-    if raw is None or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
+    found = get_document(client, QUEUE_LIST_KEY + connection)
+    if found is None or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
         return None
-    return [QueueRef(connection, prefix, name) for prefix, name in json.loads(raw)]
+    return [QueueRef(connection, prefix, name) for prefix, name in found]
 
 
 EXACT_READS_CHANNEL = "queuewatch:exact-reads"
@@ -97,14 +110,25 @@ def exact_read_asked(message: dict | None) -> QueueRef | None:
 STATE_KEY = "queuewatch:state"
 
 
+LAST_LED_KEY = "queuewatch:monitor:last-led"
+LAST_LED_TTL_S = 30 * 24 * 3600
+
+
 def publish_state(client: redis.Redis, state: dict) -> None:
     # Expires if no monitor refreshes it, so readers can tell "no monitor" from "all zero".
-    client.set(STATE_KEY, json.dumps(state), ex=60)
+    put_document(client, STATE_KEY, state, ex=60)
+    # Kept long after: how long no monitor has led, for the banner and standby monitors
+    # (``dashboard.live.monitor_presence``), e.g. while someone else holds the leader lock.
+    led = {"at": state.get("taken_at"), "monitor": state.get("monitor")}
+    put_document(client, LAST_LED_KEY, led, ex=LAST_LED_TTL_S)
+
+
+def read_last_led(client: redis.Redis) -> dict | None:
+    return get_document(client, LAST_LED_KEY)
 
 
 def read_state(client: redis.Redis) -> dict | None:
-    raw = client.get(STATE_KEY)
-    return json.loads(raw) if raw else None
+    return get_document(client, STATE_KEY)
 
 
 WORKERS_KEY = "queuewatch:workers"
@@ -114,16 +138,23 @@ def publish_workers(client: redis.Redis, doc: dict, *, every_s: float) -> None:
     """Workers per queue (``queues.workers``), as the monitor last read them: ``{"taken_at",
     "queues": {queue_id: [worker dicts]}, "unknown": {connection: error}}``. Expires after three
     missed periods, so a page can tell "no monitor" (unknown) from "no workers"."""
-    client.set(WORKERS_KEY, json.dumps(doc), ex=max(30, int(3 * every_s)))
+    put_document(client, WORKERS_KEY, doc, ex=max(30, int(3 * every_s)))
 
 
 def read_workers(client: redis.Redis) -> dict | None:
-    raw = client.get(WORKERS_KEY)
-    return json.loads(raw) if raw else None
+    return get_document(client, WORKERS_KEY)
+
+
+def cache_fragment(pipe, group: str, element_id: str, html: str) -> None:
+    """Keep ``html`` (signed: ``signing``) as ``group``'s element ``element_id`` for newcomers."""
+    pipe.hset(CACHE_PREFIX + group, element_id, signing.sign(signing.FRAGMENT, html))
 
 
 def cached_fragments(client: redis.Redis, group: str) -> list[str]:
-    return [v.decode("utf-8") for v in client.hgetall(CACHE_PREFIX + group).values()]
+    """The fragments kept for ``group``'s newcomers; one whose signature does not verify
+    (not written by Queuewatch) is left out."""
+    found = (signing.verify(signing.FRAGMENT, v) for v in client.hgetall(CACHE_PREFIX + group).values())
+    return [html for html in found if html is not None]
 
 
 @dataclass(frozen=True)

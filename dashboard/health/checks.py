@@ -14,7 +14,6 @@ the monitored Redis; its ``queuewatch_health_age_seconds`` says how old the resu
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -175,7 +174,7 @@ def store(report: HealthReport) -> bool:
     if not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
         return False
     try:
-        dash_redis.dashboard_redis().set(HEALTH_KEY, json.dumps(report.as_dict()), ex=HEALTH_TTL_S)
+        dash_redis.put_document(dash_redis.dashboard_redis(), HEALTH_KEY, report.as_dict(), ex=HEALTH_TTL_S)
         return True
     except DashboardRedisError:
         log.warning("could not store the health report in the dashboard Redis")
@@ -183,9 +182,8 @@ def store(report: HealthReport) -> bool:
 
 
 def read_stored(client: DashboardRedis) -> dict | None:
-    raw = client.get(HEALTH_KEY)
     try:
-        return json.loads(raw) if raw else None
+        return dash_redis.get_document(client, HEALTH_KEY)
     except ValueError:
         return None
 

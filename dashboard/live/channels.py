@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from dashboard.core.dash_redis import CACHE_PREFIX, SEP, DashboardRedis, DashboardRedisError
+from dashboard.core import signing
+from dashboard.core.dash_redis import CACHE_PREFIX, SEP, DashboardRedis, DashboardRedisError, cache_fragment
 from queues.keys import QueueRef
 
 log = logging.getLogger("queuewatch.live")
@@ -117,6 +118,16 @@ def task_progress_id(task_id: int) -> str:
     return f"task-{int(task_id)}-progress"
 
 
+def fragment_message(html: str) -> dict:
+    """The channel-layer message carrying ``html`` to a group's tabs (signed: ``signing``)."""
+    return {"type": FRAGMENT_TYPE, "html": signing.sign(signing.FRAGMENT, html)}
+
+
+def fragment_of(message: dict) -> str | None:
+    """The html a ``fragment_message`` carries; None when its signature does not verify."""
+    return signing.verify(signing.FRAGMENT, message.get("html"))
+
+
 @dataclass(frozen=True)
 class CacheWrite:
     """Keep (or, with ``html`` None, drop) an element's fragment for tabs that connect later."""
@@ -179,7 +190,7 @@ class Publisher:
                     match item:
                         case Send(group=group, html=html):
                             try:
-                                await self.layer.group_send(group, {"type": FRAGMENT_TYPE, "html": html})
+                                await self.layer.group_send(group, fragment_message(html))
                             except Exception:  # a failed send must not stop later ones; the cache still heals
                                 log.warning("group_send to %s failed", group, exc_info=True)
             finally:
@@ -196,7 +207,7 @@ class Publisher:
             if entry.html is None:
                 pipe.hdel(CACHE_PREFIX + entry.group, entry.element_id)
             else:
-                pipe.hset(CACHE_PREFIX + entry.group, entry.element_id, entry.html)
+                cache_fragment(pipe, entry.group, entry.element_id, entry.html)
         for group in {e.group for e in entries if e.html is not None}:
             pipe.expire(CACHE_PREFIX + group, 24 * 3600)
         try:

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from dashboard.accounts.auth import OPERATOR, has_role
 from dashboard.core import dash_redis
+from dashboard.core.channel_layer import DROPPED_TYPE
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import language_for_scope
 from dashboard.live import channels as live
@@ -78,12 +79,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # Fragments touch no database, so skip Channels' per-message close_old_connections()
         # thread hop: with hundreds of sockets it was a quarter of the server's time per update.
         if message["type"] == live.FRAGMENT_TYPE:
-            await self.relay(message["html"])
-        else:
+            await self.fragment_html(message)
+        elif message["type"] != DROPPED_TYPE:  # a message someone else pushed into the layer
             await super().dispatch(message)
 
     async def fragment_html(self, event):
-        await self.relay(event["html"])
+        html = live.fragment_of(event)
+        if html is not None:  # only what the monitor signed reaches the browser
+            await self.relay(html)
 
     async def relay(self, html: str):
         if not self.ended:  # a fragment already on its way when the session ended is dropped

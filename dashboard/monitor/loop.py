@@ -29,7 +29,7 @@ from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
-from dashboard.live import fragments
+from dashboard.live import fragments, monitor_presence
 from dashboard.live.rates import QueueSignals
 from dashboard.monitor import persistence
 from dashboard.monitor.cadence import leader_schedule
@@ -116,6 +116,7 @@ class Monitor:
 
     def run(self, stop: threading.Event) -> None:
         log.info("%s: waiting for leadership", self.name)
+        silence_check = 0.0
         while not stop.is_set():
             try:
                 if self.lock.acquire():
@@ -126,6 +127,9 @@ class Monitor:
                         self.lock.release()
                         log.info("%s: stopped leading", self.name)
                 else:
+                    if time.monotonic() >= silence_check:  # a standby notices a lock nobody leads with
+                        silence_check = time.monotonic() + 60
+                        monitor_presence.warn_if_silent(self.dash, self.name, self.lock.holder())
                     stop.wait(1.0)
             except dash_redis.DashboardRedisError as exc:
                 log.warning("%s: dashboard Redis unavailable (%s); retrying", self.name, exc)

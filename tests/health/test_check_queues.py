@@ -15,7 +15,7 @@ import time
 import pytest
 from django.core.management import call_command
 
-from dashboard.health.checks import HEALTH_KEY
+from dashboard.health.checks import read_stored
 from queues import health
 from tests.support.health import make_queue, queue_state
 from tests.support.servers import ROOT, RedisServer
@@ -84,7 +84,7 @@ def test_json_output_and_exit_code_against_a_wrong_configuration_without_a_monit
     ranks = [(health.STATUS_RANK[r["status"]], -health.SEVERITY_RANK[r["severity"]]) for r in conn["results"]]
     assert ranks == sorted(ranks)
     # The result is stored for /metrics.
-    stored = json.loads(wrong_redis.client(5).get(HEALTH_KEY))
+    stored = read_stored(wrong_redis.client(5))
     assert stored["checked_at"] == report["checked_at"]
 
 

@@ -12,7 +12,6 @@ Regenerate (only for an intended change of the exposition) with
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from pathlib import Path
 
@@ -245,7 +244,7 @@ def samples(text: str) -> list[tuple[str, dict, object]]:
 def test_metrics_match_the_golden_file(live_setup, settings, client):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
     dash_redis.publish_state(live_setup, STATE)
-    live_setup.set(HEALTH_KEY, json.dumps(HEALTH))
+    dash_redis.put_document(live_setup, HEALTH_KEY, HEALTH, ex=60)
     open_alerts()
 
     response = client.get(reverse("metrics"), HTTP_AUTHORIZATION=f"Bearer {TOKEN}")

@@ -35,6 +35,7 @@ ALLOWED = {
     "tests/browse/test_advice_page.py": "the dashboard Redis (advice cache, fixed keys) shares the database",
     "tests/browse/test_pages.py": NODE_SESSION,
     "tests/e2e/test_actions.py": NODE_SESSION,
+    "tests/e2e/test_forged_posts.py": NODE_SESSION,
     "tests/e2e/test_alerts.py": NODE_SESSION,
     "tests/e2e/test_csp.py": NODE_SESSION,
     "tests/e2e/test_layout.py": NODE_SESSION,
@@ -61,6 +62,7 @@ ALLOWED = {
     "tests/security/test_incremental_discovery.py": OWN_SERVER,
     "tests/security/test_no_scan_on_requests.py": OWN_SERVER,
     "tests/security/test_non_finite_and_deep_json.py": MONITOR,
+    "tests/security/test_forged_documents.py": OWN_SERVER,
     "tests/security/test_read_only_brake.py": MONITOR + "; " + KEYSPACE,
     "tests/security/test_worst_case_commands.py": OWN_SERVER,
 }

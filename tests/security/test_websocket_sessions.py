@@ -47,7 +47,7 @@ async def open_socket(client, user, path="/ws/all/") -> WebsocketCommunicator:
 async def broadcast() -> str:
     """A fragment to every page's socket, as the monitor sends them."""
     html = f'<p id="live-banner">update {next(_serial)}</p>'
-    await get_channel_layer().group_send(live.ALL, {"type": live.FRAGMENT_TYPE, "html": html})
+    await get_channel_layer().group_send(live.ALL, live.fragment_message(html))
     return html
 
 

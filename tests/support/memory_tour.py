@@ -23,22 +23,19 @@ METRICS_TOKEN = "tour-metrics-token"
 def shop(settings, redis_db, monkeypatch):
     """The in-memory kind as the only connection; the dashboard's own Redis and channel layer
     on the test's database (like ``live_setup``, minus the monitored Redis)."""
-    from channels.layers import channel_layers
+    from channels.layers import channel_layers as layers
+
+    from dashboard.core.channel_layer import channel_layers
 
     register_full_memory_kind(monkeypatch)
     store = STORES["shop"] = seeded_shop()
     point_at(settings, ConnectionSpec("default", "memory://shop", ("bull",)))
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
     settings.QUEUEWATCH_METRICS_TOKEN = METRICS_TOKEN
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": redis_db.url, "socket_timeout": None}], "prefix": "queuewatch:asgi"},
-        }
-    }
-    channel_layers.backends.clear()
+    settings.CHANNEL_LAYERS = channel_layers(redis_db.url, settings.SECRET_KEY)
+    layers.backends.clear()
     yield store
-    channel_layers.backends.clear()
+    layers.backends.clear()
     reset_registry()
     STORES.pop("shop", None)
 

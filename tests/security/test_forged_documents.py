@@ -1,0 +1,60 @@
+"""Someone who can write to the dashboard Redis forges the documents the monitor keeps there (the
+published queue list, the workers and state documents, the stored health report), the way they
+would with redis-cli. Pages ignore them, as if no monitor had written any; Queuewatch's own
+documents still count."""
+
+# Literal `bull:` keys kept: a redis-server of its own (server-wide commandstats, settings or key sets)
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.urls import reverse
+
+from dashboard.core import dash_redis
+from dashboard.health.checks import HEALTH_KEY, read_stored
+from dashboard.live import channels as live
+from queues.keys import QueueRef
+
+pytestmark = pytest.mark.django_db
+
+REAL = QueueRef("default", "bull", "real")
+
+
+def make_queue(r, name: str) -> None:
+    r.hset(f"bull:{name}:meta", mapping={"opts.maxLenEvents": 10000})
+
+
+def test_a_forged_queue_list_is_ignored(private_redis, logged_in):
+    make_queue(private_redis, "real")
+    private_redis.set(dash_redis.QUEUE_LIST_KEY + "default", json.dumps([["bull", "phantom"]]))
+    page = logged_in.get(reverse("overview")).content.decode()
+    assert "phantom" not in page and "real" in page  # the page discovered the queues itself
+    dash_redis.publish_queue_list(private_redis, "default", [REAL])  # the monitor's own still counts
+    assert dash_redis.read_queue_list(private_redis, "default") == [REAL]
+
+
+def test_forged_workers_state_and_health_documents_are_ignored(private_redis, logged_in):
+    make_queue(private_redis, "real")
+    now = int(time.time() * 1000)
+    worker = {"name": "forged-worker", "addr": "10.6.6.6:1", "age_s": 1, "idle_s": 0, "client": ""}
+    private_redis.set(
+        dash_redis.WORKERS_KEY, json.dumps({"taken_at": now, "queues": {live.queue_id(REAL): [worker]}, "unknown": {}})
+    )
+    private_redis.set(
+        dash_redis.STATE_KEY,
+        json.dumps({"taken_at": now, "monitor": "forged-monitor", "connections": {}, "queues": []}),
+    )
+    private_redis.set(HEALTH_KEY, json.dumps({"checked_at": now, "connections": []}))
+    assert dash_redis.read_state(private_redis) is None and read_stored(private_redis) is None
+    page = logged_in.get(reverse("queue", args=["default", "bull", "real"])).content.decode()
+    assert "forged-worker" not in page
+    assert "forged-monitor" not in logged_in.get(reverse("health")).content.decode()
+    assert read_stored(private_redis)["checked_at"] != now  # the health page stored a report of its own
+    # A genuine document moved under another key is not accepted there either.
+    dash_redis.publish_workers(private_redis, {"taken_at": now, "queues": {}, "unknown": {}}, every_s=10)
+    private_redis.set(dash_redis.STATE_KEY, private_redis.get(dash_redis.WORKERS_KEY))
+    assert dash_redis.read_state(private_redis) is None
+    assert dash_redis.read_workers(private_redis) == {"taken_at": now, "queues": {}, "unknown": {}}
