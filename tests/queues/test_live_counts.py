@@ -175,3 +175,30 @@ def test_the_one_minute_rate_slides_across_minute_boundaries():
     series.bucket(start + MINUTE_MS).failed = 30  # ...and 30 in the first half of this one
     assert series.per_minute("failed", now_ms=start + MINUTE_MS + MINUTE_MS // 2, window_min=1) == 60
     assert series.per_minute("failed", now_ms=start + 3 * MINUTE_MS, window_min=1) == 0
+
+
+def test_a_kind_that_counts_a_paused_queue_s_ready_jobs_apart_keeps_them_there():
+    """BullMQ on PostgreSQL: a paused queue's ready jobs are under ``paused`` (ids without a time)."""
+    base = QueueSnapshot(
+        queue=Q,
+        counts={**dict.fromkeys(STATES, 0), "paused": 2},
+        paused=True,
+        schedulers=0,
+        oldest_waiting_id="1",
+        oldest_waiting_ts=1000,
+        last_event_id="10",
+    )
+    live, known = LiveCounts(base), JobStates()
+
+    def pg(event_id, name, job="", **fields):
+        return Event(Q, str(event_id), name, {"jobId": job, **fields} if job else fields, at_ms=5000 + event_id)
+
+    play(live, known, pg(11, "added", "3"), pg(12, "waiting", "3"))
+    assert (live.counts["paused"], live.counts["waiting"]) == (3, 0)
+    assert live.snapshot(9000).oldest_waiting_ts == 1000  # ready jobs, though paused
+    play(live, known, pg(13, "resumed"))
+    assert (live.counts["paused"], live.counts["waiting"]) == (0, 3)
+    play(live, known, pg(14, "active", "1", prev="waiting"))
+    assert live.counts["waiting"] == 2
+    play(live, known, pg(15, "paused"), pg(16, "removed", "3", prev="wait"))
+    assert (live.counts["paused"], live.counts["waiting"], live.counts["active"]) == (1, 0, 1)
