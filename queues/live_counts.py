@@ -9,7 +9,9 @@ know about each job.
 
 What events cannot tell, and how it is handled:
 * ``waiting`` covers both the ``wait`` list and the ``prioritized`` set. A job taken from
-  ``waiting`` while the waiting estimate is zero is taken from ``prioritized``.
+  ``waiting`` while the waiting estimate is zero is taken from ``prioritized``. Where a kind
+  counts a paused queue's ready jobs under ``paused`` (BullMQ on PostgreSQL), they enter and
+  leave that count while the queue is paused, and move with ``paused``/``resumed``.
 * ``removeOnComplete``/``removeOnFail`` trim the finished sets without an event. The keep count
   is read, rarely, from a job's options (``queues.keep_counts``) and the set's count is clamped
   to it. When the options do not tell (a worker's default, trimming by age) and a snapshot shows
@@ -32,7 +34,7 @@ from collections import OrderedDict
 
 from .events import Event, _id_tuple
 from .keep_counts import KEEP_ALL
-from .snapshot import QueueSnapshot
+from .snapshot import QueueSnapshot, ready_jobs
 from .states import FINISHED_STATES
 
 # The state a job is in after each event (``waiting`` also stands for ``prioritized``).
@@ -163,7 +165,7 @@ class LiveCounts:
             return set()
         if ev.name in ("paused", "resumed"):
             if after_snapshot:
-                self.paused = ev.name == "paused"
+                self._pause(ev.name == "paused")
             return set()
         if ev.name == "cleaned":
             self.needs_snapshot = self.needs_snapshot or after_snapshot
@@ -189,11 +191,24 @@ class LiveCounts:
             self._leave(old, job)
             if new in FINISHED:
                 self.finished_since[new] += 1
-            self.counts[new] += 1
+            self.counts[self._waiting_key() if new == "waiting" else new] += 1
             cap = self.cap.get(new)
             if cap is not None:  # trimmed in the same script, without an event
                 self.counts[new] = min(self.counts[new], cap)
         return self._lists_of(old) | self._lists_of(new)
+
+    def _waiting_key(self) -> str:
+        """Where unprioritized ready jobs are counted now: ``paused`` on a paused queue of a
+        kind that counts them apart (its counts have that key), else ``waiting``."""
+        return "paused" if self.paused and "paused" in self.counts else "waiting"
+
+    def _pause(self, paused: bool) -> None:
+        before = self._waiting_key()
+        self.paused = paused
+        after = self._waiting_key()
+        if before != after:
+            self.counts[after] += self.counts[before]
+            self.counts[before] = 0
 
     def _lists_of(self, state: str | None) -> set[str]:
         if state == "waiting":
@@ -204,7 +219,8 @@ class LiveCounts:
         if old is None or old == NEW or old not in self.counts:
             return
         if old == "waiting":
-            if self.counts["waiting"] == 0 and self.counts["prioritized"] > 0:
+            old = self._waiting_key()
+            if self.counts[old] == 0 and self.counts["prioritized"] > 0:
                 old = "prioritized"
             if job == self.base.oldest_waiting_id:
                 self.oldest_taken = True
@@ -252,7 +268,7 @@ class LiveCounts:
 
     def _oldest_waiting(self) -> tuple[int | None, bool]:
         """When the job ready the longest became ready, and whether that is a bound."""
-        waiting = self.counts["waiting"] + self.counts["prioritized"] + self.base.legacy_paused_jobs
+        waiting = ready_jobs(self.counts) + self.base.legacy_paused_jobs
         if waiting == 0:
             return None, False
         seen = next(iter(self.ready.values()), None)

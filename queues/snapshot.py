@@ -2,6 +2,12 @@
 
 ``QueueSnapshot`` is what every source kind's ``snapshots()`` returns; a Redis node reads it
 with ``queues.redis.snapshot.read_snapshots``.
+
+Jobs ready to run are counted here, once (``waiting_jobs``, ``ready_jobs``): BullMQ 6 on Redis
+keeps a paused queue's jobs in its wait list, so they are under ``waiting``; BullMQ on
+PostgreSQL reports them under ``paused`` (``getJobCounts()`` there), a key Redis counts never
+have. Every figure that means "jobs waiting for a worker" (the overview's waiting column, the
+backlog, the no-workers checks) reads these, so a paused queue's backlog is the same on both.
 """
 
 from __future__ import annotations
@@ -11,6 +17,17 @@ from dataclasses import dataclass, field
 
 from .keys import QueueRef
 from .states import COUNT_STATES  # noqa: F401  (the states a snapshot's counts hold)
+
+
+def waiting_jobs(counts: dict) -> int:
+    """Jobs ready to run without a priority: the wait list, or a paused queue's ready jobs
+    where the backend counts them apart (``paused``)."""
+    return int(counts.get("waiting", 0)) + int(counts.get("paused", 0))
+
+
+def ready_jobs(counts: dict) -> int:
+    """Every job waiting for a worker: ``waiting_jobs`` plus the prioritized ones."""
+    return waiting_jobs(counts) + int(counts.get("prioritized", 0))
 
 
 @dataclass

@@ -32,7 +32,7 @@ from dashboard.core.labels import LABELS
 from dashboard.live.rates import QueueSignals
 from dashboard.web.formatting import rate_value
 from dashboard.web.links import queue_url
-from queues.snapshot import QueueSnapshot
+from queues.snapshot import QueueSnapshot, waiting_jobs
 from queues.states import BROWSABLE_STATES
 
 RATE_WINDOW = 5  # minutes: the overview's rates are over the last five
@@ -56,18 +56,27 @@ class OverviewColumn:
         return self.sort is not None
 
 
+def _count_of(state: str) -> Callable[[dict], int | None]:
+    """A state's figure in a snapshot's counts; ``waiting`` is every unprioritized ready job,
+    also those a kind counts under ``paused`` (``queues.snapshot.waiting_jobs``)."""
+    if state == "waiting":
+        return lambda counts: waiting_jobs(counts) if "waiting" in counts else None
+    return lambda counts: counts.get(state)
+
+
 def _state_column(state: str) -> OverviewColumn:
+    count = _count_of(state)
     return OverviewColumn(
         name=state,
         header=LABELS[state],
         numeric=True,
-        value=lambda sig: sig.snapshot.counts.get(state),
+        value=lambda sig: count(sig.snapshot.counts),
         # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
         # A zero is not a link: there is nothing to open.
         cell=f'<td class="num state-{state}">{{% if value %}}'
         f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
         f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
-        sort=lambda s: (s.counts.get(state, 0), s.queue.name),
+        sort=lambda s: (count(s.counts) or 0, s.queue.name),
     )
 
 
@@ -120,7 +129,7 @@ COLUMNS: list[OverviewColumn] = [
         numeric=True,
         title=_("workers connected to the queue (the monitor reads CLIENT LIST every few seconds)"),
         # None (unknown: no monitor, or CLIENT LIST refused) shows a dash, never "0".
-        value=lambda sig: (sig.workers, sig.workers == 0 and bool(sig.snapshot.counts.get("waiting"))),
+        value=lambda sig: (sig.workers, sig.workers == 0 and bool(waiting_jobs(sig.snapshot.counts))),
         cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
         "{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>",
     ),

@@ -190,7 +190,9 @@ def state_families(state: dict) -> Iterator[Metric]:
     )
     for q in queues:
         counts = q.get("counts") or {}
-        for st in COUNT_STATES:
+        # A kind that counts a paused queue's ready jobs apart (BullMQ on PostgreSQL) has them
+        # under "paused", as its getJobCounts() does; Redis counts never carry that key.
+        for st in (*COUNT_STATES, "paused") if "paused" in counts else COUNT_STATES:
             jobs.add_metric([*queue_label_values(q), st], int(counts.get(st) or 0))
     yield jobs
 

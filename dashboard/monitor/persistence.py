@@ -20,6 +20,7 @@ from dashboard.live.rates import stored_series
 from dashboard.monitor.tracking import RECONCILE_MINUTES, QueueState, now_ms
 from queues.keys import QueueRef
 from queues.rates import COUNTERS, Minute, minute_of
+from queues.snapshot import waiting_jobs
 
 log = logging.getLogger("queuewatch.monitor")
 
@@ -88,7 +89,7 @@ def collect(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) ->
             )
             if snap is not None and minute_of(snap.taken_at) == m:
                 c = snap.counts
-                row.waiting, row.active, row.delayed = c["waiting"], c["active"], c["delayed"]
+                row.waiting, row.active, row.delayed = waiting_jobs(c), c["active"], c["delayed"]
                 row.prioritized, row.failed_depth = c["prioritized"], c["failed"]
                 row.stalled_now, row.oldest_age_ms = len(st.stalled_now), snap.oldest_waiting_age_ms
                 batch.with_gauges.append(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import health
 from ..messages import _
+from ..snapshot import ready_jobs, waiting_jobs
 from .base import DUE_DELAYED_PARAM, MIN_VOLUME, WINDOW, QueueKind, window_of
 from .needs import DUE_DELAYED
 
@@ -14,7 +15,7 @@ class DlqDepth(QueueKind):
 
     def measure(self, rule, sig, facts):
         counts = sig.snapshot.counts
-        depth = counts.get("waiting", 0) if sig.is_dlq else counts.get("failed", 0)
+        depth = waiting_jobs(counts) if sig.is_dlq else counts.get("failed", 0)
         return depth, f"{depth} jobs in the dead-letter set"
 
 
@@ -79,11 +80,6 @@ class StalledNow(QueueKind):
         return n, f"{n} jobs stalled now"
 
 
-def waiting(counts: dict) -> int:
-    """Jobs waiting to be picked up: the wait list plus prioritized jobs."""
-    return counts.get("waiting", 0) + counts.get("prioritized", 0)
-
-
 class Backlog(QueueKind):
     id, title, unit = "backlog", _("Backlog above N"), _("jobs")
     help = _(
@@ -95,7 +91,7 @@ class Backlog(QueueKind):
         return (DUE_DELAYED,) if getattr(rule, "include_due_delayed", False) else ()
 
     def measure(self, rule, sig, facts):
-        n = waiting(sig.snapshot.counts)
+        n = ready_jobs(sig.snapshot.counts)
         if getattr(rule, "include_due_delayed", False):
             due = facts.of(DUE_DELAYED).get(sig.snapshot.queue, 0)
             return n + due, f"{n + due} jobs waiting (incl. {due} delayed jobs already due)"
@@ -128,7 +124,7 @@ class NoCompletions(QueueKind):
 
     def measure(self, rule, sig, facts):
         snap = sig.snapshot
-        n = waiting(snap.counts)
+        n = ready_jobs(snap.counts)
         done = sig.totals["completed"][1]
         stuck = n > 0 and done == 0 and not snap.paused
         return (1.0 if stuck else 0.0), f"{n} jobs waiting, {done} completed in the last minute"
@@ -146,7 +142,7 @@ class NoWorkers(QueueKind):
     def measure(self, rule, sig, facts):
         if sig.workers is None:
             return None, "workers unknown"
-        n = waiting(sig.snapshot.counts)
+        n = ready_jobs(sig.snapshot.counts)
         if sig.workers or sig.snapshot.paused:
             return 0, f"{n} jobs waiting, {sig.workers} workers" + (" (paused)" if sig.snapshot.paused else "")
         return n, f"{n} jobs waiting and no worker connected"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..keys import QueueRef
 from ..messages import Joined, _
-from ..snapshot import QueueSnapshot
+from ..snapshot import QueueSnapshot, ready_jobs
 from .facts import QueueFacts, WorkerFacts
 from .results import DEFAULT_THRESHOLDS, FAIL, PASS, UNKNOWN, CheckResult, Thresholds
 from .wording import count_jobs, format_age
@@ -196,10 +196,6 @@ def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str 
     )
 
 
-def _backlog(counts: dict) -> int:
-    return int(counts.get("waiting", 0)) + int(counts.get("prioritized", 0))
-
-
 def check_workers(
     snapshot: QueueSnapshot,
     workers: WorkerFacts,
@@ -209,7 +205,7 @@ def check_workers(
     is_dead_letter: bool = False,
 ) -> CheckResult:
     q, counts = snapshot.queue, snapshot.counts
-    backlog = _backlog(counts)
+    backlog = ready_jobs(counts)
     details = {"backlog": backlog, "source": workers.source if workers.by_queue is not None else "activity"}
     if workers.taken_at is not None:
         details["workers_taken_at"] = workers.taken_at
@@ -297,7 +293,7 @@ def check_workers(
 
 def check_paused(snapshot: QueueSnapshot) -> CheckResult:
     q = snapshot.queue
-    backlog = _backlog(snapshot.counts)
+    backlog = ready_jobs(snapshot.counts)
     details = {"paused": snapshot.paused, "backlog": backlog, "legacy_paused_jobs": snapshot.legacy_paused_jobs}
     if not snapshot.paused:
         return _qr("queue.paused", PASS, q, _("Not paused."), details=details)
@@ -323,7 +319,7 @@ def check_rate_limit(facts: QueueFacts) -> CheckResult:
         "max": facts.rate_max,
         "duration_ms": facts.rate_duration_ms,
     }
-    backlog = _backlog(facts.snapshot.counts)
+    backlog = ready_jobs(facts.snapshot.counts)
     severity = "warning" if backlog else "info"
     if count is not None and pttl is not None and pttl > 0:
         if count >= MAX_SAFE_INTEGER:

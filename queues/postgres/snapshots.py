@@ -38,7 +38,7 @@ def table(schema: str, name: str) -> sql.Composed:
 
 def tables(schema: str) -> dict[str, sql.Composed]:
     """The tables a snapshot reads, for ``sql.SQL(...).format(**tables(schema))``."""
-    return {name: table(schema, name) for name in ("job", "meta", "scheduler")}
+    return {name: table(schema, name) for name in ("job", "meta", "scheduler", "event")}
 
 
 def schema_exists(db: PostgresConnection, schema: str) -> bool:
@@ -86,7 +86,9 @@ def queue_exists(db: PostgresConnection, queue: QueueRef) -> bool:
 
 
 # One statement, a part per partial index; each part's WHERE repeats its index's predicate so
-# the planner can use it. Rows: (queue, state name as getJobCounts() says it, count).
+# the planner can use it. Rows: (queue, state name as getJobCounts() says it, count), and
+# (queue, LAST_EVENT, newest event id) read in the same statement, so with the same snapshot as
+# the counts: the events an events follower may apply on top of them are those after it.
 _COUNTS = """
 SELECT queue, CASE WHEN priority = 0 THEN 'waiting' ELSE 'prioritized' END, count(*)
   FROM {job} WHERE state = 'waiting' AND queue = ANY(%(queues)s) GROUP BY queue, priority = 0
@@ -100,7 +102,11 @@ SELECT queue, state::text, count(*) FROM {job}
 UNION ALL
 SELECT queue, 'waiting-children', count(*) FROM {job}
   WHERE state = 'waiting-children' AND queue = ANY(%(queues)s) GROUP BY queue
+UNION ALL
+SELECT q.queue, 'last-event', (SELECT max(e.id) FROM {event} e WHERE e.queue = q.queue)
+  FROM unnest(%(queues)s::text[]) AS q(queue)
 """
+LAST_EVENT = "last-event"
 
 # Per queue: the paused flag, the number of schedulers, and the job a worker takes next among
 # the unprioritized waiting ones (the tail of Redis's wait list), read through job_ready_idx.
@@ -131,7 +137,8 @@ def read_snapshots(db: PostgresConnection, queues: list[QueueRef]) -> list[Queue
         fmt = tables(schema)
         params = {"queues": names}
         for name, state, n in db.rows(sql.SQL(_COUNTS).format(**fmt), params):
-            counted.setdefault((schema, name), {})[state] = int(n)
+            if n is not None:
+                counted.setdefault((schema, name), {})[state] = int(n)
         for name, *rest in db.rows(sql.SQL(_FACTS).format(**fmt), params):
             facts[(schema, name)] = tuple(rest)
     now = int(time.time() * 1000)
@@ -140,6 +147,7 @@ def read_snapshots(db: PostgresConnection, queues: list[QueueRef]) -> list[Queue
 
 def _snapshot(q: QueueRef, found: dict[str, int], facts: tuple | None, now: int) -> QueueSnapshot:
     paused, schedulers, oldest_id, oldest_ts = facts or (False, 0, None, None)
+    last_event = found.get(LAST_EVENT)
     return QueueSnapshot(
         queue=q,
         counts=job_counts(found, paused=bool(paused)),
@@ -147,6 +155,7 @@ def _snapshot(q: QueueRef, found: dict[str, int], facts: tuple | None, now: int)
         schedulers=int(schedulers),
         oldest_waiting_id=oldest_id,
         oldest_waiting_ts=int(oldest_ts) if oldest_ts is not None else None,
+        last_event_id=str(last_event) if last_event is not None else None,
         taken_at=now,
     )
 

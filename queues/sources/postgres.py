@@ -2,11 +2,11 @@
 every queue of a namespace in one schema, which is this kind's prefix (``?schema=`` in the URL
 names the default one, ``QUEUEWATCH_PREFIXES_<NAME>`` may list several; ``bullmq`` otherwise).
 
-Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them) and the job
-lists and job pages. Not yet: actions, probes, schedulers, bulk tasks, health checks (their
-facets are ``None``, shown as "not offered"), the workers (BullMQ names its PostgreSQL
-connections, but reading ``pg_stat_activity`` is for later) and events (BullMQ announces them
-with ``NOTIFY``; until a follower ``LISTEN``s, the monitor reads these queues every tick).
+Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them), the job
+lists and job pages, and an events follower (``LISTEN bullmq_events`` and the ``event`` table:
+``queues.postgres.events``). Not yet: actions, probes, schedulers, bulk tasks, health checks
+(their facets are ``None``, shown as "not offered") and the workers (BullMQ names its
+PostgreSQL connections, but reading ``pg_stat_activity`` is for later).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import ClassVar
 from ..keys import QueueRef
 from ..postgres import snapshots
 from ..postgres.connection import DEFAULT_SCHEMA, PostgresConnection, check_schema_name, postgres_errors, split_url
+from ..postgres.events import EventWindows, PostgresEventsFollower, listen_connection
 from ..postgres.jobs_facet import PostgresJobs
 from ..snapshot import QueueSnapshot
 from ..workers import Worker
@@ -36,6 +37,8 @@ class PostgresSource:
             check_schema_name(schema)
         self._db = PostgresConnection(spec.url, statement_timeout_s=socket_timeout)  # connects on first use
         self.jobs = PostgresJobs(self._db, connection=spec.name)
+        # The events cursors outlive each follower: one made after a lost connection resumes.
+        self._event_windows: EventWindows = {}
 
     @classmethod
     def check_url(cls, url: str) -> None:
@@ -65,7 +68,8 @@ class PostgresSource:
         raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
 
     def events_follower(self, *, block_ms: int) -> EventsReader:
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower")
+        conn = listen_connection(self.spec.url)
+        return PostgresEventsFollower(conn, connection=self.spec.name, windows=self._event_windows, block_ms=block_ms)
 
     def errors(self):
         return postgres_errors(self.spec.name, self.spec.url)

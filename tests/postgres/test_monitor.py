@@ -1,6 +1,6 @@
 """A running monitor with a Redis connection and a BullMQ-on-PostgreSQL one: the PostgreSQL
-queue's counts are published and follow jobs Node adds (the kind has no events follower, so its
-queues are read on every tick), and the Redis queue stays live beside it."""
+queue's counts are published and follow jobs Node adds (through its events follower and the
+exact read once quiet), and the Redis queue stays live beside it."""
 
 from __future__ import annotations
 

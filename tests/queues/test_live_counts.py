@@ -211,3 +211,30 @@ def test_a_stalled_job_back_in_wait_is_ready_since_its_recovery_and_other_events
     play(live, known, ev(6_000, "duplicated", "s1"))
     estimate = live.snapshot(9_000)
     assert (estimate.oldest_waiting_ts, estimate.oldest_waiting_bound) == (5_000, False)
+
+
+def test_a_kind_that_counts_a_paused_queue_s_ready_jobs_apart_keeps_them_there():
+    """BullMQ on PostgreSQL: a paused queue's ready jobs are under ``paused`` (ids without a time)."""
+    base = QueueSnapshot(
+        queue=Q,
+        counts={**dict.fromkeys(STATES, 0), "paused": 2},
+        paused=True,
+        schedulers=0,
+        oldest_waiting_id="1",
+        oldest_waiting_ts=1000,
+        last_event_id="10",
+    )
+    live, known = LiveCounts(base), JobStates()
+
+    def pg(event_id, name, job="", **fields):
+        return Event(Q, str(event_id), name, {"jobId": job, **fields} if job else fields, at_ms=5000 + event_id)
+
+    play(live, known, pg(11, "added", "3"), pg(12, "waiting", "3"))
+    assert (live.counts["paused"], live.counts["waiting"]) == (3, 0)
+    assert live.snapshot(9000).oldest_waiting_ts == 1000  # ready jobs, though paused
+    play(live, known, pg(13, "resumed"))
+    assert (live.counts["paused"], live.counts["waiting"]) == (0, 3)
+    play(live, known, pg(14, "active", "1", prev="waiting"))
+    assert live.counts["waiting"] == 2
+    play(live, known, pg(15, "paused"), pg(16, "removed", "3", prev="wait"))
+    assert (live.counts["paused"], live.counts["waiting"], live.counts["active"]) == (1, 0, 1)
