@@ -144,12 +144,14 @@ def test_default_url_applies_only_when_no_variable_sets_the_default():
         (
             {"QUEUEWATCH_URL_DEFAULT": "http://x"},
             "QUEUEWATCH_URL_DEFAULT must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'http').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'http').",
         ),
         (
             {"QUEUEWATCH_REDIS_URL": "http://x"},
             "QUEUEWATCH_REDIS_URL must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'http').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'http').",
         ),
         (
             {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": "redis://h:port/0"},
@@ -158,7 +160,8 @@ def test_default_url_applies_only_when_no_variable_sets_the_default():
         (
             {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "ftp://h"},
             "QUEUEWATCH_REDIS_URL_ORDERS must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'ftp').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'ftp').",
         ),
         (
             {"QUEUEWATCH_CONNECTIONS": "orders"},
