@@ -8,7 +8,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.core.env import env_bool, env_int, env_list, env_str
-from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
+from queues.connections import channel_layer_hosts, connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
 from queues.redact import DEFAULT_SECRET_KEYS
 
@@ -207,7 +207,8 @@ LOGGING = {
 
 # Queuewatch's own Redis (channel layer, leader lock, fragment cache). Defaults to the first
 # monitored connection that is a Redis node (the default one first), and is required when none
-# is; point it elsewhere to keep all dashboard traffic off production Redis.
+# is; point it elsewhere to keep all dashboard traffic off production Redis. A primary behind
+# Sentinel (redis+sentinel://) works too; a Redis Cluster is refused.
 try:
     QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
 except ConfigurationError as exc:
@@ -216,10 +217,9 @@ if QUEUEWATCH_DASHBOARD_REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
-            # websockets: the blocking receive must be allowed to wait indefinitely.
+            # A URL, or the Sentinel form for redis+sentinel://; no socket timeout (see there).
             "CONFIG": {
-                "hosts": [{"address": QUEUEWATCH_DASHBOARD_REDIS_URL, "socket_timeout": None}],
+                "hosts": channel_layer_hosts(QUEUEWATCH_DASHBOARD_REDIS_URL),
                 "prefix": "queuewatch:asgi",
             },
         }

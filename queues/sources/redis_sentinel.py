@@ -34,7 +34,7 @@ from redis.sentinel import Sentinel
 
 from .multi_host_url import split_multi_host_url
 from .redis_node import RedisNodeSource
-from .spec import ConnectionSpec
+from .spec import ConnectionSpec, url_scheme
 
 DEFAULT_SENTINEL_PORT = 26379
 CONNECT_TIMEOUT_S = 2.0
@@ -132,3 +132,32 @@ class RedisSentinelSource(RedisNodeSource):
     def close(self) -> None:
         super().close()
         self._sentinel.close()
+
+
+# --- Queuewatch's own Redis behind Sentinel (``QUEUEWATCH_DASHBOARD_REDIS_URL``) ---------------
+
+
+def is_sentinel_url(url: str) -> bool:
+    return url_scheme(url) in RedisSentinelSource.schemes
+
+
+def sentinel_primary_client(url: str, *, socket_timeout: float) -> redis.Redis:
+    """A pooled client of the current primary a ``redis+sentinel://`` URL names (its Sentinels
+    asked on every new connection): the dashboard's own Redis client when it runs behind
+    Sentinel."""
+    options = parse_sentinel_url(url)
+    manager = sentinel_manager(options, socket_timeout=socket_timeout)
+    return primary_client(manager, options, socket_timeout=socket_timeout)
+
+
+def channel_layer_host(url: str) -> dict[str, Any]:
+    """channels_redis' ``hosts`` entry for a ``redis+sentinel://`` URL (its Sentinel form:
+    ``sentinels``, ``master_name``, ``sentinel_kwargs`` and the primary's connection options)."""
+    options = parse_sentinel_url(url)
+    return {
+        "sentinels": options["sentinels"],
+        "master_name": options["master_name"],
+        "sentinel_kwargs": {**options["sentinel"], "socket_timeout": 5.0, "socket_connect_timeout": CONNECT_TIMEOUT_S},
+        "db": options["db"],
+        **options["primary"],
+    }

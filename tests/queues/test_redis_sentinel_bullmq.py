@@ -9,6 +9,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
+import redis
 from django.core.management import call_command
 from django.urls import reverse
 
@@ -118,3 +119,32 @@ def test_overview_page_and_api_list_the_queues(client, user, sentinel_app):
     body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
     assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == sentinel_app
     assert body["connections"] == [{"name": NAME, "ok": True, "error": None}]
+
+
+def test_the_dashboards_own_redis_and_channel_layer_behind_sentinel(settings, redis_sentinel):
+    """``QUEUEWATCH_DASHBOARD_REDIS_URL=redis+sentinel://…``: the documents and the channel layer
+    live on the current primary (database 1 here, apart from the monitored queues)."""
+    import asyncio
+
+    from channels_redis.core import RedisChannelLayer
+
+    from dashboard.core import dash_redis
+    from queues.connections import channel_layer_hosts
+
+    url = redis_sentinel.url(db=1)
+    settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
+    client = dash_redis.dashboard_redis()
+    dash_redis.publish_state(client, {"queues": [], "by": "sentinel-test"})
+    assert dash_redis.read_state(dash_redis.dashboard_redis()) == {"queues": [], "by": "sentinel-test"}
+    with redis.Redis(port=redis_sentinel.primary_port(), db=1) as primary:
+        assert primary.exists(dash_redis.STATE_KEY)
+
+    async def round_trip():
+        layer = RedisChannelLayer(hosts=channel_layer_hosts(url), prefix="queuewatch:asgi")
+        channel = await layer.new_channel()
+        await layer.send(channel, {"type": "hello", "text": "through the Sentinels"})
+        received = await asyncio.wait_for(layer.receive(channel), 10)
+        await layer.flush()
+        return received
+
+    assert asyncio.run(round_trip()) == {"type": "hello", "text": "through the Sentinels"}
