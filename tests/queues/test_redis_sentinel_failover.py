@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from dashboard.core import dash_redis
 from queues.connections import ConnectionSpec
+from queues.keys import QueueRef
 from tests.support.live import monitor_thread
 from tests.support.node_workers import NodeWorkers
 from tests.support.redis_db import point_at
@@ -92,7 +93,7 @@ def test_the_monitor_follows_a_failover_and_an_action_runs_on_the_new_primary(cl
             failed = node.send("counts", queue="broken")["failed"]
             token = operator_token()
             with sentinels.primary() as primary:
-                job_id = primary.zrange("bull:broken:failed", 0, 0)[0].decode()
+                job_id = primary.zrange(QueueRef(NAME, "bull", "broken").key("failed"), 0, 0)[0].decode()
             response = client.post(
                 reverse("api_job_action", args=[NAME, "bull", "broken", "retry", job_id]),
                 json.dumps({}),
