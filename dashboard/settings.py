@@ -211,7 +211,8 @@ LOGGING = {
 
 # Queuewatch's own Redis (channel layer, leader lock, fragment cache). Defaults to the first
 # monitored connection that is a Redis node (the default one first), and is required when none
-# is; point it elsewhere to keep all dashboard traffic off production Redis.
+# is; point it elsewhere to keep all dashboard traffic off production Redis. A primary behind
+# Sentinel (redis+sentinel://) works too; a Redis Cluster is refused.
 try:
     QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
 except ConfigurationError as exc:

@@ -27,7 +27,10 @@ from .errors import ConfigurationError
 from .scheduler_zone import check_configured
 from .sources import ConnectionSpec, check_url, redact_url
 from .sources.factory import default_prefixes, is_redis_node
+from .sources.redis_cluster import RedisClusterSource
 from .sources.redis_node import RedisNodeSource
+from .sources.redis_sentinel import RedisSentinelSource, channel_layer_host, is_sentinel_url
+from .sources.spec import url_scheme
 
 __all__ = [
     "ConnectionSpec",
@@ -195,7 +198,13 @@ def dashboard_redis_url_from_env(env: Mapping[str, str], specs: list[ConnectionS
     required."""
     explicit = _read(env, DASHBOARD_URL_VAR)
     if explicit:
-        return check_url(explicit, DASHBOARD_URL_VAR, kinds=[RedisNodeSource])
+        if url_scheme(explicit) in RedisClusterSource.schemes:
+            raise ConfigurationError(
+                f"{DASHBOARD_URL_VAR} cannot be a Redis Cluster: Queuewatch's own data (live updates, "
+                "the monitor's leader lock, caches) needs one Redis, a single node or a primary behind "
+                "Sentinel (redis+sentinel://). A Cluster can still be a monitored connection."
+            )
+        return check_url(explicit, DASHBOARD_URL_VAR, kinds=[RedisNodeSource, RedisSentinelSource])
     nodes = [spec for spec in specs if is_redis_node(spec)]
     if nodes:
         return nodes[0].url
@@ -207,3 +216,11 @@ def dashboard_redis_url_from_env(env: Mapping[str, str], specs: list[ConnectionS
             f"caches): set {DASHBOARD_URL_VAR} to a Redis for it."
         )
     return None
+
+
+def channel_layer_hosts(dashboard_url: str) -> list[dict]:
+    """channels_redis' ``hosts`` for Queuewatch's own Redis: its URL, or the Sentinel form for a
+    ``redis+sentinel://`` URL. No socket timeout: the blocking receive of an idle websocket must
+    be allowed to wait indefinitely (redis-py 8's default of 5 s would drop it)."""
+    host = channel_layer_host(dashboard_url) if is_sentinel_url(dashboard_url) else {"address": dashboard_url}
+    return [{**host, "socket_timeout": None}]

@@ -66,6 +66,18 @@ def redis_cluster():
 
 
 @pytest.fixture(scope="session")
+def redis_sentinel():
+    """A private primary, replica and three Sentinels (``mymaster``) for the session;
+    ``.url()`` is its ``redis+sentinel://`` connection URL. Tests that use it are marked
+    ``sentinel``; a test that fails the primary over starts a set of its own."""
+    from tests.support.redis_sentinel import RedisSentinelSet
+
+    sentinels = RedisSentinelSet()
+    yield sentinels
+    sentinels.stop()
+
+
+@pytest.fixture(scope="session")
 def redis_databases(redis_server):
     """The one allocator of whole databases (1..15); ``with redis_databases.lease() as db:``
     gives a test a second database of its own."""

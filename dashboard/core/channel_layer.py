@@ -11,6 +11,7 @@ from channels_redis.core import RedisChannelLayer
 from cryptography.fernet import InvalidToken
 
 from dashboard.core import signing
+from queues.connections import channel_layer_hosts
 
 CHANNEL_MESSAGE = "channel-layer message"
 DROPPED_TYPE = "queuewatch.dropped"  # what a forged message becomes; consumers ignore it
@@ -32,10 +33,9 @@ def channel_layers(url: str | None, secret_key: str) -> dict:
     return {
         "default": {
             "BACKEND": "dashboard.core.channel_layer.SealedRedisChannelLayer",
-            # redis-py 8 defaults socket_timeout to 5 s, which makes channels_redis drop idle
-            # websockets: the blocking receive must be allowed to wait indefinitely.
+            # A URL, or the Sentinel form for redis+sentinel://; no socket timeout (see there).
             "CONFIG": {
-                "hosts": [{"address": url, "socket_timeout": None}],
+                "hosts": channel_layer_hosts(url),
                 "prefix": "queuewatch:asgi",
                 "symmetric_encryption_keys": [signing.channel_layer_key(secret_key)],
             },

@@ -19,6 +19,7 @@ from django.conf import settings
 
 from dashboard.core import signing
 from queues.keys import QueueRef
+from queues.sources.redis_sentinel import is_sentinel_url, sentinel_primary_client
 
 # What every call on the dashboard Redis may raise (the connection refused or lost, no dashboard
 # Redis configured, a command refused): callers catch this and carry on without the document.
@@ -40,7 +41,10 @@ def dashboard_redis() -> redis.Redis:
     if url is None:
         raise redis.ConnectionError("no dashboard Redis is configured")
     if url not in _clients:
-        _clients[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+        if is_sentinel_url(url):  # the current primary, asked of the Sentinels on each new connection
+            _clients[url] = sentinel_primary_client(url, socket_timeout=5)
+        else:
+            _clients[url] = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
     return _clients[url]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import redis
+from redis.sentinel import MasterNotFoundError
 
 from ..errors import SourceUnavailable
 
@@ -39,6 +40,9 @@ def describe(exc: Exception) -> str:
     if isinstance(exc, redis.TimeoutError):
         return "timed out waiting for Redis to answer"
     text = str(exc) or exc.__class__.__name__
+    if isinstance(exc, MasterNotFoundError):
+        # During a failover, or when no Sentinel answers; redis-py's text lists each Sentinel's error.
+        text = "no Sentinel names a reachable primary (a failover in progress, or the Sentinels are down): " + text
     return text if len(text) < 300 else text[:300] + "…"
 
 

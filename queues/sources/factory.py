@@ -13,9 +13,10 @@ from .base import Source
 from .postgres import PostgresSource
 from .redis_cluster import RedisClusterSource
 from .redis_node import RedisNodeSource
+from .redis_sentinel import RedisSentinelSource
 from .spec import ConnectionSpec, hide_url_secrets, url_scheme
 
-SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource, RedisClusterSource, PostgresSource)
+SOURCE_KINDS: tuple[type[Source], ...] = (RedisNodeSource, RedisClusterSource, RedisSentinelSource, PostgresSource)
 DEFAULT_PREFIXES = ("bull",)  # BullMQ's default key prefix
 
 

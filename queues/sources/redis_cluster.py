@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, cast
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
@@ -42,6 +42,7 @@ from ..redis.snapshot import queue_slot, read_snapshots
 from ..snapshot import QueueSnapshot
 from ..workers import Worker, workers_by_queue
 from .base import UnsupportedBySource
+from .multi_host_url import split_multi_host_url
 from .spec import ConnectionSpec
 
 DEFAULT_PORT = 6379
@@ -51,49 +52,20 @@ TLS_QUERY = {"ssl_cert_reqs": ("none", "optional", "required"), "ssl_ca_certs": 
 def parse_cluster_url(url: str) -> dict[str, Any]:
     """The seed nodes and client options of a ``redis+cluster://`` URL; ``ValueError`` saying
     what is wrong (never quoting the password)."""
-    scheme, sep, rest = url.partition("://")
-    scheme = scheme.lower()
-    if not sep or scheme not in RedisClusterSource.schemes:
-        raise ValueError("expected redis+cluster:// or rediss+cluster://")
-    # The user information runs to the last "@" (a password may hold "@", "/", "?" or "#").
-    at = rest.rfind("@")
-    userinfo, hosts = (rest[:at], rest[at + 1 :]) if at != -1 else ("", rest)
-    hosts = hosts.partition("#")[0]
-    hosts, _, query = hosts.partition("?")
-    hosts, _, path = hosts.partition("/")
-    if path not in ("", "0"):
+    parts = split_multi_host_url(url, RedisClusterSource.schemes, default_port=DEFAULT_PORT)
+    if parts.path not in ("", "0"):
         raise ValueError("a Redis Cluster has only database 0")
-    options: dict[str, Any] = {"ssl": scheme == "rediss+cluster"}
-    if userinfo:
-        user, colon, password = userinfo.partition(":")
-        options["username"] = unquote(user) or None
-        options["password"] = unquote(password) if colon else None
-    options["startup_nodes"] = [_seed(part) for part in hosts.split(",")]
-    for key, value in parse_qsl(query, keep_blank_values=True):
+    options: dict[str, Any] = {"ssl": parts.scheme == "rediss+cluster"}
+    if parts.username is not None or parts.password is not None:
+        options["username"], options["password"] = parts.username, parts.password
+    options["startup_nodes"] = [ClusterNode(host, port) for host, port in parts.hosts]
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key not in TLS_QUERY or not options["ssl"]:
             raise ValueError(f"unsupported parameter {key!r} (rediss+cluster:// accepts {', '.join(TLS_QUERY)})")
         if TLS_QUERY[key] and value not in TLS_QUERY[key]:
             raise ValueError(f"{key} must be one of {', '.join(TLS_QUERY[key])}")
         options[key] = value
     return options
-
-
-def _seed(part: str) -> ClusterNode:
-    part = part.strip()
-    if not part:
-        raise ValueError("an empty host in the list of nodes")
-    if part.startswith("["):  # [IPv6]:port
-        host, bracket, port = part[1:].partition("]")
-        if not bracket or (port and not port.startswith(":")):
-            raise ValueError("a malformed [IPv6] host")
-        port = port[1:]
-    else:
-        host, _, port = part.rpartition(":") if ":" in part else (part, "", "")
-    if not host:
-        raise ValueError("a node without a host")
-    if port and not (port.isdigit() and 0 < int(port) < 65536):
-        raise ValueError("a node port must be a number from 1 to 65535")
-    return ClusterNode(host, int(port) if port else DEFAULT_PORT)
 
 
 class _LazyCluster:

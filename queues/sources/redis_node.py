@@ -51,7 +51,7 @@ class RedisNodeSource:
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
-        self._client = redis_client(spec.url, socket_timeout=socket_timeout)  # connects on first use
+        self._client = self._connect(socket_timeout=socket_timeout)  # connects on first use
         facet = dict(connection=spec.name)
         self.jobs = RedisJobs(self._client, **facet)
         self.probes = RedisProbes(self._client, **facet)
@@ -59,6 +59,12 @@ class RedisNodeSource:
         self.schedulers = RedisSchedulers(self._client, cron_tz=spec.cron_tz, **facet)
         self.bulk = RedisBulk(self._client, **facet)
         self.server = RedisServer(self._client, **facet)
+
+    def _connect(self, *, socket_timeout: float) -> redis.Redis:
+        """A new pooled client of the server this connection's commands go to. The one thing a
+        kind of the same data model served another way (Sentinel's current primary) changes:
+        every facet, reader and the events follower are built on what this returns."""
+        return redis_client(self.spec.url, socket_timeout=socket_timeout)
 
     @classmethod
     def check_url(cls, url: str) -> None:
@@ -94,7 +100,7 @@ class RedisNodeSource:
 
     def events_follower(self, *, block_ms: int) -> EventsFollower:
         # A dedicated client: XREAD BLOCK holds its connection for up to block_ms.
-        client = redis_client(self.spec.url, socket_timeout=block_ms / 1000 + FOLLOWER_SOCKET_MARGIN_S)
+        client = self._connect(socket_timeout=block_ms / 1000 + FOLLOWER_SOCKET_MARGIN_S)
         client.ping()
         return EventsFollower(client, block_ms=block_ms)
 

@@ -7,9 +7,12 @@
 
 /**
  * Turn `redis://[user:pass@]host:port[/db]` into ioredis connection options.
+ * `redis+sentinel://[user:pass@]host:port[,host:port…]/<master-name>[/db][?sentinel_password=…]`
+ * (Queuewatch's Sentinel URL) becomes ioredis' Sentinel options: the hosts are the Sentinels.
  * Exits with a usage error on anything that is not a redis URL.
  */
 export function connectionFromUrl(redisUrl) {
+  if (/^rediss?\+sentinel:\/\//i.test(redisUrl)) return sentinelConnection(redisUrl);
   let url;
   try {
     url = new URL(redisUrl);
@@ -29,6 +32,29 @@ export function connectionFromUrl(redisUrl) {
     tls: url.protocol === 'rediss:' ? {} : undefined,
     // Workers require this (blocking commands must not be retried/aborted);
     // harmless for the other classes.
+    maxRetriesPerRequest: null,
+  };
+}
+
+function sentinelConnection(redisUrl) {
+  const [scheme, rest] = redisUrl.split('://');
+  const at = rest.lastIndexOf('@');
+  const userinfo = at === -1 ? '' : rest.slice(0, at);
+  const [beforeQuery, query = ''] = (at === -1 ? rest : rest.slice(at + 1)).split('?');
+  const [hosts, name, db = '0'] = beforeQuery.split('/');
+  if (!name) usageError(`a Sentinel URL names its master: ${scheme}://…/<master-name>`);
+  const colon = userinfo.indexOf(':');
+  const params = new URLSearchParams(query);
+  return {
+    sentinels: hosts.split(',').map(hostPort => {
+      const sep = hostPort.lastIndexOf(':');
+      return sep === -1 ? { host: hostPort, port: 26379 } : { host: hostPort.slice(0, sep), port: Number(hostPort.slice(sep + 1)) };
+    }),
+    name: decodeURIComponent(name),
+    db: Number(db),
+    username: colon > 0 ? decodeURIComponent(userinfo.slice(0, colon)) : undefined,
+    password: colon !== -1 ? decodeURIComponent(userinfo.slice(colon + 1)) : undefined,
+    sentinelPassword: params.get('sentinel_password') || undefined,
     maxRetriesPerRequest: null,
   };
 }

@@ -2,12 +2,13 @@
 // workers per queue, retry-policy advice). One long-lived process per test module, driven by
 // one JSON command per stdin line; each reply is one JSON line on stdout.
 //
-// Usage: node workers.mjs <redisUrl> <prefix>
+// Usage: node workers.mjs <redisUrl> <prefix>   (a redis+sentinel:// URL too: connection.mjs)
 // Commands:
 //   {"cmd": "add", "queue", "jobs": [{name, data, opts}]}     -> {"ids": [...]} (Queue.add each)
 //   {"cmd": "start", "id", "queue", "name"?, "concurrency"?, "fail"?, "hold"?}
 //       a Worker (opts.name = name when given); `fail`: every attempt throws; `hold`: each job
 //       waits until the worker stops; otherwise jobs complete at once. -> {"started": id}
+//   {"cmd": "counts", "queue"}         -> getJobCounts() of the queue
 //   {"cmd": "getWorkers", "queue"}     -> {"workers": [{addr, rawname}]}: Queue.getWorkers(), the truth
 //   {"cmd": "drain", "queue", "count"}  -> {} once <count> jobs of the queue are finished
 //   {"cmd": "stop", "id"}              -> {"stopped": id} (Worker.close(): its connections go)
@@ -49,6 +50,8 @@ async function handle(msg) {
       workers.set(msg.id, { w, release });
       return { started: msg.id };
     }
+    case 'counts':
+      return queue(msg.queue).getJobCounts();
     case 'getWorkers': {
       const found = await queue(msg.queue).getWorkers();
       return { workers: found.map(c => ({ addr: c.addr, rawname: c.rawname })) };

@@ -1,8 +1,9 @@
 """Every Redis reader and command of ``queues/`` lives under ``queues/redis/``, checked on every run:
 
-* outside ``queues/redis/`` and the Redis kinds ``queues/sources/redis_node.py`` and
-  ``redis_cluster.py`` (which build their facets from it), no module of ``queues/`` imports ``redis`` (imports inside
-  functions and under ``TYPE_CHECKING`` count too);
+* outside ``queues/redis/`` and the Redis kinds ``queues/sources/redis_node.py``,
+  ``redis_cluster.py`` and ``redis_sentinel.py`` (which build their facets from it), no module
+  of ``queues/`` imports ``redis`` (imports inside functions and under ``TYPE_CHECKING`` count
+  too);
 * the rest of ``queues/`` (the types and rules every source kind shares) imports nothing from
   ``queues/redis/``: a second kind reuses them without pulling Redis in.
 """
@@ -11,7 +12,12 @@ from __future__ import annotations
 
 from tests.support.import_graph import imported_names, python_modules
 
-REDIS_HOMES = ("queues.redis", "queues.sources.redis_node", "queues.sources.redis_cluster")
+REDIS_HOMES = (
+    "queues.redis",
+    "queues.sources.redis_node",
+    "queues.sources.redis_cluster",
+    "queues.sources.redis_sentinel",
+)
 # Modules that may still name the Redis package, and why. Keep this tiny.
 ALLOWED: dict[str, str] = {}
 

@@ -144,12 +144,14 @@ def test_default_url_applies_only_when_no_variable_sets_the_default():
         (
             {"QUEUEWATCH_URL_DEFAULT": "http://x"},
             "QUEUEWATCH_URL_DEFAULT must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'http').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'http').",
         ),
         (
             {"QUEUEWATCH_REDIS_URL": "http://x"},
             "QUEUEWATCH_REDIS_URL must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'http').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'http').",
         ),
         (
             {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_URL_ORDERS": "redis://h:port/0"},
@@ -158,7 +160,8 @@ def test_default_url_applies_only_when_no_variable_sets_the_default():
         (
             {"QUEUEWATCH_CONNECTIONS": "orders", "QUEUEWATCH_REDIS_URL_ORDERS": "ftp://h"},
             "QUEUEWATCH_REDIS_URL_ORDERS must be a redis://, rediss://, unix://, redis+cluster://, "
-            "rediss+cluster://, postgres:// or postgresql:// URL (got scheme 'ftp').",
+            "rediss+cluster://, redis+sentinel://, rediss+sentinel://, "
+            "postgres:// or postgresql:// URL (got scheme 'ftp').",
         ),
         (
             {"QUEUEWATCH_CONNECTIONS": "orders"},
@@ -284,8 +287,19 @@ def test_dashboard_redis_must_be_a_redis_node(elsewhere_kind):
     with pytest.raises(ConfigurationError) as caught:
         dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL": "elsewhere://u:hunter2@db/q"}, [])
     assert str(caught.value) == (
-        "QUEUEWATCH_DASHBOARD_REDIS_URL must be a redis://, rediss:// or unix:// URL (got scheme 'elsewhere')."
+        "QUEUEWATCH_DASHBOARD_REDIS_URL must be a redis://, rediss://, unix://, redis+sentinel:// or "
+        "rediss+sentinel:// URL (got scheme 'elsewhere')."
     )
+
+
+def test_dashboard_redis_may_be_a_primary_behind_sentinel_but_never_a_cluster():
+    sentinel = "redis+sentinel://:pw@10.0.0.1:26379,10.0.0.2:26379/dash/2?sentinel_password=sp"
+    assert dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL": sentinel}, []) == sentinel
+    with pytest.raises(ConfigurationError) as caught:
+        dashboard_redis_url_from_env({"QUEUEWATCH_DASHBOARD_REDIS_URL": "redis+cluster://u:hunter2@h1:7000"}, [])
+    message = str(caught.value)
+    assert message.startswith("QUEUEWATCH_DASHBOARD_REDIS_URL cannot be a Redis Cluster:")
+    assert "redis+sentinel://" in message and "hunter2" not in message
 
 
 def test_nothing_monitored_needs_no_dashboard_redis():
@@ -310,6 +324,20 @@ def test_settings_start_with_the_current_names(monkeypatch):
     assert [s.url for s in loaded["QUEUEWATCH_CONNECTIONS"]] == [REDIS]
     assert loaded["QUEUEWATCH_DASHBOARD_REDIS_URL"] == REDIS
     assert loaded["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == REDIS
+
+
+def test_settings_put_the_channel_layer_behind_sentinel_for_a_sentinel_dashboard_redis(monkeypatch):
+    sentinel = "redis+sentinel://:pw@10.0.0.1:26380,10.0.0.2/dash/2?sentinel_password=sp"
+    loaded = load_settings(monkeypatch, {"QUEUEWATCH_URL_DEFAULT": REDIS, "QUEUEWATCH_DASHBOARD_REDIS_URL": sentinel})
+    [host] = loaded["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"]
+    assert host == {
+        "sentinels": [("10.0.0.1", 26380), ("10.0.0.2", 26379)],
+        "master_name": "dash",
+        "sentinel_kwargs": {"password": "sp", "socket_timeout": 5.0, "socket_connect_timeout": 2.0},
+        "db": 2,
+        "password": "pw",
+        "socket_timeout": None,
+    }
 
 
 def test_settings_refuse_to_start_with_both_names_set(monkeypatch):

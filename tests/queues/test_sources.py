@@ -30,7 +30,10 @@ def test_unknown_scheme_is_a_configuration_error_naming_the_variable_and_the_kno
     with pytest.raises(ConfigurationError) as caught:
         connection_specs_from_env(env, default_url=None)
     message = str(caught.value)
-    schemes = "redis://, rediss://, unix://, redis+cluster://, rediss+cluster://, postgres:// or postgresql://"
+    schemes = (
+        "redis://, rediss://, unix://, redis+cluster://, rediss+cluster://, redis+sentinel://, "
+        "rediss+sentinel://, postgres:// or postgresql://"
+    )
     assert message == f"{var} must be a {schemes} URL (got scheme 'amqp')."
     assert "hunter2" not in message
 
