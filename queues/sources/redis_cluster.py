@@ -17,9 +17,11 @@ kind routes every read of a queue to the primary that owns that slot:
 - ``jobs`` is the single-node ``RedisJobs`` on the cluster client: each of its reads names keys
   of one queue, so redis-py routes it to the right node.
 
-Not built yet: following events (``events_follower`` raises ``UnsupportedBySource``, so the
-monitor reads these queues exactly on every tick), actions, schedulers, bulk tasks, probes and
-the server health facet.
+- ``events_follower()`` follows each queue's ``events`` stream on the primary owning it, one
+  ``XREAD`` per hash-slot group (``queues.redis.cluster_events``), on one dedicated connection
+  per primary.
+
+Not built yet: actions, schedulers, bulk tasks, probes and the server health facet.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from ..errors import SourceUnavailable
 from ..keys import QueueRef
+from ..redis.cluster_events import ClusterEventsFollower
 from ..redis.discovery import discover_queue_names
 from ..redis.errors import describe, redis_errors
 from ..redis.jobs_facet import RedisJobs
 from ..redis.snapshot import queue_slot, read_snapshots
 from ..snapshot import QueueSnapshot
 from ..workers import Worker, workers_by_queue
-from .base import UnsupportedBySource
+from .redis_node import FOLLOWER_SOCKET_MARGIN_S
 from .spec import ConnectionSpec
 
 DEFAULT_PORT = 6379
@@ -102,7 +105,7 @@ class _LazyCluster:
     the first read). Attribute reads go to the client, so the single-node readers take it as is."""
 
     def __init__(self, options: dict[str, Any], *, socket_timeout: float):
-        self._options, self._socket_timeout = options, socket_timeout
+        self.options, self._socket_timeout = options, socket_timeout
         self._client: RedisCluster | None = None
         self._lock = threading.Lock()
 
@@ -111,7 +114,7 @@ class _LazyCluster:
             if self._client is None:
                 try:
                     self._client = RedisCluster(
-                        **self._options,
+                        **self.options,
                         decode_responses=False,
                         socket_timeout=self._socket_timeout,
                         socket_connect_timeout=2.0,
@@ -130,6 +133,32 @@ class _LazyCluster:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+class _FollowerNodes:
+    """The slot map and dedicated primary connections a ``ClusterEventsFollower`` asks for."""
+
+    def __init__(self, cluster: RedisCluster, options: dict[str, Any], *, socket_timeout: float):
+        self._cluster, self._socket_timeout = cluster, socket_timeout
+        self._options = {k: v for k, v in options.items() if k != "startup_nodes"}
+
+    def owner(self, slot: int) -> str:
+        return self._cluster.nodes_manager.get_node_from_slot(slot).name
+
+    def connect(self, node: str) -> redis.Redis:
+        host, _, port = node.rpartition(":")
+        return redis.Redis(
+            host=host,
+            port=int(port),
+            **self._options,
+            decode_responses=False,
+            socket_timeout=self._socket_timeout,
+            socket_connect_timeout=2.0,
+            client_name="queuewatch",
+        )
+
+    def refresh(self) -> None:
+        self._cluster.nodes_manager.initialize()
 
 
 class RedisClusterSource:
@@ -204,8 +233,16 @@ class RedisClusterSource:
             out.update(workers_by_queue(client.client_list(), node_queues, db=0))
         return {q: out.get(q, []) for q in queues}
 
-    def events_follower(self, *, block_ms: int):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower yet")
+    def events_follower(self, *, block_ms: int) -> ClusterEventsFollower:
+        # Connections of its own, one per primary: XREAD BLOCK holds one for up to block_ms.
+        # A new follower (first, or after a lost connection) reads the slot map afresh.
+        cluster = self._cluster.get()
+        cluster.nodes_manager.initialize()
+        timeout = block_ms / 1000 + FOLLOWER_SOCKET_MARGIN_S
+        owners = _FollowerNodes(cluster, self._cluster.options, socket_timeout=timeout)
+        follower = ClusterEventsFollower(owners, block_ms=block_ms)
+        follower.connected([node.name for node in cluster.get_primaries()])
+        return follower
 
     def errors(self):
         return cluster_errors(self.spec.name)
