@@ -4,7 +4,10 @@
 //
 // Usage: node cluster_fixture.mjs <host:port,host:port,...>
 //        node cluster_fixture.mjs <host:port,...> add <prefix> <queue> <n>
-//          (adds n waiting jobs to one queue; prints {"counts": getJobCounts()})
+//          (adds n waiting jobs to one queue; prints {"counts": getJobCounts(),
+//          "paused": isPaused(), "schedulers": [{id, every}] of its job schedulers})
+//        node cluster_fixture.mjs <host:port,...> schedule <prefix> <queue> <id> <every ms>
+//          (upserts a job scheduler; prints the same)
 //        node cluster_fixture.mjs <host:port,...> work <prefix> <queue> <n>
 //          (a worker completes n of its waiting jobs, maybe one more it had already
 //          fetched, then closes; prints the same)
@@ -46,16 +49,22 @@ function cluster() {
   return new IORedis.Cluster(seeds, { redisOptions: { maxRetriesPerRequest: null } });
 }
 
-if (process.argv[3] === 'add') {
-  const [prefix, name, n] = process.argv.slice(4);
+if (process.argv[3] === 'add' || process.argv[3] === 'schedule') {
+  const [prefix, name, n, every] = process.argv.slice(4);
   const connection = cluster();
   const queue = new Queue(name, { connection, prefix });
-  for (let i = 0; i < Number(n); i++) await queue.add('more', { i });
+  if (process.argv[3] === 'schedule') {
+    await queue.upsertJobScheduler(n, { every: Number(every) }, { name: 'tick' });
+  } else {
+    for (let i = 0; i < Number(n); i++) await queue.add('more', { i });
+  }
   const counts = await queue.getJobCounts();
+  const paused = await queue.isPaused();
+  const schedulers = (await queue.getJobSchedulers()).map((s) => ({ id: s.key, every: Number(s.every) }));
   await queue.close();
   await connection.quit();
   clearTimeout(watchdog);
-  console.log(JSON.stringify({ counts }));
+  console.log(JSON.stringify({ counts, paused, schedulers }));
   process.exit(0);
 }
 

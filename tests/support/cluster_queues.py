@@ -27,6 +27,19 @@ def node_does(cluster, verb: str, queue: QueueRef, n: int) -> dict:
     return run_node("cluster_fixture.mjs", seeds(cluster), verb, queue.prefix, queue.name, str(n))["counts"]
 
 
+def node_sees(cluster, queue: QueueRef) -> dict:
+    """What Node says of ``queue`` now: ``{"counts": getJobCounts(), "paused": isPaused(),
+    "schedulers": [{"id", "every"}]}``."""
+    return run_node("cluster_fixture.mjs", seeds(cluster), "add", queue.prefix, queue.name, "0")
+
+
+def node_schedules(cluster, queue: QueueRef, scheduler_id: str, every_ms: int) -> dict:
+    """Node upserts a job scheduler on ``queue``; what it says then (as ``node_sees``)."""
+    return run_node(
+        "cluster_fixture.mjs", seeds(cluster), "schedule", queue.prefix, queue.name, scheduler_id, str(every_ms)
+    )
+
+
 def published_counts() -> dict[tuple[str, str], dict]:
     state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["prefix"], q["name"]): q["counts"] for q in state["queues"]}
