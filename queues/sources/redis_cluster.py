@@ -23,12 +23,16 @@ kind routes every read of a queue to the primary that owns that slot:
   ``XREAD`` per hash-slot group (``queues.redis.cluster_events``), on one dedicated connection
   per primary.
 
-Not offered yet: bulk tasks and the server health facet.
+- ``server`` (``queues.redis.cluster_health``) says whether the cluster answers and lists the
+  queues ``discover`` left out because their keys span slots, with the fix (a hash tag).
+
+Not offered yet: bulk tasks, and the single-node server and queue health checks.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar, cast
@@ -41,6 +45,7 @@ from ..actions import ActionResult
 from ..errors import SourceUnavailable
 from ..keys import QueueRef
 from ..redis.cluster_events import ClusterEventsFollower
+from ..redis.cluster_health import ClusterServer
 from ..redis.commands_facet import RedisCommands
 from ..redis.discovery import discover_queue_names
 from ..redis.errors import describe, redis_errors
@@ -57,6 +62,7 @@ from .spec import ConnectionSpec
 
 DEFAULT_PORT = 6379
 T = TypeVar("T")
+SPANNING_MAX_AGE_S = 60  # how old a discovery the health check reuses
 TLS_QUERY = {"ssl_cert_reqs": ("none", "optional", "required"), "ssl_ca_certs": ()}
 
 
@@ -208,10 +214,8 @@ class RedisClusterSource:
     label: ClassVar[str] = "Redis Cluster"
     schemes: ClassVar[tuple[str, ...]] = ("redis+cluster", "rediss+cluster")
 
-    # Not offered yet: bulk tasks (their batch engine is not tried on a Cluster) and the server
-    # checks (they read one node's INFO and configuration; a Cluster has several).
+    # Not offered yet: bulk tasks (their batch engine is not tried on a Cluster yet).
     bulk = None
-    server = None
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
@@ -224,6 +228,10 @@ class RedisClusterSource:
         self.probes = ClusterProbes(client, connection=spec.name, source=self)
         self.commands = ClusterCommands(client, connection=spec.name)
         self.schedulers = RedisSchedulers(client, connection=spec.name)
+        # Only reachability and the queues that cannot run here (no hash tag); not yet the node
+        # checks of a single Redis (each primary has its own INFO and configuration).
+        self.server = ClusterServer(self.spanning_slots, connection=spec.name, kind=self.kind)
+        self._spanning: tuple[float, list[QueueRef]] | None = None  # (when, what) the last discovery found
 
     @classmethod
     def check_url(cls, url: str) -> None:
@@ -248,12 +256,23 @@ class RedisClusterSource:
 
     def discover(self) -> list[QueueRef]:
         nodes = self._primaries()
-        found = []
+        found: list[QueueRef] = []
+        spanning: list[QueueRef] = []
         for prefix in self.spec.prefixes:
             names = {name for _node, client in nodes for name in discover_queue_names(client, prefix)}
-            queues = (QueueRef(self.spec.name, prefix, name) for name in sorted(names))
-            found += [q for q in queues if queue_slot(q) is not None]
+            for queue in (QueueRef(self.spec.name, prefix, name) for name in sorted(names)):
+                (found if queue_slot(queue) is not None else spanning).append(queue)
+        self._spanning = (time.monotonic(), spanning)
         return found
+
+    def spanning_slots(self) -> list[QueueRef]:
+        """The queues whose keys span hash slots (no hash tag: BullMQ cannot run them here, and
+        ``discover`` leaves them out), from the last discovery if recent, else a new one."""
+        if self._spanning is None or time.monotonic() - self._spanning[0] > SPANNING_MAX_AGE_S:
+            with self.errors():
+                self.discover()
+        assert self._spanning is not None
+        return self._spanning[1]
 
     def queue_exists(self, queue: QueueRef) -> bool:
         if queue_slot(queue) is None:

@@ -15,7 +15,6 @@ from django.urls import reverse
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from queues.redis.snapshot import queue_slot
-from queues.scheduler_edit import SchedulerSpec
 from queues.sources.factory import source_for
 from tests.support.accounts import token_for, user_with
 from tests.support.cluster_queues import NAME, PREFIXES, build_queues, node_does, node_schedules, node_sees

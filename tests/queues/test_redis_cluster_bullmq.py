@@ -106,3 +106,39 @@ def test_a_running_monitor_shows_live_counts_of_a_cluster_queue(settings, live_s
         assert after["waiting"] == built[q3]["waiting"] + 4
         wait_for(lambda: published_counts()[("bull", "{q3}")] == after)
     built[q3] = after  # what later tests of this module see
+
+
+@pytest.mark.django_db
+def test_a_queue_without_a_hash_tag_is_left_out_of_the_list_and_named_by_a_health_finding(
+    settings, redis_cluster, redis_db, built
+):
+    from dashboard.health.checks import run_all
+
+    # Keys BullMQ could not have written on a Cluster (a queue of a single node, copied over).
+    legacy = QueueRef(NAME, "bull", "legacy")
+    keys = (legacy.key("meta"), legacy.key("wait"))
+    with contextlib.closing(redis_cluster.client()) as client:
+        client.hset(keys[0], "opts.maxLenEvents", "10000")
+        client.rpush(keys[1], "1")
+    try:
+        point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+        settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
+        (connection,) = run_all(connections=[NAME]).connections
+        by_kind = {r.kind: r for r in connection.results}
+        assert by_kind["connection.reachable"].status == "pass"
+        finding = by_kind["redis-cluster.hash_slots"]
+        assert finding.status == "fail" and finding.severity == "warning"
+        assert finding.details == {"queues": [legacy.base.rstrip(":")]}
+        assert legacy.base.rstrip(":") in finding.summary and "{bull}" in finding.fix
+        source = source_for(ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+        assert legacy not in source.discover()
+        source.close()
+        with contextlib.closing(redis_cluster.client()) as client:
+            client.delete(*keys)
+        point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))  # a new source: discovers again
+        (healthy,) = run_all(connections=[NAME]).connections
+        assert {r.kind: r.status for r in healthy.results}["redis-cluster.hash_slots"] == "pass"
+    finally:
+        with contextlib.closing(redis_cluster.client()) as client:
+            client.delete(*keys)
+        point_at(settings)
