@@ -73,10 +73,19 @@ class EventsFollower:
         timestamps between which events were lost."""
         if not self.last_ids:
             return [], {}
-        by_key = {q.key("events"): q for q in self.last_ids}
-        streams: dict[KeyT, StreamIdT] = {k: self.last_ids[q] for k, q in by_key.items()}
         block = self.block_ms if block_ms is None else block_ms
-        response = self.client.xread(streams, count=self.count, block=block if block > 0 else None)
+        response = self.client.xread(self.streams(), count=self.count, block=block if block > 0 else None)
+        return self.take(response)
+
+    def streams(self) -> dict[KeyT, StreamIdT]:
+        """Each followed stream with the id to read after (an ``XREAD``'s streams)."""
+        return {q.key("events"): last for q, last in self.last_ids.items()}
+
+    def take(self, response: object) -> tuple[list[Event], dict[QueueRef, tuple[int, int]]]:
+        """What an ``XREAD`` of ``streams()`` returned: the events, cursors moved past them,
+        and the gaps (as ``read``). Split from ``read`` so a caller can pipeline the reads of
+        several followers sharing one connection (``queues.redis.cluster_events``)."""
+        by_key = {q.key("events"): q for q in self.last_ids}
         events: list[Event] = []
         touched: list[tuple[QueueRef, str]] = []
         for key, entries in replies.stream_read(response):

@@ -50,6 +50,7 @@ CHANGED = "changed"  # the job was replaced between read and move
 NO_SOURCE = "no_source"  # no source queue could be determined
 UNKNOWN_TARGET = "unknown_target"  # the source queue does not exist (no <prefix>:<queue>:meta)
 NOT_ENVELOPED = "not_enveloped"  # the dead letter lacks the data field its queue's envelope names
+CROSS_SLOT = "cross_slot"  # on a Redis Cluster, the two queues are in different hash slots
 
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
@@ -330,6 +331,24 @@ def redrive_outcome(
             ),
         )
     return remove_outcome(job_id, code)
+
+
+def cross_slot_refusal(job_id: str, *, dlq: QueueRef, source: QueueRef) -> ActionResult:
+    """A redrive a Redis Cluster cannot run: the composed script names keys of both queues, and
+    a Cluster runs a script only on keys of one hash slot (it would fail with ``CROSSSLOT``)."""
+    return ActionResult(
+        job_id,
+        CROSS_SLOT,
+        _(
+            "Job {id} was not moved: a redrive moves it from {dlq} to {source} in one atomic step, which on a Redis "
+            "Cluster needs both queues in the same hash slot, and theirs differ. Give both queues the same hash tag "
+            "(for example the prefix {example}, or one tag in both names) so they share a slot. It was left in {dlq}.",
+            id=job_id,
+            dlq=dlq.name,
+            source=source.name,
+            example="{bull}",
+        ),
+    )
 
 
 def job_redrive_to_source(

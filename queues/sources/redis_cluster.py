@@ -14,38 +14,56 @@ kind routes every read of a queue to the primary that owns that slot:
 - ``workers()`` reads ``CLIENT LIST`` on each primary and matches it to the queues that node
   owns (a worker's blocking connection is on its queue's node; its other cluster connections
   carry the same name and are left out, so a worker is not counted once per node).
-- ``jobs`` is the single-node ``RedisJobs`` on the cluster client: each of its reads names keys
-  of one queue, so redis-py routes it to the right node.
+- ``jobs``, ``probes``, ``commands`` (``ClusterCommands``) and ``schedulers`` are the
+  single-node facets on the cluster client: each read, script or composition names keys of one
+  queue, so redis-py routes it to the right node. A redrive between queues of different slots is
+  refused with a way out (one hash tag for both) instead of failing inside Lua.
 
-Not built yet: following events (``events_follower`` raises ``UnsupportedBySource``, so the
-monitor reads these queues exactly on every tick), actions, schedulers, bulk tasks, probes and
-the server health facet.
+- ``events_follower()`` follows each queue's ``events`` stream on the primary owning it, one
+  ``XREAD`` per hash-slot group (``queues.redis.cluster_events``), on one dedicated connection
+  per primary.
+
+- ``server`` (``queues.redis.cluster_health``) says whether the cluster answers and lists the
+  queues ``discover`` left out because their keys span slots, with the fix (a hash tag).
+
+Not offered yet: bulk tasks, and the single-node server and queue health checks.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 from urllib.parse import parse_qsl
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from ..actions import ActionResult
 from ..errors import SourceUnavailable
 from ..keys import QueueRef
+from ..redis.cluster_events import ClusterEventsFollower
+from ..redis.cluster_health import ClusterServer
+from ..redis.commands_facet import RedisCommands
 from ..redis.discovery import discover_queue_names
 from ..redis.errors import describe, redis_errors
 from ..redis.jobs_facet import RedisJobs
+from ..redis.probes_facet import RedisProbes
+from ..redis.redrive import cross_slot_refusal
+from ..redis.schedulers_facet import RedisSchedulers
 from ..redis.snapshot import queue_slot, read_snapshots
+from ..redis.stalls import without_lock
 from ..snapshot import QueueSnapshot
 from ..workers import Worker, workers_by_queue
-from .base import UnsupportedBySource
 from .multi_host_url import split_multi_host_url
+from .redis_node import FOLLOWER_SOCKET_MARGIN_S
 from .spec import ConnectionSpec
 
 DEFAULT_PORT = 6379
+T = TypeVar("T")
+SPANNING_MAX_AGE_S = 60  # how old a discovery the health check reuses
 TLS_QUERY = {"ssl_cert_reqs": ("none", "optional", "required"), "ssl_ca_certs": ()}
 
 
@@ -74,7 +92,7 @@ class _LazyCluster:
     the first read). Attribute reads go to the client, so the single-node readers take it as is."""
 
     def __init__(self, options: dict[str, Any], *, socket_timeout: float):
-        self._options, self._socket_timeout = options, socket_timeout
+        self.options, self._socket_timeout = options, socket_timeout
         self._client: RedisCluster | None = None
         self._lock = threading.Lock()
 
@@ -83,7 +101,7 @@ class _LazyCluster:
             if self._client is None:
                 try:
                     self._client = RedisCluster(
-                        **self._options,
+                        **self.options,
                         decode_responses=False,
                         socket_timeout=self._socket_timeout,
                         socket_connect_timeout=2.0,
@@ -104,22 +122,90 @@ class _LazyCluster:
                 self._client = None
 
 
+class _FollowerNodes:
+    """The slot map and dedicated primary connections a ``ClusterEventsFollower`` asks for."""
+
+    def __init__(self, cluster: RedisCluster, options: dict[str, Any], *, socket_timeout: float):
+        self._cluster, self._socket_timeout = cluster, socket_timeout
+        self._options = {k: v for k, v in options.items() if k != "startup_nodes"}
+
+    def owner(self, slot: int) -> str:
+        return self._cluster.nodes_manager.get_node_from_slot(slot).name
+
+    def connect(self, node: str) -> redis.Redis:
+        host, _, port = node.rpartition(":")
+        return redis.Redis(
+            host=host,
+            port=int(port),
+            **self._options,
+            decode_responses=False,
+            socket_timeout=self._socket_timeout,
+            socket_connect_timeout=2.0,
+            client_name="queuewatch",
+        )
+
+    def refresh(self) -> None:
+        self._cluster.nodes_manager.initialize()
+
+
+class ClusterCommands(RedisCommands):
+    """The single-node commands on the cluster client: each of BullMQ's scripts (and each
+    composition of them) names keys of one queue, one hash slot, so redis-py sends its
+    ``EVALSHA`` to the node owning that slot (``SCRIPT LOAD`` goes to every primary). A redrive
+    names keys of two queues: refused with a way out when their slots differ."""
+
+    def redrive(
+        self, dlq: QueueRef, *, job_id: str, source: QueueRef, payload_field: str | None = None
+    ) -> ActionResult:
+        slot = queue_slot(dlq)
+        if slot is None or slot != queue_slot(source):
+            return cross_slot_refusal(job_id, dlq=dlq, source=source)
+        return super().redrive(dlq, job_id=job_id, source=source, payload_field=payload_field)
+
+
+class ClusterProbes(RedisProbes):
+    """The single-node probes on the cluster client (its pipelines split per node), but for the
+    lock check: redis-py refuses an ``MGET`` in a cluster pipeline, so it runs on each node."""
+
+    def __init__(self, client: redis.Redis, *, connection: str, source: RedisClusterSource):
+        super().__init__(client, connection=connection)
+        self._source = source
+
+    def without_lock(self, jobs: Mapping[QueueRef, list[str]]) -> dict[QueueRef, list[str]]:
+        found: dict[QueueRef, list[str]] = {}
+        with redis_errors(self.connection):
+            for _qs, stalled in self._source.per_node(list(jobs), _locks_of(jobs)):
+                found.update(stalled)
+        return found
+
+
+def _locks_of(jobs: Mapping[QueueRef, list[str]]) -> Callable[[redis.Redis, list[QueueRef]], dict[QueueRef, list[str]]]:
+    return lambda client, queues: without_lock(client, {q: jobs[q] for q in queues})
+
+
 class RedisClusterSource:
     kind: ClassVar[str] = "redis-cluster"
     label: ClassVar[str] = "Redis Cluster"
     schemes: ClassVar[tuple[str, ...]] = ("redis+cluster", "rediss+cluster")
 
-    probes = None
-    commands = None
-    schedulers = None
+    # Not offered yet: bulk tasks (their batch engine is not tried on a Cluster yet).
     bulk = None
-    server = None
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
         self._cluster = _LazyCluster(parse_cluster_url(spec.url), socket_timeout=socket_timeout)
         # Every read of RedisJobs names keys of one queue (one slot): the cluster client routes it.
-        self.jobs = RedisJobs(cast(redis.Redis, self._cluster), connection=spec.name)
+        client = cast(redis.Redis, self._cluster)
+        self.jobs = RedisJobs(client, connection=spec.name)
+        # Probes pipeline keys of many queues (redis-py splits the pipeline per node, each
+        # command names keys of one slot); commands and schedulers run one queue's scripts.
+        self.probes = ClusterProbes(client, connection=spec.name, source=self)
+        self.commands = ClusterCommands(client, connection=spec.name)
+        self.schedulers = RedisSchedulers(client, connection=spec.name)
+        # Only reachability and the queues that cannot run here (no hash tag); not yet the node
+        # checks of a single Redis (each primary has its own INFO and configuration).
+        self.server = ClusterServer(self.spanning_slots, connection=spec.name, kind=self.kind)
+        self._spanning: tuple[float, list[QueueRef]] | None = None  # (when, what) the last discovery found
 
     @classmethod
     def check_url(cls, url: str) -> None:
@@ -144,12 +230,23 @@ class RedisClusterSource:
 
     def discover(self) -> list[QueueRef]:
         nodes = self._primaries()
-        found = []
+        found: list[QueueRef] = []
+        spanning: list[QueueRef] = []
         for prefix in self.spec.prefixes:
             names = {name for _node, client in nodes for name in discover_queue_names(client, prefix)}
-            queues = (QueueRef(self.spec.name, prefix, name) for name in sorted(names))
-            found += [q for q in queues if queue_slot(q) is not None]
+            for queue in (QueueRef(self.spec.name, prefix, name) for name in sorted(names)):
+                (found if queue_slot(queue) is not None else spanning).append(queue)
+        self._spanning = (time.monotonic(), spanning)
         return found
+
+    def spanning_slots(self) -> list[QueueRef]:
+        """The queues whose keys span hash slots (no hash tag: BullMQ cannot run them here, and
+        ``discover`` leaves them out), from the last discovery if recent, else a new one."""
+        if self._spanning is None or time.monotonic() - self._spanning[0] > SPANNING_MAX_AGE_S:
+            with self.errors():
+                self.discover()
+        assert self._spanning is not None
+        return self._spanning[1]
 
     def queue_exists(self, queue: QueueRef) -> bool:
         if queue_slot(queue) is None:
@@ -157,18 +254,22 @@ class RedisClusterSource:
         return bool(self._cluster.get().exists(f"{queue.prefix}:{queue.name}:meta"))
 
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        by_queue: dict[QueueRef, QueueSnapshot] = {}
+        for node_queues, snapshots in self.per_node(queues, lambda c, qs: read_snapshots(c, qs, per_slot=True)):
+            by_queue.update(zip(node_queues, snapshots))
+        return [by_queue[q] for q in queues]
+
+    def per_node(
+        self, queues: list[QueueRef], read: Callable[[redis.Redis, list[QueueRef]], T]
+    ) -> list[tuple[list[QueueRef], T]]:
+        """``read(node_client, its_queues)`` for each primary owning some of ``queues`` (for
+        what a cluster client cannot send as one: a ``MULTI``, or an ``MGET`` in a pipeline)."""
         try:
-            return self._read_snapshots(queues)
+            return [(qs, read(client, qs)) for client, qs in self._by_node(queues).values()]
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             # A slot moved since the map was read (resharding, failover): read the map again.
             self._cluster.get().nodes_manager.initialize()
-            return self._read_snapshots(queues)
-
-    def _read_snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
-        by_queue: dict[QueueRef, QueueSnapshot] = {}
-        for client, node_queues in self._by_node(queues).values():
-            by_queue.update(zip(node_queues, read_snapshots(client, node_queues, per_slot=True)))
-        return [by_queue[q] for q in queues]
+            return [(qs, read(client, qs)) for client, qs in self._by_node(queues).values()]
 
     def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
         out: dict[QueueRef, list[Worker]] = {}
@@ -176,8 +277,16 @@ class RedisClusterSource:
             out.update(workers_by_queue(client.client_list(), node_queues, db=0))
         return {q: out.get(q, []) for q in queues}
 
-    def events_follower(self, *, block_ms: int):
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="events follower yet")
+    def events_follower(self, *, block_ms: int) -> ClusterEventsFollower:
+        # Connections of its own, one per primary: XREAD BLOCK holds one for up to block_ms.
+        # A new follower (first, or after a lost connection) reads the slot map afresh.
+        cluster = self._cluster.get()
+        cluster.nodes_manager.initialize()
+        timeout = block_ms / 1000 + FOLLOWER_SOCKET_MARGIN_S
+        owners = _FollowerNodes(cluster, self._cluster.options, socket_timeout=timeout)
+        follower = ClusterEventsFollower(owners, block_ms=block_ms)
+        follower.connected([node.name for node in cluster.get_primaries()])
+        return follower
 
     def errors(self):
         return cluster_errors(self.spec.name)

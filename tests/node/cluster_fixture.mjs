@@ -4,7 +4,13 @@
 //
 // Usage: node cluster_fixture.mjs <host:port,host:port,...>
 //        node cluster_fixture.mjs <host:port,...> add <prefix> <queue> <n>
-//          (adds n waiting jobs to one queue; prints {"counts": getJobCounts()})
+//          (adds n waiting jobs to one queue; prints {"counts": getJobCounts(),
+//          "paused": isPaused(), "schedulers": [{id, every}] of its job schedulers})
+//        node cluster_fixture.mjs <host:port,...> schedule <prefix> <queue> <id> <every ms>
+//          (upserts a job scheduler; prints the same)
+//        node cluster_fixture.mjs <host:port,...> work <prefix> <queue> <n>
+//          (a worker completes n of its waiting jobs, maybe one more it had already
+//          fetched, then closes; prints the same)
 //
 // Queues are hash-tagged (BullMQ refuses a queue whose keys span slots):
 // `{q1}`…`{q5}` under prefix `bull`, and `orders` under prefix `{app}`. Each
@@ -43,11 +49,45 @@ function cluster() {
   return new IORedis.Cluster(seeds, { redisOptions: { maxRetriesPerRequest: null } });
 }
 
-if (process.argv[3] === 'add') {
+if (process.argv[3] === 'add' || process.argv[3] === 'schedule') {
+  const [prefix, name, n, every] = process.argv.slice(4);
+  const connection = cluster();
+  const queue = new Queue(name, { connection, prefix });
+  if (process.argv[3] === 'schedule') {
+    await queue.upsertJobScheduler(n, { every: Number(every) }, { name: 'tick' });
+  } else {
+    for (let i = 0; i < Number(n); i++) await queue.add('more', { i });
+  }
+  const counts = await queue.getJobCounts();
+  const paused = await queue.isPaused();
+  const schedulers = (await queue.getJobSchedulers()).map((s) => ({ id: s.key, every: Number(s.every) }));
+  await queue.close();
+  await connection.quit();
+  clearTimeout(watchdog);
+  console.log(JSON.stringify({ counts, paused, schedulers }));
+  process.exit(0);
+}
+
+if (process.argv[3] === 'work') {
   const [prefix, name, n] = process.argv.slice(4);
   const connection = cluster();
   const queue = new Queue(name, { connection, prefix });
-  for (let i = 0; i < Number(n); i++) await queue.add('more', { i });
+  let done = 0;
+  await new Promise((resolve) => {
+    const worker = new Worker(name, async (job) => ({ ok: job.id }), {
+      connection: cluster(),
+      prefix,
+      concurrency: 1,
+      autorun: false,
+    });
+    worker.on('completed', async () => {
+      if (++done === Number(n)) {
+        await worker.close();
+        resolve();
+      }
+    });
+    worker.run();
+  });
   const counts = await queue.getJobCounts();
   await queue.close();
   await connection.quit();

@@ -12,35 +12,24 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from dashboard.core import dash_redis
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.redis.snapshot import queue_slot
-from queues.sources.base import UnsupportedBySource
 from queues.sources.factory import source_for
+from tests.support.cluster_queues import NAME, PREFIXES, build_queues, node_does, published_counts
 from tests.support.live import monitor_thread
 from tests.support.redis_db import point_at
-from tests.support.servers import run_node
 from tests.support.waiting import wait_for
 
 # One worker holds the session's cluster (6 processes): every cluster test runs there.
 pytestmark = [pytest.mark.cluster, pytest.mark.node, pytest.mark.xdist_group("redis-cluster")]
 
-PREFIXES = ("bull", "{app}")
-NAME = "cluster"
-
-
-def seeds(cluster) -> str:
-    return cluster.url.split("://", 1)[1]
-
 
 @pytest.fixture(scope="module")
 def built(redis_cluster):
     """The queues Node built, and what ``getJobCounts()`` said of each."""
-    redis_cluster.flush()
-    out = run_node("cluster_fixture.mjs", seeds(redis_cluster))
-    return {QueueRef(NAME, q["prefix"], q["name"]): q["counts"] for q in out["queues"]}
+    return build_queues(redis_cluster)
 
 
 @pytest.fixture
@@ -69,10 +58,8 @@ def test_snapshot_counts_equal_get_job_counts(source, built):
         assert snapshot.last_event_id is not None and snapshot.oldest_waiting_ts is not None
 
 
-def test_workers_are_read_per_node_and_events_are_not_followed_yet(source, built):
+def test_workers_are_read_per_node(source, built):
     assert source.workers(list(built)) == {q: [] for q in built}  # the fixture's workers are closed
-    with pytest.raises(UnsupportedBySource):
-        source.events_follower(block_ms=100)
 
 
 def test_job_list_and_job_page_through_the_jobs_facet(source, built):
@@ -109,18 +96,49 @@ def test_overview_page_and_api_list_the_cluster_queues(client, user, cluster_app
     assert body["connections"] == [{"name": NAME, "ok": True, "error": None}]
 
 
-def published_counts() -> dict[tuple[str, str], dict]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
-    return {(q["prefix"], q["name"]): q["counts"] for q in state["queues"]}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_running_monitor_shows_live_counts_of_a_cluster_queue(settings, live_setup, redis_cluster, built):
     point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
     q3 = QueueRef(NAME, "bull", "{q3}")
     with monitor_thread(tick=0.3, name="cluster-monitor", lock_ttl_ms=2000):
         wait_for(lambda: published_counts().get(("bull", "{q3}")) == built[q3])
-        after = run_node("cluster_fixture.mjs", seeds(redis_cluster), "add", "bull", "{q3}", "4")["counts"]
+        after = node_does(redis_cluster, "add", q3, 4)
         assert after["waiting"] == built[q3]["waiting"] + 4
         wait_for(lambda: published_counts()[("bull", "{q3}")] == after)
     built[q3] = after  # what later tests of this module see
+
+
+@pytest.mark.django_db
+def test_a_queue_without_a_hash_tag_is_left_out_of_the_list_and_named_by_a_health_finding(
+    settings, redis_cluster, redis_db, built
+):
+    from dashboard.health.checks import run_all
+
+    # Keys BullMQ could not have written on a Cluster (a queue of a single node, copied over).
+    legacy = QueueRef(NAME, "bull", "legacy")
+    keys = (legacy.key("meta"), legacy.key("wait"))
+    with contextlib.closing(redis_cluster.client()) as client:
+        client.hset(keys[0], "opts.maxLenEvents", "10000")
+        client.rpush(keys[1], "1")
+    try:
+        point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+        settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url
+        (connection,) = run_all(connections=[NAME]).connections
+        by_kind = {r.kind: r for r in connection.results}
+        assert by_kind["connection.reachable"].status == "pass"
+        finding = by_kind["redis-cluster.hash_slots"]
+        assert finding.status == "fail" and finding.severity == "warning"
+        assert finding.details == {"queues": [legacy.base.rstrip(":")]}
+        assert legacy.base.rstrip(":") in finding.summary and "{bull}" in finding.fix
+        source = source_for(ConnectionSpec(NAME, redis_cluster.url, PREFIXES))
+        assert legacy not in source.discover()
+        source.close()
+        with contextlib.closing(redis_cluster.client()) as client:
+            client.delete(*keys)
+        point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))  # a new source: discovers again
+        (healthy,) = run_all(connections=[NAME]).connections
+        assert {r.kind: r.status for r in healthy.results}["redis-cluster.hash_slots"] == "pass"
+    finally:
+        with contextlib.closing(redis_cluster.client()) as client:
+            client.delete(*keys)
+        point_at(settings)
