@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 def user_in(group: str | None, **extra) -> User:
     user = User.objects.create_user(f"u-{group}-{len(extra)}", password="x", **extra)
     if group:
-        user.groups.add(Group.objects.get(name=group))
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
     return user
 
 

@@ -61,7 +61,7 @@ def seeded(prefixed_queues):
 @pytest.fixture
 def operator_client(client):
     user = User.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(user)
     client.user = user
     return client
@@ -82,7 +82,7 @@ def test_viewers_see_no_action_controls_and_operators_do(client, seeded, q):
         assert "job-retry" not in html and 'id="bulk-form"' not in html and "queue-pause" not in html
         assert 'class="can-operate"' not in html  # the (live) list's checkboxes stay hidden
     operator = User.objects.create_user("o", password="pw")
-    operator.groups.add(Group.objects.get(name="operator"))
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(operator)
     html = client.get(job_url).content.decode()
     assert "job-retry" in html and "job-discard" in html and "job-promote" not in html
@@ -241,7 +241,7 @@ def test_an_action_that_fails_on_redis_is_audited_as_an_error(operator_client, s
 
 def test_api_bulk_with_ids_conflicts_and_bad_bodies(client, seeded, q):
     operator = User.objects.create_user("api-op", password="pw")
-    operator.groups.add(Group.objects.get(name="operator"))
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     out = StringIO()
     call_command("api_token", "api-op", stdout=out)
     auth = {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}

@@ -84,7 +84,7 @@ def as_node(value):
 def token_for(role: str | None) -> dict:
     user = User.objects.create_user(f"u-{role}", password="pw")
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     out = StringIO()
     call_command("api_token", user.username, stdout=out)
     return {"HTTP_AUTHORIZATION": f"Bearer {out.getvalue().strip()}"}
@@ -92,7 +92,7 @@ def token_for(role: str | None) -> dict:
 
 def test_edit_an_error_group_from_the_page_then_the_stored_task_runs(client, seeded, prefixed_queues, q):
     user = User.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(user)
     page = client.get(reverse("queue_errors", args=q)).content.decode()
     assert '<option value="edit-retry">' in page and 'name="patch"' in page

@@ -142,7 +142,7 @@ Q = ("default", "bull", "triage")
 @pytest.fixture
 def operator_client(client):
     user = User.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(user)
     return client
 

@@ -24,7 +24,7 @@ TOKEN_HEADER = "Bearer header-token-1a2b3c"
 def user_with(role: str | None, name: str | None = None) -> User:
     user = User.objects.create_user(name or f"user-{role}", password="pw")
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
 

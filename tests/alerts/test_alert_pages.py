@@ -26,7 +26,7 @@ HOSTILE = '<script>alert("x")</script>'
 def login_as(role: str | None) -> Client:
     user = User.objects.create_user(f"user-{role}", password="x")
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     client = Client()
     client.force_login(user)
     return client

@@ -19,7 +19,7 @@ FIELD = re.compile(r'<div class="field[^"]*" id="field-(\w+)">\s*<label for="(id
 @pytest.fixture
 def admin_client():
     user = User.objects.create_user("form-admin", password="x")
-    user.groups.add(Group.objects.get(name="admin"))
+    user.groups.add(Group.objects.get_or_create(name="admin")[0])
     client = Client()
     client.force_login(user)
     return client

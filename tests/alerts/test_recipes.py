@@ -131,7 +131,7 @@ def recipes(settings, redis_server):
 
 def admin_client() -> Client:
     user = User.objects.create_user("recipe-admin", password="x")
-    user.groups.add(Group.objects.get(name="admin"))
+    user.groups.add(Group.objects.get_or_create(name="admin")[0])
     client = Client()
     client.force_login(user)
     return client

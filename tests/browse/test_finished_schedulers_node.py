@@ -68,7 +68,7 @@ def test_schedulers_page_says_finished_instead_of_a_past_next_run(client, user, 
 def test_last_iteration_of_a_finished_scheduler_can_be_discarded(client, finished):
     prefixed, result, by_id = finished
     operator = User.objects.create_user("op", password="pw")
-    operator.groups.add(Group.objects.get(name="operator"))
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     auth = {"HTTP_AUTHORIZATION": f"Bearer {token_for(operator)}"}
 
     def discard(job_id):

@@ -21,7 +21,7 @@ def operator_logged_in(client, django_user_model):
     from django.contrib.auth.models import Group
 
     operator = django_user_model.objects.create_user("op", password="pw")
-    operator.groups.add(Group.objects.get(name="operator"))
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(operator)
     return client
 

@@ -58,7 +58,7 @@ def test_a_history_restore_and_a_plain_request_get_the_whole_page(logged_in, url
 @pytest.fixture
 def operator(client):
     user = User.objects.create_user("op", password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client.force_login(user)
     return client
 

@@ -8,16 +8,14 @@ test's own (a primary, a replica, three Sentinels): the session's keeps its prim
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.core.management import call_command
 from django.urls import reverse
 
 from dashboard.core import dash_redis
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
+from tests.support.accounts import token_for, user_with
 from tests.support.live import monitor_thread
 from tests.support.node_workers import NodeWorkers
 from tests.support.redis_db import point_at
@@ -48,11 +46,8 @@ def converged(node: NodeWorkers, *queues: str) -> bool:
 
 
 def operator_token() -> str:
-    operator = User.objects.create_user("sentinel-op", password="pw")
-    operator.groups.add(Group.objects.get(name="operator"))
-    out = StringIO()
-    call_command("api_token", operator.username, stdout=out)
-    return out.getvalue().strip()
+    # user_with creates the role's group if a transactional test before emptied the tables.
+    return token_for(user_with("operator", username="sentinel-op"))
 
 
 @pytest.mark.django_db(transaction=True)

@@ -34,7 +34,7 @@ def meta_key(queue) -> str:
 
 def operator(name="op") -> User:
     user = User.objects.create_user(name, password="pw")
-    user.groups.add(Group.objects.get(name="operator"))
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     return user
 
 

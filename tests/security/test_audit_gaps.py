@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def client_for(role: str, *, csrf: bool = False) -> tuple[Client, User]:
     user = User.objects.create_user(f"u-{role}-{User.objects.count()}", password="pw")
     if role != "viewer":
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     client = Client(enforce_csrf_checks=csrf)
     client.force_login(user)
     return client, user

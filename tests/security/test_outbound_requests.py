@@ -33,7 +33,7 @@ def receiver():
 
 def client_for(role: str) -> Client:
     user = User.objects.create_user(f"u-{role}", password="pw")
-    user.groups.add(Group.objects.get(name=role))
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
     client = Client()
     client.force_login(user)
     return client
