@@ -182,16 +182,49 @@ def test_a_job_a_worker_holds_is_not_discarded(client, api, pg_url):
     assert json.loads(out.strip().splitlines()[-1])["counts"]["completed"] == 1  # the worker finished it
 
 
-@pytest.fixture
-def read_only_role(postgres_server, pg_url):
-    """A role that may read the BullMQ schema but not change it."""
-    role = f"reader_{uuid.uuid4().hex[:8]}"
+# The grants docs/operations.md gives for reading, and for acting.
+READ_GRANTS = ("GRANT USAGE ON SCHEMA bullmq TO {role}", "GRANT SELECT ON ALL TABLES IN SCHEMA bullmq TO {role}")
+ACT_GRANTS = (
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA bullmq TO {role}",
+    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA bullmq TO {role}",
+)
+
+
+def role_url(postgres_server, pg_url: str, *grants: str) -> str:
+    role = f"qw_{uuid.uuid4().hex[:8]}"
     node("counts", pg_url, "migrated")  # BullMQ's schema made, for the grants to name
     with postgres_server.connect(dbname="pg_actions") as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT USAGE ON SCHEMA bullmq TO {role}")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA bullmq TO {role}")
-    yield pg_url.replace("postgres@", f"{role}@", 1)
+        for grant in grants:
+            conn.execute(grant.format(role=role))
+    return pg_url.replace("postgres@", f"{role}@", 1)
+
+
+@pytest.fixture
+def read_only_role(postgres_server, pg_url):
+    """A role that may read the BullMQ schema but not change it."""
+    return role_url(postgres_server, pg_url, *READ_GRANTS)
+
+
+def test_a_role_with_the_documented_grants_can_act(client, settings, postgres_server, pg_url):
+    url = role_url(postgres_server, pg_url, *READ_GRANTS, *ACT_GRANTS)
+    name = fresh_queue()
+    seeded = node("seed", pg_url, name)
+    point_at(settings, ConnectionSpec("pg", url, ("bullmq",)))
+    token = token_for(user_with(OPERATOR))
+    try:
+        outcomes = [
+            job_action(client, token, name, "retry", seeded["failed"]).json()["outcome"],
+            job_action(client, token, name, "promote", seeded["delayed"]).json()["outcome"],
+            job_action(client, token, name, "discard", seeded["completed"]).json()["outcome"],
+            queue_action(client, token, name, "pause").json()["outcome"],
+        ]
+    finally:
+        reset_registry()
+    assert outcomes == ["done"] * 4
+    after = node("counts", pg_url, name)
+    assert after["paused"] is True
+    assert (after["counts"]["failed"], after["counts"]["completed"], after["counts"]["delayed"]) == (0, 0, 0)
 
 
 def test_a_role_without_write_grants_gets_a_clear_error_and_nothing_changes(client, settings, pg_url, read_only_role):
