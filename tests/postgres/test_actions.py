@@ -251,3 +251,14 @@ def test_the_commands_not_built_yet_are_not_offered(pg_url):
             commands_of(source).clean(QueueRef("pg", "bullmq", "any"), state="failed", older_than_ms=0, limit=0)
     finally:
         source.close()
+
+
+def test_an_action_not_built_yet_answers_not_offered_through_the_api(client, api, pg_url):
+    name = fresh_queue()
+    node("seed", pg_url, name)
+    url = reverse("api_queue_action", args=["pg", "bullmq", name, "clean"])
+    answer = post(client, api, url, state="failed", older_than_minutes=0)
+    assert answer.status_code == 501, answer.content
+    assert answer.json()["error"] == "not_offered"
+    assert "does not offer cleaning a queue" in answer.json()["message"]
+    assert node("counts", pg_url, name)["counts"]["failed"] == 1
