@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .keys import QueueRef
-from .messages import _
+from .messages import Joined, _
 
 # ActionResult.outcome values
 DONE = "done"
@@ -52,3 +52,67 @@ def not_a_job(job_id: str) -> ActionResult:
             id=job_id,
         ),
     )
+
+
+# The outcomes of BullMQ's per-job commands, in the codes its Redis scripts and PostgreSQL
+# functions share (reprocess: 1 moved, -1 missing, else not in that state; promote: 0 moved).
+
+
+def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
+    if code == 1:
+        moved = (
+            _("Job {id} moved from failed back to waiting.", id=job_id)
+            if state == "failed"
+            else _("Job {id} moved from completed back to waiting.", id=job_id)
+        )
+        return ActionResult(job_id, DONE, moved)
+    if code == -1:
+        return ActionResult(job_id, MISSING, gone(job_id))
+    left = (
+        _("Job {id} is no longer failed; it was left as it is.", id=job_id)
+        if state == "failed"
+        else _("Job {id} is no longer completed; it was left as it is.", id=job_id)
+    )
+    return ActionResult(job_id, WRONG_STATE, left)
+
+
+def not_retryable(job_id: str) -> ActionResult:
+    return ActionResult(
+        job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be retried.", id=job_id)
+    )
+
+
+def removed(job_id: str, *, children_note: str = "") -> ActionResult:
+    done = _("Job {id} removed.", id=job_id)
+    return ActionResult(job_id, DONE, Joined([done, children_note], " ") if children_note else done)
+
+
+def locked_refusal(job_id: str) -> ActionResult:
+    return ActionResult(
+        job_id,
+        LOCKED,
+        _(
+            "Job {id} is being processed by a worker (it holds the lock); "
+            "it was not removed. Try again when it has finished.",
+            id=job_id,
+        ),
+    )
+
+
+def scheduler_iteration_refusal(job_id: str) -> ActionResult:
+    return ActionResult(
+        job_id,
+        SCHEDULER_ITERATION,
+        _(
+            "Job {id} is the next iteration of its job scheduler "
+            "and cannot be removed on its own; remove the scheduler "
+            "instead.",
+            id=job_id,
+        ),
+    )
+
+
+def promote_outcome(job_id: str, code: int) -> ActionResult:
+    if code == 0:
+        return ActionResult(job_id, DONE, _("Job {id} promoted: it runs as soon as a worker is free.", id=job_id))
+    return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer delayed; nothing to promote.", id=job_id))

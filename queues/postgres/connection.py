@@ -5,10 +5,11 @@ one parameter of Queuewatch's own, ``schema``: the schema BullMQ was configured 
 ``connection.schema``, default ``bullmq``). libpq refuses parameters it does not know, so
 ``schema`` is taken out before connecting; it is the connection's default prefix.
 
-Every statement runs in a read-only session (``default_transaction_read_only``) with a
+Every read runs in a read-only session (``default_transaction_read_only``) with a
 statement timeout, over one connection guarded by a lock: the reads are a handful of short
 statements per page or tick, so a pool would only multiply what the database has to serve.
-A failed connection is dropped and made again by the next read.
+A failed connection is dropped and made again by the next read. The commands facet has a
+connection of its own made with ``read_only=False``: each action is one ``transaction()``.
 """
 
 from __future__ import annotations
@@ -59,31 +60,45 @@ def check_schema_name(name: str) -> None:
         raise ValueError(f"{name[:80]!r} is not a PostgreSQL schema name")
 
 
-def describe(exc: BaseException) -> str:
+WRITE_REFUSED = (
+    "PostgreSQL refused the action (the user needs SELECT, INSERT, UPDATE and DELETE on the "
+    "BullMQ schema's tables and USAGE on its sequences; nothing was changed)"
+)
+
+
+def describe(exc: BaseException, *, writing: bool = False) -> str:
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return "timed out waiting for PostgreSQL to answer"
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return "PostgreSQL refused a read (grant the user SELECT on the BullMQ schema)"
+        return WRITE_REFUSED if writing else "PostgreSQL refused a read (grant the user SELECT on the BullMQ schema)"
     text = (str(exc) or exc.__class__.__name__).strip()
     return text if len(text) < 300 else text[:300] + "…"
 
 
 @contextmanager
-def postgres_errors(connection: str, url: str = "") -> Iterator[None]:
+def postgres_errors(connection: str, url: str = "", *, writing: bool = False) -> Iterator[None]:
     """Turn psycopg's failures into ``SourceUnavailable`` with a message that names the
     connection but never its URL or password."""
     try:
         yield
     except psycopg.Error as exc:
-        raise SourceUnavailable(connection, hide_url_secrets(describe(exc), url)) from None
+        raise SourceUnavailable(connection, hide_url_secrets(describe(exc, writing=writing), url)) from None
 
 
 class PostgresConnection:
     """A lazily made, lock-guarded, read-only connection; ``rows(query, params)`` runs one
     statement and returns its rows as tuples."""
 
-    def __init__(self, url: str, *, statement_timeout_s: float = 5.0, application_name: str = "queuewatch"):
+    def __init__(
+        self,
+        url: str,
+        *,
+        statement_timeout_s: float = 5.0,
+        application_name: str = "queuewatch",
+        read_only: bool = True,
+    ):
         self.url = url
+        self._read_only = read_only
         self._libpq_url, _ = split_url(url)
         self._timeout_ms = max(1, int(statement_timeout_s * 1000))
         self._application_name = application_name
@@ -91,7 +106,9 @@ class PostgresConnection:
         self._conn: psycopg.Connection | None = None
 
     def _connect(self) -> psycopg.Connection:
-        options = f"-c default_transaction_read_only=on -c statement_timeout={self._timeout_ms}"
+        options = f"-c statement_timeout={self._timeout_ms}"
+        if self._read_only:
+            options = "-c default_transaction_read_only=on " + options
         return psycopg.connect(
             self._libpq_url,
             autocommit=True,
@@ -110,6 +127,26 @@ class PostgresConnection:
                 return self._conn.execute(query, params).fetchall()
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 self._drop()  # a broken socket, a server restart: the next read reconnects
+                raise
+
+    @contextmanager
+    def transaction(self, schema: str) -> Iterator[psycopg.Connection]:
+        """One transaction with ``schema`` first on the search path (BullMQ's command files
+        name no schema, like its Lua scripts name no prefix): committed when the block ends,
+        rolled back if it raises."""
+        with self._lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = self._connect()
+            try:
+                with self._conn.transaction():
+                    self._conn.execute(
+                        sql.SQL("SELECT set_config('search_path', {}, true)").format(
+                            sql.Literal(sql.Identifier(schema).as_string(None))
+                        )
+                    )
+                    yield self._conn
+            except (psycopg.OperationalError, psycopg.InterfaceError):
+                self._drop()
                 raise
 
     def _drop(self) -> None:

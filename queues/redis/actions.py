@@ -17,7 +17,19 @@ import time
 
 import redis
 
-from ..actions import DONE, LOCKED, MISSING, SCHEDULER_ITERATION, WRONG_STATE, ActionResult, gone, not_a_job
+from ..actions import (
+    MISSING,
+    WRONG_STATE,
+    ActionResult,
+    gone,
+    locked_refusal,
+    not_a_job,
+    not_retryable,
+    promote_outcome,
+    removed,
+    retry_outcome,
+    scheduler_iteration_refusal,
+)
 from ..keys import QueueRef
 from ..messages import Joined, _
 from ..safe_json import loads_or
@@ -64,24 +76,6 @@ def retry_call(
     return keys, args
 
 
-def retry_outcome(job_id: str, code: int, *, state: str) -> ActionResult:
-    if code == 1:
-        moved = (
-            _("Job {id} moved from failed back to waiting.", id=job_id)
-            if state == "failed"
-            else _("Job {id} moved from completed back to waiting.", id=job_id)
-        )
-        return ActionResult(job_id, DONE, moved)
-    if code == -1:
-        return ActionResult(job_id, MISSING, gone(job_id))
-    left = (
-        _("Job {id} is no longer failed; it was left as it is.", id=job_id)
-        if state == "failed"
-        else _("Job {id} is no longer completed; it was left as it is.", id=job_id)
-    )
-    return ActionResult(job_id, WRONG_STATE, left)
-
-
 def _lifo(client: redis.Redis, queue: QueueRef, job_id: str) -> bool:
     opts = loads_or(to_text(client.hget(queue.job_key(job_id), "opts"), "{}"), None)
     return isinstance(opts, dict) and bool(opts.get("lifo"))
@@ -106,9 +100,7 @@ def job_retry(client: redis.Redis, *, queue: QueueRef, job_id: str, reset_counte
         return ActionResult(job_id, MISSING, gone(job_id))
     state = next((st for st, score in zip(RETRYABLE_STATES, scores) if score is not None), None)
     if state is None:
-        return ActionResult(
-            job_id, WRONG_STATE, _("Job {id} is neither failed nor completed, so it cannot be retried.", id=job_id)
-        )
+        return not_retryable(job_id)
     keys, args = retry_call(
         queue, job_id, state=state, reset_counters=reset_counters, lifo=_lifo(client, queue, job_id)
     )
@@ -143,29 +135,11 @@ def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> Action
     if code == NOT_A_JOB_CODE:
         return not_a_job(job_id)
     if code == 1:
-        removed = _("Job {id} removed.", id=job_id)
-        return ActionResult(job_id, DONE, Joined([removed, children_note], " ") if children_note else removed)
+        return removed(job_id, children_note=children_note)
     if code == 0:
-        return ActionResult(
-            job_id,
-            LOCKED,
-            _(
-                "Job {id} is being processed by a worker (it holds the lock); "
-                "it was not removed. Try again when it has finished.",
-                id=job_id,
-            ),
-        )
+        return locked_refusal(job_id)
     if code == -8:
-        return ActionResult(
-            job_id,
-            SCHEDULER_ITERATION,
-            _(
-                "Job {id} is the next iteration of its job scheduler "
-                "and cannot be removed on its own; remove the scheduler "
-                "instead.",
-                id=job_id,
-            ),
-        )
+        return scheduler_iteration_refusal(job_id)
     return ActionResult(
         job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).", id=job_id, code=code)
     )
@@ -232,12 +206,6 @@ def promote_call(queue: QueueRef, job_id: str) -> tuple[list[str], list]:
         queue.key(s) for s in ("delayed", "wait", "paused", "meta", "prioritized", "active", "pc", "events", "marker")
     ]
     return keys, [queue.base, job_id]
-
-
-def promote_outcome(job_id: str, code: int) -> ActionResult:
-    if code == 0:
-        return ActionResult(job_id, DONE, _("Job {id} promoted: it runs as soon as a worker is free.", id=job_id))
-    return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer delayed; nothing to promote.", id=job_id))
 
 
 def job_promote(client: redis.Redis, *, queue: QueueRef, job_id: str) -> ActionResult:

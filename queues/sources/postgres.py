@@ -3,8 +3,10 @@ every queue of a namespace in one schema, which is this kind's prefix (``?schema
 names the default one, ``QUEUEWATCH_PREFIXES_<NAME>`` may list several; ``bullmq`` otherwise).
 
 Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them), the job
-lists and job pages, and an events follower (``LISTEN bullmq_events`` and the ``event`` table:
-``queues.postgres.events``). Not yet: actions, probes, schedulers, bulk tasks, health checks
+lists and job pages, an events follower (``LISTEN bullmq_events`` and the ``event`` table:
+``queues.postgres.events``) and the commands facet's retry, discard, promote, pause and resume
+(``queues.postgres.commands_facet``, on a writable connection of its own; its other commands
+raise ``NotOffered``). Not yet: probes, schedulers, bulk tasks, health checks
 (their facets are ``None``, shown as "not offered") and the workers (BullMQ names its
 PostgreSQL connections, but reading ``pg_stat_activity`` is for later).
 """
@@ -15,6 +17,7 @@ from typing import ClassVar
 
 from ..keys import QueueRef
 from ..postgres import snapshots
+from ..postgres.commands_facet import PostgresCommands
 from ..postgres.connection import DEFAULT_SCHEMA, PostgresConnection, check_schema_name, postgres_errors, split_url
 from ..postgres.events import EventWindows, PostgresEventsFollower, listen_connection
 from ..postgres.jobs_facet import PostgresJobs
@@ -29,7 +32,7 @@ class PostgresSource:
     label: ClassVar[str] = "PostgreSQL"
     schemes: ClassVar[tuple[str, ...]] = ("postgres", "postgresql")
 
-    probes = commands = schedulers = bulk = server = None
+    probes = schedulers = bulk = server = None
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
@@ -37,6 +40,9 @@ class PostgresSource:
             check_schema_name(schema)
         self._db = PostgresConnection(spec.url, statement_timeout_s=socket_timeout)  # connects on first use
         self.jobs = PostgresJobs(self._db, connection=spec.name)
+        # Actions write: they get their own connection, so the reads' stays read-only.
+        self._writer = PostgresConnection(spec.url, statement_timeout_s=socket_timeout, read_only=False)
+        self.commands = PostgresCommands(self._writer, connection=spec.name)
         # The events cursors outlive each follower: one made after a lost connection resumes.
         self._event_windows: EventWindows = {}
 
@@ -76,3 +82,4 @@ class PostgresSource:
 
     def close(self) -> None:
         self._db.close()
+        self._writer.close()
