@@ -40,6 +40,13 @@ def describe(exc: Exception) -> str:
     if isinstance(exc, redis.TimeoutError):
         return "timed out waiting for Redis to answer"
     text = str(exc) or exc.__class__.__name__
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        # OpenSSL's own words ("self-signed certificate in certificate chain") do not say
+        # what to change: almost always the CA file, or a name the certificate does not carry.
+        text = (
+            "TLS certificate verification failed: the certificate Redis presented is not signed by a "
+            "CA this connection trusts (?ssl_ca_certs=) or does not name its host: " + text
+        )
     if isinstance(exc, MasterNotFoundError):
         # During a failover, or when no Sentinel answers; redis-py's text lists each Sentinel's error.
         text = "no Sentinel names a reachable primary (a failover in progress, or the Sentinels are down): " + text
