@@ -23,7 +23,20 @@ def redis_errors(connection: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise SourceUnavailable(connection, describe(exc)) from None
     except redis.ResponseError as exc:
-        raise SourceUnavailable(connection, f"Redis refused a command: {exc}") from None
+        raise SourceUnavailable(connection, refusal(exc)) from None
+
+
+# How Redis 6/7 word a refusal by the ACL: a command sent (NOPERM) and a command a script called.
+ACL_REFUSALS = ("NOPERM", "no permissions to run", "can't run this command or subcommand")
+
+
+def refusal(exc: redis.ResponseError) -> str:
+    """A refused command, saying so plainly when the ACL user lacks the permission (also when a
+    BullMQ script called the command: Redis checks those against the user too)."""
+    text = str(exc)
+    if isinstance(exc, redis.exceptions.NoPermissionError) or any(words in text for words in ACL_REFUSALS):
+        return f"the Redis user may not run a command (its ACL): {text}"
+    return f"Redis refused a command: {text}"
 
 
 @contextmanager
