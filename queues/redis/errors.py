@@ -23,7 +23,20 @@ def redis_errors(connection: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise SourceUnavailable(connection, describe(exc)) from None
     except redis.ResponseError as exc:
-        raise SourceUnavailable(connection, f"Redis refused a command: {exc}") from None
+        raise SourceUnavailable(connection, refusal(exc)) from None
+
+
+# How Redis 6/7 word a refusal by the ACL: a command sent (NOPERM) and a command a script called.
+ACL_REFUSALS = ("NOPERM", "no permissions to run", "can't run this command or subcommand")
+
+
+def refusal(exc: redis.ResponseError) -> str:
+    """A refused command, saying so plainly when the ACL user lacks the permission (also when a
+    BullMQ script called the command: Redis checks those against the user too)."""
+    text = str(exc)
+    if isinstance(exc, redis.exceptions.NoPermissionError) or any(words in text for words in ACL_REFUSALS):
+        return f"the Redis user may not run a command (its ACL): {text}"
+    return f"Redis refused a command: {text}"
 
 
 @contextmanager
@@ -40,6 +53,13 @@ def describe(exc: Exception) -> str:
     if isinstance(exc, redis.TimeoutError):
         return "timed out waiting for Redis to answer"
     text = str(exc) or exc.__class__.__name__
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        # OpenSSL's own words ("self-signed certificate in certificate chain") do not say
+        # what to change: almost always the CA file, or a name the certificate does not carry.
+        text = (
+            "TLS certificate verification failed: the certificate Redis presented is not signed by a "
+            "CA this connection trusts (?ssl_ca_certs=) or does not name its host: " + text
+        )
     if isinstance(exc, MasterNotFoundError):
         # During a failover, or when no Sentinel answers; redis-py's text lists each Sentinel's error.
         text = "no Sentinel names a reachable primary (a failover in progress, or the Sentinels are down): " + text

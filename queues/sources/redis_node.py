@@ -11,6 +11,7 @@ import redis
 
 from ..keys import QueueRef
 from ..redis.bulk_facet import RedisBulk
+from ..redis.client_name import name_connections_when_allowed
 from ..redis.commands_facet import RedisCommands
 from ..redis.discovery import discover_queue_names
 from ..redis.discovery_pass import DiscoveryPass
@@ -33,15 +34,16 @@ FOLLOWER_SOCKET_MARGIN_S = 5
 
 def redis_client(url: str, *, socket_timeout: float = 5.0, connect_timeout: float = 2.0) -> redis.Redis:
     """A pooled client returning bytes (job hashes may hold anything), with timeouts so a slow
-    or unreachable Redis gives a clear error instead of a hung page."""
-    return redis.Redis.from_url(
+    or unreachable Redis gives a clear error instead of a hung page; named ``queuewatch`` where
+    Redis allows ``CLIENT SETNAME``."""
+    client = redis.Redis.from_url(
         url,
         decode_responses=False,
         socket_timeout=socket_timeout,
         socket_connect_timeout=connect_timeout,
         health_check_interval=30,
-        client_name="queuewatch",
     )
+    return name_connections_when_allowed(client)
 
 
 class RedisNodeSource:

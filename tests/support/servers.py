@@ -91,7 +91,9 @@ class RedisServer:
             self.log,
         ]
         for line in self.config:
-            args += ["--" + line.split()[0], *line.split()[1:]]
+            # '""' is an empty argument, as in redis.conf: `rename-command CONFIG ""` removes it.
+            words = ["" if word == '""' else word for word in line.split()]
+            args += ["--" + words[0], *words[1:]]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while True:
