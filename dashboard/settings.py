@@ -239,6 +239,9 @@ QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq",
 QUEUEWATCH_DLQ_MAP = dict(pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair)
 # Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
 QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
+# Seconds between a standby monitor's looks at whether any monitor leads (a log line, and one
+# notification per outage to the alert channels: dashboard/alerts/monitor_silence.py).
+QUEUEWATCH_STANDBY_CHECK_S = env_int("QUEUEWATCH_STANDBY_CHECK_S", 60, minimum=1)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
 # Between exact snapshots the monitor keeps counts current from the events stream; a snapshot
 # corrects whatever events cannot tell (trimmed finished sets, prioritized vs waiting).
