@@ -12,6 +12,7 @@ from dashboard.core.env import env_bool, env_int, env_list, env_str
 from queues.connections import connection_specs_from_env, dashboard_redis_url_from_env
 from queues.errors import ConfigurationError
 from queues.redact import DEFAULT_SECRET_KEYS
+from queues.shared_redis import connections_sharing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -217,6 +218,14 @@ try:
     QUEUEWATCH_DASHBOARD_REDIS_URL = dashboard_redis_url_from_env(os.environ, QUEUEWATCH_CONNECTIONS)
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
+# The monitored connections whose server the dashboard Redis is also on (queues/shared_redis.py):
+# any BullMQ client there can write Queuewatch's keys, so admins are warned on every page.
+# QUEUEWATCH_SHARED_DASHBOARD_REDIS_OK=1 says the sharing is deliberate (./dev run: one server).
+QUEUEWATCH_DASHBOARD_REDIS_SHARED_WITH = (
+    []
+    if env_bool("QUEUEWATCH_SHARED_DASHBOARD_REDIS_OK", False)
+    else connections_sharing(QUEUEWATCH_DASHBOARD_REDIS_URL, QUEUEWATCH_CONNECTIONS)
+)
 # Messages are encrypted and authenticated (a key derived from SECRET_KEY): see
 # dashboard/core/channel_layer.py.
 CHANNEL_LAYERS = channel_layers(QUEUEWATCH_DASHBOARD_REDIS_URL, SECRET_KEY)
@@ -230,6 +239,9 @@ QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq",
 QUEUEWATCH_DLQ_MAP = dict(pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair)
 # Refuse every mutation of the monitored Redis (retry, discard, redrive, pause…), whatever the role.
 QUEUEWATCH_READ_ONLY = env_bool("QUEUEWATCH_READ_ONLY", False)
+# Seconds between a standby monitor's looks at whether any monitor leads (a log line, and one
+# notification per outage to the alert channels: dashboard/alerts/monitor_silence.py).
+QUEUEWATCH_STANDBY_CHECK_S = env_int("QUEUEWATCH_STANDBY_CHECK_S", 60, minimum=1)
 QUEUEWATCH_MONITOR_TICK = float(env_int("QUEUEWATCH_MONITOR_TICK_MS", 2000, minimum=200)) / 1000
 # Between exact snapshots the monitor keeps counts current from the events stream; a snapshot
 # corrects whatever events cannot tell (trimmed finished sets, prioritized vs waiting).

@@ -135,12 +135,15 @@ def role_required(role: str, *, mutates_redis: bool = False):
 def context(request) -> dict:
     """Template context processor: which controls to show."""
     user = getattr(request, "user", None)
+    can_admin = has_role(user, ADMIN)
     return {
         "can_operate": refusal(user, role=OPERATOR, mutates_redis=True) is None,
         # Cancelling a bulk task writes nothing to Redis: allowed in read-only mode (the brake).
         "can_cancel_tasks": refusal(user, role=OPERATOR) is None,
-        "can_admin": has_role(user, ADMIN),
+        "can_admin": can_admin,
         "read_only": read_only(),
+        # Only admins can fix where the dashboard Redis is (docs/operations.md, "Trust model").
+        "dashboard_redis_shared_with": settings.QUEUEWATCH_DASHBOARD_REDIS_SHARED_WITH if can_admin else [],
     }
 
 

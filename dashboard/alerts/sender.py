@@ -82,9 +82,9 @@ class Candidate:
     attempts: int
 
 
-def due_candidates(*, now: datetime.datetime, limit: int) -> list[Candidate]:
+def due_candidates(*, now: datetime.datetime, limit: int, key_prefix: str = "") -> list[Candidate]:
     rows = (
-        Notification.objects.filter(_due(now))
+        Notification.objects.filter(_due(now), idempotency_key__startswith=key_prefix)
         .order_by("next_attempt_at", "id")
         .values_list("id", "channel_id", "state", "attempts")[:limit]
     )
@@ -200,16 +200,19 @@ def _log(
     return entry
 
 
-def send_due(*, now: datetime.datetime | None = None, limit: int = 100, budget_s: float | None = None) -> int:
+def send_due(
+    *, now: datetime.datetime | None = None, limit: int = 100, budget_s: float | None = None, key_prefix: str = ""
+) -> int:
     """Deliver up to ``limit`` due notifications; returns how many were delivered. With
     ``budget_s``, no new delivery starts once that many seconds have gone by (at least one is
     always tried), so a caller on a loop that must keep ticking is held up by at most the budget
-    plus one delivery's timeout; what is left goes on the next call."""
+    plus one delivery's timeout; what is left goes on the next call. ``key_prefix`` keeps to the
+    rows whose idempotency key starts with it (a standby monitor sends only its own)."""
     now = now or timezone.now()
     started = time.monotonic()
     delivered = attempted = 0
     held_back: set[int] = set()
-    for candidate in due_candidates(now=now, limit=limit):
+    for candidate in due_candidates(now=now, limit=limit, key_prefix=key_prefix):
         if budget_s is not None and attempted and time.monotonic() - started >= budget_s:
             break
         if candidate.channel_id in held_back:

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from dashboard.actions.bulk_runner import BulkRunner
+from dashboard.alerts import monitor_silence
 from dashboard.alerts.outbox_runner import OutboxRunner
 from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
@@ -128,8 +129,9 @@ class Monitor:
                         log.info("%s: stopped leading", self.name)
                 else:
                     if time.monotonic() >= silence_check:  # a standby notices a lock nobody leads with
-                        silence_check = time.monotonic() + 60
+                        silence_check = time.monotonic() + settings.QUEUEWATCH_STANDBY_CHECK_S
                         monitor_presence.warn_if_silent(self.dash, self.name, self.lock.holder())
+                        monitor_silence.check_from_standby(self.dash)
                     stop.wait(1.0)
             except dash_redis.DashboardRedisError as exc:
                 log.warning("%s: dashboard Redis unavailable (%s); retrying", self.name, exc)
@@ -147,6 +149,7 @@ class Monitor:
         self.queue_publisher.reset()
         self.queue_lists.reset()
         cursors = persistence.load_cursors()
+        monitor_silence.leading_again()  # the outbox runner below sends any RESOLVED it queues
         self.intake.start()
         self.progress = time.monotonic()
         term_over = threading.Event()

@@ -46,6 +46,16 @@ def redis_client(url: str, *, socket_timeout: float = 5.0, connect_timeout: floa
     return name_connections_when_allowed(client)
 
 
+def node_address(url: str) -> tuple[str | int, ...]:
+    """Where a node URL points, as redis-py reads it: ``("unix", path, db)`` or
+    ``("tcp", host, port, db)`` with the defaults filled in (``queues.shared_redis`` compares them)."""
+    parts = redis.connection.parse_url(url)
+    db = int(parts.get("db") or 0)
+    if "path" in parts:
+        return ("unix", parts["path"], db)
+    return ("tcp", (parts.get("host") or "localhost").lower(), int(parts.get("port") or 6379), db)
+
+
 class RedisNodeSource:
     kind: ClassVar[str] = "redis"
     label: ClassVar[str] = "Redis"
