@@ -41,10 +41,28 @@ class CronError(ValueError):
     """A cron expression or time zone that cannot be used; the message says why, for users."""
 
 
+# The longest IANA zone name has 32 characters (America/Argentina/ComodRivadavia). A name is
+# looked up as a file under the zone database: a longer one is refused before the lookup, which
+# raises ``OSError`` (file name too long) for a name of a few hundred characters.
+MAX_ZONE_NAME = 64
+
+
 def zone(name: str) -> ZoneInfo:
+    """The zone called ``name`` ("" is UTC): every zone name, typed or read from Redis, is
+    looked up here; ``CronError`` with a message for one that is not a zone."""
+    if len(name) > MAX_ZONE_NAME:
+        raise CronError(
+            _(
+                "A time zone name has at most {max} characters; “{start}…” has {length}. "
+                "Use an IANA name such as Europe/Paris or UTC.",
+                max=MAX_ZONE_NAME,
+                start=name[:20],
+                length=len(name),
+            )
+        )
     try:
         return ZoneInfo(name or "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise CronError(
             _("Unknown time zone “{name}”. Use an IANA name such as Europe/Paris or UTC.", name=name)
         ) from None

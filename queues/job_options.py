@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .states import STATE_KEYS
+from .text import MAX_SAFE_INTEGER
+from .whole_numbers import MAX_DURATION_MS, MAX_DURATION_S, NotAWholeNumber, whole_number
 
 
 class InvalidJob(ValueError):
@@ -66,24 +68,20 @@ def check_job_id(job_id: str) -> str:
     return job_id
 
 
-def _whole(opts: dict, name: str, *, low: int = 0, high: int | None = None) -> int | None:
+def _whole(opts: dict, name: str, *, low: int = 0, high: int = MAX_SAFE_INTEGER) -> int | None:
     if name not in opts or opts[name] is None:
         return None
-    value = opts[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise InvalidJob(f"'{name}' must be a whole number, not {json.dumps(value)[:40]}.")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"{low} or more"
-        raise InvalidJob(f"'{name}' must be {bound}.")
-    return value
+    try:
+        return whole_number(opts[name], name, low=low, high=high)
+    except NotAWholeNumber as exc:
+        raise InvalidJob(str(exc)) from None
 
 
 def _backoff(value: Any) -> dict:
     if isinstance(value, bool):
         raise InvalidJob('\'backoff\' must be a delay in ms or {"type": "fixed"|"exponential", "delay": ms}.')
     if isinstance(value, (int, float)):
-        return {"type": "fixed", "delay": _whole({"backoff": value}, "backoff")}  # Backoffs.normalize
+        return {"type": "fixed", "delay": _whole({"backoff": value}, "backoff", high=MAX_DURATION_MS)}  # normalize
     if not isinstance(value, dict):
         raise InvalidJob('\'backoff\' must be a delay in ms or {"type": "fixed"|"exponential", "delay": ms}.')
     unknown = set(value) - {"type", "delay", "jitter"}
@@ -92,7 +90,7 @@ def _backoff(value: Any) -> dict:
     if value.get("type") not in BACKOFF_TYPES:
         raise InvalidJob("'backoff.type' must be 'fixed' or 'exponential' (custom strategies need a worker setting).")
     out = {"type": value["type"]}
-    delay = _whole(value, "delay")
+    delay = _whole(value, "delay", high=MAX_DURATION_MS)
     if delay is not None:
         out["delay"] = delay
     if "jitter" in value:
@@ -110,7 +108,7 @@ def _keep(value: Any, name: str) -> Any:
     if isinstance(value, (int, float)):
         return _whole({name: value}, name)
     if isinstance(value, dict) and value and set(value) <= {"age", "count", "limit"}:
-        return {k: _whole(value, k) for k in value}
+        return {k: _whole(value, k, high=MAX_DURATION_S if k == "age" else MAX_SAFE_INTEGER) for k in value}
     raise InvalidJob(f'\'{name}\' must be true, false, a number of jobs to keep, or {{"age": seconds, "count": n}}.')
 
 
@@ -125,7 +123,7 @@ def _deduplication(value: Any) -> dict:
             f"'deduplication' has unknown fields: {', '.join(sorted(unknown))} (use id, ttl, extend, replace)."
         )
     out = {"id": value["id"]}
-    ttl = _whole(value, "ttl", low=1)
+    ttl = _whole(value, "ttl", low=1, high=MAX_DURATION_MS)
     if ttl is not None:
         out["ttl"] = ttl
     for name in ("extend", "replace"):
@@ -178,8 +176,8 @@ def new_job(*, name: Any, data: Any, opts: Any) -> NewJob:
             f"Unknown option(s): {', '.join(sorted(unknown))}. Queuewatch adds jobs with: {', '.join(OPTION_NAMES)}."
         )
     checked: dict = {}
-    for key in ("delay", "attempts"):
-        value = _whole(opts, key)
+    for key, high in (("delay", MAX_DURATION_MS), ("attempts", MAX_SAFE_INTEGER)):
+        value = _whole(opts, key, high=high)
         if value is not None:
             checked[key] = value
     priority = _whole(opts, "priority", high=PRIORITY_LIMIT)

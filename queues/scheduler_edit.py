@@ -15,6 +15,8 @@ from .job_options import InvalidJob
 from .messages import _
 from .safe_json import loads_or
 from .scheduler_template import TEMPLATE_OPTIONS, check_template
+from .text import MAX_SAFE_INTEGER, MAX_TIMESTAMP_MS
+from .whole_numbers import MAX_DURATION_MS, NotAWholeNumber, whole_number
 
 DONE, MISSING, NOT_EDITABLE, COLLISION = "done", "missing", "not_editable", "collision"
 MAX_ID = 1000
@@ -84,8 +86,7 @@ def check_spec(
         raise SchedulerError(_("Both a pattern and 'every' are given: a scheduler has one or the other."))
     if not pattern and not every:
         raise SchedulerError(_("Give a cron pattern (e.g. \"0 3 * * *\") or 'every' (milliseconds)."))
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-        raise SchedulerError(_("'every' must be a whole number of milliseconds, 1 or more."))
+    every = _bounded(every, "every", low=1, high=MAX_DURATION_MS)
     try:
         cron.zone(tz or "UTC")
         if pattern:
@@ -104,13 +105,11 @@ def check_spec(
         raise SchedulerError(str(exc)) from None
     except (ValueError, KeyError):
         raise SchedulerError(_("“{pattern}” is not a valid cron pattern.", pattern=pattern)) from None
-    for label, value in (("startDate", start_date), ("endDate", end_date)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise SchedulerError(_("'{label}' must be a time in milliseconds since 1970.", label=label))
+    start_date = _bounded(start_date, "startDate", high=MAX_TIMESTAMP_MS)
+    end_date = _bounded(end_date, "endDate", high=MAX_TIMESTAMP_MS)
     if start_date and end_date and end_date <= start_date:
         raise SchedulerError(_("'endDate' must come after 'startDate'."))
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise SchedulerError(_("'limit' must be a whole number, 1 or more."))
+    limit = _bounded(limit, "limit", low=1)
     _check_phase(pattern=pattern, start_date=start_date, offset=offset, immediately=immediately)
     opts = opts or {}
     if not isinstance(opts, dict):
@@ -144,12 +143,21 @@ def check_spec(
     )
 
 
+def _bounded(value, name: str, *, low: int = 0, high: int = MAX_SAFE_INTEGER) -> int | None:
+    """A repeat option's whole number (``None`` when not given), within its bounds."""
+    if value is None:
+        return None
+    try:
+        return whole_number(value, name, low=low, high=high)
+    except NotAWholeNumber as exc:
+        raise SchedulerError(str(exc)) from None
+
+
 def _check_phase(*, pattern: str, start_date, offset, immediately) -> None:
     """``offset`` and ``immediately`` where BullMQ 6.7's ``upsertJobScheduler`` uses them: it
     drops an offset given with a pattern, throws on ``immediately`` with a ``startDate``, and
     ignores ``immediately`` with ``every`` (an interval's next run stays on its phase)."""
-    if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
-        raise SchedulerError(_("'offset' must be a whole number of milliseconds, 0 or more."))
+    _bounded(offset, "offset", high=MAX_DURATION_MS)
     if offset and pattern:
         raise SchedulerError(_("'offset' applies to an 'every' scheduler only: BullMQ ignores it with a cron pattern."))
     if not isinstance(immediately, bool):

@@ -12,14 +12,16 @@ Framework-free; ``InvalidJob`` carries the message."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .job_options import InvalidJob, NewJob, new_job
+from .text import MAX_SAFE_INTEGER, MAX_TIMESTAMP_MS
+from .whole_numbers import NotAWholeNumber, whole_number
 
 # Checked by ``new_job`` as for any job.
 JOB_OPTIONS = ("priority", "attempts", "backoff", "removeOnComplete", "removeOnFail", "lifo")
 WHOLE_OPTIONS = ("keepLogs", "stackTraceLimit", "sizeLimit", "timestamp", "prevMillis")
+TIME_OPTIONS = ("timestamp", "prevMillis")  # ms since 1970
 FLOW_FLAGS = (
     "failParentOnFailure",
     "continueParentOnFailure",
@@ -30,9 +32,11 @@ TEMPLATE_OPTIONS = (*JOB_OPTIONS, *WHOLE_OPTIONS, *FLOW_FLAGS, "telemetry", "par
 
 
 def _whole(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
-        raise InvalidJob(f"'{name}' must be a whole number, 0 or more, not {json.dumps(value)[:40]}.")
-    return int(value)
+    high = MAX_TIMESTAMP_MS if name in TIME_OPTIONS else MAX_SAFE_INTEGER
+    try:
+        return whole_number(value, name, high=high)
+    except NotAWholeNumber as exc:
+        raise InvalidJob(str(exc)) from None
 
 
 def _telemetry(value: Any) -> dict:

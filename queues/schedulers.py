@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .cron import CronError, bullmq_next_millis
 from .messages import _
 from .scheduler_zone import PatternZone, stored_zone
+from .text import to_safe_int
 
 MIGRATION_HINT = _(
     "Upsert an equivalent job scheduler while still on BullMQ v5 (queue.upsertJobScheduler), "
@@ -39,6 +40,9 @@ class Scheduler:
     # readers that know the connection's configured zone pass it, else it is inferred.
     zone: PatternZone | None = None
     offset: int | None = None  # an ``every`` scheduler's phase within the interval (ms)
+    # Stored numbers that are not a number or time we can show (a score of ``inf``, an ``every``
+    # of ``1e400``): read as missing, and named so the row says so instead of hiding it.
+    unreadable: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.zone is None:
@@ -78,7 +82,13 @@ class Scheduler:
             "finished": self.finished,
             "zone": self.zone.as_dict() if self.zone else None,
             "offset": self.offset,
+            "unreadable": list(self.unreadable),
         }
+
+
+def unreadable_fields(stored: dict[str, str], names: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of ``names`` ``stored`` holds as something other than a number we can read."""
+    return tuple(name for name in names if stored.get(name, "") != "" and to_safe_int(stored[name]) is None)
 
 
 def is_finished(

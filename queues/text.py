@@ -15,6 +15,11 @@ from typing import overload
 # (or before the epoch) cannot be displayed, so it is as unreadable as a non-number.
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 
+# The largest integer a JavaScript number holds exactly (``Number.MAX_SAFE_INTEGER``): BullMQ's
+# numbers are JavaScript numbers, so one beyond it was not written by BullMQ and will not be read
+# back by it as written. The one cap on integers, read or accepted.
+MAX_SAFE_INTEGER = 2**53 - 1
+
 
 def to_text(value: bytes | str | None, default: str = "") -> str:
     if value is None:
@@ -45,6 +50,13 @@ def to_int(value: bytes | str | float | None, default: int | None = None) -> int
         except (TypeError, ValueError):
             return default
         return int(number) if math.isfinite(number) else default
+
+
+def to_safe_int(value: bytes | str | float | None) -> int | None:
+    """``to_int``, or ``None`` for an integer beyond ``MAX_SAFE_INTEGER`` either way (``1`` and
+    400 zeros parses, but no float, duration or JavaScript reader holds it)."""
+    number = to_int(value)
+    return number if number is not None and abs(number) <= MAX_SAFE_INTEGER else None
 
 
 def to_ms(value: bytes | str | float | None) -> int | None:

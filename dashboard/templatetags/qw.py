@@ -67,7 +67,7 @@ def duration(ms):
         return "—"
     try:
         return duration_text(float(ms) / 1000)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return str(ms)
 
 

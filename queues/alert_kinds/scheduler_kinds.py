@@ -70,6 +70,8 @@ class SchedulerMissed(RuleKind):
         how = f"cron “{s.pattern}” in {_zone_text(s.zone)}" if s.pattern else f"every {s.every} ms"
         if s.finished:
             return Observation(target, 0.0, False, True, f"finished: BullMQ schedules no further run ({how})")
+        if "next_run" in s.unreadable:  # scored ``inf`` by a producer: nothing to measure, only this one
+            return Observation(target, None, False, True, f"next run stored as no time we can read ({how})")
         missed = missed_runs(s, now=now, grace=grace)
         if missed is None:
             return Observation(target, 0.0, False, True, f"on time ({how})")

@@ -33,7 +33,7 @@ from ..scheduler_edit import (
     SchedulerSpec,
 )
 from ..scheduler_zone import PatternZone, upsert_zone
-from ..text import to_int, to_text
+from ..text import to_int, to_ms, to_text
 from .bullmq_scripts import as_function, lua_script
 
 ENCODE = {
@@ -93,7 +93,7 @@ def stored_zone_evidence(client: redis.Redis, queue: QueueRef, scheduler_id: str
     fields = client.hmget(queue.key("repeat:") + scheduler_id, "pattern", "tz")
     pattern, tz = (to_text(v) if v is not None else "" for v in fields)
     score = client.zscore(queue.key("repeat"), scheduler_id)
-    return pattern, tz, int(score) if score is not None else None
+    return pattern, tz, to_ms(score)
 
 
 def upsert_call(

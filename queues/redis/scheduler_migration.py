@@ -25,7 +25,7 @@ from ..scheduler_edit import DONE, SchedulerError, SchedulerResult, check_spec
 from ..scheduler_migration import NOT_LEGACY, TARGET_EXISTS, MigrationPlan, remaining_limit
 from ..scheduler_template import TEMPLATE_OPTIONS
 from ..scheduler_zone import stored_zone
-from ..text import to_int, to_text
+from ..text import to_int, to_ms, to_text
 from .bullmq_scripts import as_function, lua_script
 from .scheduler_edit import decode_opts, refusal, upsert_call
 from .schedulers import is_legacy_key_shape
@@ -128,7 +128,11 @@ def plan_migration(
         default_id = parts[1] or parts[0]
     else:
         raise SchedulerError(_("{member} has no definition Queuewatch can read; migrate it by hand.", member=member))
-    due = int(score)
+    due = to_ms(score)
+    if due is None:  # a producer scored it ``inf``: no phase or pending iteration to carry over
+        raise SchedulerError(
+            _("{member} has no next run Queuewatch can read ({score}); migrate it by hand.", member=member, score=score)
+        )
     pending_id, job = _pending_iteration(client, queue, member, due)
     stored = loads_or(job.get("opts", "{}"), {})
     stored = stored if isinstance(stored, dict) else {}

@@ -20,8 +20,8 @@ import redis
 
 from ..keys import QueueRef
 from ..scheduler_zone import stored_zone
-from ..schedulers import Scheduler, is_finished
-from ..text import to_int, to_text
+from ..schedulers import Scheduler, is_finished, unreadable_fields
+from ..text import to_ms, to_safe_int, to_text
 from . import replies
 
 MAX_SCHEDULERS = 1000
@@ -72,13 +72,16 @@ def _entry(sid: str, score: float | None, h: dict[str, str], cron_tz: str) -> Sc
         parts = sid.split(":")
         legacy = "key-shape"
         name, tz, spec = parts[0], parts[3], parts[4]
-        pattern, every = (spec, None) if " " in spec else ("", to_int(spec))
-        end_date = to_int(parts[2])
+        pattern, every = (spec, None) if " " in spec else ("", to_safe_int(spec))
+        end_date = to_safe_int(parts[2])
     else:
         legacy = "" if "ic" in h else ("v5-hash" if h else "key-shape")
-        name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_int(h.get("every"))
-        end_date = to_int(h.get("endDate"))
-    next_run = int(score) if score is not None else None
+        name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_safe_int(h.get("every"))
+        end_date = to_safe_int(h.get("endDate"))
+    # A producer can score the entry ``inf`` or ``-inf`` (or any time no date can show): it has no
+    # next run we can show, and only this row says so.
+    next_run = to_ms(score)
+    unreadable = ("next_run",) if score is not None and next_run is None else ()
     return Scheduler(
         id=sid,
         name=name,
@@ -86,13 +89,14 @@ def _entry(sid: str, score: float | None, h: dict[str, str], cron_tz: str) -> Sc
         every=every,
         tz=tz,
         next_run=next_run,
-        iterations=to_int(h.get("ic")),
-        limit=to_int(h.get("limit")),
-        start_date=to_int(h.get("startDate")),
+        iterations=to_safe_int(h.get("ic")),
+        limit=to_safe_int(h.get("limit")),
+        start_date=to_safe_int(h.get("startDate")),
         end_date=end_date,
         legacy=legacy,
         zone=stored_zone(pattern=pattern, tz=tz, score=next_run, configured=cron_tz),
-        offset=to_int(h.get("offset")),
+        offset=to_safe_int(h.get("offset")),
+        unreadable=unreadable + unreadable_fields(h, ("every", "ic", "limit", "startDate", "endDate", "offset")),
     )
 
 

@@ -122,7 +122,7 @@ def test_same_job_id_and_deduplication_return_the_existing_job(server, r):
         ({"backoff": {"type": "linear"}}, "'backoff.type'"),
         ({"deduplication": {"ttl": 5}}, "deduplication"),
         ({"lifo": True, "priority": 2}, "cannot be used together"),
-        ({"delay": -1}, "0 or more"),
+        ({"delay": -1}, "between 0 and"),
         ({"repeat": {"every": 5}}, "Unknown option"),
         ({"attempts": "3"}, "whole number"),
     ],

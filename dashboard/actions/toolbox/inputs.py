@@ -25,16 +25,15 @@ from dashboard.actions.inputs import (
 )
 from dashboard.web.errors import InvalidInput
 from queues.job_options import InvalidJob, NewJob, new_job
+from queues.text import MAX_SAFE_INTEGER
+from queues.whole_numbers import NotAWholeNumber, whole_number_text
 
 
 def whole(params, name: str) -> int | None:
     """A form's number field: empty means not given."""
-    value = text(params, name)
-    if not value:
-        return None
     try:
-        return int(value)
-    except ValueError:
+        return whole_number_text(text(params, name), name)
+    except NotAWholeNumber:
         raise InvalidInput(_("'%(name)s' must be a whole number.") % {"name": name}) from None
 
 
@@ -44,8 +43,8 @@ def _keep_option(value: str):
     if value.lower() in ("true", "false"):
         return value.lower() == "true"
     try:
-        return int(value)
-    except ValueError:
+        return whole_number_text(value, "removeOnComplete/removeOnFail")
+    except NotAWholeNumber:
         raise InvalidInput(_("removeOnComplete/removeOnFail: write true, false or a number of jobs to keep.")) from None
 
 
@@ -126,7 +125,7 @@ class ConcurrencyInput(ActionInput):
     @classmethod
     def fields_from(cls, params) -> dict:
         value = whole(params, "concurrency") if is_form(params) else params.get("concurrency")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
             raise InvalidInput(_("Global concurrency must be a whole number, 1 or more."))
         return {"concurrency": value}
 
@@ -144,7 +143,7 @@ class RateLimitInput(ActionInput):
         found = {}
         for name in ("max", "duration"):
             value = whole(params, name) if is_form(params) else params.get(name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SAFE_INTEGER:
                 raise InvalidInput(_("A rate limit is 'max' jobs per 'duration' ms, both whole numbers, 1 or more."))
             found[name] = value
         return found
