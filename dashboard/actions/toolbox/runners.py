@@ -37,6 +37,11 @@ class ToolResult:
     def ok(self) -> bool:
         return self.outcome == actions.DONE
 
+    @property
+    def new_job_id(self) -> str | None:
+        """The id of the job this action added (an add, a duplicate), which its message names."""
+        return str(self.body["id"]) if self.body.get("created") else None
+
 
 def _added(outcome: job_add.AddOutcome, *, new_job) -> ToolResult:
     redactor = get_redactor()
