@@ -19,6 +19,7 @@ from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
 from dashboard.actions.models import BulkTask
+from dashboard.actions.toolbox import runners as toolbox_runners
 from dashboard.audit import log as audit
 from dashboard.audit.models import AuditEntry
 from dashboard.browse import selectors as reads
@@ -82,6 +83,8 @@ def job_action(request, connection, prefix, name, action, job_id):
         user=request.user, via="page", action=found, queue=queue, job_id=job_id, given=found.parse(request.POST)
     )
     if outcome.ok and wants_fragment(request):
+        if request.POST.get("shown_on") == "edit-page":
+            return edit_saved(request, queue=queue, job_id=job_id, outcome=outcome)
         return job_refreshed(request, queue=queue, job_id=job_id, outcome=outcome)
     return result(request, ok=outcome.ok, message=outcome.message, status=409, open_job=job_link(queue, outcome))
 
@@ -116,6 +119,13 @@ def job_refreshed(request, *, queue, job_id: str, outcome):
         "is_dlq": is_dead_letter_queue(queue.name),
     }
     return vary_on_htmx(render(request, "actions/partials/job_refreshed.html", context))
+
+
+def edit_saved(request, *, queue, job_id: str, outcome):
+    """ "Save and retry" done on the edit page: the message, the page's data as now stored (the
+    edited data) and its save form gone, so the page never shows what was replaced."""
+    context = {"message": translate(outcome.message), "data": toolbox_runners.shown_data(queue, job_id)}
+    return vary_on_htmx(render(request, "actions/partials/edit_saved.html", context))
 
 
 @action_post
