@@ -4,7 +4,8 @@
 one problem. ``fingerprint`` replaces the parts that vary between occurrences (numbers, ids,
 UUIDs, hex, addresses, e-mails, URLs' query strings, quoted values, dates) with placeholders and
 hashes the result; a Redis node counts its newest failed jobs per fingerprint with
-``queues.redis.error_groups.error_groups``.
+``queues.redis.error_groups.error_groups``. A quoted word that names something (a key, a field,
+a template: ``KeyError: 'customer'``) is kept: it is what tells one error from another.
 
 Only the first line of a failure reason is used: it is the error message; further lines are
 stack frames or wrapped output that would split one error into many groups."""
@@ -16,6 +17,11 @@ import re
 from dataclasses import dataclass
 
 from .text import to_text
+
+# A quoted name (letters, "_", ".", "-"; no digits, spaces or placeholders) is kept; any other
+# quoted text is a value that varies between occurrences.
+_NAME = re.compile(r"[a-z_][a-z_.-]{0,63}", re.IGNORECASE)
+_QUOTED = "<quoted>"  # the replacement marker of the quote rules (see _quoted_value)
 
 # Order matters: the specific shapes go first, so a UUID is not eaten as hex runs and numbers.
 _RULES: tuple[tuple[re.Pattern, str], ...] = tuple(
@@ -31,9 +37,9 @@ _RULES: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", "<mac>"),
         (r"\b0x[0-9a-f]+\b", "<hex>"),
         (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", "<hex>"),
-        (r"\"(?:[^\"\\]|\\.)*\"", '"<value>"'),
-        (r"'(?:[^'\\]|\\.)*'", "'<value>'"),
-        (r"`[^`]*`", "`<value>`"),
+        (r"\"(?:[^\"\\]|\\.)*\"", _QUOTED),
+        (r"'(?:[^'\\]|\\.)*'", _QUOTED),
+        (r"`[^`]*`", _QUOTED),
         (r"\b[a-z]+_[a-z0-9]*\d[a-z0-9]*\b", "<id>"),  # prefixed ids: cus_8f3K2, ord_123
         (r"(?<![a-z])[-+]?\d+(?:[.,]\d+)*(?![a-z])", "<n>"),
         (r"\b(?=[a-z0-9]*\d)[a-z0-9]{12,}\b", "<id>"),  # long mixed tokens (ids, hashes, keys)
@@ -42,17 +48,58 @@ _RULES: tuple[tuple[re.Pattern, str], ...] = tuple(
 _SPACE = re.compile(r"\s+")
 
 
-def normalize(reason: str) -> str:
-    """The first line of a failure reason with its varying parts replaced by placeholders."""
+def _quoted_value(match: re.Match, *, keep_names: bool) -> str:
+    text = match.group(0)
+    mark, inner = text[0], text[1:-1]
+    return text if keep_names and _NAME.fullmatch(inner) else f"{mark}<value>{mark}"
+
+
+def _normalize(reason: str, *, keep_names: bool) -> str:
     line = to_text(reason).strip().split("\n", 1)[0][:2000]
     for pattern, replacement in _RULES:
-        line = pattern.sub(replacement, line)
+        if replacement == _QUOTED:
+            line = pattern.sub(lambda m: _quoted_value(m, keep_names=keep_names), line)
+        else:
+            line = pattern.sub(replacement, line)
     return _SPACE.sub(" ", line).strip()
 
 
+def normalize(reason: str) -> str:
+    """The first line of a failure reason with its varying parts replaced by placeholders."""
+    return _normalize(reason, keep_names=True)
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
 def fingerprint(reason: str) -> str:
-    """A short stable id of the normalised reason (12 hex characters)."""
-    return hashlib.sha1(normalize(reason).encode("utf-8")).hexdigest()[:12]
+    """A short stable id of the normalised reason (12 hex characters). Salted ("2") so that it
+    never equals the id an older Queuewatch gave another group (see ``matches_fingerprint``)."""
+    return _hash("2\n" + normalize(reason))
+
+
+def _legacy_fingerprint(reason: str) -> str:
+    # Before quoted names were kept every quoted part was a value; bulk tasks store the group id
+    # they were started with (BulkTask.selection), and links carry it.
+    return _hash(_normalize(reason, keep_names=False))
+
+
+def matches_fingerprint(reason: str, wanted: str) -> bool:
+    """Whether ``reason`` is in error group ``wanted``: a current id, or one an older version
+    gave (a bulk task resumed after an upgrade still sweeps the group it was started on)."""
+    return wanted in (fingerprint(reason), _legacy_fingerprint(reason))
+
+
+def headline(reason: str, stack: str) -> str:
+    """What a group is called: its normalised reason, or the last line of its stack trace when
+    that says more. Python's ``str(KeyError('customer'))`` is ``'customer'`` while its traceback
+    ends ``KeyError: 'customer'``; a failure without a reason has only its stack trace."""
+    first = to_text(reason).strip().split("\n", 1)[0]
+    last = next((line.strip() for line in reversed(to_text(stack).splitlines()) if line.strip()), "")
+    if last and (not first or last.endswith(": " + first)):
+        return normalize(last)
+    return normalize(reason)
 
 
 @dataclass
@@ -68,6 +115,11 @@ class ErrorGroup:
     # Failures in the last 5 minutes and in the 15 minutes before (error triage's retry outlook)
     last_5m: int = 0
     prior_15m: int = 0
+
+    def attach_stack(self, stack: str) -> None:
+        """The sample's stack trace, which may name the error better than its reason."""
+        self.sample_stack = stack
+        self.normalized = headline(self.sample_reason, stack)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

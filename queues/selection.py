@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .error_groups import fingerprint as reason_fingerprint
+from .error_groups import matches_fingerprint
 from .jobs import JobSummary
 from .states import FINISHED_STATES, SELECTABLE_STATES
 
@@ -98,7 +98,7 @@ def matches_filter(job: JobSummary, *, filt: JobFilter, before_ms: int, reason: 
     reason = reason or job.failed_reason
     if filt.reason_contains and filt.reason_contains.lower() not in reason.lower():
         return False
-    if filt.fingerprint and reason_fingerprint(reason) != filt.fingerprint:
+    if filt.fingerprint and not matches_fingerprint(reason, filt.fingerprint):
         return False
     return True
 

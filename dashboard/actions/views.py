@@ -19,6 +19,7 @@ from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import DEFAULT_RATE, BulkInput, Selection, minutes_from
 from dashboard.actions.models import BulkTask
+from dashboard.actions.toolbox import runners as toolbox_runners
 from dashboard.audit import log as audit
 from dashboard.audit.models import AuditEntry
 from dashboard.browse import selectors as reads
@@ -33,10 +34,11 @@ from queues.errors import JobNotFound
 RESULT = "actions/action_result.html"
 
 
-def result(request, *, ok: bool, message: str, status: int = 200):
+def result(request, *, ok: bool, message: str, status: int = 200, open_job=None):
     """The outcome of an action: a fragment for htmx (always 200, so htmx swaps it in and the
-    user reads why), a small page otherwise (with a 4xx status when refused)."""
-    context = {"ok": ok, "message": translate(message)}
+    user reads why), a small page otherwise (with a 4xx status when refused). ``open_job``:
+    (queue, id) of the job the message speaks of, linked."""
+    context = {"ok": ok, "message": translate(message), "open_job": open_job}
     if wants_fragment(request):
         return vary_on_htmx(render(request, RESULT + "#result", context))
     return vary_on_htmx(render(request, RESULT, context, status=status if not ok else 200))
@@ -81,8 +83,20 @@ def job_action(request, connection, prefix, name, action, job_id):
         user=request.user, via="page", action=found, queue=queue, job_id=job_id, given=found.parse(request.POST)
     )
     if outcome.ok and wants_fragment(request):
+        if request.POST.get("shown_on") == "edit-page":
+            return edit_saved(request, queue=queue, job_id=job_id, outcome=outcome)
         return job_refreshed(request, queue=queue, job_id=job_id, outcome=outcome)
-    return result(request, ok=outcome.ok, message=outcome.message, status=409)
+    return result(request, ok=outcome.ok, message=outcome.message, status=409, open_job=job_link(queue, outcome))
+
+
+def job_link(queue, outcome) -> tuple | None:
+    """The job an action's message speaks of, as (queue, id): where a redrive moved the job, or
+    the job it added (an add, a duplicate); None for the others."""
+    moved = getattr(outcome, "moved_to", None)
+    if moved:
+        return moved
+    added = getattr(outcome, "new_job_id", None)
+    return (queue, added) if added else None
 
 
 def job_refreshed(request, *, queue, job_id: str, outcome):
@@ -100,11 +114,18 @@ def job_refreshed(request, *, queue, job_id: str, outcome):
         "job": job,
         "live": job,
         "job_id": job_id,
-        "moved_to": getattr(outcome, "moved_to", None),
+        "open_job": job_link(queue, outcome),
         "oob": True,
         "is_dlq": is_dead_letter_queue(queue.name),
     }
     return vary_on_htmx(render(request, "actions/partials/job_refreshed.html", context))
+
+
+def edit_saved(request, *, queue, job_id: str, outcome):
+    """ "Save and retry" done on the edit page: the message, the page's data as now stored (the
+    edited data) and its save form gone, so the page never shows what was replaced."""
+    context = {"message": translate(outcome.message), "data": toolbox_runners.shown_data(queue, job_id)}
+    return vary_on_htmx(render(request, "actions/partials/edit_saved.html", context))
 
 
 @action_post
@@ -114,7 +135,7 @@ def queue_action(request, connection, prefix, name, action):
     outcome = operations.perform(
         user=request.user, via="page", action=found, queue=queue, given=found.parse(request.POST)
     )
-    return result(request, ok=outcome.ok, message=outcome.message, status=409)
+    return result(request, ok=outcome.ok, message=outcome.message, status=409, open_job=job_link(queue, outcome))
 
 
 @operator_post

@@ -38,6 +38,14 @@ register.simple_tag(queue_url)
 
 
 @register.filter
+def one_of(word, words: str) -> bool:
+    """Whether ``word`` is one of the space-separated ``words``: ``section|one_of:"queue job"``.
+    Not the template's ``in``, which on a string tests for a substring ("schedulers" is in
+    "queue_schedulers")."""
+    return isinstance(word, str) and word in words.split()
+
+
+@register.filter
 def ms_datetime(ms):
     """Milliseconds since the epoch → 'YYYY-MM-DD HH:MM:SS UTC'."""
     if ms in (None, ""):

@@ -100,4 +100,4 @@ def _attach_stacks(client: redis.Redis, queue: QueueRef, groups: list[ErrorGroup
         text = to_text(raw, "[]")
         stacks = loads_or(text, [text])
         last = stacks[-1] if isinstance(stacks, list) and stacks else ""
-        g.sample_stack = (last if isinstance(last, str) else json.dumps(last))[:STACK_CAP]
+        g.attach_stack((last if isinstance(last, str) else json.dumps(last))[:STACK_CAP])

@@ -52,6 +52,20 @@ def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
     assert client.zscore("bull:e2e-add:prioritized", "invoice-7") is not None
 
 
+def diff_colours(page, theme: str) -> list[str]:
+    """The text and background colours of a diff's added, removed and hunk lines in ``theme``:
+    each kind of line coloured, and differently from the others."""
+    page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+    styled = "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]"
+    colours = []
+    for kind in ("diff-add", "diff-del"):
+        colours += page.locator(f"pre.json-diff .{kind}").first.evaluate(styled)
+    plain = page.locator("pre.json-diff").evaluate(styled)
+    assert "rgba(0, 0, 0, 0)" not in colours and not set(colours[:2]) & set(colours[2:]), colours
+    assert colours[0] != plain[0] and colours[2] != plain[0], (colours, plain)
+    return colours
+
+
 def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
     url = node_fixture_db.url
     job = run_node(
@@ -70,11 +84,15 @@ def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
     page.click("button.edit-preview")
     diff = page.wait_for_selector("#edit-preview pre.json-diff")
     assert '+  "to": "ok@example.com"' in diff.inner_text() and '-  "to": "bad@"' in diff.inner_text()
+    assert diff_colours(page, "light") != diff_colours(page, "dark")  # each theme its own
     assert client.zscore("bull:e2e-edit:failed", job) is not None  # the preview changed nothing
     page.fill("#edit-preview input[name=reason]", "typo")
     page.click("button.job-edit-retry")
     page.wait_for_selector("#action-result .action-result.ok")
     assert json.loads(client.hget(f"bull:e2e-edit:{job}", "data")) == {"to": "ok@example.com", "token": "t0ps3cret"}
+    shown = page.locator("#edit-current-data").inner_text()  # the page shows what is stored now
+    assert '"to": "ok@example.com"' in shown and "bad@" not in shown and "t0ps3cret" not in shown
+    assert page.locator("button.job-edit-retry").count() == 0  # nothing left to save
     assert client.zscore("bull:e2e-edit:failed", job) is None
 
 

@@ -209,9 +209,10 @@ class MemJobs(_Facet):
                         at,
                         at,
                         job.id,
-                        job.stacktrace[-1] if job.stacktrace else "",
+                        "",
                         job.failed_reason.split("\n", 1)[0],
                     )
+                    groups[fp].attach_stack(job.stacktrace[-1] if job.stacktrace else "")
                 else:
                     g.count += 1
                     g.first_seen_ms = min(x for x in (g.first_seen_ms, at) if x is not None) if at else g.first_seen_ms

@@ -15,11 +15,12 @@ from django.utils.translation import gettext as _
 
 from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox.inputs import redacted_json
-from dashboard.connections.registry import get_redactor
+from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
 from dashboard.web.errors import InvalidInput
 from queues import actions, edit_retry, job_add, queue_settings
 from queues.job_options import InvalidJob
+from queues.jobs import prepare_payload
 from queues.keys import QueueRef
 from queues.safe_json import loads_or
 from queues.sources.facets import commands_of, jobs_of
@@ -36,6 +37,11 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.outcome == actions.DONE
+
+    @property
+    def new_job_id(self) -> str | None:
+        """The id of the job this action added (an add, a duplicate), which its message names."""
+        return str(self.body["id"]) if self.body.get("created") else None
 
 
 def _added(outcome: job_add.AddOutcome, *, new_job) -> ToolResult:
@@ -79,6 +85,18 @@ def duplicate(source, *, queue: QueueRef, job_id: str, given) -> ToolResult:
     if outcome.created:
         result.message = _("Job %(id)s duplicated as job %(new)s.") % {"id": job_id, "new": outcome.job_id}
     return result
+
+
+PAYLOAD_CAP = 200_000
+
+
+def shown_data(queue: QueueRef, job_id: str):
+    """A job's data as the edit page shows it (as stored, redacted, capped); None when the job
+    is gone."""
+    raw = get_registry().jobs(queue.connection).stored_data(queue, job_id)
+    if raw is None:
+        return None
+    return prepare_payload(raw.decode("utf-8", "replace"), cap=PAYLOAD_CAP, redactor=get_redactor())
 
 
 def edit_plan(source, *, queue: QueueRef, job_id: str, patch) -> edit_retry.EditPlan:

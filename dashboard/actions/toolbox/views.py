@@ -29,10 +29,7 @@ from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
 from dashboard.web.errors import InvalidInput, JsonResponse, page_errors
 from queues.job_options import BACKOFF_TYPES
-from queues.jobs import prepare_payload
 from queues.scheduler_template import TEMPLATE_OPTIONS
-
-PAYLOAD_CAP = 200_000
 
 
 @require_GET
@@ -54,10 +51,9 @@ def add_job_page(request, connection, prefix, name):
 def edit_retry_page(request, connection, prefix, name, job_id):
     """A failed job's data (as the job page shows it: redacted) and a merge-patch form."""
     queue = reads.resolve(connection, prefix, name)
-    raw = get_registry().jobs(connection).stored_data(queue, job_id)
-    data = prepare_payload((raw or b"{}").decode("utf-8", "replace"), cap=PAYLOAD_CAP, redactor=get_redactor())
+    data = toolbox_runners.shown_data(queue, job_id)
     return render(
-        request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data, "exists": raw is not None}
+        request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data, "exists": data is not None}
     )
 
 
