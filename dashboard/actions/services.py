@@ -296,7 +296,8 @@ def bulk_start(
         },
         reason=reason,
         outcome=AuditEntry.STARTED,
-        message=_("Task {task} queued: {selection}.", task=task.pk, selection=chosen.describe()),
+        # Which jobs is in the row's details (named in each reader's language), not in the text.
+        message=_("Task {task} queued.", task=task.pk),
         task=task,
     )
     return task
