@@ -70,7 +70,12 @@ def test_numbers_and_times_in_both_languages_and_the_utc_switch(zoned_pages, liv
         created = page.locator("ol.timeline time[data-qw-time]").first
         assert created.inner_text() == shown(created_ms, OFFSET)
         assert page.locator(".qw-zone-current").inner_text().endswith("UTC+03:00")
-        assert created.evaluate("e => getComputedStyle(e).direction") == "ltr"
+        # Read in one script turn: the job's live part (timeline included) may be swapped in
+        # between a locator's resolution and its evaluation, leaving a detached element.
+        direction = page.evaluate(
+            "() => getComputedStyle(document.querySelector('ol.timeline time[data-qw-time]')).direction"
+        )
+        assert direction == "ltr"
 
     # Switched to UTC (here in Arabic): every time follows, and the choice survives a reload.
     page.click(".qw-zone-toggle")
