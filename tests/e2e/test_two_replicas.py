@@ -21,18 +21,24 @@ from dashboard.core import dash_redis
 from tests.support.browser import LiveApp, log_in, manage
 from tests.support.servers import ROOT, AppServer, run_node
 
-pytestmark = [pytest.mark.e2e, pytest.mark.node]
+# One worker starts the four processes once for the module, not once per pytest-xdist worker.
+pytestmark = [pytest.mark.e2e, pytest.mark.node, pytest.mark.xdist_group("two-replicas")]
 
 MONITORS = ("monitor-a", "monitor-b")
 LEADER_KEY = "queuewatch:monitor:leader"  # queues.redis.leader.LeaderLock's key
 
 
 class Replicas:
-    def __init__(self, a: LiveApp, b: LiveApp, db_path, redis_db, secret_key: str):
+    def __init__(self, a: LiveApp, b: LiveApp, db_path, redis_db, secret_key: str, logs):
         self.a, self.b = a, b
         self.db_path = db_path
         self.redis = redis_db
         self.secret_key = secret_key
+        self._logs = logs
+
+    def locked_database_said(self) -> list[str]:
+        """Lines where a process said SQLite refused it the shared file (all four write it)."""
+        return [line for line in self._logs().splitlines() if "database is locked" in line]
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -60,32 +66,42 @@ def replica_env(redis_url: str, db_path) -> dict:
 
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory, redis_databases):
-    db_path = tmp_path_factory.mktemp("replicas") / "db.sqlite3"
+    folder = tmp_path_factory.mktemp("replicas")
+    db_path = folder / "db.sqlite3"
     with redis_databases.lease() as redis_db:  # a whole database: the monitors own its keyspace
         env = replica_env(redis_db.url, db_path)
         manage(env, "migrate", "-v0")
         username, password = manage(env, "demo_user", "--username", "replicas").split(" / ")
+        monitor_logs = [open(folder / f"{name}.log", "w") for name in MONITORS]  # noqa: SIM115
         monitors = [
             subprocess.Popen(
                 [sys.executable, "manage.py", "monitor", "--name", name],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=log,
             )
-            for name in MONITORS
+            for name, log in zip(MONITORS, monitor_logs, strict=True)
         ]
         webs: list[AppServer] = []
         try:
             webs.append(AppServer(env))
             webs.append(AppServer(env))
             a, b = (LiveApp(web.url, username, password, env) for web in webs)
-            yield Replicas(a, b, db_path, redis_db, env["QUEUEWATCH_SECRET_KEY"])
+
+            def logs() -> str:
+                return "".join(web.said() for web in webs) + "".join(
+                    (folder / f"{name}.log").read_text(errors="replace") for name in MONITORS
+                )
+
+            yield Replicas(a, b, db_path, redis_db, env["QUEUEWATCH_SECRET_KEY"], logs)
         finally:
             for web in webs:
                 web.stop()
             for monitor in monitors:
                 _stop(monitor)
+            for log in monitor_logs:
+                log.close()
 
 
 def open_live(page, app: LiveApp, path: str) -> None:
@@ -109,14 +125,14 @@ def test_a_failed_job_reaches_pages_open_on_both_replicas(browser, replicas):
     url = replicas.redis.url
     run_node("produce.mjs", "complete", url, "replicas-live", "1")  # the queue exists, nothing failed
     pages = []
-    for app in (replicas.a, replicas.b):
-        page = browser.new_context(bypass_csp=True).new_page()
-        page.set_default_timeout(15_000)
-        log_in(page, app)
-        open_live(page, app, "/q/default/bull/replicas-live/?state=failed")
-        assert page.locator("nav.tabs a.state-failed .count").inner_text() == "0"
-        pages.append(page)
     try:
+        for app in (replicas.a, replicas.b):
+            page = browser.new_context(bypass_csp=True).new_page()
+            pages.append(page)
+            page.set_default_timeout(15_000)
+            log_in(page, app)
+            open_live(page, app, "/q/default/bull/replicas-live/?state=failed")
+            assert page.locator("nav.tabs a.state-failed .count").inner_text() == "0"
         job_id = run_node("produce.mjs", "fail", url, "replicas-live", "1")["ids"][0]
         for page in pages:  # one fragment, rendered once by the leader, fanned out to both
             page.wait_for_selector(f'table.jobs tr[data-job-id="{job_id}"]')
@@ -163,6 +179,7 @@ def test_a_bulk_task_started_on_one_replica_is_cancelled_on_the_other(page, repl
     assert [a for a, _via in audited].count("bulk.cancel") == 1
     assert ("bulk.cancel", "page") in audited  # requested through replica B's page
     assert len(audited) == 3  # queued (api), cancel requested (page), ended (task): each once
+    assert replicas.locked_database_said() == []
 
 
 def test_one_of_two_monitors_leads(settings, replicas):
