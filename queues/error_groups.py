@@ -123,12 +123,15 @@ class ErrorGroup:
         self.normalized = headline(self.sample_reason, stack)
 
     def redact(self, redactor: Redactor) -> None:
-        """Redact what the group shows (its name, sample reason and stack). Called after
-        grouping: the fingerprint stays that of the stored reason, which is what a bulk action
-        "by fingerprint" recomputes from each job, so the group and the action keep agreeing."""
-        self.normalized = redactor.text(self.normalized)
+        """Redact what the group shows (its sample reason and stack) and name it again from
+        them. Called after grouping: the fingerprint stays that of the stored reason, which is
+        what a bulk action "by fingerprint" recomputes from each job, so the group and the
+        action keep agreeing. The name is normalised from the redacted sample, not redacted
+        after normalising: normalising first can cut a secret from what marks it (a bearer
+        token's head becomes ``<id>``, and the rest no longer follows ``Bearer``)."""
         self.sample_reason = redactor.text(self.sample_reason)
         self.sample_stack = redactor.text(self.sample_stack)
+        self.normalized = headline(self.sample_reason, self.sample_stack)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

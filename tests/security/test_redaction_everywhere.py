@@ -16,17 +16,42 @@ from dashboard.live import fragments
 
 pytestmark = pytest.mark.django_db
 
-FIRST_LINE = "Error: login refused password=pw-in-reason token: tok-in-reason"
+FIRST_LINE = (
+    "Error: login refused password=pw-in-reason token: tok-in-reason"
+    " {'user': 'ann', 'passphrase': 'py-in-reason'} postgres://app:url-in-reason@db:5432/main"
+    " redis://:redis-in-reason@cache:6379 amqp://u:amqp-in-reason@mq"
+    ' [{"name": "Authorization", "value": "hdr-in-reason"}]'
+    " dsn=dsn-in-reason client_secret=cs-in-reason jwt=jwt-in-reason"
+    " then Bearer eyJhbGciOiJIUzI1NiJ9.bearer-in-reason"
+)
 REASON = FIRST_LINE + "\nwhile calling with secret=second-line-secret"
 STACK = [FIRST_LINE + "\n    at connect (db.js:1:1)\n    at apiKey=stack-api-key"]
-DATA = {"password": "pw-in-data", "note": "auth=auth-in-data", "visible": "data-visible"}
+DATA = {
+    "password": "pw-in-data",
+    "note": "auth=auth-in-data",
+    "visible": "data-visible",
+    "printed": "{'password': 'py-in-data'}",
+    "url": "redis://:url-in-data@cache:6379",
+    "headers": [{"name": "Authorization", "value": "hdr-in-data"}],
+    "passphrase": "pp-in-data",
+    "dsn": "dsn-in-data",
+    "client_secret": "cs-in-data",
+    "jwt": "jwt-in-data",
+    "log": "sent Bearer abc.bearer-in-data",
+}
 SECRETS = [
-    "pw-in-reason",
+    *(
+        f"{kind}-in-{where}"
+        for kind in ("pw", "py", "url", "hdr", "dsn", "cs", "jwt", "bearer")
+        for where in ("reason", "data")
+    ),
     "tok-in-reason",
+    "redis-in-reason",
+    "amqp-in-reason",
     "second-line-secret",
     "stack-api-key",
-    "pw-in-data",
     "auth-in-data",
+    "pp-in-data",
 ]
 
 
