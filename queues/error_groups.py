@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from .redact import Redactor
 from .text import to_text
 
 # A quoted name (letters, "_", ".", "-"; no digits, spaces or placeholders) is kept; any other
@@ -121,6 +122,17 @@ class ErrorGroup:
         self.sample_stack = stack
         self.normalized = headline(self.sample_reason, stack)
 
+    def redact(self, redactor: Redactor) -> None:
+        """Redact what the group shows (its sample reason and stack) and name it again from
+        them. Called after grouping: the fingerprint stays that of the stored reason, which is
+        what a bulk action "by fingerprint" recomputes from each job, so the group and the
+        action keep agreeing. The name is normalised from the redacted sample, not redacted
+        after normalising: normalising first can cut a secret from what marks it (a bearer
+        token's head becomes ``<id>``, and the rest no longer follows ``Bearer``)."""
+        self.sample_reason = redactor.text(self.sample_reason)
+        self.sample_stack = redactor.text(self.sample_stack)
+        self.normalized = headline(self.sample_reason, self.sample_stack)
+
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
@@ -140,3 +152,8 @@ class ErrorGroups(list):
     @property
     def complete(self) -> bool:
         return self.scanned >= self.total
+
+    def redacted(self, redactor: Redactor) -> ErrorGroups:
+        for g in self:
+            g.redact(redactor)
+        return self

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .keys import QueueRef
@@ -75,6 +75,15 @@ class JobSummary:
         """For delayed jobs: when the job becomes due (score = due_ms * 4096 + seq)."""
         score = finite(self.score)
         return to_ms(score // 4096) if score is not None else None
+
+    def redacted(self, redactor: Redactor) -> JobSummary:
+        """The summary as shown: its free text (the failure reason, the failure a stall will
+        raise) redacted, since a worker's error message may quote a password or a URL with one.
+        Sources return summaries for display through this; selection and error grouping read
+        the stored reasons themselves, so filters and fingerprints stay on the raw text."""
+        return replace(
+            self, failed_reason=redactor.text(self.failed_reason), deferred_failure=redactor.text(self.deferred_failure)
+        )
 
     def as_dict(self) -> dict:
         return {

@@ -134,7 +134,9 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
     _check_bulk(queue=queue, action=action, chosen=chosen, patch=patch)
     jobs = get_registry().jobs(queue.connection)
     if chosen.ids:
-        found = BulkPreview(action, chosen, len(chosen.ids), jobs.summaries(queue, chosen.ids[:SAMPLE_SIZE]))
+        found = BulkPreview(
+            action, chosen, len(chosen.ids), jobs.summaries(queue, chosen.ids[:SAMPLE_SIZE], redactor=get_redactor())
+        )
     else:
         # At most QUEUEWATCH_SCAN_SAMPLE jobs examined: a request never reads a whole big
         # state (the task itself goes through all of it).
@@ -144,6 +146,7 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
             before_ms=now_ms(),
             sample=SAMPLE_SIZE,
             limit=settings.QUEUEWATCH_SCAN_SAMPLE,
+            redactor=get_redactor(),
         )
         found = BulkPreview(
             action,

@@ -24,7 +24,7 @@ from dashboard.audit import log as audit
 from dashboard.audit.models import AuditEntry
 from dashboard.browse import selectors as reads
 from dashboard.connections.dead_letters import is_dead_letter_queue
-from dashboard.connections.registry import get_registry
+from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
 from dashboard.web import streaming
 from dashboard.web.errors import Conflict, InvalidInput, page_errors
@@ -216,7 +216,11 @@ def task_cancel(request, task_id):
 @page_errors
 def queue_error_groups(request, connection, prefix, name):
     queue = reads.resolve(connection, prefix, name)
-    found = get_registry().jobs(connection).error_groups(queue, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE)
+    found = (
+        get_registry()
+        .jobs(connection)
+        .error_groups(queue, scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE, redactor=get_redactor())
+    )
     return render(
         request,
         "actions/error_groups.html",

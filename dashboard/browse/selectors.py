@@ -84,6 +84,7 @@ def job_page(queue: QueueRef, state: str, *, page: int, page_size: int, name_fil
             page_size=page_size,
             name_filter=name_filter,
             scan_limit=settings.QUEUEWATCH_SCAN_SAMPLE,
+            redactor=get_redactor(),
         )
     )
 

@@ -212,7 +212,9 @@ class QueuePublisher:
         missing = [i for i in ids if i not in rows]
         if missing:
             by_id = dict(zip(ids, scores)) if scores else {}
-            got = jobs.summaries(q, missing, [by_id.get(i) for i in missing] if scores else None)
+            got = jobs.summaries(
+                q, missing, [by_id.get(i) for i in missing] if scores else None, redactor=self.redactor
+            )
             rows.update((job.id, job) for job in got)
         shown.list_rows[state] = {i: rows[i] for i in ids}
         page = JobPage(state, [rows[i] for i in ids], count, 1, size, has_next=count > size)

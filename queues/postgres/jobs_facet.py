@@ -113,20 +113,32 @@ class PostgresJobs:
         return int(self._rows(query, [queue.name])[0][0])
 
     def page(
-        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        page: int,
+        page_size: int,
+        name_filter: str,
+        scan_limit: int,
+        redactor: Redactor,
     ) -> listing.JobPage:
         page = max(1, page)
         total = self._length(queue, state)
         start = (page - 1) * page_size
         if not name_filter:
             ids, scores = self._ids_in(queue, state, offset=start, limit=page_size)
-            found = self.summaries(queue, ids, scores)
+            found = self.summaries(queue, ids, scores, redactor=redactor)
             return listing.JobPage(state, found, total, page, page_size, has_next=start + page_size < total)
         # As on Redis: only the first ``scan_limit`` jobs of the state (in display order) are
         # looked at, and the page says how far it got.
         ids, scores = self._ids_in(queue, state, offset=0, limit=min(scan_limit, total))
         needle = name_filter.lower()
-        matches = [job for job in self.summaries(queue, ids, scores) if job.exists and needle in job.name.lower()]
+        matches = [
+            job
+            for job in self.summaries(queue, ids, scores, redactor=redactor)
+            if job.exists and needle in job.name.lower()
+        ]
         return listing.JobPage(
             state,
             matches[start : start + page_size],
@@ -142,7 +154,9 @@ class PostgresJobs:
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         return self._ids_in(queue, state, offset=0, limit=size)
 
-    def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[jobs.JobSummary]:
+    def summaries(
+        self, queue: QueueRef, ids: list[str], scores: list[float] | None = None, *, redactor: Redactor
+    ) -> list[jobs.JobSummary]:
         if not ids:
             return []
         query = sql.SQL("SELECT id, {fields} FROM {job} WHERE queue = %s AND id = ANY(%s)").format(
@@ -151,7 +165,8 @@ class PostgresJobs:
         by_id = {row[0]: list(row[1:]) for row in self._rows(query, [queue.name, ids])}
         missing = [None] * len(jobs.SUMMARY_FIELDS)
         given: list[float | None] = list(scores) if scores else [None] * len(ids)
-        return [jobs.summary_or_unreadable(i, by_id.get(i, missing), s) for i, s in zip(ids, given)]
+        found = [jobs.summary_or_unreadable(i, by_id.get(i, missing), s) for i, s in zip(ids, given)]
+        return [j.redacted(redactor) for j in found]
 
     def _job_row(self, queue: QueueRef, job_id: str, columns: list[str]) -> tuple | None:
         query = sql.SQL("SELECT {state}, process_at_ms, {fields} FROM {job} WHERE queue = %s AND id = %s").format(
@@ -174,7 +189,9 @@ class PostgresJobs:
             raise JobNotFound(queue.name, job_id)
         state, due = row[0], row[1]
         n = len(jobs.SUMMARY_FIELDS)
-        summary = jobs.summary_from_fields(job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None)
+        summary = jobs.summary_from_fields(
+            job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None
+        ).redacted(redactor)
         raw = dict(zip(payload_names, row[2 + n : 2 + n + len(payload_names)]))
         logs, logs_total = self._logs(queue, job_id, jobs.LOG_TAIL)
         children = self._children(queue, job_id)
@@ -222,7 +239,9 @@ class PostgresJobs:
             return None
         state, due = row[0], row[1]
         n = len(jobs.SUMMARY_FIELDS)
-        summary = jobs.summary_from_fields(job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None)
+        summary = jobs.summary_from_fields(
+            job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None
+        ).redacted(redactor)
         logs, logs_total = self._logs(queue, job_id, 50)
         return jobs.JobLive(
             queue=queue,
@@ -258,11 +277,18 @@ class PostgresJobs:
         raise NotOffered(connection=self.connection, kind=self.kind, facet=SCAN_WORDS)
 
     def preview(
-        self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int, limit: int | None
+        self,
+        queue: QueueRef,
+        *,
+        filt: selection.JobFilter,
+        before_ms: int,
+        sample: int,
+        limit: int | None,
+        redactor: Redactor,
     ) -> selection.Preview:
         self._not_built()
 
-    def error_groups(self, queue: QueueRef, *, scan_limit: int) -> error_groups.ErrorGroups:
+    def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> error_groups.ErrorGroups:
         self._not_built()
 
     def export(

@@ -84,7 +84,7 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
     pipe.zrange(key + ":unsuccessful", 0, LIST_CAP - 1)
     logs_total, logs, (_, pending), processed, failed_children, unsuccessful = pipe.execute()
 
-    summary = summary_from_fields(job_id, [f.get(name) for name in SUMMARY_FIELDS], score)
+    summary = summary_from_fields(job_id, [f.get(name) for name in SUMMARY_FIELDS], score).redacted(redactor)
     ok, stack = parse_json(to_text(f.get("stacktrace"), "[]"))
     if ok and isinstance(stack, list):
         stacktrace = [s if isinstance(s, str) else json.dumps(s) for s in stack]
@@ -137,7 +137,7 @@ def read_job_live(
     pipe.llen(key + ":logs")
     pipe.lrange(key + ":logs", -log_tail, -1)
     values, progress, logs_total, logs = pipe.execute()
-    summary = summary_from_fields(job_id, values)
+    summary = summary_from_fields(job_id, values).redacted(redactor)
     if not summary.exists:
         return None
     state, score = job_state(client, queue, job_id)

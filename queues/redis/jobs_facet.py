@@ -28,10 +28,18 @@ class RedisJobs:
         self.client, self.connection = client, connection
 
     def page(
-        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        page: int,
+        page_size: int,
+        name_filter: str,
+        scan_limit: int,
+        redactor: Redactor,
     ) -> listing.JobPage:
         with redis_errors(self.connection):
-            return redis_listing.list_jobs(
+            found = redis_listing.list_jobs(
                 self.client,
                 queue,
                 state,
@@ -40,14 +48,18 @@ class RedisJobs:
                 name_filter=name_filter,
                 scan_limit=scan_limit,
             )
+        found.jobs = [j.redacted(redactor) for j in found.jobs]
+        return found
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         with redis_errors(self.connection):
             return redis_listing.page_one_ids(self.client, queue, state, size)
 
-    def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[jobs.JobSummary]:
+    def summaries(
+        self, queue: QueueRef, ids: list[str], scores: list[float] | None = None, *, redactor: Redactor
+    ) -> list[jobs.JobSummary]:
         with redis_errors(self.connection):
-            return redis_jobs.read_summaries(self.client, queue, ids, scores)
+            return [j.redacted(redactor) for j in redis_jobs.read_summaries(self.client, queue, ids, scores)]
 
     def detail(self, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> jobs.JobDetail:
         with redis_errors(self.connection):
@@ -70,16 +82,26 @@ class RedisJobs:
             return replies.value(self.client.hget(queue.job_key(job_id), "data"))
 
     def preview(
-        self, queue: QueueRef, *, filt: selection.JobFilter, before_ms: int, sample: int, limit: int | None
+        self,
+        queue: QueueRef,
+        *,
+        filt: selection.JobFilter,
+        before_ms: int,
+        sample: int,
+        limit: int | None,
+        redactor: Redactor,
     ) -> selection.Preview:
         with redis_errors(self.connection):
-            return redis_selection.preview(
+            found = redis_selection.preview(
                 self.client, queue=queue, filt=filt, before_ms=before_ms, sample=sample, limit=limit
             )
+        found.sample = [j.redacted(redactor) for j in found.sample]
+        return found
 
-    def error_groups(self, queue: QueueRef, *, scan_limit: int) -> error_groups.ErrorGroups:
+    def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> error_groups.ErrorGroups:
         with redis_errors(self.connection):
-            return redis_error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
+            found = redis_error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
+        return found.redacted(redactor)
 
     def export(
         self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int, redactor: Redactor

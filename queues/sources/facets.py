@@ -57,15 +57,27 @@ FACETS: dict[str, str] = {
 class JobsFacet(Protocol):
     """Reading jobs: lists, summaries, one job, bounded scans (previews, error groups, export)."""
 
+    # Every read that returns jobs' failure reasons for display takes the redactor: a worker's
+    # error message may quote a secret (``JobSummary.redacted``, ``ErrorGroups.redacted``).
     def page(
-        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        page: int,
+        page_size: int,
+        name_filter: str,
+        scan_limit: int,
+        redactor: Redactor,
     ) -> JobPage: ...
 
     def first_page(self, queue: QueueRef, state: str, *, size: int) -> tuple[list[str], list[float] | None]:
         """The ids (and scores, for sorted sets) of the first ``size`` jobs a list shows."""
         ...
 
-    def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]: ...
+    def summaries(
+        self, queue: QueueRef, ids: list[str], scores: list[float] | None = None, *, redactor: Redactor
+    ) -> list[JobSummary]: ...
 
     def detail(self, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> JobDetail:
         """Raises ``JobNotFound`` when there is no such job."""
@@ -82,10 +94,10 @@ class JobsFacet(Protocol):
         ...
 
     def preview(
-        self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None
+        self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None, redactor: Redactor
     ) -> Preview: ...
 
-    def error_groups(self, queue: QueueRef, *, scan_limit: int) -> ErrorGroups: ...
+    def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> ErrorGroups: ...
 
     def export(
         self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor

@@ -55,7 +55,9 @@ def test_job_pages_list_each_state_in_bullmqs_order(pg_bullmq, pg_source, name):
     queue = pg_bullmq.queue(name, node["schema"])
     for state in STATES:
         expected = node["newestFirst" if state in NEWEST_FIRST else "ids"][state]
-        page = pg_source.jobs.page(queue, state, page=1, page_size=25, name_filter="", scan_limit=2000)
+        page = pg_source.jobs.page(
+            queue, state, page=1, page_size=25, name_filter="", scan_limit=2000, redactor=Redactor()
+        )
         assert [j.id for j in page.jobs] == expected, state
         assert page.total == len(expected) and not page.has_next
         assert pg_source.jobs.first_page(queue, state, size=2)[0] == expected[:2]
@@ -64,16 +66,22 @@ def test_job_pages_list_each_state_in_bullmqs_order(pg_bullmq, pg_source, name):
 def test_pages_and_name_filters_split_like_the_redis_lists(pg_bullmq, pg_source):
     mixed = pg_bullmq.queue("pg-mixed")
     waiting = pg_bullmq.reported("pg-mixed")["ids"]["waiting"]
-    second = pg_source.jobs.page(mixed, "waiting", page=2, page_size=3, name_filter="", scan_limit=2000)
+    second = pg_source.jobs.page(
+        mixed, "waiting", page=2, page_size=3, name_filter="", scan_limit=2000, redactor=Redactor()
+    )
     assert [j.id for j in second.jobs] == waiting[3:] and second.total == 4 and second.pages == 2
-    found = pg_source.jobs.page(mixed, "waiting", page=1, page_size=25, name_filter="WAIT-", scan_limit=2)
+    found = pg_source.jobs.page(
+        mixed, "waiting", page=1, page_size=25, name_filter="WAIT-", scan_limit=2, redactor=Redactor()
+    )
     assert [j.name for j in found.jobs] == ["wait-lifo", "wait-a"]  # only the first two looked at
     assert found.scanned == 2 and not found.scan_complete
 
 
 def test_delayed_jobs_say_when_they_are_due(pg_bullmq, pg_source):
     mixed = pg_bullmq.queue("pg-mixed")
-    jobs = pg_source.jobs.page(mixed, "delayed", page=1, page_size=25, name_filter="", scan_limit=2000).jobs
+    jobs = pg_source.jobs.page(
+        mixed, "delayed", page=1, page_size=25, name_filter="", scan_limit=2000, redactor=Redactor()
+    ).jobs
     for job in jobs:
         node = pg_bullmq.report["jobs"][f"bullmq/pg-mixed/{job.id}"]
         assert job.due_at == node["timestamp"] + node["delay"]
@@ -131,7 +139,7 @@ def test_a_missing_job_is_not_found(pg_bullmq, pg_source):
         pg_source.jobs.detail(mixed, "no-such-job", cap=1024, redactor=Redactor())
     assert pg_source.jobs.live_detail(mixed, "no-such-job", redactor=Redactor()) is None
     assert not pg_source.jobs.exists(mixed, "no-such-job") and pg_source.jobs.exists(mixed, "7")
-    (gone,) = pg_source.jobs.summaries(mixed, ["no-such-job"])
+    (gone,) = pg_source.jobs.summaries(mixed, ["no-such-job"], redactor=Redactor())
     assert not gone.exists
 
 

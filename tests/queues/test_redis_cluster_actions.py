@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
+from queues.redact import Redactor
 from queues.redis.snapshot import queue_slot
 from queues.sources.factory import source_for
 from tests.support.accounts import token_for, user_with
@@ -60,7 +61,7 @@ def api(settings, client, redis_cluster, redis_db, built):
 
 
 def job_ids(source, queue: QueueRef, state: str) -> list[str]:
-    page = source.jobs.page(queue, state, page=1, page_size=50, name_filter="", scan_limit=1000)
+    page = source.jobs.page(queue, state, page=1, page_size=50, name_filter="", scan_limit=1000, redactor=Redactor())
     return [row.id for row in page.jobs]
 
 

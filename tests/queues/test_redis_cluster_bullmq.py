@@ -64,7 +64,9 @@ def test_workers_are_read_per_node(source, built):
 
 def test_job_list_and_job_page_through_the_jobs_facet(source, built):
     orders = QueueRef(NAME, "{app}", "orders")
-    page = source.jobs.page(orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000)
+    page = source.jobs.page(
+        orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000, redactor=Redactor()
+    )
     failed = [row.id for row in page.jobs]
     assert len(failed) == built[orders]["failed"]
     detail = source.jobs.detail(orders, failed[0], cap=10_000, redactor=Redactor())

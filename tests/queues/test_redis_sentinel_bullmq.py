@@ -78,7 +78,9 @@ def test_discovery_and_counts_through_the_sentinels_equal_get_job_counts(source,
 
 def test_job_pages_and_server_checks_run_on_the_primary(source, built):
     orders = QueueRef(NAME, PREFIX, "orders")
-    page = source.jobs.page(orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000)
+    page = source.jobs.page(
+        orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000, redactor=Redactor()
+    )
     [failed] = [row.id for row in page.jobs]
     detail = source.jobs.detail(orders, failed, cap=10_000, redactor=Redactor())
     assert detail.failed_reason == "always fails"

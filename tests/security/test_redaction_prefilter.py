@@ -20,6 +20,10 @@ TRICKY = [
     "author=me",
     "tok en=1",
     "p\u0130wd=2",
+    "redis://:pw@h",
+    "{'pass word': 1}",
+    '{"name": "auth", "value": 2}',
+    "BEARER abc.1",
 ]
 PIECES = [
     "pass",
@@ -48,12 +52,18 @@ PIECES = [
     "s",
     "private",
     "İ",
+    "://",
+    "@",
+    "'",
+    "name",
+    "value",
+    "dsn",
+    "1.",
 ]
 
 
 def without_prefilter(r: Redactor, raw: str) -> str:
-    redacted = r.text_re.sub(lambda m: m.group(1) + '"[redacted]"', raw)
-    return r.free_re.sub(lambda m: m.group(1) + "[redacted]", redacted)
+    return r.every_pass(raw)
 
 
 def test_the_prefilter_never_skips_text_the_patterns_would_change():

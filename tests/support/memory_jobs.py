@@ -96,17 +96,25 @@ def _csv_line(row: list) -> str:
 
 class MemJobs(_Facet):
     def page(
-        self, queue: QueueRef, state: str, *, page: int, page_size: int, name_filter: str, scan_limit: int
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        page: int,
+        page_size: int,
+        name_filter: str,
+        scan_limit: int,
+        redactor: Redactor,
     ) -> JobPage:
         with translated(self.connection), self.store.lock:
             jobs = self._queue(queue).in_state(state)
             page = max(1, page)
             start = (page - 1) * page_size
             if not name_filter:
-                shown = [summary(j, j.id) for j in jobs[start : start + page_size]]
+                shown = [summary(j, j.id).redacted(redactor) for j in jobs[start : start + page_size]]
                 return JobPage(state, shown, len(jobs), page, page_size, has_next=start + page_size < len(jobs))
             scanned = jobs[:scan_limit]
-            matches = [summary(j, j.id) for j in scanned if name_filter.lower() in j.name.lower()]
+            matches = [summary(j, j.id).redacted(redactor) for j in scanned if name_filter.lower() in j.name.lower()]
             return JobPage(
                 state,
                 matches[start : start + page_size],
@@ -126,9 +134,11 @@ class MemJobs(_Facet):
                 return [j.id for j in jobs], None
             return [j.id for j in jobs], [float(j.score() or 0) for j in jobs]
 
-    def summaries(self, queue: QueueRef, ids: list[str], scores: list[float] | None = None) -> list[JobSummary]:
+    def summaries(
+        self, queue: QueueRef, ids: list[str], scores: list[float] | None = None, *, redactor: Redactor
+    ) -> list[JobSummary]:
         with translated(self.connection), self.store.lock:
-            return [summary(self._job(queue, i), i) for i in ids]
+            return [summary(self._job(queue, i), i).redacted(redactor) for i in ids]
 
     def detail(self, queue: QueueRef, job_id: str, *, cap: int, redactor: Redactor) -> JobDetail:
         with translated(self.connection), self.store.lock:
@@ -143,7 +153,7 @@ class MemJobs(_Facet):
                 queue=queue,
                 id=job_id,
                 state=job.state,
-                summary=summary(job, job_id),
+                summary=summary(job, job_id).redacted(redactor),
                 data=payload(job.data),
                 opts=payload(json.dumps(job.opts)),
                 returnvalue=payload(job.returnvalue),
@@ -164,7 +174,7 @@ class MemJobs(_Facet):
                 queue=queue,
                 id=job_id,
                 state=job.state,
-                summary=summary(job, job_id),
+                summary=summary(job, job_id).redacted(redactor),
                 progress=prepare_payload(job.progress, cap=4096, redactor=redactor),
                 logs=[redactor.text(line) for line in job.logs[-50:]],
                 logs_total=len(job.logs),
@@ -189,12 +199,22 @@ class MemJobs(_Facet):
             job = self._job(queue, job_id)
             return None if job is None else job.data.encode()
 
-    def preview(self, queue: QueueRef, *, filt: JobFilter, before_ms: int, sample: int, limit: int | None) -> Preview:
+    def preview(
+        self,
+        queue: QueueRef,
+        *,
+        filt: JobFilter,
+        before_ms: int,
+        sample: int,
+        limit: int | None,
+        redactor: Redactor,
+    ) -> Preview:
         with translated(self.connection), self.store.lock:
             jobs = selected(self._queue(queue), filt, before_ms)
-            return Preview(count=len(jobs), sample=[summary(j, j.id) for j in jobs[:sample]], scanned=len(jobs))
+            sample_jobs = [summary(j, j.id).redacted(redactor) for j in jobs[:sample]]
+            return Preview(count=len(jobs), sample=sample_jobs, scanned=len(jobs))
 
-    def error_groups(self, queue: QueueRef, *, scan_limit: int) -> ErrorGroups:
+    def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> ErrorGroups:
         with translated(self.connection), self.store.lock:
             failed = self._queue(queue).in_state("failed")  # newest first: the first of a group is its sample
             groups: dict[str, ErrorGroup] = {}
@@ -217,7 +237,7 @@ class MemJobs(_Facet):
                     g.count += 1
                     g.first_seen_ms = min(x for x in (g.first_seen_ms, at) if x is not None) if at else g.first_seen_ms
             ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
-            return ErrorGroups(ordered, scanned=min(len(failed), scan_limit), total=len(failed))
+            return ErrorGroups(ordered, scanned=min(len(failed), scan_limit), total=len(failed)).redacted(redactor)
 
     def export(
         self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor
