@@ -12,8 +12,9 @@ statements over the reads' read-only connection:
 * the job tables' row statistics (``pg_stat_user_tables``);
 * per queue, the oldest finished job of a completed or failed set large enough to matter.
 
-Without ``pg_read_all_stats`` PostgreSQL hides other roles' transaction starts: those sessions
-are counted (``hidden_sessions``) so the check can say it cannot judge them."""
+Without ``pg_read_all_stats`` PostgreSQL hides other roles' transaction starts (and even their
+``backend_type``): those sessions of this database are counted (``hidden_sessions``) so the
+check can say it cannot judge them."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ SELECT current_setting('server_version'),
        COALESCE((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)
          OR pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER'),
        (SELECT count(*) FROM pg_stat_activity
-         WHERE datname = current_database() AND backend_type = 'client backend'
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
            AND usesysid IS NOT NULL AND NOT pg_has_role(usesysid, 'MEMBER'))
 """
 
