@@ -90,6 +90,12 @@ def test_the_health_page_passes_the_postgres_checks_on_a_node_migrated_schema(no
     assert not any(k.startswith(("queue.no_workers@", "queue.legacy_repeat@", "queue.rate_limited@")) for k in found)
 
 
+def test_the_postgres_checks_read_in_arabic(node_built, logged_in):
+    arabic = text_of(logged_in.get(reverse("health"), HTTP_ACCEPT_LANGUAGE="ar"))
+    assert "الوصول إلى PostgreSQL" in arabic and "إصدار مخطط BullMQ معروف: bullmq 11, other 11." in arabic
+    assert "BullMQ schema version known" not in arabic
+
+
 def test_a_schema_newer_than_queuewatch_knows_is_a_warning(migrated, logged_in, postgres_server):
     with postgres_server.connect("pg_health") as conn:
         conn.execute("INSERT INTO bullmq.migration (version, name, min_client_version) VALUES (12, 'future', 6)")
