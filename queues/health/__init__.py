@@ -84,7 +84,7 @@ from .results import (
     sort_key,
     worst_first,
 )
-from .runner import STATE_MAX_AGE_MS, judge_connection, state_index, usable_state
+from .runner import STATE_MAX_AGE_MS, judge_connection, judge_queues, state_index, usable_state
 
 __all__ = [
     "ADVICE_KINDS",
@@ -123,6 +123,7 @@ __all__ = [
     "check_workers",
     "connection_kinds",
     "judge_connection",
+    "judge_queues",
     "parse_version",
     "reachability_kind",
     "register_checks",

@@ -43,3 +43,45 @@ class QueueFacts:
     rate_max: int | None = None  # meta max / duration (global rate limit)
     rate_duration_ms: int | None = None
     schedulers: list[Scheduler] = field(default_factory=list)
+
+
+@dataclass
+class SchemaFacts:
+    """One BullMQ-on-PostgreSQL schema's migration record (its ``migration`` table)."""
+
+    schema: str
+    version: int | None  # None: no migration table (the schema was never migrated)
+    min_client_version: int | None = None  # the BullMQ major the schema requires
+
+
+@dataclass
+class PostgresTransaction:
+    pid: int
+    user: str
+    application: str
+    state: str
+    age_ms: int
+    locks_bullmq: bool  # holds a lock on a table of a BullMQ schema (job rows, say)
+
+
+@dataclass
+class TableFacts:
+    schema: str
+    live_rows: int
+    dead_rows: int
+    last_autovacuum_ms: int | None  # last (auto)vacuum, whichever is newer; None: never
+
+
+@dataclass
+class PostgresFacts:
+    """What a PostgreSQL connection's checks judge, read by ``queues.postgres.health_facts``."""
+
+    server_version: str
+    schemas: list[SchemaFacts]
+    connections: int  # client backends on the whole server
+    max_connections: int
+    reserved_connections: int  # superuser_reserved_connections (+ reserved_connections, 16+)
+    long_transactions: list[PostgresTransaction]
+    sees_all_sessions: bool  # superuser or pg_monitor / pg_read_all_stats: other roles' sessions visible
+    hidden_sessions: int  # sessions in this database whose transaction start is hidden from us
+    job_tables: list[TableFacts] = field(default_factory=list)

@@ -22,6 +22,11 @@ class Thresholds:
     finished_age_ms: int = 7 * 24 * 3600 * 1000  # … and its oldest job at least this old
     stalls_15m: int = 2  # stalls in the last 15 minutes that count as "repeated"
     idle_ms: int = 5 * 60 * 1000  # oldest waiting job this old with no activity: no workers
+    long_transaction_ms: int = 5 * 60 * 1000  # PostgreSQL: a transaction open this long
+    connections_warning: float = 0.80  # PostgreSQL: client connections / usable max_connections
+    connections_critical: float = 0.95
+    dead_rows_ratio: float = 0.20  # PostgreSQL: dead / live job rows …
+    dead_rows_min: int = 50_000  # … once at least this many rows are dead
 
 
 DEFAULT_THRESHOLDS = Thresholds()

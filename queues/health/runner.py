@@ -63,8 +63,6 @@ def judge_connection(
     ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     """
-    fresh, note = usable_state(state, now)
-    by_queue = state_index(fresh)
     results = [
         check_reachable(connection, None),
         check_eviction_policy(connection, server),
@@ -72,19 +70,42 @@ def judge_connection(
         check_version(connection, server),
         check_memory(connection, server, thresholds),
     ]
+    results += judge_queues(facts, found, state, now, thresholds=thresholds, is_dead_letter=is_dead_letter)
+    return worst_first(results)
+
+
+def judge_queues(
+    facts: list[QueueFacts],
+    found: WorkerFacts | None,
+    state: dict | None,
+    now: int,
+    *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    is_dead_letter: Callable[[str], bool] | None = None,
+    limits_read: bool = True,
+) -> list[CheckResult]:
+    """The checks every source kind shares, per queue, from its facts and the monitor's state.
+
+    ``found``: the queues' workers, or None for a kind that cannot read them (the workers check
+    is then left out). ``limits_read``: False for a kind whose facts hold no scheduler list,
+    rate limiter or limit (the legacy-repeat and rate-limit checks are then left out rather
+    than passed on facts nobody read)."""
+    fresh, note = usable_state(state, now)
+    by_queue = state_index(fresh)
+    results: list[CheckResult] = []
     for f in facts:
         q = f.snapshot.queue
         entry = by_queue.get((q.connection, q.prefix, q.name))
-        entry_note = note
-        dlq = bool(entry.get("is_dlq")) if entry else bool(is_dead_letter and is_dead_letter(q.name))
         results += [
             check_finished_retention(f, now, thresholds),
-            check_legacy_repeat(f),
-            check_repeated_stalls(q, entry, thresholds, entry_note),
-            check_duplicated_adds(q, entry, entry_note),
-            check_events_trimmed(q, entry, entry_note),
-            check_workers(f.snapshot, found, entry, thresholds, is_dead_letter=dlq),
+            check_repeated_stalls(q, entry, thresholds, note),
+            check_duplicated_adds(q, entry, note),
+            check_events_trimmed(q, entry, note),
             check_paused(f.snapshot),
-            check_rate_limit(f),
         ]
-    return worst_first(results)
+        if limits_read:
+            results += [check_legacy_repeat(f), check_rate_limit(f)]
+        if found is not None:
+            dlq = bool(entry.get("is_dlq")) if entry else bool(is_dead_letter and is_dead_letter(q.name))
+            results.append(check_workers(f.snapshot, found, entry, thresholds, is_dead_letter=dlq))
+    return results

@@ -6,8 +6,8 @@ Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them)
 lists and job pages, an events follower (``LISTEN bullmq_events`` and the ``event`` table:
 ``queues.postgres.events``) and the commands facet's retry, discard, promote, pause and resume
 (``queues.postgres.commands_facet``, on a writable connection of its own; its other commands
-raise ``NotOffered``). Not yet: probes, schedulers, bulk tasks, health checks
-(their facets are ``None``, shown as "not offered") and the workers (BullMQ names its
+raise ``NotOffered``) and the health checks (``queues.postgres.server_facet``). Not yet: probes,
+schedulers, bulk tasks (their facets are ``None``, shown as "not offered") and the workers (BullMQ names its
 PostgreSQL connections, but reading ``pg_stat_activity`` is for later).
 """
 
@@ -21,6 +21,7 @@ from ..postgres.commands_facet import PostgresCommands
 from ..postgres.connection import DEFAULT_SCHEMA, PostgresConnection, check_schema_name, postgres_errors, split_url
 from ..postgres.events import EventWindows, PostgresEventsFollower, listen_connection
 from ..postgres.jobs_facet import PostgresJobs
+from ..postgres.server_facet import PostgresServer
 from ..snapshot import QueueSnapshot
 from ..workers import Worker
 from .base import EventsReader, UnsupportedBySource
@@ -32,7 +33,7 @@ class PostgresSource:
     label: ClassVar[str] = "PostgreSQL"
     schemes: ClassVar[tuple[str, ...]] = ("postgres", "postgresql")
 
-    probes = schedulers = bulk = server = None
+    probes = schedulers = bulk = None
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
@@ -43,6 +44,7 @@ class PostgresSource:
         # Actions write: they get their own connection, so the reads' stays read-only.
         self._writer = PostgresConnection(spec.url, statement_timeout_s=socket_timeout, read_only=False)
         self.commands = PostgresCommands(self._writer, connection=spec.name)
+        self.server = PostgresServer(self._db, connection=spec.name, schemas=tuple(spec.prefixes))
         # The events cursors outlive each follower: one made after a lost connection resumes.
         self._event_windows: EventWindows = {}
 

@@ -25,8 +25,8 @@ def shelf_kind():
 def test_every_kind_has_a_reachability_check():
     assert health.reachability_kind("redis") == "redis.reachable"
     # A kind that declared nothing is judged by the shared check, never under Redis's name.
-    assert health.reachability_kind("postgres") == health.CONNECTION_REACHABLE == "connection.reachable"
-    assert health.connection_kinds("postgres") == ("connection.reachable",)
+    assert health.reachability_kind("tape") == health.CONNECTION_REACHABLE == "connection.reachable"
+    assert health.connection_kinds("tape") == ("connection.reachable",)
     assert CHECKS["connection.reachable"].source == "" and CHECKS["redis.reachable"].source == "redis"
 
 
@@ -54,7 +54,7 @@ def test_reachability_in_words_that_name_no_backend(shelf_kind):
     down = health.check_connection_reachable("store", "timed out", source="shelf")
     assert (down.kind, down.status) == ("shelf.reachable", FAIL)
     assert down.summary == "Cannot reach this connection: timed out."
-    up = health.check_connection_reachable("store", None, source="postgres")
+    up = health.check_connection_reachable("store", None, source="tape")
     assert (up.kind, up.status, up.summary, up.title) == (
         "connection.reachable",
         PASS,
@@ -62,3 +62,17 @@ def test_reachability_in_words_that_name_no_backend(shelf_kind):
         "Connection reachable",
     )
     assert "Redis" not in up.explanation + up.fix
+
+
+def test_postgres_declares_its_own_checks():
+    import queues.health.postgres_checks  # noqa: F401  (registers the postgres.* kinds)
+
+    assert health.reachability_kind("postgres") == "postgres.reachable"
+    assert health.connection_kinds("postgres") == (
+        "postgres.reachable",
+        "postgres.schema_version",
+        "postgres.long_transactions",
+        "postgres.connections",
+        "postgres.dead_rows",
+    )
+    assert "postgres.schema_version" not in health.connection_kinds("redis")
