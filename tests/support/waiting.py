@@ -37,9 +37,12 @@ async def receive_until(comm, predicate, timeout=15.0):
     while time.monotonic() < deadline:
         try:
             html = await comm.receive_from(timeout=max(0.1, deadline - time.monotonic()))
-        except Exception:
+        except Exception as exc:  # a timeout, or the socket closed (say which: its close code)
+            ended = repr(exc)
             break
         seen.append(html)
         if predicate(html):
             return html
-    raise AssertionError(f"no matching fragment within {timeout}s; got {len(seen)}: {seen[-3:]}")
+    else:
+        ended = "the deadline"
+    raise AssertionError(f"no matching fragment within {timeout}s (ended by {ended}); got {len(seen)}: {seen[-3:]}")
