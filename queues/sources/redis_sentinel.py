@@ -32,6 +32,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
+from ..redis.client_name import name_connections_when_allowed
 from .multi_host_url import split_multi_host_url
 from .redis_node import RedisNodeSource
 from .spec import ConnectionSpec, url_scheme
@@ -97,18 +98,18 @@ def sentinel_manager(options: dict[str, Any], *, socket_timeout: float) -> Senti
 
 def primary_client(manager: Sentinel, options: dict[str, Any], *, socket_timeout: float) -> redis.Redis:
     """A pooled client of the current primary, as ``redis_node.redis_client`` makes for a node
-    (bytes, timeouts, named ``queuewatch``); each new connection asks the Sentinels where the
-    primary is."""
-    return manager.master_for(
+    (bytes, timeouts, named ``queuewatch`` where the server allows it); each new connection asks
+    the Sentinels where the primary is."""
+    client = manager.master_for(
         options["master_name"],
         db=options["db"],
         decode_responses=False,
         socket_timeout=socket_timeout,
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         health_check_interval=30,
-        client_name="queuewatch",
         **options["primary"],
     )
+    return name_connections_when_allowed(client)
 
 
 class RedisSentinelSource(RedisNodeSource):

@@ -76,6 +76,22 @@ def test_discovery_and_counts_through_the_sentinels_equal_get_job_counts(source,
     assert source.workers(list(built)) == {q: [] for q in built}  # every worker is closed
 
 
+def test_connections_to_the_primary_are_named_where_allowed_and_work_where_not(source, built, redis_sentinel):
+    source.discover()  # opens a pooled connection to the primary
+    names = [c.get("name") for c in redis_sentinel.primary().client_list()]
+    assert "queuewatch" in names
+    # A primary refusing CLIENT SETNAME (an ACL user without it, a hosted Redis) still serves.
+    admin = redis_sentinel.primary()
+    admin.acl_setuser("nameless", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-client|setname"])
+    try:
+        url = redis_sentinel.url().replace("redis+sentinel://", "redis+sentinel://nameless:pw@", 1)
+        nameless = source_for(ConnectionSpec("nameless", url, (PREFIX,)))
+        assert {q.name for q in nameless.discover()} == {q.name for q in source.discover()}
+        nameless.close()
+    finally:
+        admin.acl_deluser("nameless")
+
+
 def test_job_pages_and_server_checks_run_on_the_primary(source, built):
     orders = QueueRef(NAME, PREFIX, "orders")
     page = source.jobs.page(
