@@ -6,11 +6,8 @@ API and a running monitor, with the dashboard's own Redis on the session's singl
 from __future__ import annotations
 
 import contextlib
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
-from django.urls import reverse
 
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
@@ -18,7 +15,7 @@ from queues.redact import Redactor
 from queues.redis.snapshot import queue_slot
 from queues.sources.factory import source_for
 from tests.support.cluster_queues import NAME, PREFIXES, build_queues, node_does, published_counts
-from tests.support.live import monitor_thread
+from tests.support.live import assert_overview_and_api_list, monitor_thread
 from tests.support.redis_db import point_at
 from tests.support.waiting import wait_for
 
@@ -85,17 +82,7 @@ def cluster_app(settings, redis_cluster, redis_db, built):
 
 @pytest.mark.django_db
 def test_overview_page_and_api_list_the_cluster_queues(client, user, cluster_app):
-    client.force_login(user)
-    html = client.get(reverse("overview")).content.decode()
-    for queue, counts in cluster_app.items():
-        assert f">{queue.name}</a>" in html
-        assert f'value="{counts["waiting"]}">' in html
-    out = StringIO()
-    call_command("api_token", user.username, stdout=out)
-    client.logout()
-    body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
-    assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == cluster_app
-    assert body["connections"] == [{"name": NAME, "ok": True, "error": None}]
+    assert_overview_and_api_list(client, user, cluster_app, NAME)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,18 +6,15 @@ test_redis_sentinel_failover.py."""
 
 from __future__ import annotations
 
-from io import StringIO
-
 import pytest
 import redis
-from django.core.management import call_command
-from django.urls import reverse
 
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.sources.factory import source_for
 from queues.sources.redis_sentinel import RedisSentinelSource
+from tests.support.live import assert_overview_and_api_list
 from tests.support.node_workers import NodeWorkers
 from tests.support.redis_db import point_at
 from tests.support.waiting import wait_for
@@ -126,17 +123,7 @@ def sentinel_app(settings, redis_sentinel, redis_db, built):
 
 @pytest.mark.django_db
 def test_overview_page_and_api_list_the_queues(client, user, sentinel_app):
-    client.force_login(user)
-    html = client.get(reverse("overview")).content.decode()
-    for queue, counts in sentinel_app.items():
-        assert f">{queue.name}</a>" in html
-        assert f'value="{counts["waiting"]}">' in html
-    out = StringIO()
-    call_command("api_token", user.username, stdout=out)
-    client.logout()
-    body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
-    assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == sentinel_app
-    assert body["connections"] == [{"name": NAME, "ok": True, "error": None}]
+    assert_overview_and_api_list(client, user, sentinel_app, NAME)
 
 
 def test_the_dashboards_own_redis_and_channel_layer_behind_sentinel(settings, redis_sentinel):

@@ -62,3 +62,27 @@ def steady_flows(redis_url: str, name: str, seconds: float):
         if load.poll() is None:
             load.kill()
         load.wait()
+
+
+def assert_overview_and_api_list(client, user, counts: dict, connection: str) -> None:
+    """The overview page shows each queue of ``counts`` (QueueRef -> BullMQ's getJobCounts())
+    with its waiting count, and ``GET /api/v1/queues`` (through a token) gives exactly those
+    counts, with ``connection`` reachable."""
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.urls import reverse
+
+    from queues.keys import QueueRef
+
+    client.force_login(user)
+    html = client.get(reverse("overview")).content.decode()
+    for queue, queue_counts in counts.items():
+        assert f">{queue.name}</a>" in html
+        assert f'value="{queue_counts["waiting"]}">' in html
+    out = StringIO()
+    call_command("api_token", user.username, stdout=out)
+    client.logout()
+    body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
+    assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == counts
+    assert body["connections"] == [{"name": connection, "ok": True, "error": None}]
