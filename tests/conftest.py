@@ -159,10 +159,20 @@ def scratch_queues(settings, redis_url, redis_client):
 @pytest.fixture
 def prefixed_queues(settings, redis_prefix):
     """The app pointed at this test's own key prefix on database 0; yields the ``PrefixedRedis``
-    (build keys from ``.queue(name)``, URL arguments from ``.args(name)``)."""
+    (build keys from ``.queue(name)``, URL arguments from ``.args(name)``). Database 0 is also
+    the dashboard Redis of these tests: each starts with no download slot held by a user id an
+    earlier test's unfinished export left (a new test's users reuse the same ids)."""
+    from dashboard.web.download_slots import KEY_PREFIX
+
+    def free_download_slots() -> None:
+        for key in redis_prefix.client.scan_iter(match=f"{KEY_PREFIX}*"):
+            redis_prefix.client.delete(key)
+
+    free_download_slots()
     point_at(settings, redis_prefix.spec())
     yield redis_prefix
     reset_registry()
+    free_download_slots()
 
 
 @pytest.fixture
