@@ -21,4 +21,5 @@ USER queuewatch
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s \
   CMD python -c "import http.client,sys; c=http.client.HTTPConnection('127.0.0.1', 8000, timeout=2); c.request('GET', '/login/'); sys.exit(c.getresponse().status >= 500)" || exit 1
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "dashboard.asgi:application"]
+# The server and its options: dashboard/serve.py (uvicorn, flow-controlled downloads).
+CMD ["python", "-m", "dashboard.serve", "--host", "0.0.0.0", "--port", "8000"]

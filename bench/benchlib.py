@@ -6,13 +6,14 @@ Everything here starts its own processes on loopback ports and cleans them up:
   SIGKILL of the benchmark does not leave it running; Node children also exit when their stdin
   closes. ``Procs.stop_all()`` terminates them in reverse start order (SIGTERM, then SIGKILL).
 * ``RedisServer``: a private ``redis-server`` (``--save '' --appendonly no``, temp dir).
-* ``QueuewatchApp``: migrate + ``demo_user`` + daphne + ``manage.py monitor`` with the monitored
+* ``QueuewatchApp``: migrate + ``demo_user`` + the web server (``python -m dashboard.serve``) +
+  ``manage.py monitor`` with the monitored
   and the dashboard Redis given by env vars, exactly like ``tests/e2e/conftest.py`` does.
 * ``CountingProxy``: a TCP proxy process (``resp_proxy.py``) in front of the monitored Redis that
   counts the top-level commands one tool sends (RESP request parser), so a tool's traffic can be
   attributed exactly, independently of the ``INFO commandstats`` difference against a baseline.
-* ``Tab``: a websocket client (autobahn's asyncio client, already installed as a daphne
-  dependency) with a logged-in session cookie and a same-origin ``Origin`` header.
+* ``Tab``: a websocket client (the ``websockets`` package's asyncio client, installed for the
+  web server) with a logged-in session cookie and a same-origin ``Origin`` header.
 * ``commandstats``/``rates``: ``INFO commandstats`` snapshots and per-second deltas.
 """
 
@@ -71,6 +72,48 @@ def percentile(values: list[float], p: float) -> float | None:
     s = sorted(values)
     k = max(1, min(len(s), int(-(-p * len(s) // 100))))
     return s[k - 1]
+
+
+def timed_get(url: str, *, cookie: str = "", token: str = "") -> tuple[float, int, int]:
+    """One GET with a session cookie or a bearer token: (seconds, body bytes, status)."""
+    headers = {"Cookie": f"sessionid={cookie}"} if cookie else {"Authorization": f"Bearer {token}"}
+    req = urllib.request.Request(url, headers=headers)
+    t = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        body = resp.read()
+        status = resp.status
+    return time.perf_counter() - t, len(body), status
+
+
+def overview_view(base_url: str, cookie: str, query: str = "") -> str:
+    """The rows view an overview page names for its socket (``#queue-tables``' data-rows-view):
+    what the page's script sends once the socket is open, so the monitor renders those rows."""
+    req = urllib.request.Request(base_url + "/" + query, headers={"Cookie": f"sessionid={cookie}"})
+    with urllib.request.urlopen(req, timeout=300) as resp:
+        html = resp.read().decode()
+    found = re.search(r'id="queue-tables" data-rows-view="([0-9a-f]+)"', html)
+    if not found:
+        raise RuntimeError("the overview page names no rows view (is the dashboard Redis up?)")
+    return found.group(1)
+
+
+def overview_tab(base_url: str, cookie: str, query: str = "", on_message=None) -> Tab:
+    """A tab on the overview: its socket names the page's rows view, as the page's script does."""
+    view = overview_view(base_url, cookie, query)
+    return Tab(base_url, "/ws/overview/", cookie, on_message=on_message, first_message=json.dumps({"view": view}))
+
+
+def state_queues(dash: redis.Redis) -> int:
+    """How many queues the monitor's state document lists (0 before it publishes one). The
+    document is signed: the JSON follows the signature."""
+    raw = dash.get("queuewatch:state")
+    if not raw:
+        return 0
+    text = raw.decode("utf-8", "replace")
+    try:
+        return len(json.loads(text[text.index("{") :]).get("queues", []))
+    except ValueError:
+        return 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,7 +338,7 @@ class CountingProxy:
 
 
 # ----------------------------------------------------------------------------------------------
-# Queuewatch: daphne + monitor
+# Queuewatch: web server + monitor
 
 
 def manage(env: dict, *args: str, code_dir: Path = ROOT) -> str:
@@ -337,7 +380,10 @@ class QueuewatchApp:
         workdir: Path,
         tick_ms: int | None,
         code_dir: Path = ROOT,
+        extra_env: dict[str, str | None] | None = None,
     ):
+        """``extra_env``: more variables (a ``None`` value removes one, e.g. the default Redis
+        connection of a run that monitors only PostgreSQL)."""
         self.procs = procs
         self.code_dir = code_dir
         self.env = {
@@ -355,15 +401,20 @@ class QueuewatchApp:
         }
         if tick_ms:
             self.env["QUEUEWATCH_MONITOR_TICK_MS"] = str(tick_ms)
+        for key, value in (extra_env or {}).items():
+            if value is None:
+                self.env.pop(key, None)
+            else:
+                self.env[key] = value
         manage(self.env, "migrate", "-v0", code_dir=code_dir)
         self.username, self.password = manage(self.env, "demo_user", "--username", "bench", code_dir=code_dir).split(
             " / "
         )
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.daphne = procs.start(
-            "daphne",
-            [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
+        self.web = procs.start(
+            "web",
+            [PY, "-m", "dashboard.serve", "--host", "127.0.0.1", "--port", str(self.port)],
             env=self.env,
             cwd=code_dir,
         )
@@ -374,8 +425,8 @@ class QueuewatchApp:
                 urllib.request.urlopen(self.url + "/login/", timeout=2)
                 break
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                if not self.daphne.alive() or time.monotonic() > deadline:
-                    raise RuntimeError("daphne did not start:\n" + self.daphne.tail()) from exc
+                if not self.web.alive() or time.monotonic() > deadline:
+                    raise RuntimeError("the web server did not start:\n" + self.web.tail()) from exc
                 time.sleep(0.1)
 
     def start_monitor(self, *, probe: bool = False) -> Proc:
@@ -435,65 +486,74 @@ class Tab:
     """One browser tab's websocket: connects with the session cookie and a same-origin Origin
     header, records every message with its arrival time (``time.time()``, the machine clock)."""
 
-    def __init__(self, base_url: str, path: str, cookie: str, on_message=None):
+    def __init__(self, base_url: str, path: str, cookie: str, on_message=None, first_message: str | None = None):
         self.base_url = base_url
         self.path = path
         self.cookie = cookie
         self.on_message = on_message
+        self.first_message = first_message  # sent once open (an overview names its rows view)
         self.messages = 0
         self.bytes = 0
         self.opened: asyncio.Future | None = None
         self.closed: asyncio.Future | None = None
         self.close_code = None
-        self.transport = None
-        self.protocol = None
+        self.connection = None
+        self._reader: asyncio.Task | None = None
 
     async def connect(self, timeout: float = 10) -> None:
-        from autobahn.asyncio.websocket import WebSocketClientFactory, WebSocketClientProtocol
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import ConnectionClosed, InvalidStatus
 
         loop = asyncio.get_running_loop()
         self.opened, self.closed = loop.create_future(), loop.create_future()
-        tab = self
-
-        class Protocol(WebSocketClientProtocol):
-            def onOpen(self):
-                if not tab.opened.done():
-                    tab.opened.set_result(True)
-
-            def onMessage(self, payload, isBinary):
-                now = time.time()
-                tab.messages += 1
-                tab.bytes += len(payload)
-                if tab.on_message is not None:
-                    tab.on_message(tab, payload.decode("utf-8", "replace"), now)
-
-            def onClose(self, wasClean, code, reason):
-                tab.close_code = code
-                if not tab.opened.done():
-                    tab.opened.set_exception(RuntimeError(f"websocket {tab.path} refused: {code} {reason}"))
-                if not tab.closed.done():
-                    tab.closed.set_result(code)
-
         host_port = self.base_url.split("://", 1)[1]
-        host, port = host_port.rsplit(":", 1)
-        factory = WebSocketClientFactory(
-            f"ws://{host_port}{self.path}", origin=self.base_url, headers={"Cookie": f"sessionid={self.cookie}"}
-        )
-        factory.protocol = Protocol
-        self.transport, self.protocol = await loop.create_connection(factory, host, int(port))
-        await asyncio.wait_for(asyncio.shield(self.opened), timeout)
+        try:
+            self.connection = await asyncio.wait_for(
+                connect(
+                    f"ws://{host_port}{self.path}",
+                    origin=self.base_url,
+                    additional_headers={"Cookie": f"sessionid={self.cookie}"},
+                    max_size=None,
+                    ping_interval=None,  # the server pings; this client only answers
+                ),
+                timeout,
+            )
+        except InvalidStatus as exc:
+            self.opened.set_exception(RuntimeError(f"websocket {self.path} refused: {exc.response.status_code}"))
+            raise self.opened.exception() from exc
+        self.opened.set_result(True)
+        if self.first_message is not None:
+            await self.connection.send(self.first_message)
+
+        async def read() -> None:
+            try:
+                async for payload in self.connection:
+                    now = time.time()
+                    data = payload.encode() if isinstance(payload, str) else payload
+                    self.messages += 1
+                    self.bytes += len(data)
+                    if self.on_message is not None:
+                        self.on_message(self, data.decode("utf-8", "replace"), now)
+            except ConnectionClosed:
+                pass
+            finally:
+                self.close_code = self.connection.close_code
+                if not self.closed.done():
+                    self.closed.set_result(self.close_code)
+
+        self._reader = asyncio.create_task(read())
 
     @property
     def is_open(self) -> bool:
         return self.opened is not None and self.opened.done() and not self.opened.exception() and not self.closed.done()
 
     async def close(self) -> None:
-        if self.protocol is not None and not self.closed.done():
-            self.protocol.sendClose(1000)
+        if self.connection is not None and not self.closed.done():
+            await self.connection.close(1000)
             try:
                 await asyncio.wait_for(asyncio.shield(self.closed), 3)
             except TimeoutError:
-                self.transport.close()
+                pass
 
 
 def code_version(ref: str | None = None) -> dict:
@@ -520,15 +580,16 @@ def code_version(ref: str | None = None) -> dict:
 
 
 def wait_for_monitor(app: QueuewatchApp, dash: redis.Redis, queues: int, timeout: float = 90) -> float:
-    """Wait until the monitor leads and has published every queue's overview row (so its start-up
-    work -- discovery, reconciliation, first renders -- is over). Returns the seconds waited."""
+    """Wait until the monitor leads and its state document lists every queue (so its start-up
+    work -- discovery, reconciliation, first reads -- is over; overview rows are rendered only
+    for pages that show them). Returns the seconds waited."""
     t0 = time.monotonic()
-    while dash.hlen("queuewatch:frag:overview") < queues:
+    while state_queues(dash) < queues:
         if app.monitor is None or not app.monitor.alive():
             raise RuntimeError("monitor exited:\n" + (app.monitor.tail() if app.monitor else ""))
         if time.monotonic() - t0 > timeout:
             raise RuntimeError(
-                f"monitor did not publish {queues} overview rows within {timeout:.0f} s:\n" + app.monitor.tail()
+                f"monitor did not publish the figures of {queues} queues within {timeout:.0f} s:\n" + app.monitor.tail()
             )
         time.sleep(0.2)
     return time.monotonic() - t0

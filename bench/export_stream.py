@@ -1,11 +1,15 @@
-"""Export streaming benchmark: first-byte time and daphne's memory while a
-large failed-jobs export streams.
+"""Export streaming benchmark: first-byte time and the web process's memory while a
+large failed-jobs export streams, and while clients that stopped reading hold exports open.
 
-    .venv/bin/python bench/export_stream.py [--jobs 200000] [--payload 4096]
+    .venv/bin/python bench/export_stream.py [--jobs 200000] [--payload 4096] [--stalled 2]
 
-Starts a private redis-server and daphne on loopback, seeds JOBS failed jobs of PAYLOAD
-bytes of data each, downloads the export through the API and prints the time to the first
-byte, the total time, and daphne's RSS before, at its peak during, and after the download."""
+Starts a private redis-server and the web server Queuewatch ships (``python -m
+dashboard.serve``) on loopback, seeds JOBS failed jobs of PAYLOAD bytes of data each, downloads
+the export through the API and prints the time to the first byte, the total time, and the web
+process's RSS before, at its peak during, and after the download. Then STALLED clients send the
+same export request and never read: once the exporter has stopped reading Redis for them (its
+HMGET count holds still for a second), it prints the RSS, the jobs read for them, and the RSS
+after they hang up."""
 
 from __future__ import annotations
 
@@ -24,6 +28,45 @@ import time
 import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER = [sys.executable, "-m", "dashboard.serve"]
+EXPORT = "/api/v1/queues/default/bull/big/export?state=failed&format=jsonl"
+
+
+def hmgets(r: redis.Redis) -> int:
+    return int(r.info("commandstats").get("cmdstat_hmget", {}).get("calls", 0))
+
+
+def stalled_phase(r: redis.Redis, pid: int, port: int, token: str, clients: int) -> dict:
+    """``clients`` sockets that send the export request and never read; the RSS once the
+    exporter has stopped for them, and after they hang up."""
+    reads0, before = hmgets(r), rss_mb(pid)
+    socks = []
+    for _ in range(clients):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        sock.connect(("127.0.0.1", port))
+        head = f"GET {EXPORT} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        sock.sendall(head.encode())
+        socks.append(sock)
+    seen: list[int] = []
+    peak = before
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not (len(seen) > 10 and len(set(seen[-10:])) == 1):
+        time.sleep(0.1)
+        seen.append(hmgets(r))
+        peak = max(peak, rss_mb(pid))
+    stalled = rss_mb(pid)
+    for sock in socks:
+        sock.close()
+    time.sleep(2)  # a figure, not a test: let the server notice the hang-ups
+    return {
+        "stalled_clients": clients,
+        "stalled_jobs_read": seen[-1] - reads0,
+        "rss_stalled_before_mb": round(before),
+        "rss_stalled_mb": round(stalled),
+        "rss_stalled_peak_mb": round(peak),
+        "rss_after_hangup_mb": round(rss_mb(pid)),
+    }
 
 
 def free_port() -> int:
@@ -67,6 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=200_000)
     parser.add_argument("--payload", type=int, default=4096)
+    parser.add_argument("--stalled", type=int, default=2, help="clients that request the export and never read")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="qw-export-bench-")
     redis_port, web_port = free_port(), free_port()
@@ -119,9 +163,10 @@ def main() -> None:
         manage("demo_user", "--username", "bench")
         token = manage("api_token", "bench")
         web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(web_port), "dashboard.asgi:application"],
+            [*SERVER, "--host", "127.0.0.1", "--port", str(web_port)],
             cwd=ROOT,
             env=env,
+            stdout=subprocess.DEVNULL,  # its access log
             stderr=subprocess.DEVNULL,
         )
         procs.append(web)
@@ -154,11 +199,7 @@ def main() -> None:
         threading.Thread(target=sample, daemon=True).start()
         conn = http.client.HTTPConnection("127.0.0.1", web_port)
         start = time.monotonic()
-        conn.request(
-            "GET",
-            "/api/v1/queues/default/bull/big/export?state=failed&format=jsonl",
-            headers={"Authorization": f"Bearer {token}"},
-        )
+        conn.request("GET", EXPORT, headers={"Authorization": f"Bearer {token}"})
         response = conn.getresponse()
         response.read(1)
         first_byte = time.monotonic() - start
@@ -170,9 +211,16 @@ def main() -> None:
         print(f"jobs {args.jobs}, payload {args.payload} B, {total_bytes / 1e6:.0f} MB downloaded")
         print(f"first byte {first_byte:.3f} s, whole export {elapsed:.1f} s")
         print(
-            f"daphne RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
+            f"web RSS: before {before:.0f} MB, peak {peak[0]:.0f} MB (+{peak[0] - before:.0f}), "
             f"after {rss_mb(web.pid):.0f} MB"
         )
+        stalled = stalled_phase(r, web.pid, web_port, token, args.stalled) if args.stalled else {}
+        if stalled:
+            print(
+                f"{args.stalled} stalled clients: {stalled['stalled_jobs_read']} jobs read for them, "
+                f"web RSS {stalled['rss_stalled_before_mb']} -> {stalled['rss_stalled_mb']} MB "
+                f"(peak {stalled['rss_stalled_peak_mb']}), after they hung up {stalled['rss_after_hangup_mb']} MB"
+            )
         print(
             json.dumps(
                 {
@@ -183,6 +231,7 @@ def main() -> None:
                     "total_s": round(elapsed, 1),
                     "rss_before_mb": round(before),
                     "rss_peak_mb": round(peak[0]),
+                    **stalled,
                 }
             )
         )

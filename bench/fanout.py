@@ -1,4 +1,4 @@
-"""Live-update fan-out benchmark: many logged-in websocket clients on ONE daphne process.
+"""Live-update fan-out benchmark: many logged-in websocket clients on ONE web process (python -m dashboard.serve).
 
     .venv/bin/python bench/fanout.py [--clients 500] [--updates 20] [--background-queues 50]
 
@@ -6,7 +6,8 @@ What it does
 ------------
 1. Starts its own processes, all on loopback: two private ``redis-server``s on free ports (the
    *monitored* Redis holding BullMQ queues, and Queuewatch's *dashboard* Redis: channel layer,
-   fragment cache, leader lock), one ``daphne`` serving ``dashboard.asgi:application`` and one
+   fragment cache, leader lock), one web server (``python -m dashboard.serve``) serving
+   ``dashboard.asgi:application`` and one
    ``manage.py monitor``, exactly as ``tests/e2e/conftest.py`` does (same environment
    variables, SQLite file in a temp dir, the product's default monitor tick unless
    ``--tick-ms``). Everything is stopped and removed at the end, also on Ctrl-C/SIGTERM.
@@ -19,8 +20,12 @@ What it does
    opens ``--clients`` websockets to ``/ws/overview/`` with the session cookie and a same-origin
    ``Origin`` header. The client is a thin ``asyncio.Protocol`` around the sans-I/O protocol of
    the ``websockets`` package (bench/requirements.txt), so 500 sockets cost this process little
-   CPU and timestamps are taken in ``data_received``. Connect time = TCP connect to the ``101``;
-   snapshot time = until the target queue's row (sent from the fragment cache on connect) arrives.
+   CPU and timestamps are taken in ``data_received``. Each client, as the page's script does,
+   names the rows view of the first overview page sorted by name (every queue of the bench: at
+   most 99 background queues), so the monitor renders those rows (it renders rows only where a
+   page shows them). Connect time = TCP connect to the ``101``; snapshot time = until the target
+   queue's row (sent from the fragment cache on connect, or rendered once the first client named
+   the view) arrives.
 
 4. Phase "quiet": ``--updates`` times, adds one job to ``fanout-target`` with the Python
    ``bullmq`` package (``Queue.add``: BullMQ's own ``addStandardJob`` script, which also XADDs the
@@ -34,24 +39,29 @@ What it does
    ``bullmq``, so each add also wakes the monitor through its events stream). Each of their
    overview rows therefore changes about ``--churn-per-s`` times a second and is re-sent to every
    client: the load an overview with many busy queues puts on the fan-out (50 queues x 1/s x
-   500 clients = 25,000 websocket messages a second from one daphne process).
+   500 clients = 25,000 websocket messages a second from one web process).
 
 6. Monitor-side split, without touching the monitor: keyspace notifications of the dashboard
    Redis (``KeyspaceWatch``) timestamp the monitor's ``HSET queuewatch:frag:overview row-...`` (the
    Publisher writes the fragment cache, then queues the ``group_send``; the target row is read
    back to know which count was published), the ``ZADD`` of channels_redis's group_send script
-   into daphne's channel-layer key, and daphne's receive loop popping it. So each delivery splits
+   into the web process's channel-layer key, and the web process's receive loop popping it. So each delivery splits
    into write -> publish (follower wake-up, 100 ms coalescing, snapshot, render), publish ->
-   group_send in Redis (the Publisher's outbox and channels_redis's group_send) -> daphne pop ->
-   client (one daphne process relaying to N consumers, autobahn, loopback TCP, this client). In
+   group_send in Redis (the Publisher's outbox and channels_redis's group_send) -> web pop ->
+   client (one web process relaying to N consumers, uvicorn's websockets, loopback TCP, this client). In
    the busy phase only write -> publish -> client is exact (other rows interleave). Redis and this
    process share the wall clock. (An earlier version used MONITOR: formatting each 20 KB group
    message slowed Redis enough to distort the very figures it measured.)
 
-7. CPU seconds of daphne, the monitor and this process per phase (``/proc/<pid>/stat``),
+   With ``--watchers N``, N more sockets open another queue's page with its failed list live
+   (each keeps a watch entry the monitor must not pay for when it refreshes other queues);
+   ``--quiet-only`` skips the busy phase. The bench raises ``QUEUEWATCH_LIVE_SOCKETS_PER_USER``
+   for its one user.
+
+7. CPU seconds of the web process, the monitor and this process per phase (``/proc/<pid>/stat``),
    messages and bytes received; channel-layer messages published, dropped at capacity
    (channels_redis's default capacity is 100 messages per channel key, and all consumers of one
-   daphne process share one key) and popped by daphne; daphne CPU per popped message;
+   web process share one key) and popped by the web process; web CPU per popped message;
    connection failures, closes and missed deliveries.
 
 The product relays fragments without Channels' per-message ``close_old_connections`` hop and
@@ -95,6 +105,7 @@ except ImportError:  # pragma: no cover - a setup message, not a code path
     ) from None
 
 from bench import proc_tools as pt  # noqa: E402
+from bench.benchlib import overview_view, state_queues  # noqa: E402
 from bench.snapshot_bench import PREFIX, PrivateRedis, QueuePlan, _free_port, load, log, pct  # noqa: E402
 
 TARGET = "fanout-target"
@@ -109,7 +120,9 @@ def row_id(name: str) -> str:
     return "row-" + hashlib.sha1("\x1f".join(("default", PREFIX, name)).encode()).hexdigest()[:16]
 
 
-WAITING_RE = re.compile(rb'state-waiting\\?"><a href=\\?"[^>]*>(\d+)</a>')
+# The row's waiting cell: a link around the count (a <data> element the page formats), or a
+# plain zero.
+WAITING_RE = re.compile(rb'state-waiting\\?">(?:<a href=\\?"[^>]*>)?(?:<data[^>]*>|<span[^>]*>)?(\d+)<')
 
 
 def stats(samples: list[float]) -> dict:
@@ -151,8 +164,9 @@ class Hub:
 
 
 class WsClient(asyncio.Protocol):
-    def __init__(self, hub: Hub, uri: str, origin: str, cookie: str):
+    def __init__(self, hub: Hub, uri: str, origin: str, cookie: str, first_message: str | None = None):
         self.hub = hub
+        self.first_message = first_message  # sent once open: an overview names its rows view
         self.proto = ClientProtocol(parse_uri(uri), origin=Origin(origin), max_size=None)
         self.cookie = cookie
         self.transport: asyncio.Transport | None = None
@@ -181,6 +195,8 @@ class WsClient(asyncio.Protocol):
                     self.hub.open += 1
                     self.was_open = True
                     self.opened.set_result(now)
+                    if self.first_message is not None:
+                        self.proto.send_text(self.first_message.encode())
                 elif not self.opened.done():
                     self.opened.set_exception(RuntimeError(f"handshake refused: HTTP {ev.status_code}"))
             elif isinstance(ev, Frame):
@@ -274,10 +290,10 @@ class KeyspaceWatch:
     * ``hset`` on ``queuewatch:frag:overview``: the Publisher wrote a new overview row to the
       fragment cache, immediately before queueing its ``group_send``. The target row is read
       back (HGET) to learn which waiting count was published: that is the publish time.
-    * ``zadd`` on ``queuewatch:asgispecific.<daphne process>!``: a group_send's Lua script put
-      one message for this daphne process's consumers into the channel layer (a send that finds
+    * ``zadd`` on ``queuewatch:asgispecific.<web process>!``: a group_send's Lua script put
+      one message for this web process's consumers into the channel layer (a send that finds
       the key at capacity adds nothing: counted as dropped).
-    * ``zadd`` on ``...!$inflight``: daphne's receive loop popped that message (BZPOPMIN, then the
+    * ``zadd`` on ``...!$inflight``: the web process's receive loop popped that message (BZPOPMIN, then the
       backup ZADD).
     """
 
@@ -288,7 +304,7 @@ class KeyspaceWatch:
         self.last_count = -1
         self.overview_hsets: list[float] = []
         self.channel_adds: list[float] = []
-        self.daphne_pops: list[float] = []
+        self.web_pops: list[float] = []
 
     async def start(self) -> None:
         import redis.asyncio as aioredis
@@ -319,12 +335,12 @@ class KeyspaceWatch:
                     self.last_count = int(m.group(1))
             elif data == b"zadd":
                 if ch.endswith(b"!$inflight"):
-                    self.daphne_pops.append(now)
+                    self.web_pops.append(now)
                 elif ch.endswith(b"!"):
                     self.channel_adds.append(now)
 
     def counters(self) -> tuple[int, int, int]:
-        return len(self.overview_hsets), len(self.channel_adds), len(self.daphne_pops)
+        return len(self.overview_hsets), len(self.channel_adds), len(self.web_pops)
 
     async def stop(self) -> None:
         self.task.cancel()
@@ -341,9 +357,20 @@ class KeyspaceWatch:
 # The benchmark
 
 
-async def connect_clients(hub: Hub, n: int, port: int, cookies: list[str], concurrency: int, timeout: float):
+async def connect_clients(
+    hub: Hub,
+    n: int,
+    port: int,
+    cookies: list[str],
+    concurrency: int,
+    timeout: float,
+    *,
+    path: str = "/ws/overview/",
+    wait_snapshot: bool = True,
+    first_message: str | None = None,
+):
     loop = asyncio.get_running_loop()
-    uri = f"ws://127.0.0.1:{port}/ws/overview/"
+    uri = f"ws://127.0.0.1:{port}{path}"
     origin = f"http://127.0.0.1:{port}"
     sem = asyncio.Semaphore(concurrency)
     clients: list[WsClient] = []
@@ -359,15 +386,18 @@ async def connect_clients(hub: Hub, n: int, port: int, cookies: list[str], concu
             try:
                 _, c = await asyncio.wait_for(
                     loop.create_connection(
-                        lambda: WsClient(hub, uri, origin, cookies[i % len(cookies)]), "127.0.0.1", port
+                        lambda: WsClient(hub, uri, origin, cookies[i % len(cookies)], first_message),
+                        "127.0.0.1",
+                        port,
                     ),
                     timeout,
                 )
                 clients.append(c)
                 t_open = await asyncio.wait_for(asyncio.shield(c.opened), timeout)
                 connect_s.append(t_open - t0)
-                t_snap = await asyncio.wait_for(asyncio.shield(c.snapshot), timeout)
-                snapshot_s.append(t_snap - t0)
+                if wait_snapshot:
+                    t_snap = await asyncio.wait_for(asyncio.shield(c.snapshot), timeout)
+                    snapshot_s.append(t_snap - t0)
             except Exception as exc:  # noqa: BLE001 - every failure is counted and reported
                 failures.append(f"{type(exc).__name__}: {exc}")
             done += 1
@@ -465,14 +495,14 @@ async def run_phase(
         "cpu_utilisation": {k: round(v / elapsed, 3) for k, v in cpu.items()},
         "channel_layer": {
             # Overview rows the monitor published (fragment-cache HSETs), messages its group_sends
-            # put into daphne's channel-layer key, and messages daphne's receive loop popped.
+            # put into the web process's channel-layer key, and messages the web process's receive loop popped.
             "overview_rows_published": ks1[0] - ks0[0],
-            "group_messages_queued_for_daphne": ks1[1] - ks0[1],
+            "group_messages_queued_for_web": ks1[1] - ks0[1],
             # Overview rows are batched by the product, so drops cannot be derived from rows published.
             "dropped_at_capacity": (ks1[0] - ks0[0]) - (ks1[1] - ks0[1]) if not batched else None,
-            "group_messages_popped_by_daphne": ks1[2] - ks0[2],
+            "group_messages_popped_by_web": ks1[2] - ks0[2],
             "popped_per_s": round((ks1[2] - ks0[2]) / elapsed, 2),
-            "daphne_cpu_s_per_popped_message": round(cpu["daphne"] / (ks1[2] - ks0[2]), 4) if ks1[2] > ks0[2] else None,
+            "web_cpu_s_per_popped_message": round(cpu["web"] / (ks1[2] - ks0[2]), 4) if ks1[2] > ks0[2] else None,
         },
         "dashboard_redis_commands": {cmd: stat_diff(cs0, cs1, cmd) for cmd in ("eval", "hset", "bzpopmin", "zadd")},
         "closed_unexpectedly_total": hub.closed_unexpectedly,
@@ -490,7 +520,7 @@ def split_monitor_side(
 ) -> dict:
     """write -> publish (fragment-cache HSET) -> client, per delivery. With ``exact_pairing`` (only
     the target row changes, so the next channel-layer message after its publish is its own), also
-    publish -> group_send delivered into the channel layer -> popped by daphne -> client."""
+    publish -> group_send delivered into the channel layer -> popped by the web process -> client."""
     to_pub, pub_to_client, pub_to_gs, gs_to_pop, pop_to_client, gs_to_client = [], [], [], [], [], []
     found = 0
     for cnt, tw in writes.items():
@@ -507,7 +537,7 @@ def split_monitor_side(
                 continue
             pub_to_gs.append(tg - tp)
             gs_to_client += [a - tg for a in arr]
-            tpop = first_after(watch.daphne_pops, tg)
+            tpop = first_after(watch.web_pops, tg)
             if tpop is not None:
                 gs_to_pop.append(tpop - tg)
                 pop_to_client += [a - tpop for a in arr]
@@ -516,8 +546,8 @@ def split_monitor_side(
         out.update(
             {
                 "publish_to_group_send_in_redis_s": stats(pub_to_gs),
-                "group_send_to_daphne_pop_s": stats(gs_to_pop),
-                "daphne_pop_to_client_s": stats(pop_to_client),
+                "group_send_to_web_pop_s": stats(gs_to_pop),
+                "web_pop_to_client_s": stats(pop_to_client),
                 "group_send_to_client_s": stats(gs_to_client),
             }
         )
@@ -548,57 +578,96 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
         dashboard_redis_url=dash_redis.url,
         db_path=os.path.join(tmpdir, "db.sqlite3"),
         tick_ms=args.tick_ms,
+        # One bench user opens every socket: the per-user cap must not be what is measured.
+        QUEUEWATCH_LIVE_SOCKETS_PER_USER=str(args.clients + args.watchers + 10),
     )
     pt.manage(env, "migrate", "-v0")
     username, password = pt.manage(env, "demo_user", "--username", "fanout").split(" / ")
     port = _free_port()
-    app = "dashboard.asgi:application"
-    result["daphne_app"] = app
-    daphne = pt.start_daphne(env, port, tmpdir, app)
-    children.append(daphne)
+    result["web_server"] = "python -m dashboard.serve"
+    web = pt.start_web(env, port, tmpdir)
+    children.append(web)
     result["monitor_cmd"] = "manage.py monitor"
     monitor = pt.start_monitor(env, tmpdir, None)
     children.append(monitor)
     base = f"http://127.0.0.1:{port}"
-    pt.wait_http(base + "/login/", daphne)
-    log(f"daphne pid {daphne.pid} on {base}; monitor pid {monitor.pid}; tick {args.tick_ms or 'default (2000)'} ms")
+    pt.wait_http(base + "/login/", web)
+    log(f"web pid {web.pid} on {base}; monitor pid {monitor.pid}; tick {args.tick_ms or 'default (2000)'} ms")
 
     dash = dash_redis.client(socket_timeout=10)
     deadline = time.monotonic() + 60
-    while dash.hlen(FRAG_KEY) < len(plans):
+    while state_queues(dash) < len(plans):
         if not monitor.alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"monitor did not publish {len(plans)} overview rows:\n{monitor.tail()}")
+            raise RuntimeError(f"monitor did not publish the figures of {len(plans)} queues:\n{monitor.tail()}")
         time.sleep(0.2)
-    log(f"monitor published {len(plans)} overview rows")
+    log(f"monitor published the figures of {len(plans)} queues")
 
     cookies = [pt.login_session(base, username, password) for _ in range(args.sessions)]
     log(f"logged in {len(cookies)} sessions through /login/")
+    # Every client is an overview tab on its first page, which names the rows it shows (as the
+    # page's script does): the monitor renders those rows only. The target must be on that page.
+    if len(plans) > 100:
+        raise SystemExit("--background-queues: at most 99 (the clients' overview page shows 100 rows)")
+    view = overview_view(base, cookies[0], "?sort=name")
+    shown_rows = len(plans)
 
     # --- connect ---
     hub = Hub(row_id(TARGET).encode())
     log(f"connecting {args.clients} websockets to /ws/overview/ ...")
     clients, connect = await connect_clients(
-        hub, args.clients, port, [f"sessionid={c}" for c in cookies], args.connect_concurrency, args.connect_timeout
+        hub,
+        args.clients,
+        port,
+        [f"sessionid={c}" for c in cookies],
+        args.connect_concurrency,
+        args.connect_timeout,
+        first_message=json.dumps({"view": view}),
     )
+    deadline = time.monotonic() + 60
+    while dash.hlen(FRAG_KEY) < shown_rows:  # the page's rows, rendered once it was named
+        if not monitor.alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"monitor did not render the page's {shown_rows} rows:\n{monitor.tail()}")
+        time.sleep(0.2)
     result["connect"] = connect
     result["clients_connected"] = hub.open
     info = dash.info("clients")
     result["dashboard_redis_connected_clients_after_connect"] = info["connected_clients"]
-    result["daphne_rss_mib_after_connect"] = round(pt.status_kib(daphne.pid) / 1024, 1)
-    result["daphne_threads_after_connect"] = pt.threads(daphne.pid)
+    result["web_rss_mib_after_connect"] = round(pt.status_kib(web.pid) / 1024, 1)
+    result["web_threads_after_connect"] = pt.threads(web.pid)
     log(
         f"connected {hub.open}/{args.clients} in {connect['wall_s']} s; handshake p95 "
         f"{connect['handshake_s'].get('p95')} s; dashboard Redis now has {info['connected_clients']} client connections"
     )
     if hub.open == 0:
-        raise RuntimeError("no websocket connected:\n" + daphne.tail())
+        raise RuntimeError("no websocket connected:\n" + web.tail())
+    watchers: list[WsClient] = []
+    if args.watchers:
+        # Sockets on another queue's page with its failed list live: each keeps a watch entry the
+        # monitor must not pay for when it refreshes the target (or any other) queue.
+        watched = plans[1].name if len(plans) > 1 else TARGET
+        path = f"/ws/queue/default/{PREFIX}/{watched}/?state=failed&list=1"
+        log(f"connecting {args.watchers} watcher websockets to {path} ...")
+        watcher_hub = Hub(b"\x00no row\x00")
+        watchers, wconnect = await connect_clients(
+            watcher_hub,
+            args.watchers,
+            port,
+            [f"sessionid={c}" for c in cookies],
+            args.connect_concurrency,
+            args.connect_timeout,
+            path=path,
+            wait_snapshot=False,
+        )
+        result["watchers"] = {"requested": args.watchers, "connected": watcher_hub.open, "connect": wconnect}
+        log(f"connected {watcher_hub.open}/{args.watchers} watchers in {wconnect['wall_s']} s")
+        await asyncio.sleep(3)  # let the monitor see them (announce_watching) before measuring
 
     watch = KeyspaceWatch(dash_redis.url, row_id(TARGET))
     await watch.start()
     mon = mon_redis.client(socket_timeout=10)
     start_count = mon.llen(f"{PREFIX}:{TARGET}:wait")
     queue = Queue(TARGET, {"connection": mon_redis.url, "prefix": PREFIX})
-    pids = {"daphne": daphne.pid, "monitor": monitor.pid}
+    pids = {"web": web.pid, "monitor": monitor.pid}
     try:
         log(f"phase quiet: {args.updates} updates, only the target row changes")
         quiet, quiet_writes, count = await run_phase(
@@ -618,7 +687,7 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
 
         busy = None
         busy_writes: dict[int, float] = {}
-        if args.background_queues:
+        if args.background_queues and not args.quiet_only:
             log(
                 f"phase busy: {args.background_queues} background queues get a job each every "
                 f"{1 / args.churn_per_s:.2f} s, so their rows change all the time"
@@ -677,11 +746,11 @@ async def bench(args, mon_redis: PrivateRedis, dash_redis: PrivateRedis, tmpdir:
     if busy is not None:
         result["busy"]["monitor_side"] = split_monitor_side(busy_writes, watch, clients, exact_pairing=False)
 
-    result["daphne_rss_mib_end"] = round(pt.status_kib(daphne.pid) / 1024, 1)
+    result["web_rss_mib_end"] = round(pt.status_kib(web.pid) / 1024, 1)
     result["monitor_rss_mib_end"] = round(pt.status_kib(monitor.pid) / 1024, 1)
     result["closed_unexpectedly"] = hub.closed_unexpectedly
     result["close_reasons"] = sorted({c.close_reason for c in clients if c.close_reason})[:5]
-    for c in clients:
+    for c in clients + watchers:
         c.close()
     await asyncio.sleep(0.5)
     p95 = result["quiet"]["delivery_write_to_client_s"].get("p95")
@@ -720,16 +789,16 @@ def report(r: dict) -> None:
             if "group_send_to_client_s" in ms:
                 line += (
                     f"; publish->group_send p50 {ms['publish_to_group_send_in_redis_s'].get('p50')} s; "
-                    f"daphne pop->client p50 {ms['daphne_pop_to_client_s'].get('p50')} "
-                    f"p95 {ms['daphne_pop_to_client_s'].get('p95')} s"
+                    f"web pop->client p50 {ms['web_pop_to_client_s'].get('p50')} "
+                    f"p95 {ms['web_pop_to_client_s'].get('p95')} s"
                 )
             log(line)
         cl = p["channel_layer"]
         log(
             f"       channel layer: {cl['overview_rows_published']} rows published, "
             f"{cl['dropped_at_capacity']} dropped at "
-            f"capacity, {cl['group_messages_popped_by_daphne']} popped by daphne ({cl['popped_per_s']}/s, "
-            f"{cl['daphne_cpu_s_per_popped_message']} daphne CPU s each)"
+            f"capacity, {cl['group_messages_popped_by_web']} popped by the web process ({cl['popped_per_s']}/s, "
+            f"{cl['web_cpu_s_per_popped_message']} web CPU s each)"
         )
 
 
@@ -749,12 +818,21 @@ def main() -> int:
         default=1.0,
         help="busy phase: jobs added per second to each background queue (default 1)",
     )
+    ap.add_argument(
+        "--watchers",
+        type=int,
+        default=0,
+        help="extra sockets watching another queue's page (failed list live); the monitor's CPU must not follow them",
+    )
+    ap.add_argument(
+        "--quiet-only", action="store_true", help="skip the busy phase (the background queues are still loaded)"
+    )
     ap.add_argument("--sessions", type=int, default=5, help="logged-in sessions the clients are spread over")
     ap.add_argument("--tick-ms", type=int, default=None, help="QUEUEWATCH_MONITOR_TICK_MS (default: the product's)")
     ap.add_argument("--connect-concurrency", type=int, default=50)
     ap.add_argument("--connect-timeout", type=float, default=30.0)
     ap.add_argument("--update-timeout", type=float, default=5.0)
-    ap.add_argument("--keep-logs", metavar="DIR", help="copy the daphne and monitor logs here")
+    ap.add_argument("--keep-logs", metavar="DIR", help="copy the web and monitor logs here")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     random.seed(args.seed)
@@ -794,7 +872,7 @@ def main() -> int:
         mon_redis.stop()
         dash_redis.stop()
         shutil.rmtree(tmpdir, ignore_errors=True)
-        log("stopped daphne, monitor and both redis-servers; temp dir removed")
+        log("stopped web, monitor and both redis-servers; temp dir removed")
 
 
 if __name__ == "__main__":

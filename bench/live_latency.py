@@ -5,7 +5,7 @@ fragment containing that job arriving at a websocket client.
                                            [--variants quiet,loaded] [--tabs N] [--tick-ms N] [--probe]
 
 What it starts (loopback only, free ports, all stopped at the end, also on Ctrl-C/SIGTERM/timeout):
-two private ``redis-server`` processes (monitored + dashboard), Queuewatch (daphne +
+two private ``redis-server`` processes (monitored + dashboard), Queuewatch (the web server +
 ``manage.py monitor``, the product's default tick unless ``--tick-ms``), a logged-in websocket
 client on ``/ws/queue/default/bull/latency/?state=failed&list=1`` (what the queue page's failed
 tab opens), and ``bench/node/failer.mjs`` (real Node BullMQ 6.7.0 from ``bench/node``).
@@ -22,7 +22,7 @@ the same machine clock (CLOCK_REALTIME: Node ``Date.now()``, Python ``time.time(
 
 Reported: p50/p95/p99/max of ``arrived - thrown`` (the end-to-end figure, goal p95 <= 250 ms),
 plus the split ``event - thrown`` (BullMQ's own work) and ``arrived - event`` (Queuewatch's
-pipeline: XREAD, 100 ms coalescing, the new row's read, render, channel layer, daphne).
+pipeline: XREAD, 100 ms coalescing, the new row's read, render, channel layer, web server).
 
 Variants: ``quiet`` (only the latency queue), ``loaded`` (additionally ``bench/node/workload.mjs``:
 50 more queues, 100 jobs/s, every 5th failing, started before the measurement and left running;
@@ -57,6 +57,7 @@ from benchlib import (  # noqa: E402
     export_code,
     install_time_limit,
     log,
+    overview_tab,
     percentile,
     resolve_ref,
     run_bench,
@@ -240,12 +241,11 @@ class Bench:
                     # workload queue's failed list, odd ones on the overview.
                     queues = ready["queues"]
                     for i in range(a.tabs):
-                        path = (
-                            f"/ws/queue/default/bull/{queues[(i // 2) % 50]}/?state=failed&list=1"
-                            if i % 2 == 0
-                            else "/ws/overview/"
-                        )
-                        tab = Tab(self.app.url, path, self.cookie)
+                        if i % 2 == 0:
+                            path = f"/ws/queue/default/bull/{queues[(i // 2) % 50]}/?state=failed&list=1"
+                            tab = Tab(self.app.url, path, self.cookie)
+                        else:  # names the first overview page's rows, as the page's script does
+                            tab = await asyncio.to_thread(overview_tab, self.app.url, self.cookie)
                         await tab.connect()
                         self.extra_tabs.append(tab)
                     log(f"{a.tabs} more tabs open")
@@ -309,7 +309,7 @@ def main() -> int:
     if args.code_ref:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
-    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne") or name.startswith("failer"))
+    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "web") or name.startswith("failer"))
 
 
 if __name__ == "__main__":

@@ -58,11 +58,11 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from bench import proc_tools as pt  # noqa: E402
+from bench.benchlib import state_queues  # noqa: E402
 from bench.snapshot_bench import PrivateRedis, load, log, plan_queues  # noqa: E402
 
 WATCHED_DB = 1
 STAGING_DB = 0
-FRAG_KEY = "queuewatch:frag:overview"
 FLAT_TOLERANCE = 0.10
 
 
@@ -233,12 +233,14 @@ def print_spy(path: str, top: int = 30) -> None:
 
 
 def wait_rows(dash, n: int, monitor: pt.Child, timeout: float = 180) -> float:
+    """Until the monitor's state document lists every queue's figures (overview rows are rendered
+    only for pages that show them)."""
     t0 = time.monotonic()
-    while dash.hlen(FRAG_KEY) < n:
+    while state_queues(dash) < n:
         if not monitor.alive():
             raise RuntimeError(f"monitor exited:\n{monitor.tail()}")
         if time.monotonic() - t0 > timeout:
-            raise RuntimeError(f"monitor did not publish {n} overview rows in {timeout:.0f} s:\n{monitor.tail()}")
+            raise RuntimeError(f"no figures of {n} queues from the monitor in {timeout:.0f} s:\n" + monitor.tail())
         time.sleep(0.2)
     return time.monotonic() - t0
 
@@ -290,7 +292,7 @@ def run(args, mon: PrivateRedis, dash_redis: PrivateRedis, children: list) -> di
             monitor = pt.start_monitor(env, args.tmpdir, args=monitor_args)
             children.append(monitor)
             step["first_publish_s"] = round(wait_rows(dash, args.queues, monitor), 2)
-            log(f"  monitor pid {monitor.pid} published {args.queues} overview rows after {step['first_publish_s']} s")
+            log(f"  monitor pid {monitor.pid}: figures of {args.queues} queues after {step['first_publish_s']} s")
         step.update(measure(f"{jobs}", monitor=monitor, admin=admin, dash=dash, queues=args.queues, args=args))
         step["seconds_since_swap"] = round(time.monotonic() - t_swap, 1)
         log(

@@ -1,5 +1,5 @@
 """Helpers shared by bench/fanout.py and bench/monitor_memory.py: start Queuewatch's own
-processes (daphne, ``manage.py monitor``, ``manage.py`` one-offs) against private Redis servers,
+processes (the web server, ``manage.py monitor``, ``manage.py`` one-offs) against private Redis servers,
 read a process's CPU time and memory from /proc, and stop what was started.
 
 Everything here talks to loopback only, and only to processes this benchmark started. Children
@@ -122,8 +122,10 @@ class Child:
         self._log.close()
 
 
-def start_daphne(env: dict, port: int, logdir: str, app: str = "dashboard.asgi:application") -> Child:
-    return Child("daphne", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app], env, logdir)
+def start_web(env: dict, port: int, logdir: str) -> Child:
+    """The web server Queuewatch ships (``python -m dashboard.serve``: uvicorn, its options in
+    dashboard/serve.py)."""
+    return Child("web", [PYTHON, "-m", "dashboard.serve", "--host", "127.0.0.1", "--port", str(port)], env, logdir)
 
 
 def start_monitor(env: dict, logdir: str, script: str | None = None, args: tuple[str, ...] = ()) -> Child:

@@ -14,7 +14,8 @@ What it starts (all on loopback, free ports, stopped at the end, also on Ctrl-C/
   jobs/s added round-robin, every 5th job of each queue fails (attempts 1), retention ``{count: 100}``. It
   first pre-fills every queue so the completed/failed sets already sit at their retention cap:
   the workload's own traffic is stationary when measuring starts;
-* Queuewatch: daphne + ``manage.py monitor`` (the product's default tick unless ``--tick-ms``),
+* Queuewatch: the web server (``python -m dashboard.serve``) + ``manage.py monitor`` (the
+  product's default tick unless ``--tick-ms``),
   logged in over HTTP as ``demo_user --username bench``;
 * bull-board 9 (``bench/node/bullboard.mjs``, versions pinned in ``bench/node/package-lock.json``)
   serving the same 50 queues.
@@ -102,6 +103,7 @@ from benchlib import (  # noqa: E402
     free_port,
     install_time_limit,
     log,
+    overview_tab,
     percentile,
     rates,
     resolve_ref,
@@ -310,7 +312,7 @@ class Bench:
             code_dir=export_code(a.code_ref, self.tmp / "code") if a.code_ref else ROOT,
         )
         cookie = app.session_cookie()
-        log(f"Queuewatch (daphne) on {app.url}, logged in as {app.username}")
+        log(f"Queuewatch (web server) on {app.url}, logged in as {app.username}")
         await asyncio.sleep(a.settle)
 
         await self.measure("baseline-pre", a.baseline_seconds, cpu_procs=[workload])
@@ -366,12 +368,12 @@ class Bench:
         a = self.args
         monitor = app.start_monitor(probe=a.probe)
         waited = await asyncio.to_thread(wait_for_monitor, app, self.dashboard_client, len(queues))
-        log(f"monitor leading; all {len(queues)} overview rows published after {waited:.1f} s")
+        log(f"monitor leading; the figures of all {len(queues)} queues published after {waited:.1f} s")
         await asyncio.sleep(a.monitor_warmup)
         if not monitor.alive():
             raise RuntimeError("monitor exited:\n" + monitor.tail())
         await self.measure(
-            "queuewatch-0", a.baseline_seconds, tool="queuewatch", tabs=[], cpu_procs=[workload, monitor, app.daphne]
+            "queuewatch-0", a.baseline_seconds, tool="queuewatch", tabs=[], cpu_procs=[workload, monitor, app.web]
         )
         tabs: list[Tab] = []
         for n in a.clients:
@@ -379,17 +381,16 @@ class Bench:
                 i = len(tabs)
                 if i % 2 == 0:
                     q = queues[0] if a.spread == "same" else queues[(i // 2) % len(queues)]
-                    path = f"/ws/queue/default/bull/{urllib.parse.quote(q)}/?state=failed&list=1"
-                else:
-                    path = "/ws/overview/"
-                tab = Tab(app.url, path, cookie)
+                    tab = Tab(app.url, f"/ws/queue/default/bull/{urllib.parse.quote(q)}/?state=failed&list=1", cookie)
+                else:  # names the first overview page's rows, as the page's script does
+                    tab = await asyncio.to_thread(overview_tab, app.url, cookie)
                 await tab.connect()
                 tabs.append(tab)
             await asyncio.sleep(a.warmup)
             if not monitor.alive():
                 raise RuntimeError("monitor exited:\n" + monitor.tail())
             await self.measure(
-                f"queuewatch-{n}", a.seconds, tool="queuewatch", tabs=tabs, cpu_procs=[workload, monitor, app.daphne]
+                f"queuewatch-{n}", a.seconds, tool="queuewatch", tabs=tabs, cpu_procs=[workload, monitor, app.web]
             )
         closed_early = sum(1 for t in tabs if not t.is_open)
         for t in tabs:
@@ -429,7 +430,7 @@ class Bench:
                 a.baseline_seconds,
                 tool="queuewatch",
                 tabs=[],
-                cpu_procs=[workload, monitor, app.daphne],
+                cpu_procs=[workload, monitor, app.web],
             )
             app.stop_monitor()
         finally:
@@ -700,7 +701,7 @@ def main() -> int:
     if args.code_ref:
         args.code_ref = resolve_ref(args.code_ref)
     install_time_limit(args.time_limit)
-    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "daphne", "workload", "bullboard"))
+    return run_bench(Bench(args), show_logs_of=lambda name: name in ("monitor", "web", "workload", "bullboard"))
 
 
 if __name__ == "__main__":

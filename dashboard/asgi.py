@@ -3,7 +3,8 @@
 Websockets require a same-origin Origin header, scheme, host and port
 (``dashboard.web.socket_origin``): a page on another site cannot open a socket with the user's
 cookies; and a logged-in session, for as long as the socket stays open
-(``dashboard.live.socket_sessions``).
+(``dashboard.live.socket_sessions``). Pathological Cookie headers are refused before anything
+parses them (``dashboard.web.cookie_guard``).
 """
 
 import os
@@ -18,11 +19,14 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dashboard.web.cookie_guard import CookieGuard  # noqa: E402
 from dashboard.web.socket_origin import SameOriginWebsockets  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": SameOriginWebsockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+application = CookieGuard(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": SameOriginWebsockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )

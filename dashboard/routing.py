@@ -9,7 +9,7 @@ websocket_urlpatterns = [
     path("ws/all/", consumers.LiveConsumer.as_asgi(), name="ws_all"),  # pages without live content of their own
     path("ws/overview/", consumers.OverviewConsumer.as_asgi(), name="ws_overview"),
     path(queue, consumers.QueueConsumer.as_asgi(), name="ws_queue"),
-    path(queue + "jobs/<path:job_id>", consumers.JobConsumer.as_asgi(), name="ws_job"),
+    path(queue + "jobs/<jobid:job_id>", consumers.JobConsumer.as_asgi(), name="ws_job"),
     path("ws/tasks/<int:task_id>/", consumers.TaskConsumer.as_asgi(), name="ws_task"),
 ]
 urlpatterns = websocket_urlpatterns  # lets django.urls.reverse() build websocket paths for templates

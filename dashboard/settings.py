@@ -33,7 +33,6 @@ ALLOWED_HOSTS = env_list("QUEUEWATCH_ALLOWED_HOSTS", ["localhost", "127.0.0.1", 
 CSRF_TRUSTED_ORIGINS = env_list("QUEUEWATCH_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -83,8 +82,13 @@ AXES_COOLOFF_TIME = __import__("datetime").timedelta(minutes=env_int("QUEUEWATCH
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "dashboard.accounts.views.locked_out"
-# The address is the connecting one only: X-Forwarded-For is whatever the client says, and would
-# let one client pose as many addresses.
+# django-axes' database handler, retried when SQLite reports a lock (dashboard/accounts/login_failures.py).
+AXES_HANDLER = "dashboard.accounts.login_failures.RetryingDatabaseHandler"
+# The address is the connecting one, unless it is one of QUEUEWATCH_TRUSTED_PROXIES (CIDRs):
+# then the right-most X-Forwarded-For hop that is not a trusted proxy (dashboard/web/client_address.py).
+# Without the setting X-Forwarded-For is ignored: it is whatever the client says, and would let
+# one client pose as many addresses.
+AXES_CLIENT_IP_CALLABLE = "dashboard.web.client_address.client_address"
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AXES_VERBOSE = False
 
@@ -138,6 +142,7 @@ if LANGUAGE_CODE not in dict(LANGUAGES):
         f"QUEUEWATCH_LANGUAGE must be one of {', '.join(dict(LANGUAGES))} (got {LANGUAGE_CODE!r})."
     )
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["dashboard.core.formats"]  # Arabic numbers in the product's one style
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -199,6 +204,19 @@ QUEUEWATCH_REDIS_TIMEOUT = env_int("QUEUEWATCH_REDIS_TIMEOUT", 5, minimum=1)
 QUEUEWATCH_EXPORTS_PER_USER = env_int("QUEUEWATCH_EXPORTS_PER_USER", 2, minimum=1)
 # Jobs one error-groups page or name-filtered list may examine (one Redis command each).
 QUEUEWATCH_SCAN_SAMPLE = env_int("QUEUEWATCH_SCAN_SAMPLE", 2000, minimum=100)
+# Queues one "find a job by id" may check (one existence check each), across every connection.
+QUEUEWATCH_FIND_MAX_QUEUES = env_int("QUEUEWATCH_FIND_MAX_QUEUES", 500, minimum=1)
+# A background search by data waits this long between its bounded steps (each examines at most
+# QUEUEWATCH_SCAN_SAMPLE jobs), so a long search leaves the monitored server room to breathe.
+QUEUEWATCH_SEARCH_PACE_MS = env_int("QUEUEWATCH_SEARCH_PACE_MS", 200, minimum=0)
+# Background searches one user may have pending or running at once.
+QUEUEWATCH_SEARCH_MAX_ACTIVE = env_int("QUEUEWATCH_SEARCH_MAX_ACTIVE", 3, minimum=1)
+# Edit-and-retry (one job or a bulk task) copies its patch into every job's data: the patch's
+# size, what it may add to one job's data and to all of a bulk task's jobs together, in bytes
+# (queues.edit_growth, docs/actions.md). They keep a big patch from filling Redis.
+QUEUEWATCH_EDIT_MAX_PATCH_BYTES = env_int("QUEUEWATCH_EDIT_MAX_PATCH_BYTES", 256 * 1024, minimum=1024)
+QUEUEWATCH_EDIT_MAX_JOB_GROWTH = env_int("QUEUEWATCH_EDIT_MAX_JOB_GROWTH", 64 * 1024, minimum=1024)
+QUEUEWATCH_EDIT_MAX_TASK_GROWTH = env_int("QUEUEWATCH_EDIT_MAX_TASK_GROWTH", 64 * 1024 * 1024, minimum=1024)
 
 LOGGING = {
     "version": 1,
@@ -234,6 +252,9 @@ CHANNEL_LAYERS = channel_layers(QUEUEWATCH_DASHBOARD_REDIS_URL, SECRET_KEY)
 # user active, not expired; dashboard/live/socket_sessions.py). Logout, deactivation and password
 # changes close sockets at once; this bounds how long anything else takes.
 QUEUEWATCH_SOCKET_SESSION_CHECK_S = env_int("QUEUEWATCH_SOCKET_SESSION_CHECK_S", 30, minimum=1)
+# Live sockets (one per open page) one user may hold at once, across all web processes (leases
+# in the dashboard Redis: dashboard/live/socket_leases.py); one more is closed with 4429.
+QUEUEWATCH_LIVE_SOCKETS_PER_USER = env_int("QUEUEWATCH_LIVE_SOCKETS_PER_USER", 50, minimum=1)
 # Application dead-letter queues: name patterns, and explicit "dlq=source" pairs.
 QUEUEWATCH_DLQ_PATTERNS = env_list("QUEUEWATCH_DLQ_PATTERNS", ["*-dlq", "*.dlq", "*_dlq", "dead-letter*"])
 QUEUEWATCH_DLQ_MAP = dict(pair.split("=", 1) for pair in env_list("QUEUEWATCH_DLQ_MAP", []) if "=" in pair)
@@ -258,6 +279,9 @@ from dashboard.core.env import env_networks  # noqa: E402
 
 QUEUEWATCH_METRICS_TOKEN = env_str("QUEUEWATCH_METRICS_TOKEN")
 QUEUEWATCH_METRICS_ALLOW = env_networks("QUEUEWATCH_METRICS_ALLOW")
+# Reverse proxies in front of Queuewatch (CIDRs): only requests connecting from these have their
+# X-Forwarded-For read, for the address failed logins are counted under.
+QUEUEWATCH_TRUSTED_PROXIES = env_networks("QUEUEWATCH_TRUSTED_PROXIES")
 
 # --- Alerting: rule evaluation and the daily digest -------------------------------------------
 

@@ -116,3 +116,21 @@ def promote_outcome(job_id: str, code: int) -> ActionResult:
     if code == 0:
         return ActionResult(job_id, DONE, _("Job {id} promoted: it runs as soon as a worker is free.", id=job_id))
     return ActionResult(job_id, WRONG_STATE, _("Job {id} is no longer delayed; nothing to promote.", id=job_id))
+
+
+# What BullMQ's job scripts (and Queuewatch's composed ones) answer for a key that is not a job's hash.
+NOT_A_JOB_REPLY = -101
+
+
+def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
+    if code == NOT_A_JOB_REPLY:
+        return not_a_job(job_id)
+    if code == 1:
+        return removed(job_id, children_note=children_note)
+    if code == 0:
+        return locked_refusal(job_id)
+    if code == -8:
+        return scheduler_iteration_refusal(job_id)
+    return ActionResult(
+        job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).", id=job_id, code=code)
+    )

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Re-exported: callers of evaluation use these names from here (KINDS is the kinds registry).
-from .alert_kinds import KINDS, kind_of  # noqa: F401
+from .alert_kinds import KINDS, kind_of, summaries  # noqa: F401
 from .alert_kinds.base import CONNECTION, WINDOWS, ConnectionFacts, Facts, Observation, Target, fingerprint, in_scope  # noqa: F401
 
 
@@ -45,7 +45,7 @@ def rule_evaluate(*, rule, facts: Facts, now: dt.datetime) -> list[Observation]:
     return kind_of(rule).observe(rule=rule, facts=facts, now=now)
 
 
-GONE = "no longer present (the queue or scheduler was removed, or is out of the rule's scope now)"
+GONE = summaries.GONE
 
 
 def vanished(*, rule, facts: Facts, target: Target, observed: set[Target]) -> Observation | None:
@@ -147,3 +147,15 @@ def silenced_by(matchers: Iterable[tuple[Matcher, str]], *, rule_id: int, target
         if matches(matcher, rule_id=rule_id, target=target):
             return label
     return ""
+
+
+def exact_glob(name: str) -> str:
+    """A glob matching ``name`` only: its glob characters each in a class of their own."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def matcher_for(*, rule_id: int, target: Target) -> Matcher:
+    """The silence that mutes one alert: its rule, its connection and exactly its queue (an
+    alert about a whole connection: the connection). A silence has no matcher for an item (a
+    scheduler, a job name), so it mutes the rule's other items on that queue too."""
+    return Matcher(rule_id=rule_id, connection=target.connection, queue_glob=exact_glob(target.queue))

@@ -17,6 +17,18 @@ class SourceUnavailable(QueuewatchError):
         super().__init__(f"Connection '{connection}' is unavailable: {reason}")
 
 
+class UnreadableQueueData(SourceUnavailable):
+    """The connection answered, but a key of the queue holds another type than BullMQ gives it
+    (a producer wrote over it): that queue's read fails, not the connection. Callers that only
+    know ``SourceUnavailable`` still handle it; pages and the API say what it is."""
+
+    def __init__(self, connection: str, reason: str):
+        super().__init__(connection, reason)
+        self.args = (
+            f"Connection '{connection}' answered, but the queue's data cannot be read as BullMQ stores it: {reason}",
+        )
+
+
 class NotOffered(QueuewatchError):
     """A connection's kind does not offer this capability (a facet it has not built yet, such
     as job pages on a kind that only counts): shown as "not offered", never as an outage."""
@@ -43,6 +55,15 @@ class JobNotFound(QueuewatchError):
             f"Job '{job_id}' was not found in queue '{queue_name}'. It may have been removed, "
             "pruned by removeOnComplete/removeOnFail, or never existed."
         )
+
+
+class NotAJob(QueuewatchError):
+    """The id names a key of the queue that is not a job (a scheduler's hash, the events stream,
+    a deduplication key...): it is in none of the queue's states."""
+
+    def __init__(self, job_id: str):
+        self.job_id = job_id
+        super().__init__(f"'{job_id}' is not a job of this queue.")
 
 
 class ConfigurationError(QueuewatchError):

@@ -85,9 +85,12 @@ class SourceJob:
 def copy_of(source: SourceJob) -> NewJob:
     """The duplicate of a stored job: same name, data (byte for byte) and options, a new id.
     Options are copied as stored (Node accepted them: a custom backoff strategy, ``keepLogs``,
-    ``stackTraceLimit``…), minus ``NOT_COPIED``."""
+    ``stackTraceLimit``…), minus ``NOT_COPIED``. A scheduler's iteration also loses its ``delay``:
+    BullMQ set it to the wait for the scheduler's next slot (``job-scheduler.js``), which is the
+    scheduler's timing, not the job's, so a copy of it runs now instead of an interval late."""
+    dropped = NOT_COPIED | {"delay"} if "repeatJobKey" in source.opts else NOT_COPIED
     return NewJob(
-        name=source.name, data_json=source.data_json, opts={k: v for k, v in source.opts.items() if k not in NOT_COPIED}
+        name=source.name, data_json=source.data_json, opts={k: v for k, v in source.opts.items() if k not in dropped}
     )
 
 

@@ -48,6 +48,7 @@ RESERVED_IDS = frozenset(
     | {"meta", "id", "events", "marker", "pc", "stalled", "stalled-check", "limiter", "repeat", "metrics", "de", "dn"}
 )
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_job_id(job_id: str) -> str:
@@ -65,6 +66,10 @@ def check_job_id(job_id: str) -> str:
         raise InvalidJob("'jobId' cannot contain ':' (BullMQ reserves it for the ids of legacy repeatable jobs).")
     if job_id in RESERVED_IDS:
         raise InvalidJob(f"'jobId' {job_id!r} is reserved: it is the name of one of the queue's own keys or pages.")
+    if _CONTROL.search(job_id):
+        raise InvalidJob("'jobId' cannot contain control characters (line breaks, tabs, NUL…).")
+    if any(part in (".", "..") for part in job_id.split("/")):
+        raise InvalidJob("'jobId' cannot have '.' or '..' as a path segment: links would resolve it as a folder.")
     return job_id
 
 
@@ -112,21 +117,28 @@ def _keep(value: Any, name: str) -> Any:
     raise InvalidJob(f'\'{name}\' must be true, false, a number of jobs to keep, or {{"age": seconds, "count": n}}.')
 
 
+# BullMQ 6.7's flags (types/deduplication-options.d.ts), run by its add scripts (vendored:
+# queues/redis/bullmq_lua): ``reschedule`` moves a delayed owner to the new add's delay,
+# ``keepLastIfActive`` keeps the latest add's payload while the owner runs and adds it after.
+DEDUPLICATION_FLAGS = ("extend", "replace", "reschedule", "keepLastIfActive")
+
+
 def _deduplication(value: Any) -> dict:
     if not isinstance(value, dict) or not isinstance(value.get("id"), str) or not value["id"].strip():
         raise InvalidJob(
             '\'deduplication\' must be {"id": "…"} with an optional "ttl" in ms; the id must be a non-empty string.'
         )  # BullMQ: "Deduplication id must be provided"
-    unknown = set(value) - {"id", "ttl", "extend", "replace"}
+    unknown = set(value) - {"id", "ttl", *DEDUPLICATION_FLAGS}
     if unknown:
         raise InvalidJob(
-            f"'deduplication' has unknown fields: {', '.join(sorted(unknown))} (use id, ttl, extend, replace)."
+            f"'deduplication' has unknown fields: {', '.join(sorted(unknown))} "
+            f"(use id, ttl, {', '.join(DEDUPLICATION_FLAGS)})."
         )
     out = {"id": value["id"]}
     ttl = _whole(value, "ttl", low=1, high=MAX_DURATION_MS)
     if ttl is not None:
         out["ttl"] = ttl
-    for name in ("extend", "replace"):
+    for name in DEDUPLICATION_FLAGS:
         if name in value:
             if not isinstance(value[name], bool):
                 raise InvalidJob(f"'deduplication.{name}' must be true or false.")

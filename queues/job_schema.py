@@ -14,6 +14,10 @@ duplicating one, and editing-and-retrying one or many all ask it before writing.
   that runs out of time fails the data (the schema could not vouch for it).
   ``unevaluatedProperties`` beside ``patternProperties`` is refused: the library would match
   those patterns itself, unbounded.
+- What checking may cost: a schema whose references expand too far, or loop without going
+  down into the data, is refused when stored (``queues.schema_cost``, which also makes
+  ``uniqueItems`` one hashing pass); data is checked in a separate process, ``TIME_LIMIT_S`` of
+  CPU per job, past which it is refused as too costly (``queues.schema_worker``).
 - Messages name where (a JSON path, ``$.items[2].price``) and what failed, never the value
   found there (stored data can hold secrets), at most ``MAX_ERRORS`` of them.
 
@@ -36,7 +40,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from . import bounded_regex
+from . import bounded_regex, schema_cost, schema_worker
 from .messages import Joined, Message, _
 
 INVALID_DATA = "invalid_data"  # an outcome: the data does not pass the queue's schema; nothing was written
@@ -44,6 +48,7 @@ MAX_SCHEMA_BYTES = 64 * 1024
 MAX_ERRORS = 5
 MAX_PATTERN = 1000  # characters of one pattern
 BUDGET_S = 0.5  # regular-expression time per validation, all matches together
+TIME_LIMIT_S = 1.0  # time one job's data may take to check, all of it (queues.schema_worker)
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _NO_FETCH = Registry()  # retrieves nothing: an unknown URI is Unresolvable, never a request
 
@@ -112,6 +117,9 @@ def check_schema(schema: Any) -> dict:
                 )
             ) from None
         _check_references(schema)
+        too_far = schema_cost.expansion_problem(schema)
+        if too_far is not None:
+            raise SchemaProblem(too_far)
     except RecursionError:
         raise SchemaProblem(_("The schema is nested too deeply.")) from None
     return schema
@@ -240,7 +248,12 @@ def _additional_properties(validator, additional, instance, schema):
 
 _Validator = validators.extend(
     Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+        "uniqueItems": schema_cost.unique_items,
+    },
 )
 
 
@@ -255,9 +268,24 @@ def canonical(schema: dict) -> str:
 
 def validate(schema: dict | None, data: Any) -> list[Message]:
     """Why ``data`` does not pass ``schema`` (at most ``MAX_ERRORS`` reasons, by path), or ``[]``.
-    No schema: everything passes."""
+    No schema: everything passes. Checked in a separate process (``queues.schema_worker``)
+    within ``TIME_LIMIT_S``: past it the data is refused as too costly to check."""
     if schema is None:
         return []
+    return validate_many(schema, [json.dumps(data, ensure_ascii=False)])[0]
+
+
+def validate_many(schema: dict | None, texts: list[str | bytes]) -> list[list[Message]]:
+    """``validate`` for several jobs' data given as JSON text (a bulk edit's chunk), in one
+    round trip to the checking process; each item gets ``TIME_LIMIT_S``."""
+    if schema is None:
+        return [[] for _ in texts]
+    return schema_worker.validate_texts(canonical(schema), texts, limit_s=TIME_LIMIT_S)
+
+
+def validate_here(schema: dict, data: Any) -> list[Message]:
+    """``validate`` in this process, unbounded in time but for its patterns: the checking
+    process runs it, under its alarm."""
     validator = _validator_for(canonical(schema))
     token = _deadline.set(time.monotonic() + BUDGET_S)
     found: list[ValidationError] = []
@@ -363,3 +391,7 @@ _UNITS = {
     "minProperties": _("properties"),
     "maxProperties": _("properties"),
 }
+
+
+if __name__ == "__main__":  # the checking process (queues.schema_worker)
+    schema_worker.serve(validate_here)

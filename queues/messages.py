@@ -12,6 +12,8 @@ as the plain English string it is.
 
 from __future__ import annotations
 
+import re
+
 
 class Message(str):
     """English text (the ``str`` value) plus its message id and parameters, for translation."""
@@ -104,3 +106,51 @@ def from_data(data):
             except (KeyError, IndexError, ValueError):  # a stored form that does not fit its message id
                 return str(data["msgid"])
     return data if isinstance(data, (str, *_PLAIN)) else str(data)
+
+
+# Text recorded as English (an alert's summary is a database column read by people, webhooks and
+# emails alike) is translated when shown by recognising which message made it: each message id
+# becomes a pattern, its placeholders capturing the values. Rows written before a text was marked
+# read the same, as long as the English is unchanged.
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class Recogniser:
+    """Rebuilds ``Message``\\ s from their English text, for a fixed set of message ids; a value
+    is itself recognised (a message filled into another) or handed to ``value`` (e.g. a
+    duration written in words)."""
+
+    def __init__(self, msgids, value=None):
+        # The most literal text first: "{n} jobs waiting, {w} workers" before "{n} jobs waiting".
+        ordered = sorted(set(msgids), key=lambda m: -len(_PLACEHOLDER.sub("", m)))
+        self._patterns = [(m, self._pattern(m)) for m in ordered]
+        self._value = value
+
+    @staticmethod
+    def _pattern(msgid: str) -> re.Pattern:
+        parts, seen, last = [], set(), 0
+        for match in _PLACEHOLDER.finditer(msgid):
+            name = match.group(1)
+            parts.append(re.escape(msgid[last : match.start()]))
+            parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+            seen.add(name)
+            last = match.end()
+        parts.append(re.escape(msgid[last:]))
+        return re.compile("".join(parts), re.DOTALL)
+
+    def __call__(self, text, *, depth: int = 2):
+        """The message whose English ``text`` is, or ``text`` itself."""
+        if isinstance(text, (Message, Joined)) or not isinstance(text, str):
+            return text
+        for msgid, pattern in self._patterns:
+            match = pattern.fullmatch(text)
+            if match:
+                params = {k: self._param(v, depth) for k, v in match.groupdict().items()}
+                return Message(msgid, **params)
+        return text
+
+    def _param(self, value: str, depth: int):
+        found = self(value, depth=depth - 1) if depth > 0 else value
+        if found is value and self._value is not None:
+            return self._value(value)
+        return found

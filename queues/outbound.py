@@ -10,8 +10,14 @@ The rule, in order (the first that matches decides):
 1. an explicit **deny** entry (``QUEUEWATCH_WEBHOOK_DENY``) refuses;
 2. an explicit **allow** entry (``QUEUEWATCH_WEBHOOK_ALLOW``) permits, even a built-in denial
    (e.g. ``127.0.0.1`` for a receiver on the same machine);
-3. built-in denials refuse: loopback, link-local, unspecified (``0.0.0.0``), multicast and
-   reserved addresses, and IPv4-mapped/6to4 forms of them;
+3. built-in denials refuse: cloud metadata services (``169.254.169.254``, ``fd00:ec2::254``,
+   ``100.100.100.200``, ``192.0.0.192``), loopback, link-local, unspecified (``0.0.0.0``),
+   multicast, and every other IANA special-purpose range that is not globally reachable
+   (``SPECIAL_NETWORKS``: benchmarking ``198.18.0.0/15``, protocol assignments ``192.0.0.0/24``
+   and ``2001::/23`` with Teredo, documentation, discard-only, local NAT64, reserved ``240/4``…),
+   listed here rather than read from ``ipaddress.is_global``, whose answer differs between
+   interpreter releases; and IPv4 addresses embedded in IPv6 (mapped, 6to4, NAT64) are judged
+   as the IPv4 address;
 4. anything else is permitted — including private ranges (10/8, 172.16/12, 192.168/16,
    fc00::/7): a self-hosted dashboard commonly delivers to receivers on its own network. Deny
    them with ``QUEUEWATCH_WEBHOOK_DENY=private`` (a shorthand for those ranges).
@@ -76,19 +82,67 @@ class OutboundPolicy:
         return None
 
 
+# Cloud instance metadata services (credentials for the host's role): AWS, GCP, Azure and others
+# on 169.254.169.254 (also link-local), AWS's IPv6 endpoint inside fc00::/7 (which is otherwise
+# permitted, as a private range), Alibaba's inside 100.64.0.0/10 (likewise), Oracle's.
+METADATA_NETWORKS = tuple(
+    ipaddress.ip_network(n) for n in ("169.254.169.254/32", "fd00:ec2::254/128", "100.100.100.200/32", "192.0.0.192/32")
+)
+# IANA's special-purpose registries (iana-ipv4/ipv6-special-registry), the entries that are not
+# globally reachable, besides the private ranges above (permitted unless denied) and the embedding
+# prefixes judged by their IPv4 address (::ffff:0:0/96, 64:ff9b::/96, 2002::/16).
+SPECIAL_NETWORKS = tuple(
+    (kind, ipaddress.ip_network(n))
+    for kind, n in (
+        ("unspecified", "0.0.0.0/8"),
+        ("loopback", "127.0.0.0/8"),
+        ("link-local", "169.254.0.0/16"),
+        ("protocol-assignment", "192.0.0.0/24"),
+        ("documentation", "192.0.2.0/24"),
+        ("6to4-relay", "192.88.99.0/24"),
+        ("benchmarking", "198.18.0.0/15"),
+        ("documentation", "198.51.100.0/24"),
+        ("documentation", "203.0.113.0/24"),
+        ("multicast", "224.0.0.0/4"),
+        ("reserved", "240.0.0.0/4"),
+        ("unspecified", "::/128"),
+        ("loopback", "::1/128"),
+        ("local NAT64", "64:ff9b:1::/48"),
+        ("discard-only", "100::/64"),
+        ("dummy", "100:0:0:1::/64"),
+        ("protocol-assignment (Teredo, benchmarking, ORCHID)", "2001::/23"),
+        ("documentation", "2001:db8::/32"),
+        ("documentation", "3fff::/20"),
+        ("segment-routing", "5f00::/16"),
+        ("link-local", "fe80::/10"),
+        ("site-local", "fec0::/10"),
+        ("multicast", "ff00::/8"),
+    )
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(ip):
+    """The IPv4 address an IPv6 address stands for (mapped, 6to4, NAT64), or None."""
+    if ip.version != 6:
+        return None
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def builtin_denial(ip) -> str | None:
     """The kind of address denied by default, or None."""
-    embedded = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
-    if embedded is not None:
+    if (embedded := _embedded_ipv4(ip)) is not None:
         ip = embedded
-    for kind, flag in (
-        ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("unspecified", ip.is_unspecified),
-        ("multicast", ip.is_multicast),
-        ("reserved", ip.is_reserved),
-    ):
-        if flag:
+    if any(ip in n for n in _comparable(METADATA_NETWORKS, ip)):
+        return "cloud metadata"
+    for kind, network in SPECIAL_NETWORKS:
+        if ip.version == network.version and ip in network:
             return kind
     return None
 

@@ -12,6 +12,7 @@ message with a ``{n}`` placeholder, translated at the edge.
 from __future__ import annotations
 
 import math
+import re
 
 from .messages import Joined, Message, _
 
@@ -75,3 +76,17 @@ def duration_message(seconds: float) -> Joined | str:
     if parts is None:
         return "—"
     return Joined([unit_message(unit, number) for unit, number in parts], " ")
+
+
+_DURATION_TEXT = re.compile(r"(\d[\d,]*(?:\.\d+)?) (ms|s|min|h|d)(?: (\d+) (s|min|h))?")
+
+
+def duration_from_text(text: str):
+    """A duration as the English rules wrote it ("3 min 4 s", "184 s"), made its marked messages
+    again so that it reads in any language; any other text unchanged."""
+    match = _DURATION_TEXT.fullmatch(text) if isinstance(text, str) else None
+    if not match:
+        return text
+    number, unit, number2, unit2 = match.groups()
+    parts = [unit_message(unit, number)] + ([unit_message(unit2, number2)] if number2 else [])
+    return Joined(parts, " ")

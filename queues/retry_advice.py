@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .health import ADVICE_KINDS, FAIL, PASS, UNKNOWN, CheckResult
 from .keys import QueueRef
 from .messages import _
+from .quantities import duration_message
 from .text import to_int
 
 SAMPLE_PER_STATE = 50  # newest jobs read per state (wait, completed, failed)
@@ -138,10 +139,10 @@ def advise_backoff(sample: Sample, workers: int | None) -> CheckResult:
         )
     delay = to_int(herd[0].backoff.get("delay"), 0)
     found = _(
-        "{n} of {m} sampled jobs retry after a fixed {delay} ms without jitter, with {w} workers.",
+        "{n} of {m} sampled jobs retry after a fixed {delay} without jitter, with {w} workers.",
         n=n,
         m=m,
-        delay=delay,
+        delay=duration_message(delay / 1000),
         w=workers,
     )
     return _result(kind, FAIL, sample, found, herd[0].id, {"fixed": n, "sampled": m, "workers": workers})

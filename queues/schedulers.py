@@ -60,6 +60,11 @@ class Scheduler:
                 "Pre-v6 key-shaped repeatable: BullMQ 6 throws on it and stops rescheduling it. {hint}",
                 hint=MIGRATION_HINT,
             )
+        if self.legacy == "no-definition":
+            return _(
+                "No definition is stored for this entry: BullMQ 6 cannot run it, and Node's "
+                "getJobSchedulers() deletes it the next time it lists this queue's schedulers."
+            )
         if self.legacy == "v5-hash":
             return _(
                 "v5 repeatable without an iteration count: BullMQ 6 adopts it silently, "

@@ -17,8 +17,9 @@ from .states import FINISHED_STATES, SELECTABLE_STATES
 class JobFilter:
     """Which jobs of one state an action applies to. ``None`` fields do not filter.
 
-    ``name`` matches the job name exactly; ``reason_contains`` is a case-insensitive substring
-    of the failure reason; ``finished_from_ms``/``finished_to_ms`` bound the finish time
+    ``name`` matches the job name exactly; ``name_contains`` is a case-insensitive substring of
+    it (the queue page's one filter, the same rule as its job list's); ``reason_contains`` is a
+    case-insensitive substring of the failure reason; ``finished_from_ms``/``finished_to_ms`` bound the finish time
     (inclusive; finished states only); ``fingerprint`` is an error group
     (``queues.error_groups.fingerprint`` of the reason)."""
 
@@ -28,6 +29,7 @@ class JobFilter:
     finished_from_ms: int | None = None
     finished_to_ms: int | None = None
     fingerprint: str | None = None
+    name_contains: str | None = None
 
     def __post_init__(self):
         if self.state not in SELECTABLE_STATES:
@@ -46,7 +48,10 @@ class JobFilter:
     @property
     def reads_jobs(self) -> bool:
         """Whether matching needs the job hashes (not just set membership and scores)."""
-        return bool(self.name or self.reason_contains or self.fingerprint) or self.state not in FINISHED_STATES
+        return (
+            bool(self.name or self.name_contains or self.reason_contains or self.fingerprint)
+            or self.state not in FINISHED_STATES
+        )
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -94,6 +99,8 @@ def matches_filter(job: JobSummary, *, filt: JobFilter, before_ms: int, reason: 
     if filt.state not in FINISHED_STATES and (job.timestamp is None or job.timestamp >= before_ms):
         return False
     if filt.name is not None and job.name != filt.name:
+        return False
+    if filt.name_contains and filt.name_contains.lower() not in job.name.lower():
         return False
     reason = reason or job.failed_reason
     if filt.reason_contains and filt.reason_contains.lower() not in reason.lower():

@@ -22,7 +22,26 @@ PROMOTE = "promote"  # run now (BullMQ's promote)
 DISCARD = "discard"  # where a bulk discard looks for a chosen job (one job is removed from any state)
 REDRIVE = "redrive"  # copied to another queue and removed (``queues.redis.redrive``)
 EDIT_RETRY = "edit-retry"  # data patched, then retried (``queues.redis.bulk.edit``)
-OPERATIONS = (BROWSE, SELECT, RETRY, CLEAN, PROMOTE, DISCARD, REDRIVE, EDIT_RETRY)
+# The job tools (``queues.job_tools``). Changing the priority re-queues a waiting or prioritized
+# job at once (BullMQ's changePriority); a delayed or waiting-children job keeps it for when it
+# becomes ready. Move to failed: a job no worker holds (an active one once its lock lapsed); not
+# a waiting-children job, whose children would go on reporting to a parent already failed.
+CHANGE_PRIORITY = "change-priority"
+CHANGE_DELAY = "change-delay"  # BullMQ's changeDelay: delayed jobs only
+MOVE_TO_FAILED = "move-to-failed"
+OPERATIONS = (
+    BROWSE,
+    SELECT,
+    RETRY,
+    CLEAN,
+    PROMOTE,
+    DISCARD,
+    REDRIVE,
+    EDIT_RETRY,
+    CHANGE_PRIORITY,
+    CHANGE_DELAY,
+    MOVE_TO_FAILED,
+)
 
 
 @dataclass(frozen=True)
@@ -47,11 +66,27 @@ def _state(name: str, key: str, structure: str, *allows: str, finished: bool = F
 # Clean: BullMQ's Queue.clean also takes ``active`` and ``paused``. Not here: cleaning active
 # races the workers that hold those jobs, and ``paused`` is a legacy list (see below).
 STATES = (
-    _state("waiting", "wait", LIST, BROWSE, SELECT, CLEAN, DISCARD, REDRIVE),
-    _state("active", "active", LIST, BROWSE, DISCARD),  # discard: removeJob refuses locked jobs
-    _state("prioritized", "prioritized", ZSET, BROWSE, SELECT, CLEAN, DISCARD, REDRIVE),
-    _state("delayed", "delayed", ZSET, BROWSE, SELECT, CLEAN, PROMOTE, DISCARD, REDRIVE),
-    _state("waiting-children", "waiting-children", ZSET, BROWSE),
+    _state("waiting", "wait", LIST, BROWSE, SELECT, CLEAN, DISCARD, REDRIVE, CHANGE_PRIORITY, MOVE_TO_FAILED),
+    # discard and move to failed: refused while a worker holds the job's lock
+    _state("active", "active", LIST, BROWSE, DISCARD, MOVE_TO_FAILED),
+    _state(
+        "prioritized", "prioritized", ZSET, BROWSE, SELECT, CLEAN, DISCARD, REDRIVE, CHANGE_PRIORITY, MOVE_TO_FAILED
+    ),
+    _state(
+        "delayed",
+        "delayed",
+        ZSET,
+        BROWSE,
+        SELECT,
+        CLEAN,
+        PROMOTE,
+        DISCARD,
+        REDRIVE,
+        CHANGE_PRIORITY,
+        CHANGE_DELAY,
+        MOVE_TO_FAILED,
+    ),
+    _state("waiting-children", "waiting-children", ZSET, BROWSE, CHANGE_PRIORITY),
     _state("completed", "completed", ZSET, BROWSE, SELECT, RETRY, CLEAN, DISCARD, REDRIVE, finished=True),
     _state("failed", "failed", ZSET, BROWSE, SELECT, RETRY, CLEAN, DISCARD, REDRIVE, EDIT_RETRY, finished=True),
     # BullMQ 4/5 kept a paused queue's jobs in this list; BullMQ 6 pauses with a flag in meta.

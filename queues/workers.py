@@ -70,6 +70,38 @@ def worker_name(queue: QueueRef, name: str) -> str | None:
     return None
 
 
+# PostgreSQL keeps at most NAMEDATALEN - 1 bytes of an ``application_name``.
+PG_NAME_BYTES = 63
+
+
+def pg_truncated(name: str) -> str:
+    """``name`` as PostgreSQL stores it in ``application_name`` (cut at 63 bytes, whole characters)."""
+    return name.encode("utf-8")[:PG_NAME_BYTES].decode("utf-8", "ignore")
+
+
+def pg_client_names(queue: QueueRef) -> tuple[str, str]:
+    """The names BullMQ's PostgreSQL backends give an unnamed worker's sessions of ``queue``:
+    Node's (``createPostgresBackend``: the bare queue name, no schema) and Python's
+    (``PostgresBackend.clientName``: ``<schema>:<queue>``)."""
+    return queue.name, f"{queue.prefix}:{queue.name}"
+
+
+def pg_worker_name(queue: QueueRef, application_name: str) -> str | None:
+    """The worker name ("" when unnamed) if a PostgreSQL session named ``application_name`` is a
+    worker of ``queue``, else None: exactly one of ``pg_client_names``, or one followed by
+    ``:w:<worker name>``, as ``getWorkers()`` of either package matches. A name cut at 63 bytes
+    still matches the queue it starts with (its worker name is then cut too, or lost)."""
+    for base in pg_client_names(queue):
+        named = base + WORKER_SUFFIX
+        if application_name == base or application_name == pg_truncated(base):
+            return ""
+        if application_name.startswith(named):
+            return application_name[len(named) :]
+        if len(application_name.encode("utf-8")) >= PG_NAME_BYTES - 3 and pg_truncated(named) == application_name:
+            return ""
+    return None
+
+
 def _int(value) -> int:
     try:
         return int(value)

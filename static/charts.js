@@ -204,6 +204,17 @@
             grid: false, color: COLORS.dlqDepth }),
         ],
       },
+      // BullMQ's own metrics (written by workers started with `metrics`) beside ours: they reach
+      // back before Queuewatch started and through times no monitor led.
+      bullmq: {
+        series: [
+          line(gettext("Completed (Queuewatch)"), "completed", COLORS.completed, { fmt: fmtPerMinute }),
+          line(gettext("Completed (BullMQ metrics)"), "bullmq_completed", COLORS.completed, { fmt: fmtPerMinute, dash: [4, 3], width: 2 }),
+          line(gettext("Failed (Queuewatch)"), "failed", COLORS.failed, { fmt: fmtPerMinute }),
+          line(gettext("Failed (BullMQ metrics)"), "bullmq_failed", COLORS.failed, { fmt: fmtPerMinute, dash: [4, 3], width: 2 }),
+        ],
+        axes: [valueAxis({ scale: "y", label: gettext("jobs / min"), fmt: fmtRate, incrs: rateIncrs })],
+      },
       stalls: {
         series: [line(gettext("Stalled"), "stalled", COLORS.stalled, { fmt: fmtPerMinute, fill: fillOf(COLORS.stalled, 0.1) })],
         axes: [valueAxis({ scale: "y", label: gettext("stalls / min"), fmt: fmtRate, incrs: rateIncrs })],
@@ -265,7 +276,8 @@
   }
 
   function hasAnyValue(data) {
-    var keys = ["completed", "failed", "attempt_failed", "stalled", "backlog", "dlq_depth", "wait_p50", "processing_p50"];
+    var keys = ["completed", "failed", "attempt_failed", "stalled", "backlog", "dlq_depth", "wait_p50", "processing_p50",
+      "bullmq_completed", "bullmq_failed"];
     return keys.some(function (k) {
       return (data[k] || []).some(function (v) { return v != null; });
     });
@@ -397,6 +409,15 @@
     });
   }
 
+  // The time axis centres its labels on their ticks, the last one on the plot's edge: a side
+  // with no value axis keeps room for half of the widest time label, so it is not cut off.
+  function edgeRoom(u, side, sidesWithAxes) {
+    if (side === 0) return 10;
+    if (side === 2) return 0;
+    return sidesWithAxes[side] ? 4 : TIME_LABEL_HALF;
+  }
+  var TIME_LABEL_HALF = 32;
+
   QueueCharts.prototype.create = function (el, spec, cols) {
     clearStale(el);
     readThemeColors();
@@ -405,7 +426,7 @@
     var opts = {
       width: Math.max(200, Math.floor(el.clientWidth || el.getBoundingClientRect().width || 480)),
       height: CHART_HEIGHT,
-      padding: [10, 8, 0, 4],
+      padding: [edgeRoom, edgeRoom, edgeRoom, edgeRoom],
       scales: scales,
       tzDate: zoned,
       cursor: {

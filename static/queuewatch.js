@@ -42,7 +42,9 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   // signed out: the server closes a socket with 4401 when its login session has ended (logout,
   // expiry, deactivation; dashboard/live/socket_sessions.py). htmx's ws extension does not
   // reconnect after that code, and the badge keeps saying so whatever the page's other sockets do.
-  var SIGNED_OUT = 4401;
+  // Too many live tabs: the server closes a socket with 4429 when this user already holds as many
+  // open sockets as allowed (dashboard/live/socket_leases.py); htmx does not reconnect after it.
+  var SIGNED_OUT = 4401, TOO_MANY_SOCKETS = 4429;
   var signedOut = false;
   function setStatus(state, text) {
     var el = document.getElementById("live-status");
@@ -69,6 +71,11 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
       setStatus("signed-out", gettext("signed out"));
       signedOut = true;
       if (el) el.title = gettext("Your session has ended: sign in again to see live updates.");
+      return;
+    }
+    if (code === TOO_MANY_SOCKETS) {
+      setStatus("too-many", gettext("not live: too many tabs"));
+      if (el) el.title = gettext("You have too many live pages open: close some tabs, then reload this page to see live updates.");
       return;
     }
     if (!open) setStatus("reconnecting", gettext("reconnecting…"));
@@ -175,6 +182,21 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   setInterval(update, 1000);
 })();
 
+// A job page's live part and actions are swapped in by two writers: the monitor's websocket
+// messages and an action's own response. Each says when its job was read (data-read-at,
+// dashboard.live.channels.read_stamp); an older read never replaces a newer one, so a response
+// read just before the job failed again cannot bring back a running job's actions.
+(function () {
+  "use strict";
+  document.addEventListener("htmx:oobBeforeSwap", function (ev) {
+    var target = ev.detail && ev.detail.target, fragment = ev.detail && ev.detail.fragment;
+    var incoming = fragment && fragment.firstElementChild;
+    if (!target || !incoming || !target.hasAttribute("data-read-at")) return;
+    var shown = Number(target.getAttribute("data-read-at")), read = Number(incoming.getAttribute("data-read-at"));
+    if (shown > 0 && read > 0 && read < shown) ev.detail.shouldSwap = false;
+  });
+})();
+
 // Live fragments are rendered once for every viewer, so they cannot know which tab this page
 // shows; mark it here from the job list's state.
 (function () {
@@ -237,15 +259,17 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   });
 })();
 
-// The overview's socket carries every queue's row, also rows this page does not show (another
-// page of the overview, filtered out) and rows of queues that appeared since it loaded. htmx
-// would report each as htmx:oobErrorNoTarget; this extension (hx-ext="qw-rows" next to "ws")
-// drops fragments without a target before htmx sees them, and when a queue row is new to this
-// page, reloads the queue tables once through htmx (same URL: same sort, filter and page), so
-// a new queue appears live where it belongs.
+// The overview's socket carries the rows of the queues this page shows, which the page names
+// (#queue-tables' data-rows-view, a view the server stored) when the socket opens and whenever
+// its tables are replaced: the monitor renders only rows some page shows. Rows another tab's page
+// shows arrive too; htmx would report each as htmx:oobErrorNoTarget, so this extension (hx-ext=
+// "qw-rows" next to "ws") drops fragments without a target before htmx sees them. When queues
+// appear, the monitor swaps #queues-added (on every page), and the overview reloads its tables
+// once through htmx (same URL: same sort, filter and page), so a new queue shows where it belongs.
 (function () {
   "use strict";
-  var tried = new Set();  // row ids already looked for: a row that is elsewhere is not refetched each tick
+  var socket = null;  // the overview socket's wrapper, from htmx's ws extension
+  var named = null;  // the view last named on it
   var pending = null;
   function reloadTables() {
     if (pending) return;
@@ -257,6 +281,24 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
                          headers: { "X-Queuewatch-Refresh": "queues" } });
     }, 300);
   }
+  function nameView(again) {
+    var tables = document.getElementById("queue-tables");
+    var view = tables && tables.getAttribute("data-rows-view");
+    if (!socket || !view || (view === named && !again)) return;
+    named = view;
+    socket.send(JSON.stringify({ view: view }));
+  }
+  document.addEventListener("htmx:wsOpen", function (ev) {
+    var elt = ev.target;
+    if (!elt || !elt.matches || !elt.matches("[hx-ext~='qw-rows'], [hx-ext*='qw-rows']")) return;
+    socket = ev.detail && ev.detail.socketWrapper;
+    nameView(true);  // a new socket (or a reconnect) knows no view yet
+  });
+  document.addEventListener("htmx:afterSettle", function () { nameView(false); });
+  document.addEventListener("htmx:oobAfterSwap", function (ev) {
+    var target = ev.detail && ev.detail.target;
+    if (target && target.id === "queues-added") reloadTables();
+  });
   function register() {
     if (!window.htmx || !window.htmx.defineExtension) return;
     window.htmx.defineExtension("qw-rows", {
@@ -268,10 +310,6 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
           if (!el.id || document.getElementById(el.id)) return;
           dropped = true;
           el.remove();
-          if (el.matches("tr[id^=\"row-\"]") && !tried.has(el.id)) {
-            tried.add(el.id);
-            reloadTables();
-          }
         });
         return dropped ? template.innerHTML : text;
       },
@@ -485,4 +523,77 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   document.addEventListener("DOMContentLoaded", function () { restore(document); });
   document.addEventListener("htmx:oobAfterSwap", function (ev) { restore(ev.detail && ev.detail.target); restore(document); });
   document.addEventListener("htmx:afterSettle", function () { restore(document); });
+})();
+
+// Content a person asked for and that appears elsewhere on the page (a bulk preview in its
+// panel, the edit-and-retry preview) takes the keyboard focus: its heading (or itself) is
+// focused, so a keyboard or screen-reader user lands on what to confirm instead of staying on
+// the button that asked for it. Live fragments (websocket) never move the focus.
+(function () {
+  "use strict";
+  var PANELS = "#bulk-panel, #edit-preview";
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var detail = ev.detail || {};
+    var target = detail.target;
+    if (!detail.requestConfig || !target || !target.matches || !target.matches(PANELS)) return;
+    var into = target.querySelector("h2, h3, [role=alert], [role=status]") || target.firstElementChild;
+    if (!into) return;
+    if (!into.matches("a[href], button, input, select, textarea, [tabindex]")) into.setAttribute("tabindex", "-1");
+    into.focus({ preventScroll: false });
+  });
+})();
+
+// A live fragment from the monitor (an out-of-band swap) must not drop a keyboard user's focus
+// to <body> when it replaces the focused control (htmx keeps the focus by id only in the swaps
+// a request makes, such as a panel refreshing itself).
+// Before the swap the focused control is remembered by its id, or by its row's key (data-job-id,
+// data-key) and its place among the row's controls; after it, if the focus fell out of the
+// page, the control with the same key in the new content takes it back (without scrolling).
+(function () {
+  "use strict";
+  var CONTROLS = "a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]";
+  var ROWS = ["data-job-id", "data-key"];
+  var saved = null;
+  function rowOf(el) {
+    for (var node = el; node && node.getAttribute; node = node.parentElement) {
+      for (var i = 0; i < ROWS.length; i++) {
+        if (node.hasAttribute(ROWS[i])) return { row: node, attr: ROWS[i], value: node.getAttribute(ROWS[i]) };
+      }
+    }
+    return null;
+  }
+  function keyOf(el) {
+    if (el.id) return { id: el.id };
+    var found = rowOf(el);
+    if (!found) return null;
+    var controls = Array.prototype.slice.call(found.row.querySelectorAll(CONTROLS));
+    return { attr: found.attr, value: found.value, index: controls.indexOf(el), tag: el.tagName, cls: el.className };
+  }
+  function controlFor(key) {
+    if (key.id) return document.getElementById(key.id);
+    // In the content that replaced the old (a job id may also be in a preview elsewhere).
+    var root = (key.scope && document.getElementById(key.scope)) || document;
+    var rows = root.querySelectorAll("[" + key.attr + "]"), row = null;
+    for (var i = 0; i < rows.length && !row; i++) if (rows[i].getAttribute(key.attr) === key.value) row = rows[i];
+    if (!row) return null;
+    var controls = Array.prototype.slice.call(row.querySelectorAll(CONTROLS));
+    var same = function (c) { return c.tagName === key.tag && c.className === key.cls; };
+    return (controls[key.index] && same(controls[key.index]) && controls[key.index]) || controls.filter(same)[0] || null;
+  }
+  function remember(ev) {
+    var target = ev.detail && ev.detail.target, focused = document.activeElement;
+    if (!target || !focused || focused === document.body || !target.contains(focused)) return;
+    saved = keyOf(focused);
+    if (saved && !saved.id) saved.scope = target.id;
+  }
+  function giveBack() {
+    var key = saved;
+    saved = null;
+    var focused = document.activeElement;
+    if (!key || (focused && focused !== document.body && focused.isConnected)) return;
+    var again = controlFor(key);
+    if (again && again.focus) again.focus({ preventScroll: true });
+  }
+  document.addEventListener("htmx:oobBeforeSwap", remember);
+  document.addEventListener("htmx:oobAfterSwap", giveBack);
 })();

@@ -24,6 +24,47 @@ from tests.support.redis_db import (
 from tests.support.servers import RedisServer, run_node
 
 
+def uses_django_database(item) -> tuple[bool, bool]:
+    """Whether the test uses Django's database (pytest-django's ways in: the django_db marker,
+    or a fixture needing it, such as db, transactional_db, admin_client: all request
+    ``_django_db_helper``), and whether it commits (other connections, such as the monitor's
+    threads, then see its rows)."""
+    fixtures = getattr(item, "fixturenames", ())
+    marker = item.get_closest_marker("django_db")
+    uses = marker is not None or "_django_db_helper" in fixtures
+    commits = (marker is not None and bool(marker.kwargs.get("transaction"))) or "transactional_db" in fixtures
+    return uses, commits
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests using Django's database ``database`` (and those committing also
+    ``transactional_database``) before ``-m`` selects: the PostgreSQL pass of ./dev test selects
+    by them (docs/testing.md, "Two databases")."""
+    for item in items:
+        uses, commits = uses_django_database(item)
+        if uses:
+            item.add_marker(pytest.mark.database)
+        if commits:
+            item.add_marker(pytest.mark.transactional_database)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database; on PostgreSQL, before it is dropped, the connections
+    still open on it are ended: threads the tests ran (monitors, senders) keep theirs (as in
+    production, until their process exits), and PostgreSQL refuses to drop a database in use."""
+    yield
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A private PostgreSQL for the session (one per pytest-xdist worker), started on first use

@@ -1,7 +1,11 @@
 """Test settings: the real settings, minus anything that could reach a server the tests did
-not start. Connections are pointed at the test session's own redis-server by fixtures."""
+not start. Connections are pointed at the test session's own redis-server by fixtures; the
+database is SQLite, or with QUEUEWATCH_TEST_DATABASE=postgres a private PostgreSQL reached
+through docker-compose.yml's own DATABASE_URL (tests/support/app_database.py)."""
 
 import os
+
+from tests.support.app_database import database_url
 
 os.environ.setdefault("QUEUEWATCH_INSECURE_DEV", "1")
 for var in [
@@ -9,7 +13,15 @@ for var in [
 ]:
     del os.environ[var]
 
+# The settings module parses the URL as in production; only for that import, so that neither a
+# DATABASE_URL of the caller's nor this one reaches the processes tests start.
+os.environ.pop("DATABASE_URL", None)
+_url = database_url()
+if _url:
+    os.environ["DATABASE_URL"] = _url
 from dashboard.settings import *  # noqa: E402,F401,F403
+
+os.environ.pop("DATABASE_URL", None)
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 QUEUEWATCH_DISCOVERY_TTL = 0

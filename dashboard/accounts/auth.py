@@ -12,6 +12,10 @@
 * **Roles.** Three, as Django groups, each including the ones before it: viewer (read
   everything; every logged-in user), operator (act on jobs and queues), admin (alert rules,
   channels, users; superusers are admins).
+* **Scoped grants.** A role can also be granted on one connection and a glob of queue names
+  (``QueueGrant``, read by ``scopes``): ``role_of(user, queue)`` is the highest of the global
+  role and the matching grants; a user with grants and no role group has no global role and
+  sees only those queues (``require_visible``: others are 404, as if they did not exist).
 * **Read-only mode.** ``QUEUEWATCH_READ_ONLY=1`` refuses every mutation of the monitored Redis,
   whatever the role.
 
@@ -28,12 +32,16 @@ import functools
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 
-from dashboard.accounts.models import ACT, ADMIN_SCOPE, METRICS, READ, ApiToken
+from dashboard.accounts import scopes
+from dashboard.accounts.models import METRICS, ApiToken
 from dashboard.web.errors import JsonResponse
+from queues.errors import QueueNotFound
+from queues.keys import QueueRef
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)  # in increasing order of power
@@ -43,31 +51,18 @@ BEARER = "Bearer "
 # --- roles and read-only mode -------------------------------------------------------------
 
 
-SCOPE_ROLES = ((ADMIN_SCOPE, ADMIN), (ACT, OPERATOR), (READ, VIEWER))  # the highest role each scope allows
-
-
-def role_of(user) -> str | None:
-    """The user's role; for a request made with a token, capped by the token's scopes."""
+def role_of(user, queue: QueueRef | None = None) -> str | None:
+    """The user's global role, or with ``queue`` their role on that queue (``scopes``: the
+    highest of the global role and the grants matching it; None: not theirs to see); for a
+    request made with a token, capped by the token's scopes."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return None
-    role = _own_role(user)
-    scopes = getattr(user, "token_scopes", None)
-    if scopes is None:
-        return role
-    cap = next((r for scope, r in SCOPE_ROLES if scope in scopes), None)
-    if cap is None:
-        return None
-    return ROLES[min(ROLES.index(role), ROLES.index(cap))]
+    if queue is not None:
+        return scopes.role_on(user, queue)
+    return scopes.capped(user, scopes.global_role(user))
 
 
-def _own_role(user) -> str:
-    if user.is_superuser:
-        return ADMIN
-    names = set(user.groups.values_list("name", flat=True))
-    for role in reversed(ROLES):
-        if role in names:
-            return role
-    return VIEWER
+token_cap = scopes.token_cap
 
 
 def token_may_scrape(user) -> bool:
@@ -76,8 +71,8 @@ def token_may_scrape(user) -> bool:
     return scopes is None or METRICS in scopes
 
 
-def has_role(user, role: str) -> bool:
-    mine = role_of(user)
+def has_role(user, role: str, queue: QueueRef | None = None) -> bool:
+    mine = role_of(user, queue)
     return mine is not None and ROLES.index(mine) >= ROLES.index(role)
 
 
@@ -85,10 +80,10 @@ def read_only() -> bool:
     return bool(getattr(settings, "QUEUEWATCH_READ_ONLY", False))
 
 
-def refusal(user, *, role: str, mutates_redis: bool = False) -> str | None:
+def refusal(user, *, role: str, mutates_redis: bool = False, queue: QueueRef | None = None) -> str | None:
     """Why ``user`` may not do something that needs ``role`` (and, with ``mutates_redis``,
-    writes to the monitored Redis); None when they may."""
-    return role_refusal(role_of(user), role=role, mutates_redis=mutates_redis)
+    writes to the monitored Redis) — on ``queue`` when given; None when they may."""
+    return role_refusal(role_of(user, queue), role=role, mutates_redis=mutates_redis)
 
 
 def role_refusal(mine: str | None, *, role: str, mutates_redis: bool = False) -> str | None:
@@ -101,13 +96,38 @@ def role_refusal(mine: str | None, *, role: str, mutates_redis: bool = False) ->
     return None
 
 
-def require(user, *, role: str, mutates_redis: bool = False, target: str = "") -> None:
+def require(user, *, role: str, mutates_redis: bool = False, target: str = "", queue: QueueRef | None = None) -> None:
     """``refusal`` as ``PermissionDenied`` (a 403 page; ``api_errors`` makes it 403 JSON),
-    recorded in the audit log."""
-    why = refusal(user, role=role, mutates_redis=mutates_redis)
+    recorded in the audit log. With ``queue``: a queue the user may not see is
+    ``QueueNotFound`` (404, like a queue that does not exist), then the role on it applies."""
+    if queue is not None:
+        require_in_scope(user, queue, target=target)
+    why = refusal(user, role=role, mutates_redis=mutates_redis, queue=queue)
     if why:
         audit_refusal(user, kind="role", target=target, message=why)
         raise PermissionDenied(why)
+
+
+def require_visible(user, queue: QueueRef) -> None:
+    """``QueueNotFound`` for a queue outside the user's scope: the same answer as for a queue
+    that does not exist, so a scoped user cannot learn other teams' queue names."""
+    if role_of(user, queue) is None and getattr(user, "is_authenticated", False):
+        raise QueueNotFound(queue.connection, queue.prefix, queue.name)
+
+
+def require_in_scope(user, queue: QueueRef, *, target: str, via: str = "") -> None:
+    """``require_visible`` for an attempt to act: also recorded in the audit log
+    (``refused.scope``), as an attempt on another team's queue."""
+    if role_of(user, queue) is None and getattr(user, "is_authenticated", False):
+        audit_refusal(user, kind="scope", via=via, target=target, message="queue outside the user's scope")
+        raise QueueNotFound(queue.connection, queue.prefix, queue.name)
+
+
+def queue_of(kwargs: dict) -> QueueRef | None:
+    """The queue a routed view is about (every queue route names it the same way)."""
+    if {"connection", "prefix", "name"} <= kwargs.keys():
+        return QueueRef(kwargs["connection"], kwargs["prefix"], kwargs["name"])
+    return None
 
 
 def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") -> None:
@@ -118,13 +138,23 @@ def audit_refusal(user, *, kind: str, target: str, message: str, via: str = "") 
 
 
 def role_required(role: str, *, mutates_redis: bool = False):
-    """Page views: 403 unless the user passes ``refusal``. (Login itself is enforced by the
-    login middleware.)"""
+    """Page views: 403 unless the user passes ``refusal`` (on the view's queue, for a queue
+    route: 404 when it is outside their scope). (Login itself is enforced by the login
+    middleware.)"""
 
     def decorate(view):
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
-            require(request.user, role=role, mutates_redis=mutates_redis, target=f"{request.method} {request.path}")
+            try:
+                require(
+                    request.user,
+                    role=role,
+                    mutates_redis=mutates_redis,
+                    target=f"{request.method} {request.path}",
+                    queue=queue_of(kwargs),
+                )
+            except QueueNotFound as exc:
+                raise Http404(str(exc)) from None
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -136,10 +166,14 @@ def context(request) -> dict:
     """Template context processor: which controls to show."""
     user = getattr(request, "user", None)
     can_admin = has_role(user, ADMIN)
+    # On a queue's pages, the role on that queue (a grant may raise it there).
+    match = getattr(request, "resolver_match", None)
+    queue = queue_of(match.kwargs) if match else None
     return {
-        "can_operate": refusal(user, role=OPERATOR, mutates_redis=True) is None,
+        "can_operate": refusal(user, role=OPERATOR, mutates_redis=True, queue=queue) is None,
         # Cancelling a bulk task writes nothing to Redis: allowed in read-only mode (the brake).
-        "can_cancel_tasks": refusal(user, role=OPERATOR) is None,
+        "can_cancel_tasks": refusal(user, role=OPERATOR, queue=queue) is None,
+        "scoped": scopes.is_scoped(user),
         "can_admin": can_admin,
         "read_only": read_only(),
         # Only admins can fix where the dashboard Redis is (docs/operations.md, "Trust model").
@@ -191,7 +225,7 @@ def api_auth(view):
         why = authenticate(request)
         if why:
             return unauthorized(why)
-        if role_of(request.user) is None:  # a token without read, act or admin (e.g. metrics only)
+        if token_cap(request.user) is None:  # a token without read, act or admin (e.g. metrics only)
             return forbidden(_("This token's scopes do not include the API (read, act or admin)."))
         return view(request, *args, **kwargs)
 
@@ -222,12 +256,19 @@ def api_csrf(view):
 
 
 def api_role_required(role: str, *, mutates_redis: bool = False):
-    """API views: ``refusal`` as 403 JSON."""
+    """API views: ``refusal`` as 403 JSON (on the view's queue, for a queue route: 404 JSON
+    when it is outside the caller's scope)."""
 
     def decorate(view):
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
-            why = refusal(request.user, role=role, mutates_redis=mutates_redis)
+            queue = queue_of(kwargs)
+            try:
+                if queue is not None:
+                    require_in_scope(request.user, queue, target=f"{request.method} {request.path}", via="api")
+            except QueueNotFound as exc:
+                return JsonResponse({"error": "not_found", "message": str(exc)}, status=404)
+            why = refusal(request.user, role=role, mutates_redis=mutates_redis, queue=queue)
             if why:
                 audit_refusal(
                     request.user, kind="role", via="api", target=f"{request.method} {request.path}", message=why

@@ -17,6 +17,14 @@ def remember(request, language: str) -> None:
         UserPreference.objects.update_or_create(user=request.user, defaults={"language": language})
 
 
+def forget(request) -> None:
+    """The switcher's "automatic": no saved choice, so the browser's language decides again
+    (the view deletes the cookie too)."""
+    request.session.pop(SESSION_KEY, None)
+    if request.user.is_authenticated:
+        UserPreference.objects.filter(user=request.user).update(language="")
+
+
 @receiver(user_logged_in, dispatch_uid="queuewatch-language-at-login")
 def _load_preference(sender, request, user, **kwargs):
     if request is None or not hasattr(request, "session"):

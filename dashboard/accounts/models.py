@@ -8,12 +8,14 @@ import secrets
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 TOKEN_PREFIX = "qw_"
 # What a token may be used for; its effective rights are the minimum of these and its user's
 # role (dashboard.accounts.auth.role_of). ``metrics`` is /metrics only.
 READ, ACT, ADMIN_SCOPE, METRICS = "read", "act", "admin", "metrics"
 SCOPES = (READ, ACT, ADMIN_SCOPE, METRICS)
+SCOPE_ROLES = ((ADMIN_SCOPE, "admin"), (ACT, "operator"), (READ, "viewer"))  # the highest role each scope allows
 
 
 def hash_token(token: str) -> str:
@@ -77,3 +79,38 @@ class ApiToken(models.Model):
     def user_for(cls, token: str):
         row = cls.valid(token)
         return row.user if row else None
+
+
+class QueueGrant(models.Model):
+    """A role on some queues only: for a user or a group, on one connection (or any) and the
+    queue names matching a glob (or any). A user's role on a queue is the highest of their
+    global role and the grants matching it (``dashboard.accounts.scopes``); a user with grants
+    and no global role group sees the queues their grants match, and nothing else."""
+
+    ROLES = [(r, r) for r in ("viewer", "operator", "admin")]
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="queue_grants"
+    )
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="queue_grants"
+    )
+    role = models.CharField(max_length=10, choices=ROLES, default="viewer")
+    connection = models.CharField(max_length=40, blank=True, help_text="Empty: every connection.")
+    queue_glob = models.CharField(
+        max_length=200, blank=True, help_text="Queue name or glob, e.g. tenant-a-*. Empty: every queue."
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="queue_grant_user_xor_group",
+                violation_error_message=_("A grant is for one user or for one group: choose one of the two."),
+            )
+        ]
+
+    def __str__(self):
+        who = self.user or self.group
+        return f"{who}: {self.role} on {self.connection or '*'}/{self.queue_glob or '*'}"

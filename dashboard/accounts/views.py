@@ -33,9 +33,15 @@ def set_language(request):
     """Django's ``set_language`` (cookie, safe redirect back), and the choice saved for the
     logged-in user so it follows them to other browsers."""
     response = django_i18n.set_language(request)
-    language = i18n.supported(request.POST.get("language"))
+    choice = request.POST.get("language")
+    language = i18n.supported(choice)
     if language:
         saved_language.remember(request, language)
+    elif choice == i18n.AUTOMATIC:
+        saved_language.forget(request)
+        response.delete_cookie(
+            settings.LANGUAGE_COOKIE_NAME, path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN
+        )
     return response
 
 
@@ -74,7 +80,11 @@ def token_list(request):
 def token_revoke(request, token_id: int):
     row = get_object_or_404(ApiToken.objects.select_related("user"), pk=token_id)
     if not may_manage_token(request.user, row):
-        raise PermissionDenied(_("You may revoke only your own tokens."))
+        why = _("You may revoke only your own tokens.")
+        audit_refusal(
+            request.user, kind="role", via="page", target=f"token {row.pk} {row.hint}… of {row.user}", message=why
+        )
+        raise PermissionDenied(why)
     if tokens.revoke(row, by=request.user, via="page"):
         messages.success(request, _("Token %(hint)s… revoked.") % {"hint": row.hint})
     return redirect("tokens")

@@ -9,26 +9,22 @@ session cookie instead must pass Django's CSRF check like any form post. Refusal
 
 from __future__ import annotations
 
-from django.http import QueryDict
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
-from dashboard.accounts.auth import OPERATOR, api_auth, api_csrf, api_role_required
+from dashboard.accounts.api_calls import api_post, body_params
+from dashboard.accounts.auth import OPERATOR, api_auth, api_role_required, require
 from dashboard.actions import registry, runners
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
 from dashboard.actions.inputs import BulkInput
 from dashboard.actions.models import BulkTask
+from dashboard.actions.views import task_queue_of
 from dashboard.browse import selectors as reads
 from dashboard.connections.registry import get_redactor
-from dashboard.web.errors import InvalidInput, JsonResponse, api_errors
+from dashboard.web.errors import JsonResponse, api_errors
+from queues.errors import QueueNotFound
+from queues.keys import QueueRef
 from queues.messages import from_data
-from queues.safe_json import MAX_DEPTH, JsonTooDeep, NonFiniteNumber, strict_loads
-
-
-def api_post(view):
-    """POST only; bearer token or session (+CSRF); errors as JSON. The role is the action's
-    own (checked by the view through the registry) or ``api_mutation``'s."""
-    return api_auth(require_POST(api_csrf(api_errors(view))))  # 401 before 405: anonymous callers learn nothing
 
 
 def api_mutation(view):
@@ -36,27 +32,10 @@ def api_mutation(view):
     return api_post(api_role_required(OPERATOR, mutates_redis=True)(view))
 
 
-def body_params(request):
-    """The POST body as a mapping: JSON objects as they are, forms as a QueryDict."""
-    if request.content_type == "application/json":
-        try:
-            data = strict_loads(request.body or b"{}")
-        except JsonTooDeep:
-            raise InvalidInput(f"The body is nested more than {MAX_DEPTH} levels deep.") from None
-        except NonFiniteNumber as exc:
-            raise InvalidInput(f"The body holds {exc}, which is not a JSON number.") from None
-        except ValueError:
-            raise InvalidInput("The body is not valid JSON.") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("The body must be a JSON object.")
-        return data
-    return request.POST if request.POST else QueryDict()
-
-
 @api_post
 def job_action(request, connection, prefix, name, action, job_id):
-    found = registry.authorized(request.user, scope=registry.JOB, name=action)
-    queue = reads.resolve(connection, prefix, name)
+    found = registry.authorized(request.user, scope=registry.JOB, name=action, queue=QueueRef(connection, prefix, name))
+    queue = reads.resolve(request.user, connection, prefix, name)
     result = operations.perform(
         user=request.user, via="api", action=found, queue=queue, job_id=job_id, given=found.parse(body_params(request))
     )
@@ -68,8 +47,10 @@ def job_action(request, connection, prefix, name, action, job_id):
 
 @api_post
 def queue_action(request, connection, prefix, name, action):
-    found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
-    queue = reads.resolve(connection, prefix, name)
+    found = registry.authorized(
+        request.user, scope=registry.QUEUE, name=action, queue=QueueRef(connection, prefix, name)
+    )
+    queue = reads.resolve(request.user, connection, prefix, name)
     result = operations.perform(
         user=request.user, via="api", action=found, queue=queue, given=found.parse(body_params(request))
     )
@@ -81,7 +62,7 @@ def queue_action(request, connection, prefix, name, action):
 
 @api_mutation
 def bulk_preview(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     given = BulkInput.from_params(body_params(request), confirming=False)
     preview = operations.bulk_preview(queue=queue, action=given.action, chosen=given.selection, patch=given.patch)
     body = {
@@ -95,12 +76,14 @@ def bulk_preview(request, connection, prefix, name):
         body.update(examined=preview.examined, in_state=preview.in_state)
     if preview.diffs is not None:  # edit-retry: the diff the patch makes to each sample job's stored data
         body["diffs"] = [{"job_id": job_id, "diff": lines} for job_id, lines in preview.diffs]
+    if preview.growth is not None:  # edit-retry: bytes the patch adds to the jobs' data, and the bounds
+        body["growth"] = preview.growth.as_dict()
     return JsonResponse(body)
 
 
 @api_mutation
 def bulk_start(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     given = BulkInput.from_params(body_params(request), confirming=True)
     task = operations.bulk_start(
         user=request.user,
@@ -131,14 +114,19 @@ def _no_task(task_id) -> JsonResponse:
 @require_GET
 @api_auth
 def task_detail(request, task_id):
-    task = BulkTask.objects.filter(pk=task_id).first()
+    task = operations.visible_tasks(request.user).filter(pk=task_id).first()
     return JsonResponse(task_body(task)) if task else _no_task(task_id)
 
 
 @api_post
-@api_role_required(OPERATOR)  # writes nothing to Redis: allowed in read-only mode, the emergency brake
 def task_cancel(request, task_id):
+    # The operator role on the task's queue; writes nothing to Redis: allowed in read-only
+    # mode, the emergency brake. A task on a queue outside the caller's scope is not found.
     task = BulkTask.objects.filter(pk=task_id).first()
+    try:
+        require(request.user, role=OPERATOR, target=f"{request.method} {request.path}", queue=task_queue_of(task))
+    except QueueNotFound:
+        return _no_task(task_id)
     if task is None:
         return _no_task(task_id)
     if not operations.task_cancel(user=request.user, via="api", task=task):

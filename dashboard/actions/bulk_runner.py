@@ -1,8 +1,8 @@
 """Runs confirmed bulk actions (``BulkTask`` rows) in the leading monitor process.
 
-* Claiming is a compare-and-swap on the row (``state`` pending → running, or a running row
-  whose heartbeat went stale because the process that ran it died), so two monitors can
-  never run one task, and a restarted monitor resumes what a killed one left.
+* Claiming, taking over and the heartbeat are the lease of ``dashboard.core.leased_runner``
+  (a compare-and-swap on the row), so two monitors can never run one task, and a restarted
+  monitor resumes what a killed one left.
 * The domain engine (``queues.redis.bulk.run_bulk``) does the moving, oldest first, paced, and
   keeps its resumable cursor in the row through ``TaskStore``: after a crash it continues
   from the last saved cursor, and because every per-job move is atomic and self-guarding
@@ -17,15 +17,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -37,6 +34,7 @@ from dashboard.audit import log as audit
 from dashboard.audit.models import AuditEntry
 from dashboard.connections.registry import Registry
 from dashboard.core.db import db_retry
+from dashboard.core.leased_runner import Interrupted, LeasedRunner
 from dashboard.live import channels as live
 from dashboard.live import fragments
 from queues import bulk
@@ -45,13 +43,7 @@ from queues.messages import Joined, Message, as_data, from_data
 
 log = logging.getLogger("queuewatch.bulk")
 
-POLL_INTERVAL = 1.0  # s between looks for new tasks
-# A task whose runner sent no heartbeat (one per batch) for this long is taken over. Only the
-# leader runs tasks, and a new leader exists only after the old lock (5 s) lapsed, so this
-# mainly guards against a frozen old leader; its late writes are refused by claimed_by anyway.
-STALE_AFTER = 5.0
 PROGRESS_INTERVAL = 0.5  # s between progress saves/publishes
-MAX_PARALLEL = 4  # tasks running at once (on different queues: one per queue by constraint)
 
 
 class TaskStore:
@@ -85,84 +77,19 @@ class TaskStore:
             raise Interrupted(f"task {self.task_id} is no longer ours")
 
 
-class Interrupted(Exception):
-    """Stop running this task but leave it resumable: shutting down, leadership lost, or the
-    task was taken over by another runner."""
+class BulkRunner(LeasedRunner):
+    model = BulkTask
+    kind = "bulk"
+    max_parallel = 4  # tasks running at once (on different queues: one per queue by constraint)
 
-
-class BulkRunner:
     def __init__(self, *, registry: Registry, publisher: live.Publisher, name: str, leading: Callable[[], bool]):
+        super().__init__(name=name, leading=leading)
         self.registry = registry
         self.publisher = publisher
-        self.owner = f"{name}:{uuid.uuid4().hex[:8]}"  # unique per process start
-        self.leading = leading
-        self.stop_event = threading.Event()
-        self.running: dict[int, threading.Thread] = {}
-        self.thread = threading.Thread(target=self._loop, name="bulk-runner", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.stop_event.set()
-        self.thread.join(timeout)
-        for t in list(self.running.values()):
-            t.join(timeout)
-        try:
-            # Interrupted tasks stay "running" with their saved cursor; mark them stale at once
-            # so the next leader resumes them without waiting STALE_AFTER.
-            BulkTask.objects.filter(claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                heartbeat_at=dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
-            )
-        except Exception:
-            log.warning("bulk runner: could not release interrupted tasks; they resume after %s s", STALE_AFTER)
-        finally:
-            close_old_connections()
-
-    # --- claiming -------------------------------------------------------------------------
-
-    def _loop(self) -> None:
-        while not self.stop_event.is_set():
-            try:
-                self.running = {pk: t for pk, t in self.running.items() if t.is_alive()}
-                if len(self.running) < MAX_PARALLEL and self.leading():
-                    task = self.claim_next()
-                    if task is not None:
-                        t = threading.Thread(target=self._run_task, args=(task,), name=f"bulk-{task.pk}", daemon=True)
-                        self.running[task.pk] = t
-                        t.start()
-                        continue  # look for more at once
-            except Exception:  # a bug or a database hiccup must not end the runner
-                log.exception("bulk runner: claiming failed; retrying")
-            finally:
-                close_old_connections()
-            self.stop_event.wait(POLL_INTERVAL)
-
-    def claim_next(self) -> BulkTask | None:
-        now = timezone.now()
-        stale = now - dt.timedelta(seconds=STALE_AFTER)
-        candidates = BulkTask.objects.filter(state=BulkTask.PENDING).order_by("pk")[:10]
-        for task in candidates:
-            if BulkTask.objects.filter(pk=task.pk, state=BulkTask.PENDING, cancel_requested=False).update(
-                state=BulkTask.RUNNING, claimed_by=self.owner, heartbeat_at=now, started_at=now
-            ):
-                return BulkTask.objects.get(pk=task.pk)
-        # A running task whose runner died (killed monitor, lost leadership): take it over.
-        for task in (
-            BulkTask.objects.filter(state=BulkTask.RUNNING, heartbeat_at__lt=stale)
-            .exclude(pk__in=list(self.running))
-            .order_by("pk")[:10]
-        ):
-            if BulkTask.objects.filter(
-                pk=task.pk, state=BulkTask.RUNNING, claimed_by=task.claimed_by, heartbeat_at=task.heartbeat_at
-            ).update(claimed_by=self.owner, heartbeat_at=now):
-                log.info("bulk runner: resuming task %s left by %s", task.pk, task.claimed_by or "?")
-                return BulkTask.objects.get(pk=task.pk)
-        return None
 
     # --- running --------------------------------------------------------------------------
 
-    def _run_task(self, task: BulkTask) -> None:
+    def run_task(self, task: BulkTask) -> None:
         queue = task_queue(task)
         last_publish = [0.0]
 
@@ -199,23 +126,6 @@ class BulkRunner:
         except Exception as exc:  # the task fails with a message; the runner carries on
             log.exception("bulk runner: task %s failed", task.pk)
             self.finish(task, None, error=f"{exc.__class__.__name__}: {exc}")
-        finally:
-            close_old_connections()
-
-    def should_cancel(self, task_id: int) -> bool:
-        """Checked by the engine before every batch; also the task's heartbeat. A cancel
-        request ends the task (what moved stays moved). Shutting down, lost leadership or a
-        takeover raise ``Interrupted`` instead, so the engine stops without marking the task
-        cancelled and the next leader resumes it."""
-        if self.stop_event.is_set() or not self.leading():
-            raise Interrupted("this monitor is stopping or no longer leads")
-        if not db_retry(
-            lambda: BulkTask.objects.filter(pk=task_id, claimed_by=self.owner, state=BulkTask.RUNNING).update(
-                heartbeat_at=timezone.now()
-            )
-        ):
-            raise Interrupted("taken over by another runner")
-        return db_retry(BulkTask.objects.filter(pk=task_id, cancel_requested=True).exists)
 
     def finish(self, task: BulkTask, final: bulk.Progress | None, *, error: str = "", note: str = "") -> None:
         """Close the task and write its audit row in one transaction: both or neither (if the

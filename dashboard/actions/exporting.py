@@ -5,6 +5,7 @@ errors."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 from dashboard.actions.inputs import Selection
 from dashboard.actions.services import now_ms
@@ -20,7 +21,7 @@ def export_response(request, connection: str, prefix: str, name: str) -> streami
     """Jobs matching the query's filter (failed by default), streamed one Redis page at a time
     (memory stays flat however many jobs, under ASGI too) and redacted. At most
     ``QUEUEWATCH_EXPORTS_PER_USER`` at once per user (``TooManyRequests``)."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     fmt = request.GET.get("format", "jsonl")
     if fmt not in EXPORT_FORMATS:
         raise InvalidInput("Export format must be 'jsonl' or 'csv'.")
@@ -30,7 +31,11 @@ def export_response(request, connection: str, prefix: str, name: str) -> streami
         .jobs(connection)
         .export(queue, fmt=fmt, filt=chosen.job_filter(), before_ms=now_ms(), redactor=get_redactor())
     )
-    response = streaming.download(request, chunks, content_type=EXPORT_FORMATS[fmt])
+    # The first page is read before answering: a queue whose data cannot be read (or a
+    # connection that fails at once) gets an error page, not a 200 that ends early.
+    chunks = iter(chunks)
+    first = next(chunks, "")
+    response = streaming.download(request, itertools.chain([first], chunks), content_type=EXPORT_FORMATS[fmt])
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     response["Content-Disposition"] = downloads.attachment(f"{queue.name[:80]}-{chosen.state}-{stamp}.{fmt}")
     return response

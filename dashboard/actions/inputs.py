@@ -15,9 +15,11 @@ from typing import Any, ClassVar
 
 from django.utils.translation import gettext, ngettext
 
+from dashboard.actions import edit_limits
+from dashboard.core.i18n import translate
 from dashboard.core.labels import label
 from dashboard.web.errors import InvalidInput
-from queues import selection
+from queues import edit_growth, selection
 from queues.job_add import parse_data
 from queues.job_options import InvalidJob
 from queues.states import CLEANABLE_STATES, SELECTABLE_STATES
@@ -189,10 +191,11 @@ class Selection:
     finished_from_ms: int | None = None
     finished_to_ms: int | None = None
     fingerprint: str = ""
+    name_contains: str = ""  # the queue page's filter: a part of the job name, any case
 
     @classmethod
     def from_params(cls, params) -> Selection:
-        """From form fields or JSON: ``ids`` (a list), or ``state``, ``name``, ``reason_contains``,
+        """From form fields or JSON: ``ids`` (a list), or ``state``, ``name``, ``name_contains``, ``reason_contains``,
         ``finished_from`` / ``finished_to`` (ISO date-times, UTC) and ``fingerprint``."""
         ids = params.getlist("ids") if hasattr(params, "getlist") else params.get("ids") or []
         if not isinstance(ids, list):
@@ -217,14 +220,16 @@ class Selection:
             finished_from_ms=_time_param(params.get("finished_from"), "finished_from"),
             finished_to_ms=_time_param(params.get("finished_to"), "finished_to"),
             fingerprint=text(params, "fingerprint")[:64],
+            name_contains=text(params, "name_contains")[:200],
         )
 
     @classmethod
     def chosen_from(cls, params) -> Selection:
-        """A bulk form's selection: the ticked ids, unless ``scope`` is "matching" (all jobs
-        matching the filter); "selected" with nothing ticked is refused."""
+        """A bulk form's selection: the ticked ids, unless ``scope`` is "matching" or the queue
+        page's "all N matching" box (``all_matching``) is ticked (all jobs matching the filter);
+        "selected" with nothing ticked is refused."""
         chosen = cls.from_params(params)
-        if params.get("scope") == "matching":
+        if params.get("scope") == "matching" or flag(params.get("all_matching"), False):
             chosen.ids = []
         elif params.get("scope") == "selected" and not chosen.ids:
             raise InvalidInput(gettext("No jobs are ticked. Tick some, or choose “all matching this filter”."))
@@ -254,6 +259,7 @@ class Selection:
                 finished_from_ms=self.finished_from_ms,
                 finished_to_ms=self.finished_to_ms,
                 fingerprint=self.fingerprint or None,
+                name_contains=self.name_contains or None,
             )
         except ValueError as exc:  # the domain's own check of a filter's consistency
             raise InvalidInput(str(exc)) from None
@@ -267,6 +273,8 @@ class Selection:
             parts.append(gettext("in error group %(group)s") % {"group": self.fingerprint})
         if self.name:
             parts.append(gettext("named “%(name)s”") % {"name": self.name})
+        if self.name_contains:
+            parts.append(gettext("whose name contains “%(text)s”") % {"text": self.name_contains})
         if self.reason_contains:
             parts.append(gettext("whose failure reason contains “%(text)s”") % {"text": self.reason_contains})
         if self.finished_from_ms:
@@ -274,9 +282,6 @@ class Selection:
         if self.finished_to_ms:
             parts.append(gettext("finished before %(time)s") % {"time": _iso(self.finished_to_ms)})
         return " ".join(parts)
-
-
-MAX_PATCH = 1_000_000  # characters of a merge patch
 
 
 def is_form(params) -> bool:
@@ -295,10 +300,20 @@ def json_field(params, name: str, *, what: str) -> Any:
 
 
 def merge_patch_from(params) -> dict:
-    """A JSON merge patch (RFC 7386) for jobs' data: a non-empty object."""
-    if is_form(params) and len(str(params.get("patch") or "")) > MAX_PATCH:
-        raise InvalidInput(gettext("The patch is too long."))
-    patch = json_field(params, "patch", what=gettext("The patch"))
+    """A JSON merge patch (RFC 7386) for jobs' data: a non-empty object, at most
+    ``QUEUEWATCH_EDIT_MAX_PATCH_BYTES`` as compact JSON, whether typed into a form or sent to
+    the API (a form's text is measured before it is parsed)."""
+    bounds, too_big = edit_limits.bounds(), None
+    typed = str(params.get("patch") or "") if is_form(params) else ""
+    # A typed patch far too long is not even parsed (indentation may make one a few times its
+    # compact size, which is what is bounded).
+    if bounds.patch is not None and len(typed) > 4 * bounds.patch:
+        too_big = edit_growth.patch_refusal(None, bounds, size=edit_growth.text_bytes(typed))
+    else:
+        patch = json_field(params, "patch", what=gettext("The patch"))
+        too_big = edit_growth.patch_refusal(patch, bounds)
+    if too_big is not None:
+        raise InvalidInput(translate(too_big))
     if not isinstance(patch, dict) or not patch:
         raise InvalidInput(
             gettext(

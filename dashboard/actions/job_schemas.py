@@ -63,6 +63,9 @@ class SchemaInput(ActionInput):
         return {"schema_bytes": len(job_schema.canonical(self.schema))}
 
 
+NO_SCHEMA = "no_schema"  # remove-schema on a queue without one
+
+
 @dataclass
 class SchemaResult:
     outcome: str
@@ -108,8 +111,8 @@ def set_schema(client, *, queue: QueueRef, given: SchemaInput, user=None) -> Sch
 
 def remove_schema(client, *, queue: QueueRef, given: ActionInput, user=None) -> SchemaResult:
     row = stored(queue)
-    if row is None:
-        return SchemaResult(actions.DONE, _("This queue had no job schema."), 0)
+    if row is None:  # refused, not "done": the admin meant to remove something that is not there
+        return SchemaResult(NO_SCHEMA, _("This queue has no job schema: there is nothing to remove."), 0)
     before = row.schema
     row.delete()
     return SchemaResult(

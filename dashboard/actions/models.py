@@ -6,18 +6,16 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from dashboard.core.leased_task import LeasedTask
 
-class BulkTask(models.Model):
+
+class BulkTask(LeasedTask):
     """A bulk action (retry, discard, promote, redrive…) over a fixed set of jobs, run in the
     background by the monitor. The row is the task's whole state: who claimed it (compare-and-
     swap on ``state``), its progress, and the domain runner's resumable cursor (``progress``),
     so a monitor killed half-way is replaced by one that resumes where the last save left off.
     At most one pending or running task per queue (a database constraint, not a check-then-act).
     """
-
-    PENDING, RUNNING, DONE, CANCELLED, FAILED = "pending", "running", "done", "cancelled", "failed"
-    STATES = [(s, s) for s in (PENDING, RUNNING, DONE, CANCELLED, FAILED)]
-    ACTIVE_STATES = (PENDING, RUNNING)
 
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -33,12 +31,6 @@ class BulkTask(models.Model):
     # edit-retry: the JSON merge patch applied to each job's stored data (fixed at confirmation).
     patch = models.JSONField(null=True, blank=True)
     reason = models.TextField()
-    state = models.CharField(max_length=10, choices=STATES, default=PENDING)
-    cancel_requested = models.BooleanField(default=False)
-    claimed_by = models.CharField(max_length=100, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     total = models.PositiveIntegerField(null=True, blank=True)
     moved = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0)

@@ -20,15 +20,17 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from dashboard.accounts.auth import ADMIN, OPERATOR, require, role_of, role_refusal
+from dashboard.accounts.auth import ADMIN, OPERATOR, require, require_in_scope, role_of, role_refusal
 from dashboard.actions import dlq_envelopes, job_schemas, runners
+from dashboard.actions import job_tools as tools_of_jobs
 from dashboard.actions import scheduler_actions as schedulers
-from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput
+from dashboard.actions.inputs import ActionInput, CleanInput, ReasonedInput, RetryInput, reason_from
 from dashboard.actions.toolbox import inputs as tools
 from dashboard.actions.toolbox import runners as toolbox_runners
 from dashboard.web.errors import InvalidInput
+from queues.flows import PENDING, FlowNode
 from queues.keys import QueueRef
-from queues.states import PROMOTE, RETRY, state_allows
+from queues.states import CHANGE_DELAY, CHANGE_PRIORITY, MOVE_TO_FAILED, PROMOTE, RETRY, state_allows
 
 JOB, QUEUE = "job", "queue"  # what an action acts on: posted to the job_action or queue_action URL
 
@@ -42,6 +44,16 @@ class Offer:
     is_dlq: bool
     job: Any = None
     snap: Any = None
+
+
+def pending_child(where: Offer) -> bool:
+    """A node of a flow tree its parent still waits for (``removeChildDependency`` applies)."""
+    return isinstance(where.job, FlowNode) and where.job.exists and where.job.relation == PENDING
+
+
+def has_pending_children(where: Offer) -> bool:
+    """A node of a flow tree with children that have not run (``removeUnprocessedChildren``)."""
+    return isinstance(where.job, FlowNode) and where.job.exists and where.job.pending > 0
 
 
 def always(where: Offer) -> bool:
@@ -69,6 +81,13 @@ class Action:
     # A queue action drawn either way but shown only while the queue is "paused" or "running":
     # the page swaps pause for resume as its live state changes (data-qw-shown-when, queuewatch.js).
     shown_when: str = ""
+    # Removes jobs the way BullMQ's drain, clean and obliterate do (``removeParentDependencyKey``
+    # with ``hard``): a flow parent in another queue whose last pending child goes is moved to
+    # wait without an event, so that queue's figures need an exact read too (docs/live-truth.md).
+    releases_parents: bool = False
+    # A change to production the page asks to confirm, with a reason it requires (the API takes
+    # the reason as optional; either way the audit row keeps it when given).
+    confirmed: bool = False
 
     @property
     def audit_label(self) -> str:
@@ -80,6 +99,12 @@ class Action:
 
     def parse(self, params) -> ActionInput:
         return self.input.from_params(params)
+
+    def parse_confirmed(self, params) -> ActionInput:
+        """The input of a page's form: a confirmed action's reason is required there."""
+        if self.confirmed:
+            reason_from(params, required=True)
+        return self.parse(params)
 
 
 _ACTIONS: dict[tuple[str, str], Action] = {}
@@ -108,17 +133,20 @@ def lookup(scope: str, name: str) -> Action:
         raise InvalidInput(f"Unknown {scope} action '{name}'. Choose one of: {', '.join(names(scope))}.") from None
 
 
-def authorized(user, *, scope: str, name: str) -> Action:
-    """The action, if ``user`` may take it (else ``PermissionDenied``: its role, read-only mode)."""
+def authorized(user, *, scope: str, name: str, queue: QueueRef) -> Action:
+    """The action, if ``user`` may take it on ``queue`` (else ``QueueNotFound`` for a queue
+    outside their scope, ``PermissionDenied`` for its role or read-only mode)."""
+    require_in_scope(user, queue, target=f"{scope}.{name}")  # first: another team's queue learns nothing
     action = lookup(scope, name)
-    require(user, role=action.role, mutates_redis=action.mutates_redis, target=f"{scope}.{name}")
+    require(user, role=action.role, mutates_redis=action.mutates_redis, target=f"{scope}.{name}", queue=queue)
     return action
 
 
-def offered(scope: str, where: Offer, *, user, role: str | None = None) -> list[Action]:
-    """The actions of ``scope`` to offer ``user`` (or, given ``role``, anyone with that role)
-    here: those offered at ``where`` that they may take (no button that could only answer 403)."""
-    mine = role or role_of(user)
+def offered(scope: str, where: Offer, *, user, role: str | None = None, queue: QueueRef | None = None) -> list[Action]:
+    """The actions of ``scope`` to offer ``user`` on ``queue`` (or, given ``role``, anyone with
+    that role) here: those offered at ``where`` that they may take (no button that could only
+    answer 403)."""
+    mine = role or role_of(user, queue)
     return [
         a
         for (s, _), a in _ACTIONS.items()
@@ -159,10 +187,67 @@ for _action in (
             "its lock or if it is a scheduler's current iteration."
         ),
     ),
-    Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, shown_when="running"),
+    # The job tools (docs/actions.md, "Job tools"): offered where the connection has built them.
+    Action(
+        "change-priority",
+        JOB,
+        _("Change priority"),
+        tools_of_jobs.PriorityInput,
+        tools_of_jobs.change_priority,
+        fields="actions/partials/priority_field.html",
+        offered=tools_of_jobs.offered_for(CHANGE_PRIORITY),
+        note=_("0 is no priority; 1 runs first. A waiting job is re-queued by it at once."),
+    ),
+    Action(
+        "change-delay",
+        JOB,
+        _("Change delay"),
+        tools_of_jobs.DelayInput,
+        tools_of_jobs.change_delay,
+        fields="actions/partials/delay_fields.html",
+        offered=tools_of_jobs.offered_for(CHANGE_DELAY),
+        note=_("The job becomes ready this long from now (not from when it was added)."),
+    ),
+    Action(
+        "move-to-failed",
+        JOB,
+        _("Move to failed"),
+        tools_of_jobs.FailInput,
+        tools_of_jobs.move_to_failed,
+        danger=True,
+        offered=tools_of_jobs.offered_for(MOVE_TO_FAILED),
+        note=_(
+            "The reason becomes the job's failure reason. Refused while a worker holds the job's lock; "
+            "BullMQ then applies the job's own options (removeOnFail, its flow parent, a deduplication successor)."
+        ),
+    ),
+    # Flows (docs/actions.md, "Flows"): offered on the nodes of a flow tree (browse/flow.html).
+    Action(
+        "remove-child-dependency",
+        JOB,
+        _("Remove from parent's dependencies"),
+        ReasonedInput,
+        runners.remove_child_dependency,
+        offered=pending_child,
+        note=_("BullMQ's removeChildDependency: the parent stops waiting for this job, which runs on alone."),
+    ),
+    Action(
+        "remove-unprocessed",
+        JOB,
+        _("Remove unprocessed children"),
+        ReasonedInput,
+        runners.remove_unprocessed_children,
+        offered=has_pending_children,
+        danger=True,
+        note=_(
+            "BullMQ's removeUnprocessedChildren: removes the children that have not run (and theirs); "
+            "active ones are kept."
+        ),
+    ),
+    Action("pause", QUEUE, _("Pause queue"), ActionInput, runners.pause, shown_when="running", confirmed=True),
     Action("resume", QUEUE, _("Resume queue"), ActionInput, runners.resume, shown_when="paused"),
     # Offered through its preview (the queue page's clean form and actions/bulk_preview.html).
-    Action("clean", QUEUE, _("Clean"), CleanInput, runners.clean, offered=never),
+    Action("clean", QUEUE, _("Clean"), CleanInput, runners.clean, offered=never, releases_parents=True),
     # The operator toolbox (docs/actions.md, "Toolbox"). Add and edit-and-retry have their own
     # pages (a form, a diff preview); queue settings, drain and obliterate are on the admin's
     # queue settings page.
@@ -213,6 +298,15 @@ for _action in (
         role=ADMIN,
     ),
     Action(
+        "rate-limit-now",
+        QUEUE,
+        _("Rate-limit now"),
+        tools.RateLimitNowInput,
+        toolbox_runners.rate_limit_now,
+        offered=never,
+        role=ADMIN,
+    ),
+    Action(
         "remove-rate-limit-key",
         QUEUE,
         _("Remove rate-limit key"),
@@ -221,7 +315,17 @@ for _action in (
         offered=never,
         role=ADMIN,
     ),
-    Action("drain", QUEUE, _("Drain"), tools.DrainInput, toolbox_runners.drain, offered=never, role=ADMIN, danger=True),
+    Action(
+        "drain",
+        QUEUE,
+        _("Drain"),
+        tools.DrainInput,
+        toolbox_runners.drain,
+        offered=never,
+        role=ADMIN,
+        danger=True,
+        releases_parents=True,
+    ),
     Action(
         "obliterate",
         QUEUE,
@@ -231,6 +335,7 @@ for _action in (
         offered=never,
         role=ADMIN,
         danger=True,
+        releases_parents=True,
     ),
     # A queue's job schema (docs/actions.md, "Job schema"): stored in the database, not in Redis;
     # refused in read-only mode all the same, as every other queue setting.
@@ -269,6 +374,23 @@ for _action in (
     ),
     # Job schedulers (forms on the schedulers page; the scheduler is named in the input).
     Action(
+        "create-scheduler",
+        QUEUE,
+        _("Create scheduler"),
+        schedulers.EditSchedulerInput,
+        schedulers.create_scheduler,
+        offered=never,
+    ),
+    Action(
+        "run-scheduler",
+        QUEUE,
+        _("Run now"),
+        schedulers.RunSchedulerInput,
+        schedulers.run_scheduler,
+        offered=never,
+        note=_("Adds one job from the scheduler's template now; the scheduler's next run is unchanged."),
+    ),
+    Action(
         "edit-scheduler",
         QUEUE,
         _("Save scheduler"),
@@ -282,6 +404,16 @@ for _action in (
         _("Remove scheduler"),
         schedulers.RemoveSchedulerInput,
         schedulers.remove_scheduler,
+        offered=never,
+        danger=True,
+    ),
+    # A deduplication key released from the queue's deduplication page (the id and its owner in the input).
+    Action(
+        "release-dedup-key",
+        QUEUE,
+        _("Release"),
+        tools_of_jobs.ReleaseDedupInput,
+        tools_of_jobs.release_dedup,
         offered=never,
         danger=True,
     ),

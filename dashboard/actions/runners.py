@@ -53,6 +53,14 @@ def promote(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionRes
     return commands_of(source).promote(queue, job_id=job_id)
 
 
+def remove_child_dependency(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).remove_child_dependency(queue, job_id=job_id)
+
+
+def remove_unprocessed_children(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
+    return commands_of(source).remove_unprocessed_children(queue, job_id=job_id)
+
+
 def redrive(source, *, queue: QueueRef, job_id: str, given) -> actions.ActionResult:
     return commands_of(source).redrive(
         queue,

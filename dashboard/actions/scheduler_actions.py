@@ -1,7 +1,8 @@
 """The scheduler actions of the operator toolbox: their inputs (from a form's ``QueryDict`` or
 a JSON object, like every action input) and their runners (thin adapters over
 ``queues.scheduler_edit``). Registered in ``dashboard.actions.registry`` as QUEUE actions
-(``actions/edit-scheduler``, ``actions/remove-scheduler``, ``actions/migrate-repeat``): the
+(``actions/create-scheduler``, ``actions/edit-scheduler``, ``actions/run-scheduler``,
+``actions/remove-scheduler``, ``actions/migrate-repeat``): the
 scheduler or legacy entry is named in the input, so roles, read-only mode, CSRF and the audit
 come from the registry like everywhere else.
 """
@@ -15,13 +16,16 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from dashboard.actions.inputs import ActionInput, ReasonedInput, flag, text
+from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox.inputs import is_form, json_field, redacted_json, whole
 from dashboard.actions.toolbox.runners import ToolResult
+from dashboard.actions.toolbox.runners import _added as added
 from dashboard.connections.registry import get_redactor
 from dashboard.web.errors import InvalidInput
-from queues import scheduler_edit
+from queues import scheduler_edit, scheduler_runs
+from queues.job_options import InvalidJob
 from queues.keys import QueueRef
-from queues.sources.facets import schedulers_of
+from queues.sources.facets import commands_of, schedulers_of
 
 
 def _number(params, name: str) -> int | None:
@@ -31,10 +35,22 @@ def _number(params, name: str) -> int | None:
     return value
 
 
+def _date(params, name: str) -> int | None:
+    """``startDate``/``endDate`` in ms since 1970 (the API's and a form's), or a form's
+    ``<name>_at`` (a date and time) read in the zone ``dates_tz`` names."""
+    if not is_form(params) or text(params, name):
+        return _number(params, name)
+    try:
+        return scheduler_runs.zoned_ms(text(params, name + "_at"), text(params, "dates_tz"))
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def spec_from(params) -> scheduler_edit.SchedulerSpec:
     """A scheduler from ``id``, ``name``, ``pattern`` or ``every``, ``tz``, ``startDate``,
-    ``endDate``, ``limit``, ``offset``, ``immediately``, ``data`` and ``opts`` (the template's
-    options, BullMQ's names)."""
+    ``endDate`` (or, from a form, ``startDate_at``/``endDate_at`` in zone ``dates_tz``),
+    ``limit``, ``offset``, ``immediately``, ``data`` and ``opts`` (the template's options,
+    BullMQ's names)."""
     data = json_field(params, "data", what=_("The template data"))
     opts = json_field(params, "opts", what=_("The template options"))
     try:
@@ -44,8 +60,8 @@ def spec_from(params) -> scheduler_edit.SchedulerSpec:
             pattern=text(params, "pattern"),
             every=_number(params, "every"),
             tz=text(params, "tz"),
-            start_date=_number(params, "startDate"),
-            end_date=_number(params, "endDate"),
+            start_date=_date(params, "startDate"),
+            end_date=_date(params, "endDate"),
             limit=_number(params, "limit"),
             data=data,
             opts=opts,
@@ -66,6 +82,21 @@ class EditSchedulerInput(ActionInput):
 
     def audit_details(self) -> dict:
         return {"scheduler": self.spec.scheduler_id}
+
+
+@dataclass(frozen=True)
+class RunSchedulerInput(ActionInput):
+    scheduler_id: str = ""
+
+    @classmethod
+    def fields_from(cls, params) -> dict:
+        scheduler_id = text(params, "id")
+        if not scheduler_id:
+            raise InvalidInput(_("Name the scheduler to run ('id')."))
+        return {"scheduler_id": scheduler_id}
+
+    def audit_details(self) -> dict:
+        return {"scheduler": self.scheduler_id}
 
 
 @dataclass(frozen=True)
@@ -124,6 +155,37 @@ def edit_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
     except scheduler_edit.SchedulerError as exc:
         raise InvalidInput(str(exc)) from None
     return _result(done, change={"before": _spec_audit(before), "after": _spec_audit(given.spec)})
+
+
+def create_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
+    try:
+        done = schedulers_of(source).create(queue, spec=given.spec)
+    except scheduler_edit.SchedulerError as exc:
+        raise InvalidInput(str(exc)) from None
+    return _result(done, change={"before": None, "after": _spec_audit(given.spec)})
+
+
+def run_scheduler(source, *, queue: QueueRef, given) -> ToolResult:
+    """A one-off job from the scheduler's template (``queues.scheduler_runs.one_off``), added as
+    any job is (BullMQ's own add scripts); the scheduler and its next run are left alone."""
+    spec = schedulers_of(source).spec(queue, scheduler_id=given.scheduler_id)
+    if spec is None:
+        return ToolResult(
+            scheduler_edit.NOT_EDITABLE,
+            _("There is no job scheduler %(id)s; nothing was added.") % {"id": given.scheduler_id},
+        )
+    try:
+        job = scheduler_runs.one_off(spec)
+        outcome = commands_of(source).add(queue, job=job, schema=schema_for(queue))
+    except InvalidJob as exc:
+        raise refused(exc) from None
+    result = added(outcome, new_job=job)
+    if outcome.created:
+        result.message = _("Scheduler %(id)s run now as job %(job)s; its next run is unchanged.") % {
+            "id": given.scheduler_id,
+            "job": outcome.job_id,
+        }
+    return result
 
 
 def remove_scheduler(source, *, queue: QueueRef, given) -> ToolResult:

@@ -16,25 +16,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
-from dashboard.actions import job_schemas, registry, runners
+from dashboard.accounts import scopes
+from dashboard.accounts.auth import audit_refusal
+from dashboard.actions import edit_limits, job_schemas, registry, runners
 from dashboard.actions.inputs import Selection, reason_from
 from dashboard.actions.models import BulkTask
+from dashboard.actions.preview_growth import Growth, growth_of, sample_diffs
 from dashboard.audit import log as audit
 from dashboard.audit.models import AuditEntry
 from dashboard.connections import dead_letters
 from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
-from dashboard.core.i18n import translate
 from dashboard.web.errors import Conflict, InvalidInput
-from queues import bulk, edit_retry
+from queues import bulk
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 from queues.messages import _
-from queues.sources.facets import JobsFacet
+from queues.script_versions import UnsupportedRelease
 
 BULK_ACTIONS = bulk.ACTIONS
 SAMPLE_SIZE = 10
@@ -56,6 +60,9 @@ def audited_failure(**entry):
     except SourceUnavailable as exc:
         audit.record(**entry, outcome=AuditEntry.ERROR, message=str(exc))
         raise
+    except UnsupportedRelease as exc:  # a newer BullMQ wrote the queue: refused, nothing changed
+        audit.record(**entry, outcome=AuditEntry.REFUSED, message=str(exc))
+        raise
 
 
 def perform(*, user, via: str, action: registry.Action, queue: QueueRef, given, job_id: str | None = None):
@@ -72,6 +79,7 @@ def perform(*, user, via: str, action: registry.Action, queue: QueueRef, given, 
         selection=given.audit_details(),
     )
     extra = {"user": user} if action.needs_user else {}
+    require_destination(user, queue=queue, action=action.name)
     with audited_failure(**entry):
         if action.scope == registry.JOB:
             result = action.run(source, queue=queue, job_id=job_id, given=given, **extra)
@@ -79,7 +87,7 @@ def perform(*, user, via: str, action: registry.Action, queue: QueueRef, given, 
             result = action.run(source, queue=queue, given=given, **extra)
     # A result may add to the row's details what only running it could know: the before and
     # after of an edit, the id a job was added under (dashboard.actions.toolbox.runners).
-    entry["selection"] = {**entry["selection"], **getattr(result, "audit", {})}
+    entry["selection"] = {**entry["selection"], **(getattr(result, "audit", None) or {})}
     audit.record(
         **entry,
         affected=runners.affected_by(result),
@@ -87,15 +95,40 @@ def perform(*, user, via: str, action: registry.Action, queue: QueueRef, given, 
         message=result.message,
     )
     if result.ok:
-        ask_for_exact_read(queue)
+        ask_for_exact_read(queue, parents_elsewhere=action.releases_parents)
     return result
 
 
-def ask_for_exact_read(queue: QueueRef) -> None:
+FLOW_ACTIONS = ("remove-child-dependency", "remove-unprocessed")
+
+
+def require_destination(user, *, queue: QueueRef, action: str) -> None:
+    """A redrive writes into the dead-letter queue's source queue: the operator role is needed
+    there too (a grant on the dead-letter queue alone does not reach another team's queue)."""
+    if not scopes.is_scoped(user):  # also: no user (the CLI, the system)
+        return
+    if action in FLOW_ACTIONS:
+        # BullMQ's scripts change the flow's jobs in other queues (the parent, the children's
+        # children), which a grant on this queue alone does not reach.
+        why = gettext("This action changes jobs of the flow in other queues: it needs a role on every queue.")
+        audit_refusal(user, kind="scope", target=f"{action} {queue.name}", message=why)
+        raise PermissionDenied(why)
+    if action != "redrive":
+        return
+    destination = runners.redrive_source(queue=queue)
+    if scopes.role_on(user, destination) not in ("operator", "admin"):
+        why = gettext("A redrive moves these jobs into a queue outside your scope.")
+        audit_refusal(user, kind="scope", target=f"redrive {queue.name}", message=why)
+        raise PermissionDenied(why)
+
+
+def ask_for_exact_read(queue: QueueRef, *, parents_elsewhere: bool = False) -> None:
     """Live figures exact at once after a change made here, even one BullMQ emits no event for
-    (drain, obliterate, clean...): the leading monitor reads the queue (docs/live-truth.md)."""
+    (drain, obliterate, clean...): the leading monitor reads the queue (docs/live-truth.md).
+    ``parents_elsewhere``: the change may have moved flow parents of other queues out of
+    waiting-children without an event; the monitor reads those queues too."""
     try:
-        dash_redis.request_exact_read(dash_redis.dashboard_redis(), queue)
+        dash_redis.request_exact_read(dash_redis.dashboard_redis(), queue, parents_elsewhere=parents_elsewhere)
     except DashboardRedisError:
         pass  # the change is made; its figures settle at the next snapshot instead
 
@@ -126,6 +159,7 @@ class BulkPreview:
     complete: bool = True  # False: only the first ``examined`` of the state's ``in_state`` jobs were read
     examined: int = 0
     in_state: int | None = None
+    growth: Growth | None = None  # edit-retry: what the patch adds to the jobs' data
 
 
 def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> BulkPreview:
@@ -158,29 +192,13 @@ def bulk_preview(*, queue: QueueRef, action: str, chosen: Selection, patch: dict
             in_state=seen.in_state,
         )
     if patch is not None:
-        found.patch, found.diffs = (
-            patch,
-            sample_diffs(jobs, queue, [j.id for j in found.sample], patch, schema=job_schemas.schema_for(queue)),
+        bounds = edit_limits.bounds()
+        found.patch = patch
+        found.diffs, per_job = sample_diffs(
+            jobs, queue, [j.id for j in found.sample], patch, schema=job_schemas.schema_for(queue), bounds=bounds
         )
+        found.growth = growth_of(found, per_job, bounds)
     return found
-
-
-def sample_diffs(
-    jobs: JobsFacet, queue: QueueRef, ids: list[str], patch: dict, schema: dict | None = None
-) -> list[tuple[str, list[str]]]:
-    """What the patch does to each job's stored data, redacted (a job whose data is not JSON
-    says so instead; one whose patched data the queue's schema refuses says why after its diff,
-    as "! …" lines: the task will leave it failed)."""
-    redact, out = get_redactor().value, []
-    for job_id in ids:
-        try:
-            plan = jobs.edit_plan(queue, job_id=job_id, patch=patch, schema=schema)
-        except edit_retry.PatchError as exc:
-            out.append((job_id, [str(exc)]))
-            continue
-        if plan is not None:
-            out.append((job_id, plan.diff(redact)[:200] + [f"! {translate(r)}" for r in plan.refusals]))
-    return out
 
 
 def _check_bulk(*, queue: QueueRef, action: str, chosen: Selection, patch: dict | None = None) -> None:
@@ -206,7 +224,7 @@ def bulk_plan(
     it is the failed-set redrive: retry with the counters reset. An edit's plan carries the
     queue's job schema as it is when the plan is made (a task resumed after the schema changed
     checks the rest of its jobs against the new one)."""
-    rules = dead_letters.rules()
+    rules, bounds = dead_letters.rules(), edit_limits.bounds()
     dlq_move = action == "redrive" and rules.is_dead_letter(queue.name)
     try:
         return bulk.BulkPlan(
@@ -222,6 +240,8 @@ def bulk_plan(
             payload_field=dead_letters.envelope_for(queue.name).payload_field if dlq_move else None,
             patch=patch,
             schema=job_schemas.schema_for(queue) if patch is not None else None,
+            max_job_growth=bounds.per_job if patch is not None else None,
+            max_task_growth=bounds.per_task if patch is not None else None,
         )
     except ValueError as exc:  # the domain's own check of a plan (state the action cannot act on…)
         raise InvalidInput(str(exc)) from None
@@ -254,11 +274,15 @@ def bulk_start(
     not swept in), and the monitor runs it. At most one active task per queue. An edit's audit
     row keeps the patch and what it does to a sample of the jobs' stored data (redacted)."""
     _check_bulk(queue=queue, action=action, chosen=chosen, patch=patch)
+    require_destination(user, queue=queue, action=action)
     change = {}
     if patch is not None:
         preview = bulk_preview(queue=queue, action=action, chosen=chosen, patch=patch)
+        if preview.growth is not None and preview.growth.refusal:
+            raise InvalidInput(preview.growth.refusal)
         change = {
             "patch": get_redactor().value(patch),
+            "growth": {k: preview.growth.as_dict()[k] for k in ("largest", "jobs", "total")} if preview.growth else {},
             "change": {
                 "diff": [line for job_id, lines in preview.diffs for line in (f"@@ job {job_id}", *lines)][:400]
             },
@@ -334,3 +358,10 @@ def task_cancel(*, user, via: str, task: BulkTask) -> bool:
 
 def task_queue(task: BulkTask) -> QueueRef:
     return QueueRef(task.connection, task.prefix, task.queue)
+
+
+def visible_tasks(user):
+    """Bulk tasks on the queues ``user`` may see (``dashboard.accounts.scopes``)."""
+    rows = BulkTask.objects.all()
+    only = scopes.queue_filter(user)
+    return rows if only is None else rows.filter(only)

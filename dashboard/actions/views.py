@@ -10,10 +10,12 @@ import functools
 
 from django.conf import settings
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.accounts.auth import ADMIN, OPERATOR, VIEWER, audit_refusal, has_role, role_required
+from dashboard.accounts import scopes
+from dashboard.accounts.auth import ADMIN, OPERATOR, audit_refusal, has_role, require, role_required
 from dashboard.actions import dlq_envelopes, registry, triage
 from dashboard.actions import services as operations
 from dashboard.actions.exporting import export_response
@@ -26,10 +28,13 @@ from dashboard.browse import selectors as reads
 from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
+from dashboard.live import channels as live
 from dashboard.web import streaming
 from dashboard.web.errors import Conflict, InvalidInput, page_errors
 from dashboard.web.htmx import vary_on_htmx, wants_fragment
-from queues.errors import JobNotFound
+from queues.errors import JobNotFound, QueueNotFound
+from queues.keys import QueueRef
+from queues.script_versions import UnsupportedRelease
 
 RESULT = "actions/action_result.html"
 
@@ -58,6 +63,8 @@ def refusals(view):
             return result(request, ok=False, message=str(exc), status=400)
         except Conflict as exc:
             return result(request, ok=False, message=str(exc), status=409)
+        except UnsupportedRelease as exc:  # audited as refused by the service
+            return result(request, ok=False, message=exc.message, status=409)
         except JobNotFound as exc:
             return result(request, ok=False, message=str(exc), status=404)
 
@@ -77,12 +84,13 @@ def operator_post(view):
 
 @action_post
 def job_action(request, connection, prefix, name, action, job_id):
-    found = registry.authorized(request.user, scope=registry.JOB, name=action)
-    queue = reads.resolve(connection, prefix, name)
+    found = registry.authorized(request.user, scope=registry.JOB, name=action, queue=QueueRef(connection, prefix, name))
+    queue = reads.resolve(request.user, connection, prefix, name)
     outcome = operations.perform(
         user=request.user, via="page", action=found, queue=queue, job_id=job_id, given=found.parse(request.POST)
     )
-    if outcome.ok and wants_fragment(request):
+    # From a row of the queue page's list or a node of a flow tree: the message only.
+    if outcome.ok and wants_fragment(request) and request.POST.get("shown_on") not in ("queue-list", "flow"):
         if request.POST.get("shown_on") == "edit-page":
             return edit_saved(request, queue=queue, job_id=job_id, outcome=outcome)
         return job_refreshed(request, queue=queue, job_id=job_id, outcome=outcome)
@@ -103,11 +111,13 @@ def job_refreshed(request, *, queue, job_id: str, outcome):
     """A job action done from the job's page: the message, plus the job's state and the actions
     that apply now, swapped in out-of-band, so the page never goes on offering what no longer
     applies. A job that left the queue (a redrive moves it) says so and links to its copy."""
+    read_at = live.read_stamp()
     try:
         job = reads.job_detail(queue, job_id)
     except JobNotFound:
         job = None
     context = {
+        "read_at": read_at,  # the page keeps whichever of this and the monitor's message is later
         "ok": True,
         "message": translate(outcome.message),
         "queue": queue,
@@ -130,17 +140,40 @@ def edit_saved(request, *, queue, job_id: str, outcome):
 
 @action_post
 def queue_action(request, connection, prefix, name, action):
-    found = registry.authorized(request.user, scope=registry.QUEUE, name=action)
-    queue = reads.resolve(connection, prefix, name)
+    found = registry.authorized(
+        request.user, scope=registry.QUEUE, name=action, queue=QueueRef(connection, prefix, name)
+    )
+    queue = reads.resolve(request.user, connection, prefix, name)
     outcome = operations.perform(
-        user=request.user, via="page", action=found, queue=queue, given=found.parse(request.POST)
+        user=request.user, via="page", action=found, queue=queue, given=found.parse_confirmed(request.POST)
     )
     return result(request, ok=outcome.ok, message=outcome.message, status=409, open_job=job_link(queue, outcome))
 
 
 @operator_post
 def bulk_preview(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    return preview_response(request, reads.resolve(request.user, connection, prefix, name))
+
+
+@action_post
+def dlq_envelope_confirm(request, connection, prefix, name):
+    """An admin's "Use this shape for this queue" on a redrive preview: the ``set-dlq-envelope``
+    action (its role, read-only refusal and audit), then the same preview again, now showing what
+    the source queue will receive (the form carries the preview's selection)."""
+    found = registry.authorized(
+        request.user, scope=registry.QUEUE, name="set-dlq-envelope", queue=QueueRef(connection, prefix, name)
+    )
+    queue = reads.resolve(request.user, connection, prefix, name)
+    outcome = operations.perform(
+        user=request.user, via="page", action=found, queue=queue, given=found.parse(request.POST)
+    )
+    if not outcome.ok:
+        return result(request, ok=False, message=outcome.message, status=409)
+    return preview_response(request, queue, envelope_message=translate(outcome.message))
+
+
+def preview_response(request, queue, *, envelope_message: str = ""):
+    """The preview of a bulk form's POST (also after an envelope confirmation)."""
     triage.refuse_blind_retry(request.POST)
     given = BulkInput.from_params(request.POST, confirming=False)
     if given.action == "clean":
@@ -161,13 +194,14 @@ def bulk_preview(request, connection, prefix, name):
         }
         if is_dlq and given.action == "redrive":  # what the source queue will receive, and the envelope
             context["redrive"] = dlq_envelopes.redrive_sample(queue, [j.id for j in preview.sample])
-            context["may_confirm_envelope"] = has_role(request.user, ADMIN)
+            context["may_confirm_envelope"] = has_role(request.user, ADMIN, queue)
+            context["envelope_message"] = envelope_message
     return render(request, "actions/bulk_preview.html", context)
 
 
 @operator_post
 def bulk_start(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     given = BulkInput.from_params(request.POST, confirming=True)
     task = operations.bulk_start(
         user=request.user,
@@ -183,18 +217,22 @@ def bulk_start(request, connection, prefix, name):
     return render(request, "actions/task.html#task-panel", {"task": task})
 
 
+def task_queue_of(task: BulkTask | None):
+    return operations.task_queue(task) if task is not None else None
+
+
 @require_GET
 def task_list(request):
     """Bulk tasks, pending and running first, then the most recent."""
-    active = BulkTask.objects.filter(state__in=BulkTask.ACTIVE_STATES).order_by("pk")
-    recent = BulkTask.objects.exclude(state__in=BulkTask.ACTIVE_STATES).order_by("-pk")[:50]
+    tasks = operations.visible_tasks(request.user)
+    active = tasks.filter(state__in=BulkTask.ACTIVE_STATES).order_by("pk")
+    recent = tasks.exclude(state__in=BulkTask.ACTIVE_STATES).order_by("-pk")[:50]
     return render(request, "actions/tasks.html", {"active": active, "recent": recent})
 
 
 @require_GET
-@role_required(VIEWER)
 def task_detail(request, task_id):
-    task = get_object_or_404(BulkTask, pk=task_id)
+    task = get_object_or_404(operations.visible_tasks(request.user), pk=task_id)
     return render(
         request,
         "actions/task.html",
@@ -203,9 +241,16 @@ def task_detail(request, task_id):
 
 
 @require_POST
-@role_required(OPERATOR)  # writes nothing to Redis: allowed in read-only mode, the emergency brake
 def task_cancel(request, task_id):
-    task = get_object_or_404(BulkTask, pk=task_id)
+    # The operator role on the task's queue; writes nothing to Redis: allowed in read-only
+    # mode, the emergency brake. A task on a queue outside the user's scope is not found.
+    task = BulkTask.objects.filter(pk=task_id).first()
+    try:
+        require(request.user, role=OPERATOR, target=f"{request.method} {request.path}", queue=task_queue_of(task))
+    except QueueNotFound:
+        raise Http404 from None
+    if task is None:
+        raise Http404
     if not operations.task_cancel(user=request.user, via="page", task=task):
         return result(request, ok=False, message=f"Task {task.pk} has already {task.state}.", status=409)
     task.refresh_from_db()
@@ -215,7 +260,7 @@ def task_cancel(request, task_id):
 @require_GET
 @page_errors
 def queue_error_groups(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     found = (
         get_registry()
         .jobs(connection)
@@ -243,7 +288,7 @@ def queue_export(request, connection, prefix, name):
 
 @require_GET
 def audit_log(request):
-    rows = audit.filtered(request.GET)
+    rows = audit.filtered(request.GET, only=scopes.audit_filter(request.user))
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -263,7 +308,9 @@ def audit_log(request):
 @page_errors
 def audit_csv(request):
     response = streaming.download(
-        request, audit.csv_lines(audit.filtered(request.GET)), content_type="text/csv; charset=utf-8"
+        request,
+        audit.csv_lines(audit.filtered(request.GET, only=scopes.audit_filter(request.user))),
+        content_type="text/csv; charset=utf-8",
     )
     response["Content-Disposition"] = 'attachment; filename="queuewatch-audit.csv"'
     return response

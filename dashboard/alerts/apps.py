@@ -6,3 +6,8 @@ class AlertsConfig(AppConfig):
     label = "alerts"
     verbose_name = "Queuewatch alerting"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from dashboard.alerts import scoped
+
+        scoped.register()

@@ -29,7 +29,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
+from dashboard.alerts import wording
 from dashboard.alerts.models import Alert, AlertEvent, AlertRule, MaintenanceWindow, Notification, Silence
+from dashboard.alerts.scoped import firing_summary  # noqa: F401  (the banner's, with the other reads of alerts)
 from queues import alert_rules
 from queues.alert_rules import Facts, Matcher, Observation
 from queues.cron import CronError, window_open_at
@@ -62,7 +64,7 @@ class RuleRun:
 def active_silences(now: dt.datetime) -> list[tuple[Matcher, str]]:
     """Matchers of every silence in force and every maintenance window open at ``now``."""
     out = [
-        (s.matcher(), f"silence by {s.author}: {s.comment}")
+        (s.matcher(), wording.SILENCE.format(author=s.author, comment=s.comment))
         for s in Silence.objects.filter(starts_at__lte=now, ends_at__gt=now)
     ]
     for w in MaintenanceWindow.objects.filter(enabled=True):
@@ -74,7 +76,7 @@ def active_silences(now: dt.datetime) -> list[tuple[Matcher, str]]:
             log.warning("maintenance window %s has an unusable schedule; ignored", w.pk)
             continue
         if window is not None:
-            out.append((w.matcher(), f"maintenance window “{w.name}” until {window[1]:%Y-%m-%d %H:%M} UTC"))
+            out.append((w.matcher(), wording.WINDOW.format(name=w.name, until=f"{window[1]:%Y-%m-%d %H:%M}")))
     return out
 
 
@@ -393,8 +395,3 @@ def _write_notifications(rule: AlertRule, steps: list[Step], now: dt.datetime) -
     # A row whose key is already there (written by another monitor) is skipped by the database.
     Notification.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
-
-
-def firing_alerts() -> list[Alert]:
-    """Open firing alerts, most recent first, for the banner every page shows."""
-    return list(Alert.objects.filter(state=Alert.FIRING).select_related("rule").order_by("-started_at")[:50])

@@ -6,12 +6,15 @@ from __future__ import annotations
 import datetime as dt
 
 from django import forms
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from dashboard.alerts.models import AlertRule, Channel, MaintenanceWindow, Silence
 from dashboard.connections.registry import get_registry
 from dashboard.core.i18n import translate
 from queues import alert_kinds
+from queues.alert_kinds.base import KIND_FIELDS
 
 # Labels and help of the model fields, in the viewer's language (set here rather than on the
 # models, so translating them needs no migration).
@@ -59,7 +62,28 @@ def _connection_choices():
     return [("", _("every connection"))] + [(n, n) for n in get_registry().names]
 
 
+# Defaults of a new rule that do not flap: a condition must hold for a minute before it fires,
+# and a firing alert rides out two minutes of recovery before it resolves (and notifies again).
+NEW_RULE_INITIAL = {"for_seconds": 60, "keep_firing_seconds": 120}
+# What a field the chosen kind does not read is saved as (the model's defaults).
+UNUSED_VALUES = {
+    "queue_glob": "",
+    "threshold": 0.0,
+    "resolve_threshold": None,
+    "window_minutes": 5,
+    "min_volume": 0,
+    "include_due_delayed": False,
+    "job_name": "",
+}
+# The fields whose unit is the kind's threshold unit; the others' units are in their labels.
+THRESHOLD_FIELDS = ("threshold", "resolve_threshold")
+
+
 class RuleForm(forms.ModelForm):
+    """A rule of one kind: ``kind_id`` is the kind the form shows the fields of (the submitted
+    one, else the rule's, else the first); the fields another kind reads are neither shown nor
+    saved (``queues.alert_kinds.base.KIND_FIELDS``, ``RuleKind.shown_fields``)."""
+
     class Meta:
         model = AlertRule
         fields = [
@@ -92,10 +116,25 @@ class RuleForm(forms.ModelForm):
         }
 
     def __init__(self, *args, **kwargs):
+        if kwargs.get("instance") is None and "initial" not in kwargs:
+            kwargs["initial"] = dict(NEW_RULE_INITIAL)
         super().__init__(*args, **kwargs)
         # The registry's kinds, as they are now, named in the viewer's language.
         self.fields["kind"] = forms.ChoiceField(
             label=LABELS["kind"], choices=[(k, translate(t)) for k, t in alert_kinds.choices()]
+        )
+        # Choosing another kind swaps in its fields (htmx; without it, the form's "Show this
+        # kind's fields" button), keeping what was typed.
+        self.fields["kind"].widget.attrs.update(
+            {
+                "hx-get": reverse("alert_rule_fields"),
+                "hx-trigger": "change",
+                "hx-target": "#rule-kind-fields",
+                "hx-swap": "outerHTML",
+                "hx-include": "#rule-form",
+                "hx-params": "not csrfmiddlewaretoken",
+                "aria-controls": "rule-kind-fields",
+            }
         )
         self.fields["connection"] = forms.ChoiceField(
             label=LABELS["connection"], help_text=HELP["connection"], choices=_connection_choices(), required=False
@@ -105,6 +144,58 @@ class RuleForm(forms.ModelForm):
             (w, _("%(n)s min") % {"n": w}) for w, _label in self.fields["window_minutes"].choices
         ]
         self.fields["channels"].queryset = Channel.objects.order_by("name")
+        # A channel's name is user data (any script): isolated, beside its kind in the reader's language.
+        self.fields["channels"].label_from_instance = lambda c: format_html("<bdi>{}</bdi> ({})", c.name, c.kind_label)
+        self.rule_kind = self._chosen_kind()
+        shown = self.rule_kind.shown_fields()
+        for name in KIND_FIELDS:
+            if name not in shown:
+                self.fields[name].required = False
+        unit = translate(self.rule_kind.unit)
+        if unit:
+            for name in THRESHOLD_FIELDS:
+                self.fields[name].label = _("%(field)s (%(unit)s)") % {"field": LABELS[name], "unit": unit}
+        self.fields["min_volume"].label = _("Minimum volume (jobs)")
+
+    def _chosen_kind(self):
+        wanted = (self.data.get("kind") if self.is_bound else None) or self.initial.get("kind")
+        if not wanted and self.instance is not None:
+            wanted = self.instance.kind
+        return alert_kinds.KINDS.get(wanted or "") or next(iter(alert_kinds.KINDS.values()))
+
+    @property
+    def kind_id(self) -> str:
+        return self.rule_kind.id
+
+    def kind_fields(self):
+        """The bound fields the chosen kind reads, in the form's order."""
+        shown = self.rule_kind.shown_fields()
+        return [self[name] for name in KIND_FIELDS if name in shown]
+
+    def clean(self):
+        data = super().clean()
+        shown = self.rule_kind.shown_fields()
+        for name in KIND_FIELDS:
+            if name not in shown:
+                # Not shown, so not chosen: whatever came for it (another kind's value, a
+                # stale page) is dropped rather than saved or reported where nobody sees it.
+                self._errors.pop(name, None)
+                data[name] = UNUSED_VALUES[name]
+        return data
+
+
+def initial_from(data) -> dict:
+    """A rule form's values as typed (a query string or a post), as initial values: the form
+    shown again for another kind keeps them without judging them yet."""
+    initial = {}
+    for name in RuleForm.Meta.fields:
+        if name == "channels":
+            initial[name] = data.getlist(name)
+        elif name in ("enabled", "include_due_delayed", "notify_resolved"):
+            initial[name] = name in data
+        elif name in data:
+            initial[name] = data.get(name)
+    return initial
 
 
 class MaintenanceWindowForm(forms.ModelForm):

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from dashboard.alerts import notifiers
+from dashboard.connections.registry import get_registry
 from dashboard.core.crypto import EncryptedTextField
 from dashboard.core.i18n import translate
 from queues import alert_kinds, alert_rules
@@ -201,6 +202,14 @@ class AlertRule(models.Model):
             if getattr(self, name) and name not in kind.params and name not in errors:
                 users = [k.id.replace("_", "-") for k in alert_kinds.KINDS.values() if name in k.params]
                 errors[name] = message.format(gettext(" or ").join(users) or gettext("no"))
+        registry = get_registry()
+        if self.connection and self.connection in registry.names and "connection" not in errors:
+            source = registry.source(self.connection)
+            if not kind.applies_to(source.kind):
+                errors["connection"] = gettext(
+                    "“{rule}” does not apply to connection “{connection}”: it judges a Redis server's "
+                    "settings, and this is a {kind} connection."
+                ).format(rule=translate(kind.title), connection=self.connection, kind=source.label)
         if errors:
             raise ValidationError(errors)
 
@@ -271,6 +280,16 @@ class Alert(models.Model):
             except NoReverseMatch:
                 pass
         return reverse("alert_history") + f"?rule={self.rule_id}"
+
+    def silence_url(self) -> str:
+        """The new-silence form with this alert's matchers filled in (its Silence button)."""
+        from urllib.parse import urlencode
+
+        from django.urls import reverse
+
+        m = alert_rules.matcher_for(rule_id=self.rule_id, target=self.target)
+        query = {"rule": m.rule_id, "connection": m.connection, "queue_glob": m.queue_glob}
+        return reverse("silences") + "?" + urlencode({k: v for k, v in query.items() if v}) + "#silence-form"
 
 
 class AlertEvent(models.Model):

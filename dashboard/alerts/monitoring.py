@@ -14,7 +14,7 @@ import datetime as dt
 
 from django.conf import settings
 
-from dashboard.alerts.engine import evaluate_rules, firing_alerts
+from dashboard.alerts.engine import evaluate_rules, firing_summary
 from dashboard.alerts.models import Alert, AlertRule, Channel, Notification
 from dashboard.live import channels as live
 from dashboard.live import fragments
@@ -54,7 +54,7 @@ def evaluate(
         facts.needs[need.name] = need.gather(signals=signals, source_for=registry.source, down=down, now=now)
     runs = evaluate_rules(facts=facts, now=now, rules=rules)
     if publisher is not None:
-        publisher.publish(live.ALL, *fragments.firing_alerts(firing_alerts()))
+        publisher.publish(live.ALL, *fragments.firing_alerts(firing_summary()))
     return runs
 
 

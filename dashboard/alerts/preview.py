@@ -12,6 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+
+from dashboard.alerts.preview_chart import Chart, preview_chart
 from dashboard.live.models import QueuePoint
 from dashboard.live.rates import build_signals
 from queues import alert_kinds, alert_rules
@@ -41,6 +44,11 @@ class Preview:
     queues: int = 0
     incidents: list[Incident] = field(default_factory=list)
     note: str = ""
+    # What the rule measured each minute, per target (None: not measurable then), for the chart.
+    series: dict[alert_rules.Target, list[tuple[dt.datetime, float | None]]] = field(default_factory=dict)
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    chart: Chart | None = None  # the series drawn with the threshold (``preview_chart``)
 
     @property
     def fired(self) -> list[Incident]:
@@ -70,8 +78,10 @@ def rule_preview(*, rule, now: dt.datetime) -> Preview:
     if kind is None or not kind.replayable:
         return Preview(
             False,
-            note="This kind of rule is about the connection itself or job schedulers, which stored history does "
-            "not record.",
+            note=_(
+                "This kind of rule is about the connection itself or job schedulers, which stored history does "
+                "not record."
+            ),
         )
     start = now.replace(second=0, microsecond=0) - dt.timedelta(hours=HOURS)
     recent = QueuePoint.objects.filter(
@@ -93,14 +103,18 @@ def rule_preview(*, rule, now: dt.datetime) -> Preview:
         q = QueueRef(row.connection, row.prefix, row.queue)
         if q in by_queue:
             by_queue[q][int(row.start.timestamp() * 1000)] = row
-    preview = Preview(True, minutes=HOURS * 60, queues=len(by_queue))
+    preview = Preview(True, minutes=HOURS * 60, queues=len(by_queue), start=start, end=now)
     for q, points in by_queue.items():
-        preview.incidents += _replay(rule, q, points, start=start, now=now)
+        preview.incidents += _replay(rule, q, points, start=start, now=now, measured=preview.series)
     preview.incidents.sort(key=lambda i: i.pending_at)
     if not by_queue:
-        preview.note = "No stored history for the queues this rule covers (the monitor stores it while it runs)."
+        preview.note = _("No stored history for the queues this rule covers (the monitor stores it while it runs).")
     elif len(names) > MAX_QUEUES:
-        preview.note = f"Replayed on the first {MAX_QUEUES} of the {len(names)} queues this rule covers."
+        preview.note = _("Replayed on the first %(shown)s of the %(total)s queues this rule covers.") % {
+            "shown": MAX_QUEUES,
+            "total": len(names),
+        }
+    preview.chart = preview_chart(preview, rule)
     return preview
 
 
@@ -116,7 +130,13 @@ def _put(series: QueueSeries, m: int, row: QueuePoint) -> None:
 
 
 def _replay(
-    rule, q: QueueRef, points: dict[int, QueuePoint], *, start: dt.datetime, now: dt.datetime
+    rule,
+    q: QueueRef,
+    points: dict[int, QueuePoint],
+    *,
+    start: dt.datetime,
+    now: dt.datetime,
+    measured: dict | None = None,
 ) -> list[Incident]:
     series = QueueSeries()
     for m, row in sorted(points.items()):
@@ -141,6 +161,8 @@ def _replay(
             _snapshot(q, last_row, end_ms), series, now_ms=end_ms, stalled_now=[""] * last_row.stalled_now
         )
         (obs,) = alert_rules.rule_evaluate(rule=rule, facts=alert_rules.Facts(queues=[sig]), now=t) or (None,)
+        if obs is not None and measured is not None:
+            measured.setdefault(obs.target, []).append((t, obs.value))
         if obs is not None:
             phase, current = _step(rule, phase, current, obs, t, incidents)
         t += dt.timedelta(minutes=1)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.history, name="alert_history"),
     path("rules/", views.rules, name="alert_rules"),
     path("rules/new", views.rule_edit, name="alert_rule_new"),
+    path("rules/fields", views.rule_kind_fields, name="alert_rule_fields"),
     path("rules/<int:rule_id>/", views.rule_detail, name="alert_rule"),
     path("rules/<int:rule_id>/edit", views.rule_edit, name="alert_rule_edit"),
     path("rules/<int:rule_id>/delete", views.rule_delete, name="alert_rule_delete"),

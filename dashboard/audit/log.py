@@ -13,9 +13,11 @@ import csv
 import datetime as dt
 from collections.abc import Iterator
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from dashboard.audit.bounds import bounded
 from dashboard.audit.models import AuditEntry
+from dashboard.core.db import storable
 from queues.keys import QueueRef
 from queues.messages import Joined, Message, as_data
 
@@ -55,25 +57,26 @@ def record(
     """One row. A ``message`` marked for translation (``queues.messages``) is also kept with its
     id and parameters, so the log shows it in each reader's language."""
     job_ids = list(job_ids)
-    selection = dict(selection or {})
+    selection = bounded(selection or {})  # never megabytes, whatever was acted on
     if len(job_ids) > MAX_IDS_STORED:
         selection["ids_total"] = len(job_ids)
         job_ids = job_ids[:MAX_IDS_STORED]
+    message_data = as_data(message, limit=500) if isinstance(message, (Message, Joined)) else None
     return AuditEntry.objects.create(
         user=user if getattr(user, "pk", None) else None,
-        username=getattr(user, "username", "") or "",
+        username=storable(getattr(user, "username", "") or ""),
         via=via,
-        action=action,
-        connection=queue.connection,
-        prefix=queue.prefix,
-        queue=queue.name,
-        job_ids=job_ids,
-        selection=selection,
-        reason=reason,
+        action=storable(action),
+        connection=storable(queue.connection),
+        prefix=storable(queue.prefix),
+        queue=storable(queue.name),
+        job_ids=storable(job_ids),
+        selection=storable(selection),
+        reason=storable(reason),
         affected=affected,
         outcome=outcome,
-        message=message[:2000],
-        message_data=as_data(message, limit=500) if isinstance(message, (Message, Joined)) else None,
+        message=storable(message[:2000]),
+        message_data=storable(message_data),
         task=task,
     )
 
@@ -134,9 +137,10 @@ def admin_edit(entry) -> AuditEntry:
     )
 
 
-def filtered(params) -> QuerySet:
-    """Audit rows matching the page's filters (user, action, queue, outcome, since, until)."""
-    rows = AuditEntry.objects.all()
+def filtered(params, *, only: Q | None) -> QuerySet:
+    """Audit rows matching the page's filters (user, action, queue, outcome, since, until),
+    among ``only`` (the reader's: ``dashboard.accounts.scopes.audit_filter``; None: all)."""
+    rows = AuditEntry.objects.all() if only is None else AuditEntry.objects.filter(only)
     for field in ("username", "action", "outcome", "via", "connection"):
         value = params.get(field, "").strip()
         if value:

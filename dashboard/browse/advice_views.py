@@ -17,7 +17,7 @@ from queues import retry_advice
 @require_GET
 @page_errors
 def queue_advice(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     items = [
         {
             "a": a,

@@ -48,12 +48,15 @@ class OverviewColumn:
     # ``qw`` and ``i18n`` tags are loaded, so mark the cell's words with ``{% translate %}``.
     cell: str
     sort: Callable[[QueueSnapshot], Any] | None = None  # sort key; overview sorts before signals exist
+    # Or a sort key read from the queue's entry of the state document (``None`` when the monitor
+    # has published none): for figures the monitor derives (rates, workers), not a snapshot's.
+    published: Callable[[dict | None], Any] | None = None
     numeric: bool = False  # right-aligned header
     title: str = ""  # header tooltip
 
     @property
     def sortable(self) -> bool:
-        return self.sort is not None
+        return self.sort is not None or self.published is not None
 
 
 def _count_of(state: str) -> Callable[[dict], int | None]:
@@ -62,6 +65,24 @@ def _count_of(state: str) -> Callable[[dict], int | None]:
     if state == "waiting":
         return lambda counts: waiting_jobs(counts) if "waiting" in counts else None
     return lambda counts: counts.get(state)
+
+
+def _published_rate(*names: str) -> Callable[[dict | None], float]:
+    """Sort key: the sum of these rates over RATE_WINDOW minutes, as the monitor published them
+    (``rates_per_min`` of the state document); -1 (last) when unknown."""
+
+    def key(entry: dict | None) -> float:
+        rates = (entry or {}).get("rates_per_min") or {}
+        values = [(rates.get(name) or {}).get(str(RATE_WINDOW)) for name in names]
+        known = [float(v) for v in values if isinstance(v, int | float)]
+        return sum(known) if known else -1.0
+
+    return key
+
+
+def _published_workers(entry: dict | None) -> int:
+    workers = (entry or {}).get("workers")
+    return workers if isinstance(workers, int) else -1  # unknown sorts below none
 
 
 def _state_column(state: str) -> OverviewColumn:
@@ -114,6 +135,7 @@ COLUMNS: list[OverviewColumn] = [
         title=_("completed / failed per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.completed_per_min[RATE_WINDOW]), rate_value(sig.failed_per_min[RATE_WINDOW])),
         cell='<td class="num">{{ value.0|rate_num }} / <span class="bad">{{ value.1|rate_num }}</span></td>',
+        published=_published_rate("completed", "failed"),
     ),
     OverviewColumn(
         name="dead_letters",
@@ -122,6 +144,7 @@ COLUMNS: list[OverviewColumn] = [
         title=_("jobs entering the dead-letter set per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
         cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0|rate_num }}</td>',
+        published=_published_rate("dead_letter"),
     ),
     OverviewColumn(
         name="workers",
@@ -132,6 +155,7 @@ COLUMNS: list[OverviewColumn] = [
         value=lambda sig: (sig.workers, sig.workers == 0 and bool(waiting_jobs(sig.snapshot.counts))),
         cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
         "{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>",
+        published=_published_workers,
     ),
     OverviewColumn(
         name="spark",
@@ -181,6 +205,12 @@ def sort_key(name: str) -> Callable[[QueueSnapshot], Any] | None:
     if name == DEFAULT_SORT:
         return _by_connection
     return next((col.sort for col in COLUMNS if col.name == name and col.sort is not None), None)
+
+
+def published_key(name: str) -> Callable[[dict | None], Any] | None:
+    """The state-document sort key of an overview ``sort`` parameter (rates, workers); ``None``
+    if that column does not sort by what the monitor published."""
+    return next((col.published for col in COLUMNS if col.name == name and col.published is not None), None)
 
 
 def row_key(sig: QueueSignals) -> tuple:

@@ -9,9 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.conf import settings
 
+from dashboard.accounts import scopes
+from dashboard.accounts.auth import require_visible
+from dashboard.browse import columns
+from dashboard.browse.params import sort_snapshots
 from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
@@ -21,6 +26,7 @@ from dashboard.live.workers_document import queue_workers, workers_document
 from queues import jobs, listing, schedulers, snapshot
 from queues import retry_advice as retry_advice_rules
 from queues.errors import SourceUnavailable
+from queues.flows import FlowLimits, FlowTree
 from queues.health import CheckResult
 from queues.keys import QueueRef, parse_job_key
 
@@ -32,21 +38,27 @@ class ConnectionView:
     snapshots: list[snapshot.QueueSnapshot]
     error: str = ""
     signals: list = field(default_factory=list)  # QueueSignals, filled by with_signals()
+    stale_since: int | None = None  # ms: the queue list is the last a now-stopped monitor published
 
 
-def overview(*, refresh: bool = False, narrow=None) -> list[ConnectionView]:
-    """Every connection with its queue snapshots; a failing connection carries its error and
-    does not stop the others from being shown. ``refresh`` reads the monitor's list of queues
-    again instead of this process's cached copy (a new queue has just been announced).
-    ``narrow``, given every connection's list of queues, returns the lists to read (one page
-    of the overview)."""
+def overview(user, *, refresh: bool = False, narrow=None) -> list[ConnectionView]:
+    """Every connection with its queue snapshots — of the queues ``user`` may see, and only
+    the connections where they see any (or that a grant names); a failing connection carries
+    its error and does not stop the others from being shown. ``refresh`` reads the monitor's
+    list of queues again instead of this process's cached copy (a new queue has just been
+    announced). ``narrow``, given every connection's list of queues, returns the lists to read
+    (one page of the overview)."""
     registry = get_registry()
     listed = []
     for name in registry.names:
         try:
-            listed.append((name, registry.queues(name, refresh=refresh), ""))
+            found = scopes.visible_queues(user, registry.queues(name, refresh=refresh))
+            listed.append((name, found, ""))
         except SourceUnavailable as exc:
+            found = []
             listed.append((name, [], exc.reason))
+        if not found and not scopes.sees_connection(user, name):
+            listed.pop()
     chosen = narrow([queues for _, queues, _ in listed]) if narrow else [queues for _, queues, _ in listed]
     result = []
     for (name, _, error), queues in zip(listed, chosen):
@@ -57,13 +69,125 @@ def overview(*, refresh: bool = False, narrow=None) -> list[ConnectionView]:
         try:
             with conn.source.errors():
                 snaps = conn.source.snapshots(queues)
-            result.append(ConnectionView(name, conn.spec.display_url, snaps))
+            result.append(ConnectionView(name, conn.spec.display_url, snaps, stale_since=registry.stale_since(name)))
         except SourceUnavailable as exc:
             result.append(ConnectionView(name, conn.spec.display_url, [], error=exc.reason))
     return result
 
 
-def resolve(connection: str, prefix: str, name: str) -> QueueRef:
+class Listed(NamedTuple):
+    """A queue before its snapshot is read: enough for the overview's name sorts and filter."""
+
+    queue: QueueRef
+
+
+def ordered_overview(
+    user, *, sort: str, descending: bool, query: str, pick, refresh: bool = False
+) -> tuple[list[ConnectionView], list[int]]:
+    """The overview's (and the API list's) rows in order, one page of them read: each
+    connection's queues filtered by ``query`` (a name substring) and sorted by ``sort``;
+    ``pick``, given every connection's ordered rows, returns the slice of each to show. Returns
+    the connections with those rows' snapshots (in order) and each connection's filtered total.
+
+    The order costs the monitored Redis nothing: sorted by name, it comes from the queue list;
+    sorted by a figure, from the figures the monitor last published (at most a tick old). Only
+    the page's queues are then read, so a request's work is bounded by the page, not by the
+    number of queues. Without a monitor's figures, a figure sort reads every queue (the order
+    needs them all); the page's rows are then those read. Sorted by what only the monitor
+    derives (rates, workers), the order is that of its state document, as published: without
+    one, by name."""
+    needle = query.lower()
+    published = columns.published_key(sort)
+    entries = (published_entries() or {}) if published else {}
+
+    def rows(items):
+        kept = [x for x in items if needle in x.queue.name.lower()] if needle else items
+        if published is None:
+            return sort_snapshots(kept, sort, descending)
+        # Ties, and queues the monitor has not published yet, in name order (a stable sort).
+        named = sorted(kept, key=lambda x: (x.queue.name.lower(), x.queue.prefix))
+        return sorted(named, key=lambda x: published(entries.get(x.queue)), reverse=descending)
+
+    by_name = sort in columns.NAME_SORTS or published is not None
+    figures = None if by_name else published_figures()
+    totals: list[int] = []
+
+    def narrow(lists):
+        if by_name:
+            ordered = [rows([Listed(q) for q in queues]) for queues in lists]
+        else:
+            assert figures is not None
+            ordered = [rows([figures.get(q) or unread_snapshot(q) for q in queues]) for queues in lists]
+        totals.extend(len(o) for o in ordered)
+        return [[x.queue for x in part] for part in pick(ordered)]
+
+    if by_name or figures is not None:
+        connections = overview(user, refresh=refresh, narrow=narrow)
+        for conn in connections:
+            conn.snapshots = rows(conn.snapshots)
+        return connections, totals
+    connections = overview(user, refresh=refresh)
+    ordered = [rows(conn.snapshots) for conn in connections]
+    for conn, part in zip(connections, pick(ordered)):
+        conn.snapshots = part
+    return connections, [len(o) for o in ordered]
+
+
+def published_entries() -> dict[QueueRef, dict] | None:
+    """Every queue's entry of the state document the leading monitor last published (its
+    figures, rates and workers), by queue; None when no monitor publishes one."""
+    try:
+        state = dash_redis.read_state(dash_redis.dashboard_redis())
+    except DashboardRedisError:
+        return None
+    if not state:
+        return None
+    entries = {}
+    for entry in state.get("queues", []):
+        try:
+            entries[QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))] = entry
+        except (KeyError, TypeError):
+            continue  # an entry of another shape: that queue sorts as not published
+    return entries
+
+
+def published_figures() -> dict[QueueRef, snapshot.QueueSnapshot] | None:
+    """Every queue's figures as the leading monitor last published them (its state document,
+    at most a tick old), for ordering the overview and the API list without reading every
+    queue; None when no monitor publishes them (or the dashboard Redis is unreachable)."""
+    try:
+        state = dash_redis.read_state(dash_redis.dashboard_redis())
+    except DashboardRedisError:
+        return None
+    if not state:
+        return None
+    figures = {}
+    for entry in state.get("queues", []):
+        try:
+            q = QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))
+            taken_at, age = int(entry["taken_at"]), entry.get("oldest_waiting_age_ms")
+            figures[q] = snapshot.QueueSnapshot(
+                queue=q,
+                counts={str(k): int(v) for k, v in entry["counts"].items()},
+                paused=bool(entry["paused"]),
+                schedulers=int(entry.get("schedulers") or 0),
+                oldest_waiting_ts=None if age is None else taken_at - int(age),
+                taken_at=taken_at,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue  # an entry of another shape: that queue sorts as not read yet
+    return figures
+
+
+def unread_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
+    """A queue with no figures yet (new since the monitor last published): sorts as empty."""
+    return snapshot.QueueSnapshot(queue=queue, counts={}, paused=False, schedulers=0)
+
+
+def resolve(user, connection: str, prefix: str, name: str) -> QueueRef:
+    """The queue of a URL, if it exists and ``user`` may see it (else ``QueueNotFound``: the
+    same 404 either way)."""
+    require_visible(user, QueueRef(connection, prefix, name))
     return get_registry().queue(connection, prefix, name)
 
 
@@ -97,6 +221,15 @@ def job_detail(queue: QueueRef, job_id: str) -> jobs.JobDetail:
     )
 
 
+def job_flow(queue: QueueRef, job_id: str, *, from_root: bool) -> FlowTree:
+    """The flow the job belongs to, as a tree within the default bounds (``queues.flows``)."""
+    return (
+        get_registry()
+        .jobs(queue.connection)
+        .flow(queue, job_id, limits=FlowLimits(), from_root=from_root, redactor=get_redactor())
+    )
+
+
 def job_raw_field(queue: QueueRef, job_id: str, field: str) -> str:
     return get_registry().jobs(queue.connection).raw_field(queue, job_id, field, redactor=get_redactor())
 
@@ -105,21 +238,39 @@ def job_exists(queue: QueueRef, job_id: str) -> bool:
     return get_registry().jobs(queue.connection).exists(queue, job_id)
 
 
-def queue_schedulers(queue: QueueRef) -> list[schedulers.Scheduler]:
-    return get_registry().schedulers(queue.connection).list(queue)
+SCHEDULERS_PER_PAGE = 100
 
 
-def all_schedulers() -> list[tuple[ConnectionView, list[tuple[QueueRef, list[schedulers.Scheduler]]]]]:
-    """Schedulers of every queue that has any, per connection."""
+def queue_schedulers(queue: QueueRef, page: int = 1) -> tuple[list[schedulers.Scheduler], int]:
+    """Page ``page`` of the queue's schedulers (``SCHEDULERS_PER_PAGE`` each), and how many it has."""
+    start = (page - 1) * SCHEDULERS_PER_PAGE
+    return get_registry().schedulers(queue.connection).page(queue, start=start, count=SCHEDULERS_PER_PAGE)
+
+
+def read_only_schedulers(queues) -> set[str]:
+    """The connections among ``queues``' whose kind reads job schedulers but offers no edits
+    (their rows get no edit links)."""
+    registry = get_registry()
+    return {
+        q.connection
+        for q in queues
+        if registry.offers(q.connection, "schedulers")
+        and not getattr(registry.source(q.connection).schedulers, "edits", True)
+    }
+
+
+def all_schedulers(user) -> list[tuple[ConnectionView, list[tuple[QueueRef, list[schedulers.Scheduler], int]]]]:
+    """The first page of schedulers of every queue ``user`` may see that has any, with their number,
+    per connection."""
     out = []
     registry = get_registry()
-    for conn in overview():
+    for conn in overview(user):
         per_queue = []
         if not conn.error and registry.offers(conn.name, "schedulers"):
             for snap in conn.snapshots:
                 if snap.schedulers:
                     try:
-                        per_queue.append((snap.queue, queue_schedulers(snap.queue)))
+                        per_queue.append((snap.queue, *queue_schedulers(snap.queue)))
                     except SourceUnavailable as exc:
                         conn.error = exc.reason
                         break

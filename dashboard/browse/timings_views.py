@@ -44,7 +44,7 @@ def summary_for(queue, period: str) -> dict:
 @api_auth
 @api_errors
 def timings_api(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     window = request.GET.get("window", "5m")
     if window not in timing_points.WINDOWS:
         raise InvalidInput(f"Unknown window {window!r}; use one of {', '.join(timing_points.WINDOWS)}.")
@@ -62,7 +62,7 @@ def sorted_rows(names: dict, sort: str, *, descending: bool) -> list[tuple[str, 
 @page_errors
 def timings_table(request, connection, prefix, name):
     """The per-job-name table (an htmx fragment on the queue page; a plain page without JS)."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     period = request.GET.get("period", "15m")
     period = period if period in PERIODS else "15m"
     sort = request.GET.get("sort", DEFAULT_SORT)

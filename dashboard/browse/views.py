@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
-from dashboard.browse import columns
+from dashboard.accounts import scopes
 from dashboard.browse import selectors as reads
-from dashboard.browse.params import int_param, page_size_param, sort_param, sort_snapshots, state_param
+from dashboard.browse.figures import queue_figures
+from dashboard.browse.params import int_param, opening_state, page_size_param, sort_param, state_param
 from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.core.i18n import translate
 from dashboard.health import checks as health_checks
+from dashboard.live import channels as live
+from dashboard.live import overview_rows
 from dashboard.live.fragments import LIVE_PAGE_SIZE
 from dashboard.web import downloads
 from dashboard.web.errors import page_errors
 from dashboard.web.htmx import render_page_or_fragment
 from queues.errors import JobNotFound, NotOffered
-from queues.keys import QueueRef
 from queues.listing import PAGE_SIZES, JobPage
 from queues.states import BROWSABLE_STATES
 
@@ -37,41 +37,29 @@ def overview(request):
     descending = request.GET.get("dir") == "desc"
     page_no = int_param(request, "page", 1)
 
-    def rows(items):  # filtered and sorted: snapshots, or queues listed before any is read
-        kept = [x for x in items if query.lower() in x.queue.name.lower()] if query else items
-        return sort_snapshots(kept, sort, descending)
-
-    # One page of rows across the connections, in order: reading and rendering rows is the
-    # cost, so a thousand queues are shown a page at a time (live rows of other pages are
-    # dropped by the page, static/queuewatch.js). Sorted by name, only the page's queues are
-    # read; sorted by a count, all are (the order needs every count).
     paged = {}
 
-    def narrow(lists):
-        ordered = [rows([Listed(q) for q in queues]) for queues in lists]
+    def pick(ordered):  # one page of the ordered rows, across the connections
         paged["pager"], slices = page_of(ordered, page_no)
-        paged["totals"] = [len(o) for o in ordered]
-        return [[x.queue for x in part] for part in slices]
+        return slices
 
-    by_name = sort in columns.NAME_SORTS
     # Sent by the page when the websocket announced a queue it does not show (static/queuewatch.js).
-    connections = reads.overview(
-        refresh=request.headers.get("X-Queuewatch-Refresh") == "queues", narrow=narrow if by_name else None
+    refresh = request.headers.get("X-Queuewatch-Refresh") == "queues"
+    connections, totals = reads.ordered_overview(
+        request.user, sort=sort, descending=descending, query=query, pick=pick, refresh=refresh
     )
-    if by_name:
-        pager, parts = paged["pager"], [rows(conn.snapshots) for conn in connections]
-        totals = paged["totals"]
-    else:
-        ordered = [rows(conn.snapshots) for conn in connections]
-        pager, parts = page_of(ordered, page_no)
-        totals = [len(o) for o in ordered]
+    pager = paged["pager"]
+    parts = [conn.snapshots for conn in connections]
     for conn, part, total in zip(connections, parts, totals):
         conn.total = total
         conn.signals = reads.with_signals(part, spark=True)
     context = {
         "pager": pager,
         "connections": connections,
-        "health": stored_health_summary(),
+        # The queues this page shows, named for its socket: the monitor renders only rows someone views.
+        "rows_view": overview_rows.remember([s.queue for part in parts for s in part]),
+        # Every connection's checks: not for a user who sees only some queues (docs/auth.md).
+        "health": None if scopes.is_scoped(request.user) else stored_health_summary(),
         "query": query,
         "sort": sort,
         "descending": descending,
@@ -83,12 +71,6 @@ def overview(request):
 
 
 OVERVIEW_PAGE_SIZE = 100
-
-
-class Listed(NamedTuple):
-    """A queue before its snapshot is read: enough for the overview's name sorts and filter."""
-
-    queue: QueueRef
 
 
 def page_of(ordered: list[list], page: int) -> tuple[OverviewPager, list[list]]:
@@ -139,7 +121,7 @@ def stored_health_summary() -> dict | None:
 @require_GET
 @page_errors
 def queue_detail(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     job_id = request.GET.get("job", "").strip()
     if job_id:
         # "Open a job by id": go to it if it exists, otherwise say so on the 404 page.
@@ -147,7 +129,8 @@ def queue_detail(request, connection, prefix, name):
             raise JobNotFound(queue.name, job_id)
         return redirect(reverse("job", args=[connection, prefix, name, job_id]))
 
-    state = state_param(request)
+    snap = reads.queue_snapshot(queue)
+    state = state_param(request, default=opening_state(snap.counts))
     wanted = dict(page_size=page_size_param(request), name_filter=request.GET.get("name", "").strip()[:200])
     not_offered = ""
     try:
@@ -157,10 +140,12 @@ def queue_detail(request, connection, prefix, name):
             page = reads.job_page(queue, state, page=max(1, page.pages), **wanted)
     except NotOffered as exc:  # the queue's counts and figures still show; its jobs cannot be listed
         page, not_offered = JobPage(state, [], 0, 1, wanted["page_size"]), translate(exc.message)
-    snap = reads.queue_snapshot(queue)
+    figures, figures_not_offered = queue_figures(queue)
     context = {
         "queue": queue,
         "snap": snap,
+        "figures": figures,  # jobs per priority, maxed, the rate-limit window (read on page load)
+        "figures_not_offered": figures_not_offered,
         "sig": reads.with_signals([snap])[0],
         "is_dlq": is_dead_letter_queue(queue.name),  # its jobs wait: the bulk form offers "redrive to source"
         "workers": reads.queue_workers(queue),
@@ -180,7 +165,8 @@ def queue_detail(request, connection, prefix, name):
 @require_GET
 @page_errors
 def job_detail(request, connection, prefix, name, job_id):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
+    read_at = live.read_stamp()
     job = reads.job_detail(queue, job_id)
 
     def link(full_key):
@@ -190,21 +176,41 @@ def job_detail(request, connection, prefix, name, job_id):
         "queue": queue,
         "job": job,
         "live": job,  # the live partial reads the same fields from the full detail
+        "read_at": read_at,  # the live messages that follow replace it only with a later read
         "is_dlq": is_dead_letter_queue(queue.name),  # offers "redrive to source"
         "parent": link(job.parent) if job.parent else None,
-        "children": {
-            "pending": [link(k) for k in job.children_pending],
-            "processed": [link(k) for k in job.children_processed],
-            "failed": [link(k) for k in job.children_failed],
-        },
+        "children": children_sections(job, link),
     }
     return render(request, "browse/job.html", context)
+
+
+def children_sections(job, link) -> list[dict]:
+    """A parent's children by what BullMQ recorded, each with its return value or reason."""
+    sections = [
+        (_("Pending children (%(n)s)"), job.children_pending, ""),
+        (_("Processed children (%(n)s)"), job.children_processed, "returned"),
+        (
+            _("Failed children the parent went on without (%(n)s)"),
+            job.children_ignored,
+            "ignored",
+        ),
+        (_("Failed children that fail the parent (%(n)s)"), job.children_failed, "failed"),
+    ]
+    return [
+        {
+            "title": title % {"n": len(keys)},
+            "kind": kind,
+            "items": [{**link(key), "outcome": job.child_outcomes.get(key, "")} for key in keys],
+        }
+        for title, keys, kind in sections
+        if keys
+    ]
 
 
 @require_GET
 @page_errors
 def job_raw(request, connection, prefix, name, job_id, field):
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     if field not in RAW_FIELDS:
         message = _("No downloadable field '%(field)s'.") % {"field": field}
         return render(request, "error.html", {"status": 404, "title": _("Not found"), "message": message}, status=404)
@@ -217,17 +223,32 @@ def job_raw(request, connection, prefix, name, job_id, field):
 @require_GET
 @page_errors
 def queue_schedulers(request, connection, prefix, name):
-    queue = reads.resolve(connection, prefix, name)
-    return render(
-        request, "browse/schedulers.html", {"groups": [(queue, reads.queue_schedulers(queue))], "single": queue}
-    )
+    queue = reads.resolve(request.user, connection, prefix, name)
+    page = int_param(request, "page", 1)
+    items, total = reads.queue_schedulers(queue, page)
+    per_page = reads.SCHEDULERS_PER_PAGE
+    pager = {
+        "first": (page - 1) * per_page + 1,
+        "last": (page - 1) * per_page + len(items),
+        "total": total,
+        "previous": page - 1 if page > 1 else None,
+        "next": page + 1 if page * per_page < total else None,
+    }
+    context = {
+        "groups": [(queue, items, total)],
+        "single": queue,
+        "pager": pager if total > per_page else None,
+        "read_only": reads.read_only_schedulers([queue]),
+    }
+    return render(request, "browse/schedulers.html", context)
 
 
 @require_GET
 def schedulers(request):
     groups, errors = [], []
-    for conn, per_queue in reads.all_schedulers():
+    for conn, per_queue in reads.all_schedulers(request.user):
         if conn.error:
             errors.append(conn)
         groups.extend(per_queue)
-    return render(request, "browse/schedulers.html", {"groups": groups, "errors": errors})
+    read_only = reads.read_only_schedulers([group[0] for group in groups])
+    return render(request, "browse/schedulers.html", {"groups": groups, "errors": errors, "read_only": read_only})

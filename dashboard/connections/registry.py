@@ -6,10 +6,13 @@ Who discovers: the monitor (incrementally, within a budget: ``queues.discovery_p
 publishes the queue list in the dashboard Redis). Requests read that list; they never make the
 monitored Redis walk its keyspace:
 
-* a queue named in a URL that is not on the list yet costs one ``EXISTS <prefix>:<name>:meta``,
+* a queue named in a URL that is not on the list yet costs one ``EXISTS <prefix>:<name>:meta <prefix>:<name>:events``,
   coalesced (concurrent requests for the same name share one answer, kept a few seconds);
-* only when no monitor has published a list (none running) does a web process discover by
-  itself — once per ``QUEUEWATCH_DISCOVERY_TTL``, one scan at a time, shared by its requests.
+* when the monitor's list has lapsed (the monitor stopped, crashed, or someone else holds its
+  lock and publishes nothing), the last list it published is used, shown as stale
+  (``stale_since``): no web process scans because a monitor is gone;
+* only when no monitor ever published a list here does a web process discover by itself — once
+  per ``QUEUEWATCH_DISCOVERY_TTL``, one scan at a time, shared by its requests.
 
 Features ask ``get_registry().source(name)`` for what a connection can do (discover, snapshot,
 follow events), and ``jobs(name)``, ``commands(name)``… for its facets: a facet the connection's
@@ -31,7 +34,15 @@ from queues.errors import QueueNotFound
 from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.sources import Source, facets, source_for
-from queues.sources.facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
+from queues.sources.facets import (
+    BulkFacet,
+    CommandsFacet,
+    FiguresFacet,
+    JobsFacet,
+    ProbesFacet,
+    SchedulersFacet,
+    ServerFacet,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +62,7 @@ class Monitored:
     discovery_lock: threading.Lock = field(default_factory=threading.Lock)
     exists_answers: dict[QueueRef, tuple[bool, float]] = field(default_factory=dict)  # ref -> (exists, until)
     exists_pending: dict[QueueRef, threading.Event] = field(default_factory=dict)
+    stale_since: int | None = None  # ms: the list is the last one a (now stopped) monitor published then
 
     @property
     def spec(self) -> ConnectionSpec:
@@ -98,6 +110,9 @@ class Registry:
     def server(self, name: str) -> ServerFacet:
         return facets.server_of(self.source(name))
 
+    def figures(self, name: str) -> FiguresFacet:
+        return facets.figures_of(self.source(name))
+
     def close(self) -> None:
         for conn in self._conns.values():
             try:
@@ -114,6 +129,9 @@ class Registry:
                 return conn.queues
             generation = conn.scans
         found = self._published(name)
+        stale_since = None
+        if found is None and (last := self._last_published(name)) is not None:
+            found, stale_since = last
         if found is None:
             # No monitor has published: discover here, one scan at a time per connection, and
             # let the requests that waited for it (or came while it ran) reuse its result.
@@ -128,8 +146,13 @@ class Registry:
                     conn.scans += 1
                 return found
         with self._lock:
-            conn.queues, conn.discovered_at = found, time.monotonic()
+            conn.queues, conn.discovered_at, conn.stale_since = found, time.monotonic(), stale_since
         return found
+
+    def stale_since(self, name: str) -> int | None:
+        """When (ms) the queue list ``queues(name)`` last gave was published, if no monitor
+        has refreshed it since; None while it is current."""
+        return self.connection(name).stale_since
 
     def _fresh(self, conn: Monitored) -> bool:
         return conn.discovered_at is not None and time.monotonic() - conn.discovered_at < self.discovery_ttl
@@ -141,6 +164,14 @@ class Registry:
             from dashboard.core.dash_redis import dashboard_redis, read_queue_list
 
             return read_queue_list(dashboard_redis(), name)
+        except DashboardRedisError:
+            return None
+
+    def _last_published(self, name: str) -> tuple[list[QueueRef], int] | None:
+        try:
+            from dashboard.core.dash_redis import dashboard_redis, read_last_queue_list
+
+            return read_last_queue_list(dashboard_redis(), name)
         except DashboardRedisError:
             return None
 

@@ -3,13 +3,15 @@ kept there and the error its calls raise. Nothing else under ``dashboard/`` impo
 (tests/project/test_layers.py); the monitored Redis is reached through ``queues.sources``.
 
 Documents: the queue list each connection's discovery found, the monitor's state and workers
-documents, watches (who looks at what), the languages viewed, the requests for an exact read
-and new viewers' nudges (published, not stored), and the cache of the latest live fragments
-(written by ``dashboard.live.channels.Publisher``).
+documents, watches (who looks at what, indexed by queue), the languages viewed, the requests
+for an exact read and new viewers' nudges (published, not stored), the cache of the latest live
+fragments (written by ``dashboard.live.channels.Publisher``) and capped leases (downloads and
+live sockets per user).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -51,7 +53,12 @@ def dashboard_redis() -> redis.Redis:
 def put_document(client: redis.Redis, key: str, doc, *, ex: int) -> None:
     """Store ``doc`` as JSON under ``key`` for ``ex`` seconds, signed (``signing``): every
     document below goes through here, and is read back through ``get_document``."""
-    client.set(key, signing.sign(signing.DOCUMENT, json.dumps(doc), bound_to=key), ex=ex)
+    put_json(client, key, json.dumps(doc), ex=ex)
+
+
+def put_json(client: redis.Redis, key: str, text: str, *, ex: int) -> None:
+    """``put_document`` of a document already serialised (``text`` must be valid JSON)."""
+    client.set(key, signing.sign(signing.DOCUMENT, text, bound_to=key), ex=ex)
 
 
 def get_document(client: redis.Redis, key: str):
@@ -65,8 +72,22 @@ QUEUE_LIST_KEY = "queuewatch:queues:"
 QUEUE_LIST_TTL_S = 60
 
 
+# The last list published, kept long after the fresh one lapses: with the monitor stopped
+# (crashed, or its lock held by someone who does not publish), web processes show it as stale
+# instead of each scanning the monitored keyspace themselves.
+LAST_QUEUE_LIST_KEY = "queuewatch:queues-last:"
+LAST_QUEUE_LIST_TTL_S = 30 * 24 * 3600
+
+
 def publish_queue_list(client: redis.Redis, connection: str, queues: list[QueueRef]) -> None:
-    put_document(client, QUEUE_LIST_KEY + connection, [[q.prefix, q.name] for q in queues], ex=QUEUE_LIST_TTL_S)
+    listed = [[q.prefix, q.name] for q in queues]
+    put_document(client, QUEUE_LIST_KEY + connection, listed, ex=QUEUE_LIST_TTL_S)
+    put_document(
+        client,
+        LAST_QUEUE_LIST_KEY + connection,
+        {"at": int(time.time() * 1000), "queues": listed},
+        ex=LAST_QUEUE_LIST_TTL_S,
+    )
 
 
 def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | None:
@@ -76,16 +97,30 @@ def read_queue_list(client: redis.Redis, connection: str) -> list[QueueRef] | No
     return [QueueRef(connection, prefix, name) for prefix, name in found]
 
 
+def read_last_queue_list(client: redis.Redis, connection: str) -> tuple[list[QueueRef], int] | None:
+    """The last list a monitor published for ``connection`` and when (ms), however old; None
+    when no monitor ever published one here (or it lapsed after ``LAST_QUEUE_LIST_TTL_S``)."""
+    found = get_document(client, LAST_QUEUE_LIST_KEY + connection)
+    if not isinstance(found, dict) or not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
+        return None
+    try:
+        return [QueueRef(connection, str(p), str(n)) for p, n in found["queues"]], int(found["at"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 EXACT_READS_CHANNEL = "queuewatch:exact-reads"
 
 
-def request_exact_read(client: redis.Redis, queue: QueueRef) -> None:
+def request_exact_read(client: redis.Redis, queue: QueueRef, *, parents_elsewhere: bool = False) -> None:
     """Ask the leading monitor for an exact read of ``queue`` now: Queuewatch itself just
     changed it, maybe without an event (drain, obliterate, clean...). The monitor does the read
     (``dashboard.monitor.intake``); the web process only asks. Published, not stored: with no
     monitor leading nobody needs it (a new leader reads every queue when it starts), and it
-    leaves no key behind in a dashboard Redis that is also the monitored one."""
-    client.publish(EXACT_READS_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name]))
+    leaves no key behind in a dashboard Redis that is also the monitored one. With
+    ``parents_elsewhere`` the monitor also reads the queues of that connection holding flow
+    parents in waiting-children (``exact_read_parents``)."""
+    client.publish(EXACT_READS_CHANNEL, json.dumps([queue.connection, queue.prefix, queue.name, parents_elsewhere]))
 
 
 WATCHED_CHANNEL = "queuewatch:watched"
@@ -105,10 +140,19 @@ def exact_read_asked(message: dict | None) -> QueueRef | None:
     if not message or message.get("type") != "message":
         return None
     try:
-        connection, prefix, name = json.loads(message["data"])
+        connection, prefix, name = json.loads(message["data"])[:3]
         return QueueRef(str(connection), str(prefix), str(name))
     except (TypeError, ValueError):
         return None  # not one of ours: dropped
+
+
+def exact_read_parents(message: dict) -> bool:
+    """Whether a request on ``EXACT_READS_CHANNEL`` also asks for the queues whose flow parents
+    the change may have released (``request_exact_read``)."""
+    try:
+        return json.loads(message["data"])[3] is True
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
 
 
 STATE_KEY = "queuewatch:state"
@@ -119,12 +163,16 @@ LAST_LED_TTL_S = 30 * 24 * 3600
 
 
 def publish_state(client: redis.Redis, state: dict) -> None:
+    publish_state_text(client, json.dumps(state), taken_at=state.get("taken_at"), monitor=state.get("monitor"))
+
+
+def publish_state_text(client: redis.Redis, text: str, *, taken_at, monitor) -> None:
+    """The state document, already serialised (the monitor keeps each queue's entry as JSON)."""
     # Expires if no monitor refreshes it, so readers can tell "no monitor" from "all zero".
-    put_document(client, STATE_KEY, state, ex=60)
+    put_json(client, STATE_KEY, text, ex=60)
     # Kept long after: how long no monitor has led, for the banner and standby monitors
     # (``dashboard.live.monitor_presence``), e.g. while someone else holds the leader lock.
-    led = {"at": state.get("taken_at"), "monitor": state.get("monitor")}
-    put_document(client, LAST_LED_KEY, led, ex=LAST_LED_TTL_S)
+    put_document(client, LAST_LED_KEY, {"at": taken_at, "monitor": monitor}, ex=LAST_LED_TTL_S)
 
 
 def read_last_led(client: redis.Redis) -> dict | None:
@@ -161,16 +209,57 @@ def cached_fragments(client: redis.Redis, group: str) -> list[str]:
     return [html for html in found if html is not None]
 
 
+# --- capped leases: at most ``limit`` held under one key, across every web process -----------
+# One sorted set per holder (a user): member = lease token, score = lease end in ms on Redis's
+# clock (web hosts' clocks do not matter). Taking one first drops lapsed leases, then counts, in
+# one script (atomic across processes); a process that dies leaves leases that lapse on their own.
+
+_TAKE_LEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == false and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+# Extends a lease still held (XX: a released or lapsed one is not brought back).
+_RENEW_LEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return n
+"""
+
+
+def take_lease(client: redis.Redis, key: str, token: str, *, limit: int, lease_ms: int) -> bool:
+    """Take a lease on one of ``limit`` places under ``key``; False when all are held."""
+    return bool(client.eval(_TAKE_LEASE, 1, key, token, limit, lease_ms))
+
+
+def renew_lease(client: redis.Redis, key: str, token: str, *, lease_ms: int) -> None:
+    client.eval(_RENEW_LEASE, 1, key, token, lease_ms)
+
+
+def drop_lease(client: redis.Redis, key: str, token: str) -> None:
+    client.zrem(key, token)
+
+
 @dataclass(frozen=True)
 class Watch:
     """Someone is looking at a queue page's header (``kind="queue"``, no ``target``), a job
-    list (``kind="list"``, ``target`` its state) or a job page (``kind="job"``, ``target`` the
-    job id). Stored as one member of the ``WATCH_KEY`` sorted set; this class is the only place
-    that knows that member's format."""
+    list (``kind="list"``, ``target`` its state), a job page (``kind="job"``, ``target`` the
+    job id) or a queue's row on an overview page (``kind="row"``, no ``target``). Stored as one
+    member of the ``WATCH_KEY`` sorted set; this class is the only place that knows that
+    member's format."""
 
     QUEUE = "queue"
     LIST = "list"
     JOB = "job"
+    ROW = "row"
 
     kind: str
     queue: QueueRef
@@ -188,6 +277,10 @@ class Watch:
     def job(cls, queue: QueueRef, job_id: str) -> Watch:
         return cls(cls.JOB, queue, job_id)
 
+    @classmethod
+    def overview_row(cls, queue: QueueRef) -> Watch:
+        return cls(cls.ROW, queue, "")
+
     def member(self) -> str:
         return SEP.join((self.kind, self.queue.connection, self.queue.prefix, self.queue.name, self.target))
 
@@ -196,7 +289,7 @@ class Watch:
         """The watch a set member stands for; ``None`` for anything malformed (a member
         written by another version, a job id that contains the separator)."""
         parts = member.split(SEP)
-        if len(parts) != 5 or parts[0] not in (cls.QUEUE, cls.LIST, cls.JOB):
+        if len(parts) != 5 or parts[0] not in (cls.QUEUE, cls.LIST, cls.JOB, cls.ROW):
             return None
         kind, connection, prefix, name, target = parts
         return cls(kind, QueueRef(connection, prefix, name), target)
@@ -216,36 +309,114 @@ def viewed_languages(client: redis.Redis) -> set[str]:
     return {m.decode() if isinstance(m, bytes) else m for m in client.zrangebyscore(LANGUAGES_KEY, time.time(), "+inf")}
 
 
-def _held(item: Watch, tab: str) -> str:
-    return item.member() + TAB_SEP + tab
+# Watches, indexed by queue, so the monitor's work per refresh follows the queues and things
+# watched, never the number of tabs (sockets) watching them:
+#
+# * ``WATCHED_QUEUES_KEY``: sorted set, member = a queue (``_queue_member``), score = when its
+#   last watch lapses (s);
+# * ``WATCH_KEY + ":q:" + digest(queue)``: sorted set, member = ``Watch.member()``, score = when
+#   its last tab's watch lapses;
+# * ``WATCH_KEY + ":t:" + digest(watch)``: sorted set of the tabs holding that watch (their
+#   websocket channel names), score = each one's lapse time.
+#
+# Only a tab's own write or its close touches the tabs of a watch; the monitor reads the index
+# and the watches of the queues it refreshes.
+WATCHED_QUEUES_KEY = WATCH_KEY + ":queues"
+
+# KEYS: index, the queue's watches, the watch's tabs. ARGV: queue member, watch member, tab,
+# lapse time (s), key TTL (s).
+_WATCH = """
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[5])
+redis.call('ZADD', KEYS[2], 'GT', ARGV[4], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+redis.call('ZADD', KEYS[1], 'GT', ARGV[4], ARGV[1])
+return 1
+"""
+# Same KEYS; ARGV: queue member, watch member, tab, now (s). What lapses last decides each score,
+# so a watch stays while another tab holds it, and a queue while any watch of it does.
+_UNWATCH = """
+redis.call('ZREM', KEYS[3], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
+local tab = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+if #tab == 0 then redis.call('ZREM', KEYS[2], ARGV[2]) else redis.call('ZADD', KEYS[2], 'XX', tab[2], ARGV[2]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+local item = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if #item == 0 then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], 'XX', item[2], ARGV[1]) end
+return 1
+"""
 
 
-def watch(client: redis.Redis, item: Watch, tab: str = "") -> None:
-    """Record that a tab (its websocket channel's name) is looking at a queue page, a job list
-    or a job, for ``WATCH_TTL_S`` seconds (the tab refreshes it). The monitor reads this set once
-    per tick and renders each thing watched once, so its work follows what is watched, not how
-    many tabs watch it."""
-    client.zadd(WATCH_KEY, {_held(item, tab): time.time() + WATCH_TTL_S})
+def _queue_member(queue: QueueRef) -> str:
+    return json.dumps([queue.connection, queue.prefix, queue.name])
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _watch_keys(item: Watch) -> list[str]:
+    member = item.member()
+    return [
+        WATCHED_QUEUES_KEY,
+        WATCH_KEY + ":q:" + _digest(_queue_member(item.queue)),
+        WATCH_KEY + ":t:" + _digest(member),
+    ]
+
+
+def watch(client: redis.Redis, items: Watch | list[Watch], tab: str = "") -> None:
+    """Record that a tab (its websocket channel's name) is looking at a queue page, a job list,
+    a job or overview rows, for ``WATCH_TTL_S`` seconds (the tab refreshes it); one round trip
+    however many. The monitor renders each thing watched once, so its work follows what is
+    watched, not how many tabs watch it."""
+    lapse = time.time() + WATCH_TTL_S
+    pipe = client.pipeline(transaction=False)
+    for item in [items] if isinstance(items, Watch) else items:
+        pipe.eval(_WATCH, 3, *_watch_keys(item), _queue_member(item.queue), item.member(), tab, lapse, WATCH_TTL_S)
+    pipe.execute()
 
 
 def unwatch(client: redis.Redis, items: list[Watch], tab: str) -> None:
     """A tab closed: what it watched stops being watched now (not when its entry lapses), unless
     another tab watches it too."""
-    if items:
-        client.zrem(WATCH_KEY, *(_held(item, tab) for item in items))
+    now = time.time()
+    pipe = client.pipeline(transaction=False)
+    for item in items:
+        pipe.eval(_UNWATCH, 3, *_watch_keys(item), _queue_member(item.queue), item.member(), tab, now)
+    pipe.execute()
+
+
+def watched_queues(client: redis.Redis) -> set[QueueRef]:
+    """The queues something is watched of (one entry per queue, whatever the tabs)."""
+    now = time.time()
+    client.zremrangebyscore(WATCHED_QUEUES_KEY, "-inf", now)
+    found = set()
+    for raw in client.zrangebyscore(WATCHED_QUEUES_KEY, now, "+inf"):
+        try:
+            connection, prefix, name = json.loads(raw)
+            found.add(QueueRef(str(connection), str(prefix), str(name)))
+        except (TypeError, ValueError):
+            continue  # not one of ours
+    return found
+
+
+def watches_of(client: redis.Redis, queues) -> dict[QueueRef, list[Watch]]:
+    """What is watched of each of ``queues`` (each thing once), in one round trip."""
+    queues = list(queues)
+    if not queues:
+        return {}
+    now = time.time()
+    pipe = client.pipeline(transaction=False)
+    for q in queues:
+        pipe.zrangebyscore(WATCH_KEY + ":q:" + _digest(_queue_member(q)), now, "+inf")
+    found: dict[QueueRef, list[Watch]] = {}
+    for q, members in zip(queues, pipe.execute(), strict=True):
+        items = [w for w in (Watch.parse(m.decode("utf-8", "surrogatepass")) for m in members) if w and w.queue == q]
+        if items:
+            found[q] = items
+    return found
 
 
 def watched(client: redis.Redis) -> list[Watch]:
     """What some tab watches, each once."""
-    now = time.time()
-    client.zremrangebyscore(WATCH_KEY, "-inf", now)
-    found: dict[Watch, None] = {}
-    for raw in client.zrangebyscore(WATCH_KEY, now, "+inf"):
-        member = raw.decode("utf-8")
-        # The tab is last (a channel name holds no TAB_SEP); a member without one was written
-        # by a web process of the version before, which kept one member per thing watched.
-        head, sep, _ = member.rpartition(TAB_SEP)
-        item = Watch.parse(head if sep else member)
-        if item is not None:
-            found[item] = None
-    return list(found)
+    return [item for items in watches_of(client, sorted(watched_queues(client))).values() for item in items]

@@ -21,6 +21,7 @@ from django.utils.functional import Promise
 from queues.messages import Joined, Message, from_data
 
 SESSION_KEY = "queuewatch_language"
+AUTOMATIC = "auto"  # the switcher's choice of no language: the browser's decides
 
 
 def supported(language: str | None) -> str | None:
@@ -62,6 +63,14 @@ def language_for_scope(scope) -> str:
     if accept:
         request.META["HTTP_ACCEPT_LANGUAGE"] = accept.decode("latin-1")
     return translation.get_language_from_request(request) or settings.LANGUAGE_CODE
+
+
+def chosen_language(request) -> str | None:
+    """The language the visitor chose with the switcher (saved for them, or the switcher's
+    cookie), or None: "automatic", the browser's ``Accept-Language`` decides."""
+    session = getattr(request, "session", None)
+    saved = supported(session.get(SESSION_KEY)) if session is not None else None
+    return saved or supported(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME))
 
 
 def other_languages() -> list[str]:

@@ -80,6 +80,7 @@ LABELS = {
     "unchanged": pgettext_lazy("left as it was", "the patch changes nothing"),
     "invalid_data": pgettext_lazy("left as it was", "refused by the queue's schema"),
     "bad_data": pgettext_lazy("left as it was", "its data is not JSON"),
+    "too_big": pgettext_lazy("left as it was", "its data would grow too much"),
     "target_exists": pgettext_lazy("left as it was", "an earlier copy is still in the source queue"),
     "deduplicated": pgettext_lazy("left as it was", "deduplicated in the source queue"),
     "no_source": pgettext_lazy("left as it was", "no source queue known"),
@@ -94,6 +95,14 @@ LABELS = {
     "delay": pgettext_lazy("kept", "their delay"),
     "lifo": pgettext_lazy("kept", "lifo"),
 }
+
+
+def in_label_order(counts: dict) -> list[tuple]:
+    """The ``(code, n)`` of counts by code in the order their labels are listed above, codes
+    without a label last (by code): the stored order is not kept (PostgreSQL's jsonb orders
+    an object's keys its own way)."""
+    order = {code: at for at, code in enumerate(LABELS)}
+    return sorted(counts.items(), key=lambda item: (order.get(item[0], len(order)), str(item[0])))
 
 
 def label(code) -> str:

@@ -1,12 +1,14 @@
 """The job processors of the demo queues: a little real work (nested calls, logs, progress)
-and realistic failures — transient ones that retries fix, and ``UnrecoverableError`` or poison
-payloads that fail every attempt."""
+and realistic failures — transient ones that retries fix, an outage of the payment gateway that
+outlasts the retries (those jobs are dead-lettered and complete when redriven once it is over),
+and ``UnrecoverableError`` or poison payloads that fail every attempt."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,6 +24,25 @@ from .fake_data import (
     UnsupportedImageFormat,
     WebhookDeliveryError,
 )
+
+
+class Gateway:
+    """The payment gateway as the payments processor sees it: up, or down until a moment (an
+    outage the workload starts now and then). Per process: a worker started elsewhere (a test
+    running the processor) sees it up."""
+
+    def __init__(self) -> None:
+        self.down_until = 0.0
+
+    def take_down(self, seconds: float) -> None:
+        self.down_until = time.monotonic() + seconds
+
+    @property
+    def down(self) -> bool:
+        return time.monotonic() < self.down_until
+
+
+GATEWAY = Gateway()
 
 
 async def _work(lo: float, hi: float) -> None:
@@ -99,13 +120,21 @@ def _parse_cents(raw) -> int:
 
 
 async def _call_gateway(operation: str, data: dict, amount: int) -> dict:
+    # The card vault answers a decline before the charge reaches the gateway, so an outage never
+    # hides one: a payment dead-lettered in an outage completes when redriven after it.
+    _check_card(data)
     await _work(0.1, 0.5)
+    if GATEWAY.down:
+        raise GatewayTimeout("payment gateway unavailable: 503 Service Unavailable (POST /v1/charges)")
     return _interpret_gateway_response(operation, data, amount)
 
 
-def _interpret_gateway_response(operation: str, data: dict, amount: int) -> dict:
+def _check_card(data: dict) -> None:
     if data.get("card") == DECLINED_CARD:
         raise UnrecoverableError("card_declined: insufficient_funds (the issuer refused; not retried)")
+
+
+def _interpret_gateway_response(operation: str, data: dict, amount: int) -> dict:
     if random.random() < 0.1:
         raise GatewayTimeout("payment gateway timed out after 10000 ms (POST /v1/charges)")
     prefix = {"refund": "re", "capture": "cp"}.get(operation, "ch")

@@ -153,9 +153,9 @@ class Producer:
         }
         roll = rng.random()
         if n == 2 or roll < 0.02:
-            data["card"] = DECLINED_CARD  # UnrecoverableError -> failed at once -> DLQ
+            data["card"] = DECLINED_CARD  # UnrecoverableError -> failed at once (not dead-lettered)
         elif n == 4 or roll < 0.05:
-            data["amount_cents"] = "12,50"  # poison: ValueError on every attempt -> DLQ
+            data["amount_cents"] = "12,50"  # poison: ValueError on every attempt -> failed
         name, opts = "charge", {}
         kind = 1.0 if n in (2, 4) else rng.random()  # the seeded failures happen right away
         if kind < 0.12:

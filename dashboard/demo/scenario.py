@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from .fake_data import GatewayTimeout
+
 DEFAULT_RATE = 3.0  # jobs added per second across all queues (bursts and schedulers come on top)
 
 QUEUE_NAMES = ("emails", "payments", "thumbnails", "reports", "webhooks")
@@ -35,6 +37,12 @@ STALL_BLOCK_S = 8.0  # > lock (2 s) + two stalled checks (2 x 2 s), so recovery 
 FIRST_STALL_AFTER_S = 4.0
 STALL_EVERY_S = (45.0, 90.0)
 
+# Payment gateway outages: payments fail on every attempt while one lasts (longer than the
+# retries' backoff), so they are dead-lettered; a redrive after it completes them.
+OUTAGE_FIRST_AFTER_S = 2.0
+OUTAGE_S = 8.0
+OUTAGE_EVERY_S = (240.0, 480.0)
+
 STATUS_EVERY_S = 30.0
 
 
@@ -43,6 +51,13 @@ def concurrency(queue: str, rate: float) -> int:
     share = ADD_WEIGHTS[queue] / sum(ADD_WEIGHTS.values())
     needed = math.ceil(rate * share * MEAN_DURATION[queue] * 1.5)
     return max(BASE_CONCURRENCY[queue], min(needed, MAX_CONCURRENCY))
+
+
+def dead_letters(err: BaseException) -> bool:
+    """Whether a payments job that failed for good goes to the dead-letter queue: when the
+    gateway failed it (an outage: worth a redrive once it is over). A declined card or a bad
+    amount stays failed in payments, where error groups show it: a redrive would fail again."""
+    return isinstance(err, GatewayTimeout)
 
 
 def dead_letter_of(job_id: str, data, reason: str) -> tuple[dict, dict]:

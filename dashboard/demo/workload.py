@@ -4,7 +4,8 @@ It exists so the dashboard has real data to show: several queues with steady add
 with exponential backoff, real Python stack traces, ``UnrecoverableError`` failures, delayed
 and prioritized jobs, a queue that stays paused while jobs keep arriving, job schedulers
 (cron with a time zone, and ``every``), deduplicated adds, progress updates and job logs,
-small parent/child flows, an occasional stalled job and a ``payments-dlq`` dead-letter queue.
+small parent/child flows, an occasional stalled job, and payment gateway outages that fill a
+``payments-dlq`` dead-letter queue whose jobs complete when redriven.
 
 Plain asyncio, no Django: the management command ``demo_workload`` is a thin wrapper.
 This module starts and stops everything; the parts live beside it: ``scenario.py`` (queues,
@@ -35,13 +36,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 import redis.asyncio as aioredis
 from bullmq import FlowProducer, Queue, Worker
 
-from .processors import PROCESSORS
+from .processors import GATEWAY, PROCESSORS
 from .producers import Producer
-from .runtime import Stats, close_worker, is_final_failure
+from .runtime import Stats, close_worker, is_final_failure, wait_or_stop
 from .scenario import (
     DEFAULT_RATE,
     DLQ_CAP,
@@ -49,6 +51,9 @@ from .scenario import (
     DLQ_SOURCE,
     JOB_DEFAULTS,
     KEEP_OPTS,
+    OUTAGE_EVERY_S,
+    OUTAGE_FIRST_AFTER_S,
+    OUTAGE_S,
     PAUSED_QUEUE,
     QUEUE_NAMES,
     STALL_CHECK_MS,
@@ -56,6 +61,7 @@ from .scenario import (
     STATUS_EVERY_S,
     concurrency,
     dead_letter_of,
+    dead_letters,
 )
 from .stalling import StallingWorkerThread
 
@@ -101,12 +107,13 @@ class _Workload:
                 DLQ_NAME,
                 PAUSED_QUEUE,
             )
-            status = asyncio.ensure_future(self._status_loop())
+            loops = [asyncio.ensure_future(self._status_loop()), asyncio.ensure_future(self._outage_loop())]
             try:
                 await self.producer.run()
             finally:
-                status.cancel()
-                await asyncio.gather(status, return_exceptions=True)
+                for loop in loops:
+                    loop.cancel()
+                await asyncio.gather(*loops, return_exceptions=True)
         finally:
             await self._shutdown()
 
@@ -158,7 +165,7 @@ class _Workload:
         def on_failed(job, err):
             final = is_final_failure(job, err)
             self.stats.incr("failed" if final else "retried")
-            if final and queue == DLQ_SOURCE:
+            if final and queue == DLQ_SOURCE and dead_letters(err):
                 self._spawn(self._dead_letter(job, err))
 
         return on_failed
@@ -192,6 +199,15 @@ class _Workload:
                     await self.dlq.remove(old_id)
         except Exception as exc:
             log.warning("could not dead-letter %s job %s: %s", DLQ_SOURCE, job.id, exc)
+
+    async def _outage_loop(self) -> None:
+        """Take the payment gateway down now and then (soon after the start, so the dead-letter
+        queue has something to redrive from the first minute)."""
+        wait = OUTAGE_FIRST_AFTER_S
+        while not await wait_or_stop(self.stop, wait):
+            GATEWAY.take_down(OUTAGE_S)
+            log.info("payment gateway outage for %.0f s: payments failing now are dead-lettered", OUTAGE_S)
+            wait = OUTAGE_S + random.uniform(*OUTAGE_EVERY_S)
 
     async def _status_loop(self) -> None:
         while True:

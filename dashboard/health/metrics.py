@@ -12,7 +12,6 @@ user or an API token is required. The view opts out of the login middleware and 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import time
 
 from django.conf import settings
@@ -20,12 +19,14 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from dashboard.accounts import scopes
 from dashboard.accounts.auth import authenticate, bearer_token, token_may_scrape
 from dashboard.alerts.models import Alert
 from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
+from dashboard.web.client_address import comes_from
 
 # ------------------------------------------------------------------------------------------
 # Protection
@@ -41,22 +42,13 @@ def _unauthorized(message: str) -> HttpResponse:
     return response
 
 
-def client_allowed(remote_addr: str, networks: list) -> bool:
-    try:
-        ip = ipaddress.ip_address((remote_addr or "").strip())
-    except ValueError:
-        return False
-    candidates = [ip]
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        candidates.append(ip.ipv4_mapped)
-    return any(c in net for c in candidates for net in networks if c.version == net.version)
-
-
 def check_access(request) -> HttpResponse | None:
     """None when the request may read /metrics, else the 401/403 response to send."""
     token = settings.QUEUEWATCH_METRICS_TOKEN
     allow = settings.QUEUEWATCH_METRICS_ALLOW
-    if allow and not client_allowed(request.META.get("REMOTE_ADDR", ""), allow):
+    # The client's address as the login lockout takes it: behind QUEUEWATCH_TRUSTED_PROXIES, the
+    # proxy's address would let every client through (or none).
+    if allow and not comes_from(request, allow):
         return _text("forbidden: this address is not in QUEUEWATCH_METRICS_ALLOW", 403)
     given = bearer_token(request)
     if token:
@@ -70,7 +62,10 @@ def check_access(request) -> HttpResponse | None:
     # Neither configured: the same credentials as the JSON API.
     why = authenticate(request)
     if why is None:
-        return None if token_may_scrape(request.user) else _text("forbidden: this token has no metrics scope", 403)
+        if not token_may_scrape(request.user):
+            return _text("forbidden: this token has no metrics scope", 403)
+        # Every queue's figures: a user who sees only some queues (grants, no global role) may not.
+        return None if scopes.sees_everything(request.user) else _text("forbidden: this needs a global role", 403)
     return _unauthorized(
         why if given is not None else "authentication required (set QUEUEWATCH_METRICS_TOKEN for Prometheus)"
     )

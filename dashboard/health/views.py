@@ -14,6 +14,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from dashboard.accounts.auth import VIEWER, role_required
 from dashboard.core.i18n import translate
 from dashboard.health import checks as health_checks
 from queues import health
@@ -39,6 +40,7 @@ def _item(r: health.CheckResult) -> dict:
 
 
 @require_GET
+@role_required(VIEWER)  # every connection's and queue's checks: a global role (not a scoped user's grants)
 def health_page(request):
     report = health_checks.run_all()
     health_checks.store(report)

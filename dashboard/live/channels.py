@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from channels.layers import get_channel_layer
@@ -66,7 +67,8 @@ def job_group(queue: QueueRef, job_id: str) -> str:
 
 
 def job_operators_group(queue: QueueRef, job_id: str) -> str:
-    """The job page's operators: they also get the job's actions, which change with its state."""
+    """The job page's operators: they get the job's live part and its actions (which change with
+    its state) in one message, instead of the job group's live part alone."""
     return job_group(queue, job_id) + "-ops"
 
 
@@ -75,6 +77,7 @@ def job_operators_group(queue: QueueRef, job_id: str) -> str:
 # session key is a credential: only a digest of it is a group name.
 SESSION_ENDED_TYPE = "session.ended"  # consumer method session_ended: close now
 SESSION_CHANGED_TYPE = "session.changed"  # consumer method session_changed: check the session again
+GRANTS_CHANGED_TYPE = "grants.changed"  # consumer method grants_changed: connect again (socket_grants)
 
 
 def session_group(session_key: str) -> str:
@@ -107,6 +110,16 @@ def job_live_id(queue: QueueRef, job_id: str) -> str:
 
 
 JOB_ACTIONS_ID = "job-actions"
+
+
+def read_stamp() -> int:
+    """When a job page's state was read (epoch ms, taken just before the read), stamped on its
+    live part and actions (``data-read-at``). Two writers swap those elements: the monitor's
+    websocket message and an action's own HTTP response, which can arrive in either order; the
+    page keeps the later read (static/queuewatch.js), so a response read before the job failed
+    again never replaces the monitor's newer "failed" view. Web and monitor hosts' clocks only
+    need to agree to within the gap between two reads."""
+    return time.time_ns() // 1_000_000
 
 
 def task_group(task_id: int) -> str:

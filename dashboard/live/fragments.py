@@ -67,6 +67,17 @@ def render_localized(template_name: str, context: dict) -> LocalizedHtml:
     return html
 
 
+QUEUES_ADDED_ID = "queues-added"  # an empty element on every page (templates/base.html)
+
+
+def queues_added(count: int) -> tuple[str, str]:
+    """Queues appeared (``count`` since the monitor started leading): the overview reloads its
+    tables when this element is swapped (static/queuewatch.js). The same in every language."""
+    html = LocalizedHtml(f'<span id="{QUEUES_ADDED_ID}" hidden data-count="{int(count)}"></span>')
+    html.translations = {code: str(html) for code, _name in settings.LANGUAGES if code != settings.LANGUAGE_CODE}
+    return QUEUES_ADDED_ID, html
+
+
 def overview_row(sig: QueueSignals) -> tuple[str, str]:
     """A queue's overview row; its cells are declared in ``dashboard.browse.columns``, which
     also says when the row changes (``columns.row_key``)."""
@@ -121,21 +132,37 @@ def job_table(queue: QueueRef, page: JobPage, stalled_ids: list[str]) -> tuple[s
     )
 
 
-def job_live(job: JobLive) -> tuple[str, str]:
+def job_live(job: JobLive, *, read_at: int = 0) -> tuple[str, str]:
+    """The job page's state, timeline, failure reason and logs; ``read_at``: ``read_stamp()``."""
     element = job_live_id(job.queue, job.id)
-    return element, render_localized("browse/job.html#job-live", {"live": job, "queue": job.queue})
+    context = {"live": job, "queue": job.queue, "read_at": read_at}
+    return element, render_localized("browse/job.html#job-live", context)
 
 
-def job_actions(job: JobLive) -> tuple[str, str]:
-    """The actions an operator may take on the job in its current state (its page's operators
-    get this beside ``job_live``: a retried job failing again offers Retry again)."""
-    context = {"job": job, "queue": job.queue, "live_role": OPERATOR}
+def job_actions(job: JobLive, *, read_at: int = 0) -> tuple[str, str]:
+    """The actions an operator may take on the job in its current state (a retried job failing
+    again offers Retry again)."""
+    context = {"job": job, "queue": job.queue, "live_role": OPERATOR, "read_at": read_at}
     return JOB_ACTIONS_ID, render_localized("actions/partials/job_actions.html", context)
 
 
-def firing_alerts(alerts: list) -> tuple[str, str]:
-    """The firing-alerts banner every page carries; empty when nothing fires."""
-    return FIRING_ALERTS_ID, render_localized("base.html#firing-alerts", {"firing": alerts})
+def job_live_for_operators(job: JobLive, *, read_at: int = 0) -> tuple[str, str]:
+    """What an operator's job page gets when the job changes: ``job_live`` and ``job_actions`` in
+    one message, so the page swaps its state, timeline, failure reason and the actions that
+    apply together (two messages could show a failed job with a running job's actions)."""
+    element, live = job_live(job, read_at=read_at)
+    _actions_id, actions = job_actions(job, read_at=read_at)
+    both = LocalizedHtml(live + actions)
+    live_translations = getattr(live, "translations", {})
+    actions_translations = getattr(actions, "translations", {})
+    both.translations = {code: html + actions_translations.get(code, "") for code, html in live_translations.items()}
+    return element, both
+
+
+def firing_alerts(summary) -> tuple[str, str]:
+    """The firing-alerts chip every page carries ("4 firing · 1 silenced · worst critical"),
+    from a ``dashboard.alerts.scoped.FiringSummary``; empty when nothing fires."""
+    return FIRING_ALERTS_ID, render_localized("alerts/firing_chip.html", {"firing": summary})
 
 
 def banner(down: dict[str, str]) -> tuple[str, str]:

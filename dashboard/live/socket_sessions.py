@@ -126,7 +126,7 @@ def groups_of(scope) -> list[str]:
 _sending: set[asyncio.Task] = set()  # sends started from async code, kept until done
 
 
-def _tell(group: str, message_type: str) -> None:
+def tell(group: str, message_type: str) -> None:
     """Best effort: with the channel layer away, the periodic check still closes the sockets."""
     try:
         loop = asyncio.get_running_loop()
@@ -151,7 +151,7 @@ async def _send(group: str, message_type: str) -> None:
 def _logged_out(sender, request, user, **kwargs):
     session_key = getattr(getattr(request, "session", None), "session_key", None)
     if session_key:
-        _tell(live.session_group(session_key), live.SESSION_ENDED_TYPE)
+        tell(live.session_group(session_key), live.SESSION_ENDED_TYPE)
 
 
 def _user_changed(sender, instance, created=False, update_fields=None, **kwargs):
@@ -160,7 +160,7 @@ def _user_changed(sender, instance, created=False, update_fields=None, **kwargs)
         return
     # After the commit, so the sockets' checks read the change.
     group = live.user_group(instance.pk)
-    transaction.on_commit(lambda: _tell(group, live.SESSION_CHANGED_TYPE))
+    transaction.on_commit(lambda: tell(group, live.SESSION_CHANGED_TYPE))
 
 
 def connect_signals() -> None:

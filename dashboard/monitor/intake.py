@@ -5,7 +5,8 @@ connection (its source's events follower) and puts what it reads on one hand-off
 order, as the types of ``intake_items``:
 
 * ``Followed`` before any event of newly followed queues, then ``RecentEvents``: the tail of
-  their streams up to the start ids, for the job clock's state (``queues.job_clock``), never counted;
+  their streams up to the start ids, for the job clock's state (``queues.job_clock``), never
+  counted except in the timings of queues followed for the first time (no saved cursor);
 * ``EventsRead``;
 * ``ConnectionDown`` / ``ConnectionUp`` when its connection is lost or back.
 
@@ -114,7 +115,9 @@ class FollowerThread(threading.Thread):
                         # What happened just before (names, start times of jobs in flight), so
                         # their timings survive a takeover; counted by nobody twice: state only.
                         if self.timings:
-                            self.out.put(RecentEvents(self.conn_name, self.follower.recent(added, count=WARM_EVENTS)))
+                            recent = self.follower.recent(added, count=WARM_EVENTS)
+                            fresh = frozenset(q for q in added if q not in starts)  # no saved cursor
+                            self.out.put(RecentEvents(self.conn_name, recent, fresh))
                 if not self.follower.last_ids:
                     self._wake.wait(self.block_ms / 1000)  # nothing to follow yet: until follow()
                     self._wake.clear()
@@ -171,7 +174,11 @@ class ExactReadRequests(threading.Thread):
                                 dash_redis.WATCHED_CHANNEL,
                                 dash_redis.WATCHED_CHANNEL.encode(),
                             )
-                            self.out.put(ViewerArrived(asked) if watched else ExactReadAsked(asked))
+                            self.out.put(
+                                ViewerArrived(asked)
+                                if watched
+                                else ExactReadAsked(asked, dash_redis.exact_read_parents(message))
+                            )
             except DashboardRedisError:
                 self.stop_event.wait(1.0)  # the leader loop reports dashboard Redis trouble
 
@@ -245,9 +252,9 @@ class EventIntake:
                 self.banner.set_up(conn)
             case Followed(start_ids=start_ids):
                 self.tracker.following_from(start_ids)
-            case RecentEvents(events=events):
-                self.tracker.warm(events)
-            case ExactReadAsked(queue=q):
-                self.tracker.read_at_once(q)
+            case RecentEvents(events=events, fresh=fresh):
+                self.tracker.warm(events, fresh=fresh)
+            case ExactReadAsked(queue=q, parents_elsewhere=parents):
+                self.tracker.read_at_once(q, parents_elsewhere=parents)
             case ViewerArrived(queue=q) if q in self.tracker.states:
                 dirty.add(q)  # refreshed at once: a new viewer's fragments are rendered for it

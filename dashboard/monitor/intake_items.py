@@ -29,10 +29,13 @@ class Followed:
 
 @dataclass(frozen=True)
 class RecentEvents:
-    """Events from just before counting starts: the job clock learns from them, nothing is counted."""
+    """Events from just before counting starts: the job clock learns from them, nothing is
+    counted — but the timings of ``fresh`` queues, followed for the first time (no stored
+    cursor: nobody counted them), are (``CountTracker.warm``)."""
 
     connection: str
     events: list[Event]
+    fresh: frozenset[QueueRef] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,11 @@ class ConnectionUp:
 
 @dataclass(frozen=True)
 class ExactReadAsked:
-    """Queuewatch itself changed this queue: read it exactly now."""
+    """Queuewatch itself changed this queue: read it exactly now (and, with
+    ``parents_elsewhere``, the queues of its connection holding flow parents in waiting-children)."""
 
     queue: QueueRef
+    parents_elsewhere: bool = False
 
 
 @dataclass(frozen=True)

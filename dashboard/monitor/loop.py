@@ -26,18 +26,20 @@ from django.db import close_old_connections
 from dashboard.actions.bulk_runner import BulkRunner
 from dashboard.alerts import monitor_silence
 from dashboard.alerts.outbox_runner import OutboxRunner
+from dashboard.browse.search_runner import SearchRunner
 from dashboard.connections.registry import Registry, get_redactor, get_registry
 from dashboard.core import dash_redis
 from dashboard.health import checks as health_checks
 from dashboard.live import channels as live
 from dashboard.live import fragments, monitor_presence
-from dashboard.live.rates import QueueSignals
 from dashboard.monitor import persistence
 from dashboard.monitor.cadence import leader_schedule
 from dashboard.monitor.discovering import QueueLists
 from dashboard.monitor.intake import EventIntake
 from dashboard.monitor.periodic import PeriodicSteps
-from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, publish_state
+from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, StateDocument
+from dashboard.monitor.refreshing import Refresher
+from dashboard.monitor.rolling import FULL_PASS_QUEUES, UNREAD_PER_TICK, RollingPass, share_per_tick
 from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable
@@ -79,6 +81,16 @@ class Monitor:
         self.ticks = 0
         self.state_due = 0.0  # monotonic time from which refreshes between ticks rewrite the state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
+        self.rolling = RollingPass()  # beyond FULL_PASS_QUEUES, each tick takes its share (``rolling``)
+        self.state_document = StateDocument()
+        self.refresher = Refresher(
+            registry=self.registry,
+            tracker=self.tracker,
+            intake=self.intake,
+            banner=self.banner,
+            queue_publisher=self.queue_publisher,
+            dash=self.dash,
+        )
         self.queue_lists = QueueLists(registry=self.registry, dash=self.dash, monitor_name=name)
         self.periodic = PeriodicSteps(
             registry=self.registry,
@@ -148,6 +160,9 @@ class Monitor:
         self.banner.reset()
         self.queue_publisher.reset()
         self.queue_lists.reset()
+        self.rolling.reset()
+        self.state_document.reset()
+        self.flusher.reset()
         cursors = persistence.load_cursors()
         monitor_silence.leading_again()  # the outbox runner below sends any RESOLVED it queues
         self.intake.start()
@@ -160,6 +175,8 @@ class Monitor:
             registry=self.registry, publisher=self.publisher, name=self.name, leading=lambda: self.lock.held
         )
         bulk.start()
+        searches = SearchRunner(name=self.name, leading=lambda: self.lock.held)  # background searches by data
+        searches.start()
         outbox = OutboxRunner(leading=lambda: self.lock.held)  # notifications, beside the loop too
         outbox.start()
         try:
@@ -168,6 +185,7 @@ class Monitor:
             term_over.set()
             self.intake.stop()
             bulk.stop()
+            searches.stop()
             outbox.stop()
             heartbeat.join(5)
             self.flusher.settle(self.tracker.states, timeout=30)
@@ -227,6 +245,8 @@ class Monitor:
         dirty.update(self.queue_publisher.due_again(t))
         if self.tracker.keeps.pending:  # read at once: the job may soon be trimmed away
             dirty |= self.tracker.learn_keep_counts()
+        if self.tracker.duplicates.pending:
+            dirty |= self.tracker.classify_duplicates()
         quiet = self.tracker.quiet_due(t)
         if quiet:
             # Quiet means exact: one targeted read of just these queues, published at once.
@@ -247,8 +267,11 @@ class Monitor:
                 self.banner.set_down(name, exc.reason)
                 continue
             if found is not None:
+                before = self.queue_lists.followed.get(name)
                 self._follow(name, found, cursors)
                 self.queue_lists.followed[name] = found
+                if before is not None and not set(found) <= set(before):
+                    self.queue_publisher.announce_queues()  # not a term's first list: new queues
 
     def _follow(self, name: str, found: list[QueueRef], cursors: dict[QueueRef, str]) -> None:
         new = self.tracker.add_queues(found)
@@ -258,7 +281,10 @@ class Monitor:
         # stream was trimmed past it meanwhile.
         self.tracker.reconcile([q for q in new if q not in cursors], since_ms=now_ms() - RECONCILE_MINUTES * MINUTE_MS)
         self.queue_publisher.forget(self.tracker.drop_missing(name, found))
-        self.intake.follow(name, found, {q: c for q, c in cursors.items() if q in found})
+        # A set: membership in the list cost cursors x queues comparisons, minutes per discovery
+        # step at 10,000 queues once a term started with stored cursors (a lock lapse followed).
+        found_set = set(found)
+        self.intake.follow(name, found, {q: c for q, c in cursors.items() if q in found_set})
         for q in new:
             cursors.pop(q, None)  # used: a queue dropped and found again starts afresh
 
@@ -269,89 +295,59 @@ class Monitor:
         self.tracker.name_jobs()
 
     def refresh_all(self, dirty: set[QueueRef], *, exact: bool) -> None:
-        """The tick: every queue, read exactly first on a snapshot (``exact``)."""
+        """The tick: every queue, read exactly first on a snapshot (``exact``); beyond
+        ``FULL_PASS_QUEUES``, this tick's share of the rolling pass (``rolling``)."""
         self.follow_viewed_languages()
-        self.refresh(list(self.tracker.states), full=True, exact=exact)
+        states = self.tracker.states
+        if len(states) <= FULL_PASS_QUEUES:
+            self.refresh(list(states), full=True, exact=exact)
+        else:
+            share = self.rolling.take(
+                states, share_per_tick(len(states), tick=self.tick, snapshot_every=self.snapshot_every)
+            )
+            watched = self.watched_queues()
+            unread = [q for q, st in states.items() if st.live is None][:UNREAD_PER_TICK]
+            changed = [q for q in dirty if q in states and states[q].live is not None]  # unread: their share
+            part = dict.fromkeys([*share, *unread, *(q for q in watched if q in states), *changed])
+            self.refresh(list(part), full=True, exact=False, exact_queues=set(share))
         dirty.clear()
         self.ticks += 1
         close_old_connections()
 
     def publish_changes(self, dirty: set[QueueRef]) -> None:
         """Between ticks, the queues events changed (the state document too, when due)."""
-        self.refresh(list(dirty), full=False, exact=False, state=time.monotonic() >= self.state_due)
+        queues = list(dirty)
+        if len(self.tracker.states) > FULL_PASS_QUEUES:
+            # A queue never read yet waits for the tick's share of them (``UNREAD_PER_TICK``):
+            # in a new term every busy queue is dirty within seconds, and reading them all at
+            # once here is the step the share bounds.
+            queues = [q for q in queues if q in self.tracker.states and self.tracker.states[q].live is not None]
+        self.refresh(queues, full=False, exact=False, state=time.monotonic() >= self.state_due)
         dirty.clear()
 
     def start_flush(self) -> None:
         # Built here, written beside the loop: live updates never wait for the database.
         self.flusher.start(self.tracker.states, self.tracker.applied_cursors)
 
-    def refresh(self, queues: list[QueueRef], *, full: bool, exact: bool, state: bool | None = None) -> None:
-        """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
-        and for queues whose estimate cannot be trusted (new, stream gap, ``cleaned``), read an
-        exact snapshot first; otherwise use the counts kept current from events. Queues someone
-        watches (a job list, a job page) go first: on a busy system a full refresh renders
-        every queue, and a watched list must not wait for that.
-
-        ``state`` (default: on full refreshes) also publishes the state document, right after
-        the figures are known and before any rendering: rendering every queue took up to a
-        second on a loaded machine, and a document written after it carried figures that much
-        older than its ``taken_at`` (a set growing 3 jobs/s then read 3 under the truth)."""
-        watches = self.read_watched()
-        watched = {w.queue for w in watches}
-        tracked = [q for q in queues if q in self.tracker.states]
-        now = now_ms()
-        unreachable: set[str] = set()  # tried once this refresh: do not wait for its timeout twice
-        read: list[tuple[str, list[QueueSignals]]] = []
-        for group in ([q for q in tracked if q in watched], [q for q in tracked if q not in watched]):
-            by_conn: dict[str, list[QueueRef]] = {}
-            for q in group:
-                by_conn.setdefault(q.connection, []).append(q)
-            for name, qs in by_conn.items():
-                if name in unreachable:
-                    continue
-                signals = self._read_connection(name, qs, now, exact=exact)
-                if signals is None:
-                    unreachable.add(name)
-                else:
-                    read.append((name, signals))
-        if full if state is None else state:
-            self.publish_state()
-        changed_overview = False
-        for name, signals in read:  # watched queues first
-            changed_overview |= self._render_connection(name, signals, watches, now, full=full)
+    def refresh(
+        self,
+        queues: list[QueueRef],
+        *,
+        full: bool,
+        exact: bool,
+        state: bool | None = None,
+        exact_queues: set[QueueRef] | frozenset[QueueRef] = frozenset(),
+    ) -> None:
+        """Publish whatever changed in these queues (``refreshing.Refresher.refresh``); the state
+        document too when ``state`` (default: on full refreshes)."""
+        changed_overview = self.refresher.refresh(
+            queues,
+            full=full,
+            exact=exact,
+            exact_queues=exact_queues,
+            publish_state=self.publish_state if (full if state is None else state) else None,
+        )
         self.publishes += int(changed_overview)
-
-    def _read_connection(self, name: str, qs: list[QueueRef], now: int, *, exact: bool) -> list[QueueSignals] | None:
-        """The current figures of some queues of one connection, read exactly first where
-        needed (None: the connection could not be read)."""
-        source = self.registry.source(name)
-        exact = exact or not self.intake.follows_events(name)  # a kind without events: read every time
-        try:
-            with source.errors():
-                self.tracker.take_snapshots(source, [q for q in qs if exact or self.tracker.needs_snapshot(q)], now)
-        except SourceUnavailable as exc:
-            if not self.banner.is_down(name):
-                self.banner.set_down(name, exc.reason)
-            return None
-        if exact and self.banner.is_down(name):
-            self.banner.set_up(name)
-        return [sig for sig in (self.tracker.current_signals(q, now) for q in qs) if sig is not None]
-
-    def _render_connection(
-        self, name: str, signals: list[QueueSignals], watches: list[dash_redis.Watch], now: int, *, full: bool
-    ) -> bool:
-        """Render what changed of these queues (and what is watched of them); whether an
-        overview fragment changed."""
-        jobs = self.registry.source(name).jobs  # None: the kind shows no job lists or pages live
-        changed_overview = False
-        for sig in signals:
-            q = sig.snapshot.queue
-            changed = self.queue_publisher.publish_queue(
-                sig, watches, jobs, changes=self.tracker.take_changes(q), full=full
-            )
-            self.tracker.mark_gauges(q, now, changed=changed)
-            changed_overview |= changed
-        return changed_overview
 
     def follow_viewed_languages(self) -> None:
         """Render other-language fragments only for languages someone views; when one starts
@@ -367,21 +363,23 @@ class Monitor:
 
     def publish_state(self) -> None:
         started = time.monotonic()
-        publish_state(
+        self.state_document.publish(
             self.dash,
             states=self.tracker.states,
             connection_names=self.registry.names,
             down=self.banner.down,
             monitor_name=self.name,
         )
-        took = time.monotonic() - started  # grows with the queues (1,000 are about 1 MB of JSON)
+        # Grows with the queues (1,000 are about 1 MB of JSON), though only changed queues are
+        # serialised again (``StateDocument``).
+        took = time.monotonic() - started
         self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
-    def read_watched(self) -> list[dash_redis.Watch]:
-        try:
-            return dash_redis.watched(self.dash)
-        except dash_redis.DashboardRedisError:  # nothing watched is known: only the overview is published
-            return []
+    def watched_queues(self) -> set[QueueRef]:
+        return self.refresher.watched_queues()
+
+    def read_watched(self, queues: list[QueueRef]) -> dict[QueueRef, list[dash_redis.Watch]]:
+        return self.refresher.read_watched(queues)
 
     def flush(self) -> None:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)

@@ -56,6 +56,7 @@ class Batch:
     with_gauges: list = field(default_factory=list)
     timing_rows: list = field(default_factory=list)
     cursor_rows: list = field(default_factory=list)
+    cursors: dict[QueueRef, str] = field(default_factory=dict)  # the cursors its rows hold
     dirty: dict[QueueRef, set[int]] = field(default_factory=dict)
     timing_dirty: dict[QueueRef, set[int]] = field(default_factory=dict)
 
@@ -69,11 +70,14 @@ class Batch:
                 states[q].timings.dirty |= minutes
 
 
-def collect(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) -> Batch:
+def collect(
+    states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str], written: dict[QueueRef, str] | None = None
+) -> Batch:
     """Rows for the dirty minutes (counters, gauges, per-job-name timings) and the applied
     stream cursors; the minutes are no longer dirty (``Batch.restore`` if the write fails). A
     minute carries gauges if it is the minute of the queue's latest snapshot, counters only
-    otherwise."""
+    otherwise. ``written``: the cursors already stored, left out (at 10,000 queues, writing
+    every cursor every second was most of a flush, though only queues with events move theirs)."""
     batch = Batch()
     for q, st in states.items():
         snap = st.snapshot
@@ -104,8 +108,10 @@ def collect(states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) ->
         if st.timings.dirty:
             batch.timing_dirty[q] = set(st.timings.dirty)
             st.timings.dirty.clear()
+    batch.cursors = {q: cid for q, cid in cursors.items() if written is None or written.get(q) != cid}
     batch.cursor_rows = [
-        StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid) for q, cid in cursors.items()
+        StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid)
+        for q, cid in batch.cursors.items()
     ]
     return batch
 
@@ -157,6 +163,11 @@ class Flusher:
         self.monitor_name = monitor_name
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flush")
         self._inflight: tuple[Batch, Future] | None = None
+        self.written: dict[QueueRef, str] = {}  # the cursors this term's writes stored
+
+    def reset(self) -> None:
+        """A new term: what an earlier term stored may since have moved (another leader)."""
+        self.written = {}
 
     def start(self, states: dict[QueueRef, QueueState], cursors: dict[QueueRef, str]) -> bool:
         """Start writing what is dirty now, unless the previous write still runs. Returns
@@ -164,7 +175,7 @@ class Flusher:
         if self._inflight is not None and not self._inflight[1].done():
             return False
         self.settle(states)
-        batch = collect(states, cursors)
+        batch = collect(states, cursors, self.written)
         self._inflight = (batch, self._pool.submit(self._write, batch))
         return True
 
@@ -178,7 +189,9 @@ class Flusher:
             written = done.result(timeout)
         except Exception:  # timed out: keep the minutes dirty (a later write repeats them, harmlessly)
             written = False
-        if not written:
+        if written:
+            self.written.update(batch.cursors)
+        else:
             batch.restore(states)
 
     def _write(self, batch: Batch) -> bool:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -22,9 +23,9 @@ from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live import fragments
 from dashboard.live.rates import QueueSignals
-from dashboard.monitor.tracking import Move, QueueChanges, QueueState, now_ms
+from dashboard.monitor.queue_state import Move, QueueChanges, QueueState, now_ms
 from queues.errors import SourceUnavailable
-from queues.jobs import JobSummary
+from queues.jobs import JobLive, JobSummary
 from queues.keys import QueueRef
 from queues.listing import JobPage
 from queues.live_counts import FINISHED
@@ -57,7 +58,9 @@ def apply_moves(ids: tuple[str, ...], moves: list[Move], state: str) -> tuple[st
 class Shown:
     """What a queue's published fragments show, so unchanged ones are not rendered again."""
 
-    row_key: tuple | None = None  # the overview row (``columns.row_key``)
+    row_key: tuple | None = None  # the overview row's figures (``columns.row_key``), rendered or not
+    row_shown: tuple | None = None  # the row_key last rendered while the row was watched; None: not rendered
+    row_cached: bool = True  # the reconnect cache may hold the row (unknown at first: one left by an earlier term)
     live_key: tuple | None = None  # the queue page's header (``fragments.queue_live_key``); None: not rendered
     header_cached: bool = True  # the reconnect cache may hold a header (unknown at first: one left by an earlier term)
     rendered_at: float = 0.0  # monotonic time of the last render of the queue's own fragments
@@ -65,6 +68,9 @@ class Shown:
     list_keys: dict[str, tuple] = field(default_factory=dict)  # state -> what its page 1 showed
     list_rows: dict[str, dict[str, JobSummary]] = field(default_factory=dict)  # state -> page-1 rows by id
     job_states: dict[str, str] = field(default_factory=dict)  # last seen state of watched jobs
+    # A watched job's last read and when it was made: a read showing nothing new keeps that
+    # stamp, so its fragments render the same and are not sent again.
+    job_reads: dict[str, tuple[JobLive, int]] = field(default_factory=dict)
 
 
 class QueuePublisher:
@@ -74,6 +80,7 @@ class QueuePublisher:
         self.shown: dict[QueueRef, Shown] = {}
         self.held_back: dict[QueueRef, float] = {}  # queues whose fragments are due again at (monotonic)
         self.failed_items: set[dash_redis.Watch] = set()  # watched items already logged as failing
+        self.queues_added = 0  # announcements sent (``announce_queues``)
 
     def reset(self) -> None:
         """Forget what was published (e.g. after a takeover), so everything is sent afresh."""
@@ -99,7 +106,7 @@ class QueuePublisher:
     def publish_queue(
         self,
         sig: QueueSignals,
-        watches: list[dash_redis.Watch],
+        mine: list[dash_redis.Watch],
         jobs: JobsFacet | None,
         *,
         changes: QueueChanges,
@@ -108,33 +115,43 @@ class QueuePublisher:
         """Publish a queue's fragments if what they show changed, then what is watched of it:
         job lists whose state jobs entered or left, job pages when their job had events (or,
         on full ticks, while it is active: log lines arrive without events), where the
-        connection's kind offers ``jobs``. Returns whether the queue's own fragments changed."""
+        connection's kind offers ``jobs``. ``mine``: what is watched of this queue. Returns
+        whether the queue's own fragments changed."""
         q = sig.snapshot.queue
         shown = self.shown.setdefault(q, Shown())
-        mine = [w for w in watches if w.queue == q]
         # Forget what nobody watches any more: a returning watcher must get a fresh render.
         shown.fresh_lists &= {w.target for w in mine if w.kind == dash_redis.Watch.LIST}
         watched_jobs = {w.target for w in mine if w.kind == dash_redis.Watch.JOB}
         shown.job_states = {k: v for k, v in shown.job_states.items() if k in watched_jobs}
+        shown.job_reads = {k: v for k, v in shown.job_reads.items() if k in watched_jobs}
         # The header only while someone views the queue page (a busy queue's header changes
         # every refresh, and rendering nobody's header was a large share of the monitor's CPU).
         # The state document, /metrics and alert inputs do not depend on it.
         header_viewed = any(w.kind == dash_redis.Watch.QUEUE for w in mine)
         if not header_viewed:
             self.stop_header(q, shown)
+        # The overview row likewise only while an overview page shows it (``live.overview_rows``):
+        # at thousands of changing queues, rendering every changed row was more than a core.
+        row_viewed = any(w.kind == dash_redis.Watch.ROW for w in mine)
+        if not row_viewed:
+            self.stop_row(q, shown)
         row_key = columns.row_key(sig)
         live_key = fragments.queue_live_key(sig) if header_viewed else None
-        first_view = header_viewed and shown.live_key is None
+        first_view = (header_viewed and shown.live_key is None) or (row_viewed and shown.row_shown is None)
+        # ``changed``: what the queue shows changed (its gauges are stored for this minute again);
+        # rendered only where viewed.
         changed = (row_key, live_key) != (shown.row_key, shown.live_key)
+        render_row = row_viewed and row_key != shown.row_shown
         since = time.monotonic() - shown.rendered_at
-        if changed and not full and not first_view and since < FRAGMENT_MIN_INTERVAL:
+        if (changed or render_row) and not full and not first_view and since < FRAGMENT_MIN_INTERVAL:
             self.held_back.setdefault(q, shown.rendered_at + FRAGMENT_MIN_INTERVAL)
-            changed = False
-        if changed:
+            changed = render_row = False
+        if changed or render_row:
             shown.rendered_at = time.monotonic()
             sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
-            if row_key != shown.row_key:
+            if render_row:
                 self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))
+                shown.row_shown, shown.row_cached = row_key, True
             if live_key is not None and live_key != shown.live_key:
                 self.publisher.publish(live.queue_group(q), *fragments.queue_live(sig))
                 shown.header_cached = True
@@ -160,6 +177,22 @@ class QueuePublisher:
             self.publisher.uncache(live.queue_group(q), live.queue_live_id(q))
             shown.header_cached = False
 
+    def stop_row(self, q: QueueRef, shown: Shown) -> None:
+        """No overview page shows the queue's row: drop it from the reconnect cache (a page
+        loaded later renders it current); a page that shows it again gets it rendered at once."""
+        shown.row_shown = None
+        if shown.row_cached:
+            self.publisher.uncache(live.OVERVIEW, live.row_id(q))
+            shown.row_cached = False
+
+    def announce_queues(self) -> None:
+        """Queues appeared: every overview page reloads its tables once (rows are rendered
+        only where shown, so a new queue's row cannot announce it). Sent to every page's socket
+        (the overview's carries them too), never kept for reconnects."""
+        self.queues_added += 1
+        self.publisher.publish(live.ALL, *fragments.queues_added(self.queues_added), force=True)
+        self.publisher.uncache(live.ALL, fragments.QUEUES_ADDED_ID)
+
     def item_failed(self, item: dash_redis.Watch) -> None:
         """Log a watched item that cannot be read or rendered, once (it fails every tick)."""
         if item not in self.failed_items:
@@ -172,11 +205,18 @@ class QueuePublisher:
         shown = self.shown[q]
         last_state = shown.job_states.get(job_id)
         if job_id in changes.jobs or last_state is None or (full and last_state == "active"):
+            read_at = live.read_stamp()
             job = jobs.live_detail(q, job_id, redactor=self.redactor)
             shown.job_states[job_id] = job.state if job else "gone"
             if job is not None:
-                self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job))
-                self.publisher.publish(live.job_operators_group(q, job_id), *fragments.job_actions(job))
+                last = shown.job_reads.get(job_id)
+                if last is not None and last[0] == job:
+                    read_at = last[1]
+                shown.job_reads[job_id] = (job, read_at)
+                self.publisher.publish(live.job_group(q, job_id), *fragments.job_live(job, read_at=read_at))
+                self.publisher.publish(
+                    live.job_operators_group(q, job_id), *fragments.job_live_for_operators(job, read_at=read_at)
+                )
 
     def publish_list(
         self, q: QueueRef, state: str, sig: QueueSignals, jobs: JobsFacet, *, changes: QueueChanges
@@ -262,6 +302,83 @@ def timings_totals(timings: QueueTimings) -> dict:
     }
 
 
+def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
+    """One queue's entry of the state document (None before its first figures)."""
+    sig = st.signals
+    if sig is None:
+        return None
+    return {
+        **sig.snapshot.as_dict(),
+        "is_dlq": sig.is_dlq,
+        "rates_per_min": {
+            "completed": sig.completed_per_min,
+            "failed": sig.failed_per_min,
+            "dead_letter": sig.dlq_growth_per_min,
+            "stalled": sig.stalled_per_min,
+            "attempt_failed": sig.attempt_failed_per_min,
+        },
+        "stalled_now": len(sig.stalled_now),
+        "stall_failed_15m": sig.stall_failed_15m,
+        "events_total": dict(st.totals),
+        "duplicated_by_cause": dict(st.duplicated_by_cause),  # queues.duplicates
+        "stream_gaps": st.gaps,
+        "timings": timings_totals(st.timings),
+        # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
+        "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
+    }
+
+
+class StateDocument:
+    """The state document, built so that its cost follows what changed: each queue's entry is
+    serialised once per change of its figures (a refresh builds new signals; events move its
+    totals) and kept as JSON text, and the document is those texts joined. At 10,000 queues
+    ``json.dumps`` of every entry on every write was most of a full tick."""
+
+    def __init__(self) -> None:
+        # queue -> (the signals it was built from, what else it shows that events move, its JSON)
+        self.entries: dict[QueueRef, tuple[object, tuple, str]] = {}
+
+    def reset(self) -> None:
+        self.entries = {}
+
+    def text_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> str | None:
+        sig = st.signals
+        if sig is None:
+            return None
+        moved = (tuple(st.totals.values()), tuple(st.duplicated_by_cause.values()), st.gaps, q.connection in down)
+        cached = self.entries.get(q)
+        if cached is not None and cached[0] is sig and cached[1] == moved:
+            return cached[2]
+        text = json.dumps(state_entry(st, down))
+        self.entries[q] = (sig, moved, text)
+        return text
+
+    def publish(
+        self,
+        dash: DashboardRedis,
+        *,
+        states: dict[QueueRef, QueueState],
+        connection_names,
+        down: dict[str, str],
+        monitor_name: str,
+    ) -> None:
+        """Write the latest figures of every queue as one JSON document in the dashboard Redis,
+        for readers that must not touch the monitored Redis themselves (Prometheus /metrics,
+        health checks, alert rules, the overview's order). Written once per tick (and between
+        ticks while events flow), whatever the number of readers."""
+        for gone in self.entries.keys() - states.keys():
+            del self.entries[gone]
+        texts = [t for q, st in states.items() if (t := self.text_of(q, st, down)) is not None]
+        connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
+        taken_at = now_ms()
+        head = json.dumps({"taken_at": taken_at, "monitor": monitor_name, "connections": connections})
+        text = head[:-1] + ', "queues": [' + ", ".join(texts) + "]}"
+        try:
+            dash_redis.publish_state_text(dash, text, taken_at=taken_at, monitor=monitor_name)
+        except DashboardRedisError:
+            log.warning("%s: could not publish the state document", monitor_name)
+
+
 def publish_state(
     dash: DashboardRedis,
     *,
@@ -270,38 +387,7 @@ def publish_state(
     down: dict[str, str],
     monitor_name: str,
 ) -> None:
-    """The latest figures of every queue as one JSON document in the dashboard Redis, for
-    readers that must not touch the monitored Redis themselves (Prometheus /metrics,
-    health checks). Written once per tick, whatever the number of readers."""
-    queues = []
-    for st in states.values():
-        sig = st.signals
-        if sig is None:
-            continue
-        queues.append(
-            {
-                **sig.snapshot.as_dict(),
-                "is_dlq": sig.is_dlq,
-                "rates_per_min": {
-                    "completed": sig.completed_per_min,
-                    "failed": sig.failed_per_min,
-                    "dead_letter": sig.dlq_growth_per_min,
-                    "stalled": sig.stalled_per_min,
-                    "attempt_failed": sig.attempt_failed_per_min,
-                },
-                "stalled_now": len(sig.stalled_now),
-                "stall_failed_15m": sig.stall_failed_15m,
-                "events_total": dict(st.totals),
-                "stream_gaps": st.gaps,
-                "timings": timings_totals(st.timings),
-                # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
-                "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
-            }
-        )
-    connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
-    try:
-        dash_redis.publish_state(
-            dash, {"taken_at": now_ms(), "monitor": monitor_name, "connections": connections, "queues": queues}
-        )
-    except DashboardRedisError:
-        log.warning("%s: could not publish the state document", monitor_name)
+    """The state document written once, without a cache kept between writes (``StateDocument``)."""
+    StateDocument().publish(
+        dash, states=states, connection_names=connection_names, down=down, monitor_name=monitor_name
+    )

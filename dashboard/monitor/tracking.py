@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from dashboard.connections.registry import Registry
 from dashboard.live.channels import queue_id
 from dashboard.live.rates import QueueSignals, build_signals
+from dashboard.monitor.queue_state import (
+    RECONCILE_MINUTES,
+    TOTALLED_EVENTS,
+    QueueChanges,
+    QueueState,
+    now_ms,
+)
 from queues.attempts import AttemptFailures
+from queues.duplicates import DuplicateKinds
 from queues.errors import QueuewatchError, SourceUnavailable
 from queues.events import Event
 from queues.job_clock import JobClock, Sample
@@ -28,56 +35,15 @@ from queues.keep_counts import KeepCounts
 from queues.keys import QueueRef
 from queues.live_counts import STATE_AFTER, JobStates, LiveCounts
 from queues.quiet import QuietReads
-from queues.rates import MINUTE_MS, Minute, QueueSeries, count_event, minute_of
+from queues.rates import MINUTE_MS, Minute, count_event, minute_of
 from queues.snapshot import QueueSnapshot
 from queues.sources import UnsupportedBySource
 from queues.sources.facets import ProbesFacet
 from queues.stalls import ActiveLists
-from queues.timings import QueueTimings
-from queues.workers import Worker
 
 log = logging.getLogger("queuewatch.monitor")
 
-RECONCILE_MINUTES = 15
 STALL_PROBE_AFTER_MS = 1000  # a job's lock lives lockDuration from activation: no need to look sooner
-TOTALLED_EVENTS = ("completed", "failed", "stalled", "added", "duplicated")
-
-Move = tuple[str, "str | None", "str | None"]  # (job id, old state, new state), see LiveCounts
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class QueueState:
-    series: QueueSeries = field(default_factory=lambda: QueueSeries(keep=RECONCILE_MINUTES + 5))
-    snapshot: QueueSnapshot | None = None  # the latest counts: exact, or estimated from events
-    live: LiveCounts | None = None  # counts kept current from events between exact snapshots
-    stalled_now: list[str] = field(default_factory=list)
-    active_since: dict[str, int] = field(default_factory=dict)  # active job id -> ms it became active
-    touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh
-    touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
-    dirty_minutes: set[int] = field(default_factory=set)  # minutes to write at the next flush
-    gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
-    signals: QueueSignals | None = None  # the latest, for the published state (metrics, health, alerts)
-    # Events counted since this monitor started leading (Prometheus handles the reset when
-    # leadership moves), and how often the stream was trimmed before we read it.
-    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOTALLED_EVENTS, 0))
-    gaps: int = 0
-    timings: QueueTimings = field(default_factory=QueueTimings)  # wait/processing per job name (queues.job_clock)
-    workers: list[Worker] | None = None  # from the last CLIENT LIST (queues.workers); None: unknown
-
-
-@dataclass(frozen=True)
-class QueueChanges:
-    """What moved in a queue since its last refresh, for the publisher: which jobs had events,
-    which states jobs entered or left, and the finished-set moves in event order (``None``
-    when some were lost, e.g. with a trimmed stream: then lists must be re-read)."""
-
-    jobs: frozenset[str]
-    states: frozenset[str]
-    moves: list[Move] | None
 
 
 class CountTracker:
@@ -92,6 +58,7 @@ class CountTracker:
         self.attempts = AttemptFailures()  # failed attempts that will be retried
         self.clock = JobClock()  # job names and start times, for wait and processing times
         self.keeps = KeepCounts()  # how many jobs each finished set keeps, from a job's options
+        self.duplicates = DuplicateKinds()  # what each `duplicated` event was
         # QUEUEWATCH_TIMINGS off: no job clock at all (what bench/redis_load.py compares against).
         self.timings_on = settings.QUEUEWATCH_TIMINGS
 
@@ -104,6 +71,7 @@ class CountTracker:
         self.attempts = AttemptFailures()
         self.clock = JobClock()
         self.keeps = KeepCounts()
+        self.duplicates = DuplicateKinds()
 
     # --- which queues -----------------------------------------------------------------------
 
@@ -122,6 +90,7 @@ class CountTracker:
             del self.states[q]
             self.applied_cursors.pop(q, None)
             self.keeps.forget(q)
+            self.duplicates.forget(q)
         return gone
 
     # --- events -----------------------------------------------------------------------------
@@ -136,7 +105,11 @@ class CountTracker:
                 continue
             self.applied_cursors[ev.queue] = ev.stream_id
             if ev.name in TOTALLED_EVENTS:
-                st.totals[ev.name] += 1
+                st.totals[TOTALLED_EVENTS[ev.name]] += 1
+            if ev.name == "duplicated":
+                kind = self.duplicates.consider(ev.queue, ev.job_id)
+                if kind is not None:
+                    st.duplicated_by_cause[kind] += 1
             if count_event(st.series, ev.name, ev.ts_ms, ev.fields):
                 st.dirty_minutes.add(minute_of(ev.ts_ms))
             # Before the job's known state moves: whether it may be retrying depends on it.
@@ -221,10 +194,19 @@ class CountTracker:
             self.states[q].live.needs_snapshot = True
         return due
 
-    def read_at_once(self, q: QueueRef) -> None:
-        """Queuewatch itself changed this queue: due its exact read now (with the quiet ones)."""
+    def read_at_once(self, q: QueueRef, *, parents_elsewhere: bool = False) -> None:
+        """Queuewatch itself changed this queue: due its exact read now (with the quiet ones).
+        ``parents_elsewhere``: it removed jobs as drain, clean and obliterate do, which moves a
+        flow parent elsewhere to wait without an event; which ones is unknown, so every queue of
+        the connection with parents in waiting-children is read too (docs/live-truth.md)."""
         if q in self.states:
             self.quiet.asked(q)
+        if not parents_elsewhere:
+            return
+        for other, st in self.states.items():
+            if other.connection == q.connection and other != q and st.snapshot is not None:
+                if st.snapshot.counts.get("waiting-children"):
+                    self.quiet.asked(other)
 
     def count_attempt_failures(self, *, settled_only: bool) -> set[QueueRef]:
         """Count the failed attempts that will be retried among the candidate events seen
@@ -257,10 +239,28 @@ class CountTracker:
                 changed.add(q)
         return changed
 
-    def warm(self, events: list[Event]) -> None:
-        """Events from before where counting starts: the job clock learns from them, nothing is counted."""
+    def classify_duplicates(self) -> set[QueueRef]:
+        """Tell the pending ``duplicated`` events apart (one batched ``HGET`` per job id not
+        known yet, ``queues.duplicates``); returns the queues whose totals that changed."""
+        changed: set[QueueRef] = set()
+        for q, kind, events in self.duplicates.resolve(self.probes_for):
+            st = self.states.get(q)
+            if st is not None:
+                st.duplicated_by_cause[kind] += events
+                changed.add(q)
+        return changed
+
+    def warm(self, events: list[Event], *, fresh: frozenset[QueueRef] | set[QueueRef] = frozenset()) -> None:
+        """Events from before where counting starts: the job clock learns from them, nothing is
+        counted (a takeover resumes after what its predecessor stored), except the timings of
+        ``fresh`` queues, followed for the first time: nobody counted them, and without them
+        the first jobs of a burst into a queue discovery met late had no wait (docs/timings.md).
+        Minute counters of such a queue are rebuilt from finish times (``reconcile``)."""
         for ev in events if self.timings_on else ():
-            self.clock.warm(ev)
+            if ev.queue in fresh:
+                self.record_timings(self.clock.observe(ev))
+            else:
+                self.clock.warm(ev)
 
     def name_jobs(self) -> None:
         """Read the names of jobs the clock met without their ``added`` (batched), and count

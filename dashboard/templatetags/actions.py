@@ -50,7 +50,13 @@ def offered_actions(context, scope, *, queue, job=None, snap=None, role=None):
     user (or, for a live fragment, to anyone with ``role``), in registration order
     (``dashboard.actions.registry``)."""
     where = registry.Offer(queue=queue, is_dlq=is_dead_letter_queue(queue.name), job=job, snap=snap)
-    return registry.offered(scope, where, user=context.get("user"), role=role or None)
+    return registry.offered(scope, where, user=context.get("user"), role=role or None, queue=queue)
+
+
+@register.simple_tag(takes_context=True)
+def offered_node_actions(context, *, queue, node, names):
+    """The job actions among ``names`` to offer this user on a node of a flow tree."""
+    return [a for a in offered_actions(context, "job", queue=queue, job=node) if a.name in names]
 
 
 # How the audit log names the keys of an entry's details (``AuditEntry.selection``). A key not
@@ -87,8 +93,15 @@ DETAIL_LABELS = {
     "opts": _("options"),
     "patch_keys": _("patched keys"),
     "schema_bytes": _("schema size (bytes)"),
+    "patch": _("patch"),
+    "growth": _("data added (bytes)"),
     "legacy": _("legacy entry"),
+    "priority": _("priority"),
+    "delay_ms": _("ready in"),
+    "dedup_id": _("Deduplication id"),
 }
+# Details in milliseconds that are spans of time, not moments (shown as durations).
+DURATIONS = ("older_than_ms", "delay_ms")
 SHOWN_IDS = 20  # ids listed in a row; the rest counted
 
 
@@ -104,7 +117,7 @@ def audit_details(selection) -> list[dict]:
         if key == "ids" and isinstance(value, list):
             kind, value = "ids", {"shown": value[:SHOWN_IDS], "more": max(0, len(value) - SHOWN_IDS)}
         elif key.endswith("_ms") and isinstance(value, int):
-            kind = "duration" if key == "older_than_ms" else "time"
+            kind = "duration" if key in DURATIONS else "time"
         elif isinstance(value, bool):
             kind = "flag"
         # A key without a label (data we do not know) is shown as the code it is.

@@ -226,6 +226,15 @@ def sort_url(context, column):
 
 
 @register.simple_tag(takes_context=True)
+def aria_sort(context, column):
+    """` aria-sort="…"` on the header of the column a table is sorted by (the page's ``sort`` and
+    ``descending``), so assistive technology says the order the arrows and the link show."""
+    if context.get("sort") != column:
+        return ""
+    return format_html(' aria-sort="{}"', "descending" if context.get("descending") else "ascending")
+
+
+@register.simple_tag(takes_context=True)
 def overview_page_url(context, page):
     """Overview pager link: the same filter and sort, another page."""
     params = {"sort": context.get("sort"), "dir": "desc" if context.get("descending") else "asc", "page": page}
@@ -260,6 +269,14 @@ def copy_button(value, what=""):
         label,
         f"{label} {what or value}",
     )
+
+
+@register.simple_tag
+def job_id(value):
+    """A job id, which may be long: the page cuts it to its column with an ellipsis (pages.css,
+    ``code.qw-id``), while the whole id stays in the text (what a copy takes) and its title
+    (what hovering shows)."""
+    return format_html('<code class="qw-id" title="{}" dir="ltr">{}</code>', value, value)
 
 
 @register.filter

@@ -5,11 +5,12 @@ for as long as its client reads, so a viewer opening many could tie up every web
 per-process count would let them open the cap times the number of processes.
 
 The count lives in Queuewatch's own Redis (``QUEUEWATCH_DASHBOARD_REDIS_URL``, never the
-monitored one): one sorted set per user, ``member = slot token``, ``score = lease end`` (ms,
-Redis's clock, so web hosts' clocks do not matter). Taking a slot first drops lapsed leases,
-then counts, in one script (atomic across processes). A running download renews its lease
+monitored one): one sorted set per user, ``member = slot token``, ``score = lease end``
+(``dash_redis.take_lease``: atomic across processes). A running download renews its lease
 while it streams; release removes it. A web process that dies leaves leases that lapse after
-``LEASE_MS``, so a crash never locks a user out for longer.
+``LEASE_MS``, so a crash never locks a user out for longer. A download to a client that has
+stopped reading keeps its lease (the stream renews on a timer, not per chunk): the web server
+holds that download's buffers until the client reads or goes away, so its slot must count.
 
 Without a reachable dashboard Redis the cap falls back to this process alone (logged): a
 download is not refused because Queuewatch's own Redis is down."""
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 
 from django.utils.translation import gettext as _
 
+from dashboard.core import dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.web.errors import TooManyRequests
 
@@ -32,25 +34,6 @@ log = logging.getLogger("queuewatch.downloads")
 KEY_PREFIX = "queuewatch:downloads:"
 LEASE_MS = 60_000
 RENEW_EVERY_S = 10.0
-
-# KEYS[1] the user's set; ARGV: token, limit, lease ms. Returns 1 if taken, 0 if at the cap.
-ACQUIRE = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-"""
-# Extends a lease still held (XX: a released or lapsed one is not brought back).
-RENEW = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return n
-"""
 
 
 def _refused(limit: int) -> TooManyRequests:
@@ -71,6 +54,11 @@ class Slot:
             return
         self._released.set()
         self._release()
+
+    def renew(self) -> None:
+        """Extend the lease now (nothing once released, or for a slot counted in this process)."""
+        if self._renew is not None and not self._released.is_set():
+            self._renew()
 
     def renewing(self, chunks: Iterator[str]) -> Iterator[str]:
         """``chunks``, renewing the lease every ``RENEW_EVERY_S`` while they are produced."""
@@ -121,12 +109,10 @@ LOCAL = _LocalSlots()
 
 def acquire(who: str, *, limit: int) -> Slot:
     """Take one of ``who``'s ``limit`` download slots or raise ``TooManyRequests``."""
-    from dashboard.core.dash_redis import dashboard_redis
-
     key, token = KEY_PREFIX + who, uuid.uuid4().hex
     try:
-        client = dashboard_redis()
-        taken = client.eval(ACQUIRE, 1, key, token, limit, LEASE_MS)
+        client = dash_redis.dashboard_redis()
+        taken = dash_redis.take_lease(client, key, token, limit=limit, lease_ms=LEASE_MS)
     except DashboardRedisError as exc:
         log.warning("download slots: dashboard Redis unavailable (%s); counting in this process only", exc)
         return LOCAL.acquire(who, limit=limit)
@@ -135,13 +121,13 @@ def acquire(who: str, *, limit: int) -> Slot:
 
     def release() -> None:
         try:
-            client.zrem(key, token)
+            dash_redis.drop_lease(client, key, token)
         except DashboardRedisError as exc:  # the lease lapses by itself
             log.warning("download slots: could not release (%s); it lapses in %d s", exc, LEASE_MS // 1000)
 
     def renew() -> None:
         try:
-            client.eval(RENEW, 1, key, token, LEASE_MS)
+            dash_redis.renew_lease(client, key, token, lease_ms=LEASE_MS)
         except DashboardRedisError as exc:
             log.warning("download slots: could not renew (%s)", exc)
 

@@ -13,7 +13,15 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from dashboard.core.i18n import translate
-from queues.errors import JobNotFound, NotOffered, QueueNotFound, QueuewatchError, SourceUnavailable
+from queues.errors import (
+    JobNotFound,
+    NotOffered,
+    QueueNotFound,
+    QueuewatchError,
+    SourceUnavailable,
+    UnreadableQueueData,
+)
+from queues.script_versions import UnsupportedRelease
 
 
 class InvalidInput(QueuewatchError):
@@ -69,6 +77,13 @@ def page_errors(view):
                 {"status": 404, "title": _("Not found"), "message": _not_found_message(exc)},
                 status=404,
             )
+        except UnreadableQueueData as exc:
+            return render(
+                request,
+                "error.html",
+                {"status": 422, "title": _("Unreadable queue data"), "message": str(exc)},
+                status=422,
+            )
         except SourceUnavailable as exc:
             return render(
                 request,
@@ -79,6 +94,13 @@ def page_errors(view):
         except TooManyRequests as exc:
             return render(
                 request, "error.html", {"status": 429, "title": _("Too many requests"), "message": str(exc)}, status=429
+            )
+        except UnsupportedRelease as exc:
+            return render(
+                request,
+                "error.html",
+                {"status": 409, "title": _("Refused"), "message": translate(exc.message)},
+                status=409,
             )
         except NotOffered as exc:
             return render(
@@ -98,6 +120,8 @@ def api_errors(view):
             return view(request, *args, **kwargs)
         except (QueueNotFound, JobNotFound) as exc:
             return JsonResponse({"error": "not_found", "message": _not_found_message(exc)}, status=404)
+        except UnreadableQueueData as exc:
+            return JsonResponse({"error": "unreadable_data", "message": str(exc)}, status=422)
         except SourceUnavailable as exc:
             return JsonResponse({"error": "redis_unavailable", "message": str(exc)}, status=503)
         except InvalidInput as exc:
@@ -114,6 +138,10 @@ def api_errors(view):
             return JsonResponse({"error": "bad_request", "message": str(exc), **exc.details}, status=400)
         except Conflict as exc:
             return JsonResponse({"error": "conflict", "message": str(exc), **exc.details}, status=409)
+        except UnsupportedRelease as exc:
+            return JsonResponse(
+                {"error": "unsupported_bullmq", "message": translate(exc.message), "recorded": exc.recorded}, status=409
+            )
         except PermissionDenied as exc:
             return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
         except TooManyRequests as exc:

@@ -8,6 +8,8 @@ from urllib.parse import quote, urlencode
 
 from django.urls import reverse
 
+from dashboard.web.converters import encode_job_id
+
 # reverse() per row was most of the cost of a long list; the base of a queue's job URLs is
 # built once and job ids are quoted exactly as reverse() would (RFC 3986 sub-delims kept).
 _URL_SAFE = "!$&'()*+,;=" + "/~:@"
@@ -19,7 +21,8 @@ def _job_url_base(queue) -> str:
 
 
 def job_url(queue, job_id):
-    return _job_url_base(queue) + quote(str(job_id), safe=_URL_SAFE)
+    # The id through the route's converter first (dot segments, control characters: converters).
+    return _job_url_base(queue) + quote(encode_job_id(str(job_id)), safe=_URL_SAFE)
 
 
 def queue_url(queue, **params):

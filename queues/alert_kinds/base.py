@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..messages import _
+from ..messages import _, gettext_noop
 from ..rates import RATE_WINDOWS
 
 WINDOWS = RATE_WINDOWS  # a rule's window (minutes) is one the monitor keeps rates over
@@ -32,6 +32,18 @@ QUEUE, CONNECTION, SCHEDULER = "queue", "connection", "scheduler"
 # Rule fields only some kinds read; a kind lists the ones it uses in ``RuleKind.params``.
 WINDOW, MIN_VOLUME, DUE_DELAYED_PARAM = "window_minutes", "min_volume", "include_due_delayed"
 JOB_NAME = "job_name"  # a job name or glob: one alert per matching job name (timing kinds)
+
+# The rule fields whose use depends on the kind, in the form's order: a rule form shows those
+# its kind reads (``RuleKind.shown_fields``), every other field is shown for every kind.
+QUEUE_GLOB, THRESHOLD, RESOLVE_THRESHOLD = "queue_glob", "threshold", "resolve_threshold"
+KIND_FIELDS = (QUEUE_GLOB, THRESHOLD, RESOLVE_THRESHOLD, WINDOW, MIN_VOLUME, DUE_DELAYED_PARAM, JOB_NAME)
+
+
+# A target's item as each kind names it (``RuleKind.item_noun``).
+ITEM_LABELS = {
+    "scheduler": gettext_noop("{queue} scheduler “{item}”"),
+    "job name": gettext_noop("{queue} job name “{item}”"),
+}
 
 
 @dataclass(frozen=True)
@@ -48,11 +60,16 @@ class Target:
         return "\x1f".join((self.connection, self.prefix, self.queue, self.item))
 
     def label(self, item_noun: str = "scheduler") -> str:
-        """``item_noun`` says what the item is (the rule kind's ``item_noun``)."""
+        """``item_noun`` says what the item is (the rule kind's ``item_noun``). Marked, so a page
+        shows it in the reader's language (``|translated``); notifications keep the English."""
         if not self.queue:
-            return f"connection “{self.connection}”"  # whatever kind of store it is
+            return _("connection “{connection}”", connection=self.connection)  # whatever kind of store it is
         text = f"{self.connection}/{self.queue}"
-        return f"{text} {item_noun} “{self.item}”" if self.item else text
+        if not self.item:
+            return text
+        if item_noun in ITEM_LABELS:
+            return _(ITEM_LABELS[item_noun], queue=text, item=self.item)
+        return f"{text} {item_noun} “{self.item}”"
 
     def as_dict(self) -> dict:
         return {"connection": self.connection, "prefix": self.prefix, "queue": self.queue, "item": self.item}
@@ -159,6 +176,10 @@ class RuleKind:
     # The "last 24 hours" preview can replay it over stored per-minute history.
     replayable: ClassVar[bool] = False
     item_noun: ClassVar[str] = "scheduler"  # what a target's item is, in labels ("job name" for timing kinds)
+    # The connection-level health check this kind watches (``queues.health``), "" for none: a
+    # connection whose source kind does not report that check (a Redis server's settings on a
+    # PostgreSQL connection) is outside what the kind can judge (``applies_to``).
+    check: ClassVar[str] = ""
 
     @property
     def uses_window(self) -> bool:
@@ -167,6 +188,26 @@ class RuleKind:
     @property
     def uses_min_volume(self) -> bool:
         return MIN_VOLUME in self.params
+
+    def shown_fields(self) -> frozenset[str]:
+        """Which of ``KIND_FIELDS`` a rule of this kind reads, so a form shows only those: a
+        queue glob unless it is about connections, a threshold unless it is a yes/no fact, a
+        resolve threshold (hysteresis) only for a measured value (a duration kind's condition
+        holds or not), and its own ``params``."""
+        shown = set(self.params)
+        if self.scope != CONNECTION:
+            shown.add(QUEUE_GLOB)
+        if self.has_threshold:
+            shown.add(THRESHOLD)
+            if not self.duration_threshold:
+                shown.add(RESOLVE_THRESHOLD)
+        return frozenset(shown)
+
+    def applies_to(self, source_kind: str) -> bool:
+        """Whether a rule of this kind can judge a connection of ``source_kind`` ("redis", "postgres"…)."""
+        from .. import health
+
+        return not self.check or self.check in health.connection_kinds(source_kind)
 
     def needs(self, rule) -> tuple[Need, ...]:
         """The data this rule needs gathered before it can be evaluated."""

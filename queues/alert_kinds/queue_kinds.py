@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import health
 from ..messages import _
 from ..snapshot import ready_jobs, waiting_jobs
+from . import summaries as says
 from .base import DUE_DELAYED_PARAM, MIN_VOLUME, WINDOW, QueueKind, window_of
 from .needs import DUE_DELAYED
 
@@ -16,7 +17,7 @@ class DlqDepth(QueueKind):
     def measure(self, rule, sig, facts):
         counts = sig.snapshot.counts
         depth = waiting_jobs(counts) if sig.is_dlq else counts.get("failed", 0)
-        return depth, f"{depth} jobs in the dead-letter set"
+        return depth, says.summary(says.DLQ_DEPTH, n=depth)
 
 
 class DlqGrowth(QueueKind):
@@ -27,7 +28,7 @@ class DlqGrowth(QueueKind):
     def measure(self, rule, sig, facts):
         w = window_of(rule)
         rate = sig.dlq_growth_per_min[w]
-        return round(rate, 2), f"dead letters growing by {rate:.1f}/min over {w} min"
+        return round(rate, 2), says.summary(says.DLQ_GROWTH, rate=f"{rate:.1f}", w=w)
 
 
 class AttemptFailures(QueueKind):
@@ -41,7 +42,7 @@ class AttemptFailures(QueueKind):
     def measure(self, rule, sig, facts):
         w = window_of(rule)
         rate = sig.attempt_failed_per_min[w]
-        return round(rate, 2), f"{rate:.1f} failed attempts/min (to be retried) over {w} min"
+        return round(rate, 2), says.summary(says.ATTEMPT_FAILURES, rate=f"{rate:.1f}", w=w)
 
 
 class FailureRatio(QueueKind):
@@ -55,9 +56,9 @@ class FailureRatio(QueueKind):
         failed, completed = sig.totals["failed"][w], sig.totals["completed"][w]
         finished = failed + completed
         if finished == 0 or finished < rule.min_volume:
-            return 0.0, f"{finished} jobs finished in {w} min (below the minimum volume of {rule.min_volume})"
+            return 0.0, says.summary(says.TOO_FEW_FINISHED, n=finished, w=w, min=rule.min_volume)
         pct = 100.0 * failed / finished
-        return round(pct, 1), f"{pct:.1f}% of {finished} jobs failed over {w} min"
+        return round(pct, 1), says.summary(says.FAILURE_RATIO, pct=f"{pct:.1f}", n=finished, w=w)
 
 
 class StalledWindow(QueueKind):
@@ -68,7 +69,7 @@ class StalledWindow(QueueKind):
     def measure(self, rule, sig, facts):
         w = window_of(rule)
         n = sig.totals["stalled"][w]
-        return n, f"{n} stall events in {w} min"
+        return n, says.summary(says.STALL_EVENTS, n=n, w=w)
 
 
 class StalledNow(QueueKind):
@@ -77,7 +78,7 @@ class StalledNow(QueueKind):
 
     def measure(self, rule, sig, facts):
         n = len(sig.stalled_now)
-        return n, f"{n} jobs stalled now"
+        return n, says.summary(says.STALLED_NOW, n=n)
 
 
 class Backlog(QueueKind):
@@ -94,8 +95,8 @@ class Backlog(QueueKind):
         n = ready_jobs(sig.snapshot.counts)
         if getattr(rule, "include_due_delayed", False):
             due = facts.of(DUE_DELAYED).get(sig.snapshot.queue, 0)
-            return n + due, f"{n + due} jobs waiting (incl. {due} delayed jobs already due)"
-        return n, f"{n} jobs waiting"
+            return n + due, says.summary(says.WAITING_WITH_DUE, n=n + due, due=due)
+        return n, says.summary(says.WAITING, n=n)
 
 
 class OldestWaiting(QueueKind):
@@ -105,9 +106,9 @@ class OldestWaiting(QueueKind):
     def measure(self, rule, sig, facts):
         age = sig.snapshot.oldest_waiting_age_ms
         if age is None:
-            return 0.0, "no job waiting"
-        at_least = "at least " if sig.snapshot.oldest_waiting_bound else ""
-        return round(age / 1000, 1), f"oldest waiting job is {at_least}{age / 1000:.0f} s old"
+            return 0.0, says.NONE_WAITING
+        said = says.OLDEST_AT_LEAST if sig.snapshot.oldest_waiting_bound else says.OLDEST
+        return round(age / 1000, 1), says.summary(said, age=says.duration(age / 1000))
 
 
 class NoCompletions(QueueKind):
@@ -127,7 +128,7 @@ class NoCompletions(QueueKind):
         n = ready_jobs(snap.counts)
         done = sig.totals["completed"][1]
         stuck = n > 0 and done == 0 and not snap.paused
-        return (1.0 if stuck else 0.0), f"{n} jobs waiting, {done} completed in the last minute"
+        return (1.0 if stuck else 0.0), says.summary(says.NOTHING_COMPLETING, n=n, done=done)
 
 
 class NoWorkers(QueueKind):
@@ -141,11 +142,12 @@ class NoWorkers(QueueKind):
 
     def measure(self, rule, sig, facts):
         if sig.workers is None:
-            return None, "workers unknown"
+            return None, says.WORKERS_UNKNOWN
         n = ready_jobs(sig.snapshot.counts)
         if sig.workers or sig.snapshot.paused:
-            return 0, f"{n} jobs waiting, {sig.workers} workers" + (" (paused)" if sig.snapshot.paused else "")
-        return n, f"{n} jobs waiting and no worker connected"
+            said = says.WAITING_WORKERS_PAUSED if sig.snapshot.paused else says.WAITING_WORKERS
+            return 0, says.summary(said, n=n, workers=sig.workers)
+        return n, says.summary(says.NO_WORKER, n=n)
 
 
 class Paused(QueueKind):
@@ -155,4 +157,4 @@ class Paused(QueueKind):
 
     def measure(self, rule, sig, facts):
         paused = health.check_paused(sig.snapshot).failed  # the health check says what "paused" is
-        return (1.0 if paused else 0.0), "queue paused" if paused else "queue running"
+        return (1.0 if paused else 0.0), says.PAUSED if paused else says.RUNNING

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import health
 from ..health.redis_catalogue import EVICTION_POLICY, MEMORY
 from ..messages import _
+from . import summaries as says
 from .base import ConnectionFacts, ConnectionKind, Target, compare, flag
 
 
@@ -19,11 +20,6 @@ def server_facts(cf: ConnectionFacts) -> health.ServerFacts:
     reports them: the monitor keeps the checks' findings, not the raw CONFIG replies)."""
     info = {"maxmemory_policy": cf.eviction_policy, "used_memory": cf.used_memory, "maxmemory": cf.maxmemory}
     return health.ServerFacts(info={k: v for k, v in info.items() if v is not None}, config={})
-
-
-def reports(cf: ConnectionFacts, check_kind: str) -> bool:
-    """Whether the connection's source kind reports the health check ``check_kind``."""
-    return check_kind in health.connection_kinds(cf.source)
 
 
 class ConnectionUnreachable(ConnectionKind):
@@ -36,21 +32,22 @@ class ConnectionUnreachable(ConnectionKind):
     def observe_connection(self, rule, name, cf):
         error = None if cf.reachable else cf.error or "unreachable"
         down = health.check_connection_reachable(name, error, source=cf.source).failed
-        return flag(Target(name), down, f"unreachable: {cf.error}" if down else "reachable")
+        return flag(Target(name), down, says.summary(says.UNREACHABLE, error=cf.error) if down else says.REACHABLE)
 
 
 class EvictionPolicy(ConnectionKind):
     id, title = "eviction_policy", _("Eviction policy is not noeviction")
     help = _("Redis may delete job keys when memory runs out.")
     has_threshold = False
+    check = EVICTION_POLICY
 
     def observe_connection(self, rule, name, cf):
-        if not cf.reachable or not reports(cf, EVICTION_POLICY):
+        if not cf.reachable or not self.applies_to(cf.source):
             return None
         result = health.check_eviction_policy(name, server_facts(cf))
         if result.status == health.UNKNOWN:
             return None  # not reported (yet): no change
-        return flag(Target(name), result.failed, f"maxmemory-policy is {result.details['policy']}")
+        return flag(Target(name), result.failed, says.summary(says.EVICTION, policy=result.details["policy"]))
 
 
 class Memory(ConnectionKind):
@@ -58,12 +55,13 @@ class Memory(ConnectionKind):
     id, title, unit = "memory", _("Memory above X % of maxmemory"), _("%")
     help = _("used_memory ÷ maxmemory (never fires when maxmemory is not set).")
     percent = True
+    check = MEMORY
 
     def observe_connection(self, rule, name, cf):
-        if not cf.reachable or not reports(cf, MEMORY):
+        if not cf.reachable or not self.applies_to(cf.source):
             return None
         ratio = health.check_memory(name, server_facts(cf)).details.get("ratio")
         if ratio is None:  # no maxmemory set (or not reported)
-            return compare(rule, Target(name), 0.0, "no maxmemory set")
+            return compare(rule, Target(name), 0.0, says.NO_MAXMEMORY)
         pct = 100.0 * ratio
-        return compare(rule, Target(name), round(pct, 1), f"memory at {pct:.1f}% of maxmemory")
+        return compare(rule, Target(name), round(pct, 1), says.summary(says.MEMORY, pct=f"{pct:.1f}"))

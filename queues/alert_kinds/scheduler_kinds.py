@@ -7,6 +7,7 @@ import datetime as dt
 from ..cron import CronError, cron_next
 from ..messages import _
 from ..scheduler_zone import OWN
+from . import summaries as says
 from .base import SCHEDULER, Observation, RuleKind, Target, in_scope
 from .needs import SCHEDULERS
 
@@ -40,6 +41,14 @@ def missed_runs(scheduler, *, now: dt.datetime, grace: dt.timedelta) -> tuple[dt
     return first, count
 
 
+def _every(every_ms):
+    """A scheduler's interval as a duration; as stored when it is not a number."""
+    try:
+        return says.duration(float(every_ms) / 1000)
+    except (TypeError, ValueError, OverflowError):
+        return str(every_ms)
+
+
 def _zone_text(zone) -> str:
     """The zone, and how it is known when the scheduler does not name it itself."""
     return zone.name if zone.source == OWN else f"{zone.name} ({zone.source})"
@@ -67,18 +76,24 @@ class SchedulerMissed(RuleKind):
 
     @staticmethod
     def _observe_one(s, target: Target, now: dt.datetime, grace: dt.timedelta) -> Observation:
-        how = f"cron “{s.pattern}” in {_zone_text(s.zone)}" if s.pattern else f"every {s.every} ms"
+        if s.pattern:
+            how = says.summary(says.CRON_IN_ZONE, pattern=s.pattern, zone=_zone_text(s.zone))
+        else:
+            how = says.summary(says.EVERY, every=_every(s.every))
         if s.finished:
-            return Observation(target, 0.0, False, True, f"finished: BullMQ schedules no further run ({how})")
+            return Observation(target, 0.0, False, True, says.summary(says.SCHEDULER_FINISHED, how=how))
         if "next_run" in s.unreadable:  # scored ``inf`` by a producer: nothing to measure, only this one
-            return Observation(target, None, False, True, f"next run stored as no time we can read ({how})")
+            return Observation(target, None, False, True, says.summary(says.NEXT_RUN_UNREADABLE, how=how))
         missed = missed_runs(s, now=now, grace=grace)
         if missed is None:
-            return Observation(target, 0.0, False, True, f"on time ({how})")
+            return Observation(target, 0.0, False, True, says.summary(says.ON_TIME, how=how))
         first, count = missed
         late = (now - first).total_seconds()
-        summary = (
-            f"{count} run{'s' if count != 1 else ''} not taken by a worker ({how}); "
-            f"the first was due at {first:%Y-%m-%d %H:%M:%S} UTC, {late:.0f} s ago"
+        summary = says.summary(
+            says.ONE_RUN_MISSED if count == 1 else says.RUNS_MISSED,
+            count=count,
+            how=how,
+            due=f"{first:%Y-%m-%d %H:%M:%S}",
+            late=says.duration(late),
         )
         return Observation(target, round(late, 1), True, False, summary)

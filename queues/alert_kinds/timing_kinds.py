@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from ..messages import _
 from ..timings import NameMinute, merged
+from . import summaries as says
 from .base import (
     JOB_NAME,
     MIN_VOLUME,
@@ -31,8 +32,6 @@ from .base import (
     in_scope,
     window_of,
 )
-
-NOUNS = {"wait": "wait", "processing": "processing time"}
 
 
 class _P95Above(RuleKind):
@@ -66,25 +65,17 @@ class _P95Above(RuleKind):
     def _compare(self, rule, target: Target, figures: NameMinute, w: int) -> Observation:
         hist = getattr(figures, self.figure)
         n = hist.count
-        noun = NOUNS[self.figure]
         if n == 0 or n < rule.min_volume:
-            return compare(
-                rule,
-                target,
-                0.0,
-                f"{n} jobs timed in {w} min (below the minimum volume of {max(1, rule.min_volume)}): no p95 {noun}",
-            )
+            said = says.summary(says.TOO_FEW_TIMED[self.figure], n=n, w=w, min=max(1, rule.min_volume))
+            return compare(rule, target, 0.0, said)
         p95_s = hist.percentile(0.95) / 1000
-        return compare(rule, target, round(p95_s, 3), f"p95 {noun} {_seconds(p95_s)} over {n} jobs in {w} min")
+        said = says.summary(says.P95[self.figure], p95=says.duration(p95_s), n=n, w=w)
+        return compare(rule, target, round(p95_s, 3), said)
 
     def describe(self, rule) -> str:
         text = super().describe(rule)
         name = (getattr(rule, "job_name", "") or "").strip()
-        return f"{text}, job name {name}" if name else text
-
-
-def _seconds(s: float) -> str:
-    return f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s" if s < 100 else f"{s:.0f} s"
+        return _("{condition}, job name {name}", condition=text, name=name) if name else text
 
 
 class WaitP95(_P95Above):

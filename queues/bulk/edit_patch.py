@@ -90,13 +90,3 @@ def _apply(before, patch: dict):
         else:
             after[key] = value
     return after
-
-
-def patched_value(text: bytes | str):
-    """The patched data back as a value, for the schema (only read when the queue has one)."""
-    if not text:
-        return {}
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)

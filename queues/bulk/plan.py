@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from ..dead_letters import DEFAULT_DLQ_PATTERNS
+from ..edit_growth import GrowthBounds
 from ..keys import QueueRef
 from ..selection import JobFilter
-from ..states import states_allowing
+from ..states import FINISHED_STATES, states_allowing
 
 ACTIONS = ("retry", "discard", "promote", "redrive", "edit-retry")
 # The states each action looks for a job in (``queues.states``). ``active`` only matters for
@@ -49,6 +50,10 @@ class BulkPlan:
     payload_field: str | None = None
     patch: dict | None = None
     schema: dict | None = None  # edit-retry: the queue's job schema (queues.job_schema) the patched data must pass
+    # edit-retry: bytes the patch may add to one job's data, and to all the task's jobs together
+    # (queues.edit_growth); None: unbounded.
+    max_job_growth: int | None = None
+    max_task_growth: int | None = None
 
     def __post_init__(self):
         if self.action not in ACTIONS:
@@ -71,6 +76,24 @@ class BulkPlan:
         if self.filt is None:
             raise ValueError("This plan lists its jobs by id: it has no filter to scan with.")
         return self.filt
+
+    @property
+    def retries_whole_set(self) -> bool:
+        """Whether the plan retries a whole finished set up to ``before_ms`` (no filter reading
+        the jobs, no lower time bound): the oldest jobs of the set are then always the next
+        ones, and each kind may take them with a set-wide command instead of job by job."""
+        f = self.filt
+        return (
+            self.action == "retry"
+            and f is not None
+            and f.state in FINISHED_STATES
+            and not f.reads_jobs
+            and f.finished_from_ms is None
+        )
+
+    @property
+    def growth_bounds(self) -> GrowthBounds:
+        return GrowthBounds(patch=None, per_job=self.max_job_growth, per_task=self.max_task_growth)
 
     @property
     def batch_size(self) -> int:

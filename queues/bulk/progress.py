@@ -37,6 +37,7 @@ class Progress:
     receipt_key: str = ""  # whole-set retry: the key its batch script writes receipts to
     head_batch: int = 0  # whole-set retry: the number of the last batch sent
     head_pending: int = 0  # whole-set retry: how many of the last batches sent are not counted yet (was a bool)
+    grown: int = 0  # edit-retry: bytes the task added to its jobs' data so far (queues.edit_growth)
     elapsed_s: float = 0.0  # processing time across runs (resumes add up)
     rate: float = 0.0  # jobs handled per second over the current run
     eta_s: float | None = None

@@ -118,7 +118,8 @@ CHECKS: dict[str, Check] = _checks(
             "state — including completed and failed jobs that are kept (removeOnComplete / "
             "removeOnFail). BullMQ returns the existing job id and emits `duplicated`; no new job "
             'runs. Code that uses jobId for "one at a time" silently loses work. (A job scheduler '
-            "slot collision emits `duplicated` too.)"
+            "whose next iteration already exists, and a flow that re-adds a child with its custom id, "
+            "emit `duplicated` too: those are counted apart and are not dropped work.)"
         ),
         _(
             'For "at most one pending job per key" use the `deduplication: {id, ttl?}` option: '

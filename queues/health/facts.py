@@ -28,7 +28,9 @@ class WorkerFacts:
     """The workers of one connection's queues (``queues.workers``) and where they come from."""
 
     by_queue: Mapping[QueueRef, list[Worker]] | None  # None: unknown (CLIENT LIST refused)
-    source: str  # "monitor": the leading monitor's published reading; "client-list": read here
+    # "monitor": the leading monitor's published reading; read here: "client-list" (Redis),
+    # "pg_stat_activity" (PostgreSQL)
+    source: str
     error: str = ""  # why CLIENT LIST was refused
     taken_at: int | None = None  # when the monitor read them (source "monitor"), ms
 
@@ -73,6 +75,17 @@ class TableFacts:
 
 
 @dataclass
+class EventStream:
+    """One queue's rows in its schema's ``event`` table, against the length BullMQ trims it to."""
+
+    schema: str
+    queue: str
+    max_len: int  # ``opts.maxLenEvents`` of the queue's meta (BullMQ's default 10000 when unset)
+    rows: int | None  # counted up to ``counted_to``; None: not counted this time (budget spent)
+    counted_to: int  # the count stops there: ``rows == counted_to`` means at least that many
+
+
+@dataclass
 class PostgresFacts:
     """What a PostgreSQL connection's checks judge, read by ``queues.postgres.health_facts``."""
 
@@ -85,3 +98,5 @@ class PostgresFacts:
     sees_all_sessions: bool  # superuser or pg_monitor / pg_read_all_stats: other roles' sessions visible
     hidden_sessions: int  # sessions in this database whose transaction start is hidden from us
     job_tables: list[TableFacts] = field(default_factory=list)
+    event_streams: list[EventStream] = field(default_factory=list)  # queues that may be past their length
+    event_tables: list[TableFacts] = field(default_factory=list)  # each schema's ``event`` table

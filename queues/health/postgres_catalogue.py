@@ -8,12 +8,13 @@ from __future__ import annotations
 from ..messages import _
 from .catalogue import Check, register_checks
 
-REACHABLE, SCHEMA_VERSION, LONG_TRANSACTIONS, CONNECTIONS, DEAD_ROWS = (
+REACHABLE, SCHEMA_VERSION, LONG_TRANSACTIONS, CONNECTIONS, DEAD_ROWS, EVENT_GROWTH = (
     "postgres.reachable",
     "postgres.schema_version",
     "postgres.long_transactions",
     "postgres.connections",
     "postgres.dead_rows",
+    "postgres.event_growth",
 )
 
 POSTGRES_CHECKS = register_checks(
@@ -100,6 +101,25 @@ POSTGRES_CHECKS = register_checks(
             "Check that autovacuum runs (`last_autovacuum` in `pg_stat_user_tables`), end long "
             "transactions, and make autovacuum eager on the job table: `ALTER TABLE bullmq.job SET "
             "(autovacuum_vacuum_scale_factor = 0.02)`."
+        ),
+        source="postgres",
+    ),
+    Check(
+        EVENT_GROWTH,
+        "connection",
+        _("Event table growth"),
+        "warning",
+        _(
+            "BullMQ appends a row to the `event` table for every job move and trims each queue's "
+            "rows to its `maxLenEvents` (10,000 unless set) as new events arrive. A queue whose "
+            "rows go past that is not being trimmed (`maxLenEvents` set to 0 keeps every event): "
+            "the table grows without bound, and every reader of events and every trim gets slower."
+        ),
+        _(
+            "Give the queue a positive `streams.events.maxLen` in its Queue options (BullMQ stores it "
+            "as `opts.maxLenEvents`) and let its producers run once so it is stored; delete the rows "
+            "beyond it once with `DELETE FROM bullmq.event WHERE queue = '<queue>' AND id <= "
+            "(SELECT max(id) FROM bullmq.event WHERE queue = '<queue>') - <maxLen>`."
         ),
         source="postgres",
     ),

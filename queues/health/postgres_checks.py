@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..messages import _
 from .facts import PostgresFacts
-from .postgres_catalogue import CONNECTIONS, DEAD_ROWS, LONG_TRANSACTIONS, REACHABLE, SCHEMA_VERSION
+from .postgres_catalogue import CONNECTIONS, DEAD_ROWS, EVENT_GROWTH, LONG_TRANSACTIONS, REACHABLE, SCHEMA_VERSION
 from .results import FAIL, PASS, UNKNOWN, CheckResult, Thresholds
 from .wording import format_age
 
@@ -199,6 +199,64 @@ def check_dead_rows(connection: str, facts: PostgresFacts, now: int, th: Thresho
     )
 
 
+def check_event_growth(connection: str, facts: PostgresFacts) -> CheckResult:
+    """Queues whose ``event`` rows are past what BullMQ's trimming keeps (``health_facts``
+    counts only the queues whose id span could be; the rest pass for free)."""
+    streams = facts.event_streams
+    details = {
+        "queues": [
+            {"schema": e.schema, "queue": e.queue, "max_len": e.max_len, "rows": e.rows, "counted_to": e.counted_to}
+            for e in streams[:20]
+        ],
+        "tables": [{"schema": t.schema, "live_rows": t.live_rows} for t in facts.event_tables],
+    }
+    grown = [e for e in streams if e.rows is not None and e.rows >= e.counted_to]
+    if grown:
+        listed = "; ".join(
+            _(
+                "{schema}/{queue}: more than {rows} rows, kept to {max_len}",
+                schema=e.schema,
+                queue=e.queue,
+                rows=e.counted_to - 1,
+                max_len=e.max_len,
+            )
+            if e.max_len > 0
+            else _(
+                "{schema}/{queue}: more than {rows} rows, every event kept (maxLenEvents {max_len})",
+                schema=e.schema,
+                queue=e.queue,
+                rows=e.counted_to - 1,
+                max_len=e.max_len,
+            )
+            for e in grown[:5]
+        )
+        more = len(grown) - 5
+        summary = _("The event table grows without trimming: {listed}.", listed=listed)
+        if more > 0:
+            summary = _("{summary} And {n} more queue(s).", summary=summary, n=more)
+        return CheckResult(EVENT_GROWTH, FAIL, connection, summary, details=details)
+    uncounted = [e for e in streams if e.rows is None]
+    if uncounted:
+        return CheckResult(
+            EVENT_GROWTH,
+            UNKNOWN,
+            connection,
+            _(
+                "{n} queue(s) have a wide span of events not counted this time (the count's budget was spent).",
+                n=len(uncounted),
+            ),
+            details=details,
+        )
+    rows = sum(t.live_rows for t in facts.event_tables)
+    return CheckResult(
+        EVENT_GROWTH,
+        PASS,
+        connection,
+        _("Every queue's events are trimmed to its length (about {n} rows in all).", n=rows),
+        details=details,
+    )
+
+
 def judge_server(connection: str, facts: PostgresFacts, now: int, th: Thresholds) -> list[CheckResult]:
     return [
         check_reachable(connection, None),
@@ -206,4 +264,5 @@ def judge_server(connection: str, facts: PostgresFacts, now: int, th: Thresholds
         check_long_transactions(connection, facts, th),
         check_connections(connection, facts, th),
         check_dead_rows(connection, facts, now, th),
+        check_event_growth(connection, facts),
     ]

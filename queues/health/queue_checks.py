@@ -146,30 +146,41 @@ def check_repeated_stalls(
 
 
 def check_duplicated_adds(q: QueueRef, state_entry: dict | None, state_note: str = "") -> CheckResult:
+    """Only the ``duplicated`` events of custom jobIds are adds that were dropped: a scheduler's
+    next iteration already there and a flow child attached to its parent are BullMQ working as
+    meant (``queues.duplicates``)."""
     if state_entry is None:
         return _state_missing("queue.duplicated_adds", q, state_note)
     dup, added = _events_total(state_entry, "duplicated"), _events_total(state_entry, "added")
-    details = {"duplicated_total": dup, "added_total": added}
-    if dup:
-        return _qr(
-            "queue.duplicated_adds",
-            FAIL,
-            q,
+    causes = state_entry.get("duplicated_by_cause") or {}
+    dropped, scheduler, flow = (int(causes.get(k) or 0) for k in ("custom_id", "scheduler", "flow"))
+    details = {
+        "duplicated_total": dup,
+        "custom_id": dropped,
+        "scheduler": scheduler,
+        "flow": flow,
+        "added_total": added,
+    }
+    others = []
+    if scheduler or flow:
+        others.append(
             _(
-                "{dup} adds were dropped because a job with the same custom jobId still existed "
-                "({added} jobs were added) since the monitor started leading.",
-                dup=dup,
-                added=added,
-            ),
-            details=details,
+                "Not counted as dropped: {scheduler} scheduler iterations that already existed and {flow} "
+                "flow children attached to their parent instead of being added again.",
+                scheduler=scheduler,
+                flow=flow,
+            )
         )
-    return _qr(
-        "queue.duplicated_adds",
-        PASS,
-        q,
-        _("No add was dropped as a duplicate since the monitor started leading."),
-        details=details,
-    )
+    if dropped:
+        found = _(
+            "{dup} adds were dropped because a job with the same custom jobId still existed "
+            "({added} jobs were added) since the monitor started leading.",
+            dup=dropped,
+            added=added,
+        )
+        return _qr("queue.duplicated_adds", FAIL, q, Joined([found, *others], " "), details=details)
+    fine = _("No add was dropped as a duplicate since the monitor started leading.")
+    return _qr("queue.duplicated_adds", PASS, q, Joined([fine, *others], " "), details=details)
 
 
 def check_events_trimmed(q: QueueRef, state_entry: dict | None, state_note: str = "") -> CheckResult:

@@ -11,8 +11,10 @@ they will run (``seq``, LIFO jobs first with their negative ``seq``; ``priority,
 time, newest first. Each ordering is one of BullMQ's partial indexes, so a page costs an index
 range and the rows shown.
 
-Bounded scans (previews, exports, error groups, retry advice) and the reads that only feed
-actions (edit plans, a job to duplicate) are not built yet: they raise ``NotOffered``.
+A bulk task's preview counts with the bulk engine's scan (``queues.postgres.bulk_scan``). The other
+bounded scans (exports, error groups, retry advice) are not built yet: they raise ``NotOffered``.
+A search by data is one bounded jsonb statement per step (``queues.postgres.data_search``).
+The reads that feed actions (an edit plan, a job to duplicate) use ``queues.postgres.job_add``.
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ from psycopg import sql
 
 from queues.text import to_text
 
-from .. import edit_retry, error_groups, job_add, jobs, listing, retry_advice, selection
+from .. import data_search, edit_retry, error_groups, flows, job_add, jobs, listing, retry_advice, selection
 from ..errors import JobNotFound, NotOffered
 from ..keys import QueueRef
 from ..messages import _
 from ..redact import Redactor
 from ..safe_json import parse_json
+from . import bulk_scan as scan
+from . import data_search as pg_data_search
+from . import job_add as pg_job_add
 from .connection import PostgresConnection, postgres_errors
 from .snapshots import table
 
 # What a Redis job hash calls each summary field, as a column of ``job`` (text, or NULL).
-_SUMMARY_COLUMNS = {
+SUMMARY_COLUMNS = {
     "name": "name",
     "timestamp": "added_at_ms::text",
     "processedOn": "processed_at_ms::text",
@@ -53,7 +58,23 @@ _SUMMARY_COLUMNS = {
     "parentKey": "parent_key",
     "defa": "deferred_failure",
 }
-_SUMMARY_SELECT = ", ".join(_SUMMARY_COLUMNS[f] for f in jobs.SUMMARY_FIELDS)
+_SUMMARY_SELECT = ", ".join(SUMMARY_COLUMNS[f] for f in jobs.SUMMARY_FIELDS)
+_PARENT_AT = jobs.SUMMARY_FIELDS.index("parentKey")
+
+
+def qualified_key(schema: str, key: str | None) -> str | None:
+    """A job key as every kind shows it, ``<prefix>:<queue>:<id>``. BullMQ's PostgreSQL backend
+    stores a flow's keys (``parent_key``, ``job_dependency.child_key``) as ``<queue>:<id>``,
+    within the schema the whole flow lives in: the schema is this kind's prefix, so a parent or
+    child link resolves like a Redis key (``queues.keys.parse_job_key``)."""
+    return None if key is None else f"{schema}:{key}"
+
+
+def _with_qualified_parent(schema: str, fields: list) -> list:
+    fields[_PARENT_AT] = qualified_key(schema, fields[_PARENT_AT])
+    return fields
+
+
 # Fields of the job page and the raw download, by their Redis names.
 PAYLOAD_COLUMNS = {
     "data": "data::text",
@@ -73,7 +94,7 @@ STATE_ROWS = {
     "completed": ("state = 'completed'", "finished_at_ms DESC, seq DESC"),
     "failed": ("state = 'failed'", "finished_at_ms DESC, seq DESC"),
 }
-SCAN_WORDS = _("job exports, previews and error groups")
+SCAN_WORDS = _("job exports and error groups")
 # BullMQ's getState order for a row: a waiting row with a priority is "prioritized".
 STATE_OF_ROW = "CASE WHEN state = 'waiting' AND priority > 0 THEN 'prioritized' ELSE state::text END"
 
@@ -162,7 +183,9 @@ class PostgresJobs:
         query = sql.SQL("SELECT id, {fields} FROM {job} WHERE queue = %s AND id = ANY(%s)").format(
             fields=sql.SQL(_SUMMARY_SELECT), job=table(queue.prefix, "job")
         )
-        by_id = {row[0]: list(row[1:]) for row in self._rows(query, [queue.name, ids])}
+        by_id = {
+            row[0]: _with_qualified_parent(queue.prefix, list(row[1:])) for row in self._rows(query, [queue.name, ids])
+        }
         missing = [None] * len(jobs.SUMMARY_FIELDS)
         given: list[float | None] = list(scores) if scores else [None] * len(ids)
         found = [jobs.summary_or_unreadable(i, by_id.get(i, missing), s) for i, s in zip(ids, given)]
@@ -190,7 +213,9 @@ class PostgresJobs:
         state, due = row[0], row[1]
         n = len(jobs.SUMMARY_FIELDS)
         summary = jobs.summary_from_fields(
-            job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None
+            job_id,
+            _with_qualified_parent(queue.prefix, list(row[2 : 2 + n])),
+            _score(due) if state == "delayed" else None,
         ).redacted(redactor)
         raw = dict(zip(payload_names, row[2 + n : 2 + n + len(payload_names)]))
         logs, logs_total = self._logs(queue, job_id, jobs.LOG_TAIL)
@@ -213,24 +238,34 @@ class PostgresJobs:
             logs=[redactor.text(line) for line in logs],
             logs_total=logs_total,
             parent=summary.parent_key,
-            children_pending=children.get("pending", []),
-            children_processed=children.get("processed", []),
-            children_failed=sorted(children.get("failed", []) + children.get("ignored", []))[: jobs.LIST_CAP],
+            children_pending=list(children.get("pending", {})),
+            children_processed=list(children.get("processed", {})),
+            children_ignored=list(children.get("ignored", {})),
+            children_failed=list(children.get("failed", {})),
+            child_outcomes={
+                key: jobs.child_outcome(value, redactor)
+                for kind in ("processed", "ignored", "failed")
+                for key, value in children.get(kind, {}).items()
+                if value is not None
+            },
             processed_by=row[-1],
         )
 
-    def _children(self, queue: QueueRef, job_id: str) -> dict[str, list[str]]:
+    def _children(self, queue: QueueRef, job_id: str) -> dict[str, dict[str, str | None]]:
+        """Status -> {child key: stored value} (``get_dependencies.sql``'s columns: the return
+        value of a processed child, the reason of an ignored one), at most ``LIST_CAP`` per status."""
         query = sql.SQL(
             """
-            SELECT status::text, child_key FROM (
-              SELECT status, child_key, row_number() OVER (PARTITION BY status ORDER BY child_key) AS n
+            SELECT status::text, child_key, COALESCE(value #>> '{{}}', value::text) FROM (
+              SELECT status, child_key, value,
+                     row_number() OVER (PARTITION BY status ORDER BY child_key) AS n
                 FROM {deps} WHERE parent_queue = %s AND parent_id = %s
             ) d WHERE n <= %s ORDER BY child_key
             """
         ).format(deps=table(queue.prefix, "job_dependency"))
-        found: dict[str, list[str]] = {}
-        for status, child_key in self._rows(query, [queue.name, job_id, jobs.LIST_CAP]):
-            found.setdefault(status, []).append(child_key)
+        found: dict[str, dict[str, str | None]] = {}
+        for status, child_key, value in self._rows(query, [queue.name, job_id, jobs.LIST_CAP]):
+            found.setdefault(status, {})[qualified_key(queue.prefix, child_key) or ""] = value
         return found
 
     def live_detail(self, queue: QueueRef, job_id: str, *, redactor: Redactor) -> jobs.JobLive | None:
@@ -240,7 +275,9 @@ class PostgresJobs:
         state, due = row[0], row[1]
         n = len(jobs.SUMMARY_FIELDS)
         summary = jobs.summary_from_fields(
-            job_id, list(row[2 : 2 + n]), _score(due) if state == "delayed" else None
+            job_id,
+            _with_qualified_parent(queue.prefix, list(row[2 : 2 + n])),
+            _score(due) if state == "delayed" else None,
         ).redacted(redactor)
         logs, logs_total = self._logs(queue, job_id, 50)
         return jobs.JobLive(
@@ -286,10 +323,44 @@ class PostgresJobs:
         limit: int | None,
         redactor: Redactor,
     ) -> selection.Preview:
-        self._not_built()
+        """How many jobs a bulk task's filter matches now: the bulk engine's own scan
+        (``queues.postgres.bulk_scan``), so the preview counts what the task will take."""
+        with postgres_errors(self.connection, self.db.url):
+            counted = scan.count_matches(self.db, queue, filt, before_ms=before_ms, sample=sample, limit=limit)
+        shown = self.summaries(queue, counted.sample_ids, redactor=redactor) if counted.sample_ids else []
+        return selection.Preview(
+            counted.count, shown, scanned=counted.examined, complete=counted.complete, in_state=counted.in_state
+        )
 
     def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> error_groups.ErrorGroups:
         self._not_built()
+
+    def search_data(
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        query: data_search.DataQuery,
+        offset: int,
+        scan_limit: int,
+        data_cap: int,
+        redactor: Redactor,
+    ) -> data_search.DataSearch:
+        with postgres_errors(self.connection, self.db.url):
+            return pg_data_search.search_data(
+                self.db.rows,
+                lambda ids, scores: self.summaries(queue, ids, scores, redactor=redactor),
+                STATE_ROWS,
+                queue,
+                state,
+                total=self._length(queue, state),
+                query=query,
+                offset=offset,
+                scan_limit=scan_limit,
+                data_cap=data_cap,
+                redactor=redactor,
+                score=_score,
+            )
 
     def export(
         self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int, redactor: Redactor
@@ -299,11 +370,24 @@ class PostgresJobs:
     def option_sample(self, queue: QueueRef, *, now_ms: int) -> retry_advice.Sample:
         self._not_built()
 
+    def flow(
+        self, queue: QueueRef, job_id: str, *, limits: flows.FlowLimits, from_root: bool, redactor: Redactor
+    ) -> flows.FlowTree:
+        # Not built on PostgreSQL yet: BullMQ's job_dependency rows could serve it, level by level.
+        raise NotOffered(connection=self.connection, kind=self.kind, facet=flows.FLOW_WORDS)
+
     def edit_plan(self, queue: QueueRef, *, job_id: str, patch: Any, schema: dict | None) -> edit_retry.EditPlan | None:
-        self._not_built()
+        query = sql.SQL(
+            "SELECT state::text, data::text, opts ->> 'lifo' = 'true' FROM {job} WHERE queue = %s AND id = %s"
+        )
+        rows = self._rows(query.format(job=table(queue.prefix, "job")), [queue.name, job_id])
+        return pg_job_add.plan_edit(rows[0] if rows else None, job_id=job_id, patch=patch, schema=schema)
 
     def duplicate_source(self, queue: QueueRef, *, job_id: str) -> job_add.SourceJob | None:
-        self._not_built()
+        query = sql.SQL("SELECT name, data::text, opts FROM {job} WHERE queue = %s AND id = %s")
+        return pg_job_add.read_source(
+            lambda q, i: self._rows(query.format(job=table(q.prefix, "job")), [q.name, i]), queue, job_id
+        )
 
 
 def _stack_lines(raw: str | None) -> list[str]:

@@ -7,18 +7,21 @@ state ``waiting`` with priority 0, prioritized the same state with a priority, a
 queue (``meta`` field ``paused`` = ``'1'``) reports its waiting jobs under ``paused`` and none
 under ``waiting`` — exactly what ``Queue.getJobCounts()`` reports on this backend.
 
-Cost per snapshot of a schema, whatever the number of queues: one statement for every count,
-one for the paused flags and scheduler counts, one for the oldest waiting job of each queue.
-PostgreSQL has no O(1) count, so a count reads the rows it counts; each part of the counting
-statement is written so the planner can answer it from one of BullMQ's narrow partial indexes
-(``job_ready_idx``, ``job_delayed_idx``, ``job_active_idx``, ``job_finished_idx``,
-``job_waiting_children_idx``), an index-only scan that touches no job row — the cost of
-``get_counts.sql`` without reading the payload columns. Finished jobs are bounded by the
-queue's own ``removeOnComplete``/``removeOnFail``, as on Redis.
+Cost per snapshot of a schema, whatever the number of queues: three statements — whether the
+schema holds BullMQ's tables; every count, in one statement (one snapshot of the database); the
+paused flags, scheduler counts and oldest waiting jobs. PostgreSQL has no O(1) count, so a count
+reads the rows it counts; each part of the counting statement is written so the planner can
+answer it from one of BullMQ's narrow partial indexes (``job_ready_idx``, ``job_delayed_idx``,
+``job_active_idx``, ``job_finished_idx``, ``job_waiting_children_idx``), an index-only scan that
+touches no job row — the cost of ``get_counts.sql`` without reading the payload columns. The
+finished jobs, most of the rows (bounded by the queue's own ``removeOnComplete``/``removeOnFail``,
+as on Redis), are counted again only when something was committed since they were last counted
+(``queues.postgres.finished_reuse``); the other counts are read every time.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
 from psycopg import sql
@@ -27,6 +30,8 @@ from ..keys import QueueRef
 from ..snapshot import QueueSnapshot
 from ..states import COUNT_STATES
 from .connection import PostgresConnection
+from .event_window import Snapshot
+from .finished_reuse import NOTHING_KEPT, KeptCounts, base_for_next_read
 
 # getJobCounts()'s keys on this backend: Queuewatch's states, plus the paused queue's ready jobs.
 PG_COUNT_STATES = (*COUNT_STATES, "paused")
@@ -88,8 +93,19 @@ def queue_exists(db: PostgresConnection, queue: QueueRef) -> bool:
 # One statement, a part per partial index; each part's WHERE repeats its index's predicate so
 # the planner can use it. Rows: (queue, state name as getJobCounts() says it, count), and
 # (queue, LAST_EVENT, newest event id) read in the same statement, so with the same snapshot as
-# the counts: the events an events follower may apply on top of them are those after it.
+# the counts: the events an events follower may apply on top of them are those after it. The
+# completed and failed jobs, most of the rows, are counted for every queue asked, or only for
+# ``missing`` ones when the statement's snapshot shows the ``xmax`` of the counts kept from an
+# earlier read (``queues.postgres.finished_reuse``: nothing was committed since, they are exact).
+# Last, one row (NULL, the statement's snapshot, 1 when the kept counts were used else 0).
 _COUNTS = """
+WITH s AS (SELECT pg_current_snapshot() AS snap),
+fin AS (
+  SELECT CASE WHEN pg_snapshot_xmax(s.snap) = %(kept_xmax)s::text::xid8 THEN 1 ELSE 0 END AS kept,
+         CASE WHEN pg_snapshot_xmax(s.snap) = %(kept_xmax)s::text::xid8 THEN %(missing)s::text[]
+              ELSE %(queues)s::text[] END AS queues
+    FROM s
+)
 SELECT queue, CASE WHEN priority = 0 THEN 'waiting' ELSE 'prioritized' END, count(*)
   FROM {job} WHERE state = 'waiting' AND queue = ANY(%(queues)s) GROUP BY queue, priority = 0
 UNION ALL
@@ -98,15 +114,18 @@ UNION ALL
 SELECT queue, 'active', count(*) FROM {job} WHERE state = 'active' AND queue = ANY(%(queues)s) GROUP BY queue
 UNION ALL
 SELECT queue, state::text, count(*) FROM {job}
-  WHERE state IN ('completed', 'failed') AND queue = ANY(%(queues)s) GROUP BY queue, state
+  WHERE state IN ('completed', 'failed') AND queue = ANY((SELECT queues FROM fin)::text[]) GROUP BY queue, state
 UNION ALL
 SELECT queue, 'waiting-children', count(*) FROM {job}
   WHERE state = 'waiting-children' AND queue = ANY(%(queues)s) GROUP BY queue
 UNION ALL
 SELECT q.queue, 'last-event', (SELECT max(e.id) FROM {event} e WHERE e.queue = q.queue)
   FROM unnest(%(queues)s::text[]) AS q(queue)
+UNION ALL
+SELECT NULL, (SELECT snap::text FROM s), (SELECT kept FROM fin)
 """
 LAST_EVENT = "last-event"
+FINISHED = ("completed", "failed")
 
 # Per queue: the paused flag, the number of schedulers, and the job a worker takes next among
 # the unprioritized waiting ones (the tail of Redis's wait list), read through job_ready_idx.
@@ -125,24 +144,66 @@ SELECT q.queue,
 
 
 def read_snapshots(db: PostgresConnection, queues: list[QueueRef]) -> list[QueueSnapshot]:
-    """The snapshot of each queue, in the order given (schemas read one after another)."""
-    by_schema: dict[str, list[str]] = {}
-    for q in queues:
-        by_schema.setdefault(q.prefix, []).append(q.name)
-    counted: dict[tuple[str, str], dict[str, int]] = {}
-    facts: dict[tuple[str, str], tuple] = {}
-    for schema, names in by_schema.items():
-        if not schema_exists(db, schema):
-            continue
-        fmt = tables(schema)
-        params = {"queues": names}
-        for name, state, n in db.rows(sql.SQL(_COUNTS).format(**fmt), params):
-            if n is not None:
-                counted.setdefault((schema, name), {})[state] = int(n)
-        for name, *rest in db.rows(sql.SQL(_FACTS).format(**fmt), params):
-            facts[(schema, name)] = tuple(rest)
-    now = int(time.time() * 1000)
-    return [_snapshot(q, counted.get((q.prefix, q.name), {}), facts.get((q.prefix, q.name)), now) for q in queues]
+    """The snapshot of each queue, every count read now (no counts kept from an earlier read)."""
+    return SnapshotReader().read(db, queues)
+
+
+class SnapshotReader:
+    """Reads snapshots, schema by schema. The completed and failed counts, most of the rows,
+    are kept between reads and used again only when PostgreSQL's snapshot proves nothing was
+    committed since they were counted (``queues.postgres.finished_reuse``); every other figure
+    is read every time. A source keeps one reader; ``recounted`` says how many queues' finished
+    jobs the last read counted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: dict[str, KeptCounts] = {}
+        self.recounted = 0
+
+    def read(self, db: PostgresConnection, queues: list[QueueRef]) -> list[QueueSnapshot]:
+        by_schema: dict[str, list[str]] = {}
+        for q in queues:
+            by_schema.setdefault(q.prefix, []).append(q.name)
+        counted: dict[tuple[str, str], dict[str, int]] = {}
+        facts: dict[tuple[str, str], tuple] = {}
+        with self._lock:  # one read at a time: each starts from what the one before kept
+            self.recounted = 0
+            for schema, names in by_schema.items():
+                if not schema_exists(db, schema):
+                    self._kept.pop(schema, None)
+                    continue
+                fmt = tables(schema)
+                for name, state_counts in self._read_counts(db, schema, names).items():
+                    counted[(schema, name)] = state_counts
+                for name, *rest in db.rows(sql.SQL(_FACTS).format(**fmt), {"queues": names}):
+                    facts[(schema, name)] = tuple(rest)
+        now = int(time.time() * 1000)
+        return [_snapshot(q, counted.get((q.prefix, q.name), {}), facts.get((q.prefix, q.name)), now) for q in queues]
+
+    def _read_counts(self, db: PostgresConnection, schema: str, names: list[str]) -> dict[str, dict[str, int]]:
+        """Every count of these queues, from one statement (one snapshot of the database)."""
+        kept = base_for_next_read(self._kept.get(schema))
+        missing = [n for n in names if n not in kept.counts]
+        params = {"queues": names, "missing": missing, "kept_xmax": kept.at.xmax if kept.at is not None else None}
+        found: dict[str, dict[str, int]] = {n: {} for n in names}
+        snap, used_kept = None, False
+        for name, state, n in db.rows(sql.SQL(_COUNTS).format(**tables(schema)), params):
+            if name is None:
+                snap, used_kept = Snapshot.parse(state), n == 1
+            elif n is not None:
+                found[name][state] = int(n)
+        assert snap is not None
+        if used_kept:
+            fresh = {n: {s: c for s, c in found[n].items() if s in FINISHED} for n in missing}
+            for name in names:
+                if name not in fresh:
+                    found[name].update(kept.counts[name])
+        else:
+            fresh = {n: {s: c for s, c in found[n].items() if s in FINISHED} for n in names}
+            kept = NOTHING_KEPT
+        self.recounted += len(fresh)
+        self._kept[schema] = kept.extended(fresh, snap)  # none kept when ``snap`` cannot vouch
+        return found
 
 
 def _snapshot(q: QueueRef, found: dict[str, int], facts: tuple | None, now: int) -> QueueSnapshot:

@@ -19,23 +19,19 @@ import redis
 
 from ..actions import (
     MISSING,
-    WRONG_STATE,
     ActionResult,
     gone,
-    locked_refusal,
     not_a_job,
     not_retryable,
     promote_outcome,
-    removed,
+    remove_outcome,
     retry_outcome,
-    scheduler_iteration_refusal,
 )
 from ..keys import QueueRef
 from ..messages import Joined, _
 from ..safe_json import loads_or
 from ..states import CLEANABLE_STATES, RETRYABLE_STATES, STATE_KEYS
 from ..text import to_text
-from .bullmq_scripts import NOT_A_JOB as NOT_A_JOB_CODE
 from .bullmq_scripts import scripts_for
 from .schedulers import read_scheduler
 
@@ -131,20 +127,6 @@ def is_last_of_finished_scheduler(client: redis.Redis, *, queue: QueueRef, job_i
     return scheduler is not None and scheduler.finished
 
 
-def remove_outcome(job_id: str, code: int, *, children_note: str = "") -> ActionResult:
-    if code == NOT_A_JOB_CODE:
-        return not_a_job(job_id)
-    if code == 1:
-        return removed(job_id, children_note=children_note)
-    if code == 0:
-        return locked_refusal(job_id)
-    if code == -8:
-        return scheduler_iteration_refusal(job_id)
-    return ActionResult(
-        job_id, WRONG_STATE, _("Job {id} was not removed (BullMQ returned {code}).", id=job_id, code=code)
-    )
-
-
 def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_children: bool) -> str:
     """What removing this job does to its flow relatives, in words, read before the removal."""
     key = queue.job_key(job_id)
@@ -168,11 +150,20 @@ def children_note(client: redis.Redis, *, queue: QueueRef, job_id: str, remove_c
                     processed=processed,
                 )
             )
-    if parent:
+    # removeJob takes a child off its parent's ``:dependencies`` only while it is pending there; a
+    # child that finished (or failed) is recorded elsewhere on the parent, which it leaves as is.
+    if parent and client.sismember(to_text(parent) + ":dependencies", key):
         parts.append(
             _(
                 "It was also taken off its parent {parent}'s dependencies; the parent moves to waiting if "
                 "this was its last pending child.",
+                parent=to_text(parent),
+            )
+        )
+    elif parent:
+        parts.append(
+            _(
+                "Its parent {parent} was not waiting for it any more and keeps its record of this job's result.",
                 parent=to_text(parent),
             )
         )

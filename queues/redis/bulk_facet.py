@@ -9,6 +9,7 @@ import redis
 from ..bulk import BulkPlan, Progress, ProgressStore
 from .bulk import run_bulk
 from .errors import unreachable_only
+from .script_release import require_supported
 
 
 class RedisBulk:
@@ -25,6 +26,7 @@ class RedisBulk:
         count_limit: int | None,
     ) -> Progress:
         with unreachable_only(self.connection):
+            require_supported(self.client, plan.queue)
             return run_bulk(
                 self.client,
                 plan=plan,

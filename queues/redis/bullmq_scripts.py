@@ -1,10 +1,18 @@
-"""BullMQ's own Lua scripts, loaded from the pinned ``bullmq`` PyPI package, for a sync client.
+"""BullMQ's own Lua scripts, vendored from the pinned npm package, for a sync client.
 
-The Python package registers its scripts on an *asyncio* client (``RedisConnection``); our
-reader uses sync redis-py, so we load the same files (``bullmq/commands/*.lua``, byte-identical
-to Node BullMQ 6.4's flattened scripts) and register them on our client. Every state change a
-Node worker can see is made by BullMQ's own code: the scripts are not edited, with one exception
+The scripts are those of the newest BullMQ release Queuewatch supports (``SCRIPTS_VERSION``,
+6.7.0): ``queues/redis/bullmq_lua/*.lua`` are the flattened scripts (their ``--- @include``s
+resolved) that the npm package ships in ``dist/cjs/scripts/*.js``, byte for byte
+(``tests/queues/test_vendored_scripts.py`` compares them with the pinned package in
+``tests/node``; the Docker image has no Node). The Python ``bullmq`` package carries 6.4's
+copies, whose add scripts ignore 6.7's deduplication ``reschedule``. Every state change a Node
+worker can see is made by BullMQ's own code: the scripts are not edited, with one exception
 (``MOVE_JOBS_TO_WAIT_RESETTING``, where one HDEL also names the counters a reset deletes).
+
+Which release wrote a queue is in its ``meta`` (``version``, ``bullmq:<x.y.z>``, written by the
+Node Queue; Python writes none): a queue recorded by a *newer* release than ``SCRIPTS_VERSION``
+may hold data our scripts do not know, so the commands refuse to change it
+(``queues.script_versions``).
 
 Two actions need more than one BullMQ script to run as one atomic step. Instead of MULTI (where
 EVALSHA cannot fall back to loading the script and the second step cannot see the first one's
@@ -29,23 +37,15 @@ for flows across queues.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 
 import redis
 from redis.commands.core import Script
 
+from ..actions import NOT_A_JOB_REPLY
 
-# Located without importing ``bullmq`` (which pulls in its asyncio client, workers and more):
-# only its script files are used.
-def _bullmq_commands_dir() -> Path:
-    spec = importlib.util.find_spec("bullmq")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("The bullmq package (requirements.txt) is not installed.")
-    return Path(spec.submodule_search_locations[0]).resolve() / "commands"
-
-
-COMMANDS_DIR = _bullmq_commands_dir()
+SCRIPTS_VERSION = (6, 7, 0)  # the npm release the vendored scripts come from (tests/node/package.json)
+COMMANDS_DIR = Path(__file__).resolve().parent / "bullmq_lua"
 
 
 @functools.cache
@@ -68,7 +68,7 @@ def as_function(name: str, filename: str) -> str:
 # queue's state structures, checked inside the same script as the action, so nothing can move
 # in between. (BullMQ's reprocessJob and promote check their own state set already;
 # removeJob checks nothing, so discard and redrive add this.)
-NOT_A_JOB = -101
+NOT_A_JOB = NOT_A_JOB_REPLY
 IN_A_STATE = """
 local function state_of(prefix, id)
   for _, s in ipairs({"completed", "failed", "delayed", "prioritized", "waiting-children"}) do

@@ -15,14 +15,19 @@ import redis
 CLIENT_NAME = "queuewatch"
 
 
+def name_when_allowed(connection: redis.connection.AbstractConnection) -> None:
+    """Ask Redis to name this freshly connected ``connection``; a refusal is ignored."""
+    try:
+        connection.send_command("CLIENT", "SETNAME", CLIENT_NAME, check_health=False)
+        connection.read_response()
+    except redis.ResponseError:
+        pass
+
+
 class _NamedWhenAllowed:
     def on_connect_check_health(self, check_health: bool = True) -> None:
         super().on_connect_check_health(check_health)  # type: ignore[misc]
-        try:
-            self.send_command("CLIENT", "SETNAME", CLIENT_NAME, check_health=False)  # type: ignore[attr-defined]
-            self.read_response()  # type: ignore[attr-defined]
-        except redis.ResponseError:
-            pass
+        name_when_allowed(self)  # type: ignore[arg-type]
 
 
 @functools.cache

@@ -18,11 +18,15 @@ One ``read``:
 
 A slot that moved (``MOVED``/``ASK`` during resharding or after a failover) makes it read the
 slot map again and regroup, keeping every cursor (the gap check then runs on each stream, so
-events trimmed meanwhile are reconciled, never lost silently).
+events trimmed meanwhile are reconciled, never lost silently). While a slot is being migrated
+its keys answer ``ASK`` and the map still names the old owner: the follower then waits, cursors
+kept, and tries again on each ``read`` (as long as a read blocks) until the map names the new
+owner. A resharding is not an outage: nothing is raised to the caller for it.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 import redis
@@ -61,6 +65,8 @@ class ClusterEventsFollower:
         self._clients: dict[str, redis.Redis] = {}  # one per primary
         self._groups: dict[int, tuple[str, EventsFollower]] = {}  # slot -> (its primary, follower)
         self.last_ids: dict[QueueRef, str] = {}
+        # Queues to follow again, with their cursors, once the slot map stops redirecting.
+        self._unsettled: tuple[list[QueueRef], dict[QueueRef, str]] | None = None
 
     def _client(self, node: str) -> redis.Redis:
         if node not in self._clients:
@@ -77,6 +83,10 @@ class ClusterEventsFollower:
         followed: BullMQ cannot run it on a Cluster, and it has no stream to read as one."""
         start_ids = start_ids or {}
         before = set(self.last_ids)
+        if self._unsettled is not None:
+            # Waiting for a moving slot: resume each queue from our cursor, as a regroup would.
+            self._regroup(queues, start_ids)
+            return [q for q in queues if q in self.last_ids and q not in before]
         try:
             self._follow(queues, start_ids)
         except MOVED:
@@ -111,9 +121,12 @@ class ClusterEventsFollower:
         return events
 
     def read(self, block_ms: int | None = None) -> tuple[list[Event], Gaps]:
+        block = self.block_ms if block_ms is None else block_ms
+        if self._unsettled is not None and not self._settle():
+            time.sleep(min(block, self.poll_ms) / 1000)  # the slot is still moving: wait as a read would
+            return [], {}
         if not self._groups:
             return [], {}
-        block = self.block_ms if block_ms is None else block_ms
         try:
             if len(self._groups) == 1:
                 (_node, only), *_ = self._groups.values()
@@ -153,9 +166,25 @@ class ClusterEventsFollower:
         """The slot map changed: read it again and follow ``queues`` (by default the followed
         ones) afresh, each from its cursor where it has one."""
         cursors = dict(self.last_ids)
+        self._unsettled = (list(cursors) if queues is None else list(queues), {**(start_ids or {}), **cursors})
+        self._settle()
+
+    def _settle(self) -> bool:
+        """Follow the unsettled queues on the primaries the slot map names now; False (and the
+        queues stay unsettled, with their cursors) while a slot still redirects."""
+        if self._unsettled is None:
+            return True
+        queues, starts = self._unsettled
         self.owners.refresh()
         self._groups = {}
-        self._follow(list(cursors) if queues is None else queues, {**(start_ids or {}), **cursors})
+        try:
+            self._follow(queues, starts)
+        except MOVED:
+            self._groups = {}
+            self.last_ids = {q: starts[q] for q in queues if q in starts}
+            return False
+        self._unsettled = None
+        return True
 
     def _gather_cursors(self) -> None:
         self.last_ids = {q: last for _node, follower in self._groups.values() for q, last in follower.last_ids.items()}

@@ -2,11 +2,12 @@
 
 A full SCAN of a large production Redis every few seconds costs a whole Redis core (10,000,000
 keys: several seconds of Redis CPU per pass). So the monitor walks the keyspace *slowly*: each
-``step`` issues at most ``calls_per_step`` ``SCAN <cursor> MATCH <prefix>:*:meta COUNT
-<scan_count> TYPE hash`` and keeps the cursor for the next step. The cost on Redis is then set
-by the budget, not by the keyspace: ``keys_per_step`` keys examined per step, one step per
-second (``QUEUEWATCH_DISCOVERY_KEYS_PER_S``); a pass over N keys takes N / keys_per_s seconds,
-and never less than ``min_pass_s`` (a small Redis is re-walked every ``min_pass_s``, as before).
+``step`` issues at most ``calls_per_step`` ``SCAN <cursor> MATCH <prefix>:*:[me][ev][te][an]*
+COUNT <scan_count>`` (a queue's ``meta`` or ``events``: ``queues.redis.discovery``) and keeps
+the cursor for the next step. The cost on Redis is then set by the budget, not by the
+keyspace: ``keys_per_step`` keys examined per step, one step per second
+(``QUEUEWATCH_DISCOVERY_KEYS_PER_S``); a pass over N keys takes N / keys_per_s seconds, and
+never less than ``min_pass_s`` (a small Redis is re-walked every ``min_pass_s``, as before).
 
 What the list holds while a pass runs:
 
@@ -17,9 +18,9 @@ What the list holds while a pass runs:
   case by the next one (SCAN returns every key present for a whole pass): found within one
   complete pass after its creation;
 * a page naming a queue that is not listed yet does not wait for any of this: the registry
-  confirms it with one ``EXISTS <prefix>:<name>:meta`` (``dashboard.connections.registry``).
+  confirms it with one ``EXISTS`` of its ``meta`` and ``events`` (``dashboard.connections.registry``).
 
-Names containing ``:`` are confirmed once, when first met (``discovery.QUEUE_META_FIELD``).
+A name is confirmed once, when first met (``discovery.not_queues``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import redis
 
 from ..keys import QueueRef
 from . import replies
-from .discovery import QUEUE_META_FIELD, glob_escape
+from .discovery import QUEUE_KEYS_GLOB, glob_escape, not_queues, queue_name_of
 
 
 class DiscoveryPass:
@@ -60,7 +61,6 @@ class DiscoveryPass:
         self.known: set[QueueRef] = {q for q in known if q.connection == connection}
         self.passes = 0  # completed passes
         self.last_pass_s: float | None = None  # how long the last complete pass took
-        self._typed = True  # SCAN ... TYPE needs Redis >= 6.0
         self._start_pass()
         self._next_pass_at = self.clock()
 
@@ -104,32 +104,17 @@ class DiscoveryPass:
         return self.known != before
 
     def _scan(self, prefix: str) -> tuple[int, list[bytes]]:
-        pattern = glob_escape(prefix) + ":*:meta"
-        if self._typed:
-            try:
-                cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count, _type="hash")
-                return cursor, replies.members(keys)
-            except redis.ResponseError:
-                self._typed = False  # an old server: same cursor, unfiltered by type
+        pattern = glob_escape(prefix) + QUEUE_KEYS_GLOB
         cursor, keys = self.client.scan(self._cursor, match=pattern, count=self.scan_count)
         return cursor, replies.members(keys)
 
     def _take(self, prefix: str, keys: list[bytes]) -> None:
-        head, tail = f"{prefix}:".encode(), b":meta"
-        found = []
-        for key in keys:
-            if key.startswith(head) and key.endswith(tail) and len(key) > len(head) + len(tail):
-                name = key[len(head) : -len(tail)].decode("utf-8", errors="replace")
-                found.append(QueueRef(self.connection, prefix, name))
-        unsure = [q for q in found if ":" in q.name and q not in self.known]
-        if unsure:
-            # ``bull:a:b:meta`` may be queue ``a:b`` or job ``b:meta`` of queue ``a``: only a
-            # queue's meta has QUEUE_META_FIELD (queues/discovery.py).
-            pipe = self.client.pipeline(transaction=False)
-            for q in unsure:
-                pipe.hexists(f"{q.prefix}:{q.name}:meta", QUEUE_META_FIELD)
-            not_queues = {q for q, is_meta in zip(unsure, pipe.execute()) if not is_meta}
-            found = [q for q in found if q not in not_queues]
+        head = f"{prefix}:".encode()
+        found = {QueueRef(self.connection, prefix, name) for key in keys if (name := queue_name_of(key, head))}
+        # Checked once, when first met: a key of the wrong type, or ``bull:a:b:meta`` that is job
+        # ``b:meta`` of queue ``a`` (queues/redis/discovery.py).
+        rejected = not_queues(self.client, prefix, sorted(q.name for q in found if q not in self.known))
+        found = {q for q in found if q.name not in rejected}
         self._seen.update(found)
         self.known.update(found)
 

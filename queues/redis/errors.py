@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import redis
 from redis.sentinel import MasterNotFoundError
 
-from ..errors import SourceUnavailable
+from ..errors import SourceUnavailable, UnreadableQueueData
 
 
 @contextmanager
@@ -23,6 +23,9 @@ def redis_errors(connection: str) -> Iterator[None]:
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         raise SourceUnavailable(connection, describe(exc)) from None
     except redis.ResponseError as exc:
+        # A pipeline's error says "Command # n (…) of pipeline caused error: WRONGTYPE …".
+        if "WRONGTYPE" in str(exc):
+            raise UnreadableQueueData(connection, "a key holds another Redis type than BullMQ gives it") from None
         raise SourceUnavailable(connection, refusal(exc)) from None
 
 

@@ -7,8 +7,13 @@ and redacted with ``queues.redact``, page by page; text that is not JSON is reda
 
 Pages grow: the first is ``FIRST_PAGE`` jobs (a small read and little redaction, so the first
 byte leaves quickly however large the jobs), each next one twice the last, up to ``MAX_PAGE``
-(few round trips for the bulk of a large export, while the web process holds at most one
-page's data, parsed, redacted and encoded: a few MB for jobs of 4 KB).
+jobs and to about ``PAGE_BYTES`` of job fields: few round trips for the bulk of a large
+export, while the web process holds one page's data, parsed, redacted and encoded. A download
+to a client that stops reading holds about that much (the web server waits for the socket
+before asking for more), so the per-user download cap bounds the bytes one user keeps in
+flight. The byte budget is judged from the page before (sizes are not known before the read):
+where small jobs give way to much larger ones, one page can hold more before the next shrinks;
+a job larger than the budget is still read whole (a page is never less than one job).
 """
 
 from __future__ import annotations
@@ -58,14 +63,17 @@ CSV_COLUMNS = (
 )
 FIRST_PAGE = 10
 MAX_PAGE = 250
+PAGE_BYTES = 512 * 1024
 
 
-def page_sizes() -> Iterator[int]:
-    """FIRST_PAGE, then doubling, capped at MAX_PAGE."""
-    size = FIRST_PAGE
-    while True:
-        yield size
-        size = min(MAX_PAGE, size * 2)
+def next_page_size(size: int, jobs: int, field_bytes: int) -> int:
+    """The size after a page of ``size`` that read ``jobs`` jobs holding ``field_bytes`` bytes
+    of fields: twice as many, at most ``MAX_PAGE``, and at most what fits in ``PAGE_BYTES`` at
+    this page's bytes per job; never less than one."""
+    grown = min(MAX_PAGE, size * 2)
+    if jobs == 0 or field_bytes == 0:
+        return grown
+    return max(1, min(grown, PAGE_BYTES * jobs // field_bytes))
 
 
 def _redacted_json(raw, redactor: Redactor):
@@ -81,16 +89,19 @@ def iter_record_pages(
 ) -> Iterator[list[dict]]:
     """Matching jobs as redacted dicts, oldest first: one list per page read from Redis."""
     cursor = Cursor()
-    for size in page_sizes():
+    size = FIRST_PAGE
+    while True:
         page = next_page(client, queue=queue, filt=filt, before_ms=before_ms, cursor=cursor, size=size)
         pipe = client.pipeline(transaction=False)
         for job_id in page.match_ids:
             pipe.hmget(queue.job_key(job_id), EXPORT_FIELDS)
         records = []
+        field_bytes = 0
         for job_id, values in zip(page.match_ids, pipe.execute() if page.match_ids else []):
             f = dict(zip(EXPORT_FIELDS, values))
             if all(v is None for v in values):
                 continue  # removed since the page was read
+            field_bytes += sum(len(v) for v in values if v is not None)
             records.append(
                 {
                     "id": job_id,
@@ -113,6 +124,7 @@ def iter_record_pages(
         if page.exhausted:
             return
         cursor = advance(cursor, page)
+        size = next_page_size(size, len(records), field_bytes)
 
 
 def iter_jobs_jsonl(
@@ -136,8 +148,9 @@ def _csv_cell(value) -> str:
 def iter_jobs_csv(
     client: redis.Redis, *, queue: QueueRef, filt: JobFilter, before_ms: int, redactor: Redactor
 ) -> Iterator[str]:
-    """A header line, then one CSV row per job, one chunk per page; JSON fields as compact
-    JSON text."""
+    """A header line, then one CSV row per job, one chunk per page (the header in the first,
+    so the first chunk has read Redis: a view that takes it before answering can still answer
+    an error); JSON fields as compact JSON text."""
     buf = io.StringIO()
     writer = csv.writer(buf)
 
@@ -147,6 +160,9 @@ def iter_jobs_csv(
         writer.writerow(row)
         return buf.getvalue()
 
-    yield line(CSV_COLUMNS)
+    head = line(CSV_COLUMNS)
     for records in iter_record_pages(client, queue=queue, filt=filt, before_ms=before_ms, redactor=redactor):
-        yield "".join(line([_csv_cell(record[c]) for c in CSV_COLUMNS]) for record in records)
+        yield head + "".join(line([_csv_cell(record[c]) for c in CSV_COLUMNS]) for record in records)
+        head = ""
+    if head:  # no job matched: the header alone
+        yield head

@@ -20,6 +20,7 @@ import time
 import msgpack
 import redis
 
+from ..errors import NotAJob
 from ..job_add import CREATED, DEDUPLICATED, DUPLICATED, AddOutcome, SourceJob, check_data, copy_of
 from ..job_options import InvalidJob, NewJob
 from ..keys import QueueRef
@@ -27,6 +28,7 @@ from ..messages import _
 from ..safe_json import loads_or
 from ..text import to_text
 from .bullmq_scripts import as_function, lua_script
+from .jobs import job_state
 
 _OUTCOME = """
 -- KEYS: the add script's own; ARGV[1..3] its own; ARGV[4] the custom id or "", ARGV[5] the queue
@@ -105,6 +107,14 @@ STORED_TO_OPTION = {"de": "deduplication"}
 
 
 def read_source(client: redis.Redis, *, queue: QueueRef, job_id: str) -> SourceJob | None:
+    """The job to copy; None when it is gone; ``NotAJob`` when the id names one of the queue's
+    own keys (a scheduler's ``repeat:<id>`` hash is a hash with a name, but no job: copying it
+    made a job of a scheduler's template; a stream or list under the queue is not even a hash)."""
+    kind = to_text(client.type(queue.job_key(job_id)))
+    if kind == "none":
+        return None
+    if kind != "hash" or job_state(client, queue, job_id)[0] == "unknown":
+        raise NotAJob(job_id)
     name, data, opts = client.hmget(queue.job_key(job_id), ["name", "data", "opts"])
     if name is None and data is None:
         return None

@@ -21,9 +21,13 @@ from ..jobs import (
     JobLive,
     JobSummary,
     Payload,
+    child_outcome,
+    options_payload,
+    parent_flags,
     prepare_payload,
     summary_from_fields,
     summary_or_unreadable,
+    telemetry_metadata,
 )
 from ..keys import QueueRef
 from ..redact import Redactor
@@ -79,10 +83,19 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
     pipe.llen(key + ":logs")
     pipe.lrange(key + ":logs", -LOG_TAIL, -1)
     pipe.sscan(key + ":dependencies", 0, count=LIST_CAP)
-    pipe.hkeys(key + ":processed")
-    pipe.hkeys(key + ":failed")
+    pipe.hscan(key + ":processed", 0, count=LIST_CAP)
+    pipe.hscan(key + ":failed", 0, count=LIST_CAP)
     pipe.zrange(key + ":unsuccessful", 0, LIST_CAP - 1)
-    logs_total, logs, (_, pending), processed, failed_children, unsuccessful = pipe.execute()
+    dedup_id = to_text(f.get("deid"))
+    if dedup_id:
+        # Who holds the deduplication key now, and for how long (Queue.getDeduplicationJobId).
+        pipe.get(queue.key(f"de:{dedup_id}"))
+        pipe.pttl(queue.key(f"de:{dedup_id}"))
+    logs_total, logs, (_, pending), (_, processed), (_, ignored), unsuccessful, *dedup = pipe.execute()
+    dedup_owner, dedup_pttl = (dedup or [None, None])[:2]
+    failed_children = sorted(to_text(k) for k in unsuccessful)[:LIST_CAP]
+    # The children that failed their parent keep their reason on their own hash.
+    reasons = _failure_reasons(client, failed_children)
 
     summary = summary_from_fields(job_id, [f.get(name) for name in SUMMARY_FIELDS], score).redacted(redactor)
     ok, stack = parse_json(to_text(f.get("stacktrace"), "[]"))
@@ -100,7 +113,7 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
         state=state,
         summary=summary,
         data=payload("data"),
-        opts=payload("opts"),
+        opts=options_payload(to_text(f.get("opts")), cap=cap, redactor=redactor),
         returnvalue=payload("returnvalue"),
         progress=payload("progress"),
         failed_reason=redactor.text(to_text(f.get("failedReason"))),
@@ -110,9 +123,29 @@ def read_job(client: redis.Redis, queue: QueueRef, job_id: str, *, cap: int, red
         parent=to_text(f.get("parentKey")),
         children_pending=sorted(to_text(k) for k in pending)[:LIST_CAP],
         children_processed=sorted(to_text(k) for k in processed)[:LIST_CAP],
-        children_failed=sorted({to_text(k) for k in failed_children} | {to_text(k) for k in unsuccessful})[:LIST_CAP],
+        children_ignored=sorted(to_text(k) for k in ignored)[:LIST_CAP],
+        children_failed=failed_children,
+        child_outcomes={
+            to_text(k): child_outcome(to_text(v), redactor)
+            for k, v in [*processed.items(), *ignored.items(), *reasons.items()]
+        },
         processed_by=to_text(f.get("pb")),
+        flow_attachment_failed=f.get("flowAttachmentFailed") is not None,
+        dedup_read=True,
+        dedup_owner=to_text(dedup_owner) if dedup_owner is not None else None,
+        dedup_ttl_ms=int(dedup_pttl) if isinstance(dedup_pttl, int) and dedup_pttl >= 0 else None,
+        telemetry_metadata=redactor.text(telemetry_metadata(to_text(f.get("opts")))),
+        parent_flags=parent_flags(to_text(f.get("parent"))) if f.get("parent") is not None else None,
     )
+
+
+def _failure_reasons(client: redis.Redis, job_keys: list[str]) -> dict[str, bytes]:
+    if not job_keys:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for job_key in job_keys:
+        pipe.hget(job_key, "failedReason")
+    return {k: v for k, v in zip(job_keys, pipe.execute()) if v is not None}
 
 
 def read_raw_field(client: redis.Redis, queue: QueueRef, job_id: str, field_name: str, *, redactor: Redactor) -> str:
@@ -136,7 +169,8 @@ def read_job_live(
     pipe.hget(key, "progress")
     pipe.llen(key + ":logs")
     pipe.lrange(key + ":logs", -log_tail, -1)
-    values, progress, logs_total, logs = pipe.execute()
+    pipe.zcard(key + ":unsuccessful")
+    values, progress, logs_total, logs, unsuccessful = pipe.execute()
     summary = summary_from_fields(job_id, values).redacted(redactor)
     if not summary.exists:
         return None
@@ -151,4 +185,5 @@ def read_job_live(
         logs=[redactor.text(to_text(line)) for line in logs],
         logs_total=logs_total,
         failed_reason=redactor.text(to_text(values[SUMMARY_FIELDS.index("failedReason")])),
+        unsuccessful_children=unsuccessful,
     )

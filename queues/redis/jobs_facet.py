@@ -7,12 +7,16 @@ from typing import Any
 
 import redis
 
-from .. import edit_retry, error_groups, job_add, jobs, listing, retry_advice, selection
+from .. import data_search, edit_retry, error_groups, flows, job_add, jobs, listing, retry_advice, selection
+from ..errors import JobNotFound
 from ..keys import QueueRef
 from ..redact import Redactor
+from ..text import to_text
+from . import data_search as redis_data_search
 from . import edit_retry as redis_edit_retry
 from . import error_groups as redis_error_groups
 from . import export, replies
+from . import flows as redis_flows
 from . import job_add as redis_job_add
 from . import jobs as redis_jobs
 from . import listing as redis_listing
@@ -103,6 +107,29 @@ class RedisJobs:
             found = redis_error_groups.error_groups(self.client, queue=queue, scan_limit=scan_limit)
         return found.redacted(redactor)
 
+    def search_data(
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        query: data_search.DataQuery,
+        offset: int,
+        scan_limit: int,
+        data_cap: int,
+        redactor: Redactor,
+    ) -> data_search.DataSearch:
+        with redis_errors(self.connection):
+            return redis_data_search.search_data(
+                self.client,
+                queue,
+                state,
+                query=query,
+                offset=offset,
+                scan_limit=scan_limit,
+                data_cap=data_cap,
+                redactor=redactor,
+            )
+
     def export(
         self, queue: QueueRef, *, fmt: str, filt: selection.JobFilter, before_ms: int, redactor: Redactor
     ) -> Iterator[str]:
@@ -120,3 +147,14 @@ class RedisJobs:
     def duplicate_source(self, queue: QueueRef, *, job_id: str) -> job_add.SourceJob | None:
         with redis_errors(self.connection):
             return redis_job_add.read_source(self.client, queue=queue, job_id=job_id)
+
+    def flow(
+        self, queue: QueueRef, job_id: str, *, limits: flows.FlowLimits, from_root: bool, redactor: Redactor
+    ) -> flows.FlowTree:
+        with redis_errors(self.connection):
+            # A queue's own keys (meta, events, ...) are not jobs, whatever an URL names.
+            if to_text(self.client.type(queue.job_key(job_id))) != "hash":
+                raise JobNotFound(queue.name, job_id)
+            return redis_flows.read_flow(
+                self.client, queue.job_key(job_id), limits=limits, redactor=redactor, from_root=from_root
+            )

@@ -19,10 +19,11 @@ import redis
 
 from ..keys import QueueRef
 from ..messages import _
-from ..queue_settings import QueueSettings, SettingRefused
+from ..queue_settings import QueueSettings, SettingRefused, limited_for_ms
+from ..script_versions import newer_than_supported
 from ..states import BY_NAME, LIST, ZSET
-from ..text import to_text
-from .bullmq_scripts import bullmq_source, lua_script
+from ..text import MAX_SAFE_INTEGER, to_text
+from .bullmq_scripts import SCRIPTS_VERSION, bullmq_source, lua_script
 
 DRAIN = lua_script(bullmq_source("drain-5.lua"))
 OBLITERATE = lua_script(bullmq_source("obliterate-2.lua"))
@@ -49,17 +50,16 @@ def read_settings(client: redis.Redis, *, queue: QueueRef) -> QueueSettings:
     """Plain reads: the meta fields, the limiter key (as BullMQ's getRateLimitTtl reads it) and
     the size of each state."""
     pipe = client.pipeline(transaction=False)
-    pipe.hmget(queue.key("meta"), ["concurrency", "max", "duration", "paused"])
+    pipe.hmget(queue.key("meta"), ["concurrency", "max", "duration", "paused", "version"])
     pipe.get(queue.key("limiter"))
     pipe.pttl(queue.key("limiter"))
     for _label, suffix, kind in COUNTED:
         (pipe.llen if kind == LIST else pipe.zcard)(queue.key(suffix))
-    (concurrency, rate_max, duration, paused), limiter, pttl, *sizes = pipe.execute()
+    (concurrency, rate_max, duration, paused, version), limiter, pttl, *sizes = pipe.execute()
+    recorded = to_text(version) if version is not None else None
     rate_max = _int(rate_max)
     used = _int(limiter) or 0
-    # getRateLimitTtl: limited when the limiter holds at least ``max`` (a worker's rateLimit()
-    # sets it to MAX_SAFE_INTEGER) and has time left; with no max, any limiter time counts.
-    limited = pttl if pttl and pttl > 0 and (rate_max is None or used >= rate_max) else 0
+    limited = limited_for_ms(pttl, used, rate_max)
     return QueueSettings(
         concurrency=_int(concurrency),
         rate_max=rate_max,
@@ -67,6 +67,8 @@ def read_settings(client: redis.Redis, *, queue: QueueRef) -> QueueSettings:
         limited_for_ms=int(limited),
         paused=paused is not None,
         counts={name: int(n) for (name, _, _), n in zip(COUNTED, sizes)},
+        recorded_release=recorded,
+        release_unsupported=newer_than_supported(recorded, SCRIPTS_VERSION),
     )
 
 
@@ -90,6 +92,14 @@ def set_global_rate_limit(
     if max_jobs < 1 or not duration_ms or duration_ms < 1:
         raise SettingRefused(_("A rate limit needs at least 1 job per at least 1 ms."))
     client.hset(queue.key("meta"), mapping={"max": max_jobs, "duration": duration_ms})
+
+
+def rate_limit_for(client: redis.Redis, *, queue: QueueRef, ms: int) -> None:
+    """``Queue.rateLimit(ms)``: the limiter key set to MAX_SAFE_INTEGER for ``ms``, so no worker
+    starts a job until it expires (or ``removeRateLimitKey`` lifts it)."""
+    if ms < 1:
+        raise SettingRefused(_("A rate-limit window lasts at least 1 ms."))
+    client.set(queue.key("limiter"), MAX_SAFE_INTEGER, px=ms)
 
 
 def remove_rate_limit_key(client: redis.Redis, *, queue: QueueRef) -> bool:

@@ -5,63 +5,13 @@ rules of what is kept and why: ``queues.redis.redrive``). No Django imports.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import redis
 
 from ..keys import QueueRef
+from ..redrive_copy import COPIED_OPTS, RedriveCopy
 from ..safe_json import loads_or
 from ..text import to_text
-
-# Options that belong to the dead letter's place, not to the work: ids (chosen here), delays
-# (recomputed), scheduler and flow links, telemetry, the legacy debounce.
-DROPPED_OPTS = frozenset(
-    {
-        "jobId",
-        "delay",
-        "repeat",
-        "prevMillis",
-        "repeatJobKey",
-        "timestamp",
-        "debounce",
-        "parent",
-        "fpof",
-        "cpof",
-        "idof",
-        "rdof",
-        "failParentOnFailure",
-        "continueParentOnFailure",
-        "ignoreDependencyOnFailure",
-        "removeDependencyOnFailure",
-        "tm",
-        "omc",
-    }
-)
-
-
-@dataclass(frozen=True)
-class RedriveCopy:
-    """What the copy in the source queue will carry, read from the dead-letter job."""
-
-    name: str
-    data_json: str
-    opts: dict  # as stored (``de``, not ``deduplication``), minus DROPPED_OPTS
-    timestamp_raw: str  # the dead letter's ``timestamp`` field, as stored (the guard compares it)
-    dedup_id: str = ""
-    due_ms: int | None = None  # the dead letter's due time if it is delayed
-    unwrapped: str = ""  # the field of the dead letter's data the copy carries as its data
-    envelope_missing: str = ""  # the field that should have been unwrapped, absent from this dead letter
-
-    def placed(self, now_ms: int) -> tuple[str, dict]:
-        """(BullMQ add script kind, options) as ``Queue.add`` would pick them at ``now_ms``."""
-        opts = dict(self.opts)
-        if self.due_ms is not None and self.due_ms > now_ms:
-            opts["delay"] = self.due_ms - now_ms
-            return "delayed", opts
-        if opts.get("priority"):
-            return "prioritized", opts
-        return "standard", opts
-
 
 READ_FIELDS = ["name", "data", "opts", "timestamp", "deid"]
 
@@ -87,7 +37,7 @@ def copy_from_reads(fields, delayed_score, *, payload_field: str | None = None) 
             missing = payload_field
     parsed_opts = loads_or(to_text(opts, "{}"), {})
     parsed_opts = parsed_opts if isinstance(parsed_opts, dict) else {}
-    kept = {k: v for k, v in parsed_opts.items() if k not in DROPPED_OPTS}
+    kept = {k: v for k, v in parsed_opts.items() if k in COPIED_OPTS}
     de = kept.get("de")
     de_id = de.get("id") if isinstance(de, dict) else None
     dedup_id = to_text(deid) or (de_id if isinstance(de_id, str) else "")

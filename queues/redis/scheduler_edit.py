@@ -33,38 +33,10 @@ from ..scheduler_edit import (
     SchedulerSpec,
 )
 from ..scheduler_zone import PatternZone, upsert_zone
+from ..stored_opts import decode_opts, encode_opts
 from ..text import to_int, to_ms, to_text
+from . import replies
 from .bullmq_scripts import as_function, lua_script
-
-ENCODE = {
-    "deduplication": "de",
-    "failParentOnFailure": "fpof",
-    "continueParentOnFailure": "cpof",
-    "ignoreDependencyOnFailure": "idof",
-    "removeDependencyOnFailure": "rdof",
-    "keepLogs": "kl",
-}
-DECODE = {v: k for k, v in ENCODE.items()}
-# ``telemetry`` is stored as two fields of its own (Node's ``optsAsJSON``).
-TELEMETRY = {"metadata": "tm", "omitContext": "omc"}
-
-
-def encode_opts(opts: dict) -> dict:
-    """Template options as Node stores them (``optsAsJSON``: short names, telemetry split)."""
-    out = {ENCODE.get(k, k): v for k, v in opts.items() if k != "telemetry"}
-    for field, short in TELEMETRY.items():
-        if field in (opts.get("telemetry") or {}):
-            out[short] = opts["telemetry"][field]
-    return out
-
-
-def decode_opts(stored: dict) -> dict:
-    """Stored options back in BullMQ's names (``Job.optsFromJSON``)."""
-    out = {DECODE.get(k, k): v for k, v in stored.items() if k not in TELEMETRY.values()}
-    telemetry = {field: stored[short] for field, short in TELEMETRY.items() if short in stored}
-    if telemetry:
-        out["telemetry"] = telemetry
-    return out
 
 
 def read_spec(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerSpec | None:
@@ -169,6 +141,18 @@ return add_job_scheduler(KEYS, ARGV)
 """
 )
 
+CREATE = lua_script(
+    as_function("add_job_scheduler", "addJobScheduler-11.lua")
+    + """
+-- KEYS/ARGV exactly as addJobScheduler-11. -104: the id is taken (a scheduler or a legacy
+-- entry): a create never replaces one, an edit does.
+if redis.call("ZSCORE", KEYS[1], ARGV[3]) or redis.call("EXISTS", KEYS[1] .. ":" .. ARGV[3]) == 1 then
+  return -104
+end
+return add_job_scheduler(KEYS, ARGV)
+"""
+)
+
 REMOVE = lua_script(
     as_function("remove_job_scheduler", "removeJobScheduler-3.lua")
     + """
@@ -186,6 +170,12 @@ return remove_job_scheduler(KEYS, ARGV)
 _REFUSED = {
     -102: (NOT_EDITABLE, gettext_noop("There is no job scheduler {id} (removed meanwhile?); nothing was changed.")),
     -103: (NOT_EDITABLE, gettext_noop("{id} is a legacy repeatable entry, not a job scheduler: migrate it first.")),
+    -104: (
+        NOT_EDITABLE,
+        gettext_noop(
+            "There is already a job scheduler or repeatable entry {id}: edit it instead; nothing was changed."
+        ),
+    ),
     -10: (
         COLLISION,
         gettext_noop(
@@ -225,6 +215,40 @@ def edit_scheduler(
     return SchedulerResult(
         DONE, _("Scheduler {id} updated; its next job is {job_id}.", id=spec.scheduler_id, job_id=job_id), job_id, delay
     )
+
+
+def create_scheduler(
+    client: redis.Redis, *, queue: QueueRef, spec: SchedulerSpec, now_ms: int | None = None, cron_tz: str = ""
+) -> SchedulerResult:
+    """Node's ``upsertJobScheduler`` for an id the queue does not hold yet (refused if it does).
+    A pattern without a zone runs in the workers' zone: ``cron_tz`` if configured, else the one
+    another zone-less scheduler's stored next run shows (``queue_zone_evidence``)."""
+    zone = upsert_zone(pattern=spec.pattern, tz=spec.tz, configured=cron_tz, stored=queue_zone_evidence(client, queue))
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    keys, args = upsert_call(queue, spec, now_ms=now_ms, zone=zone)
+    reply = CREATE(keys=keys, args=args, client=client)
+    if isinstance(reply, int):
+        return refusal(reply, spec.scheduler_id)
+    job_id, delay = to_text(reply[0]), int(reply[1])
+    message = _("Scheduler {id} created; its first job is {job_id}.", id=spec.scheduler_id, job_id=job_id)
+    return SchedulerResult(DONE, message, job_id, delay)
+
+
+EVIDENCE_SCAN = 200  # schedulers looked through for a zone-less pattern's stored next run
+
+
+def queue_zone_evidence(client: redis.Redis, queue: QueueRef) -> tuple[str, str, int | None] | None:
+    """(pattern, "", score) of a zone-less cron scheduler of the queue, among its first
+    ``EVIDENCE_SCAN``: the workers computed that score in their zone, which a new zone-less
+    pattern will run in too. ``None`` when the queue has none."""
+    members = replies.scored(client.zrange(queue.key("repeat"), 0, EVIDENCE_SCAN - 1, withscores=True))
+    pipe = client.pipeline(transaction=False)
+    for member, _score in members:
+        pipe.hmget(queue.key("repeat:") + to_text(member), "pattern", "tz", "ic")
+    for (_member, score), (pattern, tz, ic) in zip(members, pipe.execute() if members else []):
+        if pattern and not tz and ic is not None and to_ms(score) is not None:
+            return to_text(pattern), "", to_ms(score)
+    return None
 
 
 def remove_scheduler(client: redis.Redis, *, queue: QueueRef, scheduler_id: str) -> SchedulerResult:

@@ -4,7 +4,8 @@ Schedulers live in the ``repeat`` ZSET (member = scheduler id, score = next run 
 definition hash ``repeat:<id>``. Two legacy layouts can also be found there (reference §6.2):
 the pre-hash key shape ``name:jobId:endDate:tz:pattern`` with no hash — BullMQ 6 throws on it —
 and v5 hashed repeatables whose hash lacks ``ic`` — BullMQ 6 silently adopts them. Both are
-flagged with what to do about them.
+flagged with what to do about them, and so is a member with no definition at all, which Node's
+``getJobSchedulers()`` deletes when it lists the queue's schedulers.
 
 A scheduler BullMQ has finished (its ``limit`` of iterations reached, or its ``endDate``
 passed) keeps its entry, scored with its last run's time: ``queues.schedulers.is_finished``
@@ -24,7 +25,10 @@ from ..schedulers import Scheduler, is_finished, unreadable_fields
 from ..text import to_ms, to_safe_int, to_text
 from . import replies
 
-MAX_SCHEDULERS = 1000
+SCHEDULER_CHUNK = 1000  # ZRANGE members (and HGETALLs pipelined) per round trip
+# Schedulers read for the alert rules and health checks, in chunks, oldest score first: every one
+# of a queue that has up to this many, so a crowd of finished ones cannot push a live one out.
+MAX_SCHEDULERS = 10_000
 
 
 def is_legacy_key_shape(member: str) -> bool:
@@ -37,10 +41,29 @@ def is_legacy_key_shape(member: str) -> bool:
     return (end_date == "" or end_date.isdigit()) and (" " in last or last.isdigit())
 
 
-def read_schedulers(client: redis.Redis, queue: QueueRef, *, cron_tz: str = "") -> list[Scheduler]:
-    """``cron_tz``: the zone the connection's workers run zone-less patterns in, if configured."""
-    members = replies.scored(client.zrange(queue.key("repeat"), 0, MAX_SCHEDULERS - 1, withscores=True))
-    return _read_entries(client, queue, [(to_text(member), score) for member, score in members], cron_tz)
+def read_schedulers(
+    client: redis.Redis, queue: QueueRef, *, cron_tz: str = "", start: int = 0, count: int = MAX_SCHEDULERS
+) -> list[Scheduler]:
+    """The ``count`` schedulers from index ``start`` of the ``repeat`` set (soonest score first),
+    read ``SCHEDULER_CHUNK`` at a time. ``cron_tz``: the zone the connection's workers run
+    zone-less patterns in, if configured."""
+    found: list[Scheduler] = []
+    end = start + count
+    for first in range(start, end, SCHEDULER_CHUNK):
+        last = min(first + SCHEDULER_CHUNK, end) - 1
+        members = replies.scored(client.zrange(queue.key("repeat"), first, last, withscores=True))
+        found += _read_entries(client, queue, [(to_text(member), score) for member, score in members], cron_tz)
+        if len(members) <= last - first:
+            break
+    return found
+
+
+def read_scheduler_page(
+    client: redis.Redis, queue: QueueRef, *, start: int, count: int, cron_tz: str = ""
+) -> tuple[list[Scheduler], int]:
+    """One page of schedulers, and how many the queue has."""
+    total = int(client.zcard(queue.key("repeat")))
+    return read_schedulers(client, queue, cron_tz=cron_tz, start=start, count=count), total
 
 
 def read_scheduler(client: redis.Redis, queue: QueueRef, scheduler_id: str, *, cron_tz: str = "") -> Scheduler | None:
@@ -75,7 +98,9 @@ def _entry(sid: str, score: float | None, h: dict[str, str], cron_tz: str) -> Sc
         pattern, every = (spec, None) if " " in spec else ("", to_safe_int(spec))
         end_date = to_safe_int(parts[2])
     else:
-        legacy = "" if "ic" in h else ("v5-hash" if h else "key-shape")
+        # A member with neither a hash nor the old key shape has no definition at all: BullMQ 6
+        # cannot run it, and Node's ``getJobSchedulers()`` deletes it when it lists the queue's.
+        legacy = "" if "ic" in h else ("v5-hash" if h else "no-definition")
         name, tz, pattern, every = h.get("name", ""), h.get("tz", ""), h.get("pattern", ""), to_safe_int(h.get("every"))
         end_date = to_safe_int(h.get("endDate"))
     # A producer can score the entry ``inf`` or ``-inf`` (or any time no date can show): it has no

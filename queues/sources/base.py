@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     from ..keys import QueueRef
     from ..snapshot import QueueSnapshot
     from ..workers import Worker
-    from .facets import BulkFacet, CommandsFacet, JobsFacet, ProbesFacet, SchedulersFacet, ServerFacet
+    from .facets import (
+        BulkFacet,
+        CommandsFacet,
+        DedupFacet,
+        FiguresFacet,
+        JobsFacet,
+        JobToolsFacet,
+        ProbesFacet,
+        SchedulersFacet,
+        ServerFacet,
+    )
     from .spec import ConnectionSpec
 
 
@@ -91,6 +101,12 @@ class Source(Protocol):
     def bulk(self) -> BulkFacet | None: ...
     @property
     def server(self) -> ServerFacet | None: ...
+    @property
+    def job_tools(self) -> JobToolsFacet | None: ...
+    @property
+    def dedup(self) -> DedupFacet | None: ...
+    @property
+    def figures(self) -> FiguresFacet | None: ...
 
     @classmethod
     def check_url(cls, url: str) -> None:

@@ -15,6 +15,7 @@ check (``tests/project/test_typing.py`` proves it).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,8 +25,13 @@ from ..messages import _
 if TYPE_CHECKING:
     from ..actions import ActionResult
     from ..bulk import BulkPlan, Progress, ProgressStore
+    from ..bullmq_metrics import BullmqMetrics
+    from ..data_search import DataQuery, DataSearch
+    from ..dedup import DedupPage
     from ..edit_retry import EditPlan
     from ..error_groups import ErrorGroups
+    from ..figures import QueueFigures
+    from ..flows import FlowLimits, FlowTree
     from ..health import CheckResult, Thresholds
     from ..job_add import AddOutcome, SourceJob
     from ..job_options import NewJob
@@ -37,6 +43,8 @@ if TYPE_CHECKING:
     from ..retry_advice import Sample
     from ..scheduler_edit import SchedulerResult, SchedulerSpec
     from ..scheduler_migration import MigrationPlan
+    from ..scheduler_runs import SchedulerDetail
+    from ..scheduler_zone import PatternZone
     from ..schedulers import Scheduler
     from ..selection import JobFilter, Preview
     from ..snapshot import QueueSnapshot
@@ -51,6 +59,9 @@ FACETS: dict[str, str] = {
     "schedulers": _("job schedulers"),
     "bulk": _("bulk tasks"),
     "server": _("server health checks"),
+    "job_tools": _("the job tools (change priority, change delay, move to failed)"),
+    "dedup": _("the deduplication keys page"),
+    "figures": _("jobs per priority, the rate-limit window and BullMQ's own metrics"),
 }
 
 
@@ -99,6 +110,22 @@ class JobsFacet(Protocol):
 
     def error_groups(self, queue: QueueRef, *, scan_limit: int, redactor: Redactor) -> ErrorGroups: ...
 
+    def search_data(
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        query: DataQuery,
+        offset: int,
+        scan_limit: int,
+        data_cap: int,
+        redactor: Redactor,
+    ) -> DataSearch:
+        """One bounded step of a search by data (``queues.data_search``): from position
+        ``offset`` of the state's list, at most ``scan_limit`` jobs examined; data over
+        ``data_cap`` bytes is counted, not matched. A kind that cannot search raises ``NotOffered``."""
+        ...
+
     def export(
         self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor
     ) -> Iterator[str]:
@@ -110,6 +137,14 @@ class JobsFacet(Protocol):
     def edit_plan(self, queue: QueueRef, *, job_id: str, patch: Any, schema: dict | None) -> EditPlan | None: ...
 
     def duplicate_source(self, queue: QueueRef, *, job_id: str) -> SourceJob | None: ...
+
+    def flow(
+        self, queue: QueueRef, job_id: str, *, limits: FlowLimits, from_root: bool, redactor: Redactor
+    ) -> FlowTree:
+        """The flow the job belongs to as a tree (``queues.flows``), from its topmost ancestor
+        (or, not ``from_root``, from the job), read within ``limits``. Raises ``JobNotFound``
+        when there is no such job; a kind that cannot read flows raises ``NotOffered``."""
+        ...
 
 
 class ProbesFacet(Protocol):
@@ -168,19 +203,68 @@ class CommandsFacet(Protocol):
 
     def remove_rate_limit_key(self, queue: QueueRef) -> bool: ...
 
+    def rate_limit_for(self, queue: QueueRef, *, ms: int) -> None:
+        """``Queue.rateLimit(ms)``: workers start no job of the queue for ``ms``."""
+        ...
+
     def drain(self, queue: QueueRef, *, delayed: bool) -> int: ...
 
     def obliterate(self, queue: QueueRef) -> None: ...
 
+    # Flows (``queues.flow_actions``): BullMQ's ``Job.removeChildDependency`` on a child its parent
+    # still waits for, and ``Job.removeUnprocessedChildren`` on a parent.
+    def remove_child_dependency(self, queue: QueueRef, *, job_id: str) -> ActionResult: ...
+
+    def remove_unprocessed_children(self, queue: QueueRef, *, job_id: str) -> ActionResult: ...
+
+
+class JobToolsFacet(Protocol):
+    """Per-job tools beside the commands (``queues.job_tools``), through the backend's own scripts."""
+
+    def change_priority(self, queue: QueueRef, *, job_id: str, priority: int) -> ActionResult: ...
+
+    def change_delay(self, queue: QueueRef, *, job_id: str, delay_ms: int) -> ActionResult:
+        """The delayed job becomes ready ``delay_ms`` from now."""
+        ...
+
+    def move_to_failed(self, queue: QueueRef, *, job_id: str, reason: str) -> ActionResult: ...
+
+
+class DedupFacet(Protocol):
+    """A queue's held deduplication keys (``queues.dedup``)."""
+
+    def page(self, queue: QueueRef, *, cursor: str, redactor: Redactor) -> DedupPage:
+        """One bounded step of the listing from ``cursor`` ("0": the start)."""
+        ...
+
+    def release(self, queue: QueueRef, *, dedup_id: str, owner: str) -> ActionResult:
+        """Delete the key only if it still names ``owner``."""
+        ...
+
 
 class SchedulersFacet(Protocol):
+    # Every scheduler of the queue (a kind may stop at a bound it documents: Redis reads 10,000),
+    # for the alert rules and health checks.
     def list(self, queue: QueueRef) -> list[Scheduler]: ...
+
+    # ``count`` schedulers from index ``start`` in the kind's order, and how many there are.
+    def page(self, queue: QueueRef, *, start: int, count: int) -> tuple[builtins.list[Scheduler], int]: ...
 
     def spec(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerSpec | None: ...
 
     def edit(self, queue: QueueRef, *, spec: SchedulerSpec) -> SchedulerResult: ...
 
     def remove(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerResult: ...
+
+    # A new scheduler (refused when the id is taken); "not offered" where edits are not.
+    def create(self, queue: QueueRef, *, spec: SchedulerSpec) -> SchedulerResult: ...
+
+    # One scheduler with its template and its pending and last iterations, for its page.
+    def detail(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerDetail | None: ...
+
+    # The zone a zone-less cron pattern upserted into the queue (over ``scheduler_id``) would run
+    # in: the workers' zone.
+    def workers_zone(self, queue: QueueRef, *, scheduler_id: str = "") -> PatternZone | None: ...
 
     def migration_plan(self, queue: QueueRef, *, member: str, scheduler_id: str) -> MigrationPlan: ...
 
@@ -220,6 +304,21 @@ class ServerFacet(Protocol):
         ...
 
 
+class FiguresFacet(Protocol):
+    """A queue's figures beyond its counts, read when a page shows them (``queues.figures``,
+    ``queues.bullmq_metrics``); each call costs a bounded number of round trips."""
+
+    def figures(self, queue: QueueRef) -> QueueFigures:
+        """Jobs per priority (at most ``PRIORITIES_SHOWN`` priorities), active against the
+        global concurrency, the global rate limit and the current rate-limit window."""
+        ...
+
+    def metrics(self, queue: QueueRef, *, kind: str, points: int) -> BullmqMetrics:
+        """BullMQ's own metrics of ``kind`` ("completed" or "failed"), the newest ``points``
+        data points (``Queue.getMetrics(kind, 0, points - 1)``)."""
+        ...
+
+
 def offered(source: Any, facet: str) -> Any:
     """The source's ``facet``, or ``NotOffered`` naming the connection and what is missing."""
     found = getattr(source, facet, None)
@@ -250,3 +349,15 @@ def bulk_of(source: Any) -> BulkFacet:
 
 def server_of(source: Any) -> ServerFacet:
     return offered(source, "server")
+
+
+def job_tools_of(source: Any) -> JobToolsFacet:
+    return offered(source, "job_tools")
+
+
+def dedup_of(source: Any) -> DedupFacet:
+    return offered(source, "dedup")
+
+
+def figures_of(source: Any) -> FiguresFacet:
+    return offered(source, "figures")

@@ -6,9 +6,12 @@ Offered so far: discovery, snapshots (counts as ``getJobCounts()`` reports them)
 lists and job pages, an events follower (``LISTEN bullmq_events`` and the ``event`` table:
 ``queues.postgres.events``) and the commands facet's retry, discard, promote, pause and resume
 (``queues.postgres.commands_facet``, on a writable connection of its own; its other commands
-raise ``NotOffered``) and the health checks (``queues.postgres.server_facet``). Not yet: probes,
-schedulers, bulk tasks (their facets are ``None``, shown as "not offered") and the workers (BullMQ names its
-PostgreSQL connections, but reading ``pg_stat_activity`` is for later).
+raise ``NotOffered``), the health checks (``queues.postgres.server_facet``), the monitor's probes (stalls from
+``locked_until_ms``, attempt counters: ``queues.postgres.probes_facet``), the job schedulers
+(read only: ``queues.postgres.schedulers_facet``) and the workers (the
+sessions BullMQ names in ``pg_stat_activity``: ``queues.postgres.workers``), the job tools and the
+deduplication keys (``queues.postgres.job_tools_facet``). Not yet: bulk tasks
+(``None``, shown as "not offered").
 """
 
 from __future__ import annotations
@@ -17,14 +20,19 @@ from typing import ClassVar
 
 from ..keys import QueueRef
 from ..postgres import snapshots
+from ..postgres.bulk import PostgresBulk
 from ..postgres.commands_facet import PostgresCommands
 from ..postgres.connection import DEFAULT_SCHEMA, PostgresConnection, check_schema_name, postgres_errors, split_url
 from ..postgres.events import EventWindows, PostgresEventsFollower, listen_connection
+from ..postgres.job_tools_facet import PostgresDedup, PostgresJobTools
 from ..postgres.jobs_facet import PostgresJobs
+from ..postgres.probes_facet import PostgresProbes
+from ..postgres.schedulers_facet import PostgresSchedulers
 from ..postgres.server_facet import PostgresServer
+from ..postgres.workers import read_workers
 from ..snapshot import QueueSnapshot
 from ..workers import Worker
-from .base import EventsReader, UnsupportedBySource
+from .base import EventsReader
 from .spec import ConnectionSpec
 
 
@@ -33,7 +41,8 @@ class PostgresSource:
     label: ClassVar[str] = "PostgreSQL"
     schemes: ClassVar[tuple[str, ...]] = ("postgres", "postgresql")
 
-    probes = schedulers = bulk = None
+    bulk = None
+    figures = None  # not offered yet: jobs per priority, the rate-limit window, BullMQ's metrics
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec
@@ -41,10 +50,17 @@ class PostgresSource:
             check_schema_name(schema)
         self._db = PostgresConnection(spec.url, statement_timeout_s=socket_timeout)  # connects on first use
         self.jobs = PostgresJobs(self._db, connection=spec.name)
+        self.probes = PostgresProbes(self._db, connection=spec.name)
+        self.schedulers = PostgresSchedulers(self._db, connection=spec.name, cron_tz=spec.cron_tz)
         # Actions write: they get their own connection, so the reads' stays read-only.
         self._writer = PostgresConnection(spec.url, statement_timeout_s=socket_timeout, read_only=False)
         self.commands = PostgresCommands(self._writer, connection=spec.name)
+        self.bulk = PostgresBulk(self._writer, connection=spec.name)
+        self.job_tools = PostgresJobTools(self._writer, connection=spec.name)
+        self.dedup = PostgresDedup(self._db, self._writer, connection=spec.name)
         self.server = PostgresServer(self._db, connection=spec.name, schemas=tuple(spec.prefixes))
+        # Keeps the finished-job counts between reads while nothing is committed (snapshots.py).
+        self._snapshots = snapshots.SnapshotReader()
         # The events cursors outlive each follower: one made after a lost connection resumes.
         self._event_windows: EventWindows = {}
 
@@ -70,10 +86,10 @@ class PostgresSource:
         return snapshots.queue_exists(self._db, queue)
 
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
-        return snapshots.read_snapshots(self._db, queues)
+        return self._snapshots.read(self._db, queues)
 
     def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
-        raise UnsupportedBySource(kind=self.kind, connection=self.spec.name, what="worker connections")
+        return read_workers(self._db, queues)  # one read of pg_stat_activity
 
     def events_follower(self, *, block_ms: int) -> EventsReader:
         conn = listen_connection(self.spec.url)

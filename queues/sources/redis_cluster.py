@@ -23,6 +23,9 @@ kind routes every read of a queue to the primary that owns that slot:
   ``XREAD`` per hash-slot group (``queues.redis.cluster_events``), on one dedicated connection
   per primary.
 
+- ``job_tools`` are the single-node tools on the cluster client; ``dedup`` (``ClusterDedup``)
+  SCANs only the primary owning the queue's slot.
+
 - ``server`` (``queues.redis.cluster_health``) says whether the cluster answers and lists the
   queues ``discover`` left out because their keys span slots, with the fix (a hash tag).
 
@@ -40,15 +43,24 @@ from urllib.parse import parse_qsl
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 
 from ..actions import ActionResult
+from ..dedup import DedupPage
 from ..errors import SourceUnavailable
+from ..flow_actions import cross_slot_refusal as flow_cross_slot
 from ..keys import QueueRef
+from ..redact import Redactor
+from ..redis.client_name import name_connections_when_allowed, name_when_allowed
 from ..redis.cluster_events import ClusterEventsFollower
 from ..redis.cluster_health import ClusterServer
 from ..redis.commands_facet import RedisCommands
+from ..redis.dedup import dedup_page
 from ..redis.discovery import discover_queue_names
 from ..redis.errors import describe, redis_errors
+from ..redis.figures_facet import RedisFigures
+from ..redis.flow_actions import parent_of
+from ..redis.job_tools_facet import RedisDedup, RedisJobTools
 from ..redis.jobs_facet import RedisJobs
 from ..redis.probes_facet import RedisProbes
 from ..redis.redrive import cross_slot_refusal
@@ -105,7 +117,9 @@ class _LazyCluster:
                         decode_responses=False,
                         socket_timeout=self._socket_timeout,
                         socket_connect_timeout=2.0,
-                        client_name="queuewatch",
+                        # Named after each node connection's handshake, where allowed
+                        # (queues.redis.client_name): RedisCluster calls this for every one.
+                        redis_connect_func=name_when_allowed,
                     )
                 except redis.cluster.RedisClusterException as exc:
                     # "cannot be connected" and the like: an outage, as redis-py's own errors.
@@ -134,15 +148,15 @@ class _FollowerNodes:
 
     def connect(self, node: str) -> redis.Redis:
         host, _, port = node.rpartition(":")
-        return redis.Redis(
+        client = redis.Redis(
             host=host,
             port=int(port),
             **self._options,
             decode_responses=False,
             socket_timeout=self._socket_timeout,
             socket_connect_timeout=2.0,
-            client_name="queuewatch",
         )
+        return name_connections_when_allowed(client)
 
     def refresh(self) -> None:
         self._cluster.nodes_manager.initialize()
@@ -161,6 +175,29 @@ class ClusterCommands(RedisCommands):
         if slot is None or slot != queue_slot(source):
             return cross_slot_refusal(job_id, dlq=dlq, source=source)
         return super().redrive(dlq, job_id=job_id, source=source, payload_field=payload_field)
+
+    def remove_child_dependency(self, queue: QueueRef, *, job_id: str) -> ActionResult:
+        with redis_errors(self.connection):
+            parent = parent_of(self.client, queue, job_id)
+        if parent and key_slot(parent.encode()) != key_slot(queue.job_key(job_id).encode()):
+            return flow_cross_slot(job_id, parent)
+        return super().remove_child_dependency(queue, job_id=job_id)
+
+
+class ClusterDedup(RedisDedup):
+    """The deduplication keys on a Cluster: a queue's keys share its hash slot, so the listing
+    SCANs only the primary owning it (a cluster client's SCAN would walk every node)."""
+
+    def __init__(self, client: redis.Redis, *, connection: str, source: RedisClusterSource):
+        super().__init__(client, connection=connection)
+        self._source = source
+
+    def page(self, queue: QueueRef, *, cursor: str, redactor: Redactor) -> DedupPage:
+        with redis_errors(self.connection):
+            [(_qs, found)] = self._source.per_node(
+                [queue], lambda node, _queues: dedup_page(node, queue, cursor=cursor, redactor=redactor)
+            )
+            return found
 
 
 class ClusterProbes(RedisProbes):
@@ -202,6 +239,12 @@ class RedisClusterSource:
         self.probes = ClusterProbes(client, connection=spec.name, source=self)
         self.commands = ClusterCommands(client, connection=spec.name)
         self.schedulers = RedisSchedulers(client, connection=spec.name)
+        # The job tools' scripts name keys of one queue; the deduplication keys of a queue are all
+        # in its slot, so one primary's SCAN finds them (ClusterDedup).
+        self.job_tools = RedisJobTools(client, connection=spec.name)
+        self.dedup = ClusterDedup(client, connection=spec.name, source=self)
+        # Each read names keys of one queue (one slot), pipelined per queue.
+        self.figures = RedisFigures(client, connection=spec.name)
         # Only reachability and the queues that cannot run here (no hash tag); not yet the node
         # checks of a single Redis (each primary has its own INFO and configuration).
         self.server = ClusterServer(self.spanning_slots, connection=spec.name, kind=self.kind)
@@ -251,7 +294,9 @@ class RedisClusterSource:
     def queue_exists(self, queue: QueueRef) -> bool:
         if queue_slot(queue) is None:
             return False
-        return bool(self._cluster.get().exists(f"{queue.prefix}:{queue.name}:meta"))
+        # The keys discovery looks for, one at a time: a queue has one or both (queues/redis/discovery.py).
+        client = self._cluster.get()
+        return bool(client.exists(queue.key("meta")) or client.exists(queue.key("events")))
 
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         by_queue: dict[QueueRef, QueueSnapshot] = {}

@@ -17,6 +17,8 @@ from ..redis.discovery import discover_queue_names
 from ..redis.discovery_pass import DiscoveryPass
 from ..redis.errors import redis_errors
 from ..redis.events import EventsFollower
+from ..redis.figures_facet import RedisFigures
+from ..redis.job_tools_facet import RedisDedup, RedisJobTools
 from ..redis.jobs_facet import RedisJobs
 from ..redis.probes_facet import RedisProbes
 from ..redis.schedulers_facet import RedisSchedulers
@@ -71,6 +73,9 @@ class RedisNodeSource:
         self.schedulers = RedisSchedulers(self._client, cron_tz=spec.cron_tz, **facet)
         self.bulk = RedisBulk(self._client, **facet)
         self.server = RedisServer(self._client, **facet)
+        self.job_tools = RedisJobTools(self._client, **facet)
+        self.dedup = RedisDedup(self._client, **facet)
+        self.figures = RedisFigures(self._client, **facet)
 
     def _connect(self, *, socket_timeout: float) -> redis.Redis:
         """A new pooled client of the server this connection's commands go to. The one thing a
@@ -104,8 +109,8 @@ class RedisNodeSource:
         )
 
     def queue_exists(self, queue: QueueRef) -> bool:
-        # The key discovery looks for: every queue ends up with it (see queues/discovery.py).
-        return bool(self._client.exists(f"{queue.prefix}:{queue.name}:meta"))
+        # The keys discovery looks for: a queue has one or both (queues/redis/discovery.py).
+        return bool(self._client.exists(queue.key("meta"), queue.key("events")))
 
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         return read_snapshots(self._client, queues)

@@ -28,6 +28,7 @@ SAMPLE = {
     "window_id": "1",
     "channel_id": "1",
     "task_id": "1",
+    "search_id": "1",
     "token_id": "1",
     "action": "retry",
 }

@@ -22,7 +22,7 @@ from queues.redis.bulk import RedisStore
 from queues.redis.redrive import redrive_job_id
 from queues.selection import JobFilter
 from tests.support.parallel import heavy_trial
-from tests.support.servers import ROOT, node_available, run_node
+from tests.support.servers import ROOT, finish, node_available, run_node
 
 JOBS_PER_TRIAL = 300
 RATE = 300  # jobs/s: a trial runs about a second, in batches of 75, so kills land mid-run
@@ -52,7 +52,7 @@ def run_with_kills(url: str, plan: BulkPlan, key: str, rng: random.Random, kills
             proc.stdout.close()
             proc.stderr.close()
             continue
-        out, err = proc.communicate(timeout=120)
+        out, err = finish(proc, timeout=120)
         assert proc.returncode == 0, err
         return json.loads(out.strip().splitlines()[-1]), landed
     raise AssertionError("unreachable")
@@ -183,7 +183,7 @@ def test_killed_unpaced_whole_set_retry_resumes_with_every_job_moved_once(redis_
                     proc.stdout.close()
                     proc.stderr.close()
                     continue
-            out, err = proc.communicate(timeout=120)
+            out, err = finish(proc, timeout=120)
             assert proc.returncode == 0, err
             progress = json.loads(out.strip().splitlines()[-1])
             break

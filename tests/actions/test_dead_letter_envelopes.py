@@ -130,3 +130,34 @@ def test_demo_dead_letters_redriven_complete(running_monitor, live_setup, redis_
     assert entry.selection["kept_by"] == f"{N} new_id, {N} unwrapped"
     confirmation = AuditEntry.objects.get(action="queue.set-dlq-envelope")
     assert confirmation.selection["change"] == {"before": None, "after": "data:original_id:source"}
+
+
+@pytest.mark.django_db
+def test_confirming_the_shape_on_the_preview_shows_the_preview_again_unwrapped(scratch_queues, redis_url, client):
+    asyncio.run(dead_letter_payments(redis_url))
+    args = ("default", "bull", DLQ_NAME)
+    choose = {"action": "redrive", "state": "waiting", "scope": "matching"}
+    shape = {"data_field": "data", "id_field": "original_id", "source_field": "source"}
+
+    # An operator sees the shape but may not confirm it: that is an admin's word.
+    client.force_login(user_with("operator"))
+    html = client.post(reverse("bulk_preview", args=args), choose).content.decode()
+    assert "These dead letters look like envelopes" in html and "confirm-envelope" not in html
+    refused = client.post(reverse("dlq_envelope_confirm", args=args), {**choose, **shape}, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 403 and not AuditEntry.objects.filter(action="queue.set-dlq-envelope").exists()
+
+    # The admin's confirmation answers with the same preview, now showing what payments will receive.
+    client.force_login(user_with("admin"))
+    html = client.post(reverse("bulk_preview", args=args), choose).content.decode()
+    form = html.split('class="envelope-detected', 1)[1].split("</form>", 1)[0]
+    assert 'name="state" value="waiting"' in form and 'name="action" value="redrive"' in form
+    confirmed = client.post(reverse("dlq_envelope_confirm", args=args), {**choose, **shape}, HTTP_HX_REQUEST="true")
+    html = confirmed.content.decode()
+    assert confirmed.status_code == 200 and 'class="bulk-preview" data-count="6"' in html
+    assert "envelope-confirmed" in html and "copies the data field" in html
+    assert 'data-payload-field="data"' in html and "These dead letters look like envelopes" not in html
+    sample = json.loads(html.split('<pre class="receives" dir="ltr">')[1].split("</pre>")[0].replace("&quot;", '"'))
+    assert set(sample) == set(payment(0))
+    assert AuditEntry.objects.get(action="queue.set-dlq-envelope").selection["change"]["after"] == (
+        "data:original_id:source"
+    )

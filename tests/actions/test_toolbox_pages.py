@@ -206,7 +206,7 @@ def test_queue_settings_are_admin_only_and_obliterate_needs_pause_and_the_name(c
     assert entry.selection["change"] == {"before": None, "after": 3}
     client.force_login(operator)
     page = client.get(reverse("queue_settings", args=q)).content.decode()
-    assert "10 jobs per 1000 ms" in page and "queue-obliterate" not in page  # operators see, cannot change
+    assert "10 jobs per 1 s" in page and "queue-obliterate" not in page  # operators see, cannot change
     before = keys(r, q)
     wrong = api(client, url("obliterate"), {"confirm": "tb", "reason": "x"}, admin_token)
     assert wrong.status_code == 409 and "not paused" in wrong.json()["message"]
@@ -260,3 +260,94 @@ def test_viewers_and_read_only_mode_are_refused_everything(client, failed, r, se
     for name, args, body in posts:
         assert api(client, reverse(name, args=args), body, admin_token).status_code == 403, name
     assert keys(r, q) == before and not AuditEntry.objects.exclude(queue="").exists()  # refusals are recorded as events
+
+
+def test_a_duplicate_of_a_scheduler_iteration_runs_now_not_a_scheduling_interval_late(client, r, prefixed_queues, q):
+    """BullMQ gives each iteration the delay to its scheduler's next slot; that delay belongs to
+    the scheduler, not to the job, so a copy made from the page waits for no slot."""
+    scheduled = run_node(
+        "toolbox.mjs",
+        "schedule",
+        prefixed_queues.url,
+        "tb",
+        "yearly",
+        json.dumps({"pattern": "0 0 1 1 *", "tz": "UTC"}),
+        json.dumps({"name": "report", "data": {"year": 1}, "opts": {"attempts": 2}}),
+        prefix=prefixed_queues.prefix,
+    )
+    iteration = scheduled["next"]["id"]
+    assert scheduled["next"]["delay"] > 3_600_000  # the next 1 January is more than an hour away
+    client.force_login(user_with("operator"))
+    response = client.post(reverse("job_action", args=[*q, "duplicate", iteration]), HTTP_HX_REQUEST="true")
+    assert b'class="action-result ok"' in response.content
+    new_id = AuditEntry.objects.get(action="job.duplicate").selection["job_id"]
+    assert r.zscore(f"{q[1]}:tb:delayed", new_id) is None
+    assert new_id.encode() in r.lrange(f"{q[1]}:tb:wait", 0, -1)
+    opts = json.loads(r.hget(f"{q[1]}:tb:{new_id}", "opts"))
+    assert "delay" not in opts and opts["attempts"] == 2
+    assert r.hget(f"{q[1]}:tb:{new_id}", "data") == b'{"year":1}'
+
+
+def test_api_add_runs_bullmq_6_7_deduplication_reschedule_and_keep_last_if_active(client, r, q, prefixed_queues):
+    """BullMQ 6.7's add scripts (vendored): a second add with `reschedule` moves the delayed owner
+    to its own delay, and a Node worker runs the owner then; `keepLastIfActive` holds the key
+    without expiry for the owner's whole life, whatever the ttl."""
+    run_node("toolbox.mjs", "hashes", prefixed_queues.url, "tb", "[]", prefix=prefixed_queues.prefix)  # the queue
+    token = token_for(user_with("operator"))
+    url = reverse("api_jobs", args=q)
+    dedup = {"id": "digest-7", "reschedule": True}
+    owner = api(
+        client, url, {"name": "digest", "data": {"v": 1}, "opts": {"delay": 3_600_000, "deduplication": dedup}}, token
+    )
+    assert owner.status_code == 201
+    owner_id = owner.json()["id"]
+    later = r.zscore(f"{q[1]}:tb:delayed", owner_id)
+    hit = api(client, url, {"name": "digest", "data": {"v": 2}, "opts": {"delay": 200, "deduplication": dedup}}, token)
+    assert hit.status_code == 200 and (hit.json()["id"], hit.json()["reason"]) == (owner_id, "deduplicated")
+    assert r.zscore(f"{q[1]}:tb:delayed", owner_id) < later - 3_000_000 * 4096  # moved to its new delay
+    assert r.hget(f"{q[1]}:tb:{owner_id}", "delay") == b"200"
+    ran = run_node("toolbox.mjs", "run", prefixed_queues.url, "tb", "1", "0", prefix=prefixed_queues.prefix)["jobs"]
+    assert ran[owner_id]["state"] == "completed" and ran[owner_id]["data"] == {"v": 1}  # the owner, at the new time
+
+    kept = {"id": "k-2", "ttl": 60_000, "keepLastIfActive": True}
+    added = api(client, url, {"name": "sync", "data": {}, "opts": {"delay": 60_000, "deduplication": kept}}, token)
+    assert added.status_code == 201
+    assert json.loads(r.hget(f"{q[1]}:tb:{added.json()['id']}", "opts"))["de"] == kept
+    assert r.get(f"{q[1]}:tb:de:k-2") == added.json()["id"].encode() and r.pttl(f"{q[1]}:tb:de:k-2") == -1
+
+
+def test_a_queue_recorded_by_a_newer_bullmq_refuses_script_changes_with_that_reason(client, failed, r, q):
+    """Our scripts are BullMQ 6.7's: a queue whose meta records a newer release (here
+    bullmq:99.0.0) may hold what they do not know. Every change through a script is refused and
+    audited as such, nothing changes, and the settings page says which release wrote it."""
+    meta = f"{q[1]}:tb:meta"
+    assert r.hget(meta, "version").startswith(b"bullmq:6.7")  # the Node Queue records its release
+    r.hset(meta, "version", "bullmq:99.0.0")
+    token = token_for(user_with("operator"))
+    before = keys(r, q)
+    retry = api(client, reverse("api_job_action", args=[*q, "retry", failed[0]]), {}, token)
+    assert retry.status_code == 409 and retry.json()["error"] == "unsupported_bullmq"
+    assert "bullmq:99.0.0" in retry.json()["message"] and "6.7.0" in retry.json()["message"]
+    added = api(client, reverse("api_jobs", args=q), {"name": "x", "data": {}}, token)
+    assert added.status_code == 409 and keys(r, q) == before
+    assert r.zscore(f"{q[1]}:tb:failed", failed[0]) is not None  # still failed
+    entry = AuditEntry.objects.filter(action="job.retry").latest("pk")
+    assert entry.outcome == AuditEntry.REFUSED and "bullmq:99.0.0" in entry.message
+    client.force_login(user_with("admin"))
+    form = client.post(
+        reverse("job_action", args=[*q, "retry", failed[0]]), {"reason": "x"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "bullmq:99.0.0" in form  # the page's form says why, as a message htmx swaps in
+    page = client.get(reverse("queue_settings", args=q)).content.decode()
+    assert "bullmq:99.0.0" in page and "changes are refused" in page
+    # The queue page says it too, above its figures, in the reader's language.
+    queue_page = client.get(reverse("queue", args=q)).content.decode()
+    assert 'class="banner error release-unsupported"' in queue_page and "bullmq:99.0.0" in queue_page
+    client.cookies["django_language"] = "ar"
+    arabic = client.get(reverse("queue", args=q)).content.decode()
+    assert "release-unsupported" in arabic and "bullmq:99.0.0" in arabic and "newer than BullMQ" not in arabic
+    client.cookies["django_language"] = "en"
+    # A patch of the supported release is not newer: its scripts are ours.
+    r.hset(meta, "version", "bullmq:6.7.9")
+    assert "release-unsupported" not in client.get(reverse("queue", args=q)).content.decode()
+    assert api(client, reverse("api_job_action", args=[*q, "retry", failed[0]]), {}, token).status_code == 200

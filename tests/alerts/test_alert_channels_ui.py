@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
-from dashboard.core.crypto import decrypt_values
+from dashboard.core.crypto import decrypt, decrypt_values
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
@@ -127,7 +127,8 @@ def test_admin_creates_email_and_webhook_channels():
     channel = Channel.objects.get(name="new-hook")
     assert channel.secret == "abc" and channel.kind == "webhook"
     stored_headers = channel.config["headers"]  # encrypted at rest (tests/security/test_secrets_at_rest.py)
-    assert {**channel.config, "headers": decrypt_values(stored_headers)} == {
+    # The URL and header values are encrypted at rest (tests/security/test_secrets_at_rest.py).
+    assert {**channel.config, "url": decrypt(channel.config["url"]), "headers": decrypt_values(stored_headers)} == {
         "url": "https://example.test/hook",
         "shape": "queuewatch",
         "timeout_s": 10,

@@ -65,7 +65,7 @@ def test_missed_run_of_a_real_bullmq_scheduler_fires_and_resolves_when_a_worker_
     evaluate(later)
     alert = Alert.objects.get(state=Alert.FIRING)
     assert (alert.queue, alert.item) == ("reports", "every-second")
-    assert "runs not taken by a worker (every 1000 ms)" in alert.summary
+    assert "runs not taken by a worker (every 1 s)" in alert.summary
     assert 90 <= alert.value_last <= 125  # seconds since the first run nobody took
     # The cron scheduler's next run is in the future (scheduler.mjs: 1 January): not missed.
     # (An hourly pattern made this test fail whenever its two minutes crossed the hour.)
@@ -117,3 +117,61 @@ def test_backlog_can_count_delayed_jobs_already_due(node_db):
     (alert,) = Alert.objects.all()
     assert alert.rule.name == "backlog incl. due" and alert.state == Alert.FIRING
     assert alert.summary == "4 jobs waiting (incl. 4 delayed jobs already due)"
+
+
+def test_a_crowd_of_finished_schedulers_hides_no_missed_run_from_the_alert_the_page_or_the_api(
+    settings, redis_prefix, client
+):
+    """1,100 finished schedulers (copies of one real BullMQ finished, each with its own last
+    iteration) score older than a live scheduler whose run is missed: the alert still sees that
+    one, and the schedulers page and the API reach it on a later page."""
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    from tests.support.accounts import token_for
+
+    point_at(settings, redis_prefix.spec())
+    queue = redis_prefix.queue("crowd")
+    r = redis_prefix.client
+    done = run_node("finished_schedulers.mjs", redis_prefix.url, "crowd", prefix=redis_prefix.prefix)
+    limited = next(s for s in done["schedulers"] if s["key"] == "limited")
+    definition = r.hgetall(queue.key("repeat:limited"))
+    last_run = r.hgetall(queue.job_key(f"repeat:limited:{limited['next']}"))
+    assert definition and last_run
+    now = dt.datetime.now(dt.UTC)
+    base = int(now.timestamp() * 1000) - 2 * 86_400_000
+    pipe = r.pipeline(transaction=False)
+    for i in range(1100):
+        sid, score = f"done-{i:04}", base + i
+        pipe.hset(queue.key(f"repeat:{sid}"), mapping=definition)
+        pipe.hset(queue.job_key(f"repeat:{sid}:{score}"), mapping=last_run)
+        pipe.zadd(queue.key("repeat"), {sid: score})
+    pipe.execute()
+    run_node(
+        "toolbox.mjs",
+        "schedule",
+        redis_prefix.url,
+        "crowd",
+        "late",
+        '{"every": 60000}',
+        '{"name": "late"}',
+        prefix=redis_prefix.prefix,
+    )
+    r.zadd(queue.key("repeat"), {"late": int(now.timestamp() * 1000) - 86_400_000})  # a day of runs missed
+
+    make_rule("missed runs", kind="scheduler_missed", threshold=30, channels=[make_channel()])
+    evaluate_queue(queue, now)
+    assert list(Alert.objects.filter(state=Alert.FIRING).values_list("item", flat=True)) == ["late"]
+
+    total = r.zcard(queue.key("repeat"))
+    assert total == 1104  # the copies, limited, ending, new-year, late
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token_for(User.objects.create_user('reader', password='pw'))}"}
+    api = client.get(reverse("api_queue", args=redis_prefix.args("crowd")), {"schedulers_page": 12}, **auth).json()
+    assert api["schedulers_page"] == {"page": 12, "per_page": 100, "total": total}
+    late = [s for s in api["schedulers_list"] if s["id"] == "late"]
+    assert late and late[0]["finished"] is False
+    client.force_login(User.objects.get(username="reader"))
+    first = client.get(reverse("queue_schedulers", args=redis_prefix.args("crowd"))).content.decode()
+    assert "Schedulers 1–100 of 1104" in first and "<code>late</code>" not in first
+    page = client.get(reverse("queue_schedulers", args=redis_prefix.args("crowd")), {"page": 12}).content.decode()
+    assert "Schedulers 1101–1104 of 1104" in page and "<code>late</code>" in page

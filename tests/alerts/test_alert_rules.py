@@ -336,4 +336,4 @@ def test_a_firing_alerts_changing_value_is_stored_at_most_once_a_minute():
     assert alert.value_last == 100 and alert.observed_at == T0
     evaluate_rules(facts=facts(signals(counts={"waiting": 1}, oldest_age_s=160)), now=T0 + 60 * S)
     alert.refresh_from_db()
-    assert alert.value_last == 160 and alert.summary == "oldest waiting job is 160 s old"
+    assert alert.value_last == 160 and alert.summary == "oldest waiting job is 2 min 40 s old"

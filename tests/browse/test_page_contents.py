@@ -84,7 +84,7 @@ def test_queue_actions_only_when_something_matches(operator_logged_in, node_queu
     html = operator_logged_in.get(reverse("queue", args=["default", "bull", "flows"])).content.decode()
     assert hidden(html, "bulk-retry-failed") and hidden(html, "bulk-promote-delayed")
     assert hidden(html, "Failed jobs by error")
-    links = re.search(r'<nav class="queue-links">(.*?)</nav>', html, re.S).group(1)
+    links = re.search(r'<nav class="queue-links"[^>]*>(.*?)</nav>', html, re.S).group(1)
     assert "·" not in links  # separators come from CSS, so none is left over for an absent link
     assert 'value="redrive"' not in html  # redrive is for dead-letter queues only
 

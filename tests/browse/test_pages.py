@@ -47,7 +47,7 @@ def test_overview_filter_and_sort(logged_in, node_queues):
 
 def test_overview_htmx_request_gets_only_the_table(logged_in, node_queues):
     html = logged_in.get(reverse("overview"), {"q": "mix"}, HTTP_HX_REQUEST="true").content.decode()
-    assert html.lstrip().startswith('<div id="queue-tables">') and "<html" not in html
+    assert html.lstrip().startswith('<div id="queue-tables"') and "<html" not in html
 
 
 def test_unreachable_connection_shows_banner_while_others_work(logged_in, settings, node_queues, node_fixture_db):
@@ -90,7 +90,7 @@ def test_waiting_tab_is_in_run_order_and_paginates(logged_in, node_queues, node_
 def quote_id(job_id):
     from django.utils.html import escape
 
-    return f"<code>{escape(job_id)}</code>"
+    return f'<code class="qw-id" title="{escape(job_id)}" dir="ltr">{escape(job_id)}</code>'
 
 
 def test_every_tab_renders(logged_in, node_queues):
@@ -101,7 +101,9 @@ def test_every_tab_renders(logged_in, node_queues):
 
 def test_prioritized_and_delayed_tabs_show_priority_and_due(logged_in, node_queues):
     html = logged_in.get(queue_url("mixed", state="prioritized")).content.decode()
-    assert html.index('<td class="num">1</td>') < html.index('<td class="num">100</td>')
+    assert html.index('<td class="num" data-label="Priority">1</td>') < html.index(
+        '<td class="num" data-label="Priority">100</td>'
+    )
     html = logged_in.get(queue_url("mixed", state="delayed")).content.decode()
     # Due times are about an hour ahead (score = due_ms * 4096 + seq), rendered as <time>.
     import datetime as dt
@@ -137,7 +139,8 @@ def test_job_page_shows_stack_traces_logs_progress_and_timeline(logged_in, node_
     ]
     job_id = failed[0][0].split("/", 2)[2]
     html = logged_in.get(job_url("mixed", job_id)).content.decode()
-    assert "badge state-failed" in html and "Attempt 2" in html and "boom" in html
+    assert "badge state-failed" in html and "Latest failure" in html and "1 failure before the latest" in html
+    assert "boom" in html and "Attempt 1" not in html
     assert "created" in html and "finished (failed)" in html
     html = logged_in.get(job_url("mixed", "order:eu:42")).content.decode()
     assert "Logs" in html and "Progress" in html

@@ -1,4 +1,4 @@
-"""End-to-end fixtures: Queuewatch served by daphne exactly as users run it (a subprocess with
+"""End-to-end fixtures: Queuewatch served by its web server (uvicorn) exactly as users run it (a subprocess with
 its own SQLite file), and real headless Chromium driven by Playwright."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
     )
     web = None
     try:
-        web = AppServer(env)  # answering, or it raised with what daphne said
+        web = AppServer(env)  # answering, or it raised with what the server said
         yield LiveApp(web.url, username, password, env)
     finally:  # also when startup fails: no server or monitor outlives the session
         if web is not None:

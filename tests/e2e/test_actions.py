@@ -1,7 +1,7 @@
-"""In real Chromium, through daphne, channels_redis and the monitor process: open a queue's
+"""In real Chromium, through the shipped web server (uvicorn), channels_redis and the monitor process: open a queue's
 error groups, preview the biggest group's redrive, confirm it paced, and watch the task's
 progress arrive live until 100 %; the group is back at work and the rest stayed failed."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, node_fixtur
     for job_id in ids[:2]:
         page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
     page.select_option("#bulk-form select[name=action]", "discard")
-    page.click("#bulk-form button:has-text('Preview ticked jobs')")
+    page.click("#bulk-form button.bulk-preview-button")
     preview = page.wait_for_selector("#bulk-panel .bulk-preview")
     assert preview.get_attribute("data-count") == "2"
     assert sorted(

@@ -10,104 +10,10 @@ import re
 import pytest
 
 from tests.support.browser import log_in, manage
+from tests.support.latin_text import LATIN_TEXT, latin_outside_user_data
+from tests.support.tour import tour
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
-
-# Names that are not translated (products, formats, standards), written in Latin letters in
-# Arabic text too; and identifiers from code and configuration (camelCase or dotted option and
-# method names, Redis settings, acronyms, percentiles), which no translation may change.
-PROPER_NOUNS = (
-    "Queuewatch",
-    "BullMQ",
-    "Redis",
-    "Node.js",
-    "Python",
-    "Prometheus",
-    "JSON Lines",
-    "JSON Schema",
-    "JSONL",
-    "JSON",
-    "CSV",
-    "Lua",
-    "cron",
-    "glob",
-    "Slack",
-    "Alertmanager",
-    "PagerDuty",
-    "maxmemory-policy",
-    "maxmemory",
-    "noeviction",
-)
-IDENTIFIER = (
-    r"\b[a-z]+[A-Z]\w*|\b\w+(?:\.\w+)+|\b[a-z]+_\w+|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{2,}\b"
-    r"|\bp\d\d\b|\bRFC \d+|\b[a-z]+-\*"
-)
-# (camelCase, dotted, snake_case, ENV_NAMES, ACRONYMS, percentiles, RFC numbers, a glob like orders-*)
-
-# Visible text nodes with a Latin letter, outside what marks user data; each as the element's
-# tag and classes and its text, so a failure says where it is.
-LATIN_TEXT = """() => {
-  const userData = 'bdi, [dir=ltr], code, pre, kbd, samp, script, style, template, noscript, input, textarea, option';
-  const found = [];
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  while (walker.nextNode()) {
-    const node = walker.currentNode;
-    const text = node.textContent.replace(/\\s+/g, ' ').trim();
-    const el = node.parentElement;
-    if (!text || !/[A-Za-z]/.test(text) || !el || el.closest(userData)) continue;
-    const box = el.getBoundingClientRect();
-    const style = getComputedStyle(el);
-    if (box.width * box.height <= 1 || style.visibility === 'hidden' || !el.getClientRects().length) continue;
-    found.push(el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ').join('.') : '')
-               + ': ' + text.slice(0, 160));
-  }
-  return found;
-}"""
-
-
-def tour(bullmq_fixture) -> list[str]:
-    """The pages an operator walks: overview, a queue in each of its states, a failed job and
-    its tools, the queue's settings and error groups, and every page of the navigation."""
-    mixed = {
-        full_id.split("/", 2)[2]: job
-        for full_id, job in bullmq_fixture["jobs"].items()
-        if full_id.startswith("bull/mixed/")
-    }
-    failed = next(i for i, job in mixed.items() if job["failedReason"] and job.get("returnvalue") is None)
-    completed = next(i for i, job in mixed.items() if job.get("returnvalue") is not None)
-    queue = "/q/default/bull/mixed/"
-    return [
-        "/",
-        *(
-            f"{queue}?state={s}"
-            for s in ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
-        ),
-        f"{queue}jobs/{failed}",
-        f"{queue}jobs/{completed}",
-        f"{queue}edit/{failed}",
-        f"{queue}settings",
-        f"{queue}add-job",
-        f"{queue}errors/",
-        f"{queue}schedulers/",
-        "/q/default/bull/sched/schedulers/",
-        "/schedulers/",
-        "/health/",
-        "/tasks/",
-        "/audit/",
-        "/alerts/",
-        "/alerts/rules/",
-        "/alerts/rules/new",
-        "/alerts/silences/",
-        "/alerts/channels/",
-        "/alerts/channels/new/",
-        "/account/tokens/",
-    ]
-
-
-def latin_outside_user_data(found: list[str]) -> list[str]:
-    nouns = re.compile("|".join([*(re.escape(n) for n in PROPER_NOUNS), IDENTIFIER]))
-    return [line for line in found if re.search("[A-Za-z]", nouns.sub("", line.split(": ", 1)[1]))]
-
 
 # Rows for the audit log, with the messages the code that writes them makes: a single-job
 # action's result, a bulk task's closing summary, and a configuration change with its details.
@@ -146,5 +52,82 @@ def test_every_page_of_the_tour_reads_in_arabic(browser, live_app, bullmq_fixtur
             if left:
                 english[path] = left
         assert not english, "\n".join(f"{path}\n  " + "\n  ".join(lines[:25]) for path, lines in english.items())
+    finally:
+        context.close()
+
+
+# Visible text with an English unit after a number ("30 min 1 s", "0/min"), anywhere but in user
+# data: figures the product writes are never user data, even where they sit left to right.
+ENGLISH_UNITS = """() => {
+  const userData = 'bdi, code, pre, kbd, samp, script, style, template, noscript, input, textarea, option';
+  const unit = /\\d\\s*(ms|s|min|h|d)\\b|\\/min\\b|\\bmin\\b/;
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const el = node.parentElement;
+    const text = node.textContent.replace(/\\s+/g, ' ').trim();
+    if (!text || !el || el.closest(userData) || !unit.test(text) || !el.getClientRects().length) continue;
+    found.push(el.tagName.toLowerCase() + ': ' + text.slice(0, 120));
+  }
+  return found;
+}"""
+
+
+# Alerts as the rule engine records them: their summaries in English, one as an older row wrote it
+# (resolved, and of a disabled rule: the running monitor leaves them as they are).
+ALERT_ROWS = """
+from django.utils import timezone
+from dashboard.alerts.models import Alert, AlertRule
+
+rule = AlertRule.objects.create(name="tour: oldest waiting", kind="oldest_waiting", threshold=60, enabled=False)
+for n, summary in enumerate(["oldest waiting job is at least 3 min 4 s old", "oldest waiting job is 184 s old"]):
+    Alert.objects.create(rule=rule, fingerprint=f"tour-{n}", connection="default", prefix="bull", queue="mixed",
+                         state=Alert.RESOLVED, pending_since=timezone.now(), resolved_at=timezone.now(),
+                         summary=summary)
+"""
+
+
+def test_arabic_pages_write_durations_and_rates_with_arabic_units(browser, live_app, bullmq_fixture):
+    manage(live_app.env, "shell", "-c", ALERT_ROWS)
+    context = browser.new_context(bypass_csp=True, locale="ar")
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        log_in(page, live_app)
+        english = {}
+        paths = ("/", "/q/default/bull/mixed/", "/q/default/bull/mixed/?state=failed", "/schedulers/", "/alerts/")
+        for path in paths:
+            page.goto(live_app.url + path)
+            page.wait_for_load_state("networkidle")
+            page.wait_for_timeout(1200)  # a live swap, the charts' first draw and legend
+            left = page.evaluate(ENGLISH_UNITS)
+            if left:
+                english[path] = left
+        assert not english, english
+        page.goto(live_app.url + "/alerts/")
+        alerts = page.locator("table.alerts").inner_text()
+        assert "عمر أقدم مهمة منتظِرة 3 د 4 ث على الأقل" in alerts and "عمر أقدم مهمة منتظِرة 184 ث" in alerts
+
+        # The browser's formatters (every live swap, chart axis and legend) speak Arabic too.
+        page.goto(live_app.url + "/q/default/bull/mixed/")
+        page.wait_for_selector(".chart .uplot .u-legend")
+        legends = page.locator(".chart .u-legend").all_inner_texts()
+        assert legends and not any(re.search(r"\d\s*(ms|s|min|h)\b|/min|[A-Za-z]{3}", text) for text in legends), (
+            legends
+        )
+        # The axes uPlot draws on its canvas: their titles and tick labels (the ones it drew last).
+        axes = page.evaluate(
+            """() => [...document.querySelectorAll('.chart')].map(el => el.__qwPlot).filter(Boolean)
+                 .flatMap(u => u.axes.slice(1).flatMap(a => [a.label || '', ...(a._values || [])]))"""
+        )
+        assert any(re.search("[\u0600-\u06ff]", text) for text in axes), axes
+        assert not [text for text in axes if re.search(r"\d\s*(ms|s|min|h)\b|/min|[A-Za-z]{3}", str(text))], axes
+        said = page.evaluate(
+            "() => [qwText.duration(541), qwText.durationMs(400), qwText.perMinute(0), qwText.perMinute(1234)]"
+        )
+        assert said == ["9 د 1 ث", "400 م‌ث", "0/د", "1.2 ألف/د"]
+        page.goto(live_app.url + "/schedulers/")
+        assert "كل 1 د" in page.locator("main").inner_text()  # the "every-minute" scheduler
     finally:
         context.close()

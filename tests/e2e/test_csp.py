@@ -1,7 +1,7 @@
 """In real Chromium with the Content-Security-Policy enforced (no 'unsafe-inline', no eval):
 the pages load, htmx swaps and the live socket connect without a single CSP violation or
 script error."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

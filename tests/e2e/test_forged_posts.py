@@ -50,6 +50,8 @@ def test_swapped_in_elements_cannot_post_with_the_users_token(page, live_app, no
     assert posts == []
     assert client.hget("bull:e2e-forged:meta", "paused") is None
 
-    page.click("button.queue-pause")  # the genuine form still posts, with the token
+    page.click(".queue-pause-open")  # the genuine form still posts, with the token (and its reason)
+    page.fill(".qw-confirm[open] input[name=reason]", "a real pause")
+    page.click("button.queue-pause")
     page.wait_for_function("() => document.querySelector('#action-result, #bulk-panel').textContent.trim() !== ''")
     assert client.hget("bull:e2e-forged:meta", "paused") == b"1"

@@ -18,6 +18,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
 
 def assert_whole_queue_page(page, state: str) -> None:
+    # The URL first: htmx pushes it after the swap settles (and a navigation back may still be
+    # under way), so the list can match before the address does.
+    page.wait_for_function("state => location.search.endsWith('state=' + state)", arg=state)
     page.wait_for_selector(f"#job-list[data-state={state}]")
     assert page.url.endswith(f"state={state}")
     assert page.locator("header.topbar").count() == 1  # the layout, not only the fragment

@@ -7,15 +7,18 @@ error. Screenshots go to var/screenshots/ (git-ignored; CI keeps them as artefac
 
 One browser, one app and one signed-in session for the module; each combination is one browser
 context (viewport, colour scheme and Accept-Language), so ~40 page loads in all."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
+from bullmq import FlowProducer, Queue, Worker
 
-from tests.support.browser import log_in
+from dashboard.demo.runtime import close_worker
+from tests.support.browser import log_in, run_async
 from tests.support.servers import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -159,7 +162,8 @@ def test_pages_fit_and_navigation_works(browser, live_app, session_state, job_pa
         check_shell(page, lang, width, name)
 
         page.goto(live_app.url + QUEUE + "?state=failed")
-        page.click("#bulk-form button[value=matching]")
+        page.check("#bulk-form input[name=all_matching]")
+        page.click("#bulk-form button.bulk-preview-button")
         page.wait_for_selector("#bulk-panel .bulk-preview")
         assert_fits(page, "queue page with a bulk preview")
         shot(page, f"{name}-bulk-preview")
@@ -203,9 +207,15 @@ def test_the_overview_fits_from_360_to_2560_pixels(browser, live_app, session_st
         page.goto(live_app.url + "/")
         page.wait_for_selector("table.queues")
         # 1,030 px: just wide enough for the unfolded navigation, its tightest fit.
-        for width in (360, 1030, 2560):
+        for width in (360, 1030, 1280, 2560):
             page.set_viewport_size({"width": width, "height": 900})
             assert_fits(page, width)
+            if width > 1024:  # unfolded: the links stay one row (the tools wrap under them)
+                rows = page.eval_on_selector_all(
+                    ".site-nav .nav-links a",
+                    "links => new Set(links.map(a => Math.round(a.getBoundingClientRect().top))).size",
+                )
+                assert rows == 1, f"the navigation links take {rows} rows at {width} px"
             shot(page, f"{lang}-{width}-light-overview")
         assert page.errors == [], page.errors
     finally:
@@ -290,6 +300,54 @@ def test_charts_follow_the_theme_and_put_the_value_axis_at_the_start_of_the_line
         page.wait_for_function(f"() => ({PLOT_AXES})().stroke !== {dark['stroke']!r}")
         light = page.evaluate(PLOT_AXES)
         assert light["stroke"] == light["muted"] != dark["muted"] and light["side"] == side, light
+        assert page.errors == [], page.errors
+    finally:
+        context.close()
+
+
+async def add_gallery_flow(url: str) -> str:
+    """A flow as the demo's producer adds one: a parent whose children get BullMQ's own ids (UUIDs),
+    so the page lists long child keys (prefix:queue:uuid), and whose children complete with the
+    demo's return values (long storage URLs), which the page shows beside each child."""
+    opts = {"connection": url, "prefix": "bull"}
+    thumbnails = Queue("e2e-thumbnails", opts)
+    done_before = (await thumbnails.getJobCounts("completed"))["completed"]
+    flow = FlowProducer(opts=opts)
+    try:
+        children = [{"name": "resize", "queueName": "e2e-thumbnails", "data": {"part": i}} for i in range(3)]
+        added = await flow.add({"name": "publish-gallery", "queueName": "e2e-galleries", "children": children})
+    finally:
+        await flow.close()
+
+    async def resize(job, token):
+        return {"renditions": [f"s3://thumbs-prod/{size}/{job.id}.jpg" for size in (256, 512, 1024)]}
+
+    worker = Worker("e2e-thumbnails", resize, {**opts, "autorun": False})
+    runner = asyncio.ensure_future(worker.run())
+    try:
+        for _ in range(600):
+            if (await thumbnails.getJobCounts("completed"))["completed"] >= done_before + 3:
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await thumbnails.close()
+        await close_worker(worker, runner)
+    return added["job"].id
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_flow_parents_job_page_fits_a_phone(browser, live_app, session_state, node_fixture_db, lang):
+    # Its children are listed by their full job keys, and the page offers the actions of a job
+    # waiting for its children: neither may widen the page.
+    parent = run_async(add_gallery_flow, node_fixture_db.url)
+    context, page = open_context(browser, session_state, lang=lang, width=390)
+    try:
+        page.goto(f"{live_app.url}/q/default/bull/e2e-galleries/jobs/{parent}")
+        page.wait_for_selector("ul.children")
+        assert page.locator("ul.children li").count() == 3
+        assert page.locator("ul.children .child-outcome").count() == 3
+        assert_fits(page, "a flow parent's job page")
+        shot(page, f"{lang}-390-flow-parent")
         assert page.errors == [], page.errors
     finally:
         context.close()

@@ -1,8 +1,8 @@
-"""In real Chromium, through daphne, channels_redis and the monitor process: pages update
+"""In real Chromium, through the shipped web server (uvicorn), channels_redis and the monitor process: pages update
 without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
 is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering
 after more than 60 seconds."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ def test_failed_job_appears_live_even_after_a_long_idle_websocket(page, live_app
     assert not retry_all.is_visible()  # nothing to retry yet
 
     # Idle for longer than redis-py's old 5 s socket timeout (the channel layer's read must not
-    # time out: channels_redis socket_timeout=None) and than daphne's 20 s websocket ping
-    # interval (a ping is sent and answered meanwhile): the socket must still be open and
-    # delivering. Longer idle adds nothing: nothing else in the path has a timeout below it.
+    # time out: channels_redis socket_timeout=None) and than the web server's 20 s websocket
+    # ping interval (dashboard/serve.py; a ping is sent and answered meanwhile): the socket must
+    # still be open and delivering. Longer idle adds nothing: nothing else in the path has a timeout below it.
     page.wait_for_timeout(26_000)
     status = page.locator("#live-status")
     assert status.get_attribute("data-state") == "live"
@@ -80,13 +80,16 @@ def test_pause_then_resume_from_the_queue_page_without_a_reload(page, live_app, 
     run_node("produce.mjs", "complete", node_fixture_db.url, "e2e-pause", "1")
     log_in(page, live_app)
     open_live(page, live_app, "/q/default/bull/e2e-pause/")
-    pause, resume = page.locator("button.queue-pause"), page.locator("button.queue-resume")
+    # Pausing is confirmed with a reason (the button opens the form); resuming is one click.
+    pause, resume = page.locator(".queue-pause-open"), page.locator("button.queue-resume")
     assert pause.is_visible() and not resume.is_visible()
     pause.click()
+    page.fill(".qw-confirm[open] input[name=reason]", "deploying the consumer")
+    page.click("button.queue-pause")
     page.wait_for_selector("button.queue-resume", state="visible", timeout=10_000)
     assert not pause.is_visible() and client.hexists("bull:e2e-pause:meta", "paused")
     resume.click()
-    page.wait_for_selector("button.queue-pause", state="visible", timeout=10_000)
+    page.wait_for_selector(".queue-pause-open", state="visible", timeout=10_000)
     assert not resume.is_visible() and not client.hexists("bull:e2e-pause:meta", "paused")
     assert page.evaluate("window.__noReload") == 1
 
@@ -108,3 +111,27 @@ def test_logging_out_in_another_tab_shows_signed_out_and_does_not_reconnect(page
     assert status.get_attribute("data-opened") == opened
     assert status.get_attribute("data-state") == "signed-out"
     assert page.evaluate("window.__noReload") == 1
+
+
+def test_a_page_over_the_users_socket_cap_says_too_many_tabs_and_does_not_reconnect(page, live_app, node_fixture_db):
+    """The user already holds QUEUEWATCH_LIVE_SOCKETS_PER_USER live sockets (here: the leases of
+    sockets held by other web processes, written where every process counts them): one more page
+    is closed with 4429, and its badge says why instead of retrying."""
+    client = node_fixture_db.client()
+    log_in(page, live_app)
+    open_live(page, live_app, "/")
+    (key,) = [k for k in client.keys("queuewatch:sockets:*") if client.zcard(k)]  # this user's open sockets
+    others = {f"elsewhere-{i}": 4_000_000_000_000 for i in range(60)}  # leases that do not lapse during the test
+    client.zadd(key, others)
+    try:
+        other = page.context.new_page()
+        other.goto(live_app.url + "/")
+        status = other.locator("#live-status")
+        other.wait_for_selector("#live-status[data-state=too-many]", timeout=10_000)
+        assert status.inner_text() == "not live: too many tabs"
+        assert "too many live pages open" in status.get_attribute("title")
+        opened = status.get_attribute("data-opened")
+        other.wait_for_timeout(3_000)  # htmx would have retried within a second or two
+        assert status.get_attribute("data-opened") == opened
+    finally:
+        client.zrem(key, *others)

@@ -1,7 +1,7 @@
 """In real Chromium: numbers and times formatted in the browser for the page's language and
 the product's one time zone (the browser's, switchable to UTC and remembered); a dead-letter
 queue redriven in bulk from its page; a job page that follows the action done on it."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""In real Chromium, through daphne: add a job with options from the add form (bad JSON first,
+"""In real Chromium, through the shipped web server (uvicorn): add a job with options from the add form (bad JSON first,
 refused with a message), edit a failed job's data with a previewed diff and retry it, and
 obliterate a paused queue only after its name is typed."""
-# Literal `bull:` keys kept: the session's app and monitor (daphne) serve the Node-built database, prefix 'bull'.
+# Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
 

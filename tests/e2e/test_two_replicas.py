@@ -1,5 +1,5 @@
 """Two web replicas behind one dashboard Redis and one database, as docs/operations.md
-("Several web replicas") describes: two daphne processes of the shipped ASGI app share a SQLite
+("Several web replicas") describes: two web server processes (uvicorn) of the shipped ASGI app share a SQLite
 file and a Redis database (monitored queues, channel layer, leader lock), with two
 ``manage.py monitor`` processes of which one leads. Pages open on either replica receive the
 same live fragments; a bulk task started through one replica's API is seen and cancelled

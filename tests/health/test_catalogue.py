@@ -74,5 +74,6 @@ def test_postgres_declares_its_own_checks():
         "postgres.long_transactions",
         "postgres.connections",
         "postgres.dead_rows",
+        "postgres.event_growth",
     )
     assert "postgres.schema_version" not in health.connection_kinds("redis")

@@ -500,8 +500,11 @@ def test_duplicated_adds_from_real_node_bullmq(followed_queues, running_monitor,
     assert out["returned"] == ["invoice-42"] * 3 and out["processed"] == 1  # the re-adds never ran
     run_node("produce.mjs", "complete", url, "uniq", "3")
 
-    entry = wait_for(lambda: (e := queue_state("dupq")[0]) and e["events_total"]["duplicated"] == 3 and e, timeout=15)
+    entry = wait_for(
+        lambda: (e := queue_state("dupq")[0]) and e["duplicated_by_cause"]["custom_id"] == 3 and e, timeout=15
+    )
     assert entry["events_total"]["duplicated"] == 3  # deduplicated adds are not counted as duplicates
+    assert entry["events_total"]["deduplicated"] == 1
     state = queue_state("dupq")[1]
     dup, uniq = QueueRef("default", "bull", "dupq"), QueueRef("default", "bull", "uniq")
     wait_for(lambda: (queue_state("uniq")[0] or {}).get("counts", {}).get("completed") == 3)
@@ -510,6 +513,38 @@ def test_duplicated_adds_from_real_node_bullmq(followed_queues, running_monitor,
     assert (r.status, r.details["duplicated_total"]) == (FAIL, 3) and "deduplication" in r.fix
     assert result(results, "queue.duplicated_adds", "uniq").status == PASS
     assert state["queues"]
+
+
+@pytest.mark.node
+@pytest.mark.django_db(transaction=True)
+def test_duplicated_from_schedulers_and_flows_is_not_reported_as_dropped_adds(
+    followed_queues, running_monitor, redis_url
+):
+    """Real Node BullMQ emits `duplicated` for a custom id re-added, for a scheduler whose next
+    iteration exists already and for a flow re-adding a child: only the first is dropped work.
+    `deduplicated` and `retries-exhausted` are counted too (the state document, /metrics)."""
+    wait_followed(running_monitor, "dupkinds")
+    run_node("duplicate_kinds.mjs", redis_url, "dupkinds")
+
+    def told_apart():
+        entry = queue_state("dupkinds")[0] or {}
+        totals, causes = entry.get("events_total", {}), entry.get("duplicated_by_cause", {})
+        return entry if totals.get("retries_exhausted") and sum(causes.values()) == totals["duplicated"] == 4 else None
+
+    entry = wait_for(told_apart, timeout=15)
+    assert entry["duplicated_by_cause"] == {"custom_id": 2, "scheduler": 1, "flow": 1}
+    totals = entry["events_total"]
+    assert (totals["deduplicated"], totals["retries_exhausted"], totals["failed"]) == (1, 1, 1)
+    q = QueueRef("default", "bull", "dupkinds")
+    r = result(run_checks(followed_queues, [q], queue_state("dupkinds")[1], now_ms()), "queue.duplicated_adds")
+    assert r.status == FAIL and r.summary.startswith("2 adds were dropped")
+    assert "1 scheduler iterations that already existed and 1 flow children" in r.summary
+    assert (r.details["duplicated_total"], r.details["custom_id"], r.details["scheduler"], r.details["flow"]) == (
+        4,
+        2,
+        1,
+        1,
+    )
 
 
 @pytest.mark.node

@@ -356,3 +356,22 @@ def test_allow_list_setting_is_parsed_and_bad_values_stop_start_up(monkeypatch):
     monkeypatch.setenv("QUEUEWATCH_METRICS_ALLOW", "10.0.0.0/8,prometheus.local")
     with pytest.raises(ImproperlyConfigured, match="QUEUEWATCH_METRICS_ALLOW"):
         env_networks("QUEUEWATCH_METRICS_ALLOW")
+
+
+@pytest.mark.django_db
+def test_the_allow_list_takes_the_client_through_trusted_proxies_as_the_login_lockout_does(with_state, client):
+    import ipaddress
+
+    with_state.QUEUEWATCH_METRICS_ALLOW = [ipaddress.ip_network("10.0.0.0/8")]
+    with_state.QUEUEWATCH_TRUSTED_PROXIES = [ipaddress.ip_network("192.168.0.0/16")]
+    proxy = {"REMOTE_ADDR": "192.168.1.1"}
+    # Behind the proxy, the proxy's address is nobody's: the hop the proxy appended is the client.
+    assert scrape(client, HTTP_X_FORWARDED_FOR="10.1.2.3", **proxy).status_code == 200
+    assert scrape(client, HTTP_X_FORWARDED_FOR="11.0.0.1", **proxy).status_code == 403
+    # A client that writes the header itself does not pass: its own hop is the right-most untrusted one.
+    assert scrape(client, HTTP_X_FORWARDED_FOR="10.1.2.3, 11.0.0.1", **proxy).status_code == 403
+    # Not through a trusted proxy: the header is ignored.
+    assert scrape(client, REMOTE_ADDR="11.0.0.1", HTTP_X_FORWARDED_FOR="10.1.2.3").status_code == 403
+    # An allowed network that is also the proxy's: the proxy alone no longer passes.
+    with_state.QUEUEWATCH_METRICS_ALLOW = [ipaddress.ip_network("192.168.0.0/16")]
+    assert scrape(client, HTTP_X_FORWARDED_FOR="11.0.0.1", **proxy).status_code == 403

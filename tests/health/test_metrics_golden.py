@@ -259,7 +259,7 @@ def test_metrics_match_the_golden_file(live_setup, settings, client):
     golden = GOLDEN.read_text()
     assert declarations(text) == declarations(golden)
     assert samples(text) == samples(golden)
-    assert len(samples(text)) == 143  # the comparison is not vacuous (95 before the timing histograms)
+    assert len(samples(text)) == 149  # the comparison is not vacuous (95 before the timing histograms)
 
 
 def test_before_any_queue_exists_the_same_families_are_declared():

@@ -51,11 +51,11 @@ def test_an_arabic_channel_sends_an_arabic_email_text_and_html(smtp):
     [(recipients, message)] = smtp.messages
     assert recipients == ["oncall@example.test"]
     # (the header is RFC 2047-encoded; decoding may leave a folding space in front)
-    assert message["Subject"].strip() == "[مُطلَق:1] نمو الرسائل الميتة — orders (default/bull)"
+    assert message["Subject"].strip() == "[نشِط:1] نمو الرسائل الميتة — orders (default/bull)"
     text = message.get_body(("plain",)).get_content()
     html = message.get_body(("html",)).get_content()
     assert (
-        "- [مُطلَق] orders (default/bull) — dead letters growing by 120.0/min over 5 min (القيمة 120، العتبة 50) [مُسكَت]"
+        "- [نشِط] orders (default/bull) — الرسائل المعطّلة تزداد بمعدل 120.0/د خلال 5 د (القيمة 120، العتبة 50) [مُسكَت]"
         in text
     )
     assert "افتح في Queuewatch: https://qw.example.test/q/default/bull/orders/" in text
@@ -63,6 +63,8 @@ def test_an_arabic_channel_sends_an_arabic_email_text_and_html(smtp):
     assert '<html lang="ar" dir="rtl">' in html
     assert ">افتح في Queuewatch</a>" in html and "<em>مُسكَت</em>" in html and "القيمة 120، العتبة 50" in html
     assert "<bdi>orders</bdi>" in html  # a queue name keeps its own direction in the right-to-left body
+    # What the alert measured, recorded in English, reads in the channel's language.
+    assert "الرسائل المعطّلة تزداد بمعدل 120.0/د خلال 5 د" in html and "dead letters growing" not in html
     for english in ("Open in Queuewatch", "Sent by Queuewatch", "Idempotency key", "threshold", "silenced"):
         assert english not in text and english not in html
 

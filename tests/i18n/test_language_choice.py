@@ -90,3 +90,28 @@ def test_live_fragments_are_rendered_once_per_language_and_sent_to_each_language
     publisher._publish_one = lambda group, element_id, html, force: sent.append((group, str(html))) or True
     publisher.publish(live.ALL, element, html)
     assert sent == [(live.ALL, str(html)), (live.ALL + ".ar", html.translations["ar"])]
+
+
+def test_the_switcher_names_each_language_in_itself_and_offers_automatic(client, user, scratch_queues):
+    client.force_login(user)
+    arabic = client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="ar").content.decode()
+    assert '<option value="en" lang="en">English</option>' in arabic  # not «الإنجليزية»
+    assert '<option value="ar" lang="ar">العربية</option>' in arabic  # not chosen: the browser's
+    assert '<option value="auto" selected>تلقائي (لغة المتصفح)</option>' in arabic
+    english = client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert '<option value="auto" selected>Automatic (browser language)</option>' in english
+
+    client.post(reverse("set_language"), {"language": "ar", "next": "/"})
+    chosen = client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert root(chosen) == '<html lang="ar" dir="rtl">' and '<option value="ar" lang="ar" selected>' in chosen
+
+    # Automatic: the saved choice and the cookie are forgotten, the browser's language decides.
+    response = client.post(reverse("set_language"), {"language": "auto", "next": "/"})
+    assert response.status_code == 302 and response.cookies[settings.LANGUAGE_COOKIE_NAME]["max-age"] == 0
+    assert UserPreference.objects.get(user=user).language == ""
+    assert SESSION_KEY not in client.session
+    again = client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert root(again) == '<html lang="en" dir="ltr">' and '<option value="auto" selected>' in again
+    assert root(client.get(reverse("overview"), HTTP_ACCEPT_LANGUAGE="ar").content.decode()) == (
+        '<html lang="ar" dir="rtl">'
+    )

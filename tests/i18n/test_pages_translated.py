@@ -21,6 +21,7 @@ from dashboard.accounts.models import ApiToken
 from dashboard.actions.models import BulkTask
 from dashboard.alerts.models import Alert, AlertRule, Channel, MaintenanceWindow, Silence
 from dashboard.audit.models import AuditEntry
+from dashboard.browse.models import SearchTask
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +42,10 @@ NOT_PAGES = {
     "queue_action": "POST only",
     "bulk_preview": "POST only",
     "bulk_start": "POST only",
+    "dlq_envelope_confirm": "POST only",
     "task_cancel": "POST only",
+    "search_start": "POST only",
+    "search_cancel": "POST only",
     "alert_rule_delete": "POST only",
     "silence_new": "POST only",
     "silence_expire": "POST only",
@@ -82,6 +86,15 @@ def seed_queue(r, prefix: str):
         },
     )
     r.zadd(f"{prefix}:orders:failed", {"2": NOW_MS - 30000})
+    # A job scheduler with its pending iteration (the scheduler, edit and preview pages).
+    due = (NOW_MS // 86_400_000 + 1) * 86_400_000
+    r.zadd(f"{prefix}:orders:repeat", {"nightly": due})
+    r.hset(
+        f"{prefix}:orders:repeat:nightly",
+        mapping={"name": "report", "pattern": "0 0 * * *", "tz": "UTC", "ic": 1, "data": "{}", "opts": "{}"},
+    )
+    r.hset(f"{prefix}:orders:repeat:nightly:{due}", mapping={"name": "report", "data": "{}", "opts": "{}"})
+    r.zadd(f"{prefix}:orders:delayed", {f"repeat:nightly:{due}": due * 0x1000})
 
 
 @pytest.fixture
@@ -115,6 +128,19 @@ def site(prefixed_queues, django_user_model):
         before_ms=NOW_MS,
         reason="",
     )
+    search = SearchTask.objects.create(
+        created_by=admin,
+        connection="default",
+        prefix=prefix,
+        queue="orders",
+        job_state="failed",
+        where="customer = x",
+        state=SearchTask.DONE,
+        examined=1,
+        in_state=1,
+        steps=1,
+        matches=[{"id": "2", "name": "charge", "timestamp": NOW_MS - 50000, "finishedOn": NOW_MS, "failedReason": "x"}],
+    )
     AuditEntry.objects.create(
         user=admin,
         username="admin",
@@ -133,6 +159,7 @@ def site(prefixed_queues, django_user_model):
         "name": "orders",
         "job_id": "2",
         "task_id": task.pk,
+        "search_id": search.pk,
         "rule_id": rule.pk,
         "channel_id": channel.pk,
         "scheduler_id": "nightly",
@@ -281,7 +308,8 @@ def test_ids_names_code_and_json_stay_left_to_right_inside_arabic_pages(client, 
         reverse("job", args=[kwargs["connection"], kwargs["prefix"], "orders", "2"]), HTTP_ACCEPT_LANGUAGE="ar"
     ).content.decode()
     assert '<pre class="reason" dir="ltr">' in failed and '<pre dir="ltr">Error: card declined' in failed
-    queue = client.get(
-        reverse("queue", args=[kwargs["connection"], kwargs["prefix"], "orders"]), HTTP_ACCEPT_LANGUAGE="ar"
+    queue = client.get(  # the waiting tab (the page opens on failed: job 2 failed)
+        reverse("queue", args=[kwargs["connection"], kwargs["prefix"], "orders"]) + "?state=waiting",
+        HTTP_ACCEPT_LANGUAGE="ar",
     ).content.decode()
     assert "<h1><bdi>orders</bdi><button" in queue and "<bdi>إرسال الفاتورة</bdi>" in queue

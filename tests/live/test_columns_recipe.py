@@ -5,6 +5,7 @@ updates live over the websocket when its value changes, with a real monitor runn
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -15,7 +16,7 @@ from dashboard.asgi import application
 from dashboard.browse import columns
 from dashboard.live import channels as live
 from queues.keys import QueueRef
-from tests.support.live import monitor_thread, session_headers
+from tests.support.live import monitor_thread, overview_view, session_headers
 from tests.support.waiting import receive_until, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -62,7 +63,10 @@ def test_the_column_shows_on_the_overview_and_sorts_it(schedulers_column, live_s
 
     html = logged_in.get("/", {"sort": "schedulers", "dir": "desc"}).content.decode()
 
-    assert '<th class="num"><a href="?sort=schedulers&amp;dir=asc">Schedulers</a></th>' in html
+    assert (
+        '<th class="num" aria-sort="descending"><a href="?sort=schedulers&amp;dir=asc">Schedulers'
+        ' <span aria-hidden="true">↓</span></a></th>'
+    ) in html
     emails, orders = row_of(html, QueueRef("default", "bull", "emails")), row_of(html, ORDERS)
     assert '<td class="num schedulers">2</td>' in emails and '<td class="num schedulers">0</td>' in orders
     assert html.index(emails) < html.index(orders)  # sorted by the column, descending
@@ -87,7 +91,8 @@ async def test_the_column_updates_live_when_its_value_changes(
     headers = await sync_to_async(session_headers)(client, user)
     comm = WebsocketCommunicator(application, "/ws/overview/", headers=headers)
     assert (await comm.connect(timeout=5))[0]
-    # On connect: the row as last rendered, with the new column in it.
+    # As the page does: the socket names the rows the page shows; the monitor renders them.
+    await comm.send_to(text_data=json.dumps({"view": await sync_to_async(overview_view)(client)}))
     await receive_until(comm, lambda h: '<td class="num schedulers">0</td>' in (row_of(h, ORDERS) or ""))
 
     await sync_to_async(add_scheduler)(live_setup, "orders", "nightly")

@@ -128,6 +128,27 @@ def test_a_queue_named_with_a_colon_by_python_bullmq_is_discovered_and_exact(sta
     settles_to("orders:eu", expected)
 
 
+def test_a_python_bullmq_queue_only_paused_and_resumed_is_discovered(start_monitor, url, live_setup):
+    """Python bullmq's Queue writes no meta; pause writes `paused` into it and resume deletes
+    that field, the hash's only one: the queue is left with its events stream alone."""
+    import asyncio
+
+    from bullmq import Queue
+
+    async def toggle(*steps):
+        q = Queue("py-toggled", {"connection": url})
+        for step in steps:
+            await getattr(q, step)()
+        await q.close()
+
+    asyncio.run(toggle("pause", "resume"))
+    assert live_setup.keys("bull:py-toggled:*") == [b"bull:py-toggled:events"]
+    start_monitor("py-toggled")
+    entry = settles_to("py-toggled", dict.fromkeys(published("py-toggled")["counts"], 0), paused=False)
+    asyncio.run(toggle("pause"))
+    settles_to("py-toggled", entry["counts"], paused=True)
+
+
 @pytest.mark.parametrize("crash", ["before_the_monitor_starts", "while_it_follows"])
 def test_a_crashed_fleet_of_160_jobs_shows_160_stalled_now(crash, start_monitor, url):
     """A worker with 160 jobs in hand is SIGKILLed: moveToActive put them at the head, but
@@ -286,3 +307,35 @@ def test_a_drain_done_from_queuewatch_is_exact_at_once(start_monitor, url, monke
     expected = run_node("truth.mjs", "counts", url, name)["counts"]
     assert expected["waiting"] == expected["prioritized"] == 0
     settles_to(name, expected)
+
+
+def test_a_drain_done_from_queuewatch_that_releases_a_flow_parent_elsewhere_reads_its_queue_at_once(
+    start_monitor, url, monkeypatch, live_setup
+):
+    """Draining the children's queue removes them as BullMQ's drain does (hard): their parent,
+    in another queue, moves to wait without an event (``removeParentDependencyKey``). Neither a
+    quiet read nor a periodic snapshot is in reach: only the action's exact reads can tell."""
+    from dashboard.actions import services
+    from dashboard.monitor import tracking
+    from queues.keys import QueueRef
+    from queues.quiet import QuietReads
+    from tests.support.accounts import user_with
+
+    monkeypatch.setattr(tracking, "QuietReads", lambda: QuietReads(quiet_s=600))
+    create(url, "truth-parents", "truth-children")
+    start_monitor("truth-parents", "truth-children")
+    wait_for(lambda: live_setup.pubsub_numsub(dash_redis.EXACT_READS_CHANNEL)[0][1] == 1)  # the monitor listens
+    before = run_node("truth.mjs", "crossflow", url, "truth-parents", "truth-children")["counts"]
+    assert before["waiting-children"] == 1
+    settles_to("truth-parents", before)  # from its events alone
+    result = services.queue_action(
+        user=user_with("admin"),
+        via="api",
+        queue=QueueRef("default", "bull", "truth-children"),
+        action="drain",
+        reason="test",
+    )
+    assert result.ok
+    after = run_node("truth.mjs", "counts", url, "truth-parents")["counts"]
+    assert (after["waiting-children"], after["waiting"]) == (0, 1)  # released, without an event
+    settles_to("truth-parents", after)

@@ -1,11 +1,13 @@
 """What a page watches, as stored for the monitor: one format, parsed and written in one place;
-each tab holds its own entry, so one tab closing ends only its own watch."""
+each tab holds its own entry, so one tab closing ends only its own watch; the monitor reads them
+by queue, so tabs watching one queue cost nothing to the refresh of another."""
+# Literal `bull:` keys kept: a redis-server of its own (private_redis).
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.core.dash_redis import SEP, WATCH_KEY, Watch, unwatch, watch, watched
+from dashboard.core.dash_redis import SEP, Watch, unwatch, watch, watched
 from queues.keys import QueueRef
 
 QUEUE = QueueRef("default", "bull", "orders:eu")
@@ -35,13 +37,43 @@ def test_a_thing_two_tabs_watch_is_watched_once_until_the_last_tab_closes(redis_
     watch(redis_client, failed, "tab-1")
     watch(redis_client, job, "tab-1")
     watch(redis_client, failed, "tab-2")
-    assert watched(redis_client) == [failed, job]  # each once, whatever the number of tabs
+    assert sorted(watched(redis_client), key=Watch.member) == [job, failed]  # each once, whatever the tabs
     unwatch(redis_client, [failed, job], "tab-1")
     assert watched(redis_client) == [failed]  # tab 2 still watches the list
     unwatch(redis_client, [failed], "tab-2")
     assert watched(redis_client) == []
 
 
-def test_a_member_written_before_tabs_held_their_own_is_still_read(redis_client):
-    redis_client.zadd(WATCH_KEY, {Watch.job_list(QUEUE, "failed").member(): 2e10})
-    assert watched(redis_client) == [Watch.job_list(QUEUE, "failed")]
+@pytest.mark.django_db
+def test_the_monitors_refresh_of_a_queue_costs_the_same_however_many_tabs_watch_another(private_redis):
+    """The attack: thousands of sockets watching one queue made every refresh of every other
+    queue read all their entries (the monitor's per-tick cost grew with the sockets). Now the
+    monitor reads an index of watched queues, then only the watches of the queues it refreshes:
+    the bytes the dashboard Redis sends for a refresh of an unwatched queue stay the same."""
+    from dashboard.monitor.loop import Monitor
+
+    crowded, quiet = QueueRef("default", "bull", "crowded"), QueueRef("default", "bull", "quiet")
+    private_redis.hset("bull:quiet:meta", "opts.maxLenEvents", 10000)
+    private_redis.zadd("bull:quiet:completed", {"1": 1})
+    monitor = Monitor(tick=0.5, name="watch-index-monitor")
+    monitor.tracker.add_queues([quiet])
+
+    def bytes_sent_for_a_refresh() -> int:
+        before = private_redis.info("stats")["total_net_output_bytes"]
+        monitor.refresh([quiet], full=False, exact=False, state=False)
+        monitor.publisher.drain()
+        return private_redis.info("stats")["total_net_output_bytes"] - before
+
+    try:
+        for tab in range(10):
+            watch(private_redis, Watch.job(crowded, f"job-{tab % 3}"), f"tab-{tab}")
+        monitor.refresh([quiet], full=True, exact=True, state=False)  # the first render, not measured
+        monitor.publisher.drain()
+        few = bytes_sent_for_a_refresh()
+        for tab in range(10, 3000):
+            watch(private_redis, Watch.job(crowded, f"job-{tab % 3}"), f"tab-{tab}")
+        many = bytes_sent_for_a_refresh()
+    finally:
+        monitor.publisher.close()
+    assert many - few < 500, f"a refresh read {many - few} more bytes with 2,990 more tabs on another queue"
+    assert watched(private_redis) == [Watch.job(crowded, f"job-{i}") for i in range(3)]

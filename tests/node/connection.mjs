@@ -5,14 +5,20 @@
 // what we want: every Queue/Worker/FlowProducer owns its sockets and
 // `close()` releases them, so node can exit on its own.
 
+import IORedis from 'ioredis';
+
 /**
  * Turn `redis://[user:pass@]host:port[/db]` into ioredis connection options.
  * `redis+sentinel://[user:pass@]host:port[,host:port…]/<master-name>[/db][?sentinel_password=…]`
  * (Queuewatch's Sentinel URL) becomes ioredis' Sentinel options: the hosts are the Sentinels.
+ * `redis+cluster://[user:pass@]host:port[,host:port…]` (Queuewatch's Cluster URL) becomes one
+ * ioredis `Cluster` (BullMQ takes a Cluster only as an instance: its users share it, and a
+ * Worker duplicates it for its blocking reads).
  * Exits with a usage error on anything that is not a redis URL.
  */
 export function connectionFromUrl(redisUrl) {
   if (/^rediss?\+sentinel:\/\//i.test(redisUrl)) return sentinelConnection(redisUrl);
+  if (/^redis\+cluster:\/\//i.test(redisUrl)) return clusterConnection(redisUrl);
   let url;
   try {
     url = new URL(redisUrl);
@@ -57,6 +63,24 @@ function sentinelConnection(redisUrl) {
     sentinelPassword: params.get('sentinel_password') || undefined,
     maxRetriesPerRequest: null,
   };
+}
+
+function clusterConnection(redisUrl) {
+  const rest = redisUrl.split('://')[1].split(/[/?]/)[0];
+  const at = rest.lastIndexOf('@');
+  const userinfo = at === -1 ? '' : rest.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const seeds = (at === -1 ? rest : rest.slice(at + 1)).split(',').map(hostPort => {
+    const sep = hostPort.lastIndexOf(':');
+    return { host: hostPort.slice(0, sep), port: Number(hostPort.slice(sep + 1)) };
+  });
+  return new IORedis.Cluster(seeds, {
+    redisOptions: {
+      username: colon > 0 ? decodeURIComponent(userinfo.slice(0, colon)) : undefined,
+      password: colon !== -1 ? decodeURIComponent(userinfo.slice(colon + 1)) : undefined,
+      maxRetriesPerRequest: null,
+    },
+  });
 }
 
 function usageError(message) {

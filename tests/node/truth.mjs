@@ -19,6 +19,8 @@
 //                {count: 1000}) and a plain job every 100 ms, never a pause: the completed set
 //                grows below its cap; prints `STARTED` after the first add, then closes its
 //                worker (jobs in hand finish) and prints the counts
+//   crossflow <children queue>  a parent in <queue> with 3 children in the other queue, no
+//                worker: the parent waits in waiting-children, the children in wait
 //   counts       just print getJobCounts()
 // Every mode but `crash` closes its workers and prints one JSON line at the end:
 // {"counts": getJobCounts(), ...}.
@@ -180,6 +182,14 @@ const modes = {
   },
   async drain() {
     await queue.drain(); // removes waiting and prioritized jobs, emits no event
+  },
+  async crossflow() {
+    const flows = new FlowProducer({ connection });
+    await flows.add({
+      name: 'parent', queueName,
+      children: Array.from({ length: 3 }, (_, i) => ({ name: 'child', queueName: arg, data: { i } })),
+    });
+    await flows.close();
   },
   async counts() {},
 };

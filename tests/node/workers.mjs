@@ -2,7 +2,7 @@
 // workers per queue, retry-policy advice). One long-lived process per test module, driven by
 // one JSON command per stdin line; each reply is one JSON line on stdout.
 //
-// Usage: node workers.mjs <redisUrl> <prefix>   (a redis+sentinel:// URL too: connection.mjs)
+// Usage: node workers.mjs <redisUrl> <prefix>   (a redis+sentinel:// or redis+cluster:// URL too: connection.mjs)
 // Commands:
 //   {"cmd": "add", "queue", "jobs": [{name, data, opts}]}     -> {"ids": [...]} (Queue.add each)
 //   {"cmd": "start", "id", "queue", "name"?, "concurrency"?, "fail"?, "hold"?}

@@ -2,7 +2,7 @@
 retried failed job is waiting again for Node and a Node worker completes it; discard, promote,
 pause and resume do what Node's own calls would; a job a worker holds is refused with the lock
 message; every action is in the audit log; a role that may only read gets a clear error and
-nothing changes; the commands not built yet say so."""
+nothing changes."""
 
 from __future__ import annotations
 
@@ -16,13 +16,12 @@ from django.urls import reverse
 from dashboard.accounts.auth import OPERATOR
 from dashboard.audit.models import AuditEntry
 from dashboard.connections.registry import reset_registry
-from queues.errors import NotOffered
-from queues.keys import QueueRef
 from queues.sources import ConnectionSpec, source_for
-from queues.sources.facets import commands_of
+from tests.support import pg_roles
 from tests.support.accounts import token_for, user_with
+from tests.support.pg_roles import ACT_GRANTS, READ_GRANTS
 from tests.support.redis_db import point_at
-from tests.support.servers import NODE_DIR, run_node
+from tests.support.servers import NODE_DIR, finish, run_node
 
 pytestmark = [pytest.mark.postgres, pytest.mark.node, pytest.mark.django_db]
 
@@ -173,7 +172,7 @@ def test_a_job_a_worker_holds_is_not_discarded(client, api, pg_url):
         )
         entry = AuditEntry.objects.get(queue=name, action="job.discard")
         assert entry.outcome == AuditEntry.REFUSED and entry.job_ids == [job_id]
-        out, err = holder.communicate("release\n", timeout=60)
+        out, err = finish(holder, input="release\n", timeout=60)
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -182,22 +181,9 @@ def test_a_job_a_worker_holds_is_not_discarded(client, api, pg_url):
     assert json.loads(out.strip().splitlines()[-1])["counts"]["completed"] == 1  # the worker finished it
 
 
-# The grants docs/operations.md gives for reading, and for acting.
-READ_GRANTS = ("GRANT USAGE ON SCHEMA bullmq TO {role}", "GRANT SELECT ON ALL TABLES IN SCHEMA bullmq TO {role}")
-ACT_GRANTS = (
-    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA bullmq TO {role}",
-    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA bullmq TO {role}",
-)
-
-
 def role_url(postgres_server, pg_url: str, *grants: str) -> str:
-    role = f"qw_{uuid.uuid4().hex[:8]}"
     node("counts", pg_url, "migrated")  # BullMQ's schema made, for the grants to name
-    with postgres_server.connect(dbname="pg_actions") as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        for grant in grants:
-            conn.execute(grant.format(role=role))
-    return pg_url.replace("postgres@", f"{role}@", 1)
+    return pg_roles.role_url(postgres_server, pg_url, *grants)
 
 
 @pytest.fixture
@@ -242,23 +228,3 @@ def test_a_role_without_write_grants_gets_a_clear_error_and_nothing_changes(clie
     counts = node("counts", pg_url, name)
     assert (counts["counts"]["failed"], counts["paused"]) == (1, False)
     assert [e.outcome for e in AuditEntry.objects.filter(queue=name)] == [AuditEntry.ERROR, AuditEntry.ERROR]
-
-
-def test_the_commands_not_built_yet_are_not_offered(pg_url):
-    source = source_for(ConnectionSpec("pg", pg_url, ("bullmq",)))
-    try:
-        with pytest.raises(NotOffered, match="does not offer cleaning a queue"):
-            commands_of(source).clean(QueueRef("pg", "bullmq", "any"), state="failed", older_than_ms=0, limit=0)
-    finally:
-        source.close()
-
-
-def test_an_action_not_built_yet_answers_not_offered_through_the_api(client, api, pg_url):
-    name = fresh_queue()
-    node("seed", pg_url, name)
-    url = reverse("api_queue_action", args=["pg", "bullmq", name, "clean"])
-    answer = post(client, api, url, state="failed", older_than_minutes=0)
-    assert answer.status_code == 501, answer.content
-    assert answer.json()["error"] == "not_offered"
-    assert "does not offer cleaning a queue" in answer.json()["message"]
-    assert node("counts", pg_url, name)["counts"]["failed"] == 1

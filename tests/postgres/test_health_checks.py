@@ -82,12 +82,15 @@ def test_the_health_page_passes_the_postgres_checks_on_a_node_migrated_schema(no
     }
     assert "connection.reachable" not in found and "redis.reachable" not in found
     # The shared queue checks run on PostgreSQL queues too; those whose facts this kind does
-    # not read yet (workers, schedulers, rate limiter) are left out, not passed.
+    # not have (Redis's legacy repeat metadata, the rate limiter) are left out, not passed.
     assert found["queue.paused@pg-paused"].status == health.FAIL
     assert found["queue.paused@pg-mixed"].status == health.PASS
     assert found["queue.finished_retention@pg-mixed"].status == health.PASS
     assert found["queue.repeated_stalls@pg-mixed"].status == health.UNKNOWN  # no monitor leading
-    assert not any(k.startswith(("queue.no_workers@", "queue.legacy_repeat@", "queue.rate_limited@")) for k in found)
+    assert not any(k.startswith(("queue.legacy_repeat@", "queue.rate_limited@")) for k in found)
+    # Node's worker left with the fixture: pg-mixed's waiting jobs have nobody to take them.
+    assert found["queue.no_workers@pg-mixed"].status == health.FAIL
+    assert found["queue.no_workers@pg-mixed"].details["source"] == "pg_stat_activity"
 
 
 def test_the_postgres_checks_read_in_arabic(node_built, logged_in):
@@ -174,3 +177,40 @@ def test_an_unreachable_server_fails_postgres_reachable(settings, logged_in):
     assert result.summary.startswith("Cannot reach")
     assert page.status_code == 200
     assert "PostgreSQL reachable" in text_of(page) and "s3cret-pw" not in page.content.decode()
+
+
+@pytest.fixture(scope="module")
+def grown_url(postgres_server) -> str:
+    """Queues Node BullMQ 6.7 filled through addBulk: 'keep-all' made with events maxLen 0
+    (BullMQ keeps every event), 'small' with maxLen 100 but only bulk adds (BullMQ's bulk insert
+    writes its events without trimming), 'calm' with a few single adds."""
+    url = postgres_server.create_database("pg_events")
+    run_node("pg_probes.mjs", "events", url, "keep-all", "0", "7200")
+    run_node("pg_probes.mjs", "events", url, "small", "100", "2200")
+    run_node("pg_fixture.mjs", "add", url, "calm", "20")
+    return url
+
+
+def test_an_event_table_growing_without_trimming_is_a_warning(settings, grown_url, logged_in):
+    point_at(settings, ConnectionSpec("pg", grown_url, ("bullmq",)))
+    try:
+        found = results_of()
+        page = text_of(logged_in.get(reverse("health")))
+    finally:
+        reset_registry()
+    growth = found["postgres.event_growth"]
+    assert growth.status == health.FAIL and growth.severity == "warning"
+    # 14,400 events against BullMQ's default length plus the trim's slack (14,096).
+    assert "bullmq/keep-all: more than 14096 rows, every event kept (maxLenEvents 0)" in str(growth.summary)
+    by_queue = {q["queue"]: q for q in growth.details["queues"]}
+    assert by_queue["keep-all"]["rows"] == by_queue["keep-all"]["counted_to"] == 14097
+    # 4,400 events past a length of 100 plus slack (4,196): BullMQ's bulk adds did not trim.
+    assert "bullmq/small: more than 4196 rows, kept to 100" in str(growth.summary)
+    assert "calm" not in by_queue  # a short span of ids: nothing to count
+    assert "Event table growth" in page and "The event table grows without trimming" in page
+
+
+def test_trimmed_event_tables_pass(node_built):
+    growth = results_of()["postgres.event_growth"]
+    assert growth.status == health.PASS, growth.summary
+    assert "Every queue's events are trimmed to its length" in str(growth.summary)

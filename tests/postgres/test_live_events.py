@@ -13,7 +13,7 @@ from dashboard.core import dash_redis
 from queues.connections import ConnectionSpec
 from tests.support.live import monitor_thread
 from tests.support.redis_db import point_at
-from tests.support.servers import NODE_DIR, ensure_node_modules, run_node
+from tests.support.servers import NODE_DIR, ensure_node_modules, finish, run_node
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.node, pytest.mark.django_db(transaction=True)]
@@ -42,7 +42,7 @@ def test_live_counts_and_rates_of_a_postgres_queue_follow_its_events(live_setup,
             # While the workers run: finished jobs show up, counted from events.
             wait_for(lambda: 0 < (pg_queue_state("pg-busy")["events_total"]["completed"]) < JOBS * 3 // 4, timeout=20)
             assert work.poll() is None, "the work ended before the monitor saw it move"
-            truth = json.loads(work.communicate(timeout=90)[0].strip().splitlines()[-1])["counts"]
+            truth = json.loads(finish(work, timeout=90)[0].strip().splitlines()[-1])["counts"]
         finally:
             if work.poll() is None:
                 work.kill()

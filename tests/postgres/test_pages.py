@@ -64,7 +64,7 @@ def test_a_postgres_job_page_shows_its_fields_redacted(both_kinds, logged_in):
 def test_actions_the_kind_lacks_are_not_offered_not_failed(both_kinds, logged_in):
     groups = logged_in.get(reverse("queue_errors", args=["pg", "bullmq", "pg-mixed"]))
     assert groups.status_code == 501
-    assert "Connection “pg” (postgres) does not offer job exports, previews and error groups." in text_of(groups)
+    assert "Connection “pg” (postgres) does not offer job exports and error groups." in text_of(groups)
     export = logged_in.get(reverse("api_export", args=["pg", "bullmq", "pg-mixed"]) + "?format=jsonl&state=failed")
     assert export.status_code == 501 and export.json()["error"] == "not_offered"
 
@@ -87,3 +87,14 @@ def test_an_unreachable_postgres_is_shown_unavailable_and_redis_still_listed(unr
     queue = logged_in.get(reverse("queue", args=["pg", "bullmq", "pg-mixed"]))
     assert queue.status_code == 503 and "Connection unavailable" in text_of(queue)
     assert "s3cret-pw" not in queue.content.decode()
+
+
+def test_queue_figures_and_bullmq_metrics_are_not_offered_on_postgres(both_kinds, logged_in):
+    page = logged_in.get(reverse("queue", args=["pg", "bullmq", "pg-mixed"]))
+    assert page.status_code == 200
+    text = text_of(page)
+    assert "Priorities and limits" in text
+    assert "jobs per priority, the rate-limit window and BullMQ's own metrics" in text  # the "not offered" notice
+    history = logged_in.get(reverse("queue_history", args=["pg", "bullmq", "pg-mixed"]) + "?range=1h").json()
+    assert history["bullmq_metrics"] == {"offered": False, "recorded": False}
+    assert set(history["bullmq_completed"]) == {None}

@@ -1,10 +1,15 @@
 """The demo workload (``manage.py demo_workload``) against a real Redis: it must leave every
 kind of state the dashboard shows, and shut down cleanly at the end of --duration."""
 
+import asyncio
 import json
+import random
 
 import pytest
 from django.core.management import call_command
+
+from dashboard.demo import processors
+from dashboard.demo.processors import GATEWAY, process_payment
 
 LIVE_QUEUES = ("emails", "payments", "thumbnails", "webhooks")
 
@@ -13,7 +18,24 @@ def _s(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
-def test_demo_workload_produces_every_state(redis_prefix):
+async def no_work(lo: float, hi: float) -> None:
+    """The processors' pretend work, without its sleep."""
+
+
+class StoredJob:
+    """What the payments processor uses of a BullMQ job, for data read back from Redis."""
+
+    def __init__(self, name: str, data: dict):
+        self.name, self.data = name, data
+
+    async def log(self, line: str) -> None:
+        pass
+
+    async def updateProgress(self, progress) -> None:  # noqa: N802 - BullMQ's name
+        pass
+
+
+def test_demo_workload_produces_every_state(redis_prefix, monkeypatch):
     r, url, prefix = redis_prefix.client, redis_prefix.url, redis_prefix.prefix
     call_command("demo_workload", redis_url=url, prefix=prefix, duration=12, rate=20)
 
@@ -48,13 +70,25 @@ def test_demo_workload_produces_every_state(redis_prefix):
     assert every["every"] == "15000"
     assert r.zscore(key("reports", "repeat"), "nightly-sales-report") is not None
 
-    # The dead-letter queue holds copies of payments jobs that failed for good.
+    # The dead-letter queue holds copies of payments jobs that failed for good in the gateway
+    # outage the workload starts early on (not the declined card or the bad amount: those stay
+    # failed in payments), as envelopes around the original data...
     dlq_ids = [_s(i) for i in r.lrange(key("payments-dlq", "wait"), 0, -1)]
     assert dlq_ids
-    dead = json.loads(_s(r.hget(key("payments-dlq", dlq_ids[-1]), "data")))
+    dead_letters = [json.loads(_s(r.hget(key("payments-dlq", i), "data"))) for i in dlq_ids]
+    dead = dead_letters[-1]
     assert dead["source"] == "payments" and dead["failedReason"]
     assert r.zscore(key("payments", "failed"), dead["original_id"]) is not None
     assert "api_key" in dead["data"]["customer"]  # something for redaction to hide
+    assert all("payment gateway" in d["failedReason"] for d in dead_letters), [d["failedReason"] for d in dead_letters]
+    # ...whose original data, what a redrive copies into payments, the payments processor
+    # charges once the gateway is back (no random gateway timeout: the data is under test).
+    monkeypatch.setattr(GATEWAY, "down_until", 0.0)
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    monkeypatch.setattr(processors, "_work", no_work)
+    for d in dead_letters:  # every one: a declined card or bad amount among them would fail here
+        charged = asyncio.run(process_payment(StoredJob("charge", d["data"]), "token"))
+        assert charged["status"] == "succeeded"
 
     # Clean shutdown: no job left active, no worker connection left open.
     for queue in LIVE_QUEUES + ("reports",):

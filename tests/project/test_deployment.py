@@ -4,20 +4,12 @@ Redis in it is configured the way BullMQ needs."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
 
+from tests.support.app_database import compose_command
 from tests.support.servers import ROOT
-
-
-def compose_command():
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return None
 
 
 def test_docker_compose_config_is_valid():

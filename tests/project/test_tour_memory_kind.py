@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse, reverse_lazy
 
 from dashboard.connections.registry import get_registry
 from tests.support.memory_backend import FullMemorySource
@@ -45,6 +45,8 @@ PAGES = [  # (url name, kwargs, query, a text of the store the page must show)
     ("queue_history", Q, "", ""),
     ("queue_timings", Q, "", ""),
     ("queue_advice", Q, "", ""),
+    ("find", {}, "?find=f1&list=1", reverse_lazy("job", kwargs={**Q, "job_id": "f1"})),
+    ("queue_find", Q, "?state=failed&where=order%20%3D%207304", 'data-job-id="f1"'),
     ("alert_history", {}, "", ""),
     ("alert_rules", {}, "", ""),
     ("alert_rule_new", {}, "", ""),
@@ -74,7 +76,7 @@ def body_of(response) -> str:
 def test_every_page_shows_the_store(shop, admin, name, kwargs, query, shown):
     response = admin.get(reverse(name, kwargs=kwargs) + query)
     assert response.status_code == 200, (response.status_code, body_of(response)[:2000])
-    assert shown in body_of(response)
+    assert str(shown) in body_of(response)
 
 
 @pytest.mark.parametrize("state", list(STATE_TEXT))
@@ -87,6 +89,7 @@ def test_the_queue_page_lists_each_state_from_the_store(shop, admin, state):
 # --- every endpoint of the URL resolver --------------------------------------------------------
 
 PARAMS = {**Q, "job_id": "f1", "field": "data", "scheduler_id": "nightly-report", "action": "retry"}
+QUERIES = {"api_find": "?id=f1", "api_queue_find": "?state=failed&where=order%20%3D%207304"}  # what they need
 # Endpoints whose path names a database object (not the source) or that only answer POST; the
 # POSTs are exercised by the action tests below, the objects need rows this tour does not make.
 NOT_FETCHED = {
@@ -104,6 +107,10 @@ NOT_FETCHED = {
     "task_cancel": "names a bulk task row (POST)",
     "api_task": "fetched in the bulk test",
     "api_task_cancel": "names a bulk task row (POST)",
+    "search": "names a background search row (tests/browse/test_background_search.py)",
+    "search_cancel": "names a background search row (POST)",
+    "api_search": "names a background search row",
+    "api_search_cancel": "names a background search row (POST)",
     "logout": "ends the session the tour needs",
     "migrate_repeat": "needs a legacy repeatable entry, which the in-memory kind does not have",
 }
@@ -123,7 +130,7 @@ def test_every_endpoint_answers_without_a_server_error(shop, admin):
     for name, params in endpoints():
         if name in NOT_FETCHED:
             continue
-        url = reverse(name, kwargs={k: PARAMS[k] for k in params})
+        url = reverse(name, kwargs={k: PARAMS[k] for k in params}) + QUERIES.get(name, "")
         response = (
             admin.get(url, HTTP_AUTHORIZATION=f"Bearer {admin.token}") if name.startswith("api_") else admin.get(url)
         )
@@ -143,11 +150,14 @@ def test_every_endpoint_answers_without_a_server_error(shop, admin):
             "queue_action",
             "bulk_start",
             "bulk_preview",
+            "dlq_envelope_confirm",
             "edit_retry_preview",
             "set_language",
             "window_new",
             "cron_preview",
             "silence_new",
+            "search_start",
+            "api_search_start",
         }
         == set()
     ), statuses

@@ -6,10 +6,12 @@ API and a running monitor, with the dashboard's own Redis on the session's singl
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 
 from queues.connections import ConnectionSpec
+from queues.data_search import DataQuery
 from queues.keys import QueueRef
 from queues.redact import Redactor
 from queues.redis.snapshot import queue_slot
@@ -46,6 +48,49 @@ def test_discovery_finds_every_queue_on_every_primary(source, built, redis_clust
     assert not source.queue_exists(QueueRef(NAME, "bull", "{nope}"))
 
 
+def names_on_primaries(cluster) -> dict[str, set[str]]:
+    """Each connected client's user and the names its connections carry, on every primary."""
+    names: dict[str, set[str]] = {}
+    for port in cluster.primary_ports():
+        with cluster.node_client(port) as node:
+            for client in node.client_list():
+                names.setdefault(client["user"], set()).add(client["name"])
+    return names
+
+
+def test_cluster_connections_are_named_where_allowed_and_work_where_not(source, built, redis_cluster):
+    queues = source.discover()
+    follower = source.events_follower(block_ms=100)
+    follower.follow(queues)
+    follower.read()
+    assert "queuewatch" in names_on_primaries(redis_cluster)["default"]
+    # An ACL user without client|setname (as on a hosted Redis) still discovers, reads and follows.
+    for port in redis_cluster.ports:
+        with redis_cluster.node_client(port) as node:
+            node.acl_setuser(
+                "nameless",
+                enabled=True,
+                passwords=["+pw"],
+                keys=["*"],
+                channels=["*"],
+                commands=["+@all", "-client|setname"],
+            )
+    nameless = source_for(ConnectionSpec("nameless", redis_cluster.url.replace("://", "://nameless:pw@", 1), PREFIXES))
+    try:
+        found = nameless.discover()
+        assert [(q.prefix, q.name) for q in found] == [(q.prefix, q.name) for q in queues]
+        assert [s.counts for s in nameless.snapshots(found)] == [built[q] for q in queues]
+        follower = nameless.events_follower(block_ms=100)
+        assert follower.follow(found) == found
+        follower.read()
+        assert names_on_primaries(redis_cluster)["nameless"] == {""}  # connected, never named
+    finally:
+        nameless.close()
+        for port in redis_cluster.ports:
+            with redis_cluster.node_client(port) as node:
+                node.acl_deluser("nameless")
+
+
 def test_snapshot_counts_equal_get_job_counts(source, built):
     queues = list(reversed(built))  # any order: answered in the order given
     snapshots = source.snapshots(queues)
@@ -69,6 +114,26 @@ def test_job_list_and_job_page_through_the_jobs_facet(source, built):
     detail = source.jobs.detail(orders, failed[0], cap=10_000, redactor=Redactor())
     assert detail.failed_reason.startswith("boom ")
     assert source.jobs.exists(orders, failed[0])
+
+
+def test_a_search_by_data_through_the_jobs_facet(source, built):
+    orders = QueueRef(NAME, "{app}", "orders")
+    failed = source.jobs.page(
+        orders, "failed", page=1, page_size=25, name_filter="", scan_limit=1000, redactor=Redactor()
+    )
+    first = failed.jobs[0].id
+    wanted = source.jobs.detail(orders, first, cap=10_000, redactor=Redactor()).data.text
+    i = json.loads(wanted)["i"]
+    found = source.jobs.search_data(
+        orders,
+        "failed",
+        query=DataQuery.parse(f"i = {i}"),
+        offset=0,
+        scan_limit=1000,
+        data_cap=10_000,
+        redactor=Redactor(),
+    )
+    assert [j.id for j in found.matches] == [first] and found.complete and found.examined == built[orders]["failed"]
 
 
 @pytest.fixture

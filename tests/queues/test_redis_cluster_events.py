@@ -110,6 +110,38 @@ def test_a_moved_slot_makes_the_follower_regroup_and_keep_its_cursors(source, bu
     assert [e.name for e in read_until(follower, 1) if e.name == "added"] == ["added"]
 
 
+class _StillRedirected(_WrongOwnerFirst):
+    """The source's slot map, naming the wrong primary for every slot for as long as ``stale``
+    is set, however often it is read again (a slot mid-migration: its keys answer ``ASK``
+    while the map still names the old owner)."""
+
+    stale = True
+
+    def owner(self, slot: int) -> str:
+        right = self.real.owner(slot)
+        return next(p for p in self.primaries if p != right) if self.stale else right
+
+
+def test_while_a_slot_still_redirects_the_follower_waits_with_its_cursor_and_raises_nothing(
+    source, built, redis_cluster
+):
+    real = source.events_follower(block_ms=200)
+    real.follow([Q2])
+    cursor = real.last_ids[Q2]
+    with contextlib.closing(redis_cluster.client()) as client:
+        primaries = [n.name for n in client.get_primaries()]
+    owners = _StillRedirected(real.owners, primaries)
+    follower = ClusterEventsFollower(owners, block_ms=200)
+    assert follower.follow([Q2], {Q2: cursor}) == [Q2]  # redirected: not an error
+    for _ in range(3):
+        assert follower.read() == ([], {})
+    assert owners.refreshed >= 4 and follower.last_ids == {Q2: cursor}
+    node_does(redis_cluster, "add", Q2, 1)  # while the map is still wrong
+    owners.stale = False
+    # From the kept cursor: the job added while redirected is not lost.
+    assert [e.name for e in read_until(follower, 1) if e.name == "added"] == ["added"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_running_monitor_follows_cluster_queues_by_their_events(settings, live_setup, redis_cluster, built):
     point_at(settings, ConnectionSpec(NAME, redis_cluster.url, PREFIXES))

@@ -88,3 +88,33 @@ def test_a_scheduler_iteration_that_is_a_real_job_is_accepted(redis_client):
     assert discarded.ok, discarded
     assert not redis_client.exists(Q.key(ITERATION))
     assert redis_client.hgetall(Q.key("repeat:sch1"))  # the scheduler itself is untouched
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("job_id", ["repeat:sch1", "events", "de:order-7"])
+def test_duplicate_refuses_a_key_that_is_not_a_job_and_says_so(scratch_queues, client, job_id):
+    """The attack: duplicating ``repeat:sch1`` copied a scheduler's hash into a new job; a key of
+    another type (the events stream, a deduplication string) answered "Redis unavailable"."""
+    from django.urls import reverse
+
+    from tests.support.accounts import user_with
+
+    seed(scratch_queues)
+    client.force_login(user_with("operator"))
+    waiting_before = scratch_queues.llen(Q.key("wait"))
+    response = client.post(reverse("job_action", args=[Q.connection, Q.prefix, Q.name, "duplicate", job_id]))
+    assert response.status_code == 409
+    assert "is not a job" in response.content.decode() and "unavailable" not in response.content.decode()
+    assert scratch_queues.llen(Q.key("wait")) == waiting_before and not scratch_queues.exists(Q.key("1"))
+
+
+@pytest.mark.django_db
+def test_duplicating_a_real_job_still_works(scratch_queues, client):
+    from django.urls import reverse
+
+    from tests.support.accounts import user_with
+
+    seed(scratch_queues)
+    client.force_login(user_with("operator"))
+    response = client.post(reverse("job_action", args=[Q.connection, Q.prefix, Q.name, "duplicate", ITERATION]))
+    assert response.status_code == 200 and "duplicated as job" in response.content.decode()

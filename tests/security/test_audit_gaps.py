@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.accounts.models import ApiToken
 from dashboard.alerts.models import AlertRule, Channel
 from dashboard.audit.models import AuditEntry
 from tests.support.receivers import WebhookReceiver
@@ -124,3 +125,55 @@ def test_role_changes_tokens_and_admin_edits_are_recorded():
     assert edit.username == "root" and edit.via == "admin" and "dana" in edit.selection["object"]
     page = admin.get(reverse("audit")).content.decode()
     assert "admin.change" in page and "user.set_role" in page
+
+
+def test_admin_delete_selected_records_each_deleted_object():
+    """The admin's bulk "delete selected" writes its LogEntry rows with bulk_create (no
+    post_save signal): each deleted object is audited all the same."""
+    victims = [User.objects.create_user(f"gone-{i}", password="pw") for i in range(3)]
+    superuser = User.objects.create_superuser("root", password="pw")
+    admin = Client()
+    admin.force_login(superuser)
+    response = admin.post(
+        reverse("admin:auth_user_changelist"),
+        {"action": "delete_selected", "post": "yes", "_selected_action": [str(u.pk) for u in victims]},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert not User.objects.filter(username__startswith="gone-").exists()
+    deleted = AuditEntry.objects.filter(action="admin.delete", username="root", via="admin")
+    assert sorted(e.selection["object"] for e in deleted) == [f"user {u.pk} “gone-{i}”" for i, u in enumerate(victims)]
+
+
+def test_a_refused_token_revoke_is_recorded():
+    owner = User.objects.create_user("owner", password="pw")
+    call_command("api_token", "owner", stdout=StringIO())
+    token = ApiToken.objects.get(user=owner)
+    viewer, v = client_for("viewer")
+    assert viewer.post(reverse("token_revoke", args=[token.pk])).status_code == 403
+    token.refresh_from_db()
+    assert token.revoked_at is None
+    refused = AuditEntry.objects.get(username=v.username, action="refused.role")
+    assert refused.outcome == "refused" and f"token {token.pk}" in refused.selection["object"]
+
+
+def test_removing_a_schema_the_queue_does_not_have_is_a_clear_refusal_and_audited(prefixed_queues):
+    args = prefixed_queues.args("no-schema")
+    prefixed_queues.client.hset(prefixed_queues.queue("no-schema").key("meta"), mapping={"opts.maxLenEvents": 10000})
+    admin, a = client_for("admin")
+    page = admin.post(reverse("queue_action", args=[*args, "remove-schema"]))
+    assert page.status_code == 409 and b"has no job schema" in page.content
+    fragment = admin.post(reverse("queue_action", args=[*args, "remove-schema"]), HTTP_HX_REQUEST="true")
+    assert b"has no job schema" in fragment.content and b'class="action-result ok"' not in fragment.content
+    token_out = StringIO()
+    call_command("api_token", a.username, stdout=token_out)
+    api = admin.post(
+        reverse("api_queue_action", args=[*args, "remove-schema"]),
+        "{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token_out.getvalue().strip()}",
+    )
+    assert (
+        api.status_code == 409 and api.json()["outcome"] == "no_schema" and "has no job schema" in api.json()["message"]
+    )
+    rows = AuditEntry.objects.filter(action="queue.remove-schema", username=a.username)
+    assert rows.count() == 3 and {r.outcome for r in rows} == {"refused"}

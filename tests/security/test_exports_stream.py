@@ -1,22 +1,19 @@
 """Exports must stream for real under ASGI. Django turns a sync iterator into a list
-before the first byte when served by daphne, so a large export was built whole in memory.
+before the first byte when served over ASGI, so a large export was built whole in memory.
 
 The proof needs no timing: the monitored Redis sits behind a gate (``GateProxy``) that holds
 every command naming a job of the export's second page. The first page's lines must reach
 the client while that gate is still shut; under the old behaviour they never would.
 
-The cap on concurrent downloads holds across web processes (two daphnes share Queuewatch's
+The cap on concurrent downloads holds across web processes (two web servers share Queuewatch's
 own Redis), and a client that goes away gives its slot back at once — while its export still
 waits at the gate."""
-# Literal `bull:` keys kept: a redis-server of the module's own, behind a daphne subprocess.
+# Literal `bull:` keys kept: a redis-server of the module's own, behind a web server subprocess.
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -24,7 +21,8 @@ from django.urls import reverse
 
 from queues.redis.export import FIRST_PAGE
 from tests.security.gate import GateProxy
-from tests.support.servers import ROOT, AppServer, RedisServer
+from tests.support.browser import manage
+from tests.support.servers import AppServer, RedisServer, app_env
 
 GATED = 300  # jobs after the first page; the exporter's later pages name them
 QUEUE = ("default", "bull", "exp")
@@ -53,30 +51,14 @@ def seed(r) -> None:
 
 
 def web_env(*, redis_url: str, dashboard_url: str, database: str) -> dict:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "QUEUEWATCH_SECRET_KEY": "stream-" + "x" * 40,
-        "QUEUEWATCH_REDIS_URL": redis_url,
-        "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_url,
-        "DATABASE_URL": f"sqlite:///{database}",
-        # Plain http on loopback, as `./dev run` serves it.
-        "QUEUEWATCH_INSECURE_DEV": "1",
-        # Longer than any wait below: an export held at the gate must not end by a Redis
-        # timeout, or a slot released only at the end would pass for one released on hang-up.
-        "QUEUEWATCH_REDIS_TIMEOUT": "120",
-    }
-
-
-def manage(env, *args) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    # Longer than any wait below: an export held at the gate must not end by a Redis
+    # timeout, or a slot released only at the end would pass for one released on hang-up.
+    return app_env(redis_url=redis_url, dashboard_url=dashboard_url, database=database, QUEUEWATCH_REDIS_TIMEOUT="120")
 
 
 @pytest.fixture(scope="module")
-def gated_daphne(tmp_path_factory):
-    """Two web processes (daphne) behind one gate, sharing the database and Queuewatch's Redis."""
+def gated_web(tmp_path_factory):
+    """Two web processes behind one gate, sharing the database and Queuewatch's Redis."""
     redis_server = RedisServer()
     seed(redis_server.client())
     gate = GateProxy(upstream_port=redis_server.port, marker=b"gate-")
@@ -131,8 +113,8 @@ def wait_until_accepted(port: int, token: str) -> http.client.HTTPResponse:
     return again
 
 
-def test_first_page_reaches_the_client_before_the_second_is_read(gated_daphne):
-    port, token, gate, _ = gated_daphne
+def test_first_page_reaches_the_client_before_the_second_is_read(gated_web):
+    port, token, gate, _ = gated_web
     response = start_export(port, token)
     assert response.status == 200
     first = [json.loads(response.readline()) for _ in range(FIRST_PAGE)]
@@ -146,8 +128,8 @@ def test_first_page_reaches_the_client_before_the_second_is_read(gated_daphne):
     assert [line["id"] for line in rest] == [f"gate-{i}" for i in range(FIRST_PAGE, FIRST_PAGE + GATED)]
 
 
-def test_a_user_runs_at_most_two_exports_at_once_across_web_processes(gated_daphne):
-    port, token, gate, other_port = gated_daphne
+def test_a_user_runs_at_most_two_exports_at_once_across_web_processes(gated_web):
+    port, token, gate, other_port = gated_web
     shut(gate)
     # one export on each web process: both hold a slot, each waits at the gate
     running = [start_export(port, token), start_export(other_port, token)]
@@ -166,8 +148,8 @@ def test_a_user_runs_at_most_two_exports_at_once_across_web_processes(gated_daph
     assert len(again.read().splitlines()) == FIRST_PAGE + GATED
 
 
-def test_a_client_that_goes_away_gives_its_slot_back(gated_daphne):
-    port, token, gate, other_port = gated_daphne
+def test_a_client_that_goes_away_gives_its_slot_back(gated_web):
+    port, token, gate, other_port = gated_web
     shut(gate)
     running = [start_export(port, token), start_export(other_port, token)]
     assert [first_line_id(r) for r in running] == ["open-0", "open-0"]

@@ -184,3 +184,98 @@ def _names(dash) -> set[str]:
 def _counts(dash, name: str) -> dict:
     state = dash_redis.read_state(dash) or {}
     return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})
+
+
+# Every key BullMQ keeps for a queue, with the Redis type it has there.
+BULLMQ_KEYS = {
+    "meta": "hash",
+    "id": "string",
+    "events": "stream",
+    "wait": "list",
+    "paused": "list",
+    "active": "list",
+    "prioritized": "zset",
+    "delayed": "zset",
+    "completed": "zset",
+    "failed": "zset",
+    "waiting-children": "zset",
+    "stalled": "set",
+    "marker": "zset",
+    "limiter": "string",
+    "pc": "string",
+    "repeat": "zset",
+    "repeat:nightly": "hash",
+    "de:dedup-1": "string",
+    "job-1": "hash",
+    "job-1:logs": "list",
+    "job-1:dependencies": "set",
+    "job-1:processed": "hash",
+}
+MEGABYTE = "x" * 1_000_000
+
+
+def write_wrong_type(r, key: str, right: str) -> None:
+    """The key with another Redis type than BullMQ gives it (a hash for a string, a string
+    for anything else), holding a 1 MB value."""
+    if right == "string":
+        r.hset(key, mapping={"v": MEGABYTE})
+    else:
+        r.set(key, MEGABYTE)
+
+
+def write_hostile_values(r, key: str, right: str) -> None:
+    """The right type, holding non-finite numbers, binary bytes, deep JSON and 1 MB values."""
+    values = ["inf", "-inf", "nan", "1e400", b"\xff\xfe\x00", DEEP, MEGABYTE]
+    if right == "hash":
+        fields = ["opts.maxLenEvents", "paused", "concurrency", "max", "duration", "version", "ic", "every", "limit"]
+        fields += ["pattern", "tz", "name", "data", "opts", "timestamp", "delay", "priority", "atm", "failedReason"]
+        r.hset(key, mapping={f: values[i % len(values)] for i, f in enumerate(fields)})
+    elif right == "zset":
+        r.zadd(key, {"job-1": float("inf"), "job-2": float("-inf"), MEGABYTE: 1.0, b"\xff\x00": 2.0})
+    elif right == "list":
+        r.rpush(key, "job-1", MEGABYTE, b"\xff\x00", DEEP)
+    elif right == "set":
+        r.sadd(key, "job-1", MEGABYTE, b"\xff\x00")
+    elif right == "stream":
+        for value in values:
+            r.xadd(key, {"event": "completed", "jobId": "job-1", "returnvalue": value, "failedReason": value})
+    else:
+        r.set(key, values[len(key) % len(values)])
+
+
+def key_urls(name: str):
+    queue = ("default", "bull", name)
+    yield from urls(name, ["job-1"])
+    yield reverse("queue_schedulers", args=queue)
+    yield reverse("schedulers")
+    yield reverse("metrics")
+
+
+@pytest.mark.slow
+def test_each_hostile_class_in_every_key_bullmq_uses_breaks_no_page_api_or_monitor(logged_in, live_setup):
+    """One queue per (key, class): the wrong Redis type, or the right type holding non-finite
+    numbers, binary bytes, deep JSON and 1 MB values. Every page, the API, /metrics and the
+    monitor stay up, and a calm queue keeps updating."""
+    names = []
+    for suffix, right in BULLMQ_KEYS.items():
+        for cls, write in (("type", write_wrong_type), ("values", write_hostile_values)):
+            name = f"h-{cls}-{suffix.replace(':', '-')}"
+            names.append(name)
+            prefix = f"bull:{name}:"
+            if suffix != "meta":
+                live_setup.hset(prefix + "meta", mapping={"opts.maxLenEvents": 10000})
+            write(live_setup, prefix + suffix, right)
+    dash = dash_redis.dashboard_redis()
+    with monitor_log() as messages:
+        with monitor_thread(tick=0.5, name="key-fuzz-monitor"):
+            wait_for(lambda: len(_names(dash) & set(names)) >= len(names) - 2, timeout=60)
+            for name in names:
+                for url in key_urls(name):
+                    response = logged_in.get(url)
+                    if response.streaming:
+                        b"".join(response.streaming_content)
+                    assert response.status_code < 500, f"{url} answered {response.status_code}"
+            live_setup.hset("bull:calm:meta", mapping={"opts.maxLenEvents": 10000})
+            live_setup.rpush("bull:calm:wait", *[f"c{i}" for i in range(3)])
+            wait_for(lambda: _counts(dash, "calm").get("waiting") == 3, timeout=30)
+    assert [m for m in messages if "restarting the leader loop" in m] == []

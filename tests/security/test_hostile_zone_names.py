@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from dashboard.alerts.models import MaintenanceWindow
+from dashboard.audit.models import AuditEntry
 from tests.support.accounts import token_for, user_with
 
 pytestmark = pytest.mark.django_db
@@ -75,5 +76,10 @@ def test_the_scheduler_edit_refuses_a_hostile_zone_with_a_message(client, stored
     assert response.status_code == 400, response.content
     assert "time zone" in response.json()["message"] and len(response.json()["message"]) < 300
     assert stored.client.hget(f"{stored.prefix}:q:repeat:calm", "every") == b"60000"
+    # The refusal is audited whatever the zone holds (PostgreSQL stores no NUL: it is replaced).
+    refused = AuditEntry.objects.get(action="refused.validation")
+    assert "time zone" in refused.message and "\x00" not in refused.message + json.dumps(refused.message_data)
+    if "\x00" in tz:
+        assert "\ufffd" in refused.message
     client.force_login(user_with("operator"))
     assert client.get(reverse("scheduler_edit", args=[*stored.args("q"), "far"])).status_code == 200

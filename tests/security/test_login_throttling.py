@@ -3,6 +3,8 @@ login page and on the admin's. Now django-axes counts failures per user name and
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -55,3 +57,39 @@ def test_a_few_mistakes_do_not_lock_and_the_limit_is_configurable(settings):
     for _ in range(2):
         assert attempt(user, "/login/", "carol", "typo").status_code == 200
     assert attempt(user, "/login/", "carol", "carol-pass").status_code == 302
+
+
+PROXY = "10.0.0.5"  # every request connects from the reverse proxy
+
+
+def through_proxy(forwarded_for: str, username: str, password: str):
+    return Client().post(
+        "/login/",
+        {"username": username, "password": password, "next": "/"},
+        REMOTE_ADDR=PROXY,
+        HTTP_X_FORWARDED_FOR=forwarded_for,
+    )
+
+
+def test_behind_an_untrusted_proxy_x_forwarded_for_is_ignored(settings):
+    """Without QUEUEWATCH_TRUSTED_PROXIES the header is the client's word: counted per connecting
+    address (one attacker rotating the header stays one address)."""
+    settings.QUEUEWATCH_TRUSTED_PROXIES = []
+    User.objects.create_user("carol", password="carol-pass")
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        through_proxy(f"203.0.113.{n}", f"user{n}", "guess")
+    assert through_proxy("198.51.100.20", "carol", "carol-pass").status_code == 429
+
+
+def test_behind_a_trusted_proxy_one_clients_failures_lock_only_that_client(settings):
+    """The attack: one client behind the proxy fails logins until the limit. Everyone behind the
+    proxy shared its address and was locked out. With the proxy trusted, the client address is the
+    right-most X-Forwarded-For hop not a trusted proxy; what the client writes left of it (a forged
+    chain) changes nothing."""
+    settings.QUEUEWATCH_TRUSTED_PROXIES = [ipaddress.ip_network("10.0.0.0/8")]
+    User.objects.create_user("dave", password="dave-pass")
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        # The client forges a new left-hand address each time; the proxies append the real one.
+        through_proxy(f"192.0.2.{n}, 203.0.113.7, 10.1.1.1", f"user{n}", "guess")
+    assert through_proxy("203.0.113.7", "dave", "dave-pass").status_code == 429  # that client is locked
+    assert through_proxy("198.51.100.30, 10.1.1.1", "dave", "dave-pass").status_code == 302  # the others are not

@@ -92,3 +92,32 @@ def test_without_a_monitor_one_scan_serves_concurrent_requests(private_redis, se
         t.join()
     assert found == [5] * 10
     assert calls(r, "scan") - before == 1  # one pass (a tiny keyspace is one SCAN call)
+
+
+def test_with_the_monitor_stopped_requests_show_its_last_list_as_stale_and_never_scan(
+    private_redis, logged_in, settings
+):
+    """The attack (or accident): the monitor stops publishing (crashed, or its leader lock held by
+    someone who publishes nothing). Its list lapses after a minute, and every web process then
+    scanned the whole monitored keyspace once per discovery TTL. Now the last list it published is
+    kept and shown as stale; requests send no SCAN (counted by the private server)."""
+    settings.QUEUEWATCH_DISCOVERY_TTL = 0  # every request asks again: the worst case
+    reset_registry()
+    r = private_redis
+    for i in range(6):
+        make_queue(r, f"q{i}")
+    publish_queue_list(r, "default", [QueueRef("default", "bull", f"q{i}") for i in range(5)])
+    r.delete("queuewatch:queues:default")  # the fresh list lapsed: no monitor refreshed it
+    scans = calls(r, "scan")
+    for _ in range(5):
+        page = logged_in.get(reverse("overview"))
+        assert page.status_code == 200
+    html = page.content.decode()
+    assert "This queue list is stale" in html
+    assert all(f">q{i}<" in html for i in range(5)) and ">q5<" not in html  # the last list, as published
+    assert logged_in.get(reverse("queue", args=["default", "bull", "q5"])).status_code == 200  # still reachable
+    assert calls(r, "scan") == scans, "a request scanned the monitored Redis"
+
+    publish_queue_list(r, "default", [QueueRef("default", "bull", f"q{i}") for i in range(6)])  # a monitor again
+    html = logged_in.get(reverse("overview")).content.decode()
+    assert "This queue list is stale" not in html and ">q5<" in html

@@ -95,10 +95,10 @@ def test_an_item_that_fails_to_render_costs_only_itself_and_is_logged_once(live_
 
     real_job_live = fragments.job_live
 
-    def job_live(job):
+    def job_live(job, **kwargs):
         if job.id == "boom":
             raise ValueError("a render that raises")
-        return real_job_live(job)
+        return real_job_live(job, **kwargs)
 
     monkeypatch.setattr(fragments, "job_live", job_live)
     live_setup.hset("bull:evil:meta", mapping={"opts.maxLenEvents": 10000})

@@ -145,3 +145,50 @@ def test_the_receivers_error_body_is_shown_to_admins_only(receiver):
         admin = client_for("admin").get(page).content.decode()
         assert "refused&lt;/b&gt; with 400" in admin, page
         User.objects.all().delete()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[fd00:ec2::254]/latest/meta-data/",  # AWS metadata over IPv6 (inside fc00::/7)
+        "http://100.100.100.200/latest/meta-data/",  # Alibaba metadata (inside 100.64.0.0/10)
+        "http://192.0.0.192/opc/v2/instance/",  # Oracle metadata
+        "http://198.18.0.10/hook",  # benchmarking
+        "http://192.0.0.8/hook",  # IETF protocol assignments
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",  # Teredo
+        "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/",  # NAT64 form of 169.254.169.254
+        "http://[64:ff9b:1::1]/hook",  # local-use NAT64
+        "http://[100::1]/hook",  # discard-only
+        "http://203.0.113.9/hook",  # documentation
+        "http://240.0.0.1/hook",  # reserved
+    ],
+)
+def test_channel_form_refuses_cloud_metadata_and_special_purpose_addresses(settings, url):
+    """The attack: allow-by-default still reached cloud metadata services that live inside
+    otherwise-permitted private ranges, and IANA special-purpose ranges."""
+    settings.QUEUEWATCH_WEBHOOK_ALLOW = []
+    response = client_for("admin").post("/alerts/channels/new/", channel_form(url))
+    assert response.status_code == 200  # the form again, with the error
+    assert Channel.objects.count() == 0
+    assert "Webhooks may not be sent to this address" in response.content.decode()
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "10.1.2.3", "100.64.1.1", "fd00::1", "2606:4700::1111"])
+def test_public_and_private_receivers_stay_permitted_by_default(address):
+    assert DEFAULT.address_refusal(address) is None
+
+
+def test_why_a_connection_failed_is_shown_to_admins_only():
+    """The attack: a viewer reads delivery errors to tell closed ports (refused) from filtered
+    ones (timed out) and open ones. Viewers now read only "unreachable"."""
+    from tests.support.servers import refused_port
+
+    channel = Channel.objects.create(
+        name="scan", kind=Channel.WEBHOOK, config={"url": f"http://127.0.0.1:{refused_port()}/", "timeout_s": 2}
+    )
+    result = sender.send_test(channel=channel, requested_by="admin")
+    assert not result.ok
+    viewer = client_for("viewer").get("/alerts/channels/").content.decode()
+    assert "is unreachable" in viewer and "refused" not in viewer.lower() and "Errno" not in viewer
+    admin = client_for("admin").get("/alerts/channels/").content.decode()
+    assert "is unreachable" in admin and "refused" in admin.lower()

@@ -1,7 +1,9 @@
 """A failure reason is free text a worker wrote, and workers quote what they were given: a
 connection string, a header, the payload. One poisoned failed job, written by hand in BullMQ's
 layout, walked through every page and API that shows a failure reason: no secret in any response
-(job lists were shown raw, and so were bulk previews and error groups)."""
+(job lists were shown raw, and so were bulk previews and error groups), in any download (CSV and
+JSON lines, page and API), nor in any alert its queue raises (email through a real SMTP server,
+webhooks of every shape to a real HTTP receiver)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,16 @@ import json
 import pytest
 from django.contrib.auth.models import Group, User
 from django.urls import reverse
+from django.utils import timezone
 
+from dashboard.alerts import sender
+from dashboard.alerts.engine import evaluate_rules
+from dashboard.alerts.models import Channel
 from dashboard.browse import selectors
+from dashboard.connections.registry import get_registry
 from dashboard.live import fragments
+from tests.support.alerting import facts, make_rule
+from tests.support.receivers import WebhookReceiver
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +128,66 @@ def test_filters_still_match_the_stored_reason(operator, prefixed_queues):
     matching = {"action": "discard", "state": "failed", "scope": "matching", "reason_contains": "pw-in-reason"}
     html = operator.post(reverse("bulk_preview", args=Q), matching).content.decode()
     assert 'data-count="1"' in html
+
+
+def downloads(client, Q: list[str]):
+    """(where, body) of every download of the poisoned job, read to the end."""
+    for fmt in ("csv", "jsonl"):
+        for name in ("queue_export", "api_export"):
+            response = client.get(reverse(name, args=Q) + f"?state=failed&format={fmt}")
+            assert response.status_code == 200, (name, fmt)
+            yield f"{name} ({fmt})", b"".join(response.streaming_content).decode()
+
+
+def test_no_secret_of_a_poisoned_job_reaches_a_download(operator, prefixed_queues):
+    Q = prefixed_queues.args("poisoned")
+    seed(prefixed_queues.client, prefixed_queues.prefix)
+    for where, body in downloads(operator, Q):
+        # The job is exported, its reason, stack and harmless data too; only the secrets are not.
+        assert "login refused" in body and "data-visible" in body and "db.js:1:1" in body, where
+        assert [secret for secret in SECRETS if secret in body] == [], where
+
+
+@pytest.fixture
+def webhook():
+    receiver = WebhookReceiver().start()
+    yield receiver
+    receiver.stop()
+
+
+def test_no_secret_of_a_poisoned_job_reaches_an_alert(prefixed_queues, smtp, webhook):
+    """The poisoned queue's failed set, read from Redis as the monitor reads it, fires a rule
+    whose notifications go out by email and by webhook in every shape (a custom template with
+    every placeholder too): the queue is named in each, no secret of its job is."""
+    seed(prefixed_queues.client, prefixed_queues.prefix)
+    queue = prefixed_queues.queue("poisoned")
+    hook = {"url": webhook.url, "timeout_s": 5}
+    template = " ".join(f"${name}" for name in ("SUBJECT", "SUMMARY", "RULE", "QUEUE", "VALUE", "URL", "CHANNEL"))
+    channels = [
+        Channel.objects.create(name="mail", kind=Channel.EMAIL, config={"to": ["oncall@example.test"]}),
+        *(
+            Channel.objects.create(name=shape, kind=Channel.WEBHOOK, config={**hook, "shape": shape})
+            for shape in ("queuewatch", "alertmanager", "slack")
+        ),
+        Channel.objects.create(
+            name="custom",
+            kind=Channel.WEBHOOK,
+            config={**hook, "shape": "custom", "template": template, "content_type": "text/plain"},
+        ),
+    ]
+    make_rule("dead letters", kind="dlq_depth", threshold=0, channels=channels)
+    snapshots = get_registry().source("default").snapshots([queue])
+    evaluate_rules(facts=facts(*selectors.with_signals(snapshots)), now=timezone.now())
+    assert sender.send_due() == len(channels)
+
+    [(_, message)] = smtp.messages
+    sent = {
+        "email (text)": message.get_body(("plain",)).get_content(),
+        "email (html)": message.get_body(("html",)).get_content(),
+        "email subject": str(message["Subject"]),
+        **{f"webhook {i}": received.body.decode() for i, received in enumerate(webhook.received)},
+    }
+    assert len(sent) == 3 + 4
+    for where, body in sent.items():
+        assert "poisoned" in body, where  # the notification is about the poisoned queue
+        assert [secret for secret in SECRETS if secret in body] == [], where

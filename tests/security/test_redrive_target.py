@@ -56,3 +56,29 @@ def test_a_target_queue_that_does_not_exist_is_refused(redis_prefix, bulk):
         assert result.outcome == redrive.UNKNOWN_TARGET and "no queue ghost" in result.message
     assert r.exists(ghost_dlq.job_key("1"))  # left where it was
     assert r.keys(ghost.key("*")) == []  # nothing was created
+
+
+@pytest.mark.django_db
+def test_a_redrive_copies_only_bullmq_job_options(prefixed_queues, client):
+    """The attack: a producer writes a dead letter whose ``opts`` carry keys BullMQ does not
+    define (``prefix``, anything): the redrive copied them into the source queue's job. Only
+    BullMQ's own job options are copied now."""
+    from django.urls import reverse
+
+    from tests.support.accounts import user_with
+
+    r = prefixed_queues.client
+    dlq, orders = prefixed_queues.queue("orders-dlq"), prefixed_queues.queue("orders")
+    exists(r, orders), exists(r, dlq)
+    opts = {"attempts": 4, "backoff": {"type": "fixed", "delay": 10}, "kl": 5, "prefix": "evil", "x-anything": [1, 2]}
+    r.hset(dlq.job_key("d1"), mapping={"name": "x", "data": "{}", "opts": json.dumps(opts), "timestamp": 5})
+    r.lpush(dlq.key("wait"), "d1")
+    client.force_login(user_with("operator"))
+    response = client.post(
+        reverse("job_action", args=[*prefixed_queues.args("orders-dlq"), "redrive", "d1"]), {"reason": "fixed"}
+    )
+    assert response.status_code == 200, response.content.decode()[:500]
+    (copy_id,) = [i.decode() for i in r.lrange(orders.key("wait"), 0, -1)]
+    copied = json.loads(r.hget(orders.job_key(copy_id), "opts"))
+    assert "prefix" not in copied and "x-anything" not in copied
+    assert copied["attempts"] == 4 and copied["backoff"] == {"type": "fixed", "delay": 10} and copied["kl"] == 5

@@ -125,3 +125,35 @@ def test_the_data_migration_encrypts_rows_written_before_it(keyed):
     from dashboard.core.crypto import decrypt_values
 
     assert decrypt_values(loaded.config["headers"]) == {"X-Api-Key": HEADER}
+
+
+def test_a_webhook_url_is_encrypted_never_rendered_back_and_kept_when_left_empty(keyed, receiver):
+    """The URL of a Slack-style hook is its credential: it was stored in plain text and shown
+    in the edit form to anyone who could open it."""
+    token_url = f"http://127.0.0.1:{receiver.port}/services/T0001/B0002/hook-token-7f6e5d"
+    channel = create_through_the_form(token_url)
+    assert "hook-token-7f6e5d" not in raw_row(channel.pk)
+    admin = Client()
+    admin.force_login(User.objects.get(username="root"))
+    edit = admin.get(f"/alerts/channels/{channel.pk}/edit/").content.decode()
+    assert "hook-token-7f6e5d" not in edit and "/services/" not in edit
+    assert f"http://127.0.0.1:{receiver.port}…" in edit  # its origin, so the admin knows which it is
+    for page in ("/alerts/channels/", f"/alerts/channels/{channel.pk}/log/"):
+        assert "hook-token-7f6e5d" not in admin.get(page).content.decode()
+    # Saved with the URL field left empty: the stored URL is kept.
+    form = {
+        "name": "signed",
+        "kind": "webhook",
+        "enabled": "on",
+        "url": "",
+        "shape": "queuewatch",
+        "timeout_s": "7",
+        "content_type": "application/json",
+        "headers": "Authorization: (unchanged)",
+        "to": "",
+    }
+    response = admin.post(f"/alerts/channels/{channel.pk}/edit/", form)
+    assert response.status_code == 302, response.content.decode()[:1000]
+    assert "hook-token-7f6e5d" not in raw_row(channel.pk)
+    assert sender.send_test(channel=Channel.objects.get(pk=channel.pk), requested_by="root").ok
+    assert receiver.received[-1].path == "/services/T0001/B0002/hook-token-7f6e5d"

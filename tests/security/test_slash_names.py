@@ -68,3 +68,57 @@ def test_websocket_route_decodes_the_same_way():
     resolver = URLResolver(RegexPattern(r"^/"), websocket_urlpatterns)
     path = "/" + reverse("ws_queue", urlconf="dashboard.routing", args=["default", "bull", "reports/daily"]).lstrip("/")
     assert resolver.resolve(path).kwargs["name"] == "reports/daily"
+
+
+ODD_QUEUES = [".", ".."]
+ODD_JOB_IDS = ["..", ".", "a/../b", "./x", "line\nbreak", "tab\there", "nul\x00id", "ok.id"]
+
+
+def no_dot_segment_or_control(url: str) -> bool:
+    from urllib.parse import unquote
+
+    path = unquote(url)
+    return all(part not in (".", "..") for part in path.split("/")) and not any(ord(c) < 32 for c in path)
+
+
+def test_queues_named_dot_and_jobs_with_dot_segments_or_control_characters_are_reachable(prefixed_queues, logged_in):
+    """The attack (or accident): a queue named ``..`` or a job id ``a/../b`` or ``line\\nbreak``
+    exists in Redis. Its links resolved to another page in the browser (dot segments) or matched
+    no route (a newline): unreachable, so nobody could inspect or discard it. Every link now
+    carries them escaped."""
+    r, bull = prefixed_queues.client, prefixed_queues.prefix
+    for name in ODD_QUEUES + ["jobs-odd"]:
+        r.hset(f"{bull}:{name}:meta", mapping={"opts.maxLenEvents": 10000})
+    for queue in ODD_QUEUES:
+        r.hset(f"{bull}:{queue}:j1", mapping={"name": "job", "data": "{}", "timestamp": 1700000000000})
+        r.lpush(f"{bull}:{queue}:wait", "j1")
+        url = reverse("queue", args=["default", bull, queue])
+        assert no_dot_segment_or_control(url), url
+        assert resolve(url).kwargs["name"] == queue
+        assert logged_in.get(url).status_code == 200
+        assert logged_in.get(reverse("job", args=["default", bull, queue, "j1"])).status_code == 200
+    for job_id in ODD_JOB_IDS:
+        r.hset(f"{bull}:jobs-odd:{job_id}", mapping={"name": "odd", "data": json.dumps({"id": job_id}), "timestamp": 1})
+        r.lpush(f"{bull}:jobs-odd:wait", job_id)
+        for route in ("job", "api_job"):
+            url = reverse(route, args=["default", bull, "jobs-odd", job_id])
+            assert no_dot_segment_or_control(url), url
+            assert resolve(url).kwargs["job_id"] == job_id
+            response = logged_in.get(url)
+            assert response.status_code == 200, (job_id, route)
+    page = logged_in.get(reverse("queue", args=["default", bull, "jobs-odd"]) + "?state=waiting").content.decode()
+    assert reverse("job", args=["default", bull, "jobs-odd", "a/../b"]) in page
+
+
+@pytest.mark.parametrize("job_id", ["..", "a/./b", "line\nbreak", "nul\x00"])
+def test_adding_a_job_with_a_dot_segment_or_control_character_id_is_refused(prefixed_queues, client, job_id):
+    from tests.support.accounts import user_with
+
+    r, bull = prefixed_queues.client, prefixed_queues.prefix
+    r.hset(f"{bull}:made:meta", mapping={"opts.maxLenEvents": 10000})
+    client.force_login(user_with("operator"))
+    response = client.post(
+        reverse("queue_action", args=["default", bull, "made", "add"]), {"name": "x", "data": "{}", "jobId": job_id}
+    )
+    assert response.status_code == 400 and b"jobId" in response.content
+    assert r.llen(f"{bull}:made:wait") == 0

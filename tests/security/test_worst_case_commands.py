@@ -84,13 +84,19 @@ STATED = {
     "overview": (lambda: reverse("overview"), 24),  # 22 per queue + MULTI/EXEC per 250 queues
     "api queues": (lambda: reverse("api_queues"), 24),
     "api queue": (lambda: reverse("api_queue", args=ARGS), 27),
-    "failed page of 200": (lambda: reverse("queue", args=ARGS) + "?state=failed&size=200", 27 + 200),
-    "deep waiting page of 200": (lambda: reverse("queue", args=ARGS) + "?state=waiting&size=200&page=5", 27 + 200),
+    # The page's share, plus its "Priorities and limits" box: 7 reads without prioritized jobs.
+    "failed page of 200": (lambda: reverse("queue", args=ARGS) + "?state=failed&size=200", 27 + 200 + 7),
+    "deep waiting page of 200": (lambda: reverse("queue", args=ARGS) + "?state=waiting&size=200&page=5", 27 + 200 + 7),
+    "api queue with figures": (lambda: reverse("api_queue", args=ARGS) + "?figures=1", 27 + 7),
     "api jobs, 200": (lambda: reverse("api_jobs", args=ARGS) + "?state=failed&size=200", 3 + 200),
     "job page": (lambda: reverse("job", args=[*ARGS, "0"]), 15),
     "api job": (lambda: reverse("api_job", args=[*ARGS, "0"]), 15),
     "unknown queue": (lambda: reverse("queue", args=["default", "bull", "nope"]), 1),
     "export": (lambda: reverse("api_export", args=ARGS) + "?state=failed&format=jsonl", JOBS + 3 * EXPORT_PAGES),
+    "find by id": (lambda: reverse("find") + "?find=0&list=1", 1),  # one EXISTS per queue seen
+    # One HGET per job examined (all 1,200: under QUEUEWATCH_SCAN_SAMPLE), a range read per page
+    # (pages grow 10, 20, 40 … 250: at most 12 here), the length, one HMGET per match.
+    "find by data": (lambda: reverse("queue_find", args=ARGS) + "?state=failed&where=n%20%3D%205", JOBS + 15),
 }
 
 
@@ -149,3 +155,30 @@ def test_a_bulk_preview_examines_at_most_the_scan_sample(monitored, client, sett
         content_type="application/json",
     ).json()
     assert (whole["complete"], whole["count"]) == (True, 1201)  # no job condition: one ZCOUNT, exact
+
+
+FLOW_BOUND = 4050  # README.md: 19 per node read (at most 200), 43 to find the root, an HGET per completed node
+
+
+def test_the_flow_page_reads_at_most_its_node_budget(monitored, logged_in):
+    """A flow bigger than every bound (30 children of 30 children each, the job asked for at the
+    bottom): the page and the API read at most 200 nodes, and say how many they do not show."""
+    pipe = monitored.pipeline(transaction=False)
+    pipe.hset("bull:wc:root", mapping={"name": "root", "timestamp": 1})
+    pipe.zadd("bull:wc:waiting-children", {"root": 1})
+    for c in range(30):
+        pipe.hset(f"bull:wc:c{c}", mapping={"name": "child", "timestamp": 1, "parentKey": "bull:wc:root"})
+        pipe.sadd("bull:wc:root:dependencies", f"bull:wc:c{c}")
+        pipe.zadd("bull:wc:waiting-children", {f"c{c}": 1})
+        for g in range(30):
+            pipe.hset(f"bull:wc:g{c}-{g}", mapping={"name": "grandchild", "timestamp": 1, "parentKey": f"bull:wc:c{c}"})
+            pipe.sadd(f"bull:wc:c{c}:dependencies", f"bull:wc:g{c}-{g}")
+            pipe.rpush("bull:wc:wait", f"g{c}-{g}")
+    pipe.execute()
+    for url in (reverse("job_flow", args=[*ARGS, "g0-0"]), reverse("api_job_flow", args=[*ARGS, "g0-0"])):
+        response, used = commands(monitored, lambda url=url: logged_in.get(url))
+        assert response.status_code == 200
+        assert sum(used.values()) <= FLOW_BOUND, used
+    tree = response.json()
+    assert tree["nodes_read"] == 200 and tree["budget_spent"]
+    assert tree["root"]["not_shown"] == 10 and len(tree["root"]["children"]) == 20

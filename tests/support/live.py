@@ -86,3 +86,16 @@ def assert_overview_and_api_list(client, user, counts: dict, connection: str) ->
     body = client.get(reverse("api_queues"), HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}").json()
     assert {QueueRef(q["connection"], q["prefix"], q["name"]): q["counts"] for q in body["queues"]} == counts
     assert body["connections"] == [{"name": connection, "ok": True, "error": None}]
+
+
+def overview_view(client, query: str = "") -> str:
+    """The rows view the overview page (as ``client`` sees it) names for its socket: what the
+    page's script sends once the socket is open (``{"view": …}``), so the monitor renders those rows."""
+    import re
+
+    from django.urls import reverse
+
+    html = client.get(reverse("overview") + query).content.decode()
+    found = re.search(r'id="queue-tables" data-rows-view="([0-9a-f]*)"', html)
+    assert found and found.group(1), "the overview page names no rows view"
+    return found.group(1)

@@ -213,6 +213,7 @@ class FullMemorySource:
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         from tests.support.memory_commands import MemBulk, MemCommands, MemSchedulers, MemServer
+        from tests.support.memory_job_tools import MemDedup, MemJobTools
         from tests.support.memory_jobs import MemJobs, MemProbes
 
         self.spec = spec
@@ -224,6 +225,9 @@ class FullMemorySource:
         self.schedulers = MemSchedulers(store=store, connection=name)
         self.bulk = MemBulk(commands=self.commands, store=store, connection=name)
         self.server = MemServer(store=store, connection=name)
+        self.job_tools = MemJobTools(store=store, connection=name)
+        self.dedup = MemDedup(store=store, connection=name)
+        self.figures = None  # not offered by the memory kind
 
     @classmethod
     def check_url(cls, url: str) -> None:

@@ -5,10 +5,11 @@ store: retry moves failed→waiting, discard removes, promote moves delayed→wa
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable, Mapping
 
-from queues import actions, edit_retry, job_schema
+from queues import actions, edit_retry, flow_actions, job_schema
 from queues.actions import ActionResult, gone
 from queues.bulk import DONE_STATE, BulkPlan, Progress, ProgressStore
 from queues.cron import bullmq_next_millis
@@ -23,6 +24,8 @@ from queues.redis.job_add import add_kind
 from queues.safe_json import loads_or
 from queues.scheduler_edit import SchedulerError, SchedulerResult, SchedulerSpec
 from queues.scheduler_migration import MigrationPlan
+from queues.scheduler_runs import Iteration, SchedulerDetail
+from queues.scheduler_zone import PatternZone
 from queues.schedulers import Scheduler
 from queues.snapshot import QueueSnapshot
 from queues.workers import Worker
@@ -197,6 +200,10 @@ class MemCommands(_Facet):
             q = self._queue(queue)
             q.rate_max, q.rate_duration_ms = max_jobs, duration_ms
 
+    def rate_limit_for(self, queue: QueueRef, *, ms: int) -> None:
+        with translated(self.connection), self.store.lock:
+            self._queue(queue).limited_until_ms = now_ms() + ms
+
     def remove_rate_limit_key(self, queue: QueueRef) -> bool:
         with translated(self.connection), self.store.lock:
             q = self._queue(queue)
@@ -221,6 +228,19 @@ class MemCommands(_Facet):
             if q.counts()["active"]:
                 raise SettingRefused(f"Queue {queue.name} has active jobs.")
             self.store.queues.pop((queue.prefix, queue.name), None)
+
+    # The store keeps no flows: no job has a parent or children.
+    def remove_child_dependency(self, queue: QueueRef, *, job_id: str) -> ActionResult:
+        with translated(self.connection), self.store.lock:
+            if self._queue(queue).jobs.get(job_id) is None:
+                return ActionResult(job_id, actions.MISSING, gone(job_id))
+            return flow_actions.no_parent(job_id)
+
+    def remove_unprocessed_children(self, queue: QueueRef, *, job_id: str) -> ActionResult:
+        with translated(self.connection), self.store.lock:
+            if self._queue(queue).jobs.get(job_id) is None:
+                return ActionResult(job_id, actions.MISSING, gone(job_id))
+            return flow_actions.no_unprocessed_children(job_id)
 
 
 def _next_run(spec: SchedulerSpec, at: int) -> int:
@@ -247,6 +267,10 @@ class MemSchedulers(_Facet):
                 )
                 for s in sorted(self._queue(queue).schedulers.values(), key=lambda s: s.next_run)
             ]
+
+    def page(self, queue: QueueRef, *, start: int, count: int) -> tuple[builtins.list[Scheduler], int]:
+        every = self.list(queue)
+        return every[start : start + count], len(every)
 
     def spec(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerSpec | None:
         with translated(self.connection), self.store.lock:
@@ -275,6 +299,22 @@ class MemSchedulers(_Facet):
             return SchedulerResult(
                 "done", f"Scheduler {spec.scheduler_id} updated; its next job is {job.id}.", job.id, due - at
             )
+
+    def create(self, queue: QueueRef, *, spec: SchedulerSpec) -> SchedulerResult:
+        if self.spec(queue, scheduler_id=spec.scheduler_id) is not None:
+            return SchedulerResult("not_editable", f"There is already a job scheduler {spec.scheduler_id}.")
+        return self.edit(queue, spec=spec)
+
+    def detail(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerDetail | None:
+        found = next((s for s in self.list(queue) if s.id == scheduler_id), None)
+        if found is None:
+            return None
+        due = found.next_run
+        pending = Iteration(f"repeat:{found.id}:{due}", due, "delayed") if due else None
+        return SchedulerDetail(found, self.spec(queue, scheduler_id=scheduler_id), pending, None)
+
+    def workers_zone(self, queue: QueueRef, *, scheduler_id: str = "") -> PatternZone:
+        return PatternZone("UTC", "assumed")
 
     def remove(self, queue: QueueRef, *, scheduler_id: str) -> SchedulerResult:
         with translated(self.connection), self.store.lock:

@@ -12,8 +12,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from queues import edit_retry, job_schema
+from queues.data_search import MAX_MATCHES, DataQuery, DataSearch
 from queues.error_groups import ErrorGroup, ErrorGroups, fingerprint, normalize
 from queues.errors import JobNotFound
+from queues.flows import FlowLimits, FlowNode, FlowTree, cut
 from queues.job_add import SourceJob
 from queues.jobs import LOG_TAIL, SUMMARY_FIELDS, JobDetail, JobLive, JobSummary, prepare_payload, summary_from_fields
 from queues.keys import QueueRef
@@ -239,6 +241,32 @@ class MemJobs(_Facet):
             ordered = sorted(groups.values(), key=lambda g: (-g.count, -(g.last_seen_ms or 0)))
             return ErrorGroups(ordered, scanned=min(len(failed), scan_limit), total=len(failed)).redacted(redactor)
 
+    def search_data(
+        self,
+        queue: QueueRef,
+        state: str,
+        *,
+        query: DataQuery,
+        offset: int,
+        scan_limit: int,
+        data_cap: int,
+        redactor: Redactor,
+    ) -> DataSearch:
+        with translated(self.connection), self.store.lock:
+            jobs = self._queue(queue).in_state(state)
+            found = DataSearch(state, query, start=offset, examined=offset, in_state=len(jobs))
+            for job in jobs[offset : offset + scan_limit]:
+                if len(found.matches) >= MAX_MATCHES:
+                    break
+                found.examined += 1
+                if len(job.data.encode()) > data_cap:
+                    found.too_large += 1
+                    continue
+                ok, value = parse_json(job.data)
+                if ok and query.matches(redactor.value(value)):
+                    found.matches.append(summary(job, job.id).redacted(redactor))
+            return found
+
     def export(
         self, queue: QueueRef, *, fmt: str, filt: JobFilter, before_ms: int, redactor: Redactor
     ) -> Iterator[str]:
@@ -287,6 +315,22 @@ class MemJobs(_Facet):
             return SourceJob(
                 name=job.name, data_json=job.data, opts={STORED_TO_OPTION.get(k, k): v for k, v in job.opts.items()}
             )
+
+    def flow(
+        self, queue: QueueRef, job_id: str, *, limits: FlowLimits, from_root: bool, redactor: Redactor
+    ) -> FlowTree:
+        # The store keeps no flows: every job is a flow of one.
+        with translated(self.connection), self.store.lock:
+            job = self._job(queue, job_id)
+            if job is None:
+                raise JobNotFound(queue.name, job_id)
+            key = queue.job_key(job_id)
+            node = FlowNode(key=key, id=job_id, state=job.state, name=job.name)
+            if job.state == "failed":
+                node.failed_reason = cut(redactor.text(job.failed_reason))
+            elif job.state == "completed":
+                node.return_value = cut(redactor.text(job.returnvalue or ""))
+            return FlowTree(root=node, focus=key, limits=limits, nodes_read=1)
 
 
 class MemProbes(_Facet):

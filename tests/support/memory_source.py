@@ -27,7 +27,7 @@ class MemorySource:
     schemes = ("memory",)
 
     # No facet yet: job pages, actions, probes… are "not offered".
-    jobs = probes = commands = schedulers = bulk = server = None
+    jobs = probes = commands = schedulers = bulk = server = job_tools = dedup = figures = None
 
     def __init__(self, spec: ConnectionSpec, *, socket_timeout: float = 5.0):
         self.spec = spec

@@ -65,6 +65,60 @@ class RedisCluster:
         with contextlib.closing(self.client()) as client:
             client.flushall(target_nodes=redis.cluster.RedisCluster.PRIMARIES)
 
+    def node_ids(self) -> dict[int, str]:
+        """Each node's port and cluster node id."""
+        ids = {}
+        for port in self.ports:
+            with self.node_client(port) as node:
+                ids[port] = node.execute_command("CLUSTER", "MYID").decode()
+        return ids
+
+    def primary_ports(self) -> list[int]:
+        ports = []
+        for port in self.ports:
+            with self.node_client(port) as node:
+                if node.info("replication")["role"] == "master":
+                    ports.append(port)
+        return ports
+
+    def owner_of(self, slot: int) -> int:
+        """The port of the primary serving ``slot``, as that primary itself says."""
+        for port in self.primary_ports():
+            with self.node_client(port) as node:
+                for start, end, primary, *_replicas in node.execute_command("CLUSTER", "SLOTS"):
+                    if start <= slot <= end and int(primary[1]) == port:
+                        return port
+        raise LookupError(f"no primary serves slot {slot}")
+
+    def keys_in_slot(self, port: int, slot: int) -> list[bytes]:
+        """The keys of ``slot`` the node on ``port`` holds (up to 10,000)."""
+        with self.node_client(port) as node:
+            return node.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10_000)
+
+    def move_slot(self, slot: int, to_port: int, *, batch: int = 10, between_batches=None) -> None:
+        """Move one hash slot to the primary on ``to_port`` with its keys, step by step as
+        ``redis-cli --cluster reshard`` moves each slot: IMPORTING on the target, MIGRATING on
+        the source, ``MIGRATE`` of its keys ``batch`` at a time (``between_batches()`` is called
+        after each, while the slot is half-moved), then ``SETSLOT … NODE`` on the target, the
+        source and the other primaries."""
+        from_port = self.owner_of(slot)
+        if from_port == to_port:
+            raise ValueError(f"slot {slot} is already served by {to_port}")
+        ids = self.node_ids()
+        with self.node_client(to_port) as target, self.node_client(from_port) as source:
+            target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from_port])
+            source.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to_port])
+            while keys := source.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                source.execute_command("MIGRATE", "127.0.0.1", to_port, "", 0, 5000, "KEYS", *keys)
+                if between_batches is not None:
+                    between_batches()
+            target.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to_port])
+            source.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to_port])
+        for port in self.primary_ports():
+            if port not in (from_port, to_port):
+                with self.node_client(port) as other:
+                    other.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to_port])
+
     def _start(self) -> None:
         self.ports = []
         while len(self.ports) < self.count:

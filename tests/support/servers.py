@@ -156,33 +156,51 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class AppServer:
-    """Queuewatch served by daphne in a subprocess with the environment ``env``, as users run
-    it. Daphne binds a port the OS chooses (``-p 0``) and says which in its log: no other
-    process (a parallel pytest-xdist worker) can take the port between choosing and binding."""
+def app_env(*, redis_url: str, dashboard_url: str, database: str, **extra: str) -> dict:
+    """The environment of an ``AppServer`` (and its ``manage.py`` commands) of a test's own:
+    this process's environment without any ``QUEUEWATCH_*`` setting, plus the monitored and
+    dashboard Redis, a SQLite ``database`` and plain http on loopback, as ``./dev run`` serves
+    it; ``extra`` adds settings."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QUEUEWATCH_") and k != "DJANGO_SETTINGS_MODULE"},
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "QUEUEWATCH_SECRET_KEY": "app-server-" + "x" * 40,
+        "QUEUEWATCH_REDIS_URL": redis_url,
+        "QUEUEWATCH_DASHBOARD_REDIS_URL": dashboard_url,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "QUEUEWATCH_INSECURE_DEV": "1",
+        **extra,
+    }
 
-    LISTENING = re.compile(r"Listening on TCP address [0-9.]+:(\d+)")
+
+class AppServer:
+    """Queuewatch served by the server it ships (``python -m dashboard.serve``, uvicorn) in a
+    subprocess with the environment ``env``, as users run it. It binds a port the OS chooses
+    (``--port 0``) and says which in its log: no other process (a parallel pytest-xdist worker)
+    can take the port between choosing and binding."""
+
+    LISTENING = re.compile(r"Uvicorn running on http://[0-9.]+:(\d+)")
 
     def __init__(self, env: dict, *, timeout: float = 60):
         self.port: int | None = None
         self._said: collections.deque[str] = collections.deque(maxlen=100)
         self._bound = threading.Event()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0", "dashboard.asgi:application"],
+            [sys.executable, "-m", "dashboard.serve", "--host", "127.0.0.1", "--port", "0"],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        # Read its log for the whole run (a pipe nobody reads would block daphne once full).
+        # Read its log for the whole run (a pipe nobody reads would block the server once full).
         threading.Thread(target=self._read_log, daemon=True).start()
         deadline = time.monotonic() + timeout
         self._bound.wait(timeout)
         while not (self.port is not None and self.answers()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("daphne did not start:\n" + self.said())
+                raise RuntimeError("the web server did not start:\n" + self.said())
             time.sleep(0.1)
 
     def answers(self) -> bool:
@@ -198,7 +216,7 @@ class AppServer:
         return f"http://127.0.0.1:{self.port}"
 
     def said(self) -> str:
-        """The last lines daphne logged."""
+        """The last lines the web server logged."""
         return "".join(self._said)[-3000:]
 
     def _read_log(self) -> None:
@@ -219,15 +237,22 @@ class AppServer:
             self.proc.wait(10)
 
 
+def node_modules_installed() -> bool:
+    """Every dependency of tests/node/package.json is in node_modules (one added since the last
+    install counts as missing)."""
+    wanted = json.loads((NODE_DIR / "package.json").read_text()).get("dependencies", {})
+    return all((NODE_DIR / "node_modules" / name / "package.json").exists() for name in wanted)
+
+
 def ensure_node_modules() -> None:
     """``npm ci`` in tests/node on first use, by one test process at a time: pytest-xdist
     workers that found it missing together wait for the first, then see it installed."""
-    if (NODE_DIR / "node_modules" / "bullmq").exists():
+    if node_modules_installed():
         return
     lock = Path(tempfile.gettempdir()) / f"queuewatch-npm-ci-{hashlib.sha1(bytes(NODE_DIR)).hexdigest()[:12]}.lock"
     with open(lock, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        if not (NODE_DIR / "node_modules" / "bullmq").exists():
+        if not node_modules_installed():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
 
 
@@ -250,6 +275,33 @@ def run_node(script: str, *args: str, timeout: float = 90, prefix: str | None = 
     if proc.returncode != 0:
         raise RuntimeError(f"node {script} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def finish(proc: subprocess.Popen, *, input: str | None = None, timeout: float = 120) -> tuple[str, str]:
+    """The rest of a text-mode process's stdout and stderr, once it has exited: what
+    ``Popen.communicate`` returns, except that it also keeps what a ``readline()`` before it
+    already read ahead. ``communicate`` reads the pipes' file descriptors, so output buffered by
+    that read-ahead (a fast process's last line, printed right after its first) is lost."""
+    if input is not None:
+        assert proc.stdin is not None
+        proc.stdin.write(input)
+        proc.stdin.close()
+    got: dict[str, str] = {}
+    readers = [
+        threading.Thread(target=lambda name=name, pipe=pipe: got.__setitem__(name, pipe.read() if pipe else ""))
+        for name, pipe in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    for reader in readers:
+        reader.join(max(0.0, deadline - time.monotonic()))
+    if any(reader.is_alive() for reader in readers):
+        proc.kill()
+        proc.wait()
+        raise subprocess.TimeoutExpired(proc.args, timeout)
+    proc.wait(max(1.0, deadline - time.monotonic()))
+    return got["out"], got["err"]
 
 
 def node_available() -> bool:

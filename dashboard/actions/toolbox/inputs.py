@@ -26,7 +26,7 @@ from dashboard.actions.inputs import (
 from dashboard.web.errors import InvalidInput
 from queues.job_options import InvalidJob, NewJob, new_job
 from queues.text import MAX_SAFE_INTEGER
-from queues.whole_numbers import NotAWholeNumber, whole_number_text
+from queues.whole_numbers import MAX_DURATION_MS, NotAWholeNumber, whole_number_text
 
 
 def whole(params, name: str) -> int | None:
@@ -69,6 +69,9 @@ def opts_from_form(params) -> dict:
     if text(params, "deduplication_id"):
         ttl = whole(params, "deduplication_ttl")
         opts["deduplication"] = {"id": text(params, "deduplication_id"), **({"ttl": ttl} if ttl is not None else {})}
+        for name in ("reschedule", "keepLastIfActive"):  # BullMQ 6.7's (queues.job_options)
+            if flag(params.get(f"deduplication_{name}"), False):
+                opts["deduplication"][name] = True
     for name in ("removeOnComplete", "removeOnFail"):
         keep = _keep_option(text(params, name))
         if keep is not None:
@@ -153,6 +156,23 @@ class RateLimitInput(ActionInput):
 
 
 @dataclass(frozen=True)
+class RateLimitNowInput(ReasonedInput):
+    """``Queue.rateLimit(ms)``: hold every worker of the queue for ``ms``."""
+
+    ms: int = 1000
+
+    @classmethod
+    def fields_from(cls, params) -> dict:
+        value = whole(params, "ms") if is_form(params) else params.get("ms")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DURATION_MS:
+            raise InvalidInput(_("'ms' must be a whole number of milliseconds, 1 or more."))
+        return {"ms": value}
+
+    def audit_details(self) -> dict:
+        return {"ms": self.ms}
+
+
+@dataclass(frozen=True)
 class DrainInput(ReasonedInput):
     delayed: bool = False
 
@@ -178,6 +198,7 @@ class ObliterateInput(ReasonedInput):
         return {"confirm": confirm}
 
 
-def redacted_json(value: Any, *, redactor, cap: int = 20_000) -> str:
-    """A value for the audit log: secrets redacted, capped."""
-    return json.dumps(redactor.value(value), ensure_ascii=False, sort_keys=True)[:cap]
+def redacted_json(value: Any, *, redactor) -> str:
+    """A value for the audit log, secrets redacted (the log keeps a big one as its size, digest
+    and excerpt: ``dashboard.audit.bounds``)."""
+    return json.dumps(redactor.value(value), ensure_ascii=False, sort_keys=True)

@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
 
+from dashboard.actions import edit_limits
 from dashboard.actions.job_schemas import refused, schema_for
 from dashboard.actions.toolbox.inputs import redacted_json
 from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
 from dashboard.web.errors import InvalidInput
-from queues import actions, edit_retry, job_add, queue_settings
+from dashboard.web.formatting import duration_text
+from queues import actions, edit_growth, edit_retry, job_add, queue_settings
+from queues.errors import NotAJob
 from queues.job_options import InvalidJob
 from queues.jobs import prepare_payload
 from queues.keys import QueueRef
@@ -73,7 +76,11 @@ def add(source, *, queue: QueueRef, given) -> ToolResult:
 
 
 def duplicate(source, *, queue: QueueRef, job_id: str, given) -> ToolResult:
-    original = jobs_of(source).duplicate_source(queue, job_id=job_id)
+    try:
+        original = jobs_of(source).duplicate_source(queue, job_id=job_id)
+    except NotAJob:
+        not_job = actions.not_a_job(job_id)
+        return ToolResult(not_job.outcome, not_job.message)
     if original is None:
         return ToolResult(actions.MISSING, _("Job %(id)s no longer exists.") % {"id": job_id})
     copy = job_add.copy_of(original)
@@ -117,6 +124,9 @@ def edit_and_retry(source, *, queue: QueueRef, job_id: str, given) -> ToolResult
         "after": redacted_json(plan.after, redactor=redactor),
         "diff": plan.diff(redactor.value)[:400],
     }
+    too_big = edit_growth.job_refusal(plan.growth, edit_limits.bounds(), job_id=job_id)
+    if too_big is not None:
+        return ToolResult(edit_growth.TOO_BIG, translate(too_big), audit={"change": change})
     if given.expected and given.expected != plan.fingerprint:
         return ToolResult(
             edit_retry.CHANGED,
@@ -161,7 +171,8 @@ def set_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
     commands.set_rate_limit(queue, max_jobs=given.max, duration_ms=given.duration)
     return ToolResult(
         actions.DONE,
-        _("Global rate limit set to %(max)s jobs per %(ms)s ms.") % {"max": given.max, "ms": given.duration},
+        _("Global rate limit set to %(max)s jobs per %(per)s.")
+        % {"max": given.max, "per": duration_text(given.duration / 1000)},
         1,
         audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": [given.max, given.duration]}},
     )
@@ -177,6 +188,21 @@ def remove_rate_limit(source, *, queue: QueueRef, given) -> ToolResult:
         1,
         audit={"change": {"before": [now.rate_max, now.rate_duration_ms], "after": None}},
     )
+
+
+def rate_limit_now(source, *, queue: QueueRef, given) -> ToolResult:
+    commands = commands_of(source)
+    commands.rate_limit_for(queue, ms=given.ms)
+    left = duration_text(given.ms / 1000)
+    if commands.settings(queue).rate_max is None:
+        # BullMQ's getRateLimitTTL applies the limiter only with a max: the global one, or a worker's.
+        message = _(
+            "Rate-limited for %(left)s. The queue has no global rate limit: only workers started with "
+            "their own limiter wait; the others go on."
+        )
+    else:
+        message = _("Rate-limited for %(left)s: no worker starts a job of this queue until then.")
+    return ToolResult(actions.DONE, message % {"left": left}, 1)
 
 
 def remove_rate_limit_key(source, *, queue: QueueRef, given) -> ToolResult:

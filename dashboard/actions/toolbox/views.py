@@ -17,19 +17,21 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.accounts.auth import OPERATOR, VIEWER, role_required
-from dashboard.actions import job_schemas, registry, scheduler_actions
+from dashboard.actions import edit_limits, job_schemas, registry, scheduler_actions
 from dashboard.actions import services as operations
 from dashboard.actions.api import api_post, body_params
 from dashboard.actions.toolbox import runners as toolbox_runners
 from dashboard.actions.toolbox.inputs import EditRetryInput
+from dashboard.actions.toolbox.scheduler_form import form_dates, option_names
 from dashboard.actions.views import action_post
 from dashboard.browse import api as browse_api
 from dashboard.browse import selectors as reads
 from dashboard.connections.registry import get_redactor, get_registry
 from dashboard.core.i18n import translate
 from dashboard.web.errors import InvalidInput, JsonResponse, page_errors
+from queues import edit_growth
 from queues.job_options import BACKOFF_TYPES
-from queues.scheduler_template import TEMPLATE_OPTIONS
+from queues.keys import QueueRef
 
 
 @require_GET
@@ -37,7 +39,7 @@ from queues.scheduler_template import TEMPLATE_OPTIONS
 @page_errors
 def add_job_page(request, connection, prefix, name):
     """The add form; it posts to the registered ``add`` action. Not under ``jobs/<id>``: a job may be called "new"."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     return render(
         request,
         "actions/add_job.html",
@@ -50,7 +52,7 @@ def add_job_page(request, connection, prefix, name):
 @page_errors
 def edit_retry_page(request, connection, prefix, name, job_id):
     """A failed job's data (as the job page shows it: redacted) and a merge-patch form."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     data = toolbox_runners.shown_data(queue, job_id)
     return render(
         request, "actions/edit_retry.html", {"queue": queue, "job_id": job_id, "data": data, "exists": data is not None}
@@ -61,10 +63,11 @@ def edit_retry_page(request, connection, prefix, name, job_id):
 def edit_retry_preview(request, connection, prefix, name, job_id):
     """The diff the patch would make to the stored data (secrets redacted), and the confirm form
     carrying the fingerprint of that data. Changes nothing."""
-    registry.authorized(request.user, scope=registry.JOB, name="edit-retry")
-    queue = reads.resolve(connection, prefix, name)
+    registry.authorized(request.user, scope=registry.JOB, name="edit-retry", queue=QueueRef(connection, prefix, name))
+    queue = reads.resolve(request.user, connection, prefix, name)
     given = EditRetryInput.from_params(request.POST)
     plan = toolbox_runners.edit_plan(get_registry().source(connection), queue=queue, job_id=job_id, patch=given.patch)
+    too_big = edit_growth.job_refusal(plan.growth, edit_limits.bounds(), job_id=job_id)
     return render(
         request,
         "actions/partials/edit_preview.html",
@@ -76,6 +79,7 @@ def edit_retry_preview(request, connection, prefix, name, job_id):
             "patch": request.POST.get("patch", ""),
             "keep_counters": not given.reset_counters,
             "refusals": [translate(r) for r in plan.refusals],
+            "too_big": translate(too_big) if too_big else "",
         },
     )
 
@@ -86,7 +90,7 @@ def edit_retry_preview(request, connection, prefix, name, job_id):
 def settings_page(request, connection, prefix, name):
     """Global concurrency, rate limit (and whether it bites now), and drain/obliterate with
     counts of what they would remove. The forms are drawn for admins only."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     now = get_registry().commands(connection).settings(queue)
     return render(
         request,
@@ -109,8 +113,10 @@ def jobs_collection(request, connection, prefix, name):
 def add_job_api(request, connection, prefix, name):
     """201 ``{"id"}`` when added; 200 ``{"id", "created": false, "reason"}`` when BullMQ answered
     with an existing job (same id: "duplicated"; a deduplication hit: "deduplicated")."""
-    found = registry.authorized(request.user, scope=registry.QUEUE, name="add")
-    queue = reads.resolve(connection, prefix, name)
+    found = registry.authorized(
+        request.user, scope=registry.QUEUE, name="add", queue=QueueRef(connection, prefix, name)
+    )
+    queue = reads.resolve(request.user, connection, prefix, name)
     result = operations.perform(
         user=request.user, via="api", action=found, queue=queue, given=found.parse(body_params(request))
     )
@@ -128,12 +134,15 @@ def add_job_api(request, connection, prefix, name):
 def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
     """A scheduler's definition as stored, in a form posting to ``actions/edit-scheduler``;
     and the remove form (``actions/remove-scheduler``)."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     stored = get_registry().schedulers(connection)
     spec = stored.spec(queue, scheduler_id=scheduler_id)
     opts = json.dumps(spec.opts, indent=2) if spec else "{}"
     # The zone its pattern runs in, as listed (a pattern without ``tz``: the workers' zone).
     listed = next((s for s in stored.list(queue) if s.id == scheduler_id), None) if spec else None
+    zone = listed.zone if listed else None
+    # Dates are shown and typed in the scheduler's own zone, else the workers' (not epoch ms).
+    dates_tz = (spec.tz if spec else "") or (zone.name if zone else "") or "UTC"
     return render(
         request,
         "actions/edit_scheduler.html",
@@ -142,8 +151,11 @@ def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
             "scheduler_id": scheduler_id,
             "spec": spec,
             "opts_json": opts,
-            "zone": listed.zone if listed else None,
-            "template_options": ", ".join(TEMPLATE_OPTIONS),
+            "zone": zone,
+            "dates_tz": dates_tz,
+            **form_dates(spec, dates_tz),
+            "prev_next": listed.next_run if listed else None,
+            "template_options": option_names(),
         },
     )
 
@@ -154,7 +166,7 @@ def scheduler_edit_page(request, connection, prefix, name, scheduler_id):
 def migrate_repeat_page(request, connection, prefix, name):
     """What migrating legacy entry ``?member=`` will do, before it is done; the confirm form
     posts to ``actions/migrate-repeat``."""
-    queue = reads.resolve(connection, prefix, name)
+    queue = reads.resolve(request.user, connection, prefix, name)
     member, chosen = request.GET.get("member", ""), request.GET.get("id", "")
     plan, refused = None, ""
     try:

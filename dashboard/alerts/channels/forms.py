@@ -29,6 +29,7 @@ class KindSettings:
     label: str
     note: str
     fields: list  # bound fields
+    unavailable: str = ""  # why this kind cannot deliver in this deployment ("" when it can)
 
 
 class ChannelForm(forms.Form):
@@ -52,6 +53,8 @@ class ChannelForm(forms.Form):
         self.kind_fields = {kind: list(n.form_fields()) for kind, n in notifiers.NOTIFIERS.items()}
         for n in notifiers.NOTIFIERS.values():
             self.fields.update(n.form_fields())
+        if channel is not None and (own := notifiers.NOTIFIERS.get(channel.kind)) is not None:
+            own.adjust_fields(self.fields, channel.config or {})
         if channel is not None and channel.secret:
             self.fields["secret"].help_text = _(
                 "A secret is set. Type a new one to replace it; leave empty to keep it."
@@ -75,7 +78,11 @@ class ChannelForm(forms.Form):
             names = self.kind_fields[kind] + (["secret", "clear_secret"] if notifier.uses_secret else [])
             out.append(
                 KindSettings(
-                    kind, notifier.label, notifier.form_note, [self[name] for name in names if name in self.fields]
+                    kind,
+                    notifier.label,
+                    notifier.form_note,
+                    [self[name] for name in names if name in self.fields],
+                    notifier.unavailable(),
                 )
             )
         return out

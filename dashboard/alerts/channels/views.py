@@ -4,7 +4,9 @@ middleware). Secrets are never put in a page."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -16,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dashboard.accounts.auth import ADMIN, role_required
 from dashboard.alerts import notifiers
 from dashboard.alerts.channels.forms import ChannelForm
-from dashboard.alerts.models import Channel, Notification
+from dashboard.alerts.models import Channel, DeliveryAttempt, Notification
 from dashboard.alerts.notifiers.webhook import receiver_detail
 from dashboard.alerts.sender import send_test
 from dashboard.audit import log as audit
@@ -57,13 +59,21 @@ def variant(channel: Channel) -> str:
     return notifier.variant(channel.config or {}) if notifier else ""
 
 
+def unavailable(channel: Channel) -> str:
+    """Why the channel's kind cannot deliver in this deployment, for an enabled channel."""
+    notifier = notifiers.NOTIFIERS.get(channel.kind)
+    return notifier.unavailable() if notifier and channel.enabled else ""
+
+
 @require_GET
 def channel_list(request):
     channels = Channel.objects.order_by("name").annotate(
         pending=Count("notifications", filter=Q(notifications__state__in=[Notification.PENDING, Notification.SENDING])),
         failed=Count("notifications", filter=Q(notifications__state=Notification.FAILED)),
     )
-    rows = [{"c": c, "destination": destination(c), "variant": variant(c)} for c in channels]
+    rows = [
+        {"c": c, "destination": destination(c), "variant": variant(c), "unavailable": unavailable(c)} for c in channels
+    ]
     return render(request, "alerts/channels.html", {"rows": rows})
 
 
@@ -144,6 +154,39 @@ def channel_send_test(request, channel):
     return redirect("channel_log", channel_id=channel.pk)
 
 
+@dataclass
+class LogRow:
+    """One row of the delivery log: an attempt, or a run of consecutive failed attempts that
+    failed the same way (the newest shown, with how many and since when)."""
+
+    attempt: DeliveryAttempt
+    count: int = 1
+    first_at: dt.datetime | None = None
+    notifications: set = field(default_factory=set)
+
+
+def group_attempts(attempts) -> list[LogRow]:
+    """The attempts (newest first) with identical consecutive failures folded into one row: a
+    receiver that is down answers every notification the same way, and the log should say it
+    once, with a count, not repeat it."""
+    rows: list[LogRow] = []
+    for a in attempts:
+        last = rows[-1] if rows else None
+        if (
+            last is not None
+            and not a.ok
+            and not last.attempt.ok
+            and a.detail == last.attempt.detail
+            and a.will_retry == last.attempt.will_retry
+        ):
+            last.count += 1
+            last.first_at = a.at
+            last.notifications.add(a.notification_id)
+        else:
+            rows.append(LogRow(a, first_at=a.at, notifications={a.notification_id}))
+    return rows
+
+
 @require_GET
 @with_channel
 def channel_log(request, channel):
@@ -159,6 +202,7 @@ def channel_log(request, channel):
             "channel": channel,
             "destination": destination(channel),
             "page": page,
+            "rows": group_attempts(page),
             "waiting": waiting[:20],
             "waiting_count": waiting.count(),
             "failed_count": channel.notifications.filter(state=Notification.FAILED).count(),

@@ -58,6 +58,12 @@ class Notifier:
         return {}
 
     @classmethod
+    def unavailable(cls) -> str:
+        """Why channels of this kind cannot deliver at all right now (a deployment setting is
+        missing), said on the form and the channel list; "" when they can."""
+        return ""
+
+    @classmethod
     def clean_config(cls, *, data: dict, stored: dict, add_error) -> dict:
         """The channel's ``config`` from the form's cleaned ``data``; problems are reported with
         ``add_error(field name, message)``. ``stored`` is the channel's config before the edit."""
@@ -67,6 +73,10 @@ class Notifier:
     def initial(cls, config: dict) -> dict:
         """The form's initial values for a stored ``config`` (never a secret)."""
         return {}
+
+    @classmethod
+    def adjust_fields(cls, fields: dict, config: dict) -> None:
+        """Adapt the kind's form fields to a stored channel's ``config`` (on edit)."""
 
     @classmethod
     def destination(cls, config: dict) -> str:

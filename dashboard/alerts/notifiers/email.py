@@ -27,9 +27,22 @@ from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
+from dashboard.alerts.wording import summary_text
 from dashboard.core import labels
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+
+
+def email_configured() -> bool:
+    """Whether email can be sent at all: Django's SMTP backend needs a mail server
+    (QUEUEWATCH_SMTP_HOST); any other backend (console, file, a test's) is complete as set."""
+    return not (settings.EMAIL_BACKEND == SMTP_BACKEND and not settings.EMAIL_HOST)
+
+
+NOT_CONFIGURED = gettext_lazy(
+    "Email sending is not configured: Queuewatch has no mail server (set QUEUEWATCH_SMTP_HOST and restart, see "
+    "README). An enabled email channel cannot be saved until then; save it disabled, or use a webhook."
+)
 
 
 def email_recipients(config: dict) -> list[str]:
@@ -93,7 +106,7 @@ def email_line(alert: dict) -> str:
     """One line per alert of the plain-text body, in the active language."""
     parts = [f"[{labels.label(alert.get('state') or 'firing')}]", _target(alert)]
     if alert.get("summary"):
-        parts.append(f"— {alert['summary']}")
+        parts.append(f"— {summary_text(alert['summary'])}")
     if alert.get("value") is not None:
         if alert.get("threshold") is not None:
             measured = gettext("value %(value)s, threshold %(threshold)s") % {
@@ -113,6 +126,10 @@ class EmailNotifier(Notifier):
     form_note = gettext_lazy(
         "The mail server comes from the environment (QUEUEWATCH_SMTP_HOST and friends, see README)."
     )
+
+    @classmethod
+    def unavailable(cls):
+        return "" if email_configured() else str(NOT_CONFIGURED)
 
     @classmethod
     def form_fields(cls):
@@ -141,6 +158,9 @@ class EmailNotifier(Notifier):
                 validate_email(address)
             except ValidationError:
                 add_error("to", gettext("“%(address)s” is not an email address.") % {"address": address})
+        if data.get("enabled") and not email_configured():
+            # Saved, it would only fill the outbox with messages that cannot leave.
+            add_error("kind", str(NOT_CONFIGURED))
         config = {"to": addresses}
         if data.get("email_language"):  # absent: the deployment's language (LANGUAGE_CODE)
             config["language"] = email_language({"language": data["email_language"]})
@@ -158,7 +178,7 @@ class EmailNotifier(Notifier):
         to = email_recipients(self.config)
         if not to:
             raise DeliveryError("This channel has no recipient addresses.", retry=False)
-        if settings.EMAIL_BACKEND == SMTP_BACKEND and not settings.EMAIL_HOST:
+        if not email_configured():
             raise DeliveryError("Email is not configured: set QUEUEWATCH_SMTP_HOST (see README).", retry=True)
         message = message_for(notification)
         language = email_language(self.config)

@@ -11,7 +11,10 @@ Headers sent with every request:
 * ``X-Queuewatch-Event`` — the notification kind; plus the channel's own custom headers.
 
 Redirects are not followed (a POST turned into a GET would silently lose the body), and errors
-name only the receiver's scheme, host and port: webhook URLs often carry tokens in their path.
+name only the receiver's scheme, host and port: webhook URLs often carry tokens in their path
+(a Slack-style hook's URL *is* its credential). So the URL is stored encrypted
+(``dashboard.core.crypto``) and never rendered back: the form shows its origin and "…", and an
+empty field on edit keeps the stored URL.
 
 Where a request may go is ``queues.outbound``'s policy (``QUEUEWATCH_WEBHOOK_ALLOW`` / ``_DENY``):
 the channel form refuses a denied address, and every delivery connects only to an address the
@@ -21,7 +24,9 @@ proxy the address actually reached could not be checked.
 
 What the receiver answered in an error body can be anything it serves (including a secret of a
 loopback-only service): it is kept after ``RECEIVER_SAID`` in the error text, which pages show
-to admins only (``receiver_detail``).
+to admins only (``receiver_detail``). Why a connection failed (refused, timed out, reset) tells
+apart closed, filtered and open ports (a port-scan oracle): it is kept after ``DETAILS``, so
+viewers read only "unreachable".
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from django.utils.translation import gettext_lazy as _
 from dashboard.alerts.message_shapes import PLACEHOLDERS
 from dashboard.alerts.notifiers.base import DeliveryError, Notifier, message_for
 from dashboard.alerts.notifiers.webhook_payload import SHAPE_CHOICES, check_template, webhook_body
-from dashboard.core.crypto import Undecryptable, UndecryptableSecret, decrypt_values, encrypt_values
+from dashboard.core.crypto import Undecryptable, UndecryptableSecret, decrypt, decrypt_values, encrypt, encrypt_values
 from queues import outbound
 
 DEFAULT_TIMEOUT_S = 10
@@ -138,12 +143,24 @@ def _retry_after(value: str | None) -> float | None:
 # --- where requests may go -------------------------------------------------------------------
 
 RECEIVER_SAID = "\n— the receiver answered: "  # what follows is shown to admins only
+DETAILS = "\n— details: "  # likewise: why a connection failed
 
 
 def receiver_detail(text: str, *, admin: bool) -> str:
-    """An error text as a page may show it: without the receiver's own words unless ``admin``."""
-    public, sep, said = (text or "").partition(RECEIVER_SAID)
-    return f"{public}: {said}" if admin and sep else public
+    """An error text as a page may show it: without the receiver's own words, or why the
+    connection failed, unless ``admin``."""
+    text = text or ""
+    for marker in (RECEIVER_SAID, DETAILS):
+        public, sep, said = text.partition(marker)
+        if sep:
+            return f"{public}: {said}" if admin else public
+    return text
+
+
+def stored_url(config: dict) -> str:
+    """The channel's URL in clear (``UndecryptableSecret`` when no configured key opens it);
+    one stored before URLs were encrypted is read as it is."""
+    return decrypt(config.get("url") or "")
 
 
 def policy() -> outbound.OutboundPolicy:
@@ -251,16 +268,34 @@ class WebhookNotifier(Notifier):
         }
 
     @classmethod
+    def adjust_fields(cls, fields, config):
+        """On edit: say which URL is stored (its origin only) and that an empty field keeps it."""
+        try:
+            url = stored_url(config)
+        except UndecryptableSecret:
+            url = ""
+        if url:
+            fields["url"].widget.attrs["placeholder"] = origin(url) + "…"
+            fields["url"].help_text = format_lazy(
+                _("A URL is stored ({where}…): type a new one to replace it; leave empty to keep it."),
+                where=origin(url),
+            )
+
+    @classmethod
     def clean_config(cls, *, data, stored, add_error):
         url = (data.get("url") or "").strip()
-        try:
-            URLValidator(schemes=["http", "https"])(url)
-        except ValidationError:
-            add_error("url", _("Give a full http:// or https:// URL."))
+        if not url and stored.get("url"):
+            kept = encrypt(stored["url"])  # as stored (encrypted already, or a legacy plain URL)
         else:
-            why = destination_refusal(url)
-            if why:
-                add_error("url", why)
+            kept = None
+            try:
+                URLValidator(schemes=["http", "https"])(url)
+            except ValidationError:
+                add_error("url", _("Give a full http:// or https:// URL."))
+            else:
+                why = destination_refusal(url)
+                if why:
+                    add_error("url", why)
         try:
             headers = parse_headers(data.get("headers") or "", stored=stored.get("headers") or {})
         except ValidationError as exc:
@@ -268,7 +303,7 @@ class WebhookNotifier(Notifier):
             headers = {}
         # Header values often are credentials: stored encrypted (a kept value already is).
         config = {
-            "url": url,
+            "url": kept or encrypt(url),  # the URL is the credential of Slack-style hooks
             "shape": data.get("shape") or "queuewatch",
             "headers": encrypt_values(headers),
             "timeout_s": data.get("timeout_s") or DEFAULT_TIMEOUT_S,
@@ -282,7 +317,7 @@ class WebhookNotifier(Notifier):
     @classmethod
     def initial(cls, config):
         return {
-            "url": config.get("url", ""),
+            "url": "",  # never rendered back (``adjust_fields`` says what is stored)
             "shape": config.get("shape", "queuewatch"),
             "template": config.get("template", ""),
             "content_type": config.get("content_type", "application/json"),
@@ -292,7 +327,10 @@ class WebhookNotifier(Notifier):
 
     @classmethod
     def destination(cls, config):
-        url = config.get("url") or ""
+        try:
+            url = stored_url(config)
+        except UndecryptableSecret:
+            return ""
         return origin(url) if urllib.parse.urlsplit(url).scheme else ""
 
     @classmethod
@@ -300,7 +338,13 @@ class WebhookNotifier(Notifier):
         return config.get("shape") or "queuewatch"
 
     def send(self, notification) -> str:
-        url = self.config.get("url") or ""
+        try:
+            url = stored_url(self.config)
+        except UndecryptableSecret:
+            raise DeliveryError(
+                gettext("The webhook URL cannot be decrypted with QUEUEWATCH_ENCRYPTION_KEY; add the old key back."),
+                retry=False,
+            ) from None
         if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
             raise DeliveryError("The webhook URL must start with http:// or https://.", retry=False)
         body, content_type = webhook_body(message=message_for(notification), config=self.config)
@@ -346,8 +390,8 @@ class WebhookNotifier(Notifier):
                 raise DeliveryError(
                     gettext("Not sent to %(where)s: %(why)s") % {"where": where, "why": exc.reason}, retry=False
                 ) from None
-            raise DeliveryError(f"Cannot reach {where}: {exc.reason}", retry=True) from None
+            raise DeliveryError(f"{where} is unreachable{DETAILS}{exc.reason}", retry=True) from None
         except TimeoutError:
-            raise DeliveryError(f"No answer from {where} within {timeout} s", retry=True) from None
+            raise DeliveryError(f"{where} is unreachable{DETAILS}no answer within {timeout} s", retry=True) from None
         except (OSError, http.client.HTTPException) as exc:
-            raise DeliveryError(f"Connection to {where} failed: {type(exc).__name__}: {exc}", retry=True) from None
+            raise DeliveryError(f"{where} is unreachable{DETAILS}{type(exc).__name__}: {exc}", retry=True) from None

@@ -10,7 +10,7 @@ from dashboard.core.crypto import Undecryptable, UndecryptableSecret, derived_ke
 
 
 class Command(BaseCommand):
-    help = "Re-encrypt webhook signing secrets and header values with the first QUEUEWATCH_ENCRYPTION_KEY."
+    help = "Re-encrypt webhook URLs, signing secrets and header values with the first QUEUEWATCH_ENCRYPTION_KEY."
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -29,6 +29,8 @@ class Command(BaseCommand):
             for channel in Channel.objects.select_for_update():
                 try:
                     config = dict(channel.config or {})
+                    if isinstance(config.get("url"), str) and config["url"]:  # a webhook URL (encrypted too)
+                        config["url"] = rotate(config["url"])
                     if isinstance(config.get("headers"), dict):
                         config["headers"] = {name: rotate(value) for name, value in config["headers"].items()}
                     if isinstance(channel.secret, Undecryptable):

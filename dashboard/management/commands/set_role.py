@@ -24,7 +24,9 @@ class Command(BaseCommand):
         # One role at a time: roles include the ones below, so extra groups would only confuse.
         user.groups.remove(*Group.objects.filter(name__in=ROLES))
         if role != "viewer":  # every logged-in user is at least a viewer
-            user.groups.add(Group.objects.get(name=role))
+            # The role groups come from a data migration; a database that lost them (restored
+            # without that data, a group deleted in the admin) gets the group back here.
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
         note = " (a superuser stays admin whatever the groups say)" if user.is_superuser and role != "admin" else ""
         audit.record_event(
             user=None,

@@ -10,6 +10,7 @@ import redis
 from ...actions import DONE, MISSING, WRONG_STATE, ActionResult
 from ...bulk.plan import ACTION_STATES, BulkPlan
 from ...dead_letters import dlq_source
+from ...edit_growth import Budget
 from ...keys import QueueRef
 from ...states import FINISHED_STATES, LIST_STATES, STATE_KEYS
 from .. import redrive, redrive_copy
@@ -63,12 +64,18 @@ def _resolve_source(plan: BulkPlan) -> str | None:
 
 
 def execute_batch(
-    client: redis.Redis, plan: BulkPlan, items: list[tuple[str, str | None]], *, now_ms: int
+    client: redis.Redis,
+    plan: BulkPlan,
+    items: list[tuple[str, str | None]],
+    *,
+    now_ms: int,
+    budget: Budget | None = None,
 ) -> list[ActionResult | Exception]:
     """Run the plan's action on a batch; results in item order (moved jobs share ``MOVED``).
     Retry, discard and promote run as one batch script per state (one round trip, one atomic step); a redrive reads the
     dead-letter jobs in one pipelined round trip and runs one composed script per job in a
-    second. A script error is returned (not raised) so one bad job cannot stop the batch."""
+    second. A script error is returned (not raised) so one bad job cannot stop the batch. An
+    edit's ``budget`` (what its jobs' data may still grow) is taken from as it goes."""
     q = plan.queue
     results: list = [None] * len(items)
     by_state: Mapping[str, Sequence[int]]
@@ -119,6 +126,7 @@ def execute_batch(
                         ids,
                         patch=plan.patch,
                         schema=plan.schema,
+                        budget=budget if budget is not None else Budget(plan.growth_bounds),
                         reset_counters=plan.reset_counters,
                         before_ms=plan.before_ms,
                     )

@@ -28,9 +28,10 @@ from hiredis import pack_command
 
 from ... import job_schema
 from ...actions import MISSING, WRONG_STATE, ActionResult
-from ...bulk.edit_patch import patched, patched_value
+from ...bulk.edit_patch import patched
 from ...bulk.plan import BulkPlan
 from ...bulk.progress import Progress, nothing_left_behind
+from ...edit_growth import TOO_BIG, Budget, text_bytes
 from ...edit_retry import CHANGED
 from ...keys import QueueRef
 from ...messages import _
@@ -211,9 +212,12 @@ def edit_batch(
     reset_counters: bool,
     before_ms: int,
     schema: dict | None = None,
+    budget: Budget | None = None,
 ) -> list[ActionResult | Exception | None]:
     """Edit and retry ``ids`` (failed jobs); results in order, ``None`` for a job moved. A job
-    whose patched data does not pass ``schema`` is not written (``invalid_data``, with why)."""
+    whose patched data does not pass ``schema`` is not written (``invalid_data``, with why), nor
+    one whose data would grow more than ``budget`` allows (``too_big``: per job, and what is
+    left of the task's; each job sent counts against it)."""
     results: list = [None] * len(ids)
     keys = [
         queue.key(s) for s in ("events", "failed", "wait", "meta", "active", "marker", "prioritized", "pc", "paused")
@@ -246,6 +250,7 @@ def edit_batch(
             args: list[str | bytes] = [*head, ""]
             sent: list[int] = []
             raws: list[bytes] = []
+            made_here: list = []  # (n, raw, made) of the jobs the patch applies to
             for n, raw in zip(span, stored):
                 made = patched(raw, patch)
                 if made is None:
@@ -258,8 +263,11 @@ def edit_batch(
                             id=ids[n],
                         ),
                     )
-                    continue
-                refused = job_schema.validate(schema, patched_value(made[1])) if schema is not None else None
+                else:
+                    made_here.append((n, raw, made))
+            # The chunk's data checked in one round trip to the checking process (queues.schema_worker).
+            refusals = job_schema.validate_many(schema, [made[1] for _n, _raw, made in made_here])
+            for (n, raw, made), refused in zip(made_here, refusals):
                 if refused:
                     results[n] = ActionResult(
                         ids[n],
@@ -267,6 +275,11 @@ def edit_batch(
                         _("Job {id} was left failed: {why}", id=ids[n], why=job_schema.refusal(refused)),
                     )
                     continue
+                if budget is not None:
+                    too_big = budget.take(text_bytes(made[1]) - len(raw or b""), job_id=ids[n])
+                    if too_big is not None:
+                        results[n] = ActionResult(ids[n], TOO_BIG, too_big)
+                        continue
                 args += [ids[n], *made]
                 sent.append(n)
                 raws.append(raw or b"")

@@ -13,6 +13,7 @@ import redis
 from ...actions import DONE, MISSING, WRONG_STATE
 from ...bulk.plan import BulkPlan
 from ...bulk.progress import CANCELLED, DONE_STATE, GONE, RUNNING, Progress, ProgressStore
+from ...edit_growth import TOO_BIG, Budget
 from ...job_schema import INVALID_DATA
 from ...messages import as_data
 from ...selection import Cursor, Page, advance
@@ -40,15 +41,24 @@ def _reconcile(client: redis.Redis, plan: BulkPlan, progress: Progress, *, now_m
     progress.moved += len(live) - len(there)
     if plan.job_ids is not None:
         gone_before = [(i, None) for i, s in progress.in_flight if s is None]
-        _tally(progress, execute_batch(client, plan, gone_before + there, now_ms=now_ms))
+        _tally(progress, _execute(client, plan, gone_before + there, progress, now_ms=now_ms))
         progress.position += len(progress.in_flight)
     progress.in_flight = []
+
+
+def _execute(client: redis.Redis, plan: BulkPlan, items: list, progress: Progress, *, now_ms: int) -> list:
+    """One batch; an edit's growth (what it added to its jobs' data) is kept in the progress, so
+    the task's bound holds across batches and resumes."""
+    budget = Budget(plan.growth_bounds, used=progress.grown)
+    results = execute_batch(client, plan, items, now_ms=now_ms, budget=budget)
+    progress.grown = budget.used
+    return results
 
 
 # Refusals after which the job is no longer where the scan found it (so it cannot anchor it).
 LEFT_STATE = frozenset({MISSING, WRONG_STATE})
 # Per-job refusals whose message (which job, and why) is kept for the task page and audit log.
-REPORTED = frozenset({BAD_DATA, INVALID_DATA})
+REPORTED = frozenset({BAD_DATA, INVALID_DATA, TOO_BIG})
 MAX_REPORTED = 20
 
 
@@ -158,7 +168,7 @@ def run_bulk(
                 # Explicit ids journal the whole batch (see _reconcile); a scan only the matches.
                 progress.in_flight = items  # (id, state) pairs, saved as lists
                 store.save(progress)  # the journal: see the package docstring
-                results = execute_batch(client, plan, items, now_ms=now_ms())
+                results = _execute(client, plan, items, progress, now_ms=now_ms())
                 stayed = _tally(progress, results)
             else:
                 stayed = set()

@@ -21,7 +21,7 @@ from redis.connection import Connection
 from ...bulk.plan import BulkPlan
 from ...bulk.progress import Progress, ProgressStore, nothing_left_behind
 from ...selection import Cursor
-from ...states import FINISHED_STATES, STATE_KEYS
+from ...states import STATE_KEYS
 from ...text import to_text
 from ..actions import retry_outcome
 from ..bullmq_scripts import SCRIPTS
@@ -33,16 +33,9 @@ AHEAD = 4  # batches in flight, unpaced: Redis keeps working while this process 
 
 
 def head_mode(plan: BulkPlan) -> bool:
-    """Whether the plan retries a whole finished set up to ``before_ms`` (no filter reading the
-    jobs, no lower time bound): then the batch script picks its own batches (``HeadRun``)."""
-    f = plan.filt
-    return (
-        plan.action == "retry"
-        and f is not None
-        and f.state in FINISHED_STATES
-        and not f.reads_jobs
-        and f.finished_from_ms is None
-    )
+    """Whether the batch script picks its own batches (``HeadRun``): the plan retries a whole
+    finished set."""
+    return plan.retries_whole_set
 
 
 def reconcile_head(client: redis.Redis, plan: BulkPlan, progress: Progress) -> None:

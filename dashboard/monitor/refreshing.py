@@ -1,0 +1,144 @@
+"""The monitor's refresh: read the current figures of some queues (exactly where needed) and
+render what changed of them, watched queues first. The loop (``loop``) decides which queues and
+when; this module only does the reading and rendering, connection by connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dashboard.connections.registry import Registry
+from dashboard.core import dash_redis
+from dashboard.live.rates import QueueSignals
+from dashboard.monitor.intake import EventIntake
+from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher
+from dashboard.monitor.tracking import CountTracker, now_ms
+from queues.errors import SourceUnavailable
+from queues.keys import QueueRef
+
+
+class Refresher:
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        tracker: CountTracker,
+        intake: EventIntake,
+        banner: ConnectionBanner,
+        queue_publisher: QueuePublisher,
+        dash,
+    ):
+        self.registry = registry
+        self.tracker = tracker
+        self.intake = intake
+        self.banner = banner
+        self.queue_publisher = queue_publisher
+        self.dash = dash
+
+    def refresh(
+        self,
+        queues: list[QueueRef],
+        *,
+        full: bool,
+        exact: bool,
+        exact_queues: set[QueueRef] | frozenset[QueueRef] = frozenset(),
+        publish_state: Callable[[], None] | None = None,
+    ) -> bool:
+        """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
+        and for queues whose estimate cannot be trusted (new, stream gap, ``cleaned``), read an
+        exact snapshot first; otherwise use the counts kept current from events. Queues someone
+        watches (a job list, a job page) go first: on a busy system a full refresh renders
+        every queue, and a watched list must not wait for that.
+
+        ``publish_state``, when given, publishes the state document right after
+        the figures are known and before any rendering: rendering every queue took up to a
+        second on a loaded machine, and a document written after it carried figures that much
+        older than its ``taken_at`` (a set growing 3 jobs/s then read 3 under the truth).
+        ``exact_queues``: these are read exactly too (the rolling pass's share). Returns whether
+        an overview fragment changed."""
+        tracked = [q for q in queues if q in self.tracker.states]
+        watches = self.read_watched(tracked)
+        watched = set(watches)
+        now = now_ms()
+        unreachable: set[str] = set()  # tried once this refresh: do not wait for its timeout twice
+        read: list[tuple[str, list[QueueSignals]]] = []
+        for group in ([q for q in tracked if q in watched], [q for q in tracked if q not in watched]):
+            by_conn: dict[str, list[QueueRef]] = {}
+            for q in group:
+                by_conn.setdefault(q.connection, []).append(q)
+            for name, qs in by_conn.items():
+                if name in unreachable:
+                    continue
+                signals = self._read_connection(name, qs, now, exact=exact, exact_queues=exact_queues)
+                if signals is None:
+                    unreachable.add(name)
+                else:
+                    read.append((name, signals))
+        if publish_state is not None:
+            publish_state()
+        changed_overview = False
+        for name, signals in read:  # watched queues first
+            changed_overview |= self._render_connection(name, signals, watches, now, full=full)
+        return changed_overview
+
+    def _read_connection(
+        self,
+        name: str,
+        qs: list[QueueRef],
+        now: int,
+        *,
+        exact: bool,
+        exact_queues: set[QueueRef] | frozenset = frozenset(),
+    ) -> list[QueueSignals] | None:
+        """The current figures of some queues of one connection, read exactly first where
+        needed (None: the connection could not be read)."""
+        source = self.registry.source(name)
+        exact = exact or not self.intake.follows_events(name)  # a kind without events: read every time
+        try:
+            with source.errors():
+                read = [q for q in qs if exact or q in exact_queues or self.tracker.needs_snapshot(q)]
+                self.tracker.take_snapshots(source, read, now)
+        except SourceUnavailable as exc:
+            if not self.banner.is_down(name):
+                self.banner.set_down(name, exc.reason)
+            return None
+        if (exact or any(q in exact_queues for q in qs)) and self.banner.is_down(name):
+            self.banner.set_up(name)
+        return [sig for sig in (self.tracker.current_signals(q, now) for q in qs) if sig is not None]
+
+    def _render_connection(
+        self,
+        name: str,
+        signals: list[QueueSignals],
+        watches: dict[QueueRef, list[dash_redis.Watch]],
+        now: int,
+        *,
+        full: bool,
+    ) -> bool:
+        """Render what changed of these queues (and what is watched of them); whether an
+        overview fragment changed."""
+        jobs = self.registry.source(name).jobs  # None: the kind shows no job lists or pages live
+        changed_overview = False
+        for sig in signals:
+            q = sig.snapshot.queue
+            changed = self.queue_publisher.publish_queue(
+                sig, watches.get(q, []), jobs, changes=self.tracker.take_changes(q), full=full
+            )
+            self.tracker.mark_gauges(q, now, changed=changed)
+            changed_overview |= changed
+        return changed_overview
+
+    def watched_queues(self) -> set[QueueRef]:
+        """The queues something is watched of (the index alone, whatever the tabs)."""
+        try:
+            return dash_redis.watched_queues(self.dash)
+        except dash_redis.DashboardRedisError:
+            return set()
+
+    def read_watched(self, queues: list[QueueRef]) -> dict[QueueRef, list[dash_redis.Watch]]:
+        """What is watched of ``queues``: the index of watched queues, then the watches of those
+        of ``queues`` in it. Tabs watching other queues cost nothing here, however many."""
+        try:
+            watched = dash_redis.watched_queues(self.dash)
+            return dash_redis.watches_of(self.dash, [q for q in queues if q in watched])
+        except dash_redis.DashboardRedisError:  # nothing watched is known: only the overview is published
+            return {}
