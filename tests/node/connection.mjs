@@ -101,6 +101,14 @@ export function prefixAndArgs(argv) {
 
 export const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
+/**
+ * Close BullMQ objects once a script's answer is printed, giving up after `ms`: a close that
+ * waits on a Cluster connection must not hold the script (and its test) past its answer.
+ */
+export async function closeWithin(ms, ...closables) {
+  await Promise.race([Promise.all(closables.map(closable => closable.close())), sleep(ms)]);
+}
+
 /** Diagnostics go to stderr so stdout stays machine-readable. */
 export function log(...parts) {
   process.stderr.write(`[fixture] ${parts.join(' ')}\n`);
