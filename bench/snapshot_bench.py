@@ -887,7 +887,7 @@ def run(args, rds: PrivateRedis) -> int:
 
     from dashboard.connections import registry as qw_registry
 
-    def get(url: str, expect_rows: int | None = None, row_marker: str = "", marker: bytes = b'<table class="jobs">'):
+    def get(url: str, expect_rows: int | None = None, row_marker: str = "", marker: bytes = b'<table class="jobs'):
         def fn():
             resp_ = client_http.get(url)
             if resp_.status_code != 200:
@@ -963,7 +963,7 @@ def run(args, rds: PrivateRedis) -> int:
                 fn = get(
                     queue_url(plan.name, "failed", page, size),
                     expect_rows=min(size, total),
-                    row_marker=f'<td><a href="/q/default/{PREFIX}/{plan.name}/jobs/',
+                    row_marker='<tr data-job-id="',
                 )
                 results[key] = measure(
                     f"GET {plan.name} failed size={size} page={page}", fn, args.runs, admin, note=f"{total:,} failed"
@@ -975,7 +975,7 @@ def run(args, rds: PrivateRedis) -> int:
         fn = get(
             queue_url(big.name, "waiting", page, 25),
             expect_rows=min(25, wtotal),
-            row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/',
+            row_marker='<tr data-job-id="',
         )
         results[key] = measure(
             f"GET {big.name} waiting size=25 page={page}", fn, args.runs, admin, note=f"{wtotal:,} waiting"
@@ -988,7 +988,7 @@ def run(args, rds: PrivateRedis) -> int:
     fn = get(
         queue_url(big.name, "failed", 1, 25),
         expect_rows=min(25, big.states["failed"]),
-        row_marker=f'<td><a href="/q/default/{PREFIX}/{big.name}/jobs/',
+        row_marker='<tr data-job-id="',
     )
 
     def page_cold():

@@ -98,7 +98,7 @@ def ordered_overview(
     one, by name."""
     needle = query.lower()
     published = columns.published_key(sort)
-    entries = (published_entries() or {}) if published else {}
+    entries = (published_order() or {}) if published else {}
 
     def rows(items):
         kept = [x for x in items if needle in x.queue.name.lower()] if needle else items
@@ -133,17 +133,11 @@ def ordered_overview(
     return connections, [len(o) for o in ordered]
 
 
-def published_entries() -> dict[QueueRef, dict] | None:
-    """Every queue's entry of the state document the leading monitor last published (its
-    figures, rates and workers), by queue; None when no monitor publishes one."""
-    try:
-        state = dash_redis.read_state(dash_redis.dashboard_redis())
-    except DashboardRedisError:
-        return None
-    if not state:
+def _entries_by_queue(document: dict | None) -> dict[QueueRef, dict] | None:
+    if not document:
         return None
     entries = {}
-    for entry in state.get("queues", []):
+    for entry in document.get("queues", []):
         try:
             entries[QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))] = entry
         except (KeyError, TypeError):
@@ -151,20 +145,34 @@ def published_entries() -> dict[QueueRef, dict] | None:
     return entries
 
 
-def published_figures() -> dict[QueueRef, snapshot.QueueSnapshot] | None:
-    """Every queue's figures as the leading monitor last published them (its state document,
-    at most a tick old), for ordering the overview and the API list without reading every
-    queue; None when no monitor publishes them (or the dashboard Redis is unreachable)."""
+def published_entries() -> dict[QueueRef, dict] | None:
+    """Every queue's entry of the state document the leading monitor last published (its
+    figures, rates, workers, totals, timings), by queue; None when no monitor publishes one."""
     try:
-        state = dash_redis.read_state(dash_redis.dashboard_redis())
+        return _entries_by_queue(dash_redis.read_state(dash_redis.dashboard_redis()))
     except DashboardRedisError:
         return None
-    if not state:
+
+
+def published_order() -> dict[QueueRef, dict] | None:
+    """Every queue's entry of the order document (``dash_redis.ORDER_FIELDS`` of its state
+    entry: what sorting needs), by queue; None when no monitor publishes one."""
+    try:
+        return _entries_by_queue(dash_redis.read_order(dash_redis.dashboard_redis()))
+    except DashboardRedisError:
+        return None
+
+
+def published_figures() -> dict[QueueRef, snapshot.QueueSnapshot] | None:
+    """Every queue's figures as the leading monitor last published them (its order document,
+    at most a tick old), for ordering the overview and the API list without reading every
+    queue; None when no monitor publishes them (or the dashboard Redis is unreachable)."""
+    entries = published_order()
+    if entries is None:
         return None
     figures = {}
-    for entry in state.get("queues", []):
+    for q, entry in entries.items():
         try:
-            q = QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))
             taken_at, age = int(entry["taken_at"]), entry.get("oldest_waiting_age_ms")
             figures[q] = snapshot.QueueSnapshot(
                 queue=q,

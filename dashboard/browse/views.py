@@ -104,18 +104,12 @@ class OverviewPager:
 
 
 def stored_health_summary() -> dict | None:
-    """Failing checks from the last stored health report (the monitor runs them every minute)."""
+    """How many checks failed in the last stored health report (the monitor runs them every
+    minute), and the worst of them."""
     try:
-        report = health_checks.read_stored(dash_redis.dashboard_redis())
+        return health_checks.read_stored_summary(dash_redis.dashboard_redis())
     except DashboardRedisError:  # no dashboard Redis, or it is down: the page works without it
         return None
-    if not report:
-        return None
-    failing = [r for c in report.get("connections", []) for r in c.get("results", []) if r.get("status") == "fail"]
-    worst = next(
-        (sev for sev in ("critical", "warning", "info") if any(r.get("severity") == sev for r in failing)), None
-    )
-    return {"failing": len(failing), "worst": worst, "checked_at": report.get("checked_at")}
 
 
 @require_GET

@@ -35,6 +35,9 @@ from queues.workers import Worker
 log = logging.getLogger("queuewatch.health")
 
 HEALTH_KEY = "queuewatch:health"
+# What the overview shows of the report, stored beside it: at 10,000 queues the whole report is
+# megabytes, and parsing it on every overview request was most of that page's time.
+HEALTH_SUMMARY_KEY = "queuewatch:health:summary"
 HEALTH_TTL_S = 3600  # stored results older than this disappear from /metrics altogether
 
 
@@ -87,6 +90,12 @@ class HealthReport:
 
     def failing_at(self, severity: str) -> list[health.CheckResult]:
         return [r for r in self.results if r.fails_at(severity)]
+
+    def summary(self) -> dict:
+        """How many checks fail and the worst severity among them, when they were run."""
+        failing = [r for r in self.results if r.failed]
+        worst = max((r.severity for r in failing), key=health.SEVERITY_RANK.__getitem__, default=None)
+        return {"failing": len(failing), "worst": worst, "checked_at": self.checked_at}
 
     def as_dict(self) -> dict:
         return {
@@ -174,7 +183,9 @@ def store(report: HealthReport) -> bool:
     if not settings.QUEUEWATCH_DASHBOARD_REDIS_URL:
         return False
     try:
-        dash_redis.put_document(dash_redis.dashboard_redis(), HEALTH_KEY, report.as_dict(), ex=HEALTH_TTL_S)
+        client = dash_redis.dashboard_redis()
+        dash_redis.put_document(client, HEALTH_KEY, report.as_dict(), ex=HEALTH_TTL_S)
+        dash_redis.put_document(client, HEALTH_SUMMARY_KEY, report.summary(), ex=HEALTH_TTL_S)
         return True
     except DashboardRedisError:
         log.warning("could not store the health report in the dashboard Redis")
@@ -184,6 +195,14 @@ def store(report: HealthReport) -> bool:
 def read_stored(client: DashboardRedis) -> dict | None:
     try:
         return dash_redis.get_document(client, HEALTH_KEY)
+    except ValueError:
+        return None
+
+
+def read_stored_summary(client: DashboardRedis) -> dict | None:
+    """``HealthReport.summary`` of the last stored report (None: none stored)."""
+    try:
+        return dash_redis.get_document(client, HEALTH_SUMMARY_KEY)
     except ValueError:
         return None
 

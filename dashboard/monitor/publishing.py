@@ -329,29 +329,32 @@ def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
 
 
 class StateDocument:
-    """The state document, built so that its cost follows what changed: each queue's entry is
-    serialised once per change of its figures (a refresh builds new signals; events move its
-    totals) and kept as JSON text, and the document is those texts joined. At 10,000 queues
-    ``json.dumps`` of every entry on every write was most of a full tick."""
+    """The state document and its order document (``dash_redis.ORDER_FIELDS``), built so that
+    their cost follows what changed: each queue's entries are serialised once per change of its
+    figures (a refresh builds new signals; events move its totals) and kept as JSON text, and the
+    documents are those texts joined. At 10,000 queues ``json.dumps`` of every entry on every
+    write was most of a full tick."""
 
     def __init__(self) -> None:
-        # queue -> (the signals it was built from, what else it shows that events move, its JSON)
-        self.entries: dict[QueueRef, tuple[object, tuple, str]] = {}
+        # queue -> (the signals they were built from, what else they show that events move,
+        # the state entry's JSON, the order entry's JSON)
+        self.entries: dict[QueueRef, tuple[object, tuple, str, str]] = {}
 
     def reset(self) -> None:
         self.entries = {}
 
-    def text_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> str | None:
+    def texts_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> tuple[str, str] | None:
         sig = st.signals
         if sig is None:
             return None
         moved = (tuple(st.totals.values()), tuple(st.duplicated_by_cause.values()), st.gaps, q.connection in down)
         cached = self.entries.get(q)
         if cached is not None and cached[0] is sig and cached[1] == moved:
-            return cached[2]
-        text = json.dumps(state_entry(st, down))
-        self.entries[q] = (sig, moved, text)
-        return text
+            return cached[2], cached[3]
+        entry = state_entry(st, down)
+        text, order_text = json.dumps(entry), json.dumps(dash_redis.order_entry(entry))
+        self.entries[q] = (sig, moved, text, order_text)
+        return text, order_text
 
     def publish(
         self,
@@ -364,17 +367,19 @@ class StateDocument:
     ) -> None:
         """Write the latest figures of every queue as one JSON document in the dashboard Redis,
         for readers that must not touch the monitored Redis themselves (Prometheus /metrics,
-        health checks, alert rules, the overview's order). Written once per tick (and between
-        ticks while events flow), whatever the number of readers."""
+        health checks, alert rules), and what ordering needs of them as another (the overview's
+        and the API list's order). Written once per tick (and between ticks while events flow),
+        whatever the number of readers."""
         for gone in self.entries.keys() - states.keys():
             del self.entries[gone]
-        texts = [t for q, st in states.items() if (t := self.text_of(q, st, down)) is not None]
+        pairs = [t for q, st in states.items() if (t := self.texts_of(q, st, down)) is not None]
         connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
         taken_at = now_ms()
-        head = json.dumps({"taken_at": taken_at, "monitor": monitor_name, "connections": connections})
-        text = head[:-1] + ', "queues": [' + ", ".join(texts) + "]}"
+        head = json.dumps({"taken_at": taken_at, "monitor": monitor_name, "connections": connections})[:-1]
+        text = head + ', "queues": [' + ", ".join(p[0] for p in pairs) + "]}"
+        order_text = head + ', "queues": [' + ", ".join(p[1] for p in pairs) + "]}"
         try:
-            dash_redis.publish_state_text(dash, text, taken_at=taken_at, monitor=monitor_name)
+            dash_redis.publish_state_text(dash, text, order_text=order_text, taken_at=taken_at, monitor=monitor_name)
         except DashboardRedisError:
             log.warning("%s: could not publish the state document", monitor_name)
 

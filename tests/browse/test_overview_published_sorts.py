@@ -90,3 +90,37 @@ def test_the_overview_sorts_by_rates_and_workers_as_the_monitor_published_them(p
     assert shown_names(ascending) == ["delta", *reversed(expected[:3])]
     listed = logged_in.get(reverse("api_queues"), {"sort": sort, "dir": "desc"}).json()
     assert [q["name"] for q in listed["queues"]] == expected
+
+
+def test_sorting_needs_only_the_order_document_not_the_whole_state(published, logged_in):
+    """At 10,000 queues the state document is megabytes (timings, totals) and parsing it made
+    every sorted request slow: sorting reads the small order document the monitor writes beside it."""
+    from dashboard.core.dash_redis import ORDER_KEY, STATE_KEY, dashboard_redis
+
+    dash = dashboard_redis()
+    assert dash.exists(ORDER_KEY) and len(dash.get(ORDER_KEY)) < len(dash.get(STATE_KEY)) + 1
+    dash.delete(STATE_KEY)
+    html = logged_in.get(reverse("overview"), {"sort": "throughput", "dir": "desc"}).content.decode()
+    assert shown_names(html) == ["bravo", "charlie", "alpha", "delta"]
+
+
+def test_the_monitor_writes_the_order_document_as_the_projection_of_its_state_document(published):
+    from dashboard.core import dash_redis
+    from dashboard.live.rates import build_signals
+    from dashboard.monitor.publishing import StateDocument
+    from dashboard.monitor.queue_state import QueueState
+    from queues.rates import QueueSeries
+    from queues.snapshot import QueueSnapshot
+
+    dash = dash_redis.dashboard_redis()
+    states = {}
+    for entry in dash_redis.read_state(dash)["queues"]:
+        q = QueueRef(entry["connection"], entry["prefix"], entry["name"])
+        snap = QueueSnapshot(queue=q, counts=entry["counts"], paused=entry["paused"], schedulers=0, taken_at=5)
+        states[q] = QueueState(signals=build_signals(snap, QueueSeries(), now_ms=5, workers=entry["workers"]))
+    StateDocument().publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
+    state, order = dash_redis.read_state(dash), dash_redis.read_order(dash)
+    assert order["taken_at"] == state["taken_at"] and order["monitor"] == "m"
+    assert order["queues"] == [dash_redis.order_entry(e) for e in state["queues"]]
+    assert len(order["queues"]) == 3
+    assert "timings" in state["queues"][0] and "timings" not in order["queues"][0]

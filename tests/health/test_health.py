@@ -595,6 +595,26 @@ def test_health_page_worst_first_with_fixes_and_says_the_monitor_state_is_missin
     assert 'href="/health/"' in html  # the nav link
 
 
+def test_the_overview_shows_the_stored_reports_failing_count_and_worst_severity(logged_in, private_redis):
+    """The overview reads a summary stored beside the report: at 10,000 queues the report itself
+    is megabytes, and parsing it made every overview request slow."""
+    from dashboard.health.checks import HEALTH_KEY, HEALTH_SUMMARY_KEY, read_stored
+
+    r, prefix = private_redis, "bull"
+    make_queue(r, "orders", prefix)
+    r.lpush(f"{prefix}:orders:wait", "1")
+    r.hset(f"{prefix}:orders:1", mapping={"name": "j", "timestamp": now_ms()})
+    logged_in.get(reverse("health"))  # runs the checks and stores the report
+    dash = dash_redis.dashboard_redis()
+    failing = [x for c in read_stored(dash)["connections"] for x in c["results"] if x["status"] == FAIL]
+    assert failing and any(x["severity"] == "critical" for x in failing)
+    assert len(dash.get(HEALTH_SUMMARY_KEY)) < len(dash.get(HEALTH_KEY)) / 4
+    badge = f"{len(failing)} health checks failing (worst: critical)"
+    assert badge in logged_in.get(reverse("overview")).content.decode()
+    dash.delete(HEALTH_KEY)  # the overview needs only the summary
+    assert badge in logged_in.get(reverse("overview")).content.decode()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_health_page_uses_a_running_monitors_state_and_stores_the_result(followed_queues, running_monitor, logged_in):
     live_client = dash_redis.dashboard_redis()
