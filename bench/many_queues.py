@@ -63,6 +63,7 @@ from bench.snapshot_bench import PrivateRedis, load, log, plan_queues  # noqa: E
 PREFIX = "bull"
 WATCHED = "watched"
 STATE_KEY = "queuewatch:state"
+ORDER_KEY = "queuewatch:state:order"
 MAC_LENGTH = 64
 METRICS_TOKEN = "bench-metrics-" + "y" * 32
 # The waiting tab's count in the queue page's header: ``<data class="qw-num…" value="N">``.
@@ -288,6 +289,8 @@ def run(args, procs: Procs, children: list) -> dict:
     window = w1 - w0
     log(f"window {window:.0f} s: monitor {100 * (cpu1 - cpu0) / window:.0f}% of a core")
     requests = request_figures(app.url, cookie, app.proc.pid)
+    # What a sorted request and /metrics parse: the order document and the whole state document.
+    documents = {"state_bytes": dash.strlen(STATE_KEY), "order_bytes": dash.strlen(ORDER_KEY)}
 
     procs.stop(generator)
     quiet_s, wrong = wait_truth(admin, dash, timeout=args.truth_timeout)
@@ -315,6 +318,7 @@ def run(args, procs: Procs, children: list) -> dict:
         },
         "watched_tab_messages": messages,
         "requests": requests,
+        "documents": documents,
         "quiet_truth_s": None if quiet_s is None else round(quiet_s, 1),
         "quiet_truth_wrong_queues": wrong,
         "probe": {

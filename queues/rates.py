@@ -59,18 +59,56 @@ class QueueSeries:
         return self.minutes[m]
 
     def total(self, name: str, *, now_ms: int, window_min: int) -> int:
-        since = minute_of(now_ms) - (window_min - 1) * MINUTE_MS
-        return sum(getattr(b, name) for m, b in self.minutes.items() if m >= since)
+        return self.window(now_ms=now_ms, oldest=window_min).total(name, window_min)
 
     def per_minute(self, name: str, *, now_ms: int, window_min: int) -> float:
+        return self.window(now_ms=now_ms, oldest=window_min).per_minute(name, window_min)
+
+    def window(self, *, now_ms: int, oldest: int = max(RATE_WINDOWS)) -> SeriesWindow:
+        """The minutes of the last ``oldest`` windows' reach, for many totals and rates at once
+        (a refresh asks for 25 of each queue; scanning every kept minute for each was a tenth of
+        the monitor's time at 10,000 queues)."""
+        return SeriesWindow(self, now_ms=now_ms, oldest=oldest)
+
+
+class SeriesWindow:
+    """Totals and sliding rates of one queue's counters over windows of up to ``oldest``
+    minutes ending now; each counter's minutes are summed once, by age."""
+
+    def __init__(self, series: QueueSeries, *, now_ms: int, oldest: int):
+        current = minute_of(now_ms)
+        # Minute buckets by age in whole minutes (0: the current one, and any ahead of this
+        # machine's clock: events carry the Redis server's), up to the one just leaving the
+        # widest window.
+        self.by_age = [
+            (max(0, age), b) for m, b in series.minutes.items() if (age := (current - m) // MINUTE_MS) <= oldest
+        ]
+        self.fraction_left = 1 - (now_ms % MINUTE_MS) / MINUTE_MS
+        self.oldest = oldest
+        self._per_age: dict[str, list[int]] = {}
+
+    def _counts(self, name: str) -> list[int]:
+        counts = self._per_age.get(name)
+        if counts is None:
+            counts = [0] * (self.oldest + 1)
+            for age, b in self.by_age:
+                counts[age] += getattr(b, name)
+            self._per_age[name] = counts
+        return counts
+
+    def total(self, name: str, window_min: int) -> int:
+        """The counter's sum over the last ``window_min`` whole minutes, the current one included."""
+        return sum(self._counts(name)[:window_min]) if self.by_age else 0
+
+    def per_minute(self, name: str, window_min: int) -> float:
         """Average per minute over the last ``window_min`` minutes, sliding: the current partial
         minute counts in full (a burst shows at once) and the minute just leaving the window
         counts for the part of it still inside. (Dividing by the elapsed part of the current
         minute instead made the 1-minute rate drop to near zero at every minute boundary.)"""
-        inside = self.total(name, now_ms=now_ms, window_min=window_min)
-        leaving = self.minutes.get(minute_of(now_ms) - window_min * MINUTE_MS)
-        fraction_left = 1 - (now_ms % MINUTE_MS) / MINUTE_MS
-        return (inside + (getattr(leaving, name) * fraction_left if leaving else 0)) / window_min
+        if not self.by_age:
+            return 0.0
+        counts = self._counts(name)
+        return (sum(counts[:window_min]) + counts[window_min] * self.fraction_left) / window_min
 
 
 def count_event(series: QueueSeries, name: str, ts_ms: int, fields_: dict) -> bool:

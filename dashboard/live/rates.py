@@ -71,8 +71,10 @@ def build_signals(
 ) -> QueueSignals:
     dlq = is_dead_letter_queue(snapshot.queue.name)
 
+    window = series.window(now_ms=now_ms)
+
     def rates(name):
-        return {w: series.per_minute(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
+        return {w: window.per_minute(name, w) for w in RATE_WINDOWS}
 
     failed = rates("failed")
     return QueueSignals(
@@ -85,12 +87,9 @@ def build_signals(
         stalled_per_min=rates("stalled"),
         attempt_failed_per_min=rates("attempt_failed"),
         stalled_now=stalled_now or [],
-        stall_failed_15m=series.total("stall_failed", now_ms=now_ms, window_min=15),
+        stall_failed_15m=window.total("stall_failed", 15),
         is_dlq=dlq,
-        totals={
-            name: {w: series.total(name, now_ms=now_ms, window_min=w) for w in RATE_WINDOWS}
-            for name in ("completed", "failed", "stalled")
-        },
+        totals={name: {w: window.total(name, w) for w in RATE_WINDOWS} for name in ("completed", "failed", "stalled")},
         timings=timings,
         now_ms=now_ms,
         workers=workers,

@@ -57,3 +57,35 @@ def test_the_monitor_hands_its_own_figures_to_the_checks(private_redis):
     monitor.tracker.states[q].snapshot = _paused_with_backlog(q)  # as its last refresh left them
     monitor.run_health_checks()
     assert _result(monitor.health_report.results, "queue.paused", "orders").status == FAIL
+
+
+@pytest.mark.django_db
+def test_the_scheduled_run_works_beside_the_loop_one_at_a_time(private_redis, monkeypatch):
+    """At 10,000 queues a run took seconds and every tick behind it started that much late: the
+    schedule starts the run on a thread of its own and returns; a run still working is not
+    started again. Its figures are the moment's it was started at."""
+    import threading
+
+    from dashboard.health import checks as health_checks
+    from dashboard.monitor.loop import Monitor
+
+    q = make_queue(private_redis, "orders")
+    monitor = Monitor(tick=0.3, name="figures-monitor")
+    monitor.tracker.add_queues([q])
+    monitor.tracker.states[q].snapshot = _paused_with_backlog(q)
+    release, runs = threading.Event(), []
+    real_run = health_checks.run_and_store
+
+    def held_run(**kwargs):  # the real run, held until the test lets it finish
+        runs.append(threading.current_thread().name)
+        release.wait(10)
+        return real_run(**kwargs)
+
+    monkeypatch.setattr(health_checks, "run_and_store", held_run)
+    assert monitor.periodic.start_health_checks() is True  # returned while the run is held
+    monitor.tracker.states[q].snapshot = None  # what changes after the start does not reach it
+    assert monitor.periodic.start_health_checks() is False  # one at a time
+    release.set()
+    monitor.periodic._health_run.result(10)
+    assert len(runs) == 1 and runs[0] != threading.current_thread().name
+    assert _result(monitor.health_report.results, "queue.paused", "orders").status == FAIL
