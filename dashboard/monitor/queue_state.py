@@ -41,6 +41,7 @@ class QueueState:
     touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh
     touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
     dirty_minutes: set[int] = field(default_factory=set)  # minutes to write at the next flush
+    stored_at: int = 0  # ms: when a flush last took this queue's minutes (``persistence.held_back``)
     gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
     signals: QueueSignals | None = None  # the latest, for the published state (metrics, health, alerts)
     # Events counted since this monitor started leading (Prometheus handles the reset when
