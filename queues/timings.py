@@ -173,6 +173,7 @@ class QueueTimings:
     totals: dict[str, NameMinute] = field(default_factory=dict)
     dirty: set[int] = field(default_factory=set)  # minutes to write at the next flush
     names: set[str] = field(default_factory=set)
+    counted: int = 0  # observations counted so far: what is published of ``totals`` changes with it
 
     def name_for(self, name: str) -> str:
         """Bounded cardinality: a producer naming every job differently gets MAX_NAMES rows."""
@@ -184,6 +185,7 @@ class QueueTimings:
         return name
 
     def count(self, *, name: str, ts_ms: int, kind: str, ms: int | None = None) -> None:
+        self.counted += 1
         name = self.name_for(name)
         minute = ts_ms - ts_ms % MINUTE_MS
         if minute not in self.minutes:

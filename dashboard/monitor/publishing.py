@@ -303,11 +303,12 @@ def timings_totals(timings: QueueTimings) -> dict:
 
 
 def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
-    """One queue's entry of the state document (None before its first figures)."""
+    """One queue's entry of the state document (None before its first figures), but for its
+    ``timings`` (``timings_totals``), which ``StateDocument`` adds as JSON it keeps."""
     sig = st.signals
     if sig is None:
         return None
-    return {
+    entry = {
         **sig.snapshot.as_dict(),
         "is_dlq": sig.is_dlq,
         "rates_per_min": {
@@ -322,10 +323,10 @@ def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
         "events_total": dict(st.totals),
         "duplicated_by_cause": dict(st.duplicated_by_cause),  # queues.duplicates
         "stream_gaps": st.gaps,
-        "timings": timings_totals(st.timings),
         # As the monitor last read CLIENT LIST; null when unknown (refused, or connection down).
         "workers": None if sig.workers is None or sig.snapshot.queue.connection in down else sig.workers,
     }
+    return entry
 
 
 class StateDocument:
@@ -339,9 +340,21 @@ class StateDocument:
         # queue -> (the signals they were built from, what else they show that events move,
         # the state entry's JSON, the order entry's JSON)
         self.entries: dict[QueueRef, tuple[object, tuple, str, str]] = {}
+        # queue -> (its timings' ``counted`` when serialised, their JSON): the histograms per job
+        # name are most of an entry and change only with events, not with each refresh.
+        self.timings: dict[QueueRef, tuple[int, str]] = {}
 
     def reset(self) -> None:
         self.entries = {}
+        self.timings = {}
+
+    def _timings_json(self, q: QueueRef, st: QueueState) -> str:
+        cached = self.timings.get(q)
+        if cached is not None and cached[0] == st.timings.counted:
+            return cached[1]
+        text = json.dumps(timings_totals(st.timings))
+        self.timings[q] = (st.timings.counted, text)
+        return text
 
     def texts_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> tuple[str, str] | None:
         sig = st.signals
@@ -352,7 +365,9 @@ class StateDocument:
         if cached is not None and cached[0] is sig and cached[1] == moved:
             return cached[2], cached[3]
         entry = state_entry(st, down)
-        text, order_text = json.dumps(entry), json.dumps(dash_redis.order_entry(entry))
+        assert entry is not None  # the signals exist
+        text = json.dumps(entry)[:-1] + ', "timings": ' + self._timings_json(q, st) + "}"
+        order_text = json.dumps(dash_redis.order_entry(entry))
         self.entries[q] = (sig, moved, text, order_text)
         return text, order_text
 
@@ -372,6 +387,8 @@ class StateDocument:
         whatever the number of readers."""
         for gone in self.entries.keys() - states.keys():
             del self.entries[gone]
+        for gone in self.timings.keys() - states.keys():
+            del self.timings[gone]
         pairs = [t for q, st in states.items() if (t := self.texts_of(q, st, down)) is not None]
         connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
         taken_at = now_ms()
