@@ -12,10 +12,13 @@ from collections.abc import Callable, Iterable
 
 from .keys import QueueRef
 
+WHOLE_PASS_SHARE = 10  # passes start at least this many times their own duration apart
+
 
 class WholeDiscovery:
     """The same interface over a source that can only discover everything at once (kinds
-    without a resumable walk): one ``discover()`` per ``min_pass_s``."""
+    without a resumable walk): one ``discover()`` per ``min_pass_s``, or per ten times its own
+    duration when that is longer."""
 
     def __init__(
         self,
@@ -42,7 +45,9 @@ class WholeDiscovery:
         found = self._discover()
         self.passes += 1
         self.last_pass_s = self.clock() - started
-        self._next_pass_at = started + self.min_pass_s
+        # A whole discovery costs what it costs (a SCAN of every Cluster primary: seconds at
+        # 10,000 queues), so it may take at most a tenth of the time between passes.
+        self._next_pass_at = started + max(self.min_pass_s, WHOLE_PASS_SHARE * self.last_pass_s)
         changed, self._list = found != self._list, found
         return changed
 

@@ -34,6 +34,8 @@ from ..keys import QueueRef
 from . import replies
 from .discovery import QUEUE_KEYS_GLOB, glob_escape, not_queues, queue_name_of
 
+CATCH_UP_STEPS = 5  # a late step walks at most this many steps' keys at once
+
 
 class DiscoveryPass:
     """The resumable discovery of one connection's queues (every prefix, in order)."""
@@ -49,6 +51,7 @@ class DiscoveryPass:
         scan_count: int = 1000,
         known: Iterable[QueueRef] = (),
         clock: Callable[[], float] = time.monotonic,
+        step_s: float = 1.0,
     ):
         self.client = client
         self.connection = connection
@@ -57,7 +60,9 @@ class DiscoveryPass:
         # SCAN's COUNT is the number of keys Redis examines per call (about; it walks buckets).
         self.calls_per_step = max(1, keys_per_step // scan_count)
         self.min_pass_s = min_pass_s
+        self.step_s = step_s
         self.clock = clock
+        self._last_step_at: float | None = None
         self.known: set[QueueRef] = {q for q in known if q.connection == connection}
         self.passes = 0  # completed passes
         self.last_pass_s: float | None = None  # how long the last complete pass took
@@ -91,7 +96,7 @@ class DiscoveryPass:
                 return False
             self._start_pass()
         before = set(self.known)
-        for _ in range(self.calls_per_step):
+        for _ in range(self._calls_due()):
             prefix = self.prefixes[self._prefix_i]
             cursor, keys = self._scan(prefix)
             self._take(prefix, keys)
@@ -102,6 +107,17 @@ class DiscoveryPass:
                     self._finish_pass()
                     break
         return self.known != before
+
+    def _calls_due(self) -> int:
+        """This step's SCAN calls: ``calls_per_step`` for each ``step_s`` since the last step
+        (at least one step's, at most ``CATCH_UP_STEPS``'). The budget is per second: a monitor
+        whose steps come late (its ticks take seconds at 10,000 queues) still walks at the
+        stated rate, instead of one step's keys per late step (a first pass over 2,000,000 keys
+        then outlasted 15 minutes)."""
+        now = self.clock()
+        behind = 1 if self._last_step_at is None else int((now - self._last_step_at) / self.step_s)
+        self._last_step_at = now
+        return self.calls_per_step * max(1, min(CATCH_UP_STEPS, behind))
 
     def _scan(self, prefix: str) -> tuple[int, list[bytes]]:
         pattern = glob_escape(prefix) + QUEUE_KEYS_GLOB

@@ -182,3 +182,41 @@ def test_a_kind_without_a_resumable_walk_is_discovered_whole_once_per_pass_inter
     assert not walk.step() and source.calls == 1  # resting until 10 s after the pass began
     now[0] += 10
     assert not walk.step() and source.calls == 2  # walked again, nothing changed
+
+
+def test_a_late_step_catches_up_to_the_budget_per_second_within_a_bound(big_redis, queues):
+    """The budget is keys a second: when the monitor's steps come late (ticks taking seconds),
+    a step walks the seconds it missed, up to five steps' worth, so a large keyspace is still
+    walked at the stated rate."""
+    from queues.redis.discovery_pass import CATCH_UP_STEPS
+
+    now = [1000.0]
+    walk = walker(big_redis, clock=lambda: now[0])
+
+    def calls_of_a_step_after(seconds: float) -> int:
+        now[0] += seconds
+        before = scans(big_redis)
+        walk.step()
+        return scans(big_redis) - before
+
+    assert calls_of_a_step_after(0) == walk.calls_per_step  # the first step
+    assert calls_of_a_step_after(0.2) == walk.calls_per_step  # early: never less than a step's
+    assert calls_of_a_step_after(3.4) == 3 * walk.calls_per_step
+    assert calls_of_a_step_after(60) == CATCH_UP_STEPS * walk.calls_per_step
+
+
+def test_a_slow_whole_discovery_runs_at_most_a_tenth_of_the_time():
+    from queues.discovery_pass import WholeDiscovery
+
+    now = [100.0]
+
+    def slow_discover():  # a SCAN of every Cluster primary: seconds at 10,000 queues
+        now[0] += 3.0
+        return [ref("x")]
+
+    walk = WholeDiscovery(slow_discover, min_pass_s=10, clock=lambda: now[0])
+    assert walk.step() and walk.last_pass_s == 3.0
+    now[0] = 100.0 + 29.9
+    assert not walk.step()  # 30 s after the last began: not sooner
+    now[0] = 100.0 + 30.0
+    assert not walk.step() and walk.passes == 2
