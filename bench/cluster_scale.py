@@ -57,6 +57,13 @@ Per topology, in this order:
    different queue each, spread over the names, so over the primaries) and the overview's first
    page when i is odd (its socket names the page's rows view, as the page's script does).
 
+``--discovery-keys-per-s N`` sets the monitor's ``QUEUEWATCH_DISCOVERY_KEYS_PER_S``. On one node
+the monitor walks the keyspace at that budget (product default 5,000 keys/s, one step per pass of
+its loop), so its first view of every queue waits for a walk over every key (about 2.1 million
+here); a Cluster's discovery is one whole ``SCAN`` of every primary per pass, with no budget. The
+seconds until every queue is published, and how many were published each minute before, are in
+``first_live_s`` and ``first_live_progress``.
+
 Progress goes to stderr; ONE JSON object is the last line of stdout:
 ``{"bench": "cluster_scale", ..., "cluster": {...}, "single": {...}}``. A failure of the product
 (an exception, a monitor that never publishes every queue) is reported in that topology's
@@ -97,6 +104,9 @@ from bench.snapshot_bench import PrivateRedis, load, log, plan_queues  # noqa: E
 PREFIX = "bull"
 SNAPSHOT_GOAL_MS = 500
 RATE_BATCHES_PER_S = 10
+# The monitor's steps reported per window (bench/monitor_probe.py): ``discover`` is a whole SCAN of
+# every primary on a Cluster (its kind has no budgeted walk), a budgeted step on one node.
+PROBE_STEPS = ("discover", "refresh_full", "refresh_dirty", "take_snapshots", "apply_events", "publish_state")
 
 
 # --- names and placement -------------------------------------------------------------------------
@@ -408,6 +418,9 @@ def run_topology(kind: str, args, tmpdir: str) -> dict:
             tick_ms=args.tick_ms,
             QUEUEWATCH_PREFIXES=PREFIX,
             **extra,
+            **(
+                {"QUEUEWATCH_DISCOVERY_KEYS_PER_S": str(args.discovery_keys_per_s)} if args.discovery_keys_per_s else {}
+            ),
         )
         pt.manage(env, "migrate", "-v0")
         user, password = pt.manage(env, "demo_user", "--username", "bench").split(" / ")
@@ -419,9 +432,13 @@ def run_topology(kind: str, args, tmpdir: str) -> dict:
             "monitor", [pt.PYTHON, os.path.join(REPO, "bench", "monitor_probe.py")], env=env, json_stdout=True
         )
         t0 = time.monotonic()
+        out["first_live_progress"] = progress = []  # (seconds, queues published) once a minute
         while state_queues(dash) < args.queues:
             if not monitor.alive():
                 raise RuntimeError("the monitor exited before publishing every queue")
+            if time.monotonic() - t0 >= 60 * (len(progress) + 1):
+                progress.append((round(time.monotonic() - t0), state_queues(dash)))
+                log(f"[{kind}] the monitor publishes {progress[-1][1]:,} queues after {progress[-1][0]} s")
             if time.monotonic() - t0 > args.first_live_timeout:
                 raise RuntimeError(
                     f"the monitor published {state_queues(dash)} of {args.queues} queues in "
@@ -510,7 +527,7 @@ async def measure_tabs(args, topo, monitor, generator, app, cookie, names, view,
                     "jobs_added_per_s": round(sum(r["lpush_per_s"] for r in window_rates.values()), 1),
                     "probe": {
                         k: {f: probe[k].get(f) for f in ("n", "p50_ms", "p95_ms", "max_ms", "total_ms")}
-                        for k in ("refresh_full", "refresh_dirty", "take_snapshots", "apply_events", "publish_state")
+                        for k in PROBE_STEPS
                         if k in probe
                     },
                 }
@@ -565,6 +582,12 @@ def main() -> int:
     ap.add_argument("--snapshot-runs", type=int, default=5)
     ap.add_argument("--tick-ms", type=int, default=1000)
     ap.add_argument("--first-live-timeout", type=float, default=900)
+    ap.add_argument(
+        "--discovery-keys-per-s",
+        type=int,
+        help="QUEUEWATCH_DISCOVERY_KEYS_PER_S for the monitor (default: the product's; one node only, a Cluster's "
+        "discovery is one whole SCAN per pass)",
+    )
     ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres")
     ap.add_argument("--time-limit", type=float, default=5400, help="seconds before the whole run is stopped")
     ap.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
@@ -585,6 +608,7 @@ def main() -> int:
         "hash_tags": "one per queue" if args.tags <= 0 else args.tags,
         "tick_ms": args.tick_ms,
         "tabs": args.tabs,
+        "discovery_keys_per_s": args.discovery_keys_per_s or "product default",
     }
     try:
         kinds = ("cluster", "single") if args.topology == "both" else (args.topology,)
