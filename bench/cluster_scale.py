@@ -58,11 +58,11 @@ Per topology, in this order:
    page when i is odd (its socket names the page's rows view, as the page's script does).
 
 ``--discovery-keys-per-s N`` sets the monitor's ``QUEUEWATCH_DISCOVERY_KEYS_PER_S``. On one node
-the monitor walks the keyspace at that budget (product default 5,000 keys/s, one step per pass of
-its loop), so its first view of every queue waits for a walk over every key (about 2.1 million
-here); a Cluster's discovery is one whole ``SCAN`` of every primary per pass, with no budget. The
-seconds until every queue is published, and how many were published each minute before, are in
-``first_live_s`` and ``first_live_progress``.
+the monitor walks the keyspace at that budget (product default 5,000 keys/s, at most one step a
+second, fewer when its loop is slow), so its first view of every queue waits for a walk over
+every key (about 2.1 million here); a Cluster's discovery is one whole ``SCAN`` of every primary
+per pass, with no budget. The seconds until every queue is published, and how many were
+published each minute before, are in ``first_live_s`` and ``first_live_progress``.
 
 Progress goes to stderr; ONE JSON object is the last line of stdout:
 ``{"bench": "cluster_scale", ..., "cluster": {...}, "single": {...}}``. A failure of the product
