@@ -238,7 +238,7 @@ class RedisClusterSource:
         # command names keys of one slot); commands and schedulers run one queue's scripts.
         self.probes = ClusterProbes(client, connection=spec.name, source=self)
         self.commands = ClusterCommands(client, connection=spec.name)
-        self.schedulers = RedisSchedulers(client, connection=spec.name)
+        self.schedulers = RedisSchedulers(client, connection=spec.name, cron_tz=spec.cron_tz)
         # The job tools' scripts name keys of one queue; the deduplication keys of a queue are all
         # in its slot, so one primary's SCAN finds them (ClusterDedup).
         self.job_tools = RedisJobTools(client, connection=spec.name)

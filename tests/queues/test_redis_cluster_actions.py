@@ -5,9 +5,11 @@ different hash slots is refused with a way out instead of failing inside Lua."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from dataclasses import replace
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.urls import reverse
@@ -130,6 +132,25 @@ def test_a_scheduler_node_made_is_edited_and_removed_with_bullmq_scripts(source,
     assert node_sees(redis_cluster, q3)["schedulers"] == [{"id": "nightly", "every": 60_000}]
     assert source.schedulers.remove(q3, scheduler_id="nightly").ok
     assert node_sees(redis_cluster, q3)["schedulers"] == []
+
+
+def test_a_zone_less_pattern_runs_in_the_configured_workers_zone_on_a_cluster(redis_cluster, built):
+    """As on one node (tests/actions/test_scheduler_workers_zone.py): ``QUEUEWATCH_CRON_TZ`` names
+    the zone the workers run a pattern without ``tz`` in, and the scheduler is created and shown in it."""
+    from queues.scheduler_edit import SchedulerSpec
+
+    q3 = QueueRef(NAME, "bull", "{q3}")
+    zoned = source_for(ConnectionSpec(NAME, redis_cluster.url, PREFIXES, cron_tz="America/New_York"))
+    try:
+        spec = SchedulerSpec(scheduler_id="zoned-morning", name="report", pattern="0 3 * * *")
+        assert zoned.schedulers.create(q3, spec=spec).ok
+        (made,) = [s for s in zoned.schedulers.list(q3) if s.id == "zoned-morning"]
+        assert (made.zone.name, made.zone.source) == ("America/New_York", "configured")
+        due = dt.datetime.fromtimestamp(made.next_run / 1000, ZoneInfo("America/New_York"))
+        assert (due.hour, due.minute) == (3, 0)  # 03:00 in New York, not 03:00 UTC
+    finally:
+        zoned.schedulers.remove(q3, scheduler_id="zoned-morning")
+        zoned.close()
 
 
 def test_probes_read_active_lists_locks_and_fields_across_nodes(source, built):
