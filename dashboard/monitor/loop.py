@@ -37,9 +37,10 @@ from dashboard.monitor.cadence import leader_schedule
 from dashboard.monitor.discovering import QueueLists
 from dashboard.monitor.intake import EventIntake
 from dashboard.monitor.periodic import PeriodicSteps
-from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher, StateDocument
+from dashboard.monitor.publishing import ConnectionBanner, QueuePublisher
 from dashboard.monitor.refreshing import Refresher
 from dashboard.monitor.rolling import FULL_PASS_QUEUES, UNREAD_PER_TICK, RollingPass, share_per_tick
+from dashboard.monitor.state_document import StateDocument
 from dashboard.monitor.tracking import RECONCILE_MINUTES, CountTracker, QueueState, now_ms
 from queues.cron import Job, Periodic
 from queues.errors import SourceUnavailable

@@ -107,8 +107,8 @@ def test_sorting_needs_only_the_order_document_not_the_whole_state(published, lo
 def test_the_monitor_writes_the_order_document_as_the_projection_of_its_state_document(published):
     from dashboard.core import dash_redis
     from dashboard.live.rates import build_signals
-    from dashboard.monitor.publishing import StateDocument
     from dashboard.monitor.queue_state import QueueState
+    from dashboard.monitor.state_document import StateDocument
     from queues.rates import QueueSeries
     from queues.snapshot import QueueSnapshot
 

@@ -256,7 +256,7 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
     """What the monitor writes for ``queuewatch_queue_workers``: the count of its last CLIENT
     LIST, and null (no sample) when that read was refused or the connection is down now."""
     from dashboard.live.rates import build_signals
-    from dashboard.monitor.publishing import publish_state
+    from dashboard.monitor.state_document import publish_state
     from dashboard.monitor.tracking import QueueState
     from queues.keys import QueueRef
     from queues.snapshot import COUNT_STATES, QueueSnapshot

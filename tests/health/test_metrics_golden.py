@@ -78,7 +78,7 @@ def queue_doc(
 
 def timings_of(waits_ms: list[int], processing_ms: list[int]) -> dict:
     """The state document's per-name histograms, as the monitor publishes them."""
-    from dashboard.monitor.publishing import timings_totals
+    from dashboard.monitor.state_document import timings_totals
     from queues.timings import QueueTimings
 
     t = QueueTimings()

@@ -8,8 +8,8 @@ import pytest
 
 from dashboard.core import dash_redis
 from dashboard.live.rates import build_signals
-from dashboard.monitor.publishing import StateDocument, timings_totals
 from dashboard.monitor.queue_state import QueueState
+from dashboard.monitor.state_document import StateDocument, timings_totals
 from queues.keys import QueueRef
 from queues.rates import QueueSeries
 from queues.snapshot import QueueSnapshot
