@@ -3,6 +3,7 @@ of each request, while 1,000 of the queues change every second.
 
     .venv/bin/python bench/many_queues.py [--queues 10000] [--jobs 100000] [--changing 1000]
                                           [--seconds 60] [--tick-ms 1000] [--profile FILE]
+                                          [--memory FILE]
 
 What it starts (loopback only, free ports, all stopped at the end, also on Ctrl-C/SIGTERM): two
 private ``redis-server``s (the monitored one and the dashboard Redis), Queuewatch's web server
@@ -255,6 +256,8 @@ def run(args, procs: Procs, children: list) -> dict:
     app = AppServer(dict(env, QUEUEWATCH_LOG_LEVEL="INFO"))  # it learns its port from the server's log
     children.append(app)
     monitor_env = dict(env, **({"QW_PROBE_CPROFILE": os.path.abspath(args.profile)} if args.profile else {}))
+    if args.memory:
+        monitor_env["QW_PROBE_TRACEMALLOC"] = os.path.abspath(args.memory)
     monitor = procs.start(
         "monitor", [pt.PYTHON, os.path.join(REPO, "bench", "monitor_probe.py")], env=monitor_env, json_stdout=True
     )
@@ -286,6 +289,9 @@ def run(args, procs: Procs, children: list) -> dict:
     stop_rss.set()
     monitor.send_line("snap")
     probe = monitor.expect("probe", 30)["probe"]
+    if args.memory:
+        monitor.send_line("memory")
+        monitor.expect("memory", 300)
     window = w1 - w0
     log(f"window {window:.0f} s: monitor {100 * (cpu1 - cpu0) / window:.0f}% of a core")
     requests = request_figures(app.url, cookie, app.proc.pid)
@@ -350,6 +356,9 @@ def main() -> int:
     ap.add_argument("--truth-timeout", type=float, default=60)
     ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres")
     ap.add_argument("--profile", help="write the monitor's cProfile stats to this file")
+    ap.add_argument(
+        "--memory", help="write where the monitor's memory is (tracemalloc, top 40 lines) to this file at the end"
+    )
     ap.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--redis-port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

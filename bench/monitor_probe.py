@@ -18,7 +18,10 @@ max_ms, ...}}}`` for the steps since the previous ``snap``. Steps:
   thread, > TTL meant leadership was lost);
 
 With ``QW_PROBE_CPROFILE=<file>`` in the environment, the leader loop's thread also runs under
-cProfile and its stats are written to that file when the monitor stops.
+cProfile and its stats are written to that file when the monitor stops. With
+``QW_PROBE_TRACEMALLOC=<file>``, ``tracemalloc`` traces every allocation and a ``memory`` line
+on stdin writes the 40 lines holding the most memory to that file (allocation is then slower:
+the run's CPU figures do not hold).
 * ``tick_late``: how long after it fell due each tick (or snapshot) started;
 * ``loop_stall``: sampled every 0.25 s when the monitor has ``progress`` (the heartbeat era): how
   long ago the leader loop last started an iteration -- how stale the live view can get.
@@ -170,6 +173,9 @@ def _commands() -> None:
     for line in sys.stdin:
         if line.strip() == "snap":
             print(json.dumps({"probe": snap()}), flush=True)
+        elif line.strip() == "memory" and os.environ.get("QW_PROBE_TRACEMALLOC"):
+            _write_top_allocations(os.environ["QW_PROBE_TRACEMALLOC"])
+            print(json.dumps({"memory": os.environ["QW_PROBE_TRACEMALLOC"]}), flush=True)
 
 
 def _sample_progress(m, stop: threading.Event) -> None:
@@ -179,11 +185,26 @@ def _sample_progress(m, stop: threading.Event) -> None:
             record("loop_stall", max(0.0, time.monotonic() - progress))
 
 
+def _write_top_allocations(path: str, top: int = 40) -> None:
+    import tracemalloc
+
+    stats = tracemalloc.take_snapshot().statistics("lineno")
+    with open(path, "w") as out:
+        out.write(f"traced: {sum(s.size for s in stats) / 2**20:.1f} MiB in {len(stats)} lines\n")
+        for stat in stats[:top]:
+            out.write(f"{stat}\n")
+
+
 def main() -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=_commands, name="probe-commands", daemon=True).start()
+    memory_to = os.environ.get("QW_PROBE_TRACEMALLOC")
+    if memory_to:
+        import tracemalloc
+
+        tracemalloc.start()
     m = mon.Monitor(name="monitor", lock_ttl_ms=5000)
     threading.Thread(target=_sample_progress, args=(m, stop), name="probe-progress", daemon=True).start()
     profile_to = os.environ.get("QW_PROBE_CPROFILE")
