@@ -28,7 +28,7 @@ def minute_of(ts_ms: int) -> int:
     return ts_ms - ts_ms % MINUTE_MS
 
 
-@dataclass
+@dataclass(slots=True)  # a monitor keeps about 16 per queue: 160,000 at 10,000 queues
 class Minute:
     completed: int = 0
     failed: int = 0

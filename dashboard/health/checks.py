@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 
@@ -90,6 +90,15 @@ class HealthReport:
 
     def failing_at(self, severity: str) -> list[health.CheckResult]:
         return [r for r in self.results if r.fails_at(severity)]
+
+    def for_alerts(self) -> HealthReport:
+        """The report with only the results that carry alert facts (``Check.alert_facts``: the
+        server settings the Redis alert rules judge), all the monitor keeps of a run between
+        runs: at 10,000 queues the whole report is some 170,000 results, a tenth of its memory."""
+        return replace(
+            self,
+            connections=[replace(c, results=[r for r in c.results if r.check.alert_facts]) for c in self.connections],
+        )
 
     def summary(self) -> dict:
         """How many checks fail and the worst severity among them, when they were run."""

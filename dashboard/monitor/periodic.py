@@ -49,7 +49,9 @@ class PeriodicSteps:
         self.dash = dash
         self.tick = tick
         self.name = monitor_name
-        self.health_report: health_checks.HealthReport | None = None  # the last one, for the Redis alert rules
+        # What the Redis alert rules read of the last report (``HealthReport.for_alerts``); the
+        # whole report is stored in the dashboard Redis for the pages and /metrics.
+        self.health_report: health_checks.HealthReport | None = None
         # The scheduled health run works beside the loop (``start_health_checks``).
         self._health_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health")
         self._health_run: Future | None = None
@@ -90,7 +92,7 @@ class PeriodicSteps:
 
     def _check_health(self, snapshots) -> None:
         try:
-            self.health_report = health_checks.run_and_store(snapshots=snapshots)
+            self.health_report = health_checks.run_and_store(snapshots=snapshots).for_alerts()
         except Exception:
             log.exception("%s: health checks failed; will retry", self.name)
 

@@ -60,18 +60,23 @@ def test_the_check_judges_the_monitors_workers_and_reads_client_list_only_withou
         truth = sorted(w["rawname"] for w in node.send("getWorkers", queue="mail")["workers"])
         assert len(truth) == 2
 
-        with monitor_thread(tick=0.3, name="workers-check-monitor", lock_ttl_ms=2000) as monitor:
+        with monitor_thread(tick=0.3, name="workers-check-monitor", lock_ttl_ms=2000):
             wait_for(
                 lambda: mail_workers(private_redis) is not None and len(mail_workers(private_redis)) == 2, timeout=20
             )
-            # The monitor's own health run judges the document it published.
-            wait_for(
-                lambda: (
-                    monitor.health_report is not None
-                    and no_workers(monitor.health_report.results).details.get("source") == "monitor"
-                ),
-                timeout=20,
-            )
+
+            # The monitor's own health run judges the document it published (and stores its report).
+            def stored_judged_by_monitor() -> bool:
+                report = health_checks.read_stored(private_redis) or {"connections": []}
+                found = [
+                    r
+                    for c in report["connections"]
+                    for r in c["results"]
+                    if r["kind"] == "queue.no_workers" and r["queue"] == "mail"
+                ]
+                return len(found) == 1 and found[0]["details"].get("source") == "monitor"
+
+            wait_for(stored_judged_by_monitor, timeout=20)
         doc = dash_redis.read_workers(private_redis)
         assert doc is not None  # kept for three periods after the monitor stopped: still fresh
 
