@@ -329,7 +329,17 @@ def run(args, procs: Procs, children: list) -> dict:
         "quiet_truth_wrong_queues": wrong,
         "probe": {
             k: probe[k]
-            for k in ("refresh_full", "refresh_dirty", "take_snapshots", "publish_state", "apply_events", "flush")
+            for k in (
+                "refresh_full",
+                "refresh_dirty",
+                "take_snapshots",
+                "publish_state",
+                "apply_events",
+                "flush",
+                "gc_gen0",
+                "gc_gen1",
+                "gc_gen2",
+            )
             if k in probe
         },
         "goals": {

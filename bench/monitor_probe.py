@@ -23,6 +23,7 @@ cProfile and its stats are written to that file when the monitor stops. With
 on stdin writes the 40 lines holding the most memory to that file (allocation is then slower:
 the run's CPU figures do not hold).
 * ``tick_late``: how long after it fell due each tick (or snapshot) started;
+* ``gc_gen0``..``gc_gen2``: Python's cyclic garbage collections, by generation;
 * ``loop_stall``: sampled every 0.25 s when the monitor has ``progress`` (the heartbeat era): how
   long ago the leader loop last started an iteration -- how stale the live view can get.
 """
@@ -30,6 +31,7 @@ the run's CPU figures do not hold).
 from __future__ import annotations
 
 import collections
+import gc
 import json
 import os
 import signal
@@ -53,6 +55,7 @@ from dashboard.monitor import (  # noqa: E402
     tracking,
 )
 from dashboard.monitor import loop as mon  # noqa: E402
+from dashboard.monitor.gc_tuning import tune_for_the_monitor  # noqa: E402
 from queues import cron  # noqa: E402
 from queues.redis import leader  # noqa: E402
 
@@ -89,11 +92,30 @@ def _pct(values: list[float], p: float) -> float:
     return s[max(0, min(len(s) - 1, int(-(-p * len(s) // 100)) - 1))]
 
 
+_gc_started: list[float] = []
+# Made up front, so that a collection (which may run inside any allocation, even snap()'s copy)
+# only appends to an existing list.
+_gc_samples: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+
+def _time_gc(phase: str, info: dict) -> None:
+    """Python's cyclic garbage collections, by generation (``gc_gen0``..``gc_gen2``): a monitor of
+    10,000 queues holds hundreds of thousands of long-lived objects, which a full collection walks."""
+    if phase == "start":
+        _gc_started[:] = [time.perf_counter()]
+    elif _gc_started:
+        # Not under _lock: a collection can start while a thread holds it.
+        _gc_samples[info.get("generation", 2)].append(time.perf_counter() - _gc_started[0])
+
+
 def snap() -> dict:
     with _lock:
         samples, sizes = dict(_samples), dict(_sizes)
         _samples.clear()
         _sizes.clear()
+    for generation, taken in _gc_samples.items():
+        if taken:
+            samples[f"gc_gen{generation}"], taken[:] = list(taken), []
     out = {}
     for name, vals in samples.items():
         out[name] = {
@@ -200,6 +222,8 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=_commands, name="probe-commands", daemon=True).start()
+    gc.callbacks.append(_time_gc)
+    tune_for_the_monitor()  # as manage.py monitor does
     memory_to = os.environ.get("QW_PROBE_TRACEMALLOC")
     if memory_to:
         import tracemalloc

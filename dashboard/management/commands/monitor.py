@@ -3,6 +3,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
+from dashboard.monitor.gc_tuning import tune_for_the_monitor
 from dashboard.monitor.loop import Monitor
 
 
@@ -16,6 +17,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, name, lock_ttl_ms, **options):
+        tune_for_the_monitor()
         stop = threading.Event()
         # SIGTERM/SIGINT drain: finish the current step, flush history, release the lock.
         for sig in (signal.SIGTERM, signal.SIGINT):
