@@ -94,7 +94,7 @@ class HealthReport:
     def for_alerts(self) -> HealthReport:
         """The report with only the results that carry alert facts (``Check.alert_facts``: the
         server settings the Redis alert rules judge), all the monitor keeps of a run between
-        runs: at 10,000 queues the whole report is some 170,000 results, a tenth of its memory."""
+        runs: at 10,000 queues the whole report is some 170,000 results it need not hold."""
         return replace(
             self,
             connections=[replace(c, results=[r for r in c.results if r.check.alert_facts]) for c in self.connections],
