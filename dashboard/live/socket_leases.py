@@ -4,7 +4,7 @@ Every open socket costs the web process that holds it and, through the groups it
 monitor that sends to them: one viewer opening thousands of sockets took the monitor's loop
 (live updates, alerts and bulk tasks share it) from a few percent to most of a core. So each
 socket takes a lease on one of ``QUEUEWATCH_LIVE_SOCKETS_PER_USER`` places of its user, held in
-Queuewatch's own Redis (``dash_redis.take_lease``, as downloads are: ``web.download_slots``) and
+Queuewatch's own Redis (``core.capped_leases``, as downloads are: ``web.download_slots``) and
 renewed while it stays open; closing gives it back, and a web process that dies leaves leases
 that lapse within ``LEASE_MS``. A socket over the cap is closed with ``TOO_MANY_SOCKETS``, which
 the page's script shows (and does not reconnect after).
@@ -20,7 +20,7 @@ import threading
 
 from django.conf import settings
 
-from dashboard.core import dash_redis
+from dashboard.core import capped_leases, dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 
 log = logging.getLogger("queuewatch.live")
@@ -43,7 +43,7 @@ def take(user_id, token: str) -> bool:
     user already holds ``QUEUEWATCH_LIVE_SOCKETS_PER_USER`` open sockets."""
     limit = settings.QUEUEWATCH_LIVE_SOCKETS_PER_USER
     try:
-        return dash_redis.take_lease(dash_redis.dashboard_redis(), _key(user_id), token, limit=limit, lease_ms=LEASE_MS)
+        return capped_leases.take(dash_redis.dashboard_redis(), _key(user_id), token, limit=limit, lease_ms=LEASE_MS)
     except DashboardRedisError as exc:
         log.warning("live sockets: dashboard Redis unavailable (%s); counting in this process only", exc)
     with _local_lock:
@@ -56,7 +56,7 @@ def take(user_id, token: str) -> bool:
 
 def renew(user_id, token: str) -> None:
     try:
-        dash_redis.renew_lease(dash_redis.dashboard_redis(), _key(user_id), token, lease_ms=LEASE_MS)
+        capped_leases.renew(dash_redis.dashboard_redis(), _key(user_id), token, lease_ms=LEASE_MS)
     except DashboardRedisError as exc:
         log.warning("live sockets: could not renew a lease (%s)", exc)
 
@@ -69,6 +69,6 @@ def give_back(user_id, token: str) -> None:
             if not held:
                 del _local[str(user_id)]
     try:
-        dash_redis.drop_lease(dash_redis.dashboard_redis(), _key(user_id), token)
+        capped_leases.drop(dash_redis.dashboard_redis(), _key(user_id), token)
     except DashboardRedisError as exc:  # the lease lapses by itself
         log.warning("live sockets: could not give a lease back (%s); it lapses in %d s", exc, LEASE_MS // 1000)

@@ -6,7 +6,7 @@ per-process count would let them open the cap times the number of processes.
 
 The count lives in Queuewatch's own Redis (``QUEUEWATCH_DASHBOARD_REDIS_URL``, never the
 monitored one): one sorted set per user, ``member = slot token``, ``score = lease end``
-(``dash_redis.take_lease``: atomic across processes). A running download renews its lease
+(``core.capped_leases``: atomic across processes). A running download renews its lease
 while it streams; release removes it. A web process that dies leaves leases that lapse after
 ``LEASE_MS``, so a crash never locks a user out for longer. A download to a client that has
 stopped reading keeps its lease (the stream renews on a timer, not per chunk): the web server
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from django.utils.translation import gettext as _
 
-from dashboard.core import dash_redis
+from dashboard.core import capped_leases, dash_redis
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.web.errors import TooManyRequests
 
@@ -112,7 +112,7 @@ def acquire(who: str, *, limit: int) -> Slot:
     key, token = KEY_PREFIX + who, uuid.uuid4().hex
     try:
         client = dash_redis.dashboard_redis()
-        taken = dash_redis.take_lease(client, key, token, limit=limit, lease_ms=LEASE_MS)
+        taken = capped_leases.take(client, key, token, limit=limit, lease_ms=LEASE_MS)
     except DashboardRedisError as exc:
         log.warning("download slots: dashboard Redis unavailable (%s); counting in this process only", exc)
         return LOCAL.acquire(who, limit=limit)
@@ -121,13 +121,13 @@ def acquire(who: str, *, limit: int) -> Slot:
 
     def release() -> None:
         try:
-            dash_redis.drop_lease(client, key, token)
+            capped_leases.drop(client, key, token)
         except DashboardRedisError as exc:  # the lease lapses by itself
             log.warning("download slots: could not release (%s); it lapses in %d s", exc, LEASE_MS // 1000)
 
     def renew() -> None:
         try:
-            dash_redis.renew_lease(client, key, token, lease_ms=LEASE_MS)
+            capped_leases.renew(client, key, token, lease_ms=LEASE_MS)
         except DashboardRedisError as exc:
             log.warning("download slots: could not renew (%s)", exc)
 
