@@ -30,14 +30,18 @@ QUEUEWATCH_REDIS_TIMEOUT = 2
 # reach by default: allow it explicitly, as an operator would for a local receiver.
 QUEUEWATCH_WEBHOOK_ALLOW = ["127.0.0.1"]
 
-# A file database in WAL mode rather than Django's shared-cache in-memory one: tests run the
-# monitor in a thread beside the test, and shared-cache SQLite locks whole tables (reads of a
-# table the monitor is writing failed with "database table is locked"); WAL lets readers and
-# the one writer proceed together. One file per test process, so parallel runs do not collide.
+# A file database (in WAL mode, as dashboard/settings.py opens SQLite) rather than Django's
+# shared-cache in-memory one: tests run the monitor in a thread beside the test, and shared-cache
+# SQLite locks whole tables (reads of a table the monitor is writing failed with "database table
+# is locked"). One file per test process, so parallel runs do not collide.
 import tempfile  # noqa: E402
 
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(tempfile.gettempdir(), f"queuewatch-test-{os.getpid()}.sqlite3")
     }
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20})
+    # pytest-django runs each non-transactional test inside one transaction: begun IMMEDIATE (as
+    # dashboard/settings.py begins them), it would hold the write lock for the whole test while a
+    # monitor thread beside it waits. Tests begin them DEFERRED, SQLite's default;
+    # tests/project/test_sqlite_writers.py checks the shipped mode in processes of its own.
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "DEFERRED"

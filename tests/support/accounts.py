@@ -13,7 +13,11 @@ def user_with(role: str | None, *, username: str | None = None) -> User:
     a member of the admin group, like a user given the role with ``set_role``."""
     user = User.objects.create_user(username or f"user-{role}", password="pw")
     if role and role != "viewer":
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        # One INSERT, not ``groups.add`` (a read, then a write, in one transaction): on SQLite
+        # tests begin transactions DEFERRED, and a monitor thread's write between the two
+        # failed the test with "database is locked".
+        group = Group.objects.get_or_create(name=role)[0]
+        User.groups.through.objects.bulk_create([User.groups.through(user=user, group=group)], ignore_conflicts=True)
     return user
 
 
