@@ -597,3 +597,49 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
   document.addEventListener("htmx:oobBeforeSwap", remember);
   document.addEventListener("htmx:oobAfterSwap", giveBack);
 })();
+
+// A live fragment from the monitor (an out-of-band swap) may replace a form the user is filling
+// in: a job's actions are re-rendered whenever the job changes. What the user changed in the old
+// fields (a value unlike the one the page was given) is carried into the same fields of the new
+// content: the same form (by its action) and the same field name.
+(function () {
+  "use strict";
+  var FIELDS = "input[name]:not([type=hidden]), textarea[name], select[name]";
+  var edited = null;
+  function fieldKey(el) {
+    return (el.form ? el.form.getAttribute("action") || "" : "") + "\n" + el.name + "\n" + (el.type === "radio" ? el.value : "");
+  }
+  function changed(el) {
+    if (el.type === "checkbox" || el.type === "radio") return el.checked !== el.defaultChecked;
+    if (el.tagName === "SELECT") {
+      return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
+    }
+    return el.value !== el.defaultValue;
+  }
+  function remember(ev) {
+    var target = ev.detail && ev.detail.target;
+    edited = null;
+    if (!target || !target.id || !target.querySelectorAll) return;
+    var values = {}, any = false;
+    target.querySelectorAll(FIELDS).forEach(function (el) {
+      if (!changed(el)) return;
+      values[fieldKey(el)] = el.type === "checkbox" || el.type === "radio" ? el.checked : el.value;
+      any = true;
+    });
+    if (any) edited = { id: target.id, values: values };
+  }
+  function carryOver() {
+    var kept = edited;
+    edited = null;
+    var root = kept && document.getElementById(kept.id);
+    if (!root) return;
+    root.querySelectorAll(FIELDS).forEach(function (el) {
+      var key = fieldKey(el);
+      if (!Object.prototype.hasOwnProperty.call(kept.values, key)) return;
+      if (el.type === "checkbox" || el.type === "radio") el.checked = kept.values[key];
+      else el.value = kept.values[key];
+    });
+  }
+  document.addEventListener("htmx:oobBeforeSwap", remember);
+  document.addEventListener("htmx:oobAfterSwap", carryOver);
+})();

@@ -1,6 +1,7 @@
 """In real Chromium, through the shipped web server: change a delayed job's priority and delay
 and move a waiting job to failed from its page, and release a stuck deduplication key from the
-queue's deduplication page, in English and in Arabic (the jobs made by Node BullMQ 6.7)."""
+queue's deduplication page, in English and in Arabic (the jobs made by Node BullMQ 6.7). What an
+operator types in a job's action forms survives the monitor re-rendering them as the job changes."""
 # Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
@@ -140,3 +141,26 @@ def test_the_tools_and_the_deduplication_page_fit_a_phone(browser, live_app, nod
             assert page.evaluate(OVERFLOW) <= 0, path
     finally:
         context.close()
+
+
+def test_what_an_operator_types_in_a_job_action_survives_a_live_update_of_the_job(page, live_app, node):
+    (delayed,) = node.send("add", queue="e2e-typing", jobs=[{"name": "later", "opts": {"delay": 3_600_000}}])["ids"]
+    log_in(page, live_app)
+    page.goto(live_app.url + f"/q/default/bull/e2e-typing/jobs/{delayed}")
+    page.wait_for_selector("#live-status[data-state=live]")
+    job_form(page, "change-priority").locator("input[name=priority]").fill("7")
+    delay = job_form(page, "change-delay")
+    delay.locator("input[name=delay]").fill("90")
+    delay.locator("select[name=unit]").select_option("s")
+    old_actions = page.evaluate_handle("document.getElementById('job-actions')")
+
+    # The job changes while the operator is typing: the monitor pushes its state and actions anew.
+    node.send("progress", queue="e2e-typing", id=delayed, value=40)
+    page.wait_for_selector(".job-progress", timeout=20_000)
+    page.wait_for_function("el => !el.isConnected", arg=old_actions, timeout=20_000)
+    assert job_form(page, "change-priority").locator("input[name=priority]").input_value() == "7"
+    assert delay.locator("input[name=delay]").input_value() == "90"
+    assert delay.locator("select[name=unit]").input_value() == "s"
+
+    page.click("button.job-change-priority")
+    assert "now has priority 7" in page.wait_for_selector("#action-result .action-result.ok").inner_text()

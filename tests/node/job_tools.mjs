@@ -16,6 +16,7 @@
 //   {"cmd": "dedupOwner", "queue", "dedupId"} -> {"id"} Queue.getDeduplicationJobId
 //   {"cmd": "scheduler", "queue", "id", "every"} -> {"id"} the pending iteration of
 //       Queue.upsertJobScheduler(id, {every})
+//   {"cmd": "progress", "queue", "id", "value"} -> {} Job.updateProgress(value) (a "progress" event)
 //   {"cmd": "quit"}
 import { createInterface } from 'node:readline';
 import { Job, Queue, Worker } from 'bullmq';
@@ -78,6 +79,11 @@ async function handle(msg) {
     case 'scheduler': {
       const job = await queue(msg.queue).upsertJobScheduler(msg.id, { every: msg.every }, { name: 'tick' });
       return { id: job.id };
+    }
+    case 'progress': {
+      const job = await Job.fromId(queue(msg.queue), msg.id);
+      await job.updateProgress(msg.value);
+      return {};
     }
     case 'quit': {
       for (const w of manual) await w.close(true);
