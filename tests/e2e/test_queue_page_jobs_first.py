@@ -73,8 +73,13 @@ def test_phone_queue_page_shows_jobs_as_cards_with_their_failure_reason(browser,
         log_in(page, live_app)
         page.goto(live_app.url + "/q/default/bull/e2e-cards/")
         page.wait_for_selector("#job-list table.qw-job-cards")
+        # Read in one evaluation of the live document: a live update may replace the rows, and
+        # a row taken before the swap has no style any more ('' was read once).
+        page.wait_for_function(
+            "() => { const tr = document.querySelector('#job-list tbody tr');"
+            " return tr !== null && getComputedStyle(tr).display === 'grid'; }"
+        )
         row = page.locator("#job-list tbody tr").first
-        assert row.evaluate("tr => getComputedStyle(tr).display") == "grid"
         reason = row.locator("td.reason")
         assert reason.is_visible() and "card declined for" in reason.inner_text()
         assert reason.evaluate("td => td.scrollWidth <= td.clientWidth + 1")  # shown whole, not cut

@@ -130,7 +130,9 @@ def test_costly_schemas_are_refused_at_save_and_costly_data_in_bounded_time_leav
     finished = tree_cpu_s(server.proc.pid)
     assert status == 400 and "Validation took too long (more than 1 s)" in body["message"]
     time.sleep(1.0)  # the window measured: what the server does in the second after its answer
-    assert tree_cpu_s(server.proc.pid) - finished < 0.1
+    # A check left running would burn the whole second; under a loaded test run the idle server
+    # still spends a little (0.1 s was exceeded once), so half a second is the line.
+    assert tree_cpu_s(server.proc.pid) - finished < 0.5
     assert r.client.get(queue.key("id")) is None and r.client.llen(queue.key("wait")) == 0  # nothing added
 
     status, body = post(url + "/jobs", {"name": "small", "data": {"items": [0, 1, 2]}}, token)
