@@ -126,13 +126,12 @@ if not _database_url:
     _database_url = f"sqlite:///{BASE_DIR / 'var' / 'queuewatch.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # The web process and the monitor write the same file. WAL lets readers go on beside the one
-    # writer; IMMEDIATE takes the write lock when a transaction begins, so a transaction that read
-    # first and writes second waits its turn (``timeout``) instead of failing at once with
-    # "database is locked" when another writer got in between.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20, "transaction_mode": "IMMEDIATE"}
-    )
+    # The web process and the monitor share the file. In WAL mode a writer commits while another
+    # process holds a read transaction open (a long page or export) instead of waiting for it;
+    # ``timeout`` is how long a writer waits for the other writer. Transactions begin DEFERRED
+    # (SQLite's default): begun IMMEDIATE, every transaction, reads included, would queue for the
+    # one write lock.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -40,8 +40,3 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(tempfile.gettempdir(), f"queuewatch-test-{os.getpid()}.sqlite3")
     }
-    # pytest-django runs each non-transactional test inside one transaction: begun IMMEDIATE (as
-    # dashboard/settings.py begins them), it would hold the write lock for the whole test while a
-    # monitor thread beside it waits. Tests begin them DEFERRED, SQLite's default;
-    # tests/project/test_sqlite_writers.py checks the shipped mode in processes of its own.
-    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "DEFERRED"
