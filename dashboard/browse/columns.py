@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.template import engines
 from django.utils.safestring import SafeString
@@ -29,13 +29,12 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext_lazy
 
 from dashboard.core.labels import LABELS
+from dashboard.core.order_document import RATE_WINDOW
 from dashboard.live.rates import QueueSignals
 from dashboard.web.formatting import rate_value
 from dashboard.web.links import queue_url
 from queues.snapshot import QueueSnapshot, waiting_jobs
 from queues.states import BROWSABLE_STATES
-
-RATE_WINDOW = 5  # minutes: the overview's rates are over the last five
 
 
 @dataclass(frozen=True)
@@ -48,15 +47,34 @@ class OverviewColumn:
     # ``qw`` and ``i18n`` tags are loaded, so mark the cell's words with ``{% translate %}``.
     cell: str
     sort: Callable[[QueueSnapshot], Any] | None = None  # sort key; overview sorts before signals exist
-    # Or a sort key read from the queue's entry of the state document (``None`` when the monitor
-    # has published none): for figures the monitor derives (rates, workers), not a snapshot's.
-    published: Callable[[dict | None], Any] | None = None
+    # The same order read from the monitor's order document, so a sorted page reads only its own
+    # queues; alone (no ``sort``), for figures only the monitor derives (rates, workers).
+    published: PublishedKey | None = None
     numeric: bool = False  # right-aligned header
     title: str = ""  # header tooltip
 
     @property
     def sortable(self) -> bool:
         return self.sort is not None or self.published is not None
+
+
+class PublishedKey(NamedTuple):
+    """A sort key read from the order document (``dashboard.core.order_document``): ``key`` of a
+    queue's values at ``paths``, each ``None`` when unknown (or the queue not published yet)."""
+
+    paths: tuple[str, ...]
+    key: Callable[..., Any]
+
+
+def _number(value: Any, unknown: float) -> float:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else unknown
+
+
+def _published_count(state: str) -> PublishedKey:
+    """A state's count as ``_count_of`` reads it from a snapshot (a missing one as 0)."""
+    if state == "waiting":
+        return PublishedKey(("counts.waiting", "counts.paused"), lambda w, p: _number(w, 0) + _number(p, 0))
+    return PublishedKey((f"counts.{state}",), lambda n: _number(n, 0))
 
 
 def _count_of(state: str) -> Callable[[dict], int | None]:
@@ -67,22 +85,19 @@ def _count_of(state: str) -> Callable[[dict], int | None]:
     return lambda counts: counts.get(state)
 
 
-def _published_rate(*names: str) -> Callable[[dict | None], float]:
+def _published_rate(*names: str) -> PublishedKey:
     """Sort key: the sum of these rates over RATE_WINDOW minutes, as the monitor published them
     (``rates_per_min`` of the state document); -1 (last) when unknown."""
 
-    def key(entry: dict | None) -> float:
-        rates = (entry or {}).get("rates_per_min") or {}
-        values = [(rates.get(name) or {}).get(str(RATE_WINDOW)) for name in names]
-        known = [float(v) for v in values if isinstance(v, int | float)]
+    def key(*values: Any) -> float:
+        known = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
         return sum(known) if known else -1.0
 
-    return key
+    return PublishedKey(tuple(f"rates_per_min.{name}.{RATE_WINDOW}" for name in names), key)
 
 
-def _published_workers(entry: dict | None) -> int:
-    workers = (entry or {}).get("workers")
-    return workers if isinstance(workers, int) else -1  # unknown sorts below none
+# Unknown workers sort below none.
+_PUBLISHED_WORKERS = PublishedKey(("workers",), lambda w: w if isinstance(w, int) and not isinstance(w, bool) else -1)
 
 
 def _state_column(state: str) -> OverviewColumn:
@@ -98,6 +113,7 @@ def _state_column(state: str) -> OverviewColumn:
         f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
         f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
         sort=lambda s: (count(s.counts) or 0, s.queue.name),
+        published=_published_count(state),
     )
 
 
@@ -127,6 +143,7 @@ COLUMNS: list[OverviewColumn] = [
         value=lambda sig: (sig.snapshot.oldest_waiting_ts, sig.snapshot.oldest_waiting_bound),
         cell='<td class="num">{% age_since value.0 value.1 %}</td>',
         sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
+        published=PublishedKey(("oldest_waiting_age_ms",), lambda age: _number(age, 0) or -1),
     ),
     OverviewColumn(
         name="throughput",
@@ -155,7 +172,7 @@ COLUMNS: list[OverviewColumn] = [
         value=lambda sig: (sig.workers, sig.workers == 0 and bool(waiting_jobs(sig.snapshot.counts))),
         cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
         "{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>",
-        published=_published_workers,
+        published=_PUBLISHED_WORKERS,
     ),
     OverviewColumn(
         name="spark",
@@ -178,6 +195,7 @@ COLUMNS: list[OverviewColumn] = [
         "{{ counter }} stalled{% plural %}{{ counter }} stalled"
         "{% endblocktranslate %}</span>{% endif %}</td>",
         sort=lambda s: (s.paused, s.queue.name),
+        published=PublishedKey(("paused",), lambda paused: paused is True),
     ),
 ]
 
@@ -207,9 +225,9 @@ def sort_key(name: str) -> Callable[[QueueSnapshot], Any] | None:
     return next((col.sort for col in COLUMNS if col.name == name and col.sort is not None), None)
 
 
-def published_key(name: str) -> Callable[[dict | None], Any] | None:
-    """The state-document sort key of an overview ``sort`` parameter (rates, workers); ``None``
-    if that column does not sort by what the monitor published."""
+def published_key(name: str) -> PublishedKey | None:
+    """The order-document sort key of an overview ``sort`` parameter; ``None`` if that column
+    does not sort by what the monitor published (the name sorts)."""
     return next((col.published for col in COLUMNS if col.name == name and col.published is not None), None)
 
 

@@ -18,7 +18,7 @@ from dashboard.accounts.auth import require_visible
 from dashboard.browse import columns
 from dashboard.browse.params import sort_snapshots
 from dashboard.connections.registry import get_redactor, get_registry
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, order_document
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
@@ -90,50 +90,71 @@ def ordered_overview(
     the connections with those rows' snapshots (in order) and each connection's filtered total.
 
     The order costs the monitored Redis nothing: sorted by name, it comes from the queue list;
-    sorted by a figure, from the figures the monitor last published (at most a tick old). Only
-    the page's queues are then read, so a request's work is bounded by the page, not by the
-    number of queues. Without a monitor's figures, a figure sort reads every queue (the order
-    needs them all); the page's rows are then those read. Sorted by what only the monitor
-    derives (rates, workers), the order is that of its state document, as published: without
-    one, by name."""
+    sorted by a figure, from the order document the monitor last published (at most a tick old).
+    Only the page's queues are then read, so a request's work is bounded by the page, not by the
+    number of queues; queues the monitor has not published yet sort as having no figures. Without
+    an order document (or for a column with no published key), a sort by a snapshot's figure
+    reads every queue (the order needs them all) and the page's rows are those read; a sort by
+    what only the monitor derives (rates, workers) is then by name."""
     needle = query.lower()
     published = columns.published_key(sort)
-    entries = (published_order() or {}) if published else {}
+    by_snapshot = columns.sort_key(sort)
+    order = published_order() if published is not None else None
+    if by_snapshot is not None and sort not in columns.NAME_SORTS and (published is None or order is None):
+        connections = overview(user, refresh=refresh)
+        ordered = [sort_snapshots(_named(conn.snapshots, needle), sort, descending) for conn in connections]
+        for conn, part in zip(connections, pick(ordered), strict=True):
+            conn.snapshots = part
+        return connections, [len(o) for o in ordered]
+
+    keys = order.keys(published.paths, published.key) if order is not None and published is not None else {}
+    unknown = published.key(*[None] * len(published.paths)) if published is not None else None
 
     def rows(items):
-        kept = [x for x in items if needle in x.queue.name.lower()] if needle else items
+        kept = _named(items, needle)
         if published is None:
             return sort_snapshots(kept, sort, descending)
+        if by_snapshot is not None:  # ties by name in the sort's direction, as the snapshot key has it
+            return sorted(kept, key=lambda x: (keys.get(x.queue, unknown), x.queue.name), reverse=descending)
         # Ties, and queues the monitor has not published yet, in name order (a stable sort).
         named = sorted(kept, key=lambda x: (x.queue.name.lower(), x.queue.prefix))
-        return sorted(named, key=lambda x: published(entries.get(x.queue)), reverse=descending)
+        return sorted(named, key=lambda x: keys.get(x.queue, unknown), reverse=descending)
 
-    by_name = sort in columns.NAME_SORTS or published is not None
-    figures = None if by_name else published_figures()
     totals: list[int] = []
 
     def narrow(lists):
-        if by_name:
-            ordered = [rows([Listed(q) for q in queues]) for queues in lists]
-        else:
-            assert figures is not None
-            ordered = [rows([figures.get(q) or unread_snapshot(q) for q in queues]) for queues in lists]
+        ordered = [rows([Listed(q) for q in queues]) for queues in lists]
         totals.extend(len(o) for o in ordered)
         return [[x.queue for x in part] for part in pick(ordered)]
 
-    if by_name or figures is not None:
-        connections = overview(user, refresh=refresh, narrow=narrow)
-        for conn in connections:
-            conn.snapshots = rows(conn.snapshots)
-        return connections, totals
-    connections = overview(user, refresh=refresh)
-    ordered = [rows(conn.snapshots) for conn in connections]
-    for conn, part in zip(connections, pick(ordered)):
-        conn.snapshots = part
-    return connections, [len(o) for o in ordered]
+    connections = overview(user, refresh=refresh, narrow=narrow)
+    for conn in connections:
+        conn.snapshots = rows(conn.snapshots)
+    return connections, totals
 
 
-def _entries_by_queue(document: dict | None) -> dict[QueueRef, dict] | None:
+def _named(items, needle: str) -> list:
+    """The rows whose queue name holds ``needle`` (any case); all when it is empty."""
+    return [x for x in items if needle in x.queue.name.lower()] if needle else list(items)
+
+
+def published_order() -> order_document.PublishedOrder | None:
+    """The order document the leading monitor last published (``dashboard.core.order_document``),
+    parsed; None when no monitor publishes one (or the dashboard Redis is unreachable)."""
+    try:
+        document = dash_redis.read_order(dash_redis.dashboard_redis())
+    except DashboardRedisError:
+        return None
+    return None if document is None else order_document.PublishedOrder(document)
+
+
+def published_entries() -> dict[QueueRef, dict] | None:
+    """Every queue's entry of the state document the leading monitor last published (its
+    figures, rates, workers, totals, timings), by queue; None when no monitor publishes one."""
+    try:
+        document = dash_redis.read_state(dash_redis.dashboard_redis())
+    except DashboardRedisError:
+        return None
     if not document:
         return None
     entries = {}
@@ -141,55 +162,8 @@ def _entries_by_queue(document: dict | None) -> dict[QueueRef, dict] | None:
         try:
             entries[QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))] = entry
         except (KeyError, TypeError):
-            continue  # an entry of another shape: that queue sorts as not published
+            continue  # an entry of another shape: that queue reads as not published
     return entries
-
-
-def published_entries() -> dict[QueueRef, dict] | None:
-    """Every queue's entry of the state document the leading monitor last published (its
-    figures, rates, workers, totals, timings), by queue; None when no monitor publishes one."""
-    try:
-        return _entries_by_queue(dash_redis.read_state(dash_redis.dashboard_redis()))
-    except DashboardRedisError:
-        return None
-
-
-def published_order() -> dict[QueueRef, dict] | None:
-    """Every queue's entry of the order document (``dash_redis.ORDER_FIELDS`` of its state
-    entry: what sorting needs), by queue; None when no monitor publishes one."""
-    try:
-        return _entries_by_queue(dash_redis.read_order(dash_redis.dashboard_redis()))
-    except DashboardRedisError:
-        return None
-
-
-def published_figures() -> dict[QueueRef, snapshot.QueueSnapshot] | None:
-    """Every queue's figures as the leading monitor last published them (its order document,
-    at most a tick old), for ordering the overview and the API list without reading every
-    queue; None when no monitor publishes them (or the dashboard Redis is unreachable)."""
-    entries = published_order()
-    if entries is None:
-        return None
-    figures = {}
-    for q, entry in entries.items():
-        try:
-            taken_at, age = int(entry["taken_at"]), entry.get("oldest_waiting_age_ms")
-            figures[q] = snapshot.QueueSnapshot(
-                queue=q,
-                counts={str(k): int(v) for k, v in entry["counts"].items()},
-                paused=bool(entry["paused"]),
-                schedulers=int(entry.get("schedulers") or 0),
-                oldest_waiting_ts=None if age is None else taken_at - int(age),
-                taken_at=taken_at,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue  # an entry of another shape: that queue sorts as not read yet
-    return figures
-
-
-def unread_snapshot(queue: QueueRef) -> snapshot.QueueSnapshot:
-    """A queue with no figures yet (new since the monitor last published): sorts as empty."""
-    return snapshot.QueueSnapshot(queue=queue, counts={}, paused=False, schedulers=0)
 
 
 def resolve(user, connection: str, prefix: str, name: str) -> QueueRef:

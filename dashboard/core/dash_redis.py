@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from dashboard.core import signing
+from dashboard.core import order_document, signing
 from queues.keys import QueueRef
 from queues.sources.redis_sentinel import is_sentinel_url, sentinel_primary_client
 
@@ -162,37 +162,19 @@ LAST_LED_KEY = "queuewatch:monitor:last-led"
 LAST_LED_TTL_S = 30 * 24 * 3600
 
 
-# What ordering the overview and the API list needs of each queue's entry: the order document,
-# written beside the state document. At 10,000 queues the state document is megabytes (timings,
-# totals, gaps) and parsing it on every sorted request was most of the request's time.
+# What ordering the overview and the API list needs of each queue (``order_document``), written
+# beside the state document.
 ORDER_KEY = "queuewatch:state:order"
-ORDER_FIELDS = (
-    "connection",
-    "prefix",
-    "name",
-    "paused",
-    "counts",
-    "schedulers",
-    "oldest_waiting_age_ms",
-    "taken_at",
-    "rates_per_min",
-    "workers",
-)
-
-
-def order_entry(entry: dict) -> dict:
-    """A queue's entry of the order document, from its entry of the state document."""
-    return {k: entry[k] for k in ORDER_FIELDS if k in entry}
 
 
 def publish_state(client: redis.Redis, state: dict) -> None:
     """The state document (and its order document) from a whole document."""
-    queues = state.get("queues") or []
-    order = {**state, "queues": [order_entry(e) for e in queues if isinstance(e, dict)]}
+    queues = [e for e in state.get("queues") or [] if isinstance(e, dict)]
+    head = {k: v for k, v in state.items() if k != "queues"}
     publish_state_text(
         client,
         json.dumps(state),
-        order_text=json.dumps(order),
+        order_text=order_document.order_text_of_entries(head, queues),
         taken_at=state.get("taken_at"),
         monitor=state.get("monitor"),
     )
@@ -220,7 +202,7 @@ def read_state(client: redis.Redis) -> dict | None:
 
 
 def read_order(client: redis.Redis) -> dict | None:
-    """The order document (``ORDER_FIELDS`` of every queue's state entry)."""
+    """The order document (``order_document``), parsed: read it with ``PublishedOrder``."""
     return get_document(client, ORDER_KEY)
 
 

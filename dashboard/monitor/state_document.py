@@ -1,14 +1,14 @@
 """The state document: every queue's latest figures as one JSON document in the dashboard Redis,
 for the readers that must not read the monitored Redis themselves (/metrics, the health checks,
 alert rules), and beside it the order document, what sorting the overview and the API list needs
-of each queue (``dash_redis.ORDER_FIELDS``)."""
+of each queue (``dashboard.core.order_document``)."""
 
 from __future__ import annotations
 
 import json
 import logging
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, order_document
 from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.monitor.queue_state import QueueState, now_ms
 from queues.keys import QueueRef
@@ -58,7 +58,7 @@ def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
 
 
 class StateDocument:
-    """The state document and its order document (``dash_redis.ORDER_FIELDS``), built so that
+    """The state document and its order document (``dashboard.core.order_document``), built so that
     their cost follows what changed: each queue's entries are serialised once per change of its
     figures (a refresh builds new signals; events move its totals) and kept as JSON text, and the
     documents are those texts joined. At 10,000 queues ``json.dumps`` of every entry on every
@@ -66,8 +66,9 @@ class StateDocument:
 
     def __init__(self) -> None:
         # queue -> (the signals they were built from, what else they show that events move,
-        # the state entry's JSON, the order entry's JSON)
-        self.entries: dict[QueueRef, tuple[object, tuple, str, str]] = {}
+        # the state entry's JSON); its figures for ordering are the order table's row
+        self.entries: dict[QueueRef, tuple[object, tuple, str]] = {}
+        self.order = order_document.OrderTable()
         # queue -> (its timings' ``counted`` when serialised, their JSON): the histograms per job
         # name are most of an entry and change only with events, not with each refresh.
         self.timings: dict[QueueRef, tuple[int, str]] = {}
@@ -75,6 +76,7 @@ class StateDocument:
     def reset(self) -> None:
         self.entries = {}
         self.timings = {}
+        self.order = order_document.OrderTable()
 
     def _timings_json(self, q: QueueRef, st: QueueState) -> str:
         cached = self.timings.get(q)
@@ -84,20 +86,22 @@ class StateDocument:
         self.timings[q] = (st.timings.counted, text)
         return text
 
-    def texts_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> tuple[str, str] | None:
+    def text_of(self, q: QueueRef, st: QueueState, down: dict[str, str]) -> str | None:
+        """The queue's state entry as JSON (its order row set beside it); None before its first
+        signals."""
         sig = st.signals
         if sig is None:
             return None
         moved = (tuple(st.totals.values()), tuple(st.duplicated_by_cause.values()), st.gaps, q.connection in down)
         cached = self.entries.get(q)
         if cached is not None and cached[0] is sig and cached[1] == moved:
-            return cached[2], cached[3]
+            return cached[2]
         entry = state_entry(st, down)
         assert entry is not None  # the signals exist
         text = json.dumps(entry)[:-1] + ', "timings": ' + self._timings_json(q, st) + "}"
-        order_text = json.dumps(dash_redis.order_entry(entry))
-        self.entries[q] = (sig, moved, text, order_text)
-        return text, order_text
+        self.order.set(q, order_document.order_values(entry))
+        self.entries[q] = (sig, moved, text)
+        return text
 
     def publish(
         self,
@@ -115,14 +119,15 @@ class StateDocument:
         whatever the number of readers."""
         for gone in self.entries.keys() - states.keys():
             del self.entries[gone]
+            self.order.drop(gone)
         for gone in self.timings.keys() - states.keys():
             del self.timings[gone]
-        pairs = [t for q, st in states.items() if (t := self.texts_of(q, st, down)) is not None]
+        written = [(q, t) for q, st in states.items() if (t := self.text_of(q, st, down)) is not None]
         connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
         taken_at = now_ms()
-        head = json.dumps({"taken_at": taken_at, "monitor": monitor_name, "connections": connections})[:-1]
-        text = head + ', "queues": [' + ", ".join(p[0] for p in pairs) + "]}"
-        order_text = head + ', "queues": [' + ", ".join(p[1] for p in pairs) + "]}"
+        head = {"taken_at": taken_at, "monitor": monitor_name, "connections": connections}
+        text = json.dumps(head)[:-1] + ', "queues": [' + ", ".join(t for _, t in written) + "]}"
+        order_text = self.order.text(head, [q for q, _ in written])
         try:
             dash_redis.publish_state_text(dash, text, order_text=order_text, taken_at=taken_at, monitor=monitor_name)
         except DashboardRedisError:

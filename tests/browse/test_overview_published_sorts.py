@@ -105,7 +105,7 @@ def test_sorting_needs_only_the_order_document_not_the_whole_state(published, lo
 
 
 def test_the_monitor_writes_the_order_document_as_the_projection_of_its_state_document(published):
-    from dashboard.core import dash_redis
+    from dashboard.core import dash_redis, order_document
     from dashboard.live.rates import build_signals
     from dashboard.monitor.queue_state import QueueState
     from dashboard.monitor.state_document import StateDocument
@@ -121,6 +121,19 @@ def test_the_monitor_writes_the_order_document_as_the_projection_of_its_state_do
     StateDocument().publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
     state, order = dash_redis.read_state(dash), dash_redis.read_order(dash)
     assert order["taken_at"] == state["taken_at"] and order["monitor"] == "m"
-    assert order["queues"] == [dash_redis.order_entry(e) for e in state["queues"]]
+    # Columnar: the queues once, then one list per sortable figure, in the queues' order.
+    assert order["queues"] == [[e["connection"], e["prefix"], e["name"]] for e in state["queues"]]
     assert len(order["queues"]) == 3
-    assert "timings" in state["queues"][0] and "timings" not in order["queues"][0]
+    expected = {
+        "counts.failed": [e["counts"]["failed"] for e in state["queues"]],
+        "paused": [e["paused"] for e in state["queues"]],
+        "oldest_waiting_age_ms": [e["oldest_waiting_age_ms"] for e in state["queues"]],
+        "workers": [e["workers"] for e in state["queues"]],
+        "rates_per_min.completed.5": [e["rates_per_min"]["completed"]["5"] for e in state["queues"]],
+    }
+    assert {path: order["columns"][path] for path in expected} == expected
+    assert "timings" in state["queues"][0] and not any(path.startswith("timings") for path in order["columns"])
+    published = order_document.PublishedOrder(order)
+    assert published.keys(("counts.failed",), lambda n: n) == {
+        QueueRef(e["connection"], e["prefix"], e["name"]): e["counts"]["failed"] for e in state["queues"]
+    }
