@@ -103,17 +103,30 @@ def overview_tab(base_url: str, cookie: str, query: str = "", on_message=None) -
     return Tab(base_url, "/ws/overview/", cookie, on_message=on_message, first_message=json.dumps({"view": view}))
 
 
+STATE_KEY = "queuewatch:state"
+MAC_LENGTH = 64  # the signature in front of each signed value (dashboard/core/signing.py)
+
+
+def read_state(dash: redis.Redis) -> dict | None:
+    """The monitor's state document (a hash: ``head`` and a signed field per queue,
+    dashboard/core/state_store.py), read without checking the signatures; None before it
+    publishes one."""
+    raw = dash.hgetall(STATE_KEY)
+    head = raw.get(b"head")
+    if head is None:
+        return None
+    entries = [json.loads(v[MAC_LENGTH:]) for f, v in sorted(raw.items()) if f.startswith(b"q:")]
+    return {**json.loads(head[MAC_LENGTH:]), "queues": entries}
+
+
+def state_bytes(dash: redis.Redis) -> int:
+    """The state document's size: every field and value of its hash."""
+    return sum(len(f) + len(v) for f, v in dash.hgetall(STATE_KEY).items())
+
+
 def state_queues(dash: redis.Redis) -> int:
-    """How many queues the monitor's state document lists (0 before it publishes one). The
-    document is signed: the JSON follows the signature."""
-    raw = dash.get("queuewatch:state")
-    if not raw:
-        return 0
-    text = raw.decode("utf-8", "replace")
-    try:
-        return len(json.loads(text[text.index("{") :]).get("queues", []))
-    except ValueError:
-        return 0
+    """How many queues the monitor's state document lists (0 before it publishes one)."""
+    return max(0, dash.hlen(STATE_KEY) - 2)  # but its head and generation
 
 
 # ----------------------------------------------------------------------------------------------

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
 import os
 import shutil
 import signal
@@ -68,11 +67,11 @@ from benchlib import (  # noqa: E402
     manage,
     percentile,
     rates,
+    read_state,
     run_bench,
 )
 
 STATES = ("waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed")
-STATE_KEY = "queuewatch:state"
 FLEET, FLEET_ACTIVE, FLEET_LOCKLESS = "acc-fleet", 10_000, 500
 CRASH_JOBS = 40
 # Per queue: wait, active, delayed, prioritized, waiting-children, completed, failed; then the
@@ -114,8 +113,7 @@ class Sampler:
         return out
 
     def published(self) -> tuple[dict | None, dict[str, dict[str, int]]]:
-        raw = self.dash.get(STATE_KEY)
-        doc = json.loads(raw) if raw else None
+        doc = read_state(self.dash)
         out = {}
         for e in (doc or {}).get("queues", []):
             if e.get("prefix") == "bull":

@@ -58,14 +58,12 @@ if REPO not in sys.path:
 import redis  # noqa: E402
 
 from bench import proc_tools as pt  # noqa: E402
-from bench.benchlib import Procs, Tab, percentile, timed_get  # noqa: E402
+from bench.benchlib import Procs, Tab, percentile, read_state, state_bytes, timed_get  # noqa: E402
 from bench.snapshot_bench import PrivateRedis, load, log, plan_queues  # noqa: E402
 
 PREFIX = "bull"
 WATCHED = "watched"
-STATE_KEY = "queuewatch:state"
 ORDER_KEY = "queuewatch:state:order"
-MAC_LENGTH = 64
 METRICS_TOKEN = "bench-metrics-" + "y" * 32
 # The waiting tab's count in the queue page's header: ``<data class="qw-num…" value="N">``.
 WAITING_COUNT = re.compile(r'state-waiting"[^>]*>[^<]*<span class="count[^"]*"><data[^>]*value="(\d+)"', re.S)
@@ -105,11 +103,6 @@ def generate(args) -> int:
 
 
 # --- measuring ---------------------------------------------------------------------------------
-
-
-def read_state(dash: redis.Redis) -> dict | None:
-    raw = dash.get(STATE_KEY)
-    return None if raw is None else json.loads(raw[MAC_LENGTH:])
 
 
 def request_figures(base: str, cookie: str, server_pid: int, repeat: int = 5) -> dict:
@@ -296,7 +289,7 @@ def run(args, procs: Procs, children: list) -> dict:
     log(f"window {window:.0f} s: monitor {100 * (cpu1 - cpu0) / window:.0f}% of a core")
     requests = request_figures(app.url, cookie, app.proc.pid)
     # What a sorted request and /metrics parse: the order document and the whole state document.
-    documents = {"state_bytes": dash.strlen(STATE_KEY), "order_bytes": dash.strlen(ORDER_KEY)}
+    documents = {"state_bytes": state_bytes(dash), "order_bytes": dash.strlen(ORDER_KEY)}
 
     procs.stop(generator)
     quiet_s, wrong = wait_truth(admin, dash, timeout=args.truth_timeout)

@@ -36,10 +36,10 @@ def read_page(queue: QueueRef, cursor: str) -> DedupPage:
     return dedup_of(source).page(queue, cursor=cursor, redactor=get_redactor())
 
 
-def rates_for(queue: QueueRef, published: dict | None) -> DedupRates | None:
-    """Adds and deduplication hits the leading monitor counted since it started leading; None
-    when no monitor publishes its figures, or it has not counted this queue yet."""
-    entry = (published or {}).get(queue)
+def rates_for(entry: dict | None) -> DedupRates | None:
+    """Adds and deduplication hits the leading monitor counted since it started leading, from the
+    queue's entry of its state document; None when no monitor publishes its figures, or it has
+    not counted this queue yet."""
     if entry is None:
         return None
     totals = entry.get("events_total") or {}
@@ -51,12 +51,12 @@ def rates_for(queue: QueueRef, published: dict | None) -> DedupRates | None:
 def queue_dedup(request, connection, prefix, name):
     queue = reads.resolve(request.user, connection, prefix, name)
     cursor = cursor_from(request)
-    published = reads.published_entries()
+    publishes, entry = reads.published_entry(queue)
     context: dict = {
         "queue": queue,
         "cursor": cursor,
-        "rates": rates_for(queue, published),
-        "monitor_publishes": published is not None,
+        "rates": rates_for(entry),
+        "monitor_publishes": publishes,
         "page": None,
     }
     try:
@@ -72,7 +72,7 @@ def queue_dedup(request, connection, prefix, name):
 def api_queue_dedup(request, connection, prefix, name):
     queue = reads.resolve(request.user, connection, prefix, name)
     page = read_page(queue, cursor_from(request))
-    rates = rates_for(queue, reads.published_entries())
+    rates = rates_for(reads.published_entry(queue)[1])
     return JsonResponse(
         {
             "keys": [

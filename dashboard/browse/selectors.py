@@ -18,7 +18,7 @@ from dashboard.accounts.auth import require_visible
 from dashboard.browse import columns
 from dashboard.browse.params import sort_snapshots
 from dashboard.connections.registry import get_redactor, get_registry
-from dashboard.core import dash_redis, order_document
+from dashboard.core import dash_redis, order_document, state_store
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.live import channels as live
 from dashboard.live.rates import QueueSignals, build_signals, spark_series, stored_series
@@ -142,28 +142,21 @@ def published_order() -> order_document.PublishedOrder | None:
     """The order document the leading monitor last published (``dashboard.core.order_document``),
     parsed; None when no monitor publishes one (or the dashboard Redis is unreachable)."""
     try:
-        document = dash_redis.read_order(dash_redis.dashboard_redis())
+        document = state_store.read_order(dash_redis.dashboard_redis())
     except DashboardRedisError:
         return None
     return None if document is None else order_document.PublishedOrder(document)
 
 
-def published_entries() -> dict[QueueRef, dict] | None:
-    """Every queue's entry of the state document the leading monitor last published (its
-    figures, rates, workers, totals, timings), by queue; None when no monitor publishes one."""
+def published_entry(queue: QueueRef) -> tuple[bool, dict | None]:
+    """Whether a leading monitor publishes its state document, and this queue's entry of it (its
+    figures, rates, workers, totals, timings; None when it has none yet). Reads only that entry."""
     try:
-        document = dash_redis.read_state(dash_redis.dashboard_redis())
+        client = dash_redis.dashboard_redis()
+        entry = state_store.read_state_entry(client, queue)
+        return (True, entry) if entry is not None else (state_store.read_state_head(client) is not None, None)
     except DashboardRedisError:
-        return None
-    if not document:
-        return None
-    entries = {}
-    for entry in document.get("queues", []):
-        try:
-            entries[QueueRef(str(entry["connection"]), str(entry["prefix"]), str(entry["name"]))] = entry
-        except (KeyError, TypeError):
-            continue  # an entry of another shape: that queue reads as not published
-    return entries
+        return False, None
 
 
 def resolve(user, connection: str, prefix: str, name: str) -> QueueRef:

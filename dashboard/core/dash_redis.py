@@ -2,11 +2,11 @@
 kept there and the error its calls raise. Nothing else under ``dashboard/`` imports ``redis``
 (tests/project/test_layers.py); the monitored Redis is reached through ``queues.sources``.
 
-Documents: the queue list each connection's discovery found, the monitor's state and workers
-documents, watches (who looks at what, indexed by queue), the languages viewed, the requests
-for an exact read and new viewers' nudges (published, not stored), the cache of the latest live
-fragments (written by ``dashboard.live.channels.Publisher``) and capped leases (downloads and
-live sockets per user).
+Documents: the queue list each connection's discovery found, the monitor's workers document
+(its state and order documents are ``state_store``'s, through this client), watches (who looks
+at what, indexed by queue), the languages viewed, the requests for an exact read and new
+viewers' nudges (published, not stored), the cache of the latest live fragments (written by
+``dashboard.live.channels.Publisher``) and capped leases (downloads and live sockets per user).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from dashboard.core import order_document, signing
+from dashboard.core import signing
 from queues.keys import QueueRef
 from queues.sources.redis_sentinel import is_sentinel_url, sentinel_primary_client
 
@@ -27,6 +27,13 @@ from queues.sources.redis_sentinel import is_sentinel_url, sentinel_primary_clie
 # Redis configured, a command refused): callers catch this and carry on without the document.
 DashboardRedisError = redis.RedisError
 DashboardRedis = redis.Redis
+
+
+def is_wrong_type(exc: Exception) -> bool:
+    """Whether a call failed because the key holds another type of value (something other than
+    Queuewatch wrote it): read as "nothing there", not as the dashboard Redis being down."""
+    return isinstance(exc, redis.ResponseError) and str(exc).startswith("WRONGTYPE")
+
 
 CACHE_PREFIX = "queuewatch:frag:"
 WATCH_KEY = "queuewatch:watch"
@@ -155,55 +162,15 @@ def exact_read_parents(message: dict) -> bool:
         return False
 
 
-STATE_KEY = "queuewatch:state"
-
-
+# When a monitor last led, kept long after (written with each state document,
+# ``state_store``): how long no monitor has led, for the banner and standby monitors
+# (``dashboard.live.monitor_presence``), e.g. while someone else holds the leader lock.
 LAST_LED_KEY = "queuewatch:monitor:last-led"
 LAST_LED_TTL_S = 30 * 24 * 3600
 
 
-# What ordering the overview and the API list needs of each queue (``order_document``), written
-# beside the state document.
-ORDER_KEY = "queuewatch:state:order"
-
-
-def publish_state(client: redis.Redis, state: dict) -> None:
-    """The state document (and its order document) from a whole document."""
-    queues = [e for e in state.get("queues") or [] if isinstance(e, dict)]
-    head = {k: v for k, v in state.items() if k != "queues"}
-    publish_state_text(
-        client,
-        json.dumps(state),
-        order_text=order_document.order_text_of_entries(head, queues),
-        taken_at=state.get("taken_at"),
-        monitor=state.get("monitor"),
-    )
-
-
-def publish_state_text(client: redis.Redis, text: str, *, order_text: str, taken_at, monitor) -> None:
-    """The state document and its order document, already serialised (the monitor keeps each
-    queue's entries as JSON), written together so a reader never sees one without the other."""
-    with client.pipeline(transaction=True) as pipe:
-        # Expire if no monitor refreshes them, so readers can tell "no monitor" from "all zero".
-        put_json(pipe, STATE_KEY, text, ex=60)
-        put_json(pipe, ORDER_KEY, order_text, ex=60)
-        # Kept long after: how long no monitor has led, for the banner and standby monitors
-        # (``dashboard.live.monitor_presence``), e.g. while someone else holds the leader lock.
-        put_document(pipe, LAST_LED_KEY, {"at": taken_at, "monitor": monitor}, ex=LAST_LED_TTL_S)
-        pipe.execute()
-
-
 def read_last_led(client: redis.Redis) -> dict | None:
     return get_document(client, LAST_LED_KEY)
-
-
-def read_state(client: redis.Redis) -> dict | None:
-    return get_document(client, STATE_KEY)
-
-
-def read_order(client: redis.Redis) -> dict | None:
-    """The order document (``order_document``), parsed: read it with ``PublishedOrder``."""
-    return get_document(client, ORDER_KEY)
 
 
 WORKERS_KEY = "queuewatch:workers"

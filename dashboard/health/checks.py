@@ -23,7 +23,7 @@ from django.conf import settings
 
 from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.connections.registry import get_registry
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.live.workers_document import queue_workers, workers_document
 from queues import health
@@ -122,7 +122,7 @@ class HealthReport:
 
 def read_monitor_state() -> dict | None:
     try:
-        return dash_redis.read_state(dash_redis.dashboard_redis())
+        return state_store.read_state(dash_redis.dashboard_redis())
     except (DashboardRedisError, ValueError):
         return None
 

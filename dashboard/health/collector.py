@@ -3,7 +3,7 @@
 Built only from documents already in the dashboard Redis (and the database), so a scrape never
 reads the monitored Redis, whatever the scrape interval or the number of Prometheus servers:
 
-* queue figures from the monitor's state document (``dashboard.core.dash_redis.read_state``),
+* queue figures from the monitor's state document (``dashboard.core.state_store.read_state``),
   written once per tick by the leading monitor;
 * check results from the last stored health report (``queuewatch:health``, written by whoever
   last ran the checks: the health page, ``manage.py check_queues``, or the monitor through

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET
 from dashboard.accounts import scopes
 from dashboard.accounts.auth import authenticate, bearer_token, token_may_scrape
 from dashboard.alerts.models import Alert
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
@@ -79,7 +79,7 @@ def metrics(request):
         return denied
     try:
         client = dash_redis.dashboard_redis()
-        state = dash_redis.read_state(client)
+        state = state_store.read_state(client)
         health_doc = health_checks.read_stored(client)
     except DashboardRedisError as exc:
         return _text(f"dashboard Redis unavailable: {exc.__class__.__name__}", 503)

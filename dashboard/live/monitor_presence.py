@@ -1,7 +1,7 @@
 """Whether a monitor leads: noticed outside the leader. Someone who can write to the dashboard
 Redis can hold the leader lock (``SET`` it with a token of their own): every monitor then waits,
 and alerts, live updates and bulk tasks stop without an error anywhere. The leader records when
-it last led (``dash_redis.publish_state``, signed); pages show a banner and standby monitors log
+it last led (``state_store.publish_state``, signed); pages show a banner and standby monitors log
 when that is older than ``SILENT_AFTER_MS``."""
 
 from __future__ import annotations

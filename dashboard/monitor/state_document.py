@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 
-from dashboard.core import dash_redis, order_document
+import orjson
+
+from dashboard.core import order_document, state_store
 from dashboard.core.dash_redis import DashboardRedis, DashboardRedisError
 from dashboard.monitor.queue_state import QueueState, now_ms
 from queues.keys import QueueRef
@@ -57,12 +60,22 @@ def state_entry(st: QueueState, down: dict[str, str]) -> dict | None:
     return entry
 
 
+def entry_json(entry: dict) -> str:
+    """An entry as JSON: orjson, five times as fast as ``json.dumps`` (a tick serialises thousands);
+    ``json`` for what orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.dumps(entry, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(entry)
+
+
 class StateDocument:
     """The state document and its order document (``dashboard.core.order_document``), built so that
     their cost follows what changed: each queue's entries are serialised once per change of its
-    figures (a refresh builds new signals; events move its totals) and kept as JSON text, and the
-    documents are those texts joined. At 10,000 queues ``json.dumps`` of every entry on every
-    write was most of a full tick."""
+    figures (a refresh builds new signals; events move its totals) and kept as JSON text, and a
+    write sends only the entries changed since the last one (``state_store``: the document is a
+    hash, a field per queue). At 10,000 queues ``json.dumps`` of every entry on every write was
+    most of a full tick, and then writing the whole 13 MB document twice a tick was."""
 
     def __init__(self) -> None:
         # queue -> (the signals they were built from, what else they show that events move,
@@ -72,11 +85,16 @@ class StateDocument:
         # queue -> (its timings' ``counted`` when serialised, their JSON): the histograms per job
         # name are most of an entry and change only with events, not with each refresh.
         self.timings: dict[QueueRef, tuple[int, str]] = {}
+        # What the last write left in the dashboard Redis: each queue's entry text (the very
+        # object ``entries`` holds, so "unchanged" is an identity check) and its generation.
+        self.sent: dict[QueueRef, str] = {}
+        self.generation: str | None = None
 
     def reset(self) -> None:
         self.entries = {}
         self.timings = {}
         self.order = order_document.OrderTable()
+        self.sent, self.generation = {}, None
 
     def _timings_json(self, q: QueueRef, st: QueueState) -> str:
         cached = self.timings.get(q)
@@ -98,7 +116,7 @@ class StateDocument:
             return cached[2]
         entry = state_entry(st, down)
         assert entry is not None  # the signals exist
-        text = json.dumps(entry)[:-1] + ', "timings": ' + self._timings_json(q, st) + "}"
+        text = entry_json(entry)[:-1] + ',"timings":' + self._timings_json(q, st) + "}"
         self.order.set(q, order_document.order_values(entry))
         self.entries[q] = (sig, moved, text)
         return text
@@ -112,26 +130,41 @@ class StateDocument:
         down: dict[str, str],
         monitor_name: str,
     ) -> None:
-        """Write the latest figures of every queue as one JSON document in the dashboard Redis,
-        for readers that must not touch the monitored Redis themselves (Prometheus /metrics,
-        health checks, alert rules), and what ordering needs of them as another (the overview's
-        and the API list's order). Written once per tick (and between ticks while events flow),
-        whatever the number of readers."""
+        """Write the latest figures of every queue to the dashboard Redis, for readers that must
+        not touch the monitored Redis themselves (Prometheus /metrics, health checks, alert
+        rules), and what ordering needs of them (the overview's and the API list's order).
+        Written once per tick (and between ticks while events flow), whatever the number of
+        readers: only the entries changed since the last write, or the whole document when the
+        stored one is not the last write's."""
         for gone in self.entries.keys() - states.keys():
             del self.entries[gone]
             self.order.drop(gone)
         for gone in self.timings.keys() - states.keys():
             del self.timings[gone]
-        written = [(q, t) for q, st in states.items() if (t := self.text_of(q, st, down)) is not None]
+        written = {q: t for q, st in states.items() if (t := self.text_of(q, st, down)) is not None}
         connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
-        taken_at = now_ms()
-        head = {"taken_at": taken_at, "monitor": monitor_name, "connections": connections}
-        text = json.dumps(head)[:-1] + ', "queues": [' + ", ".join(t for _, t in written) + "]}"
-        order_text = self.order.text(head, [q for q, _ in written])
+        head = {"taken_at": now_ms(), "monitor": monitor_name, "connections": connections}
+        order_text = self.order.text(head, list(written))
+        generation = secrets.token_hex(8)
         try:
-            dash_redis.publish_state_text(dash, text, order_text=order_text, taken_at=taken_at, monitor=monitor_name)
+            if self.generation is None or not state_store.publish_changes(
+                dash,
+                head=head,
+                changed={state_store.queue_field(q): t for q, t in written.items() if self.sent.get(q) is not t},
+                removed=[state_store.queue_field(q) for q in self.sent.keys() - written.keys()],
+                order_text=order_text,
+                after=self.generation,
+                generation=generation,
+            ):
+                entries = {state_store.queue_field(q): t for q, t in written.items()}
+                state_store.publish_whole(
+                    dash, head=head, entries=entries, order_text=order_text, generation=generation
+                )
         except DashboardRedisError:
+            self.generation = None  # what is stored is unknown now: the next write is whole
             log.warning("%s: could not publish the state document", monitor_name)
+            return
+        self.sent, self.generation = written, generation
 
 
 def publish_state(

@@ -60,7 +60,7 @@ def judge_connection(
 ) -> list[CheckResult]:
     """Every check for one reachable connection, from its facts, worst first.
 
-    ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
+    ``state`` is the monitor's state document (``dashboard.core.state_store.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     """
     results = [

@@ -29,7 +29,7 @@ def run_checks(
 ) -> list[CheckResult]:
     """Every check for one connection and its ``queues``, worst first.
 
-    ``state`` is the monitor's state document (``dashboard.live.read_state``) or None; checks
+    ``state`` is the monitor's state document (``dashboard.core.state_store.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     A connection that cannot be reached gives one failing ``redis.reachable`` result.
     ``snapshots``: queue figures the caller already holds (the monitor's), not read again.

@@ -127,7 +127,7 @@ def test_the_deduplication_page_lists_and_releases_a_key(client, node, q, prefix
 
 
 def test_the_hit_rate_comes_from_the_monitors_event_counts(client, prefixed_queues, q, settings, redis_db):
-    from dashboard.core import dash_redis
+    from dashboard.core import dash_redis, state_store
 
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = redis_db.url  # a database of this test's own
     prefixed_queues.client.hset(prefixed_queues.queue("tools").key("meta"), "opts.maxLenEvents", 10000)
@@ -135,16 +135,16 @@ def test_the_hit_rate_comes_from_the_monitors_event_counts(client, prefixed_queu
     entry = {"connection": q[0], "prefix": q[1], "name": "tools", "events_total": {"added": 30, "deduplicated": 10}}
     client.force_login(user_with("viewer"))
     try:
-        dash_redis.publish_state(dash, {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [entry]})
+        state_store.publish_state(dash, {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [entry]})
         page = re.sub(r"<[^>]+>", "", client.get(reverse("queue_dedup", args=q)).content.decode())
         assert "25.0%" in page and "10 deduplicated, 30 added" in page
         api_body = client.get(reverse("api_queue_dedup", args=q)).json()
         assert api_body["rates"] == {"added": 30, "deduplicated": 10, "hit_rate": 0.25}
         other = {**entry, "name": "another"}
-        dash_redis.publish_state(dash, {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [other]})
+        state_store.publish_state(dash, {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [other]})
         assert "has not counted this queue" in client.get(reverse("queue_dedup", args=q)).content.decode()
     finally:
-        dash.delete(dash_redis.STATE_KEY)
+        dash.delete(state_store.STATE_KEY)
     assert "No monitor is publishing" in client.get(reverse("queue_dedup", args=q)).content.decode()
 
 

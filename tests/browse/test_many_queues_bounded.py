@@ -11,7 +11,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.keys import QueueRef
 from queues.redis.snapshot import PER_QUEUE_COMMANDS, read_snapshots
 from tests.support.servers import RedisServer
@@ -53,7 +53,7 @@ def many(settings):
     # What a leading monitor publishes: the queue list and every queue's figures.
     dash = dashboard_server.client(0)
     dash_redis.publish_queue_list(dash, "default", refs)
-    dash_redis.publish_state(
+    state_store.publish_state(
         dash,
         {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [s.as_dict() for s in read_snapshots(r, refs)]},
     )

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import state_store
 from tests.support.browser import LiveApp, log_in, manage
 from tests.support.servers import ROOT, AppServer, run_node
 
@@ -191,7 +191,7 @@ def test_one_of_two_monitors_leads(settings, replicas):
         while time.monotonic() < deadline:  # a few lock extensions (every ttl/3) and state writes
             assert client.type(LEADER_KEY) == b"string"  # one token, not a set of holders
             seen_tokens.add(client.get(LEADER_KEY))
-            state = dash_redis.read_state(client)
+            state = state_store.read_state(client)
             assert state is not None
             seen_names.add(state["monitor"])
             time.sleep(0.25)

@@ -17,7 +17,7 @@ from django.urls import reverse
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues import health
 from queues.health import CHECKS, FAIL, PASS, UNKNOWN, ServerFacts, Thresholds
 from queues.keys import QueueRef
@@ -555,12 +555,12 @@ def test_events_stream_trimmed_faster_than_read_from_a_real_monitor_run(live_set
     q = QueueRef("default", "bull", "trimmy")
 
     run_monitor_until(lambda m: m.stats["ticks"] >= 2 and m.applied_cursors.get(q))
-    r = result(run_checks(live_setup, [q], dash_redis.read_state(live_setup), now_ms()), "queue.events_trimmed")
+    r = result(run_checks(live_setup, [q], state_store.read_state(live_setup), now_ms()), "queue.events_trimmed")
     assert r.status == PASS
     # While no monitor runs, 300 completions go through a stream capped at ~20 entries.
     run_node("produce.mjs", "complete", url, "trimmy", "300", "20")
     run_monitor_until(lambda m: (e := queue_state("trimmy")[0]) is not None and e["stream_gaps"] >= 1)
-    r = result(run_checks(live_setup, [q], dash_redis.read_state(live_setup), now_ms()), "queue.events_trimmed")
+    r = result(run_checks(live_setup, [q], state_store.read_state(live_setup), now_ms()), "queue.events_trimmed")
     assert (r.status, r.severity) == (FAIL, "warning") and r.details["stream_gaps"] >= 1 and "maxLen" in r.fix
 
 

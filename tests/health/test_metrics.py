@@ -12,7 +12,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.accounts.models import ApiToken
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.health.checks import run_and_store
 from dashboard.health.collector import CONTENT_TYPE, render_metrics
 from tests.support.health import make_queue, queue_state, wait_followed
@@ -177,9 +177,9 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(
 
     dash = dash_redis.dashboard_redis()
     for _ in range(50):
-        before, stored = dash_redis.read_state(dash), read_stored(dash)
+        before, stored = state_store.read_state(dash), read_stored(dash)
         response = scrape(client, **bearer(TOKEN))
-        if dash_redis.read_state(dash) == before and read_stored(dash) == stored:
+        if state_store.read_state(dash) == before and read_stored(dash) == stored:
             break
     else:
         pytest.fail("the state document changed during every scrape")
@@ -239,7 +239,7 @@ def test_metrics_equal_the_monitors_state_document_and_the_stored_checks(
 @pytest.mark.django_db(transaction=True)
 def test_a_scrape_never_reads_the_monitored_redis(live_setup, settings, client, monkeypatch):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
-    dash_redis.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
+    state_store.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
     from dashboard.connections.registry import get_registry
 
     pool = get_registry().source("default")._client.connection_pool  # every command to the monitored Redis
@@ -275,7 +275,7 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
             )
             states[q] = st
         publish_state(live_setup, states=states, connection_names=["default"], down=down, monitor_name="m")
-        doc = dash_redis.read_state(live_setup)
+        doc = state_store.read_state(live_setup)
         text = render_metrics(state=doc, health=None, now_ms=doc["taken_at"])
         return (
             {q["name"]: q["workers"] for q in doc["queues"]},
@@ -303,7 +303,7 @@ def test_the_worker_gauge_is_the_monitors_last_reading_and_absent_when_unknown(l
 def with_state(live_setup, settings):
     settings.QUEUEWATCH_METRICS_TOKEN = None
     settings.QUEUEWATCH_METRICS_ALLOW = []
-    dash_redis.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
+    state_store.publish_state(live_setup, {"taken_at": 1, "connections": {}, "queues": []})
     return settings
 
 

@@ -20,7 +20,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.alerts.models import Alert
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.health.checks import HEALTH_KEY
 from tests.support.alerting import make_rule
 
@@ -243,7 +243,7 @@ def samples(text: str) -> list[tuple[str, dict, object]]:
 @pytest.mark.django_db
 def test_metrics_match_the_golden_file(live_setup, settings, client):
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
-    dash_redis.publish_state(live_setup, STATE)
+    state_store.publish_state(live_setup, STATE)
     dash_redis.put_document(live_setup, HEALTH_KEY, HEALTH, ex=60)
     open_alerts()
 

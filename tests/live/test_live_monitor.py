@@ -55,10 +55,10 @@ async def test_node_failure_reaches_a_connected_client(running_monitor, live_set
     await comm.disconnect()
 
     # The state document (for /metrics and health) carries the same figures, once per tick.
-    from dashboard.core import dash_redis
+    from dashboard.core import dash_redis, state_store
 
     def orders_state():
-        state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+        state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
         # The count comes from the snapshot, the totals from events: one tick may see the
         # first before the second, the next tick sees both.
         return next(

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from tests.support.live import monitor_thread
 from tests.support.servers import NODE_DIR, ensure_node_modules, node_available, run_node
 from tests.support.waiting import wait_for
@@ -58,7 +58,7 @@ def start_monitor(live_setup, settings):
 
 
 def published(name: str) -> dict | None:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None)
 
 
@@ -193,7 +193,7 @@ def attempt_failures_once_decided(monitor, name: str) -> int:
     decided_at = time.time() * 1000
     entry = wait_for(
         lambda: (
-            (state := dash_redis.read_state(dash_redis.dashboard_redis()))
+            (state := state_store.read_state(dash_redis.dashboard_redis()))
             and state["taken_at"] > decided_at
             and published(name)
         )
@@ -266,7 +266,7 @@ def test_trimmed_sets_stay_within_the_bound_under_continuous_load(start_monitor,
         since = time.time() * 1000
 
         def collect():
-            state = dash_redis.read_state(dash_redis.dashboard_redis())
+            state = state_store.read_state(dash_redis.dashboard_redis())
             entry = published(name)
             if state and entry and state["taken_at"] > since:
                 documents[state["taken_at"]] = entry["counts"]

@@ -12,7 +12,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from tests.support.live import monitor_thread
 from tests.support.servers import node_available, run_node
 from tests.support.waiting import wait_for
@@ -48,7 +48,7 @@ def following(monitor, name: str) -> None:
 
 
 def published(name: str) -> dict | None:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None)
 
 

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.monitor import loop
 from tests.support.live import monitor_thread
 from tests.support.waiting import wait_for
@@ -21,7 +21,7 @@ QUEUES, TICK, PERIOD_MS = 8, 0.25, 2000
 
 
 def published_waiting() -> dict[str, int]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {q["name"]: q["counts"]["waiting"] for q in state["queues"]}
 
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from tests.support.live import monitor_thread
@@ -24,7 +24,7 @@ ORDERS = QueueRef("default", "bull", "orders")
 
 
 def state_counts() -> dict[tuple[str, str], dict]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["connection"], q["name"]): q["counts"] for q in state["queues"]}
 
 

@@ -1,12 +1,14 @@
 """The state document's entries are re-serialised only for what changed: a queue's per-job-name
 timings (most of its entry) are kept as JSON until the monitor counts a new observation of them,
-and what it publishes always equals the queue's current timings."""
+and what it publishes always equals the queue's current timings. A write sends only the entries
+that changed since the last one, and the whole document whenever what is stored is not that
+write's (expired, written by another monitor, a write that failed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.live.rates import build_signals
 from dashboard.monitor.queue_state import QueueState
 from dashboard.monitor.state_document import StateDocument, timings_totals
@@ -17,8 +19,9 @@ from queues.snapshot import QueueSnapshot
 Q = QueueRef("default", "bull", "timed")
 
 
-def refreshed(st: QueueState, taken_at: int) -> None:  # what a refresh leaves: new signals
-    snap = QueueSnapshot(queue=Q, counts={"waiting": 1}, paused=False, schedulers=0, taken_at=taken_at)
+def refreshed(st: QueueState, taken_at: int, queue: QueueRef = Q, waiting: int = 1) -> None:
+    """What a refresh leaves: new signals."""
+    snap = QueueSnapshot(queue=queue, counts={"waiting": waiting}, paused=False, schedulers=0, taken_at=taken_at)
     st.signals = build_signals(snap, QueueSeries(), now_ms=taken_at)
 
 
@@ -30,7 +33,7 @@ def test_timings_are_published_as_counted_and_serialised_again_only_when_counted
 
     def published_timings() -> dict:
         doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
-        (entry,) = dash_redis.read_state(dash)["queues"]
+        (entry,) = state_store.read_state(dash)["queues"]
         return entry["timings"]
 
     refreshed(st, 1_000)
@@ -44,3 +47,90 @@ def test_timings_are_published_as_counted_and_serialised_again_only_when_counted
     refreshed(st, 3_000)
     assert published_timings() == timings_totals(st.timings)
     assert published_timings()["sms"]["wait"]["count"] == 1 and doc.timings[Q][1] is not kept
+
+
+class CommandLog:
+    """The commands sent to the dashboard Redis while a block runs: the single ones and those of
+    the pipelines (MONITOR would need a connection of its own; the arguments are what matter)."""
+
+    def __init__(self, client) -> None:
+        self.client, self.calls = client, []
+
+    def __enter__(self):
+        real_command, real_pipeline = self.client.execute_command, self.client.pipeline
+
+        def command(*args, **options):
+            self.calls.append(args)
+            return real_command(*args, **options)
+
+        def pipeline(*args, **options):
+            pipe = real_pipeline(*args, **options)
+            real_execute = pipe.execute
+
+            def execute(*a, **o):
+                self.calls.extend(args for args, _ in pipe.command_stack)
+                return real_execute(*a, **o)
+
+            pipe.execute = execute
+            return pipe
+
+        self.client.execute_command, self.client.pipeline = command, pipeline
+        return self
+
+    def __exit__(self, *exc) -> None:
+        del self.client.execute_command, self.client.pipeline
+
+    def written_fields(self) -> set[str]:
+        """The queue fields the writes carried (a write of changes, or a whole one)."""
+        fields = set()
+        for args in self.calls:
+            fields |= {a for a in args if isinstance(a, str) and a.startswith(state_store.QUEUE_PREFIX)}
+        return fields
+
+
+def names(dash) -> dict[str, int]:
+    return {e["name"]: e["counts"]["waiting"] for e in state_store.read_state(dash)["queues"]}
+
+
+@pytest.mark.django_db
+def test_a_write_sends_only_the_changed_entries_and_a_whole_one_when_the_stored_is_not_its_own(private_redis):
+    dash = dash_redis.dashboard_redis()
+    queues = [QueueRef("default", "bull", f"q{i}") for i in range(5)]
+    states = {q: QueueState() for q in queues}
+    for q, st in states.items():
+        refreshed(st, 1_000, q)
+    doc = StateDocument()
+
+    def publish() -> set[str]:
+        with CommandLog(dash) as log:
+            doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
+        return {f.split('"')[-2] for f in log.written_fields()}
+
+    assert publish() == {"q0", "q1", "q2", "q3", "q4"}  # the first write is whole
+    assert names(dash) == dict.fromkeys(["q0", "q1", "q2", "q3", "q4"], 1)
+    assert publish() == set()  # nothing changed: no entry is sent
+    refreshed(states[queues[1]], 2_000, queues[1], waiting=7)
+    del states[queues[4]]
+    assert publish() == {"q1", "q4"}  # q1 changed, q4's field removed
+    assert names(dash) == {"q0": 1, "q1": 7, "q2": 1, "q3": 1}
+    assert state_store.read_state_entry(dash, queues[1])["counts"]["waiting"] == 7
+    assert state_store.read_state_entry(dash, queues[4]) is None
+    assert [name for _, _, name in state_store.read_order(dash)["queues"]] == ["q0", "q1", "q2", "q3"]
+
+    dash.delete(state_store.STATE_KEY)  # expired while the monitor was stuck
+    refreshed(states[queues[2]], 3_000, queues[2], waiting=3)
+    assert publish() == {"q0", "q1", "q2", "q3"}
+    assert names(dash) == {"q0": 1, "q1": 7, "q2": 3, "q3": 1}
+
+    # Another monitor wrote its own document meanwhile (a lock lapse): replaced whole, not patched.
+    state_store.publish_state(dash, {"taken_at": 1, "monitor": "other", "connections": {}, "queues": []})
+    refreshed(states[queues[3]], 4_000, queues[3], waiting=9)
+    assert publish() == {"q0", "q1", "q2", "q3"}
+    assert names(dash) == {"q0": 1, "q1": 7, "q2": 3, "q3": 9}
+    assert state_store.read_state(dash)["monitor"] == "m"
+
+    # Something else stored a string under the key: the write of changes is refused by Redis
+    # (WRONGTYPE) and the whole document replaces it.
+    dash.set(state_store.STATE_KEY, "not a hash")
+    assert publish() == {"q0", "q1", "q2", "q3"}
+    assert names(dash) == {"q0": 1, "q1": 7, "q2": 3, "q3": 9}

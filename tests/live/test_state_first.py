@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.keys import QueueRef
 from tests.support.health import queue_state
 from tests.support.servers import node_available, run_node
@@ -45,4 +45,4 @@ def test_a_refresh_writes_the_state_document_before_rendering_and_it_is_exact(li
     assert steps == ["state", "render"]
     entry, _ = queue_state("state-first")
     assert entry["counts"] == expected and expected["completed"] == 5
-    assert dash_redis.read_state(dash_redis.dashboard_redis())["monitor"] == "state-first-monitor"
+    assert state_store.read_state(dash_redis.dashboard_redis())["monitor"] == "state-first-monitor"

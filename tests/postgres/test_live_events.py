@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.connections import ConnectionSpec
 from tests.support.live import monitor_thread
 from tests.support.redis_db import point_at
@@ -22,7 +22,7 @@ JOBS = 80
 
 
 def pg_queue_state(name: str) -> dict | None:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["connection"] == "pg" and q["name"] == name), None)
 
 

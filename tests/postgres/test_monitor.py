@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from tests.support.live import monitor_thread
@@ -23,7 +23,7 @@ ORDERS = QueueRef("default", "bull", "orders")
 
 
 def state_counts() -> dict[tuple[str, str], dict]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["connection"], q["name"]): q["counts"] for q in state["queues"]}
 
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from dashboard.actions.models import BulkTask
 from dashboard.alerts.models import Alert
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.live import monitor_thread
@@ -107,7 +107,7 @@ def test_every_action_changes_the_store(shop, admin):
 
 
 def state_counts() -> dict:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["connection"], q["name"]): q["counts"] for q in state["queues"]}
 
 

@@ -133,16 +133,16 @@ def test_the_dashboards_own_redis_and_channel_layer_behind_sentinel(settings, re
 
     from channels_redis.core import RedisChannelLayer
 
-    from dashboard.core import dash_redis
+    from dashboard.core import dash_redis, state_store
     from queues.connections import channel_layer_hosts
 
     url = redis_sentinel.url(db=1)
     settings.QUEUEWATCH_DASHBOARD_REDIS_URL = url
     client = dash_redis.dashboard_redis()
-    dash_redis.publish_state(client, {"queues": [], "by": "sentinel-test"})
-    assert dash_redis.read_state(dash_redis.dashboard_redis()) == {"queues": [], "by": "sentinel-test"}
+    state_store.publish_state(client, {"queues": [], "by": "sentinel-test"})
+    assert state_store.read_state(dash_redis.dashboard_redis()) == {"queues": [], "by": "sentinel-test"}
     with redis.Redis(port=redis_sentinel.primary_port(), db=1) as primary:
-        assert primary.exists(dash_redis.STATE_KEY)
+        assert primary.exists(state_store.STATE_KEY)
 
     async def round_trip():
         layer = RedisChannelLayer(hosts=channel_layer_hosts(url), prefix="queuewatch:asgi")

@@ -12,7 +12,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.connections import ConnectionSpec
 from queues.keys import QueueRef
 from tests.support.accounts import token_for, user_with
@@ -35,7 +35,7 @@ def sentinels():
 
 
 def published_counts() -> dict[str, dict]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {q["name"]: q["counts"] for q in state["queues"] if q["connection"] == NAME}
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.health.checks import HEALTH_KEY, read_stored
 from dashboard.live import channels as live
 from queues.keys import QueueRef
@@ -44,17 +44,41 @@ def test_forged_workers_state_and_health_documents_are_ignored(private_redis, lo
         dash_redis.WORKERS_KEY, json.dumps({"taken_at": now, "queues": {live.queue_id(REAL): [worker]}, "unknown": {}})
     )
     private_redis.set(
-        dash_redis.STATE_KEY,
+        state_store.STATE_KEY,
         json.dumps({"taken_at": now, "monitor": "forged-monitor", "connections": {}, "queues": []}),
     )
     private_redis.set(HEALTH_KEY, json.dumps({"checked_at": now, "connections": []}))
-    assert dash_redis.read_state(private_redis) is None and read_stored(private_redis) is None
+    assert state_store.read_state(private_redis) is None and read_stored(private_redis) is None
     page = logged_in.get(reverse("queue", args=["default", "bull", "real"])).content.decode()
     assert "forged-worker" not in page
     assert "forged-monitor" not in logged_in.get(reverse("health")).content.decode()
     assert read_stored(private_redis)["checked_at"] != now  # the health page stored a report of its own
     # A genuine document moved under another key is not accepted there either.
     dash_redis.publish_workers(private_redis, {"taken_at": now, "queues": {}, "unknown": {}}, every_s=10)
-    private_redis.set(dash_redis.STATE_KEY, private_redis.get(dash_redis.WORKERS_KEY))
-    assert dash_redis.read_state(private_redis) is None
+    private_redis.set(state_store.STATE_KEY, private_redis.get(dash_redis.WORKERS_KEY))
+    assert state_store.read_state(private_redis) is None
     assert dash_redis.read_workers(private_redis) == {"taken_at": now, "queues": {}, "unknown": {}}
+
+
+def test_forged_fields_of_the_state_hash_are_ignored(private_redis):
+    """The state document is a hash, a signed field per queue: a field written by someone else,
+    or a genuine entry copied under another queue's field, is left out; a hash without a genuine
+    head reads as no document at all."""
+    entry = {"connection": "default", "prefix": "bull", "name": "real", "counts": {"failed": 1}}
+    state_store.publish_state(private_redis, {"taken_at": 1, "monitor": "m", "connections": {}, "queues": [entry]})
+    real_field = state_store.entry_field(entry)
+    phantom = QueueRef("default", "bull", "phantom")
+    private_redis.hset(
+        state_store.STATE_KEY, state_store.queue_field(phantom), json.dumps({**entry, "name": "phantom"})
+    )
+    private_redis.hset(
+        state_store.STATE_KEY,
+        state_store.field_of("default", "bull", "copy"),
+        private_redis.hget(state_store.STATE_KEY, real_field),
+    )
+    assert [e["name"] for e in state_store.read_state(private_redis)["queues"]] == ["real"]
+    assert state_store.read_state_entry(private_redis, phantom) is None
+    assert state_store.read_state_entry(private_redis, REAL) == entry
+    private_redis.hset(state_store.STATE_KEY, state_store.HEAD, json.dumps({"taken_at": 2, "monitor": "forged"}))
+    assert state_store.read_state(private_redis) is None
+    assert state_store.read_state_entry(private_redis, REAL) is None

@@ -15,7 +15,7 @@ import random
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.keys import QueueRef
 from tests.support.hostile import DEEP, monitor_log
 from tests.support.live import monitor_thread
@@ -178,11 +178,11 @@ def test_hostile_queues_and_jobs_break_nothing_else(logged_in, live_setup):
 
 
 def _names(dash) -> set[str]:
-    return {q.get("name") for q in (dash_redis.read_state(dash) or {}).get("queues", [])}
+    return {q.get("name") for q in (state_store.read_state(dash) or {}).get("queues", [])}
 
 
 def _counts(dash, name: str) -> dict:
-    state = dash_redis.read_state(dash) or {}
+    state = state_store.read_state(dash) or {}
     return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from dashboard.live import channels as live
 from queues.keys import QueueRef
 from tests.support.hostile import monitor_log, seed_non_finite
@@ -84,7 +84,7 @@ def _watch_hostile_then_update_another_queue(live_setup):
 
 
 def _counts(dash, name: str) -> dict:
-    state = dash_redis.read_state(dash) or {}
+    state = state_store.read_state(dash) or {}
     return next((q["counts"] for q in state.get("queues", []) if q.get("name") == name), {})
 
 

@@ -3,7 +3,7 @@ and what the monitor published of them: shared by the cluster test modules."""
 
 from __future__ import annotations
 
-from dashboard.core import dash_redis
+from dashboard.core import dash_redis, state_store
 from queues.keys import QueueRef
 from tests.support.servers import run_node
 
@@ -41,5 +41,5 @@ def node_schedules(cluster, queue: QueueRef, scheduler_id: str, every_ms: int) -
 
 
 def published_counts() -> dict[tuple[str, str], dict]:
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return {(q["prefix"], q["name"]): q["counts"] for q in state["queues"]}

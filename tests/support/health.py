@@ -15,9 +15,9 @@ def make_queue(client, name, prefix="bull"):
 
 def queue_state(name):
     """(this queue's entry in the monitor's state document or None, the whole document)."""
-    from dashboard.core import dash_redis
+    from dashboard.core import dash_redis, state_store
 
-    state = dash_redis.read_state(dash_redis.dashboard_redis()) or {"queues": []}
+    state = state_store.read_state(dash_redis.dashboard_redis()) or {"queues": []}
     return next((q for q in state["queues"] if q["name"] == name), None), state
 
 
