@@ -44,6 +44,45 @@ def order_values(entry: dict) -> dict[str, Any]:
     return {path: v for path, v in values.items() if not path.startswith("rates_per_min.") or path.endswith(window)}
 
 
+# "counts.<state>" and "rates_per_min.<rate>.<window>", joined once per name.
+_count_paths: dict[str, str] = {}
+_rate_paths: dict[str, str] = {}
+
+
+def monitor_order_values(entry: dict) -> dict[str, Any]:
+    """``order_values`` of an entry the monitor built (``dashboard.monitor.state_document
+    .state_entry``: counts of plain numbers, each rate a plain number per window), the same
+    values in a tenth of the time: the monitor builds them for every queue whose figures
+    changed, thousands a tick. Any other entry goes through ``order_values``."""
+    values: dict[str, Any] = {}
+    for field in ORDER_FIELDS:
+        if field not in entry:
+            continue
+        value = entry[field]
+        if field == "counts":
+            for state, n in value.items():
+                path = _count_paths.get(state)
+                if path is None:
+                    path = (
+                        _count_paths.setdefault(state, f"counts.{state}")
+                        if len(_count_paths) < 64
+                        else f"counts.{state}"
+                    )
+                values[path] = n
+        elif field == "rates_per_min":
+            for rate, windows in value.items():
+                if RATE_WINDOW in windows:
+                    path = _rate_paths.get(rate)
+                    if path is None:
+                        path = f"rates_per_min.{rate}.{RATE_WINDOW}"
+                        if len(_rate_paths) < 64:
+                            _rate_paths[rate] = path
+                    values[path] = windows[RATE_WINDOW]
+        else:
+            values[field] = value
+    return values
+
+
 class OrderTable:
     """The order document of the monitor's queues, kept row by row: a queue's row is set when its
     figures change, and writing the document transposes the rows into columns. The monitor writes

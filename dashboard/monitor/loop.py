@@ -82,7 +82,7 @@ class Monitor:
         self.ticks = 0
         self.state_due = 0.0  # monotonic time from which refreshes between ticks rewrite the state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
-        self.rolling = RollingPass()  # beyond FULL_PASS_QUEUES, each tick takes its share (``rolling``)
+        self.rolling = RollingPass()  # beyond FULL_PASS_QUEUES, each tick reads the due queues (``rolling``)
         self.state_document = StateDocument()
         self.refresher = Refresher(
             registry=self.registry,
@@ -304,7 +304,10 @@ class Monitor:
             self.refresh(list(states), full=True, exact=exact)
         else:
             share = self.rolling.take(
-                states, share_per_tick(len(states), tick=self.tick, snapshot_every=self.snapshot_every)
+                {q: st.exact_at for q, st in states.items()},
+                share_per_tick(len(states), tick=self.tick, snapshot_every=self.snapshot_every),
+                now_ms=now_ms(),
+                due_after_ms=int((self.snapshot_every - self.tick) * 1000),
             )
             watched = self.watched_queues()
             unread = [q for q, st in states.items() if st.live is None][:UNREAD_PER_TICK]

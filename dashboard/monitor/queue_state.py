@@ -36,6 +36,7 @@ class QueueState:
     series: QueueSeries = field(default_factory=lambda: QueueSeries(keep=RECONCILE_MINUTES + 5))
     snapshot: QueueSnapshot | None = None  # the latest counts: exact, or estimated from events
     live: LiveCounts | None = None  # counts kept current from events between exact snapshots
+    exact_at: int = 0  # ms: when the counts were last read exactly (0: never), for ``rolling``
     stalled_now: list[str] = field(default_factory=list)
     active_since: dict[str, int] = field(default_factory=dict)  # active job id -> ms it became active
     touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh

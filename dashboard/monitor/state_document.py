@@ -117,7 +117,7 @@ class StateDocument:
         entry = state_entry(st, down)
         assert entry is not None  # the signals exist
         text = entry_json(entry)[:-1] + ',"timings":' + self._timings_json(q, st) + "}"
-        self.order.set(q, order_document.order_values(entry))
+        self.order.set(q, order_document.monitor_order_values(entry))
         self.entries[q] = (sig, moved, text)
         return text
 

@@ -181,6 +181,7 @@ class CountTracker:
                 st.live = LiveCounts(snap)
             else:
                 st.live.reset(snap)
+            st.exact_at = now
             ids = actives.ids.get(snap.queue, [])
             kept = st.active_since if snap.queue in actives.partial else {}  # only the tail was read
             st.active_since = {**kept, **{j: st.active_since.get(j, now) for j in ids}}

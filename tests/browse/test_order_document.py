@@ -85,3 +85,28 @@ def test_a_document_of_another_shape_reads_as_empty():
     assert len(PublishedOrder({"queues": "x", "columns": {}})) == 0
     short = PublishedOrder({"queues": [["default", "bull", "a"]], "columns": {"counts.failed": [1, 2]}})
     assert len(short) == 1 and short.keys(("counts.failed",), lambda n: n) == {A: None}
+
+
+def test_the_monitors_fast_flattening_equals_the_general_one_on_the_entries_it_builds():
+    from dashboard.core.order_document import monitor_order_values
+    from dashboard.live.rates import build_signals
+    from dashboard.monitor.queue_state import QueueState
+    from dashboard.monitor.state_document import state_entry
+    from queues.rates import QueueSeries
+    from queues.snapshot import COUNT_STATES, QueueSnapshot
+
+    series = QueueSeries()
+    for i, name in enumerate(("completed", "failed", "added", "stalled", "attempt_failed")):
+        bucket = series.bucket(1_000_000 - 30_000 * i)
+        setattr(bucket, name, getattr(bucket, name) + 3 * i + 1)
+    cases = [
+        (A, dict.fromkeys(COUNT_STATES, 0), None, None),
+        (B, {**dict.fromkeys(COUNT_STATES, 7), "paused": 2}, 1_000, 4),
+        (QueueRef("default", "bull", "orders-dlq"), {"waiting": 1, "failed": 2**62}, 0, 0),
+    ]
+    for queue, counts, waiting_ts, workers in cases:
+        snap = QueueSnapshot(queue=queue, counts=counts, paused=True, schedulers=1, oldest_waiting_ts=waiting_ts)
+        st = QueueState(signals=build_signals(snap, series, now_ms=1_000_000, workers=workers))
+        built = state_entry(st, down={})
+        assert monitor_order_values(built) == order_values(built)
+    assert monitor_order_values(state_entry(st, down={"default": "refused"}))["workers"] is None
