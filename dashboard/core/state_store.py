@@ -52,7 +52,8 @@ SEP = "\x1f"
 _CHUNK = 1000
 
 # KEYS: the state hash, the order document, the last-led document. ARGV: the generation the hash
-# must be at, the new generation, the hash's TTL, its head, the order document, the last-led
+# must be at, the new generation, the hash's TTL, its head, the order document ('': left as it
+# is), the last-led
 # document, that document's TTL, the number of fields to remove, those fields, then field/value
 # pairs. Returns 0 (nothing written) when the hash is not at the expected generation.
 WRITE_CHANGES = f"""
@@ -74,7 +75,7 @@ while i <= last do
 end
 redis.call('HSET', h, '{GENERATION}', ARGV[2], '{HEAD}', ARGV[4])
 redis.call('EXPIRE', h, ARGV[3])
-redis.call('SET', KEYS[2], ARGV[5], 'EX', ARGV[3])
+if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5], 'EX', ARGV[3]) end
 redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[7])
 return 1
 """
@@ -188,19 +189,19 @@ def publish_changes(
     head: dict,
     changed: dict[str, str],
     removed: list[str],
-    order_text: str,
+    order_text: str | None,
     after: str,
     generation: str,
 ) -> bool:
     """Only the entries that changed (and those ``removed``) since the write of generation
-    ``after``, with the head, the whole order document and when a monitor last led; False,
-    writing nothing, when the hash is not at that generation (then write it whole)."""
+    ``after``, with the head, the whole order document (unless None) and when a monitor last
+    led; False, writing nothing, when the hash is not at that generation (then write it whole)."""
     args = [
         after,
         generation,
         STATE_TTL_S,
         signed(STATE_KEY, HEAD, json.dumps(head)),
-        signing.sign(signing.DOCUMENT, order_text, bound_to=ORDER_KEY),
+        "" if order_text is None else signing.sign(signing.DOCUMENT, order_text, bound_to=ORDER_KEY),
         _last_led(head),
         LAST_LED_TTL_S,
         *change_args(STATE_KEY, changed=changed, removed=removed),

@@ -250,8 +250,9 @@ class Monitor:
             dirty |= self.tracker.classify_duplicates()
         quiet = self.tracker.quiet_due(t)
         if quiet:
-            # Quiet means exact: one targeted read of just these queues, published at once.
-            self.refresh(quiet, full=False, exact=False, state=True)
+            # Quiet means exact: one targeted read of just these queues, published at once (their
+            # entries of the state document too).
+            self.refresh(quiet, full=False, exact=False)
 
     # --- the steps ----------------------------------------------------------------------------
 
@@ -319,7 +320,8 @@ class Monitor:
         close_old_connections()
 
     def publish_changes(self, dirty: set[QueueRef]) -> None:
-        """Between ticks, the queues events changed (the state document too, when due)."""
+        """Between ticks, the queues events changed (their entries of the state document; the
+        whole document when due)."""
         queues = list(dirty)
         if len(self.tracker.states) > FULL_PASS_QUEUES:
             # A queue never read yet waits for the tick's share of them (``UNREAD_PER_TICK``):
@@ -342,14 +344,16 @@ class Monitor:
         state: bool | None = None,
         exact_queues: set[QueueRef] | frozenset[QueueRef] = frozenset(),
     ) -> None:
-        """Publish whatever changed in these queues (``refreshing.Refresher.refresh``); the state
-        document too when ``state`` (default: on full refreshes)."""
+        """Publish whatever changed in these queues (``refreshing.Refresher.refresh``), and their
+        figures to the state document: the whole document when ``state`` (default: on full
+        refreshes), else only these queues' entries."""
+        whole = full if state is None else state
         changed_overview = self.refresher.refresh(
             queues,
             full=full,
             exact=exact,
             exact_queues=exact_queues,
-            publish_state=self.publish_state if (full if state is None else state) else None,
+            publish_state=self.publish_state if whole else lambda: self.publish_state(only=queues),
         )
         self.publishes += int(changed_overview)
 
@@ -365,7 +369,8 @@ class Monitor:
         self.rendered_languages = viewed
         fragments.only_render(viewed)
 
-    def publish_state(self) -> None:
+    def publish_state(self, only: list[QueueRef] | None = None) -> None:
+        """The state document: every queue's entry, or ``only`` these queues' (``StateDocument``)."""
         started = time.monotonic()
         self.state_document.publish(
             self.dash,
@@ -373,11 +378,13 @@ class Monitor:
             connection_names=self.registry.names,
             down=self.banner.down,
             monitor_name=self.name,
+            only=only,
         )
-        # Grows with the queues (1,000 are about 1 MB of JSON), though only changed queues are
-        # serialised again (``StateDocument``).
-        took = time.monotonic() - started
-        self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
+        if only is None:
+            # Grows with the queues (10,000 take ~100 ms: every queue's entry is looked at and the
+            # order document written), though only changed entries are serialised and sent.
+            took = time.monotonic() - started
+            self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
     def watched_queues(self) -> set[QueueRef]:
         return self.refresher.watched_queues()

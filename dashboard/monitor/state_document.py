@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from collections.abc import Collection
 
 import orjson
 
@@ -129,21 +130,30 @@ class StateDocument:
         connection_names,
         down: dict[str, str],
         monitor_name: str,
+        only: Collection[QueueRef] | None = None,
     ) -> None:
         """Write the latest figures of every queue to the dashboard Redis, for readers that must
         not touch the monitored Redis themselves (Prometheus /metrics, health checks, alert
         rules), and what ordering needs of them (the overview's and the API list's order).
         Written once per tick (and between ticks while events flow), whatever the number of
         readers: only the entries changed since the last write, or the whole document when the
-        stored one is not the last write's."""
+        stored one is not the last write's.
+
+        ``only``: just these queues' entries (and the head), not the order document; what a
+        refresh of a few queues publishes at once, at a cost that follows them, not the fleet
+        (looking at every entry and writing the order document is ~35 ms at 10,000 queues)."""
+        if only is not None and self.generation is not None:
+            self._publish_some(
+                dash, only, states=states, connection_names=connection_names, down=down, monitor_name=monitor_name
+            )
+            return
         for gone in self.entries.keys() - states.keys():
             del self.entries[gone]
             self.order.drop(gone)
         for gone in self.timings.keys() - states.keys():
             del self.timings[gone]
         written = {q: t for q, st in states.items() if (t := self.text_of(q, st, down)) is not None}
-        connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
-        head = {"taken_at": now_ms(), "monitor": monitor_name, "connections": connections}
+        head = self._head(connection_names, down, monitor_name)
         order_text = self.order.text(head, list(written))
         generation = secrets.token_hex(8)
         try:
@@ -165,6 +175,47 @@ class StateDocument:
             log.warning("%s: could not publish the state document", monitor_name)
             return
         self.sent, self.generation = written, generation
+
+    def _publish_some(
+        self,
+        dash: DashboardRedis,
+        queues: Collection[QueueRef],
+        *,
+        states: dict[QueueRef, QueueState],
+        connection_names,
+        down: dict[str, str],
+        monitor_name: str,
+    ) -> None:
+        texts = {q: t for q in queues if q in states and (t := self.text_of(q, states[q], down)) is not None}
+        changed = {q: t for q, t in texts.items() if self.sent.get(q) is not t}
+        if not changed:
+            return
+        generation = secrets.token_hex(8)
+        try:
+            written = state_store.publish_changes(
+                dash,
+                head=self._head(connection_names, down, monitor_name),
+                changed={state_store.queue_field(q): t for q, t in changed.items()},
+                removed=[],
+                order_text=None,
+                after=self.generation,
+                generation=generation,
+            )
+        except DashboardRedisError:
+            self.generation = None
+            log.warning("%s: could not publish the state document", monitor_name)
+            return
+        if not written:  # the hash is not what the last write left: replaced whole
+            self.generation = None
+            self.publish(dash, states=states, connection_names=connection_names, down=down, monitor_name=monitor_name)
+            return
+        self.sent.update(changed)
+        self.generation = generation
+
+    @staticmethod
+    def _head(connection_names, down: dict[str, str], monitor_name: str) -> dict:
+        connections = {name: {"ok": name not in down, "error": down.get(name)} for name in connection_names}
+        return {"taken_at": now_ms(), "monitor": monitor_name, "connections": connections}
 
 
 def publish_state(

@@ -134,3 +134,36 @@ def test_a_write_sends_only_the_changed_entries_and_a_whole_one_when_the_stored_
     dash.set(state_store.STATE_KEY, "not a hash")
     assert publish() == {"q0", "q1", "q2", "q3"}
     assert names(dash) == {"q0": 1, "q1": 7, "q2": 3, "q3": 9}
+
+
+@pytest.mark.django_db
+def test_a_refresh_of_a_few_queues_writes_only_their_entries_at_once(private_redis):
+    """What a quiet read or a refresh between ticks publishes: the refreshed queues' entries and
+    the head, not the order document (the next whole write brings it); whole when the stored
+    document is not the last write's."""
+    dash = dash_redis.dashboard_redis()
+    queues = [QueueRef("default", "bull", f"q{i}") for i in range(3)]
+    states = {q: QueueState() for q in queues}
+    for q, st in states.items():
+        refreshed(st, 1_000, q)
+    doc = StateDocument()
+
+    def publish(only=None) -> set[str]:
+        with CommandLog(dash) as log:
+            doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m", only=only)
+        return {f.split('"')[-2] for f in log.written_fields()}
+
+    assert publish(only=[queues[0]]) == {"q0", "q1", "q2"}  # nothing stored yet: whole
+    order_before = dash.get(state_store.ORDER_KEY)
+    head_before = state_store.read_state_head(dash)
+    refreshed(states[queues[0]], 2_000, queues[0], waiting=4)
+    refreshed(states[queues[1]], 2_000, queues[1], waiting=5)
+    assert publish(only=[queues[0]]) == {"q0"}
+    assert names(dash) == {"q0": 4, "q1": 1, "q2": 1}  # q1 waits for its own refresh's write
+    assert dash.get(state_store.ORDER_KEY) == order_before
+    assert state_store.read_state_head(dash)["taken_at"] >= head_before["taken_at"]
+    assert publish(only=[queues[0]]) == set()  # unchanged since: nothing sent
+    dash.delete(state_store.STATE_KEY)  # expired meanwhile
+    refreshed(states[queues[2]], 3_000, queues[2], waiting=6)
+    assert publish(only=[queues[2]]) == {"q0", "q1", "q2"}  # the write of one entry is refused: whole
+    assert names(dash) == {"q0": 4, "q1": 5, "q2": 6}
