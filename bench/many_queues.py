@@ -335,6 +335,9 @@ def run(args, procs: Procs, children: list) -> dict:
             )
             if k in probe
         },
+        # Each scheduled step of the leader's loop (the tick, the snapshot standing in for it, the
+        # publish of changes, discovery, the flush, the periodic jobs), by name.
+        "steps": {k.removeprefix("job_"): v for k, v in probe.items() if k.startswith("job_")},
         "goals": {
             "monitor_cpu_le_1_core": (cpu1 - cpu0) / window <= 1.0,
             "event_to_browser_p95_le_250ms": bool(lat) and percentile(lat, 95) <= 250,

@@ -80,6 +80,7 @@ class Monitor:
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
+        self.dirty: set[QueueRef] = set()  # queues events changed since their last refresh (this term's)
         self.state_due = 0.0  # monotonic time from which refreshes between ticks rewrite the state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
         self.rolling = RollingPass()  # beyond FULL_PASS_QUEUES, each tick reads the due queues (``rolling``)
@@ -218,7 +219,7 @@ class Monitor:
         return self.periodic.jobs()
 
     def _lead_loop(self, stop: threading.Event, cursors: dict[QueueRef, str]) -> None:
-        dirty: set[QueueRef] = set()
+        dirty = self.dirty = set()
         schedule = leader_schedule(self, cursors, dirty)
         while not stop.is_set():
             self.progress = time.monotonic()
@@ -310,7 +311,7 @@ class Monitor:
                 now_ms=now_ms(),
                 due_after_ms=int((self.snapshot_every - self.tick) * 1000),
             )
-            watched = self.watched_queues()
+            watched = self.refresher.watched_queues()
             unread = [q for q, st in states.items() if st.live is None][:UNREAD_PER_TICK]
             changed = [q for q in dirty if q in states and states[q].live is not None]  # unread: their share
             part = dict.fromkeys([*share, *unread, *(q for q in watched if q in states), *changed])
@@ -348,12 +349,14 @@ class Monitor:
         figures to the state document: the whole document when ``state`` (default: on full
         refreshes), else only these queues' entries."""
         whole = full if state is None else state
-        changed_overview = self.refresher.refresh(
+        changed_overview = self.refresher.refresh_in_chunks(
             queues,
             full=full,
             exact=exact,
             exact_queues=exact_queues,
-            publish_state=self.publish_state if whole else lambda: self.publish_state(only=queues),
+            publish_whole=self.publish_state if whole else None,
+            publish_some=self.publish_some,
+            between=lambda: self.refresher.serve_watched(self.dirty, self.publish_some),
         )
         self.publishes += int(changed_overview)
 
@@ -386,11 +389,8 @@ class Monitor:
             took = time.monotonic() - started
             self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
-    def watched_queues(self) -> set[QueueRef]:
-        return self.refresher.watched_queues()
-
-    def read_watched(self, queues: list[QueueRef]) -> dict[QueueRef, list[dash_redis.Watch]]:
-        return self.refresher.read_watched(queues)
+    def publish_some(self, queues: list[QueueRef]) -> None:
+        self.publish_state(only=queues)
 
     def flush(self) -> None:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)
