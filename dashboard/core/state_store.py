@@ -27,6 +27,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from dashboard.core import order_document, signing
 from dashboard.core.dash_redis import (
     LAST_LED_KEY,
@@ -120,6 +122,16 @@ def change_args(key: str, *, changed: dict[str, str], removed: list[str]) -> lis
     return args
 
 
+def _loads(text: str):
+    """orjson, four times as fast as ``json`` on the 10,000 entries a reader of the whole document
+    parses; ``json`` for what orjson refuses (``NaN``, integers beyond 64 bits) in an entry that a
+    whole document given by a caller held (``publish_state``)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
@@ -138,7 +150,7 @@ def document(key: str, raw: dict) -> dict | None:
         if field.startswith(QUEUE_PREFIX):
             text = verified(key, field, value)
             if text is not None:
-                queues.append(json.loads(text))
+                queues.append(_loads(text))
     return {**head, "queues": queues}
 
 
@@ -242,7 +254,7 @@ def read_state_entry(client: DashboardRedis, queue: QueueRef) -> dict | None:
     if verified(STATE_KEY, HEAD, head) is None:
         return None
     text = verified(STATE_KEY, field, value)
-    return None if text is None else json.loads(text)
+    return None if text is None else _loads(text)
 
 
 def read_state_head(client: DashboardRedis) -> dict | None:
