@@ -282,17 +282,22 @@ class Periodic:
         """How long until a job is due (jobs ``only_when`` nothing is waiting do not count)."""
         return max(0.0, min((j.next_at for j in self.jobs if j.wanted()), default=60.0) - self.clock())
 
-    def run_due(self, *, keep_going: Callable[[], bool] = lambda: True) -> list[str]:
+    def run_due(
+        self, *, keep_going: Callable[[], bool] = lambda: True, between: Callable[[], object] = lambda: None
+    ) -> list[str]:
         """Run every job that is due, in order; returns the names of the jobs run. Stops before
         the next due job once ``keep_going()`` is false (the leader lost its lock): the rest stay
-        due."""
-        ran = []
+        due. ``between`` runs between two jobs (the monitor serves its viewers there)."""
+        ran: list[str] = []
         for job in self.jobs:
             started = self.clock()
             if started < job.next_at or not job.wanted():
                 continue
             if not keep_going():
                 break
+            if ran:
+                between()
+                started = self.clock()
             try:
                 job.run()
             except Exception:  # one failing job must not stop the others or the loop

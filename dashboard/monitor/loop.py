@@ -228,7 +228,7 @@ class Monitor:
                 return
             self.intake.take(self.seconds_to_wait(schedule), dirty)
             self.take_due_work(dirty)
-            schedule.run_due(keep_going=lambda: self.lock.held)
+            schedule.run_due(keep_going=lambda: self.lock.held, between=self.serve_watched)
 
     def seconds_to_wait(self, schedule: Periodic) -> float:
         """Until the schedule's next step, a queue goes quiet or a held-back fragment is due;
@@ -355,8 +355,8 @@ class Monitor:
             exact=exact,
             exact_queues=exact_queues,
             publish_whole=self.publish_state if whole else None,
-            publish_some=self.publish_some,
-            between=lambda: self.refresher.serve_watched(self.dirty, self.publish_some),
+            publish_some=lambda some: self.publish_state(only=some),
+            between=self.serve_watched,
         )
         self.publishes += int(changed_overview)
 
@@ -389,8 +389,9 @@ class Monitor:
             took = time.monotonic() - started
             self.state_due = started + max(STATE_DOC_INTERVAL, took / STATE_DOC_SHARE)
 
-    def publish_some(self, queues: list[QueueRef]) -> None:
-        self.publish_state(only=queues)
+    def serve_watched(self) -> None:
+        """Between two steps, or two chunks of one: the events of watched queues (``refreshing``)."""
+        self.refresher.serve_watched(self.dirty, lambda queues: self.publish_state(only=queues))
 
     def flush(self) -> None:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)

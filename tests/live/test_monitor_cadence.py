@@ -64,6 +64,16 @@ def test_a_pass_runs_what_is_due_in_order_and_the_snapshot_is_that_moments_tick(
     assert steps == ["discovery", "tick", "flush"]  # at t = 9 (alerts ran at t = 5)
 
 
+def test_between_two_steps_the_monitor_serves_its_watched_queues(recorded):
+    """What ``Monitor._lead_loop`` passes as ``between``: run between two due steps, not before
+    the first nor after the last, so a watched queue's events do not wait for every due step."""
+    monitor, steps = recorded
+    schedule = leader_schedule(monitor, {}, set(), clock=Clock())
+    schedule.run_due(between=lambda: steps.append("serve"))
+    # (the stall probe, not recorded here, runs between discovery and the snapshot)
+    assert steps == ["discovery", "serve", "serve", "snapshot", "serve", "flush", "serve", "alerts"]
+
+
 def test_a_snapshot_that_falls_behind_restarts_its_schedule(recorded):
     monitor, steps = recorded
     clock = Clock()
