@@ -29,6 +29,7 @@ NO_REDIS = "key strings as data, not written to Redis"
 ALLOWED = {
     "tests/live/test_rolling_pass.py": MONITOR,
     "tests/live/test_watch.py": OWN_SERVER,
+    "tests/live/test_refresh_chunks.py": OWN_SERVER,
     "tests/live/test_cluster_slot_migration.py": "a Redis Cluster of its own (Node BullMQ's default prefix on it)",
     "tests/actions/test_bulk_tasks.py": MONITOR,
     "tests/actions/test_dead_letter_envelopes.py": MONITOR,
