@@ -42,6 +42,18 @@ def job_form(page, action: str):
     return page.locator(f"form:has(button.job-{action})")
 
 
+def type_into(field, value: str) -> None:
+    """Fill a field of a job's live action form. The monitor's first push for a new viewer may
+    replace the form between Playwright finding the field and filling it: the value then lands
+    in the detached field, before the page could carry it over (what a user types afterwards is
+    carried: static/queuewatch.js). So fill until the page's current field holds the value."""
+    for _ in range(10):
+        field.fill(value)
+        if field.input_value() == value:
+            return
+    raise AssertionError(f"the field never kept {value!r}")
+
+
 def test_the_job_tools_from_a_job_page_in_english(page, live_app, node_fixture_db, node):
     client = node_fixture_db.client()
     delayed, waiting = node.send(
@@ -51,12 +63,12 @@ def test_the_job_tools_from_a_job_page_in_english(page, live_app, node_fixture_d
     )["ids"]
     log_in(page, live_app)
     page.goto(live_app.url + f"/q/default/bull/e2e-tools/jobs/{delayed}")
-    job_form(page, "change-priority").locator("input[name=priority]").fill("7")
+    type_into(job_form(page, "change-priority").locator("input[name=priority]"), "7")
     page.click("button.job-change-priority")
     assert "now has priority 7" in page.wait_for_selector("#action-result .action-result.ok").inner_text()
     assert client.hget(f"bull:e2e-tools:{delayed}", "priority") == b"7"
     form = job_form(page, "change-delay")
-    form.locator("input[name=delay]").fill("90")
+    type_into(form.locator("input[name=delay]"), "90")
     form.locator("select[name=unit]").select_option("s")
     before = time.time() * 1000
     page.click("button.job-change-delay")
@@ -67,7 +79,7 @@ def test_the_job_tools_from_a_job_page_in_english(page, live_app, node_fixture_d
     assert before + 85_000 < due < before + 100_000
     page.goto(live_app.url + f"/q/default/bull/e2e-tools/jobs/{waiting}")
     assert page.locator("button.job-change-delay").count() == 0  # not delayed: not offered
-    job_form(page, "move-to-failed").locator("input[name=reason]").fill("customer cancelled")
+    type_into(job_form(page, "move-to-failed").locator("input[name=reason]"), "customer cancelled")
     page.click("button.job-move-to-failed")
     page.wait_for_selector("#action-result .action-result.ok")
     seen = node.send("job", queue="e2e-tools", id=waiting)
@@ -111,7 +123,7 @@ def test_the_deduplication_page_and_a_tool_in_arabic(browser, live_app, node_fix
                 page.goto(live_app.url + f"/q/default/bull/e2e-dedup/jobs/{delayed}")
                 form = job_form(page, "change-priority")
                 assert form.locator("button").inner_text() == "غيِّر الأولوية"
-                form.locator("input[name=priority]").fill("4")
+                type_into(form.locator("input[name=priority]"), "4")
                 form.locator("button").click()
                 assert "أولوية المهمة" in page.wait_for_selector("#action-result .action-result.ok").inner_text()
         finally:
