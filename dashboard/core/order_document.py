@@ -14,8 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
-
+from dashboard.core import fast_json
 from queues.keys import QueueRef
 
 # The fields of a queue's state entry that sort the overview; nested objects are flattened into
@@ -114,7 +113,7 @@ class OrderTable:
 
     def _queues_text(self, queues: tuple[QueueRef, ...]) -> str:
         if self._queues[0] != queues:
-            self._queues = (queues, orjson.dumps([[q.connection, q.prefix, q.name] for q in queues]).decode())
+            self._queues = (queues, fast_json.dumps([[q.connection, q.prefix, q.name] for q in queues]))
         return self._queues[1]
 
     def text(self, head: dict, queues: Sequence[QueueRef]) -> str:
@@ -129,7 +128,7 @@ class OrderTable:
             + '"queues": '
             + self._queues_text(listed)
             + ', "columns": '
-            + orjson.dumps(columns).decode()
+            + fast_json.dumps(columns)
             + "}"
         )
 

@@ -167,3 +167,19 @@ def test_a_refresh_of_a_few_queues_writes_only_their_entries_at_once(private_red
     refreshed(states[queues[2]], 3_000, queues[2], waiting=6)
     assert publish(only=[queues[2]]) == {"q0", "q1", "q2"}  # the write of one entry is refused: whole
     assert names(dash) == {"q0": 4, "q1": 5, "q2": 6}
+
+
+@pytest.mark.django_db
+def test_any_queue_name_gets_a_field_of_its_own(private_redis):
+    """Names with ``/ : { "``, non-ASCII letters and a lone surrogate (not UTF-8: orjson refuses
+    it, the entry is written by ``json``) each get their own field and read back as they were."""
+    dash = dash_redis.dashboard_redis()
+    names = ['a/b:{c}"d', "ñandú", "bad\udcff", "bad\udcfe"]
+    states = {}
+    for name in names:
+        q = QueueRef("default", "bull", name)
+        states[q] = QueueState()
+        refreshed(states[q], 1_000, q)
+    StateDocument().publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
+    assert sorted(e["name"] for e in state_store.read_state(dash)["queues"]) == sorted(names)
+    assert state_store.read_state_entry(dash, QueueRef("default", "bull", "bad\udcff"))["name"] == "bad\udcff"
