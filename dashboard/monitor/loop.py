@@ -80,7 +80,7 @@ class Monitor:
         self.intake = EventIntake(registry=self.registry, tracker=self.tracker, banner=self.banner, monitor_name=name)
         self.progress = time.monotonic()  # when the leader loop last started an iteration
         self.ticks = 0
-        self.dirty: set[QueueRef] = set()  # queues events changed since their last refresh (this term's)
+        self.arrived: set[QueueRef] = set()  # changed during the steps (``serve_watched``): dirty after them
         self.state_due = 0.0  # monotonic time from which refreshes between ticks rewrite the state document
         self.publishes = 0  # refreshes that changed some queue's own fragments
         self.rolling = RollingPass()  # beyond FULL_PASS_QUEUES, each tick reads the due queues (``rolling``)
@@ -219,7 +219,7 @@ class Monitor:
         return self.periodic.jobs()
 
     def _lead_loop(self, stop: threading.Event, cursors: dict[QueueRef, str]) -> None:
-        dirty = self.dirty = set()
+        dirty: set[QueueRef] = set()
         schedule = leader_schedule(self, cursors, dirty)
         while not stop.is_set():
             self.progress = time.monotonic()
@@ -229,6 +229,8 @@ class Monitor:
             self.intake.take(self.seconds_to_wait(schedule), dirty)
             self.take_due_work(dirty)
             schedule.run_due(keep_going=lambda: self.lock.held, between=self.serve_watched)
+            dirty |= self.arrived
+            self.arrived.clear()
 
     def seconds_to_wait(self, schedule: Periodic) -> float:
         """Until the schedule's next step, a queue goes quiet or a held-back fragment is due;
@@ -321,8 +323,7 @@ class Monitor:
         close_old_connections()
 
     def publish_changes(self, dirty: set[QueueRef]) -> None:
-        """Between ticks, the queues events changed (their entries of the state document; the
-        whole document when due)."""
+        """Between ticks, the queues events changed (the whole state document when due)."""
         queues = list(dirty)
         if len(self.tracker.states) > FULL_PASS_QUEUES:
             # A queue never read yet waits for the tick's share of them (``UNREAD_PER_TICK``):
@@ -345,9 +346,8 @@ class Monitor:
         state: bool | None = None,
         exact_queues: set[QueueRef] | frozenset[QueueRef] = frozenset(),
     ) -> None:
-        """Publish whatever changed in these queues (``refreshing.Refresher.refresh``), and their
-        figures to the state document: the whole document when ``state`` (default: on full
-        refreshes), else only these queues' entries."""
+        """Publish whatever changed in these queues (``refreshing.Refresher.refresh_in_chunks``):
+        the whole state document when ``state`` (default: on full refreshes), else their entries."""
         whole = full if state is None else state
         changed_overview = self.refresher.refresh_in_chunks(
             queues,
@@ -391,7 +391,7 @@ class Monitor:
 
     def serve_watched(self) -> None:
         """Between two steps, or two chunks of one: the events of watched queues (``refreshing``)."""
-        self.refresher.serve_watched(self.dirty, lambda queues: self.publish_state(only=queues))
+        self.refresher.serve_watched(self.arrived, lambda queues: self.publish_state(only=queues))
 
     def flush(self) -> None:
         persistence.flush(self.tracker.states, self.tracker.applied_cursors, monitor_name=self.name)

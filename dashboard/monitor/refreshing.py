@@ -115,15 +115,15 @@ class Refresher:
             changed |= self.refresh(chunk, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish)
         return changed
 
-    def serve_watched(self, dirty: set[QueueRef], publish_some: Callable[[list[QueueRef]], None]) -> None:
-        """Between the chunks of a long refresh: apply what the intake brought and refresh at once
-        the watched queues it changed (taken out of ``dirty``), so a viewer's latency is not the
-        length of the refresh."""
-        self.intake.take(0, dirty)
+    def serve_watched(self, arrived: set[QueueRef], publish_some: Callable[[list[QueueRef]], None]) -> None:
+        """Between the chunks of a long refresh: apply what the intake brought (the queues it
+        changed go to ``arrived``) and refresh at once the watched ones (taken out of it), so a
+        viewer's latency is not the length of the refresh."""
+        self.intake.take(0, arrived)
         watched, states = self.watched_queues(), self.tracker.states
-        urgent = [q for q in dirty if q in watched and q in states and states[q].live is not None]
+        urgent = [q for q in arrived if q in watched and q in states and states[q].live is not None]
         if urgent:
-            dirty.difference_update(urgent)
+            arrived.difference_update(urgent)
             self.refresh(urgent, full=False, exact=False, publish_state=partial(publish_some, urgent))
 
     def _read_connection(
