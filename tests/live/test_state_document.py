@@ -92,19 +92,27 @@ def names(dash) -> dict[str, int]:
     return {e["name"]: e["counts"]["waiting"] for e in state_store.read_state(dash)["queues"]}
 
 
-@pytest.mark.django_db
-def test_a_write_sends_only_the_changed_entries_and_a_whole_one_when_the_stored_is_not_its_own(private_redis):
+def writer(count: int):
+    """``count`` queues refreshed once, a monitor's ``StateDocument``, and its ``publish(only=None)``,
+    which returns the names of the queues whose fields the write sent."""
     dash = dash_redis.dashboard_redis()
-    queues = [QueueRef("default", "bull", f"q{i}") for i in range(5)]
+    queues = [QueueRef("default", "bull", f"q{i}") for i in range(count)]
     states = {q: QueueState() for q in queues}
     for q, st in states.items():
         refreshed(st, 1_000, q)
     doc = StateDocument()
 
-    def publish() -> set[str]:
+    def publish(only=None) -> set[str]:
         with CommandLog(dash) as log:
-            doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m")
+            doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m", only=only)
         return {f.split('"')[-2] for f in log.written_fields()}
+
+    return dash, queues, states, publish
+
+
+@pytest.mark.django_db
+def test_a_write_sends_only_the_changed_entries_and_a_whole_one_when_the_stored_is_not_its_own(private_redis):
+    dash, queues, states, publish = writer(5)
 
     assert publish() == {"q0", "q1", "q2", "q3", "q4"}  # the first write is whole
     assert names(dash) == dict.fromkeys(["q0", "q1", "q2", "q3", "q4"], 1)
@@ -141,17 +149,7 @@ def test_a_refresh_of_a_few_queues_writes_only_their_entries_at_once(private_red
     """What a quiet read or a refresh between ticks publishes: the refreshed queues' entries and
     the head, not the order document (the next whole write brings it); whole when the stored
     document is not the last write's."""
-    dash = dash_redis.dashboard_redis()
-    queues = [QueueRef("default", "bull", f"q{i}") for i in range(3)]
-    states = {q: QueueState() for q in queues}
-    for q, st in states.items():
-        refreshed(st, 1_000, q)
-    doc = StateDocument()
-
-    def publish(only=None) -> set[str]:
-        with CommandLog(dash) as log:
-            doc.publish(dash, states=states, connection_names=["default"], down={}, monitor_name="m", only=only)
-        return {f.split('"')[-2] for f in log.written_fields()}
+    dash, queues, states, publish = writer(3)
 
     assert publish(only=[queues[0]]) == {"q0", "q1", "q2"}  # nothing stored yet: whole
     order_before = dash.get(state_store.ORDER_KEY)
