@@ -47,6 +47,7 @@ class Refresher:
         exact: bool,
         exact_queues: set[QueueRef] | frozenset[QueueRef] = frozenset(),
         publish_state: Callable[[], None] | None = None,
+        watched_index: set[QueueRef] | None = None,
     ) -> bool:
         """Publish whatever changed in these queues. With ``exact`` (every snapshot interval),
         and for queues whose estimate cannot be trusted (new, stream gap, ``cleaned``), read an
@@ -58,10 +59,11 @@ class Refresher:
         the figures are known and before any rendering: rendering every queue took up to a
         second on a loaded machine, and a document written after it carried figures that much
         older than its ``taken_at`` (a set growing 3 jobs/s then read 3 under the truth).
-        ``exact_queues``: these are read exactly too (the rolling pass's share). Returns whether
-        an overview fragment changed."""
+        ``exact_queues``: these are read exactly too (the rolling pass's share).
+        ``watched_index``: the index of watched queues, when the caller read it already. Returns
+        whether an overview fragment changed."""
         tracked = [q for q in queues if q in self.tracker.states]
-        watches = self.read_watched(tracked)
+        watches = self.read_watched(tracked, watched_index)
         watched = set(watches)
         now = now_ms()
         unreachable: set[str] = set()  # tried once this refresh: do not wait for its timeout twice
@@ -102,17 +104,22 @@ class Refresher:
         watches waited for all of it. Each chunk publishes its queues' entries of the state
         document (``publish_some``) before rendering them; the last one the whole document
         instead when ``publish_whole``. Returns whether an overview fragment changed."""
-        if len(queues) > REFRESH_CHUNK:
-            watched = self.watched_queues()
-            queues = sorted(queues, key=lambda q: q not in watched)  # stable: watched first
-        chunks = [queues[i : i + REFRESH_CHUNK] for i in range(0, len(queues), REFRESH_CHUNK)] or [[]]
+        if len(queues) <= REFRESH_CHUNK:
+            publish = publish_whole if publish_whole is not None else partial(publish_some, queues)
+            return self.refresh(queues, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish)
+        # The index of watched queues once for the whole refresh, not once per chunk.
+        watched = self.watched_queues()
+        queues = sorted(queues, key=lambda q: q not in watched)  # stable: watched first
+        chunks = [queues[i : i + REFRESH_CHUNK] for i in range(0, len(queues), REFRESH_CHUNK)]
         changed = False
         for n, chunk in enumerate(chunks):
             if n:
                 between()
             last = n == len(chunks) - 1
             publish = publish_whole if last and publish_whole is not None else partial(publish_some, chunk)
-            changed |= self.refresh(chunk, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish)
+            changed |= self.refresh(
+                chunk, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish, watched_index=watched
+            )
         return changed
 
     def serve_watched(self, arrived: set[QueueRef], publish_some: Callable[[list[QueueRef]], None]) -> None:
@@ -180,11 +187,14 @@ class Refresher:
         except dash_redis.DashboardRedisError:
             return set()
 
-    def read_watched(self, queues: list[QueueRef]) -> dict[QueueRef, list[dash_redis.Watch]]:
-        """What is watched of ``queues``: the index of watched queues, then the watches of those
-        of ``queues`` in it. Tabs watching other queues cost nothing here, however many."""
+    def read_watched(
+        self, queues: list[QueueRef], index: set[QueueRef] | None = None
+    ) -> dict[QueueRef, list[dash_redis.Watch]]:
+        """What is watched of ``queues``: the index of watched queues (``index``, when the caller
+        read it already), then the watches of those of ``queues`` in it. Tabs watching other
+        queues cost nothing here, however many."""
         try:
-            watched = dash_redis.watched_queues(self.dash)
+            watched = dash_redis.watched_queues(self.dash) if index is None else index
             return dash_redis.watches_of(self.dash, [q for q in queues if q in watched])
         except dash_redis.DashboardRedisError:  # nothing watched is known: only the overview is published
             return {}
