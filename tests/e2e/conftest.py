@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.support.browser import LiveApp, manage
+from tests.support.browser import LiveApp, close_within, manage
 from tests.support.servers import ROOT, AppServer
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
@@ -62,6 +62,29 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
             monitor.wait(10)
 
 
+class Chromium:
+    """The module's Chromium: what the tests ask of a Playwright browser (``new_context``), launched
+    again if ``close_within`` had to kill it, so one hung close does not fail the module's other
+    tests."""
+
+    def __init__(self, playwright):
+        self._playwright = playwright
+        self._browser = None
+
+    def _running(self):
+        if self._browser is None or not self._browser.is_connected():
+            chromium = self._playwright.chromium
+            self._browser = chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        return self._browser
+
+    def new_context(self, **options):
+        return self._running().new_context(**options)
+
+    def close(self) -> None:
+        if self._browser is not None and self._browser.is_connected():
+            close_within(self._browser.close)
+
+
 @pytest.fixture(scope="module")
 def browser():
     # Module scope, not session: Playwright's sync API keeps an event loop running in this
@@ -71,9 +94,9 @@ def browser():
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's 'chromium' package or set QUEUEWATCH_CHROMIUM")
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+        chromium = Chromium(pw)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture
@@ -85,7 +108,7 @@ def page(browser):
     p = context.new_page()
     p.set_default_timeout(10_000)
     yield p
-    context.close()
+    close_within(context.close)
 
 
 @pytest.fixture
@@ -109,4 +132,4 @@ def strict_page(browser):
     p.on("response", lambda r: r.status >= 400 and p.failed_responses.append(f"{r.status} {r.url}"))
     p.on("pageerror", lambda exc: p.console_errors.append(str(exc)))
     yield p
-    context.close()
+    close_within(context.close)

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -81,9 +81,9 @@ def test_a_rule_made_in_the_form_fires_previews_and_is_silenced_from_its_alert(p
 
         # The preview draws what the rule measured (the monitor stores each minute) under its threshold.
         page.goto(live_app.url + "/alerts/rules/")
-        page.click("text=e2e backlog")
+        follow(page, "text=e2e backlog")
         rule_url = page.url
-        page.click("text=What would this rule have done in the last 24 hours?")
+        follow(page, "text=What would this rule have done in the last 24 hours?")
         for _ in range(20):  # the monitor's minute point may land a moment after the alert fired
             if page.locator("#preview-chart path.series").count():
                 break
@@ -117,6 +117,6 @@ def test_a_rule_made_in_the_form_fires_previews_and_is_silenced_from_its_alert(p
         for key in client.scan_iter(f"bull:{QUEUE}:*"):
             client.delete(key)
         page.goto(live_app.url + "/alerts/rules/")
-        page.click("text=e2e backlog")
-        page.click("text=Edit")
+        follow(page, "text=e2e backlog")
+        follow(page, "text=Edit")
         page.click("button.danger")

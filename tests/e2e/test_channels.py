@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.receivers import WebhookReceiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -25,8 +25,7 @@ def test_admin_creates_a_webhook_channel_and_sends_a_test(page, live_app):
     try:
         log_in(page, live_app)
         page.click("nav >> text=Channels")
-        page.click("text=New channel")
-        page.wait_for_load_state()  # the deferred script that shows one kind's settings has run
+        follow(page, "text=New channel")  # and its deferred script, showing one kind's settings, has run
 
         page.select_option("select[name=kind]", "email")
         assert page.is_visible("textarea[name=to]") and not page.is_visible("input[name=url]")
@@ -49,7 +48,7 @@ def test_admin_creates_a_webhook_channel_and_sends_a_test(page, live_app):
         assert got.headers["x-queuewatch-signature"] == expected and got.headers["x-team"] == "payments"
         assert json.loads(got.body)["channel"] == NAME
 
-        page.click("text=Edit")
+        follow(page, "text=Edit")
         assert page.input_value("input[name=secret]") == ""
         assert "e2e-signing-secret" not in page.content()
         assert "A secret is set" in page.inner_text("form.channel-form")

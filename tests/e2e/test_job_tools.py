@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.job_tools_node import NodeJobTools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -103,7 +103,7 @@ def test_the_deduplication_page_and_a_tool_in_arabic(browser, live_app, node_fix
         try:
             log_in(page, live_app)
             page.goto(live_app.url + "/q/default/bull/e2e-dedup/")
-            page.click("a.dedup-link")
+            follow(page, "a.dedup-link")
             assert heading in page.locator("h1").inner_text()
             if language == "ar":
                 left = [t for t in page.evaluate(LATIN_TEXT) if re.search("[A-Za-z]", PROPER_NOUNS.sub("", t))]

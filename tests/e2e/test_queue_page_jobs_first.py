@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -114,7 +114,7 @@ def test_find_a_job_by_id_from_the_header_and_by_its_data(page, live_app, node_f
         assert page.url.endswith(f"/q/default/bull/e2e-find/jobs/{ids[1]}")
 
     page.goto(live_app.url + "/q/default/bull/e2e-find/?state=failed")
-    page.click("a.qw-find-data")
+    follow(page, "a.qw-find-data")
     page.fill("input[name=where]", "i = 2")
     page.click(".qw-find-form button[type=submit]")
     result = page.wait_for_selector("#data-search")

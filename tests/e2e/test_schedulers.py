@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -44,7 +44,7 @@ def test_create_a_scheduler_with_a_previewed_schedule_then_run_it_now(browser, l
         log_in(page, live_app)
         page.goto(f"{live_app.url}/q/default/bull/{queue}/schedulers/")
         assert page.locator("html").get_attribute("lang") == language
-        page.click("a.scheduler-create")
+        follow(page, "a.scheduler-create")
         page.fill("input[name=id]", "nightly")
         page.fill("input[name=name]", "report")
         page.fill("input[name=pattern]", "0 3 * * *")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -35,7 +35,7 @@ def add_on_the_form(page, data: str, outcome: str, **fields: str):
 def test_add_a_job_from_the_form(page, live_app, node_fixture_db):
     client = empty_queue(page, live_app, node_fixture_db, "e2e-add")
     page.goto(live_app.url + "/q/default/bull/e2e-add/")
-    page.click("a.add-job-link")
+    follow(page, "a.add-job-link")
     assert "not valid JSON" in add_on_the_form(page, '{"invoice": 7,}', "refused").inner_text()
     assert client.llen("bull:e2e-add:wait") == 0
     page.select_option("select[name=backoff_type]", "exponential")
@@ -78,7 +78,7 @@ def test_edit_and_retry_a_failed_job(page, live_app, node_fixture_db):
     client = node_fixture_db.client()
     log_in(page, live_app)
     page.goto(live_app.url + f"/q/default/bull/e2e-edit/jobs/{job}")
-    page.click("a.edit-retry-link")
+    follow(page, "a.edit-retry-link")
     assert "t0ps3cret" not in page.content()
     page.fill("textarea[name=patch]", '{"to": "ok@example.com"}')
     page.click("button.edit-preview")
