@@ -285,6 +285,8 @@ def run(args, procs: Procs, children: list) -> dict:
     if args.memory:
         monitor.send_line("memory")
         monitor.expect("memory", 300)
+    monitor.send_line("heap")
+    heap = monitor.expect("heap", 120)["heap"]
     window = w1 - w0
     log(f"window {window:.0f} s: monitor {100 * (cpu1 - cpu0) / window:.0f}% of a core")
     requests = request_figures(app.url, cookie, app.proc.pid)
@@ -307,6 +309,11 @@ def run(args, procs: Procs, children: list) -> dict:
         "monitor_cpu_cores": round((cpu1 - cpu0) / window, 3),
         "generator_cpu_cores": round((gen1 - gen0) / window, 3),
         "monitor_rss_mib_max": round(max(rss) / 1024, 1) if rss else None,
+        "monitor_rss_mib_p50": round(percentile(rss, 50) / 1024, 1) if rss else None,
+        # After the window: what a full collection, then malloc_trim, take off the RSS.
+        "monitor_heap": heap,
+        # Each time in the window the RSS rose 16 MiB above its highest: what each thread ran.
+        "monitor_rss_peaks": probe.get("rss_peaks", []),
         "tick_late_ms": {k: tick_late.get(k) for k in ("n", "p50_ms", "p95_ms", "max_ms")},
         "event_to_browser_ms": {
             "n": len(lat),

@@ -21,7 +21,10 @@ With ``QW_PROBE_CPROFILE=<file>`` in the environment, the leader loop's thread a
 cProfile and its stats are written to that file when the monitor stops. With
 ``QW_PROBE_TRACEMALLOC=<file>``, ``tracemalloc`` traces every allocation and a ``memory`` line
 on stdin writes the 40 lines holding the most memory to that file (allocation is then slower:
-the run's CPU figures do not hold).
+the run's CPU figures do not hold). A ``heap`` line is answered with ``{"heap": {...}}``: the
+RSS, then after a full collection, then after glibc's ``malloc_trim``.
+* ``job_<name>``: each scheduled job's own time, with ``rss_growth_max_mib``, the most one run
+  of it grew the RSS;
 * ``tick_late``: how long after it fell due each tick (or snapshot) started;
 * ``gc_gen0``..``gc_gen2``: Python's cyclic garbage collections, by generation;
 * ``loop_stall``: sampled every 0.25 s when the monitor has ``progress`` (the heartbeat era): how
@@ -62,6 +65,7 @@ from queues.redis import leader  # noqa: E402
 _lock = threading.Lock()
 _samples: dict[str, list[float]] = collections.defaultdict(list)
 _sizes: dict[str, list[int]] = collections.defaultdict(list)
+_rss_growth: dict[str, float] = {}  # scheduled job -> the most its one run grew the RSS (MiB)
 
 
 def record(name: str, seconds: float, size: int | None = None) -> None:
@@ -110,9 +114,10 @@ def _time_gc(phase: str, info: dict) -> None:
 
 def snap() -> dict:
     with _lock:
-        samples, sizes = dict(_samples), dict(_sizes)
+        samples, sizes, growth = dict(_samples), dict(_sizes), dict(_rss_growth)
         _samples.clear()
         _sizes.clear()
+        _rss_growth.clear()
     for generation, taken in _gc_samples.items():
         if taken:
             samples[f"gc_gen{generation}"], taken[:] = list(taken), []
@@ -127,6 +132,14 @@ def snap() -> dict:
         }
         if sizes.get(name):
             out[name]["mean_size"] = round(sum(sizes[name]) / len(sizes[name]), 1)
+        if name.startswith("job_") and name[4:] in growth:
+            out[name]["rss_growth_max_mib"] = round(growth.pop(name[4:]), 1)
+    for name, grew in growth.items():  # work outside the schedule, not timed as a job
+        out[f"job_{name}"] = {"rss_growth_max_mib": round(grew, 1)}
+    with _lock:
+        if _rss_peaks:
+            out["rss_peaks"], _rss_peaks[:] = list(_rss_peaks), []
+    _rss_window.set()
     return out
 
 
@@ -178,6 +191,31 @@ leader.LeaderLock.extend = _extend
 _orig_run_due = cron.Periodic.run_due
 
 
+def _note_growth(name: str, rss_before_kib: int) -> None:
+    grew = (_rss_kib() - rss_before_kib) / 1024
+    with _lock:
+        _rss_growth[name] = max(grew, _rss_growth.get(name, 0.0))
+
+
+def _growth_tracked(owner, attr: str) -> None:
+    """The loop's work outside the schedule (events, quiet reads), reported as ``job_<attr>``'s
+    growth."""
+    orig = getattr(owner, attr)
+
+    def wrapper(*args, **kwargs):
+        rss = _rss_kib()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _note_growth(attr, rss)
+
+    setattr(owner, attr, wrapper)
+
+
+_growth_tracked(M, "take_due_work")
+_growth_tracked(M, "serve_watched")
+
+
 def _timed_job(job) -> None:
     """Each scheduled job's own time, as ``job_<name>`` (the steps above are inside some)."""
     run = job.run
@@ -185,11 +223,12 @@ def _timed_job(job) -> None:
         return
 
     def probed():
-        t = time.perf_counter()
+        t, rss = time.perf_counter(), _rss_kib()
         try:
             return run()
         finally:
             record(f"job_{job.name}", time.perf_counter() - t)
+            _note_growth(job.name, rss)
 
     probed._probed = True
     object.__setattr__(job, "run", probed)
@@ -214,6 +253,8 @@ def _commands() -> None:
     for line in sys.stdin:
         if line.strip() == "snap":
             print(json.dumps({"probe": snap()}), flush=True)
+        elif line.strip() == "heap":
+            print(json.dumps({"heap": _heap_figures()}), flush=True)
         elif line.strip() == "memory" and os.environ.get("QW_PROBE_TRACEMALLOC"):
             _write_top_allocations(os.environ["QW_PROBE_TRACEMALLOC"])
             print(json.dumps({"memory": os.environ["QW_PROBE_TRACEMALLOC"]}), flush=True)
@@ -224,6 +265,61 @@ def _sample_progress(m, stop: threading.Event) -> None:
         progress = getattr(m, "progress", None)
         if progress is not None:
             record("loop_stall", max(0.0, time.monotonic() - progress))
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def _heap_figures() -> dict:
+    """Where the RSS beyond the live objects is: what a full collection frees (cyclic garbage the
+    monitor's raised thresholds leave for long), then what glibc's ``malloc_trim`` hands back
+    (freed memory malloc kept). Run at the end of a window: both change what follows."""
+    import ctypes
+
+    figures: dict = {"rss_mib": _rss_kib() / 1024}
+    t = time.perf_counter()
+    figures["gc_found"] = gc.collect()
+    figures["gc_ms"] = (time.perf_counter() - t) * 1000
+    figures["rss_after_gc_mib"] = _rss_kib() / 1024
+    t = time.perf_counter()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    figures["trim_ms"] = (time.perf_counter() - t) * 1000
+    figures["rss_after_trim_mib"] = _rss_kib() / 1024
+    return {k: round(v, 1) for k, v in figures.items()}
+
+
+_rss_peaks: list[dict] = []  # each time the RSS rose 16 MiB above its last peak: what every thread ran
+_rss_window = threading.Event()  # set by ``snap``: peaks count from the RSS at that moment
+
+
+def _sample_rss_peaks(stop: threading.Event) -> None:
+    """Every 50 ms: when the RSS rises well above its highest since the last ``snap``, note the innermost frames
+    of this package's code on every thread, to say which step makes the monitor's memory peaks."""
+    import traceback
+
+    def ours_file(path: str) -> bool:
+        return "/dashboard/" in path or "/queues/" in path
+
+    highest = _rss_kib()
+    names = {}
+    while not stop.wait(0.05):
+        rss = _rss_kib()
+        if _rss_window.is_set():
+            _rss_window.clear()
+            highest = rss
+        if rss < highest + 16 * 1024:
+            continue
+        highest = rss
+        names.update({t.ident: t.name for t in threading.enumerate()})
+        stacks = {}
+        for ident, frame in sys._current_frames().items():
+            ours = [f for f in traceback.extract_stack(frame) if ours_file(f.filename)]
+            if ours:
+                stacks[names.get(ident, str(ident))] = " < ".join(f"{f.name}:{f.lineno}" for f in reversed(ours[-6:]))
+        with _lock:
+            _rss_peaks.append({"rss_mib": round(rss / 1024, 1), "stacks": stacks})
 
 
 def _write_top_allocations(path: str, top: int = 40) -> None:
@@ -250,6 +346,7 @@ def main() -> None:
         tracemalloc.start()
     m = mon.Monitor(name="monitor", lock_ttl_ms=5000)
     threading.Thread(target=_sample_progress, args=(m, stop), name="probe-progress", daemon=True).start()
+    threading.Thread(target=_sample_rss_peaks, args=(stop,), name="probe-rss", daemon=True).start()
     profile_to = os.environ.get("QW_PROBE_CPROFILE")
     if not profile_to:
         m.run(stop)
