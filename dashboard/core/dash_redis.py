@@ -71,8 +71,14 @@ def put_json(client: redis.Redis, key: str, text: str, *, ex: int) -> None:
 def get_document(client: redis.Redis, key: str):
     """The document ``put_document`` stored under ``key``; None when there is none, or when
     what is there was not written by Queuewatch (its signature does not verify)."""
-    text = signing.verify(signing.DOCUMENT, client.get(key), bound_to=key)
+    text = get_json(client, key)
     return None if text is None else json.loads(text)
+
+
+def get_json(client: redis.Redis, key: str) -> str | None:
+    """``get_document`` before parsing: the text ``put_json`` stored, for a caller that parses it
+    its own way."""
+    return signing.verify(signing.DOCUMENT, client.get(key), bound_to=key)
 
 
 QUEUE_LIST_KEY = "queuewatch:queues:"

@@ -32,7 +32,7 @@ from dashboard.core.dash_redis import (
     LAST_LED_KEY,
     LAST_LED_TTL_S,
     DashboardRedis,
-    get_document,
+    get_json,
     is_wrong_type,
     put_json,
 )
@@ -254,5 +254,7 @@ def read_state_head(client: DashboardRedis) -> dict | None:
 
 
 def read_order(client: DashboardRedis) -> dict | None:
-    """The order document (``order_document``), parsed: read it with ``PublishedOrder``."""
-    return get_document(client, ORDER_KEY)
+    """The order document (``order_document``), parsed: read it with ``PublishedOrder``. Parsed
+    with orjson (``fast_json``): ~0.8 MB at 10,000 queues, read by every sorted overview request."""
+    text = get_json(client, ORDER_KEY)
+    return None if text is None else fast_json.loads(text)
