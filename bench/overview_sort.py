@@ -212,7 +212,7 @@ def ordering(runs: int) -> dict:
         everything: list = []
 
         def pick(ordered, everything=everything):
-            everything[:] = [row.queue.name for rows in ordered for row in rows]
+            everything[:] = [getattr(row, "queue", row).name for rows in ordered for row in rows]  # queues or snapshots
             return [rows[:100] for rows in ordered]
 
         took = []

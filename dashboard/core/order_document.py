@@ -10,8 +10,10 @@ parses it in a tenth of the time and sorts by the one or two columns it needs.""
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from dashboard.core import fast_json
@@ -146,35 +148,58 @@ def order_text_of_entries(head: dict, entries: Sequence[dict]) -> str:
     return table.text(head, queues)
 
 
+# A queue as the order document names it: (connection, prefix, name), a tuple hashed and compared
+# in C, where a ``QueueRef`` (a frozen dataclass) is hashed and compared by generated Python code.
+_identity = operator.attrgetter("connection", "prefix", "name")
+
+
 class PublishedOrder:
     """A parsed order document: which queues it has and, per figure path, their values. A
-    document of another shape (or a column of the wrong length) reads as having nothing."""
+    document of another shape (or a column of the wrong length) reads as having nothing.
+
+    A sorted overview request reads every queue's key, so nothing here is done a queue at a time
+    in Python: at 10,000 queues, a ``QueueRef`` per queue and a dict keyed by them cost a sorted
+    request more than parsing the document (``bench/overview_sort.py``)."""
 
     def __init__(self, document: dict | None) -> None:
-        self.queues: list[QueueRef] = []
+        self._queues: list[tuple[str, str, str]] = []
         self.columns: dict[str, list] = {}
         if not isinstance(document, dict):
             return
         listed = document.get("queues")
         columns = document.get("columns")
-        if not isinstance(listed, list) or not isinstance(columns, dict):
+        # Every queue a list of three strings: each check one pass in C over all of them.
+        if (
+            not isinstance(listed, list)
+            or not isinstance(columns, dict)
+            or not set(map(type, listed)) <= {list}
+            or not set(map(len, listed)) <= {3}
+            or not set(map(type, itertools.chain.from_iterable(listed))) <= {str}
+        ):
             return
-        try:
-            self.queues = [QueueRef(str(c), str(p), str(n)) for c, p, n in listed]
-        except (TypeError, ValueError):
-            self.queues = []
-            return
+        self._queues = list(map(tuple, listed))
         self.columns = {
             path: values
             for path, values in columns.items()
-            if isinstance(values, list) and len(values) == len(self.queues)
+            if isinstance(values, list) and len(values) == len(self._queues)
         }
 
     def __len__(self) -> int:
-        return len(self.queues)
+        return len(self._queues)
 
-    def keys(self, paths: Sequence[str], key: Callable[..., Any]) -> dict[QueueRef, Any]:
-        """``key`` of each queue's values at ``paths`` (``None`` where unknown), by queue."""
-        missing = [None] * len(self.queues)
+    def keys(self, paths: Sequence[str], key: Callable[..., Any]) -> QueueKeys:
+        """``key`` of each queue's values at ``paths`` (``None`` where unknown)."""
+        missing = [None] * len(self._queues)
         values = [self.columns.get(path, missing) for path in paths]
-        return {q: key(*row) for q, row in zip(self.queues, zip(*values, strict=True), strict=True)}
+        return QueueKeys(dict(zip(self._queues, map(key, *values), strict=True)))
+
+
+class QueueKeys:
+    """Each published queue's sort key (``PublishedOrder.keys``), looked up by queue."""
+
+    def __init__(self, by_queue: dict[tuple[str, str, str], Any]) -> None:
+        self._by_queue = by_queue
+
+    def of(self, queues: Iterable[QueueRef], unknown: Any) -> list:
+        """The key of each of ``queues``, in their order; ``unknown`` for a queue not published."""
+        return list(map(self._by_queue.get, map(_identity, queues), itertools.repeat(unknown)))

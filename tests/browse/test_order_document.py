@@ -11,6 +11,7 @@ from dashboard.core.order_document import OrderTable, PublishedOrder, order_valu
 from queues.keys import QueueRef
 
 A, B = QueueRef("default", "bull", "a"), QueueRef("default", "{t}", 'we/ird:"name"')
+C = QueueRef("other", "bull", "a")  # A's prefix and name on another connection
 
 
 def entry(failed, *, waiting=0, paused_jobs=0, rate=None, timings=True) -> dict:
@@ -48,11 +49,11 @@ def test_columns_hold_every_queue_in_order_with_none_where_a_queue_has_no_such_f
     assert document["columns"]["workers"] == [None, 2]
     published = PublishedOrder(document)
     failed = columns.published_key("failed")
-    assert published.keys(failed.paths, failed.key) == {A: 3, B: 9}
+    assert published.keys(failed.paths, failed.key).of([B, A, C], "unknown") == [9, 3, "unknown"]
     waiting = columns.published_key("waiting")  # a kind's paused ready jobs are waiting ones too
     assert PublishedOrder(json.loads(order_text({}, [(A, order_values(entry(0, waiting=2, paused_jobs=5)))]))).keys(
         waiting.paths, waiting.key
-    ) == {A: 7}
+    ).of([A], None) == [7]
 
 
 def test_hostile_or_odd_values_sort_as_unknown_instead_of_failing_the_sort():
@@ -60,8 +61,8 @@ def test_hostile_or_odd_values_sort_as_unknown_instead_of_failing_the_sort():
     rows = [(A, {"counts.failed": "many"}), (B, {"counts.failed": 4, "rates_per_min.completed.5": float("inf")})]
     published = PublishedOrder(json.loads(order_text({}, rows)))
     failed, throughput = columns.published_key("failed"), columns.published_key("throughput")
-    assert published.keys(failed.paths, failed.key) == {A: 0, B: 4}
-    assert published.keys(throughput.paths, throughput.key) == {A: -1.0, B: -1.0}
+    assert published.keys(failed.paths, failed.key).of([A, B], None) == [0, 4]
+    assert published.keys(throughput.paths, throughput.key).of([A, B], None) == [-1.0, -1.0]
 
 
 def test_the_monitors_table_follows_changed_rows_new_paths_and_dropped_queues():
@@ -83,8 +84,10 @@ def test_a_document_of_another_shape_reads_as_empty():
     assert len(PublishedOrder(None)) == 0
     assert len(PublishedOrder({"queues": [{"connection": "default"}], "columns": {}})) == 0
     assert len(PublishedOrder({"queues": "x", "columns": {}})) == 0
+    assert len(PublishedOrder({"queues": [["default", "bull"]], "columns": {}})) == 0
+    assert len(PublishedOrder({"queues": [["default", "bull", ["a"]]], "columns": {}})) == 0
     short = PublishedOrder({"queues": [["default", "bull", "a"]], "columns": {"counts.failed": [1, 2]}})
-    assert len(short) == 1 and short.keys(("counts.failed",), lambda n: n) == {A: None}
+    assert len(short) == 1 and short.keys(("counts.failed",), lambda n: n).of([A], "unknown") == [None]
 
 
 def test_the_monitors_fast_flattening_equals_the_general_one_on_the_entries_it_builds():
