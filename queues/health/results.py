@@ -94,6 +94,17 @@ class CheckResult:
             "details": self.details,
         }
 
+    def as_stored_dict(self) -> dict:
+        """``as_dict`` without the catalogue's words for its kind (``CHECKS[kind]``: the title, the
+        explanation, and the fix unless the check gave its own): what a stored report keeps. At
+        10,000 queues those words, the same for every queue, were 39 of the report's 67 MB, written
+        at every run and parsed by every /metrics scrape, which reads only the labels."""
+        stored = self.as_dict()
+        del stored["title"], stored["explanation"]
+        if stored["fix"] == self.check.fix:
+            del stored["fix"]
+        return stored
+
 
 def sort_key(r: CheckResult) -> tuple:
     """Worst first: failures by severity, then unknowns, then passes."""
