@@ -20,7 +20,8 @@ generator (this file with ``--generate``, a process of its own so its CPU is tol
    picked at random (``HSET`` of the job, ``LPUSH wait``, the ``added`` and ``waiting`` events
    as BullMQ's ``addStandardJob`` writes them), so ``--changing`` queues change each second.
 4. For ``--seconds``: the monitor's CPU (``/proc``, all threads) and the generator's, the
-   monitor's RSS, the probe's ``tick_late`` (how long after it fell due each tick started) and
+   monitor's RSS (sampled every 0.5 s, and its true peak in the window: ``VmHWM`` reset at the
+   window's start), the probe's ``tick_late`` (how long after it fell due each tick started) and
    the event -> browser latency: a websocket on the ``watched`` queue's page (what its tab
    opens) while this process adds one job to that queue a second; from the ``waiting`` entry's
    id (Redis' clock) to the header fragment showing the new count arriving (the machine clock).
@@ -273,6 +274,8 @@ def run(args, procs: Procs, children: list) -> dict:
     rss: list[int] = []
     stop_rss = threading.Event()
     threading.Thread(target=sample_rss, args=(monitor.proc.pid, stop_rss, rss), daemon=True).start()
+    # The window's true peak: a health run's peak lasts less than a sampling interval.
+    peak_known = pt.reset_peak_rss(monitor.proc.pid)
     cpu0, gen0, w0 = monitor.cpu_seconds(), generator.cpu_seconds(), time.monotonic()
     changes0 = admin.info("commandstats").get("cmdstat_lpush", {}).get("calls", 0)
     latency = Latency(admin)
@@ -280,6 +283,8 @@ def run(args, procs: Procs, children: list) -> dict:
     cpu1, gen1, w1 = monitor.cpu_seconds(), generator.cpu_seconds(), time.monotonic()
     changes1 = admin.info("commandstats").get("cmdstat_lpush", {}).get("calls", 0)
     stop_rss.set()
+    if peak_known:
+        rss.append(pt.status_kib(monitor.proc.pid, "VmHWM"))
     monitor.send_line("snap")
     probe = monitor.expect("probe", 30)["probe"]
     if args.memory:
@@ -310,6 +315,7 @@ def run(args, procs: Procs, children: list) -> dict:
         "generator_cpu_cores": round((gen1 - gen0) / window, 3),
         "monitor_rss_mib_max": round(max(rss) / 1024, 1) if rss else None,
         "monitor_rss_mib_p50": round(percentile(rss, 50) / 1024, 1) if rss else None,
+        "monitor_rss_max_is_peak": peak_known,  # the max is VmHWM's, not only the 0.5 s samples'
         # After the window: what a full collection, then malloc_trim, take off the RSS.
         "monitor_heap": heap,
         # Each time in the window the RSS rose 16 MiB above its highest: what each thread ran.

@@ -185,5 +185,16 @@ def status_kib(pid: int, key: str = "VmRSS") -> int:
     return 0
 
 
+def reset_peak_rss(pid: int) -> bool:
+    """Start the process's ``VmHWM`` (its peak RSS) again from its current RSS (``clear_refs``
+    5, Linux 4.0+; needs the right to write the process's ``/proc`` files). Whether it could."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def threads(pid: int) -> int:
     return status_kib(pid, "Threads")
