@@ -6,6 +6,7 @@ on the thousands of entries a tick writes and a reader of the whole state docume
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -13,10 +14,17 @@ import orjson
 
 
 def dumps(value: Any) -> str:
+    """``value`` as JSON; dataclasses as their fields (as orjson writes them)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
-        return json.dumps(value)
+        return json.dumps(value, default=_fields_of_dataclass)
+
+
+def _fields_of_dataclass(value: Any) -> dict:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def loads(text: str | bytes) -> Any:

@@ -68,11 +68,12 @@ class ConnectionHealth:
         return max((r.severity for r in failing), key=health.SEVERITY_RANK.__getitem__)
 
     def as_dict(self, *, stored: bool = False) -> dict:
+        """``stored``: each result as a ``CheckResult`` (``HealthReport.as_dict``)."""
         return {
             "name": self.name,
             "display_url": self.display_url,
             "worst": self.worst,
-            "results": [r.as_stored_dict() if stored else r.as_dict() for r in self.results],
+            "results": list(self.results) if stored else [r.as_dict() for r in self.results],
         }
 
 
@@ -107,8 +108,9 @@ class HealthReport:
         return {"failing": len(failing), "worst": worst, "checked_at": self.checked_at}
 
     def as_dict(self, *, stored: bool = False) -> dict:
-        """The whole report; ``stored``: as ``store`` keeps it, each result without the words its
-        check's catalogue entry holds (``CheckResult.as_stored_dict``)."""
+        """The whole report; ``stored``: for ``store``, each result the ``CheckResult`` itself,
+        which orjson writes as its fields without a dict each (80,000 results at 10,000 queues),
+        and without the words its check's catalogue entry holds."""
         return {
             "checked_at": self.checked_at,
             "monitor_state": {

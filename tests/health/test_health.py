@@ -616,9 +616,9 @@ def test_the_overview_shows_the_stored_reports_failing_count_and_worst_severity(
 
 
 def test_the_stored_report_leaves_the_catalogues_words_to_the_catalogue(logged_in, private_redis):
-    """What a stored result keeps: everything but the words its check's catalogue entry holds
-    (the same for every queue: most of the report at 10,000 queues). A fix of the result's own
-    is kept; the health page, which runs the checks itself, still shows every word."""
+    """What a stored result keeps: its fields, not the words its check's catalogue entry holds
+    (title, explanation, fix: the same for every queue, most of the report at 10,000 queues);
+    the health page, which runs the checks itself, still shows every word."""
     from dashboard.health.checks import read_stored
 
     make_queue(private_redis, "orders", "bull")
