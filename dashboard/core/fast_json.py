@@ -15,10 +15,15 @@ import orjson
 
 def dumps(value: Any) -> str:
     """``value`` as JSON; dataclasses as their fields (as orjson writes them)."""
+    return dumps_bytes(value).decode("utf-8", "surrogatepass")
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """``dumps`` as UTF-8 bytes, without a copy in a ``str`` (a document of megabytes)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        return json.dumps(value, default=_fields_of_dataclass)
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # json.dumps escapes what orjson refuses: ASCII
+        return json.dumps(value, default=_fields_of_dataclass).encode()
 
 
 def _fields_of_dataclass(value: Any) -> dict:
