@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 
 from django.conf import settings
 
@@ -40,14 +41,16 @@ class QueueLists:
         self.followed: dict[str, list[QueueRef]] = {}
         self.published: dict[str, float] = {}  # connection -> time.monotonic() of the last publish
 
-    def step(self, name: str, cursors: dict[QueueRef, str]) -> list[QueueRef] | None:
+    def step(self, name: str, cursors: dict[QueueRef, str], viewed: Collection[QueueRef] = ()) -> list[QueueRef] | None:
         """One budgeted step of connection ``name``'s discovery: the new list when it differs
         from the one followed (the caller follows it, then says so with ``followed``), else
         ``None``. A failed step raises the source's own error (the caller translates it with
-        ``source.errors()``); the list is published (or republished: it expires) either way."""
+        ``source.errors()``); the list is published (or republished: it expires) either way.
+        ``viewed``: queues viewers opened that the list may not have yet (``adopt``)."""
         walk = self.walks.get(name)
         if walk is None:
             walk = self.walks[name] = self._start(name, cursors)
+        adopt(walk, viewed)
         walk.step()
         found = walk.queues
         # Compared with what is followed, not with the step's answer: a term whose first
@@ -73,3 +76,13 @@ class QueueLists:
         return discovery_for(
             self.registry.source(name), keys_per_step=self.keys_per_step, min_pass_s=DISCOVERY_INTERVAL, known=known
         )
+
+
+def adopt(walk, queues: Collection[QueueRef]) -> None:
+    """Queues viewers opened before discovery listed them: listed at once where the connection's
+    walk can confirm them one by one (``DiscoveryPass.adopt``: a new tenant's queue is followed
+    within a second, not once the walk of a large keyspace reaches it); other kinds find them on
+    their next whole pass."""
+    confirm = getattr(walk, "adopt", None)
+    if confirm is not None and queues:
+        confirm(queues)

@@ -50,6 +50,9 @@ from queues.sources import EventsReader, UnsupportedBySource
 log = logging.getLogger("queuewatch.monitor")
 
 MIN_READ_INTERVAL = 0.05  # s between XREADs that returned events
+# Viewed queues not listed yet, kept for discovery to confirm (a few pipelined reads each): a
+# bound, so nudges naming made-up queues cannot grow the set or the reads without end.
+MAX_UNLISTED_VIEWED = 100
 
 
 class FollowerThread(threading.Thread):
@@ -194,6 +197,7 @@ class EventIntake:
         self._stop = threading.Event()
         self.events_seen = 0  # since this monitor started
         self.gaps_seen = 0
+        self.unlisted_viewed: set[QueueRef] = set()  # viewed queues discovery has not listed yet
 
     # --- the threads, for one term of leadership ----------------------------------------------
 
@@ -216,6 +220,14 @@ class EventIntake:
         """Whether the connection's events keep its counts current between exact reads."""
         follower = self.followers.get(connection)
         return follower is not None and not follower.without_events
+
+    def take_unlisted_viewed(self) -> dict[str, set[QueueRef]]:
+        """The viewed queues not followed yet, by connection, and forget them."""
+        taken: dict[str, set[QueueRef]] = {}
+        for q in self.unlisted_viewed:
+            taken.setdefault(q.connection, set()).add(q)
+        self.unlisted_viewed = set()
+        return taken
 
     # --- applying what arrives ----------------------------------------------------------------
 
@@ -258,3 +270,5 @@ class EventIntake:
                 self.tracker.read_at_once(q, parents_elsewhere=parents)
             case ViewerArrived(queue=q) if q in self.tracker.states:
                 dirty.add(q)  # refreshed at once: a new viewer's fragments are rendered for it
+            case ViewerArrived(queue=q) if len(self.unlisted_viewed) < MAX_UNLISTED_VIEWED:
+                self.unlisted_viewed.add(q)  # not followed yet: for discovery to confirm (``take_unlisted_viewed``)

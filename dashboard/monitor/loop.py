@@ -260,14 +260,14 @@ class Monitor:
     # --- the steps ----------------------------------------------------------------------------
 
     def discover(self, cursors: dict[QueueRef, str]) -> None:
-        """Advance every connection's discovery by one budgeted step (``discovering``) and follow
-        the new queues and forget the vanished ones when its list changes. ``cursors``: this
-        term's stored stream cursors; a queue followed for the first time resumes from (and uses
-        up) its own."""
+        """Advance every connection's discovery by one budgeted step (``discovering``, with the
+        queues viewers opened unlisted) and follow the new queues and forget the vanished ones
+        when its list changes. ``cursors``: this term's stored stream cursors (used up)."""
+        unlisted = self.intake.take_unlisted_viewed()
         for name in self.intake.followers:
             try:
                 with self.registry.source(name).errors():
-                    found = self.queue_lists.step(name, cursors)
+                    found = self.queue_lists.step(name, cursors, unlisted.get(name, ()))
             except SourceUnavailable as exc:
                 self.banner.set_down(name, exc.reason)
                 continue

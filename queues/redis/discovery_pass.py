@@ -18,7 +18,9 @@ What the list holds while a pass runs:
   case by the next one (SCAN returns every key present for a whole pass): found within one
   complete pass after its creation;
 * a page naming a queue that is not listed yet does not wait for any of this: the registry
-  confirms it with one ``EXISTS`` of its ``meta`` and ``events`` (``dashboard.connections.registry``).
+  confirms it with one ``EXISTS`` of its ``meta`` and ``events`` (``dashboard.connections.registry``),
+  and the page's live socket nudges the monitor, whose next step lists it (``adopt``) and
+  follows its events, within a second rather than once the walk reaches it.
 
 A name is confirmed once, when first met (``discovery.not_queues``).
 """
@@ -133,6 +135,20 @@ class DiscoveryPass:
         found = {q for q in found if q.name not in rejected}
         self._seen.update(found)
         self.known.update(found)
+
+    def adopt(self, queues: Iterable[QueueRef]) -> bool:
+        """List at once the queues someone opened before the walk met them (a page names a new
+        queue; the walk may take minutes to reach it), those that are queues: confirmed as a met
+        name is (``not_queues``), under a prefix this walk covers. They count as met by the
+        current pass (they exist now), so its end does not drop them. Whether the list changed."""
+        before, unknown = len(self.known), set(queues) - self.known
+        for prefix in self.prefixes:
+            names = sorted(q.name for q in unknown if (q.connection, q.prefix) == (self.connection, prefix))
+            met = set(names) - not_queues(self.client, prefix, names)
+            confirmed = {QueueRef(self.connection, prefix, n) for n in met}
+            self._seen |= confirmed
+            self.known |= confirmed
+        return len(self.known) != before
 
     def _finish_pass(self) -> None:
         self.known = set(self._seen)  # what this whole pass did not meet is gone

@@ -17,6 +17,7 @@ from dashboard.monitor import discovering
 from queues.keys import QueueRef
 from queues.redis.discovery_pass import DiscoveryPass
 from tests.support.servers import RedisServer
+from tests.support.waiting import wait_for
 
 FILLER = 20_000
 SCAN_COUNT = 1000
@@ -220,3 +221,58 @@ def test_a_slow_whole_discovery_runs_at_most_a_tenth_of_the_time():
     assert not walk.step()  # 30 s after the last began: not sooner
     now[0] = 100.0 + 30.0
     assert not walk.step() and walk.passes == 2
+
+
+def test_a_viewed_queue_is_listed_at_once_when_it_is_a_queue(big_redis, queues):
+    """A page opened on a queue the walk has not met yet (a new tenant's) lists it at once, if
+    it is a queue under a prefix the walk covers; a made-up name, another prefix or another
+    connection is not listed, and the end of the pass under way does not drop it."""
+    now = [1000.0]
+    walk = walker(big_redis, clock=lambda: now[0])
+    walk.min_pass_s = 3600  # resting after its first pass: only adopting lists a new queue
+    while walk.passes == 0:
+        walk.step()
+    make_queue(big_redis, "opened")
+    stranger = [ref("made-up"), QueueRef("default", "other", "opened"), QueueRef("elsewhere", "bull", "opened")]
+    assert not walk.step() and ref("opened") not in walk.queues
+    assert walk.adopt([ref("opened"), *stranger])
+    assert walk.queues == [ref("a"), ref("b"), ref("c"), ref("opened")]
+    assert not walk.adopt([ref("opened")])  # listed already: nothing read again
+    now[0] += 3600
+    while walk.passes < 2:
+        walk.step()
+    assert ref("opened") in walk.queues
+
+
+@pytest.mark.django_db
+def test_the_monitor_follows_a_queue_a_viewer_opened_before_discovery_found_it(private_redis, settings, monkeypatch):
+    """The wiring: a viewer's nudge (``announce_watching``, as a page's socket sends it) for a
+    queue discovery has not listed makes the next discovery step follow it and publish the
+    list with it, though the walk rests; a nudge for a name that is not a queue changes nothing."""
+    from dashboard.monitor.loop import Monitor
+
+    r = private_redis
+    make_queue(r, "old")
+    monkeypatch.setattr(discovering, "DISCOVERY_INTERVAL", 3600)  # the walk rests after its first pass
+    monitor = Monitor(tick=1.0, name="viewed-test")
+    monitor.intake.start()
+    try:
+        cursors: dict = {}
+        monitor.discover(cursors)
+        assert ref("old") in monitor.states
+        make_queue(r, "opened")
+        # The intake's subscriber is listening (a channel keeps nothing for later).
+        wait_for(lambda: r.pubsub_numsub(dash_redis.WATCHED_CHANNEL)[0][1] > 0, timeout=10)
+        for name in ("opened", "made-up"):
+            dash_redis.announce_watching(r, ref(name))
+
+        def both_nudges_taken() -> bool:
+            monitor.intake.take(0.1, set())
+            return len(monitor.intake.unlisted_viewed) == 2
+
+        wait_for(both_nudges_taken, timeout=10)
+        monitor.discover(cursors)
+        assert ref("opened") in monitor.states and ref("made-up") not in monitor.states
+        assert dash_redis.read_queue_list(r, "default") == [ref("old"), ref("opened")]
+    finally:
+        monitor.intake.stop()
