@@ -197,11 +197,11 @@ class QueuePublisher:
             log.exception("cannot read or render %s; skipping it while it fails", str(item)[:300])
 
     def publish_job(self, q: QueueRef, job_id: str, jobs: JobsFacet, *, changes: QueueChanges, full: bool) -> None:
-        """A watched job page, read when its job had events, is new to us, or (on full ticks)
-        is active."""
+        """A watched job page, read when its job had events (or events were missed), is new to
+        us, or (on full ticks) is active."""
         shown = self.shown[q]
         last_state = shown.job_states.get(job_id)
-        if job_id in changes.jobs or last_state is None or (full and last_state == "active"):
+        if job_id in changes.jobs or changes.events_missed or last_state is None or (full and last_state == "active"):
             read_at = live.read_stamp()
             job = jobs.live_detail(q, job_id, redactor=self.redactor)
             shown.job_states[job_id] = job.state if job else "gone"

@@ -41,6 +41,9 @@ class QueueState:
     active_since: dict[str, int] = field(default_factory=dict)  # active job id -> ms it became active
     touched_states: set[str] = field(default_factory=set)  # states jobs entered or left since the last refresh
     touched_jobs: set[str] = field(default_factory=set)  # job ids with events since the last refresh
+    # Events were missed since the last refresh (before following started, a trimmed stream):
+    # which jobs they touched is unknown, so watched jobs and lists are read again.
+    events_missed: bool = False
     dirty_minutes: set[int] = field(default_factory=set)  # minutes to write at the next flush
     stored_at: int = 0  # ms: when a flush last took this queue's minutes (``persistence.held_back``)
     gauge_minute: int | None = None  # the minute whose gauges were last marked for storing
@@ -59,8 +62,10 @@ class QueueState:
 class QueueChanges:
     """What moved in a queue since its last refresh, for the publisher: which jobs had events,
     which states jobs entered or left, and the finished-set moves in event order (``None``
-    when some were lost, e.g. with a trimmed stream: then lists must be re-read)."""
+    when some were lost, e.g. with a trimmed stream: then lists must be re-read).
+    ``events_missed``: events were missed, so any job may have changed (watched ones are read)."""
 
     jobs: frozenset[str]
     states: frozenset[str]
     moves: list[Move] | None
+    events_missed: bool = False

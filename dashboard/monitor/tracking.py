@@ -139,6 +139,7 @@ class CountTracker:
         if q in self.states and self.states[q].live is not None:
             self.states[q].live.needs_snapshot = True
             self.states[q].live.lost_events()
+            self.states[q].events_missed = True
 
     def following_from(self, starts: dict[QueueRef, str]) -> None:
         """Following these queues starts at these stream ids."""
@@ -146,9 +147,11 @@ class CountTracker:
             self.applied_cursors.setdefault(q, start_id)
             live_counts = self.states[q].live if q in self.states else None
             if live_counts is not None and live_counts.read_before(start_id):
-                # Events between that snapshot and where following starts were missed.
+                # Events between that snapshot and where following starts were missed: a
+                # watched job may have changed since its page was rendered (``events_missed``).
                 live_counts.needs_snapshot = True
                 live_counts.lost_events()
+                self.states[q].events_missed = True
 
     # --- reads of the monitored connections ---------------------------------------------------
 
@@ -386,10 +389,14 @@ class CountTracker:
         st = self.states[q]
         moves, moves_lost = st.live.take_moves()
         changes = QueueChanges(
-            jobs=frozenset(st.touched_jobs), states=frozenset(st.touched_states), moves=None if moves_lost else moves
+            jobs=frozenset(st.touched_jobs),
+            states=frozenset(st.touched_states),
+            moves=None if moves_lost or st.events_missed else moves,
+            events_missed=st.events_missed,
         )
         st.touched_jobs.clear()
         st.touched_states.clear()
+        st.events_missed = False
         return changes
 
     def mark_gauges(self, q: QueueRef, now: int, *, changed: bool) -> None:
