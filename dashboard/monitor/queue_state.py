@@ -57,6 +57,28 @@ class QueueState:
     timings: QueueTimings = field(default_factory=QueueTimings)  # wait/processing per job name (queues.job_clock)
     workers: list[Worker] | None = None  # from the last CLIENT LIST (queues.workers); None: unknown
 
+    def missed_events(self) -> None:
+        """Events were lost (a trimmed stream, or before following started): the counts are
+        read exactly again, and the watched jobs and lists they may have touched too."""
+        if self.live is not None:
+            self.live.needs_snapshot = True
+            self.live.lost_events()
+        self.events_missed = True
+
+    def take_changes(self) -> QueueChanges:
+        """What moved in the queue since the last call (``QueueChanges``), and start afresh."""
+        moves, moves_lost = self.live.take_moves() if self.live is not None else ([], False)
+        changes = QueueChanges(
+            jobs=frozenset(self.touched_jobs),
+            states=frozenset(self.touched_states),
+            moves=None if moves_lost or self.events_missed else moves,
+            events_missed=self.events_missed,
+        )
+        self.touched_jobs.clear()
+        self.touched_states.clear()
+        self.events_missed = False
+        return changes
+
 
 @dataclass(frozen=True)
 class QueueChanges:

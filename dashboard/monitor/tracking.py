@@ -136,10 +136,8 @@ class CountTracker:
         if q in self.states:
             self.states[q].gaps += 1
         self.reconcile([q], since_ms=lost_from, until_ms=lost_to)
-        if q in self.states and self.states[q].live is not None:
-            self.states[q].live.needs_snapshot = True
-            self.states[q].live.lost_events()
-            self.states[q].events_missed = True
+        if q in self.states:
+            self.states[q].missed_events()
 
     def following_from(self, starts: dict[QueueRef, str]) -> None:
         """Following these queues starts at these stream ids."""
@@ -147,11 +145,7 @@ class CountTracker:
             self.applied_cursors.setdefault(q, start_id)
             live_counts = self.states[q].live if q in self.states else None
             if live_counts is not None and live_counts.read_before(start_id):
-                # Events between that snapshot and where following starts were missed: a
-                # watched job may have changed since its page was rendered (``events_missed``).
-                live_counts.needs_snapshot = True
-                live_counts.lost_events()
-                self.states[q].events_missed = True
+                self.states[q].missed_events()  # between that snapshot and where following starts
 
     # --- reads of the monitored connections ---------------------------------------------------
 
@@ -386,18 +380,7 @@ class CountTracker:
 
     def take_changes(self, q: QueueRef) -> QueueChanges:
         """What moved in the queue since the last call, and start collecting afresh."""
-        st = self.states[q]
-        moves, moves_lost = st.live.take_moves()
-        changes = QueueChanges(
-            jobs=frozenset(st.touched_jobs),
-            states=frozenset(st.touched_states),
-            moves=None if moves_lost or st.events_missed else moves,
-            events_missed=st.events_missed,
-        )
-        st.touched_jobs.clear()
-        st.touched_states.clear()
-        st.events_missed = False
-        return changes
+        return self.states[q].take_changes()
 
     def mark_gauges(self, q: QueueRef, now: int, *, changed: bool) -> None:
         """Store the queue's gauges when what it shows changed, and at least once a minute."""
