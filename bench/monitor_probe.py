@@ -21,7 +21,8 @@ With ``QW_PROBE_CPROFILE=<file>`` in the environment, the leader loop's thread a
 cProfile and its stats are written to that file when the monitor stops. With
 ``QW_PROBE_TRACEMALLOC=<file>``, ``tracemalloc`` traces every allocation and a ``memory`` line
 on stdin writes the 40 lines holding the most memory to that file (allocation is then slower:
-the run's CPU figures do not hold). A ``heap`` line is answered with ``{"heap": {...}}``: the
+the run's CPU figures do not hold), and ``<file>.health`` gets the same at the end of each health
+run, with the most traced during the run. A ``heap`` line is answered with ``{"heap": {...}}``: the
 RSS, then after a full collection, then after glibc's ``malloc_trim``.
 * ``job_<name>``: each scheduled job's own time, with ``rss_growth_max_mib``, the most one run
   of it grew the RSS;
@@ -322,14 +323,38 @@ def _sample_rss_peaks(stop: threading.Event) -> None:
             _rss_peaks.append({"rss_mib": round(rss / 1024, 1), "stacks": stacks})
 
 
-def _write_top_allocations(path: str, top: int = 40) -> None:
+def _write_top_allocations(path: str, top: int = 40, note: str = "") -> None:
     import tracemalloc
 
     stats = tracemalloc.take_snapshot().statistics("lineno")
     with open(path, "w") as out:
+        if note:
+            out.write(note + "\n")
         out.write(f"traced: {sum(s.size for s in stats) / 2**20:.1f} MiB in {len(stats)} lines\n")
         for stat in stats[:top]:
             out.write(f"{stat}\n")
+
+
+def _trace_health_store(path: str) -> None:
+    """Under tracemalloc, the top allocations when a health report is committed (the end of a
+    run), with the most traced during the run: the monitor's memory peak was a health run."""
+    import tracemalloc
+
+    from dashboard.health import checks as health_checks
+
+    run_all, commit = health_checks.run_all, health_checks.StoredReport.commit
+
+    def traced_run(*args, **kwargs):
+        tracemalloc.reset_peak()
+        return run_all(*args, **kwargs)
+
+    def traced_commit(self, report):
+        current, peak = tracemalloc.get_traced_memory()
+        _write_top_allocations(path, note=f"during the run: {peak / 2**20:.1f} MiB at most, now {current / 2**20:.1f}")
+        return commit(self, report)
+
+    health_checks.run_all = traced_run
+    health_checks.StoredReport.commit = traced_commit
 
 
 def main() -> None:
@@ -344,6 +369,7 @@ def main() -> None:
         import tracemalloc
 
         tracemalloc.start()
+        _trace_health_store(memory_to + ".health")
     m = mon.Monitor(name="monitor", lock_ttl_ms=5000)
     threading.Thread(target=_sample_progress, args=(m, stop), name="probe-progress", daemon=True).start()
     threading.Thread(target=_sample_rss_peaks, args=(stop,), name="probe-rss", daemon=True).start()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 
@@ -68,10 +69,35 @@ def put_json(client: redis.Redis, key: str, text: str, *, ex: int) -> None:
     client.set(key, signing.sign(signing.DOCUMENT, text, bound_to=key), ex=ex)
 
 
-def put_json_bytes(client: redis.Redis, key: str, payload: bytes, *, ex: int) -> None:
-    """``put_json`` of a document serialised as UTF-8 bytes (``fast_json.dumps_bytes``), signed
-    as bytes: a document of tens of megabytes is copied once on its way, not four times."""
-    client.set(key, signing.sign_bytes(signing.DOCUMENT, payload, bound_to=key), ex=ex)
+class DocumentStream:
+    """A signed document written part by part: each part is ``APPEND``ed to a key of its own, and
+    ``commit`` puts the signature in front and renames that key over ``key``. A report of tens of
+    megabytes never exists whole in this process; readers see the previous document until the
+    commit, and a writer that dies leaves a partial key that expires with ``ex``."""
+
+    def __init__(self, client: redis.Redis, key: str, *, ex: int):
+        self.client, self.key, self.ex = client, key, ex
+        self.partial = f"{key}:writing:{secrets.token_hex(8)}"
+        self.mac = signing.document_mac(key)
+        client.set(self.partial, b"0" * signing.MAC_LENGTH, ex=ex)  # the signature's place
+
+    def write(self, part: bytes) -> None:
+        """Append ``part`` (UTF-8 JSON text: the parts together are the document)."""
+        self.mac.update(part)
+        self.client.append(self.partial, part)
+
+    def commit(self) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.setrange(self.partial, 0, self.mac.hexdigest())
+        pipe.rename(self.partial, self.key)
+        pipe.expire(self.key, self.ex)
+        pipe.execute()
+
+    def abandon(self) -> None:
+        try:
+            self.client.delete(self.partial)
+        except redis.RedisError:
+            pass  # it expires
 
 
 def get_document(client: redis.Redis, key: str):

@@ -40,21 +40,21 @@ def _mac(purpose: str, text: str, bound_to: str) -> str:
 
 
 def _mac_of_bytes(purpose: str, payload: bytes, bound_to: str) -> str:
-    mac = hmac.new(_key(settings.SECRET_KEY, purpose), bound_to.encode("utf-8", "surrogatepass") + b"\x00", "sha256")
+    mac = document_mac(bound_to, purpose=purpose)
     mac.update(payload)
     return mac.hexdigest()
+
+
+def document_mac(bound_to: str, *, purpose: str = DOCUMENT) -> hmac.HMAC:
+    """The signature ``sign`` puts in front, made as the payload goes: ``update`` it with each
+    part of the UTF-8 text, then its ``hexdigest()`` is the signature (``dash_redis.DocumentStream``)."""
+    return hmac.new(_key(settings.SECRET_KEY, purpose), bound_to.encode("utf-8", "surrogatepass") + b"\x00", "sha256")
 
 
 def sign(purpose: str, text: str, *, bound_to: str = "") -> str:
     """``text`` with its signature in front, to store or send; ``bound_to`` (e.g. the key it is
     stored under) must be the same to verify."""
     return _mac(purpose, text, bound_to) + text
-
-
-def sign_bytes(purpose: str, payload: bytes, *, bound_to: str = "") -> bytes:
-    """``sign`` of a text given as its UTF-8 bytes, as bytes (``verify`` reads either): a
-    document of tens of megabytes is not copied into a ``str`` and back on its way to Redis."""
-    return _mac_of_bytes(purpose, payload, bound_to).encode() + payload
 
 
 def verify(purpose: str, signed: str | bytes | None, *, bound_to: str = "") -> str | None:

@@ -42,8 +42,7 @@ def _item(r: health.CheckResult) -> dict:
 @require_GET
 @role_required(VIEWER)  # every connection's and queue's checks: a global role (not a scoped user's grants)
 def health_page(request):
-    report = health_checks.run_all()
-    health_checks.store(report)
+    report = health_checks.run_all(store=True)
     connections = sorted(report.connections, key=lambda c: (-_WORST_RANK[c.worst], len(c.unknown) == 0))
     return render(
         request,

@@ -50,7 +50,7 @@ class PeriodicSteps:
         self.dash = dash
         self.tick = tick
         self.name = monitor_name
-        # What the Redis alert rules read of the last report (``HealthReport.for_alerts``); the
+        # What the Redis alert rules read of the last report (``carries_alert_facts``); the
         # whole report is stored in the dashboard Redis for the pages and /metrics.
         self.health_report: health_checks.HealthReport | None = None
         # The scheduled health run works beside the loop (``start_health_checks``).
@@ -93,11 +93,13 @@ class PeriodicSteps:
 
     def _check_health(self, snapshots) -> None:
         try:
-            self.health_report = health_checks.run_and_store(snapshots=snapshots).for_alerts()
+            self.health_report = health_checks.run_and_store(
+                snapshots=snapshots, keep=health_checks.carries_alert_facts
+            )
         except Exception:
             log.exception("%s: health checks failed; will retry", self.name)
         finally:
-            give_back_freed_memory()  # the run's objects, some 200 MiB at 10,000 queues
+            give_back_freed_memory()  # what the run's shares of results took
 
     def evaluate_alerts(self) -> None:
         """Evaluate every alert rule on what the last tick saw (rows and outbox notifications

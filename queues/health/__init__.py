@@ -30,7 +30,7 @@ and ``severity`` stay stable; results serialise with ``as_dict()``.
 
 ``judge_connection`` (``runner.py``) runs every check on the facts of one connection;
 ``queues.redis.health_checks.run_checks(client, queues, state, now)`` reads a Redis node's facts
-and judges them.
+and judges them (``checks_by_shares``: a share of its queues at a time).
 
 Importers use the package (``from queues import health``; ``health.judge_connection``,
 ``health.CheckResult``, …): the names below are its public surface, whichever module holds them.
@@ -84,7 +84,15 @@ from .results import (
     sort_key,
     worst_first,
 )
-from .runner import STATE_MAX_AGE_MS, judge_connection, judge_queues, state_index, usable_state
+from .runner import (
+    STATE_MAX_AGE_MS,
+    StateView,
+    judge_connection,
+    judge_queues,
+    judge_server,
+    state_index,
+    usable_state,
+)
 
 __all__ = [
     "ADVICE_KINDS",
@@ -105,6 +113,7 @@ __all__ = [
     "CheckResult",
     "QueueFacts",
     "ServerFacts",
+    "StateView",
     "Thresholds",
     "WorkerFacts",
     "check_connection_reachable",
@@ -124,6 +133,7 @@ __all__ = [
     "connection_kinds",
     "judge_connection",
     "judge_queues",
+    "judge_server",
     "parse_version",
     "reachability_kind",
     "register_checks",

@@ -4,6 +4,7 @@ runs this with ``queues.redis.health_checks.run_checks``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..messages import _
 from .facts import QueueFacts, ServerFacts, WorkerFacts
@@ -63,44 +64,65 @@ def judge_connection(
     ``state`` is the monitor's state document (``dashboard.core.state_store.read_state``) or None; checks
     that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
     """
-    results = [
+    results = judge_server(connection, server, thresholds)
+    results += judge_queues(facts, found, state, now, thresholds=thresholds, is_dead_letter=is_dead_letter)
+    return worst_first(results)
+
+
+def judge_server(
+    connection: str, server: ServerFacts, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> list[CheckResult]:
+    """The checks of a reachable Redis server itself (its queues' are ``judge_queues``)."""
+    return [
         check_reachable(connection, None),
         check_eviction_policy(connection, server),
         check_persistence(connection, server),
         check_version(connection, server),
         check_memory(connection, server, thresholds),
     ]
-    results += judge_queues(facts, found, state, now, thresholds=thresholds, is_dead_letter=is_dead_letter)
-    return worst_first(results)
+
+
+@dataclass(frozen=True)
+class StateView:
+    """The monitor's state document as the state-based checks read it: each queue's entry, and
+    why there are none (a missing or stale document). Made once per run, for every share."""
+
+    by_queue: dict[tuple[str, str, str], dict]
+    note: str
+
+    @classmethod
+    def of(cls, state: dict | None, now: int) -> StateView:
+        fresh, note = usable_state(state, now)
+        return cls(state_index(fresh), note)
 
 
 def judge_queues(
     facts: list[QueueFacts],
     found: WorkerFacts | None,
-    state: dict | None,
+    state: dict | StateView | None,
     now: int,
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     is_dead_letter: Callable[[str], bool] | None = None,
     limits_read: bool = True,
 ) -> list[CheckResult]:
-    """The checks every source kind shares, per queue, from its facts and the monitor's state.
+    """The checks every source kind shares, per queue, from its facts and the monitor's state
+    (its document, or a ``StateView`` of it made once for several calls).
 
     ``found``: the queues' workers, or None for a kind that cannot read them (the workers check
     is then left out). ``limits_read``: False for a kind whose facts hold no scheduler list,
     rate limiter or limit (the legacy-repeat and rate-limit checks are then left out rather
     than passed on facts nobody read)."""
-    fresh, note = usable_state(state, now)
-    by_queue = state_index(fresh)
+    view = state if isinstance(state, StateView) else StateView.of(state, now)
     results: list[CheckResult] = []
     for f in facts:
         q = f.snapshot.queue
-        entry = by_queue.get((q.connection, q.prefix, q.name))
+        entry = view.by_queue.get((q.connection, q.prefix, q.name))
         results += [
             check_finished_retention(f, now, thresholds),
-            check_repeated_stalls(q, entry, thresholds, note),
-            check_duplicated_adds(q, entry, note),
-            check_events_trimmed(q, entry, note),
+            check_repeated_stalls(q, entry, thresholds, view.note),
+            check_duplicated_adds(q, entry, view.note),
+            check_events_trimmed(q, entry, view.note),
             check_paused(f.snapshot),
         ]
         if limits_read:

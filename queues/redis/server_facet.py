@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import redis
 
@@ -10,7 +10,7 @@ from ..health import CheckResult, Thresholds
 from ..keys import QueueRef
 from ..snapshot import QueueSnapshot
 from ..workers import Worker
-from .health_checks import run_checks
+from .health_checks import checks_by_shares
 
 
 class RedisServer:
@@ -28,9 +28,10 @@ class RedisServer:
         snapshots: Mapping[QueueRef, QueueSnapshot] | None,
         workers: Mapping[QueueRef, list[Worker]] | None,
         workers_at: int | None,
-    ) -> list[CheckResult]:
-        # run_checks reports an unreachable server as its own failing check, never raises for it.
-        return run_checks(
+    ) -> Iterable[CheckResult]:
+        # An unreachable server is its own failing check, never an exception; the results come
+        # a share of the queues at a time, so the caller never holds every queue's at once.
+        return checks_by_shares(
             self.client,
             queues,
             state,

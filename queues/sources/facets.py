@@ -16,7 +16,7 @@ check (``tests/project/test_typing.py`` proves it).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import NotOffered
@@ -299,8 +299,10 @@ class ServerFacet(Protocol):
         snapshots: Mapping[QueueRef, QueueSnapshot] | None,
         workers: Mapping[QueueRef, list[Worker]] | None,
         workers_at: int | None,
-    ) -> list[CheckResult]:
-        """The production-readiness checks of this connection and its queues, worst first."""
+    ) -> Iterable[CheckResult]:
+        """The production-readiness checks of this connection and its queues, in any order (the
+        caller sorts what it shows): a kind may produce them as it goes, a share of the queues
+        at a time, for a caller that keeps little of each."""
         ...
 
 

@@ -84,16 +84,33 @@ def test_forged_fields_of_the_state_hash_are_ignored(private_redis):
     assert state_store.read_state_entry(private_redis, REAL) is None
 
 
-def test_a_document_signed_as_bytes_is_the_one_signed_as_text(private_redis):
-    """``sign_bytes`` (the health report's path: tens of megabytes at 10,000 queues, never a
-    ``str``) signs exactly what ``sign`` does, binding included."""
+def test_a_document_written_in_parts_is_the_one_written_whole(private_redis):
+    """``DocumentStream`` (the health report's path: tens of megabytes at 10,000 queues, never
+    whole in the process) signs exactly what ``put_document`` does, binding included; readers
+    see the previous document until the commit, and no partial key is left behind."""
     from dashboard.core import fast_json, signing
 
-    doc = {"queue": "رسائل / {tenant:7}", "n": 1}
-    text, payload = fast_json.dumps(doc), fast_json.dumps_bytes(doc)
-    assert payload == text.encode() and "\\u" not in text  # orjson writes UTF-8, not escapes
-    signed = signing.sign_bytes(signing.DOCUMENT, payload, bound_to=HEALTH_KEY)
-    assert signed == signing.sign(signing.DOCUMENT, text, bound_to=HEALTH_KEY).encode()
-    dash_redis.put_json_bytes(private_redis, HEALTH_KEY, payload, ex=60)
+    doc = {"queue": "رسائل / {tenant:7}", "n": [1, 2, 3]}
+    dash_redis.put_document(private_redis, HEALTH_KEY, {"old": True}, ex=60)
+    payload = fast_json.dumps_bytes(doc)
+    assert "\\u" not in payload.decode()  # orjson writes UTF-8, not escapes
+    stream = dash_redis.DocumentStream(private_redis, HEALTH_KEY, ex=60)
+    for i in range(0, len(payload), 7):
+        stream.write(payload[i : i + 7])
+        assert read_stored(private_redis) == {"old": True}
+    stream.commit()
     assert read_stored(private_redis) == doc
-    assert signing.verify(signing.DOCUMENT, signed, bound_to=state_store.STATE_KEY) is None
+    assert (
+        private_redis.get(HEALTH_KEY) == signing.sign(signing.DOCUMENT, payload.decode(), bound_to=HEALTH_KEY).encode()
+    )
+    assert 0 < private_redis.ttl(HEALTH_KEY) <= 60
+    assert private_redis.keys(HEALTH_KEY + ":writing:*") == []
+    # Another key's signature does not verify here: the binding holds for a streamed document.
+    dash_redis.put_document(private_redis, "other", doc, ex=60)
+    private_redis.set(HEALTH_KEY, private_redis.get("other"))
+    assert read_stored(private_redis) is None
+
+    abandoned = dash_redis.DocumentStream(private_redis, HEALTH_KEY, ex=60)
+    abandoned.write(b'{"half":')
+    abandoned.abandon()
+    assert private_redis.keys(HEALTH_KEY + ":writing:*") == []

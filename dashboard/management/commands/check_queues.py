@@ -51,9 +51,8 @@ class Command(BaseCommand):
         for name in names or []:
             if name not in known:
                 raise CommandError(f"No connection named {name!r} (configured: {', '.join(known) or 'none'}).")
-        report = health_checks.run_all(connections=names)
-        if not options["no_store"] and not names:
-            health_checks.store(report)
+        # Only a run of every connection replaces the stored report (/metrics).
+        report = health_checks.run_all(connections=names, store=not options["no_store"] and not names)
         fail_on = options["fail_on"]
         failing = report.failing_at(fail_on)
         if options["json"]:
