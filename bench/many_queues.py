@@ -27,6 +27,7 @@ generator (this file with ``--generate``, a process of its own so its CPU is tol
    id (Redis' clock) to the header fragment showing the new count arriving (the machine clock).
 5. With the load still running, the requests: the overview's first page sorted by name and by
    failed (descending), a name search, ``GET /api/v1/queues`` (first page) and ``/metrics``
+   (whole, and four families as ``docs/metrics.md`` suggests for a large fleet)
    (time and size); 5 of each, p50 and max.
 6. Stops the generator and waits until the state document equals every queue's ``LLEN wait``
    (live truth once quiet), which must happen within a snapshot period of the rolling pass.
@@ -51,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from urllib.parse import urlencode
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -66,6 +68,13 @@ PREFIX = "bull"
 WATCHED = "watched"
 ORDER_KEY = "queuewatch:state:order"
 METRICS_TOKEN = "bench-metrics-" + "y" * 32
+# What a scrape config of a large fleet asks for (docs/metrics.md, "At many queues").
+FOUR_FAMILIES = (
+    "queuewatch_queue_jobs",
+    "queuewatch_queue_oldest_waiting_age_seconds",
+    "queuewatch_queue_failed_total",
+    "queuewatch_check_failing",
+)
 # The waiting tab's count in the queue page's header: ``<data class="qw-num…" value="N">``.
 WAITING_COUNT = re.compile(r'state-waiting"[^>]*>[^<]*<span class="count[^"]*"><data[^>]*value="(\d+)"', re.S)
 
@@ -117,9 +126,10 @@ def request_figures(base: str, cookie: str, server_pid: int, repeat: int = 5) ->
         ("api_queues_page", "/api/v1/queues?page=2&size=100", "cookie"),
         ("api_queues_by_failed", "/api/v1/queues?sort=failed&dir=desc", "cookie"),
         ("metrics", "/metrics", "token"),
+        ("metrics_four_families", "/metrics?" + urlencode([("name[]", n) for n in FOUR_FAMILIES]), "token"),
     ):
         times, cpus, size = [], [], 0
-        for _ in range(2 if label == "metrics" else repeat):  # one scrape is every figure: seconds
+        for _ in range(2 if label.startswith("metrics") else repeat):  # one scrape is every figure: seconds
             cpu0 = pt.cpu_seconds(server_pid)
             took, size, status = timed_get(
                 base + path, cookie=cookie if auth == "cookie" else "", token=METRICS_TOKEN if auth == "token" else ""

@@ -20,16 +20,14 @@ families are listed, one line each, in ``docs/metrics.md``.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
 from prometheus_client.samples import Sample
-from prometheus_client.utils import floatToGoString
 
+from dashboard.health.exposition import EVERYTHING, Wanted, exposition
 from queues.rates import RATE_WINDOWS
 from queues.states import COUNT_STATES
 from queues.timings import PROMETHEUS_LE_SECONDS
@@ -92,6 +90,7 @@ class ScrapeSources:
     health: dict | None  # the stored health report
     alerts: list[dict] | None  # open alerts (values of Alert rows), None: not shown at all
     now_ms: int  # the scrape's clock, for the documents' ages
+    wanted: Wanted = EVERYTHING  # the samples asked for (``name[]``)
 
 
 class QueuewatchCollector:
@@ -102,10 +101,11 @@ class QueuewatchCollector:
         self.sources = sources
 
     def collect(self) -> Iterator[Metric]:
-        s = self.sources
-        if s.alerts is not None:
+        s, w = self.sources, self.sources.wanted
+        if s.alerts is not None and w.family("ALERTS", "gauge"):
             yield alert_family(s.alerts)
         yield from freshness_families(
+            w,
             "queuewatch_monitor_state",
             s.state,
             "taken_at",
@@ -115,8 +115,9 @@ class QueuewatchCollector:
             age="Age of the monitor's state document at scrape time.",
         )
         if s.state:
-            yield from state_families(s.state)
+            yield from state_families(s.state, w)
         yield from freshness_families(
+            w,
             "queuewatch_health",
             s.health,
             "checked_at",
@@ -126,76 +127,34 @@ class QueuewatchCollector:
             age="Age of the stored health-check report at scrape time.",
         )
         if s.health:
-            yield from check_families(s.health)
+            yield from check_families(s.health, w)
 
 
-def render_metrics(*, state: dict | None, health: dict | None, now_ms: int, alerts: list[dict] | None = None) -> str:
+def render_metrics(
+    *,
+    state: dict | None,
+    health: dict | None,
+    now_ms: int,
+    alerts: list[dict] | None = None,
+    wanted: Wanted = EVERYTHING,
+) -> str:
     """The exposition text of one scrape. The collector holds that scrape's documents; nothing
     is shared with prometheus_client's global registry."""
-    return exposition(
-        QueuewatchCollector(ScrapeSources(state=state, health=health, alerts=alerts, now_ms=now_ms)).collect()
+    sources = ScrapeSources(state=state, health=health, alerts=alerts, now_ms=now_ms, wanted=wanted)
+    return exposition(QueuewatchCollector(sources).collect(), wanted)
+
+
+STATE_FAMILY_PREFIXES = ("queuewatch_monitor_state", "queuewatch_connection_", "queuewatch_queue_", "queuewatch_job_")
+
+
+def documents_needed(wanted: Wanted) -> tuple[bool, bool, bool]:
+    """Whether the families ``wanted`` need (the state document, the health report, the open
+    alerts): a scrape reads only those."""
+    return (
+        wanted.any_starting(*STATE_FAMILY_PREFIXES),
+        wanted.any_starting("queuewatch_health", "queuewatch_check_"),
+        wanted.any_starting("ALERTS"),
     )
-
-
-@functools.lru_cache(maxsize=1024)
-def _metric_name(name: str) -> str:
-    return escape_metric_name(name)
-
-
-@functools.lru_cache(maxsize=1024)
-def _label_name(name: str) -> str:
-    return escape_label_name(name)
-
-
-def _label_value(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def exposition(families: Iterable[Metric]) -> str:
-    """What ``prometheus_client.generate_latest`` writes for these families (the text format
-    0.0.4), byte for byte (tests/health/golden/metrics.txt), written without its per-sample
-    work: it validated and escaped every label name of every sample again, 60 us a sample, and
-    a scrape of 2,000 queues is ~110,000 samples. Names are escaped once per name here and
-    each set of labels (a queue's, mostly) is formatted once per scrape."""
-    out: list[str] = []
-    labels_seen: dict[tuple, str] = {}
-
-    def line(s: Sample) -> str:
-        key = tuple(s.labels.items())
-        labels = labels_seen.get(key)
-        if labels is None:
-            inner = ",".join(f'{_label_name(k)}="{_label_value(v)}"' for k, v in sorted(key))
-            labels = labels_seen[key] = "{" + inner + "}" if inner else ""
-        stamp = "" if s.timestamp is None else f" {int(float(s.timestamp) * 1000):d}"
-        return f"{_metric_name(s.name)}{labels} {floatToGoString(s.value)}{stamp}\n"
-
-    for metric in families:
-        name, kind = metric.name, metric.type
-        if kind == "counter":
-            name += "_total"
-        elif kind == "info":
-            name, kind = name + "_info", "gauge"
-        elif kind == "stateset":
-            kind = "gauge"
-        elif kind == "gaugehistogram":
-            kind = "histogram"
-        elif kind == "unknown":
-            kind = "untyped"
-        doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        out.append(f"# HELP {_metric_name(name)} {doc}\n# TYPE {_metric_name(name)} {kind}\n")
-        extra: dict[str, list[str]] = {}  # OpenMetrics-only samples, as gauges after the family
-        suffixed = {metric.name + suffix: suffix for suffix in ("_created", "_gsum", "_gcount")}
-        for s in metric.samples:
-            suffix = suffixed.get(s.name)
-            if suffix is None:
-                out.append(line(s))
-            else:
-                extra.setdefault(suffix, []).append(line(s))
-        for suffix, lines in sorted(extra.items()):
-            out.append(f"# HELP {_metric_name(metric.name + suffix)} {doc}\n")
-            out.append(f"# TYPE {_metric_name(metric.name + suffix)} gauge\n")
-            out.extend(lines)
-    return "".join(out)
 
 
 def alert_family(alerts: list[dict]) -> GaugeMetricFamily:
@@ -223,97 +182,105 @@ def alert_family(alerts: list[dict]) -> GaugeMetricFamily:
 
 
 def freshness_families(
-    name: str, doc: dict | None, time_field: str, now_ms: int, *, present: str, timestamp: str, age: str
+    w: Wanted, name: str, doc: dict | None, time_field: str, now_ms: int, *, present: str, timestamp: str, age: str
 ) -> Iterator[GaugeMetricFamily]:
     """``<name>_present``, and when the document exists its ``_timestamp_seconds`` and
     ``_age_seconds``: how a scraper tells "no data" and "stale data" from "all zero"."""
-    yield GaugeMetricFamily(f"{name}_present", present, value=1 if doc else 0)
+    if w.family(f"{name}_present", "gauge"):
+        yield GaugeMetricFamily(f"{name}_present", present, value=1 if doc else 0)
     if doc:
         at = int(doc.get(time_field) or 0)
-        yield GaugeMetricFamily(f"{name}_timestamp_seconds", timestamp, value=at / 1000)
-        yield GaugeMetricFamily(f"{name}_age_seconds", age, value=max(0, now_ms - at) / 1000)
+        if w.family(f"{name}_timestamp_seconds", "gauge"):
+            yield GaugeMetricFamily(f"{name}_timestamp_seconds", timestamp, value=at / 1000)
+        if w.family(f"{name}_age_seconds", "gauge"):
+            yield GaugeMetricFamily(f"{name}_age_seconds", age, value=max(0, now_ms - at) / 1000)
 
 
 def queue_label_values(q: dict) -> list[str]:
     return [str(q.get("connection", "")), str(q.get("prefix", "")), str(q.get("name", ""))]
 
 
-def state_families(state: dict) -> Iterator[Metric]:
-    """Connection reachability and every queue's figures from the monitor's state document."""
-    up = GaugeMetricFamily(
-        "queuewatch_connection_up", "1 if the monitor reaches the monitored Redis connection.", labels=["connection"]
-    )
-    for name, conn in sorted((state.get("connections") or {}).items()):
-        up.add_metric([name], 1 if conn.get("ok") else 0)
-    yield up
+def state_families(state: dict, w: Wanted = EVERYTHING) -> Iterator[Metric]:
+    """Connection reachability and every queue's figures from the monitor's state document
+    (the families ``w`` wants)."""
+    if w.family("queuewatch_connection_up", "gauge"):
+        up = GaugeMetricFamily(
+            "queuewatch_connection_up",
+            "1 if the monitor reaches the monitored Redis connection.",
+            labels=["connection"],
+        )
+        for name, conn in sorted((state.get("connections") or {}).items()):
+            up.add_metric([name], 1 if conn.get("ok") else 0)
+        yield up
 
     queues = state.get("queues") or []
-    jobs = GaugeMetricFamily(
-        "queuewatch_queue_jobs",
-        "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list).",
-        labels=[*QUEUE_LABELS, "state"],
-    )
-    for q in queues:
-        counts = q.get("counts") or {}
-        # A kind that counts a paused queue's ready jobs apart (BullMQ on PostgreSQL) has them
-        # under "paused", as its getJobCounts() does; Redis counts never carry that key.
-        for st in (*COUNT_STATES, "paused") if "paused" in counts else COUNT_STATES:
-            jobs.add_metric([*queue_label_values(q), st], int(counts.get(st) or 0))
-    yield jobs
+    if w.family("queuewatch_queue_jobs", "gauge"):
+        jobs = GaugeMetricFamily(
+            "queuewatch_queue_jobs",
+            "Jobs in each state, as BullMQ's getJobCounts() (waiting excludes a legacy paused list).",
+            labels=[*QUEUE_LABELS, "state"],
+        )
+        for q in queues:
+            counts = q.get("counts") or {}
+            # A kind that counts a paused queue's ready jobs apart (BullMQ on PostgreSQL) has them
+            # under "paused", as its getJobCounts() does; Redis counts never carry that key.
+            for st in (*COUNT_STATES, "paused") if "paused" in counts else COUNT_STATES:
+                jobs.add_metric([*queue_label_values(q), st], int(counts.get(st) or 0))
+        yield jobs
 
     for name, help_text, value in QUEUE_GAUGES:
-        family = GaugeMetricFamily(name, help_text, labels=QUEUE_LABELS)
-        for q in queues:
-            family.add_metric(queue_label_values(q), value(q))
-        yield family
+        if w.family(name, "gauge"):
+            family = GaugeMetricFamily(name, help_text, labels=QUEUE_LABELS)
+            for q in queues:
+                family.add_metric(queue_label_values(q), value(q))
+            yield family
 
-    workers = GaugeMetricFamily(
-        "queuewatch_queue_workers",
-        "Worker connections of the queue as the monitor last read them (CLIENT LIST); no sample when unknown.",
-        labels=QUEUE_LABELS,
-    )
-    for q in queues:
-        if isinstance(q.get("workers"), int):  # absent or null: unknown, which is not 0
-            workers.add_metric(queue_label_values(q), q["workers"])
-    yield workers
-
-    for name, help_text, key in PER_MINUTE_GAUGES:
-        family = GaugeMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "window"])
-        for q in queues:
-            rates = (q.get("rates_per_min") or {}).get(key) or {}
-            for w in WINDOWS:
-                family.add_metric([*queue_label_values(q), f"{w}m"], float(rates.get(w) or 0.0))
-        yield family
-
-    for event in COUNTED_EVENTS:
-        family = CounterMetricFamily(
-            f"queuewatch_queue_{event}",
-            f"'{event.replace('_', '-')}' events of the queue counted since the leading monitor started leading.",
+    if w.family("queuewatch_queue_workers", "gauge"):
+        workers = GaugeMetricFamily(
+            "queuewatch_queue_workers",
+            "Worker connections of the queue as the monitor last read them (CLIENT LIST); no sample when unknown.",
             labels=QUEUE_LABELS,
         )
+        for q in queues:
+            if isinstance(q.get("workers"), int):  # absent or null: unknown, which is not 0
+                workers.add_metric(queue_label_values(q), q["workers"])
+        yield workers
+
+    for name, help_text, key in PER_MINUTE_GAUGES:
+        if w.family(name, "gauge"):
+            family = GaugeMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "window"])
+            for q in queues:
+                rates = (q.get("rates_per_min") or {}).get(key) or {}
+                for window in WINDOWS:
+                    family.add_metric([*queue_label_values(q), f"{window}m"], float(rates.get(window) or 0.0))
+            yield family
+
+    counted = [(f"queuewatch_queue_{event}", event) for event in COUNTED_EVENTS]
+    for name, event in [*counted, ("queuewatch_queue_attempt_failures", "attempt_failed")]:
+        if not w.family(name, "counter"):
+            continue
+        if event == "attempt_failed":
+            help_text = "Failed attempts that will be retried, counted since the leading monitor started leading."
+        else:
+            help_text = (
+                f"'{event.replace('_', '-')}' events of the queue counted since the leading monitor started leading."
+            )
+        family = CounterMetricFamily(name, help_text, labels=QUEUE_LABELS)
         for q in queues:
             family.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get(event) or 0))
         yield family
 
-    retried = CounterMetricFamily(
-        "queuewatch_queue_attempt_failures",
-        "Failed attempts that will be retried, counted since the leading monitor started leading.",
-        labels=QUEUE_LABELS,
-    )
-    for q in queues:
-        retried.add_metric(queue_label_values(q), int((q.get("events_total") or {}).get("attempt_failed") or 0))
-    yield retried
+    yield from timing_families(queues, w)
 
-    yield from timing_families(queues)
-
-    gaps = CounterMetricFamily(
-        "queuewatch_queue_stream_gaps",
-        "Times the events stream was trimmed past the monitor's position since it started leading.",
-        labels=QUEUE_LABELS,
-    )
-    for q in queues:
-        gaps.add_metric(queue_label_values(q), int(q.get("stream_gaps") or 0))
-    yield gaps
+    if w.family("queuewatch_queue_stream_gaps", "counter"):
+        gaps = CounterMetricFamily(
+            "queuewatch_queue_stream_gaps",
+            "Times the events stream was trimmed past the monitor's position since it started leading.",
+            labels=QUEUE_LABELS,
+        )
+        for q in queues:
+            gaps.add_metric(queue_label_values(q), int(q.get("stream_gaps") or 0))
+        yield gaps
 
 
 TIMING_HISTOGRAMS = (
@@ -331,27 +298,38 @@ TIMING_HISTOGRAMS = (
 )
 
 
-def timing_families(queues: list[dict]) -> Iterator[HistogramMetricFamily]:
-    """Wait and processing histograms per job name (the monitor's cumulative bucket counts)."""
+# Each bucket's ``le`` as the text format writes it, +Inf last (it holds the count).
+LE_TEXTS = (*(f"{le:g}" for le in PROMETHEUS_LE_SECONDS), "+Inf")
+
+
+def timing_families(queues: list[dict], w: Wanted = EVERYTHING) -> Iterator[HistogramMetricFamily]:
+    """Wait and processing histograms per job name (the monitor's cumulative bucket counts).
+    The samples are made here, as ``HistogramMetricFamily.add_metric`` makes them, without its
+    per-bucket work: at 10,000 queues these are 1.3 million of a scrape's 1.8 million samples."""
     for name, key, help_text in TIMING_HISTOGRAMS:
+        if not w.family(name, "histogram"):
+            continue
         family = HistogramMetricFamily(name, help_text, labels=[*QUEUE_LABELS, "name"])
+        add, bucket, count, total = family.samples.append, name + "_bucket", name + "_count", name + "_sum"
         for q in queues:
             for job_name, figures in sorted((q.get("timings") or {}).items()):
                 h = figures.get(key) or {}
                 counts = list(h.get("le") or [])
                 if len(counts) != len(PROMETHEUS_LE_SECONDS):
                     continue  # a document from another version: skip rather than mislabel buckets
-                buckets = [(f"{le:g}", n) for le, n in zip(PROMETHEUS_LE_SECONDS, counts)]
-                family.add_metric(
-                    [*queue_label_values(q), str(job_name)],
-                    buckets + [("+Inf", int(h.get("count") or 0))],
-                    sum_value=int(h.get("sum_ms") or 0) / 1000,
-                )
+                labels = dict(zip((*QUEUE_LABELS, "name"), (*queue_label_values(q), str(job_name))))
+                n = int(h.get("count") or 0)
+                for le, value in zip(LE_TEXTS, (*counts, n)):
+                    add(Sample(bucket, {**labels, "le": le}, value, None, None))
+                add(Sample(count, labels, n, None))
+                add(Sample(total, labels, int(h.get("sum_ms") or 0) / 1000, None))
         yield family
 
 
-def check_families(health: dict) -> Iterator[GaugeMetricFamily]:
+def check_families(health: dict, w: Wanted = EVERYTHING) -> Iterator[GaugeMetricFamily]:
     """Each stored check result as failing (with its severity) and unknown."""
+    if not (w.family("queuewatch_check_failing", "gauge") or w.family("queuewatch_check_unknown", "gauge")):
+        return
     failing = GaugeMetricFamily(
         "queuewatch_check_failing",
         "1 if the check fails, 0 if it passes or is unknown (label kind: the check's stable id).",

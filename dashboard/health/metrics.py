@@ -25,7 +25,8 @@ from dashboard.alerts.models import Alert
 from dashboard.core import dash_redis, state_store
 from dashboard.core.dash_redis import DashboardRedisError
 from dashboard.health import checks as health_checks
-from dashboard.health.collector import CONTENT_TYPE, render_metrics
+from dashboard.health.collector import CONTENT_TYPE, documents_needed, render_metrics
+from dashboard.health.exposition import Wanted
 from dashboard.web.client_address import comes_from
 
 # ------------------------------------------------------------------------------------------
@@ -78,17 +79,26 @@ def metrics(request):
     if denied is not None:
         return denied
     try:
+        wanted = Wanted.of(request.GET.getlist("name[]"))
+    except ValueError as exc:
+        return _text(f"bad request: {exc}", 400)
+    needs_state, needs_health, needs_alerts = documents_needed(wanted)
+    try:
         client = dash_redis.dashboard_redis()
-        state = state_store.read_state(client)
-        health_doc = health_checks.read_stored(client)
+        state = state_store.read_state(client) if needs_state else None
+        health_doc = health_checks.read_stored(client) if needs_health else None
     except DashboardRedisError as exc:
         return _text(f"dashboard Redis unavailable: {exc.__class__.__name__}", 503)
-    alerts = list(
-        Alert.objects.filter(state__in=Alert.OPEN)
-        .order_by("rule__name", "fingerprint")
-        .values("rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by")
+    alerts = (
+        list(
+            Alert.objects.filter(state__in=Alert.OPEN)
+            .order_by("rule__name", "fingerprint")
+            .values("rule__name", "rule__severity", "state", "connection", "prefix", "queue", "item", "silenced_by")
+        )
+        if needs_alerts
+        else None
     )
-    body = render_metrics(state=state, health=health_doc, alerts=alerts, now_ms=int(time.time() * 1000))
+    body = render_metrics(state=state, health=health_doc, alerts=alerts, now_ms=int(time.time() * 1000), wanted=wanted)
     response = HttpResponse(body, content_type=CONTENT_TYPE)
     response["Cache-Control"] = "no-store"
     return response
