@@ -21,6 +21,19 @@ class QueueRef:
     prefix: str
     name: str
 
+    # The hash, computed once: a monitor of 10,000 queues looks queues up in its dicts and sets
+    # some 100,000 times a second, and the generated __hash__ built a tuple for each (half the
+    # cost of a lookup). An attribute, not a field (``fields``, ``asdict``, ``==`` and ordering
+    # do not see it), computed again on unpickling: a str's hash differs between processes.
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.connection, self.prefix, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self):
+        return (QueueRef, (self.connection, self.prefix, self.name))
+
     @property
     def base(self) -> str:
         return f"{self.prefix}:{self.name}:"
