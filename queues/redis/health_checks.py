@@ -30,34 +30,11 @@ QUEUES_PER_SHARE = 500
 
 
 def run_checks(
-    client: redis.Redis,
-    queues: list[QueueRef],
-    state: dict | None,
-    now: int,
-    *,
-    connection: str | None = None,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    is_dead_letter: Callable[[str], bool] | None = None,
-    snapshots: Mapping[QueueRef, QueueSnapshot] | None = None,
-    workers: Mapping[QueueRef, list[Worker]] | None = None,
-    workers_at: int | None = None,
+    client: redis.Redis, queues: list[QueueRef], state: dict | None, now: int, **options
 ) -> list[CheckResult]:
-    """Every check for one connection and its ``queues``, worst first (``checks_by_shares``,
-    gathered)."""
-    return worst_first(
-        checks_by_shares(
-            client,
-            queues,
-            state,
-            now,
-            connection=connection,
-            thresholds=thresholds,
-            is_dead_letter=is_dead_letter,
-            snapshots=snapshots,
-            workers=workers,
-            workers_at=workers_at,
-        )
-    )
+    """Every check for one connection and its ``queues``, worst first: ``checks_by_shares``
+    (with its keyword options), gathered."""
+    return worst_first(checks_by_shares(client, queues, state, now, **options))
 
 
 def checks_by_shares(
