@@ -601,13 +601,15 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
 // A live fragment from the monitor (an out-of-band swap) may replace a form the user is filling
 // in: a job's actions are re-rendered whenever the job changes. What the user changed in the old
 // fields (a value unlike the one the page was given) is carried into the same fields of the new
-// content: the same form (by its action) and the same field name.
+// content: the same form (by its action), the same field name and, for a checkbox or radio
+// button, the same value (a job list's boxes share one name: ticking two must not tick them all).
 (function () {
   "use strict";
   var FIELDS = "input[name]:not([type=hidden]), textarea[name], select[name]";
   var edited = null;
   function fieldKey(el) {
-    return (el.form ? el.form.getAttribute("action") || "" : "") + "\n" + el.name + "\n" + (el.type === "radio" ? el.value : "");
+    var choice = el.type === "radio" || el.type === "checkbox";
+    return (el.form ? el.form.getAttribute("action") || "" : "") + "\n" + el.name + "\n" + (choice ? el.value : "");
   }
   function changed(el) {
     if (el.type === "checkbox" || el.type === "radio") return el.checked !== el.defaultChecked;

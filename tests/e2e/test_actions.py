@@ -66,6 +66,29 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, node_fixture_
     assert "card processor fixed in v2" in rows.first.inner_text() and "moved 60" in rows.first.inner_text()
 
 
+def test_ticks_survive_a_live_re_render_of_the_list_and_tick_nothing_else(page, live_app, node_fixture_db):
+    """A job failing while two boxes are ticked re-renders the list live: those two stay
+    ticked, the new job and the others do not (the boxes share one name: a form-keeping rule
+    keyed by name alone once ticked all of them, and the preview then counted every job)."""
+    url = node_fixture_db.url
+    ids = run_node("seed_actions.mjs", url, "e2e-retick", "4", "0", "0")["failed"]
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/e2e-retick/?state=failed")
+    page.wait_for_selector("#live-status[data-state=live]")
+    for job_id in ids[:2]:
+        page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
+    [new_id] = run_node("seed_actions.mjs", url, "e2e-retick", "1", "0", "0")["failed"]
+    new_box = page.wait_for_selector(f'#job-list input[type=checkbox][value="{new_id}"]', timeout=20_000)
+    assert not new_box.is_checked()
+    ticked = page.locator("#job-list input[type=checkbox][form=bulk-form]:checked").evaluate_all(
+        "boxes => boxes.map(b => b.value)"
+    )
+    assert sorted(ticked) == sorted(ids[:2])
+    page.select_option("#bulk-form select[name=action]", "discard")
+    page.click("#bulk-form button.bulk-preview-button")
+    assert page.wait_for_selector("#bulk-panel .bulk-preview").get_attribute("data-count") == "2"
+
+
 def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, node_fixture_db):
     url = node_fixture_db.url
     ids = run_node("seed_actions.mjs", url, "e2e-tick", "6", "0", "0")["failed"]
