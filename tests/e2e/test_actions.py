@@ -66,17 +66,24 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, node_fixture_
     assert "card processor fixed in v2" in rows.first.inner_text() and "moved 60" in rows.first.inner_text()
 
 
+def tick_two_failed_of(page, live_app, url: str, queue: str, *, failed: int) -> list[str]:
+    """Seed ``failed`` failed jobs, open the queue's failed list live and tick the first two;
+    the seeded ids."""
+    ids = run_node("seed_actions.mjs", url, queue, str(failed), "0", "0")["failed"]
+    log_in(page, live_app)
+    page.goto(live_app.url + f"/q/default/bull/{queue}/?state=failed")
+    page.wait_for_selector("#live-status[data-state=live]")
+    for job_id in ids[:2]:
+        page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
+    return ids
+
+
 def test_ticks_survive_a_live_re_render_of_the_list_and_tick_nothing_else(page, live_app, node_fixture_db):
     """A job failing while two boxes are ticked re-renders the list live: those two stay
     ticked, the new job and the others do not (the boxes share one name: a form-keeping rule
     keyed by name alone once ticked all of them, and the preview then counted every job)."""
     url = node_fixture_db.url
-    ids = run_node("seed_actions.mjs", url, "e2e-retick", "4", "0", "0")["failed"]
-    log_in(page, live_app)
-    page.goto(live_app.url + "/q/default/bull/e2e-retick/?state=failed")
-    page.wait_for_selector("#live-status[data-state=live]")
-    for job_id in ids[:2]:
-        page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
+    ids = tick_two_failed_of(page, live_app, url, "e2e-retick", failed=4)
     [new_id] = run_node("seed_actions.mjs", url, "e2e-retick", "1", "0", "0")["failed"]
     new_box = page.wait_for_selector(f'#job-list input[type=checkbox][value="{new_id}"]', timeout=20_000)
     assert not new_box.is_checked()
@@ -90,13 +97,7 @@ def test_ticks_survive_a_live_re_render_of_the_list_and_tick_nothing_else(page, 
 
 
 def test_tick_jobs_preview_and_discard_exactly_those(page, live_app, node_fixture_db):
-    url = node_fixture_db.url
-    ids = run_node("seed_actions.mjs", url, "e2e-tick", "6", "0", "0")["failed"]
-    log_in(page, live_app)
-    page.goto(live_app.url + "/q/default/bull/e2e-tick/?state=failed")
-    page.wait_for_selector("#live-status[data-state=live]")
-    for job_id in ids[:2]:
-        page.check(f'#job-list input[type=checkbox][value="{job_id}"]')
+    ids = tick_two_failed_of(page, live_app, node_fixture_db.url, "e2e-tick", failed=6)
     page.select_option("#bulk-form select[name=action]", "discard")
     page.click("#bulk-form button.bulk-preview-button")
     preview = page.wait_for_selector("#bulk-panel .bulk-preview")
