@@ -28,11 +28,12 @@ own, registered by the kind's module (``register_checks``; Redis:
 kinds about connections (``queues/alert_kinds/redis_kinds.py``) call these checks, so ``kind``
 and ``severity`` stay stable; results serialise with ``as_dict()``.
 
-``judge_connection`` (``runner.py``) runs every check on the facts of one connection;
+``judge_server`` and ``judge_queues`` (``runner.py``) run the checks on the facts of a server
+and of its queues;
 ``queues.redis.health_checks.run_checks(client, queues, state, now)`` reads a Redis node's facts
 and judges them (``checks_by_shares``: a share of its queues at a time).
 
-Importers use the package (``from queues import health``; ``health.judge_connection``,
+Importers use the package (``from queues import health``; ``health.judge_queues``,
 ``health.CheckResult``, …): the names below are its public surface, whichever module holds them.
 """
 
@@ -87,7 +88,6 @@ from .results import (
 from .runner import (
     STATE_MAX_AGE_MS,
     StateView,
-    judge_connection,
     judge_queues,
     judge_server,
     state_index,
@@ -131,7 +131,6 @@ __all__ = [
     "check_version",
     "check_workers",
     "connection_kinds",
-    "judge_connection",
     "judge_queues",
     "judge_server",
     "parse_version",

@@ -1,5 +1,5 @@
-"""Judging every check of one connection from its facts, read once (a Redis node reads them and
-runs this with ``queues.redis.health_checks.run_checks``)."""
+"""Judging the checks of one connection from its facts, read once: the server's (``judge_server``)
+and its queues' (``judge_queues``; a Redis node reads the facts in ``queues.redis.health_checks``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .redis_checks import (
     check_reachable,
     check_version,
 )
-from .results import DEFAULT_THRESHOLDS, CheckResult, Thresholds, worst_first
+from .results import DEFAULT_THRESHOLDS, CheckResult, Thresholds
 from .wording import format_age
 
 # A state document older than this is treated as missing: no monitor is leading.
@@ -46,27 +46,6 @@ def usable_state(state: dict | None, now: int) -> tuple[dict | None, str]:
     if age > STATE_MAX_AGE_MS:
         return None, _("The monitor state is {age} old: no monitor is leading.", age=format_age(age))
     return state, ""
-
-
-def judge_connection(
-    connection: str,
-    server: ServerFacts,
-    facts: list[QueueFacts],
-    found: WorkerFacts,
-    state: dict | None,
-    now: int,
-    *,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    is_dead_letter: Callable[[str], bool] | None = None,
-) -> list[CheckResult]:
-    """Every check for one reachable connection, from its facts, worst first.
-
-    ``state`` is the monitor's state document (``dashboard.core.state_store.read_state``) or None; checks
-    that need it answer ``unknown`` when it is missing or stale. ``now`` is ms since the epoch.
-    """
-    results = judge_server(connection, server, thresholds)
-    results += judge_queues(facts, found, state, now, thresholds=thresholds, is_dead_letter=is_dead_letter)
-    return worst_first(results)
 
 
 def judge_server(
