@@ -23,6 +23,9 @@ def test_redrive_an_error_group_with_live_progress(page, live_app, node_fixture_
 
     page.goto(live_app.url + "/q/default/bull/e2e-redrive/")
     page.click("nav.queue-links a:has-text('Failed jobs by error')")
+    # A click only starts the navigation: wait for the new page before counting its rows.
+    page.wait_for_url("**/q/default/bull/e2e-redrive/errors/")
+    page.wait_for_selector("tr.error-group")
     groups = page.locator("tr.error-group")
     assert groups.count() == 2
     biggest = groups.first  # biggest first
