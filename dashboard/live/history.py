@@ -17,7 +17,7 @@ from django.db import transaction
 
 from dashboard.connections.dead_letters import is_dead_letter_queue
 from dashboard.live import timing_points
-from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint
+from dashboard.live.models import GAUGE_POINTS, POINT_GAUGES, QueuePoint
 from queues.keys import QueueRef
 from queues.rates import COUNTERS
 
@@ -134,13 +134,11 @@ def rollup_and_prune(now: dt.datetime | None = None) -> None:
             for g in POINT_GAUGES:
                 b[g] = getattr(row, g)  # last value in the hour
         rows = [
-            QueuePoint(connection=k[0], prefix=k[1], queue=k[2], resolution=QueuePoint.HOUR, start=k[3], **v)
+            (*k[:3], QueuePoint.HOUR, k[3], *(v[c] for c in COUNTERS), *(v.get(g) for g in POINT_GAUGES))
             for k, v in buckets.items()
         ]
         with transaction.atomic():
-            QueuePoint.objects.bulk_create(
-                rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=list(COUNTERS) + POINT_GAUGES
-            )
+            GAUGE_POINTS.write(rows)
             QueuePoint.objects.filter(
                 resolution=QueuePoint.MINUTE, start__lt=now - dt.timedelta(days=settings.QUEUEWATCH_HISTORY_MINUTE_DAYS)
             ).delete()

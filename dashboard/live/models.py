@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from django.db import models
 
+from dashboard.core.upsert import Upsert
+from queues.rates import COUNTERS
+
 
 class QueuePoint(models.Model):
     """One queue's signals over one minute (``resolution=60``) or one hour (``3600``).
@@ -47,6 +50,10 @@ class QueuePoint(models.Model):
 # QueuePoint's gauges (the counters are ``queues.rates.COUNTERS``) and its unique key.
 POINT_GAUGES = ["waiting", "active", "delayed", "prioritized", "failed_depth", "stalled_now", "oldest_age_ms"]
 POINT_KEY = ["connection", "prefix", "queue", "resolution", "start"]
+# Upserts of points as tuples: the key, the counters, then the gauges when the row carries them
+# (a re-counted past minute keeps the gauges it has).
+COUNTER_POINTS = Upsert(QueuePoint, key=POINT_KEY, values=COUNTERS)
+GAUGE_POINTS = Upsert(QueuePoint, key=POINT_KEY, values=[*COUNTERS, *POINT_GAUGES])
 
 
 class StreamCursor(models.Model):
@@ -59,6 +66,9 @@ class StreamCursor(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["connection", "prefix", "queue"], name="uniq_stream_cursor")]
+
+
+CURSORS = Upsert(StreamCursor, key=["connection", "prefix", "queue"], values=["last_id"])  # rows: key, last_id
 
 
 class JobTimingPoint(models.Model):

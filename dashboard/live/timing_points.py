@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from dashboard.core.upsert import Upsert
 from dashboard.live.models import TIMING_KEY, TIMING_VALUES, JobTimingPoint
 from queues.keys import QueueRef
 from queues.rates import RATE_WINDOWS
@@ -23,21 +24,26 @@ def ms_to_dt(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
-def as_row(q: QueueRef, *, name: str, resolution: int, start: dt.datetime, figures: NameMinute) -> JobTimingPoint:
-    return JobTimingPoint(
-        connection=q.connection,
-        prefix=q.prefix,
-        queue=q.name,
-        name=name,
-        resolution=resolution,
-        start=start,
-        wait_buckets=figures.wait.as_json(),
-        wait_sum_ms=figures.wait.sum_ms,
-        processing_buckets=figures.processing.as_json(),
-        processing_sum_ms=figures.processing.sum_ms,
-        completed=figures.completed,
-        failed=figures.failed,
-        attempt_failed=figures.attempt_failed,
+# Rows are tuples in the order of TIMING_KEY, then TIMING_VALUES (``as_row``).
+UPSERT = Upsert(JobTimingPoint, key=TIMING_KEY, values=TIMING_VALUES)
+
+
+def as_row(q: QueueRef, *, name: str, resolution: int, start: dt.datetime, figures: NameMinute) -> tuple:
+    """One job name's figures over one period, as a row for ``save``."""
+    return (
+        q.connection,
+        q.prefix,
+        q.name,
+        resolution,
+        start,
+        name,
+        figures.wait.as_json(),
+        figures.wait.sum_ms,
+        figures.processing.as_json(),
+        figures.processing.sum_ms,
+        figures.completed,
+        figures.failed,
+        figures.attempt_failed,
     )
 
 
@@ -51,7 +57,7 @@ def figures_of(row: JobTimingPoint) -> NameMinute:
     )
 
 
-def dirty_rows(q: QueueRef, timings: QueueTimings) -> list[JobTimingPoint]:
+def dirty_rows(q: QueueRef, timings: QueueTimings) -> list[tuple]:
     """The minutes of one queue touched since the last flush, whole (rows are overwritten)."""
     return [
         as_row(q, name=name, resolution=60, start=ms_to_dt(minute), figures=figures)
@@ -60,12 +66,9 @@ def dirty_rows(q: QueueRef, timings: QueueTimings) -> list[JobTimingPoint]:
     ]
 
 
-def save(rows: list[JobTimingPoint]) -> None:
-    """Upsert rows (inside the caller's transaction)."""
-    if rows:
-        JobTimingPoint.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=TIMING_KEY, update_fields=TIMING_VALUES
-        )
+def save(rows: list[tuple]) -> None:
+    """Upsert rows made by ``as_row`` (inside the caller's transaction)."""
+    UPSERT.write(rows)
 
 
 def restore(timings_by_queue: dict[QueueRef, QueueTimings], *, now_ms: int) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.db import close_old_connections, transaction
 
 from dashboard.live import timing_points
-from dashboard.live.models import POINT_GAUGES, POINT_KEY, QueuePoint, StreamCursor
+from dashboard.live.models import COUNTER_POINTS, CURSORS, GAUGE_POINTS, POINT_KEY, QueuePoint, StreamCursor
 from dashboard.live.rates import stored_series
 from dashboard.monitor.tracking import RECONCILE_MINUTES, QueueState, now_ms
 from queues.keys import QueueRef
@@ -52,10 +52,10 @@ class Batch:
     cursors), written by ``write`` (possibly on another thread). ``dirty`` and ``timing_dirty``
     say which minutes it holds, to mark them dirty again if the write fails."""
 
-    counters_only: list = field(default_factory=list)
-    with_gauges: list = field(default_factory=list)
-    timing_rows: list = field(default_factory=list)
-    cursor_rows: list = field(default_factory=list)
+    counters_only: list[tuple] = field(default_factory=list)  # rows of COUNTER_POINTS
+    with_gauges: list[tuple] = field(default_factory=list)  # rows of GAUGE_POINTS
+    timing_rows: list[tuple] = field(default_factory=list)  # rows of timing_points.UPSERT
+    cursor_rows: list[tuple] = field(default_factory=list)  # rows of CURSORS
     cursors: dict[QueueRef, str] = field(default_factory=dict)  # the cursors its rows hold
     dirty: dict[QueueRef, set[int]] = field(default_factory=dict)
     timing_dirty: dict[QueueRef, set[int]] = field(default_factory=dict)
@@ -112,21 +112,12 @@ def collect(
         snap = st.snapshot
         for m in sorted(st.dirty_minutes):
             b = st.series.minutes.get(m, Minute())
-            row = QueuePoint(
-                connection=q.connection,
-                prefix=q.prefix,
-                queue=q.name,
-                resolution=QueuePoint.MINUTE,
-                start=ms_to_dt(m),
-                **{c: getattr(b, c) for c in COUNTERS},
-            )
+            row = (q.connection, q.prefix, q.name, QueuePoint.MINUTE, ms_to_dt(m), *(getattr(b, c) for c in COUNTERS))
             if snap is not None and minute_of(snap.taken_at) == m:
                 c = snap.counts
-                row.waiting, row.active, row.delayed = waiting_jobs(c), c["active"], c["delayed"]
-                row.prioritized, row.failed_depth = c["prioritized"], c["failed"]
-                row.stalled_now, row.oldest_age_ms = len(st.stalled_now), snap.oldest_waiting_age_ms
-                batch.with_gauges.append(row)
-            elif any(getattr(b, c) for c in COUNTERS):
+                gauges = (waiting_jobs(c), c["active"], c["delayed"], c["prioritized"], c["failed"])
+                batch.with_gauges.append((*row, *gauges, len(st.stalled_now), snap.oldest_waiting_age_ms))
+            elif any(row[len(POINT_KEY) :]):
                 # A past minute re-counted (late events, reconciliation): keep its gauges.
                 # (All-zero minutes are not written: counters never go down.)
                 batch.counters_only.append(row)
@@ -140,10 +131,7 @@ def collect(
     batch.cursors = {
         q: cid for q, cid in cursors.items() if q not in held and (written is None or written.get(q) != cid)
     }
-    batch.cursor_rows = [
-        StreamCursor(connection=q.connection, prefix=q.prefix, queue=q.name, last_id=cid)
-        for q, cid in batch.cursors.items()
-    ]
+    batch.cursor_rows = [(q.connection, q.prefix, q.name, cid) for q, cid in batch.cursors.items()]
     return batch
 
 
@@ -151,22 +139,10 @@ def write(batch: Batch, *, monitor_name: str) -> bool:
     """Write one batch in one transaction; whether it was written."""
     try:
         with transaction.atomic():
-            for rows, fields_ in (
-                (batch.counters_only, list(COUNTERS)),
-                (batch.with_gauges, list(COUNTERS) + POINT_GAUGES),
-            ):
-                if rows:
-                    QueuePoint.objects.bulk_create(
-                        rows, update_conflicts=True, unique_fields=POINT_KEY, update_fields=fields_
-                    )
+            COUNTER_POINTS.write(batch.counters_only)
+            GAUGE_POINTS.write(batch.with_gauges)
             timing_points.save(batch.timing_rows)
-            if batch.cursor_rows:
-                StreamCursor.objects.bulk_create(
-                    batch.cursor_rows,
-                    update_conflicts=True,
-                    unique_fields=["connection", "prefix", "queue"],
-                    update_fields=["last_id"],
-                )
+            CURSORS.write(batch.cursor_rows)
     except Exception:
         log.exception("%s: flushing history failed; will retry", monitor_name)
         return False
