@@ -4,7 +4,6 @@ when; this module only does the reading and rendering, connection by connection.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -17,37 +16,9 @@ from dashboard.monitor.tracking import CountTracker, now_ms
 from queues.errors import SourceUnavailable
 from queues.keys import QueueRef
 
-# How long a chunk of a long refresh aims to last (``refresh_in_chunks``): the events of a watched
-# queue wait about that long for the loop, whatever the machine. A fixed 250 queues was ~50 ms on a
-# quiet machine and 250 ms on a loaded one (bench/many_queues.py), most of a viewer's latency.
-CHUNK_SECONDS = 0.05
-FIRST_CHUNK, LEAST_CHUNK, MOST_CHUNK = 250, 20, 1000  # queues
-
-
-class ChunkSizer:
-    """How many queues the next chunk takes: ``target`` seconds at the cost per queue the last
-    refreshes measured (halfway between the newest measure and the ones before, so one chunk of
-    exact reads does not swing it), within ``least`` and ``most``."""
-
-    def __init__(
-        self,
-        *,
-        first: int = FIRST_CHUNK,
-        target: float = CHUNK_SECONDS,
-        least: int = LEAST_CHUNK,
-        most: int = MOST_CHUNK,
-    ):
-        self.target, self.least, self.most = target, least, most
-        self.per_queue = target / first  # seconds
-
-    def size(self) -> int:
-        return max(self.least, min(self.most, round(self.target / self.per_queue)))
-
-    def took(self, queues: int, seconds: float) -> None:
-        """A refresh of ``queues`` queues took ``seconds``. Refreshes of fewer than ``least``
-        queues are not measured: their fixed costs (round trips) would read as a cost per queue."""
-        if queues >= self.least:
-            self.per_queue = (self.per_queue + max(seconds, 1e-6) / queues) / 2
+# Queues a refresh reads and renders before the loop serves what viewers wait for
+# (``refresh_in_chunks``): ~50 ms of work at 10,000 queues.
+REFRESH_CHUNK = 250
 
 
 class Refresher:
@@ -67,7 +38,6 @@ class Refresher:
         self.banner = banner
         self.queue_publisher = queue_publisher
         self.dash = dash
-        self.chunks = ChunkSizer()
 
     def refresh(
         self,
@@ -128,36 +98,28 @@ class Refresher:
         publish_some: Callable[[list[QueueRef]], None],
         between: Callable[[], None],
     ) -> bool:
-        """``refresh`` a chunk of queues at a time (``ChunkSizer``: about ``CHUNK_SECONDS``
-        each), watched queues first, running ``between`` between chunks: a tick or a burst of
-        quiet reads at 10,000 queues refreshed thousands of queues in one step of up to two
-        seconds, and the events of a queue someone watches waited for all of it. Each chunk
-        publishes its queues' entries of the state document (``publish_some``) before rendering
-        them; the last one the whole document instead when ``publish_whole``. Returns whether an
-        overview fragment changed."""
-        if len(queues) <= self.chunks.size():
+        """``refresh`` ``REFRESH_CHUNK`` queues at a time, watched queues first, running
+        ``between`` between chunks: a tick or a burst of quiet reads at 10,000 queues refreshed
+        thousands of queues in one step of up to two seconds, and the events of a queue someone
+        watches waited for all of it. Each chunk publishes its queues' entries of the state
+        document (``publish_some``) before rendering them; the last one the whole document
+        instead when ``publish_whole``. Returns whether an overview fragment changed."""
+        if len(queues) <= REFRESH_CHUNK:
             publish = publish_whole if publish_whole is not None else partial(publish_some, queues)
-            return self._timed_refresh(queues, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish)
+            return self.refresh(queues, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish)
         # The index of watched queues once for the whole refresh, not once per chunk.
         watched = self.watched_queues()
         queues = sorted(queues, key=lambda q: q not in watched)  # stable: watched first
-        changed, start = False, 0
-        while start < len(queues):
-            if start:
+        chunks = [queues[i : i + REFRESH_CHUNK] for i in range(0, len(queues), REFRESH_CHUNK)]
+        changed = False
+        for n, chunk in enumerate(chunks):
+            if n:
                 between()
-            chunk = queues[start : start + self.chunks.size()]
-            start += len(chunk)
-            last = start >= len(queues)
+            last = n == len(chunks) - 1
             publish = publish_whole if last and publish_whole is not None else partial(publish_some, chunk)
-            changed |= self._timed_refresh(
+            changed |= self.refresh(
                 chunk, full=full, exact=exact, exact_queues=exact_queues, publish_state=publish, watched_index=watched
             )
-        return changed
-
-    def _timed_refresh(self, queues: list[QueueRef], **options) -> bool:
-        started = time.monotonic()
-        changed = self.refresh(queues, **options)
-        self.chunks.took(len(queues), time.monotonic() - started)
         return changed
 
     def serve_watched(self, arrived: set[QueueRef], publish_some: Callable[[list[QueueRef]], None]) -> None:

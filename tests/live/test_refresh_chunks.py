@@ -20,14 +20,14 @@ QUEUES = [QueueRef("default", "bull", f"chunk{i}") for i in range(7)]
 
 
 @pytest.fixture
-def monitor(private_redis):
+def monitor(private_redis, monkeypatch):
     from dashboard.monitor.loop import Monitor
 
+    monkeypatch.setattr(refreshing, "REFRESH_CHUNK", 3)
     for i, q in enumerate(QUEUES):
         private_redis.hset(f"bull:{q.name}:meta", "opts.maxLenEvents", 10000)
         private_redis.lpush(f"bull:{q.name}:wait", *[f"j{n}" for n in range(i + 1)])
     monitor = Monitor(tick=0.5, name="chunk-monitor")
-    monitor.refresher.chunks = refreshing.ChunkSizer(first=3, least=3, most=3)
     monitor.tracker.add_queues(QUEUES)
     yield monitor
     monitor.publisher.close()
@@ -87,19 +87,3 @@ def test_between_chunks_only_the_watched_queues_events_changed_are_refreshed(mon
     monitor.serve_watched()
     assert refreshed == [[QUEUES[1]]] and written == [[QUEUES[1]]]
     assert monitor.arrived == {QUEUES[0], QUEUES[2]}
-
-
-def test_a_chunk_lasts_about_the_target_on_a_fast_or_a_slow_machine():
-    sizer = refreshing.ChunkSizer(first=250, target=0.05, least=20, most=1000)
-    assert sizer.size() == 250
-    for _ in range(8):  # 1 ms a queue: a loaded machine
-        sizer.took(sizer.size(), sizer.size() * 0.001)
-    assert 50 <= sizer.size() <= 52
-    sizer.took(5, 1.0)  # a refresh of a few queues: its round trips are not a cost per queue
-    assert 50 <= sizer.size() <= 52
-    for _ in range(12):  # 20 us a queue: a quiet machine, few exact reads
-        sizer.took(sizer.size(), sizer.size() * 0.00002)
-    assert sizer.size() == 1000  # at most
-    for _ in range(12):
-        sizer.took(sizer.size(), sizer.size() * 0.01)
-    assert sizer.size() == 20  # at least: a chunk's own round trips must stay a small part of it
