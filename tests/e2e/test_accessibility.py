@@ -42,28 +42,28 @@ def serious(violations: list[dict]) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_axe_finds_nothing_serious_on_the_tour(browser, live_app, bullmq_fixture):
+@pytest.mark.parametrize("language", ["en", "ar"])  # one test each: test processes run them side by side
+def test_axe_finds_nothing_serious_on_the_tour(browser, live_app, bullmq_fixture, language):
     ensure_node_modules()  # axe-core came after bullmq: an older install lacks it
     found: dict[str, list[dict]] = {}
-    for language in ("en", "ar"):
-        context = browser.new_context(bypass_csp=True, locale=language, color_scheme="light")
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        try:
-            log_in(page, live_app)
-            for path in tour(bullmq_fixture):
-                page.goto(live_app.url + path)
-                page.wait_for_load_state("networkidle")
-                page.add_script_tag(path=str(AXE))
-                # Both themes on one load: the theme is CSS only (color-scheme follows the
-                # system preference when no choice is saved).
-                for scheme in ("light", "dark"):
-                    page.emulate_media(color_scheme=scheme)
-                    left = serious(page.evaluate(RUN_AXE, AXE_TAGS))
-                    if left:
-                        found[f"{language} {scheme} {path}"] = left
-        finally:
-            context.close()
+    context = browser.new_context(bypass_csp=True, locale=language, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        log_in(page, live_app)
+        for path in tour(bullmq_fixture):
+            page.goto(live_app.url + path)
+            page.wait_for_load_state("networkidle")
+            page.add_script_tag(path=str(AXE))
+            # Both themes on one load: the theme is CSS only (color-scheme follows the
+            # system preference when no choice is saved).
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                left = serious(page.evaluate(RUN_AXE, AXE_TAGS))
+                if left:
+                    found[f"{language} {scheme} {path}"] = left
+    finally:
+        context.close()
     assert not found, "\n".join(
         f"{where}\n"
         + "\n".join(f"  {v['id']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["nodes"]) for v in vs)
