@@ -252,23 +252,27 @@ def key_urls(name: str):
 
 
 @pytest.mark.slow
-def test_each_hostile_class_in_every_key_bullmq_uses_breaks_no_page_api_or_monitor(logged_in, live_setup):
-    """One queue per (key, class): the wrong Redis type, or the right type holding non-finite
+@pytest.mark.parametrize("cls", ["type", "values"])  # one test each: test processes run them side by side
+def test_each_hostile_class_in_every_key_bullmq_uses_breaks_no_page_api_or_monitor(logged_in, live_setup, cls):
+    """One queue per key of a class: the wrong Redis type, or the right type holding non-finite
     numbers, binary bytes, deep JSON and 1 MB values. Every page, the API, /metrics and the
     monitor stay up, and a calm queue keeps updating."""
+    write = {"type": write_wrong_type, "values": write_hostile_values}[cls]
     names = []
     for suffix, right in BULLMQ_KEYS.items():
-        for cls, write in (("type", write_wrong_type), ("values", write_hostile_values)):
-            name = f"h-{cls}-{suffix.replace(':', '-')}"
-            names.append(name)
-            prefix = f"bull:{name}:"
-            if suffix != "meta":
-                live_setup.hset(prefix + "meta", mapping={"opts.maxLenEvents": 10000})
-            write(live_setup, prefix + suffix, right)
+        name = f"h-{cls}-{suffix.replace(':', '-')}"
+        names.append(name)
+        prefix = f"bull:{name}:"
+        if suffix != "meta":
+            live_setup.hset(prefix + "meta", mapping={"opts.maxLenEvents": 10000})
+        write(live_setup, prefix + suffix, right)
     dash = dash_redis.dashboard_redis()
     with monitor_log() as messages:
         with monitor_thread(tick=0.5, name="key-fuzz-monitor"):
-            wait_for(lambda: len(_names(dash) & set(names)) >= len(names) - 2, timeout=60)
+            # A meta key of the wrong type hides its queue from discovery (queues are found by
+            # their meta hash); every other queue is listed.
+            unlisted = {"type": 1, "values": 0}[cls]
+            wait_for(lambda: len(_names(dash) & set(names)) >= len(names) - unlisted, timeout=60)
             for name in names:
                 for url in key_urls(name):
                     response = logged_in.get(url)
