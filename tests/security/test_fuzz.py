@@ -269,8 +269,8 @@ def test_each_hostile_class_in_every_key_bullmq_uses_breaks_no_page_api_or_monit
     dash = dash_redis.dashboard_redis()
     with monitor_log() as messages:
         with monitor_thread(tick=0.5, name="key-fuzz-monitor"):
-            # A meta key of the wrong type hides its queue from discovery (queues are found by
-            # their meta hash); every other queue is listed.
+            # A meta key of the wrong type, with no events stream beside it, hides its queue from
+            # discovery (queues/redis/discovery.py); every other queue is listed.
             unlisted = {"type": 1, "values": 0}[cls]
             wait_for(lambda: len(_names(dash) & set(names)) >= len(names) - unlisted, timeout=60)
             for name in names:
