@@ -6,7 +6,8 @@ every field of every row in Python, on a thread that shares the interpreter with
 loop (py-spy: ~11 % of the monitor's samples). Here a row is a tuple in the upsert's column
 order; only the columns whose values the database needs converted (dates, JSON) go through
 Django's field preparation, and one statement (``INSERT … ON CONFLICT (key) DO UPDATE``, which
-SQLite and PostgreSQL both speak) runs for the whole batch.
+SQLite and PostgreSQL both speak) is executed for every row of the batch (``executemany``:
+prepared once by SQLite, pipelined by psycopg).
 """
 
 from __future__ import annotations
