@@ -73,8 +73,14 @@ class QueueLists:
         except DashboardRedisError:
             published = []
         known = {*published, *(q for q in cursors if q.connection == name)}
+        # A kind discovered whole (a Cluster, PostgreSQL) discovers on a thread: the loop keeps
+        # ticking while a pass runs.
         return discovery_for(
-            self.registry.source(name), keys_per_step=self.keys_per_step, min_pass_s=DISCOVERY_INTERVAL, known=known
+            self.registry.source(name),
+            keys_per_step=self.keys_per_step,
+            min_pass_s=DISCOVERY_INTERVAL,
+            known=known,
+            background=True,
         )
 
 

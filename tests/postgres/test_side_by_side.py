@@ -99,7 +99,13 @@ def test_api_and_metrics_carry_both_connections(both, settings, client, operator
     settings.QUEUEWATCH_METRICS_TOKEN = TOKEN
     settings.QUEUEWATCH_WORKERS_INTERVAL_S = 0.5
     with monitor_thread(tick=0.3, name="side-by-side", lock_ttl_ms=2000) as monitor:
-        wait_for(lambda: monitor.stats["ticks"] >= 3)
+        # PostgreSQL is discovered whole, on a thread: its queues are followed a step later.
+        wait_for(
+            lambda: (
+                monitor.stats["ticks"] >= 3
+                and any(q.connection == "pg" and st.signals is not None for q, st in monitor.states.items())
+            )
+        )
         run_and_store(snapshots=monitor.tracker.current_snapshots())
         wait_for(
             lambda: (

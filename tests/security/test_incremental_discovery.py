@@ -185,6 +185,40 @@ def test_a_kind_without_a_resumable_walk_is_discovered_whole_once_per_pass_inter
     assert not walk.step() and source.calls == 2  # walked again, nothing changed
 
 
+def test_a_whole_discovery_in_the_background_never_holds_the_step_up():
+    """The monitor's steps return at once while a pass runs on its thread: the last list stands
+    meanwhile, the step after the pass ends takes its list, a failed pass raises its error
+    there, and the next step starts another."""
+    import threading
+
+    from queues.discovery_pass import WholeDiscovery
+
+    release, outcome = threading.Event(), [[ref("x"), ref("y")]]
+
+    def blocking_discover():  # a SCAN of every primary of a busy Cluster
+        release.wait(10)
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
+
+    walk = WholeDiscovery(blocking_discover, min_pass_s=0, known=[ref("x")], background=True, clock=lambda: 100.0)
+    assert not walk.step() and walk.queues == [ref("x")]  # started, not waited for
+    assert not walk.step() and walk.passes == 0  # still running
+    release.set()
+    wait_for(lambda: walk._running.done.is_set())
+    assert walk.step() and walk.queues == [ref("x"), ref("y")] and walk.passes == 1
+    outcome[0] = ConnectionError("primary 7001 unreachable")
+    assert not walk.step()  # the next pass, started
+    wait_for(lambda: walk._running.done.is_set())
+    with pytest.raises(ConnectionError, match="unreachable"):
+        walk.step()
+    assert walk.queues == [ref("x"), ref("y")]  # the last list stands
+    outcome[0] = [ref("y")]
+    assert not walk.step()  # tried again at once
+    wait_for(lambda: walk._running.done.is_set())
+    assert walk.step() and walk.queues == [ref("y")]
+
+
 def test_a_late_step_catches_up_to_the_budget_per_second_within_a_bound(big_redis, queues):
     """The budget is keys a second: when the monitor's steps come late (ticks taking seconds),
     a step walks the seconds it missed, up to five steps' worth, so a large keyspace is still
