@@ -29,7 +29,10 @@ def monitor_thread(**options):
         yield monitor
     finally:
         stop.set()
-        thread.join(15)
+        thread.join(60)
+        # A monitor still running would go on writing history and documents into the tests
+        # that come after this one in the same process.
+        assert not thread.is_alive(), f"the monitor {monitor.name!r} did not stop within 60 s"
 
 
 def run_monitor_until(predicate, *, tick=0.3, lock_ttl_ms=2000, name="test-monitor", timeout=20):
