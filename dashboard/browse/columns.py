@@ -1,8 +1,8 @@
 """The overview's columns, declared once.
 
 Each ``OverviewColumn`` says what its header is, what its cell shows (``value``: read from the
-queue's signals, formatted as displayed), how the cell is drawn (a template snippet that gets
-that value) and, if the column sorts, by what. Everything else is derived from ``COLUMNS``:
+queue's signals, formatted as displayed), how the cell is drawn (a function of that value that
+returns the ``<td>``) and, if the column sorts, by what. Everything else is derived from ``COLUMNS``:
 
 * the overview page's header row and its row partial (``{% overview_headers %}`` and
   ``{% overview_cells sig %}`` in ``templates/browse/overview.html``), which is also the
@@ -18,19 +18,19 @@ See docs/recipe-column.md for adding one.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.template import engines
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import gettext_noop, ngettext_lazy
 
 from dashboard.core.labels import LABELS
 from dashboard.core.order_document import RATE_WINDOW
 from dashboard.live.rates import QueueSignals
+from dashboard.web.figure_markup import age_since, num, rate_num
 from dashboard.web.formatting import rate_value
 from dashboard.web.links import queue_url
 from queues.snapshot import QueueSnapshot, waiting_jobs
@@ -42,10 +42,12 @@ class OverviewColumn:
     name: str  # unique; the ``sort`` URL parameter when the column sorts
     header: str  # translatable (``gettext_lazy``): shown in the viewer's language
     value: Callable[[QueueSignals], Hashable]  # what the cell shows, as displayed
-    # The cell, a Django template snippet (``qw`` tags loaded) rendered with ``value``, ``col``
-    # (this column), ``sig`` and ``s`` (the snapshot) and ``qurl`` (the queue page's URL);
-    # ``qw`` and ``i18n`` tags are loaded, so mark the cell's words with ``{% translate %}``.
-    cell: str
+    # The cell: ``cell(value, sig, qurl)`` returns its ``<td>`` as safe HTML (``format_html``
+    # escapes what it is given), from ``value``, the queue's signals (for its identity,
+    # ``sig.snapshot.queue``) and ``qurl`` (the queue page's URL), its words in ``gettext``.
+    # Python, not a template snippet: a row of template snippets took ~1 ms to render, most of
+    # a 100-row overview page, and of what the monitor spends on each changed row.
+    cell: Callable[[Any, QueueSignals, str], str]
     sort: Callable[[QueueSnapshot], Any] | None = None  # sort key; overview sorts before signals exist
     # The same order read from the monitor's order document, so a sorted page reads only its own
     # queues; alone (no ``sort``), for figures only the monitor derives (rates, workers).
@@ -100,6 +102,47 @@ def _published_rate(*names: str) -> PublishedKey:
 _PUBLISHED_WORKERS = PublishedKey(("workers",), lambda w: w if isinstance(w, int) and not isinstance(w, bool) else -1)
 
 
+def _state_cell(state: str) -> Callable[[Any, QueueSignals, str], str]:
+    # The state spelled into the markup once (a known identifier). A zero is not a link: there
+    # is nothing to open.
+    linked = f'<td class="num state-{state}"><a href="{{}}?state={state}">{{}}</a></td>'
+    zero = f'<td class="num state-{state}"><span class="zero">0</span></td>'
+    unknown = f'<td class="num state-{state}">—</td>'
+
+    def cell(value: Any, sig: QueueSignals, qurl: str) -> str:
+        if value:
+            return format_html(linked, qurl, num(value, compact=True))
+        return zero if value == 0 else unknown
+
+    return cell
+
+
+def _name_cell(is_dlq: Any, sig: QueueSignals, qurl: str) -> str:
+    badge = (
+        format_html(
+            ' <span class="badge dlq" title="{}">{}</span>', gettext("application dead-letter queue"), gettext("DLQ")
+        )
+        if is_dlq
+        else ""
+    )
+    return format_html(
+        '<td><bdi class="queue-name"><a href="{}">{}</a></bdi>{}</td>', qurl, sig.snapshot.queue.name, badge
+    )
+
+
+def _status_cell(value: Any, sig: QueueSignals, qurl: str) -> str:
+    paused, stalled = value
+    badges = []
+    if paused:
+        badges.append(format_html('<span class="badge paused">{}</span>', pgettext("job state", "paused")))
+    if stalled:
+        words = ngettext("%(counter)s stalled", "%(counter)s stalled", stalled) % {"counter": stalled}
+        badges.append(
+            format_html(' <span class="badge stalled" title="{}">{}</span>', gettext("in active without a lock"), words)
+        )
+    return format_html("<td>{}</td>", SafeString("".join(badges)))
+
+
 def _state_column(state: str) -> OverviewColumn:
     count = _count_of(state)
     return OverviewColumn(
@@ -107,11 +150,7 @@ def _state_column(state: str) -> OverviewColumn:
         header=LABELS[state],
         numeric=True,
         value=lambda sig: count(sig.snapshot.counts),
-        # The state spelled into the snippet (a known identifier): cheaper than a lookup per row.
-        # A zero is not a link: there is nothing to open.
-        cell=f'<td class="num state-{state}">{{% if value %}}'
-        f'<a href="{{{{ qurl }}}}?state={state}">{{% num value compact=True %}}</a>'
-        f'{{% elif value == 0 %}}<span class="zero">0</span>{{% else %}}—{{% endif %}}</td>',
+        cell=_state_cell(state),
         sort=lambda s: (count(s.counts) or 0, s.queue.name),
         published=_published_count(state),
     )
@@ -122,16 +161,14 @@ COLUMNS: list[OverviewColumn] = [
         name="name",
         header=_("Queue"),
         value=lambda sig: sig.is_dlq,
-        cell='<td><bdi class="queue-name"><a href="{{ qurl }}">{{ s.queue.name }}</a></bdi>{% if value %} '
-        '<span class="badge dlq" title="{% translate "application dead-letter queue" %}">'
-        '{% translate "DLQ" %}</span>{% endif %}</td>',
+        cell=_name_cell,
         sort=lambda s: (s.queue.name.lower(), s.queue.prefix),
     ),
     OverviewColumn(
         name="prefix",
         header=_("Prefix"),
         value=lambda sig: None,  # part of the queue's identity
-        cell="<td><code>{{ s.queue.prefix }}</code></td>",
+        cell=lambda value, sig, qurl: format_html("<td><code>{}</code></td>", sig.snapshot.queue.prefix),
     ),
     *(_state_column(state) for state in BROWSABLE_STATES),
     OverviewColumn(
@@ -141,7 +178,7 @@ COLUMNS: list[OverviewColumn] = [
         # The timestamp, not the age: the browser keeps the age counting (static/queuewatch.js);
         # and whether it is a bound ("at least", queues.ready_since).
         value=lambda sig: (sig.snapshot.oldest_waiting_ts, sig.snapshot.oldest_waiting_bound),
-        cell='<td class="num">{% age_since value.0 value.1 %}</td>',
+        cell=lambda value, sig, qurl: format_html('<td class="num">{}</td>', age_since(*value)),
         sort=lambda s: (s.oldest_waiting_age_ms or -1, s.queue.name),
         published=PublishedKey(("oldest_waiting_age_ms",), lambda age: _number(age, 0) or -1),
     ),
@@ -151,7 +188,9 @@ COLUMNS: list[OverviewColumn] = [
         numeric=True,
         title=_("completed / failed per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.completed_per_min[RATE_WINDOW]), rate_value(sig.failed_per_min[RATE_WINDOW])),
-        cell='<td class="num">{{ value.0|rate_num }} / <span class="bad">{{ value.1|rate_num }}</span></td>',
+        cell=lambda value, sig, qurl: format_html(
+            '<td class="num">{} / <span class="bad">{}</span></td>', rate_num(value[0]), rate_num(value[1])
+        ),
         published=_published_rate("completed", "failed"),
     ),
     OverviewColumn(
@@ -160,7 +199,9 @@ COLUMNS: list[OverviewColumn] = [
         numeric=True,
         title=_("jobs entering the dead-letter set per minute, last 5 minutes"),
         value=lambda sig: (rate_value(sig.dlq_growth_per_min[RATE_WINDOW]), bool(sig.dlq_growth_per_min[RATE_WINDOW])),
-        cell='<td class="num{% if value.1 %} bad{% endif %}">{{ value.0|rate_num }}</td>',
+        cell=lambda value, sig, qurl: format_html(
+            '<td class="num{}">{}</td>', " bad" if value[1] else "", rate_num(value[0])
+        ),
         published=_published_rate("dead_letter"),
     ),
     OverviewColumn(
@@ -170,8 +211,9 @@ COLUMNS: list[OverviewColumn] = [
         title=_("workers connected to the queue (the monitor reads CLIENT LIST every few seconds)"),
         # None (unknown: no monitor, or CLIENT LIST refused) shows a dash, never "0".
         value=lambda sig: (sig.workers, sig.workers == 0 and bool(waiting_jobs(sig.snapshot.counts))),
-        cell='<td class="num workers{% if value.1 %} bad{% endif %}">'
-        "{% if value.0 is None %}—{% else %}{{ value.0 }}{% endif %}</td>",
+        cell=lambda value, sig, qurl: format_html(
+            '<td class="num workers{}">{}</td>', " bad" if value[1] else "", "—" if value[0] is None else value[0]
+        ),
         published=_PUBLISHED_WORKERS,
     ),
     OverviewColumn(
@@ -180,33 +222,21 @@ COLUMNS: list[OverviewColumn] = [
         title=_("last hour: completed, failed, dead-letter depth"),
         # Drawn from stored history on page load; live rows carry none and keep the page's.
         value=lambda sig: None,
-        cell='<td class="spark-cell">'
-        '<span class="spark" data-spark="{{ sig.spark_json }}" aria-hidden="true"></span></td>',
+        cell=lambda value, sig, qurl: format_html(
+            '<td class="spark-cell"><span class="spark" data-spark="{}" aria-hidden="true"></span></td>',
+            sig.spark_json,
+        ),
     ),
     OverviewColumn(
         # Sorts by the paused flag: ``sort=paused`` is the parameter bookmarks already carry.
         name="paused",
         header=_("Status"),
         value=lambda sig: (sig.snapshot.paused, len(sig.stalled_now)),
-        cell='<td>{% if value.0 %}<span class="badge paused">{% translate "paused" context "job state" %}</span>'
-        "{% endif %}{% if value.1 %} "
-        '<span class="badge stalled" title="{% translate "in active without a lock" %}">'
-        "{% blocktranslate count counter=value.1 %}"
-        "{{ counter }} stalled{% plural %}{{ counter }} stalled"
-        "{% endblocktranslate %}</span>{% endif %}</td>",
+        cell=_status_cell,
         sort=lambda s: (s.paused, s.queue.name),
         published=PublishedKey(("paused",), lambda paused: paused is True),
     ),
 ]
-
-# The words the cell snippets above translate with {% translate %}: makemessages reads this
-# file as Python, not as a template, so they are marked here too for extraction.
-CELL_WORDS = (
-    gettext_noop("application dead-letter queue"),
-    gettext_noop("DLQ"),
-    gettext_noop("in active without a lock"),
-    ngettext_lazy("%(counter)s stalled", "%(counter)s stalled", 1),
-)
 
 DEFAULT_SORT = "connection"
 # Sorts whose key reads only ``s.queue`` (its identity): the overview can order and page the
@@ -237,23 +267,7 @@ def row_key(sig: QueueSignals) -> tuple:
     return tuple(col.value(sig) for col in COLUMNS)
 
 
-@functools.lru_cache(maxsize=8)
-def _cells_template(columns: tuple[OverviewColumn, ...]):
-    # One template for the whole row, compiled once per set of columns: one render per row,
-    # as cheap as a hand-written row. Each cell sees its own column and value as ``col`` and
-    # ``value`` (passed as plain context names: index lookups in templates are slow).
-    source = "{% load qw i18n %}" + "".join(
-        f"{{% with col=col_{i} value=value_{i} %}}{col.cell}{{% endwith %}}" for i, col in enumerate(columns)
-    )
-    return engines["django"].from_string(source)
-
-
 def render_cells(sig: QueueSignals) -> SafeString:
     """The row's cells (``<td>``s) for this queue."""
-    columns = tuple(COLUMNS)
-    s = sig.snapshot
-    context = {"sig": sig, "s": s, "qurl": queue_url(s.queue)}
-    for i, col in enumerate(columns):
-        context[f"col_{i}"] = col
-        context[f"value_{i}"] = col.value(sig)
-    return SafeString(_cells_template(columns).render(context))
+    qurl = queue_url(sig.snapshot.queue)
+    return SafeString("".join(col.cell(col.value(sig), sig, qurl) for col in COLUMNS))

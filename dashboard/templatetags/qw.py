@@ -5,25 +5,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from urllib.parse import urlencode
 
 from django import template
 from django.urls import reverse
-from django.utils.html import conditional_escape, format_html, format_html_join, json_script
+from django.utils.html import format_html, format_html_join, json_script
 from django.utils.translation import gettext
 
 from dashboard.core.i18n import translate
 from dashboard.core.labels import label
 from dashboard.live import channels as live
+from dashboard.web.figure_markup import age_since, duration, ms_datetime, num, rate, rate_num
 from dashboard.web.formatting import (
-    COMPACT_COUNTS_FROM,
     SCALES,
-    duration_text,
-    number_text,
     percent,
     rate_text,
-    rate_value,
     unit_text,
     unit_words,
 )
@@ -33,6 +29,14 @@ from queues.rates import RATE_WINDOWS
 
 register = template.Library()
 register.filter("percent", percent)
+register.filter("ms_datetime", ms_datetime)
+register.filter("duration", duration)
+register.filter("rate", rate)
+register.filter("num", num)
+register.simple_tag(num)
+register.filter("rate_num", rate_num)
+register.simple_tag(rate_num)
+register.simple_tag(age_since)
 register.simple_tag(job_url)
 register.simple_tag(queue_url)
 
@@ -45,17 +49,6 @@ def one_of(word, words: str) -> bool:
     return isinstance(word, str) and word in words.split()
 
 
-@register.filter
-def ms_datetime(ms):
-    """Milliseconds since the epoch → 'YYYY-MM-DD HH:MM:SS UTC'."""
-    if ms in (None, ""):
-        return ""
-    try:
-        return dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    except (OverflowError, OSError, ValueError, TypeError):
-        return str(ms)
-
-
 @register.simple_tag
 def format_rules():
     """The words of the rules in the active language, as JSON for static/queuewatch.js."""
@@ -66,17 +59,6 @@ def format_rules():
         },
         "qw-format-rules",
     )
-
-
-@register.filter
-def duration(ms):
-    """A millisecond duration (``duration_text``)."""
-    if ms in (None, ""):
-        return "—"
-    try:
-        return duration_text(float(ms) / 1000)
-    except (TypeError, ValueError, OverflowError):
-        return str(ms)
 
 
 @register.filter
@@ -137,31 +119,6 @@ def abstime(value, precision="s"):
     return format_html('<time datetime="{}" data-qw-time="{}" dir="ltr">{}</time>', iso, precision, fallback)
 
 
-@register.filter("num")
-@register.simple_tag
-def num(value, compact=False):
-    """A count as a raw number the browser formats for the page's language: thousands
-    separators, and with ``compact`` a short form (12.3k) with the exact figure on hover.
-    Shared live fragments keep the raw value (static/queuewatch.js formats it)."""
-    if value in (None, ""):
-        return "—"
-    try:
-        text = number_text(value, compact_from=COMPACT_COUNTS_FROM if compact else None)
-    except (TypeError, ValueError):
-        text = value
-    return format_html('<data class="qw-num{}" value="{}">{}</data>', " qw-compact" if compact else "", value, text)
-
-
-@register.filter("rate_num")
-@register.simple_tag
-def rate_num(value):
-    """A per-minute rate for the browser to format (compact from 1,000, exact on hover)."""
-    v = rate_value(value)
-    if v is None:
-        return "—"
-    return format_html('<data class="qw-num qw-compact qw-rate" value="{}">{}</data>', v, rate(v))
-
-
 @register.simple_tag
 def rate_windows(per_min: dict, windows=""):
     """One rate over several windows, each "39/min · 1m", so figures never run together.
@@ -176,25 +133,6 @@ def rate_windows(per_min: dict, windows=""):
             ((rate_num(per_min.get(w) if hasattr(per_min, "get") else None), per, label(f"{w}m")) for w in windows),
         ),
     )
-
-
-@register.simple_tag
-def age_since(ms, bound=False):
-    """How long ago ``ms`` was, as a duration the browser keeps counting ('3 min 4 s');
-    ``bound``: it was at least that long ago ('at least 3 min 4 s', queues.ready_since)."""
-    if ms in (None, ""):
-        return "—"
-    iso = dt.datetime.fromtimestamp(int(ms) / 1000, tz=dt.UTC).isoformat()
-    age = format_html(
-        '<time class="age" datetime="{}" title="{}">{}</time>',
-        iso,
-        gettext("since %(time)s") % {"time": ms_datetime(ms)},
-        duration(max(0, int(time.time() * 1000) - int(ms))),
-    )
-    if not bound:
-        return age
-    # The translation places the age (Arabic puts it after "at least" too, but may not).
-    return format_html(conditional_escape(gettext("at least %(age)s")).replace("%(age)s", "{}"), age)
 
 
 @register.filter
@@ -246,14 +184,6 @@ def overview_page_url(context, page):
 @register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
-
-
-@register.filter
-def rate(value):
-    """A per-minute rate without its unit (``rate_text``)."""
-    if value in (None, ""):
-        return "—"
-    return rate_text(value)
 
 
 @register.simple_tag

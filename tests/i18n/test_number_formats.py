@@ -16,6 +16,7 @@ import pytest
 from django.utils import translation
 
 from dashboard.templatetags import qw
+from dashboard.web import formatting
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static"
@@ -69,11 +70,11 @@ NUMBERS = [
 RATES_PER_MIN = [0, 0.004, 0.25, 0.4, 1, 1.25, 9.96, 12.5, 39, 999.4, 999.6, 1000, 1234, 12_345, 999_999, 4_200_000]
 
 PYTHON = {
-    "duration": qw.duration_text,
+    "duration": formatting.duration_text,
     "durationMs": lambda ms: qw.duration(ms),
-    "number": qw.number_text,
-    "count": lambda v: qw.number_text(v, compact_from=qw.COMPACT_COUNTS_FROM),
-    "rate": qw.rate_text,
+    "number": formatting.number_text,
+    "count": lambda v: formatting.number_text(v, compact_from=formatting.COMPACT_COUNTS_FROM),
+    "rate": formatting.rate_text,
     "perMinute": qw.per_min,
 }
 VALUES = {

@@ -11,6 +11,7 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.utils.html import format_html
 
 from dashboard.asgi import application
 from dashboard.browse import columns
@@ -33,7 +34,7 @@ def schedulers_column():
         header="Schedulers",
         numeric=True,
         value=lambda sig: sig.snapshot.schedulers,
-        cell='<td class="num schedulers">{{ value }}</td>',
+        cell=lambda value, sig, qurl: format_html('<td class="num schedulers">{}</td>', value),
         sort=lambda s: (s.schedulers, s.queue.name),
     )
     columns.COLUMNS.append(column)
