@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import orjson
+
 from .text import to_int, to_ms
 
 # The job-hash fields a ready time is read from, in this order.
@@ -69,12 +71,17 @@ def _options(opts: bytes | None) -> dict:
     # of JSON parsing was most of a snapshot's CPU).
     if not opts or (b'"delay"' not in opts and b'"lifo"' not in opts):
         return {}
-    # Only two top-level keys are read (through the non-finite-safe ``to_int``), so the plain
-    # parser will do: a value nested too deep for it reads as no options.
+    # Only two top-level keys are read (through the non-finite-safe ``to_int``). orjson first
+    # (a fifth of a 10,000-queue snapshot's CPU was ``json.loads`` here); what it refuses
+    # (``NaN``, nesting past its limit, a lone surrogate) gets ``json``'s reading, so either
+    # reads the same: a value nested too deep for both reads as no options.
     try:
-        parsed = json.loads(opts)
-    except (ValueError, RecursionError):
-        return {}
+        parsed = orjson.loads(opts)
+    except orjson.JSONDecodeError:
+        try:
+            parsed = json.loads(opts)
+        except (ValueError, RecursionError):
+            return {}
     return parsed if isinstance(parsed, dict) else {}
 
 

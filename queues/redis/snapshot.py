@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from redis.crc import key_slot
@@ -145,16 +146,22 @@ def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int, bool]]
         conn.send_packed_command(
             [part for packed, _, atomic in chunks for part in ((_MULTI, packed, _EXEC) if atomic else (packed,))]
         )
+        read = _reply_reader(conn)
         out: list = []
-        for _, replies, atomic in chunks:
-            if not atomic:
-                out.extend(_plain_reply(conn) for _ in range(replies))
-                continue
-            _discard_replies(conn, replies + 1)  # +OK for MULTI, then +QUEUED per command
-            executed = conn.read_response()  # nested error replies are returned, not raised
-            if executed is None or len(executed) != replies:
-                raise redis.ResponseError("snapshot transaction was aborted")
-            out.extend(executed)
+        try:
+            for _, replies, atomic in chunks:
+                if not atomic:
+                    out.extend(read() for _ in range(replies))
+                    continue
+                _discard_replies(read, replies + 1)  # +OK for MULTI, then +QUEUED per command
+                executed = read()  # nested error replies are returned, not raised
+                if isinstance(executed, redis.ResponseError):
+                    raise executed
+                if executed is None or len(executed) != replies:
+                    raise redis.ResponseError("snapshot transaction was aborted")
+                out.extend(executed)
+        except OSError as exc:  # what Connection.read_response would have said
+            raise redis.ConnectionError(f"Error while reading a snapshot: {exc}") from exc
         return out
     except BaseException:
         conn.disconnect()  # a half-read connection must never go back to the pool
@@ -163,33 +170,34 @@ def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int, bool]]
         pool.release(conn)
 
 
-def _discard_replies(conn, count: int) -> None:
-    """Read and drop ``count`` replies: a transaction's ``+OK`` and ``+QUEUED`` ones, one per
-    command (the results come back together in the ``EXEC`` reply), so nearly every reply a
-    snapshot reads one at a time. Read through the connection's parser when it has one
-    (redis-py's hiredis and RESP parsers do): ``Connection.read_response`` formats its host
-    string and wraps errors on every call, a sixth of a snapshot's CPU at 10,000 queues
-    (1,271 → 1,062 ms, read per slot as on a Cluster). An error reply in their place (a command
-    the user's ACL refuses) is raised at once, as ``Connection.read_response`` raises it, so the
-    reason is the command's own, not the transaction's ``EXECABORT``."""
+def _reply_reader(conn) -> Callable[[], Any]:
+    """A function that reads the connection's next reply, an error reply returned in place (not
+    raised). Through the connection's parser when it has one (redis-py's hiredis and RESP
+    parsers do): ``Connection.read_response`` formats its host string and wraps errors on every
+    call, and a snapshot reads some 18 replies a queue one at a time (the ``+QUEUED`` of each
+    command, or each plain command's reply): a sixth of its CPU at 10,000 queues."""
     read = getattr(getattr(conn, "_parser", None), "read_response", None)
-    if read is None:
-        read = conn.read_response
-    try:
-        for _ in range(count):
-            reply = read()
-            if isinstance(reply, redis.ResponseError):
-                raise reply
-    except OSError as exc:  # what Connection.read_response would have said
-        raise redis.ConnectionError(f"Error while reading a snapshot: {exc}") from exc
+    if read is not None:
+        return read
+
+    def read_in_place():
+        try:
+            return conn.read_response()
+        except redis.ResponseError as exc:
+            return exc
+
+    return read_in_place
 
 
-def _plain_reply(conn):
-    """One reply outside a transaction, an error reply kept in place as inside one."""
-    try:
-        return conn.read_response()
-    except redis.ResponseError as exc:
-        return exc
+def _discard_replies(read: Callable[[], Any], count: int) -> None:
+    """Read and drop ``count`` replies: a transaction's ``+OK`` and ``+QUEUED`` ones, one per
+    command (the results come back together in the ``EXEC`` reply). An error reply in their
+    place (a command the user's ACL refuses) is raised at once, as ``Connection.read_response``
+    raises it, so the reason is the command's own, not the transaction's ``EXECABORT``."""
+    for _ in range(count):
+        reply = read()
+        if isinstance(reply, redis.ResponseError):
+            raise reply
 
 
 def _count(value) -> int:
@@ -319,6 +327,15 @@ class _Ends:
         )
 
 
+# ``HMGET <job key> <READY_FIELDS>`` but for the key, packed once.
+_HMGET_HEAD = b"*%d\r\n$5\r\nHMGET\r\n" % (2 + len(READY_FIELDS))
+_HMGET_FIELDS = b"".join(b"$%d\r\n%s\r\n" % (len(f), f) for f in READY_FIELDS)
+
+
+def _packed_hmget(key: bytes) -> bytes:
+    return b"%s$%d\r\n%s\r\n%s" % (_HMGET_HEAD, len(key), key, _HMGET_FIELDS)
+
+
 def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]) -> None:
     """Round trip two: the ready-time fields of the jobs at the ends (at most six per queue),
     and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``)."""
@@ -326,7 +343,7 @@ def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_e
     if not wanted:
         return
     # Packed by hand, like round trip one: redis-py's Pipeline cost more CPU than Redis spent.
-    packed = b"".join(_resp(b"HMGET", snapshots[n].queue.job_key(job).encode(), *READY_FIELDS) for n, job in wanted)
+    packed = b"".join(_packed_hmget(snapshots[n].queue.job_key(job).encode()) for n, job in wanted)
     replies = _raw_transactions(client, [(packed, len(wanted), False)])
     times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
     for (n, job), fields in zip(wanted, replies):

@@ -47,3 +47,24 @@ def test_a_refused_command_is_named_and_the_connection_is_not_reused_half_read(s
         assert [s.counts["waiting"] for s in snaps] == [i % 5 for i in range(300)]
     finally:
         client.close()
+
+
+def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server):
+    """Queues without a hash tag are read as plain pipelined commands when reading per slot (a
+    Cluster can hold no transaction of their keys), and the ready times of waiting jobs always
+    are: an error reply (a key of the wrong type) is that queue's alone, read in its place."""
+    odd, job_odd, fine = (QueueRef("default", "plain-snap", name) for name in ("odd", "job-odd", "fine"))
+    with server.client() as admin:
+        admin.set(odd.key("wait"), "a string")  # LLEN, LINDEX and LRANGE of wait: WRONGTYPE
+        admin.zadd(odd.key("failed"), {"f": 1})
+        admin.rpush(job_odd.key("wait"), "1")
+        admin.set(job_odd.job_key("1"), "a string")  # its HMGET of ready-time fields: WRONGTYPE
+        admin.lpush(fine.key("wait"), "1", "2")  # as BullMQ adds: job 1 is at the tail, next to run
+        admin.hset(fine.job_key("1"), mapping={"timestamp": 1_700_000_000_000, "opts": "{}"})
+        admin.hset(fine.job_key("2"), mapping={"timestamp": 1_700_000_000_500, "opts": "{}"})
+    with server.client() as client:
+        snaps = read_snapshots(client, [odd, job_odd, fine], per_slot=True)
+    assert [s.counts["waiting"] for s in snaps] == [0, 1, 2]
+    assert snaps[0].counts["failed"] == 1
+    assert snaps[1].oldest_waiting_ts is None  # its job could not be read
+    assert snaps[2].oldest_waiting_ts == 1_700_000_000_000 and not snaps[2].oldest_waiting_bound
