@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.connection import _HiredisParser, _RESP2Parser
 
 from queues.keys import QueueRef
 from queues.redis.snapshot import read_snapshots
@@ -30,14 +31,31 @@ def server():
     server.stop()
 
 
-def test_counts_are_read_whole_over_several_transactions(server):
-    with server.client() as client:
+# redis-py's two parsers: hiredis (installed with the project, its replies taken from its reader
+# in one loop) and its own Python one (read one reply at a time).
+PARSERS = pytest.mark.parametrize("parser", [_HiredisParser, _RESP2Parser], ids=["hiredis", "python"])
+
+
+@PARSERS
+def test_counts_are_read_whole_over_several_transactions(server, parser):
+    client = redis.Redis(connection_pool=redis.ConnectionPool(host="127.0.0.1", port=server.port, parser_class=parser))
+    try:
         snaps = read_snapshots(client, QUEUES)
-    assert [(s.counts["waiting"], s.counts["failed"]) for s in snaps] == [(i % 5, i % 3) for i in range(300)]
+        assert [(s.counts["waiting"], s.counts["failed"]) for s in snaps] == [(i % 5, i % 3) for i in range(300)]
+        tagged = [QueueRef("default", "acl-snap", f"{{q{i}}}") for i in range(3)]  # a transaction per slot
+        assert [s.counts["waiting"] for s in read_snapshots(client, tagged, per_slot=True)] == [0, 0, 0]
+    finally:
+        client.connection_pool.disconnect()
 
 
-def test_a_refused_command_is_named_and_the_connection_is_not_reused_half_read(server):
-    client = redis.Redis(host="127.0.0.1", port=server.port, username="reader", password="pw")
+@PARSERS
+def test_a_refused_command_is_named_and_the_connection_is_not_reused_half_read(server, parser):
+    pool = redis.ConnectionPool(
+        host="127.0.0.1", port=server.port, username="reader", password="pw", parser_class=parser
+    )
+    client = redis.Redis(connection_pool=pool)
+    with server.client() as admin:  # refused again: the other parser's run allowed it
+        admin.execute_command("ACL", "SETUSER", "reader", "-xrevrange")
     try:
         with pytest.raises(redis.exceptions.NoPermissionError, match="xrevrange"):
             read_snapshots(client, QUEUES)
@@ -46,7 +64,7 @@ def test_a_refused_command_is_named_and_the_connection_is_not_reused_half_read(s
         snaps = read_snapshots(client, QUEUES)  # the same pool: its next connection reads cleanly
         assert [s.counts["waiting"] for s in snaps] == [i % 5 for i in range(300)]
     finally:
-        client.close()
+        client.connection_pool.disconnect()
 
 
 def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server):
