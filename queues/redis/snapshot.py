@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from redis.crc import key_slot
@@ -34,6 +33,7 @@ from ..keys import QueueRef
 from ..ready_since import READY_FIELDS, WAIT_TAIL_WINDOW, ReadyTime, WaitingEnds, oldest_ready, ready_time
 from ..snapshot import QueueSnapshot
 from ..text import finite
+from .snapshot_wire import packed_hmget, pooled, receive, resp, send
 
 LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, so do we
 
@@ -66,23 +66,16 @@ TRANSACTION_CHUNK = 250  # queues per MULTI/EXEC
 PER_QUEUE_COMMANDS = len(_QUEUE_READS)
 
 
-def _resp(*args: bytes) -> bytes:
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-
-
 @functools.lru_cache(maxsize=16384)
 def _packed_queue(queue: QueueRef) -> bytes:
     """One queue's reads as RESP bytes, cached per queue: building 12,000 commands through
     redis-py's Pipeline cost ~4x more CPU than Redis spent answering them. Cached per queue
     (not per list of queues) so memory stays bounded whatever subsets get refreshed."""
-    return b"".join(_resp(cmd, queue.base.encode() + suffix, *rest) for cmd, suffix, *rest in _QUEUE_READS)
+    return b"".join(resp(cmd, queue.base.encode() + suffix, *rest) for cmd, suffix, *rest in _QUEUE_READS)
 
 
 def _packed_reads(queues: list[QueueRef]) -> bytes:
     return b"".join(_packed_queue(q) for q in queues)
-
-
-_MULTI, _EXEC = _resp(b"MULTI"), _resp(b"EXEC")
 
 
 @dataclass(frozen=True)
@@ -135,88 +128,6 @@ def plan_transactions(queues: Sequence[QueueRef], *, per_slot: bool = False) -> 
     ]
 
 
-def _raw_transactions(client: redis.Redis, chunks: list[tuple[bytes, int, bool]]) -> list:
-    """Send each chunk of pre-packed commands on one pooled connection (as one MULTI/EXEC when
-    the chunk is atomic, else as plain commands) and return every command's reply, in order.
-    An error reply (e.g. a foreign key of the wrong type under the prefix) comes back in place,
-    not raised, so one odd key cannot hide every other queue of the connection."""
-    pool = client.connection_pool
-    conn = pool.get_connection()
-    try:
-        # One buffer, one ``sendall``: redis-py sends a list of parts one ``sendall`` each, and a
-        # Cluster's snapshot is a transaction per queue (three parts).
-        parts = (part for packed, _, atomic in chunks for part in ((_MULTI, packed, _EXEC) if atomic else (packed,)))
-        conn.send_packed_command([b"".join(parts)])
-        read = _reply_reader(conn)
-        out: list = []
-        try:
-            for _, replies, atomic in chunks:
-                if not atomic:
-                    out.extend(read() for _ in range(replies))
-                    continue
-                _discard_replies(conn, read, replies + 1)  # +OK for MULTI, then +QUEUED per command
-                executed = read()  # nested error replies are returned, not raised
-                if isinstance(executed, redis.ResponseError):
-                    raise executed
-                if executed is None or len(executed) != replies:
-                    raise redis.ResponseError("snapshot transaction was aborted")
-                out.extend(executed)
-        except OSError as exc:  # what Connection.read_response would have said
-            raise redis.ConnectionError(f"Error while reading a snapshot: {exc}") from exc
-        return out
-    except BaseException:
-        conn.disconnect()  # a half-read connection must never go back to the pool
-        raise
-    finally:
-        pool.release(conn)
-
-
-def _reply_reader(conn) -> Callable[[], Any]:
-    """A function that reads the connection's next reply, an error reply returned in place (not
-    raised). Through the connection's parser when it has one (redis-py's hiredis and RESP
-    parsers do): ``Connection.read_response`` formats its host string and wraps errors on every
-    call: a sixth of a snapshot's CPU at 10,000 queues when each reply was read through it."""
-    read = getattr(getattr(conn, "_parser", None), "read_response", None)
-    if read is not None:
-        return read
-
-    def read_in_place():
-        try:
-            return conn.read_response()
-        except redis.ResponseError as exc:
-            return exc
-
-    return read_in_place
-
-
-def _discard_replies(conn, read: Callable[[], Any], count: int) -> None:
-    """Read and drop ``count`` replies: a transaction's ``+OK`` and ``+QUEUED`` ones, one per
-    command (the results come back together in the ``EXEC`` reply). An error reply in their
-    place (a command the user's ACL refuses) is raised at once, as ``Connection.read_response``
-    raises it, so the reason is the command's own, not the transaction's ``EXECABORT``.
-
-    With redis-py's hiredis parser they are taken from its reader in one loop: on a Cluster
-    every queue is a transaction of its own, so these are nine in ten of the replies a snapshot
-    reads, and the parser's ``read_response`` around each was a fifth of its CPU."""
-    parser = getattr(conn, "_parser", None)
-    gets = getattr(getattr(parser, "_reader", None), "gets", None)
-    fill = getattr(parser, "read_from_socket", None)
-    if gets is None or fill is None:  # the pure-Python parser: one reply at a time
-        for _ in range(count):
-            reply = read()
-            if isinstance(reply, Exception):
-                raise reply
-        return
-    while count:
-        reply = gets()
-        if isinstance(reply, bytes):  # OK, QUEUED
-            count -= 1
-        elif isinstance(reply, Exception):  # an error reply, parsed into redis-py's error class
-            raise reply
-        else:  # the reader's "not enough data" marker: more of the socket first
-            fill()
-
-
 def _count(value) -> int:
     return value if isinstance(value, int) else 0
 
@@ -235,17 +146,54 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
     """Snapshot every queue of one connection, in the order given. ``per_slot``: no transaction
     mixes hash slots (``plan_transactions``; for a Redis Cluster node). Raises redis errors to
     the caller, which decides how to show an unreachable connection."""
+    [snapshots] = read_snapshots_side_by_side([(client, queues)], per_slot=per_slot)
+    return snapshots
+
+
+def read_snapshots_side_by_side(
+    reads: Sequence[tuple[redis.Redis, list[QueueRef]]], *, per_slot: bool = False
+) -> list[list[QueueSnapshot]]:
+    """``read_snapshots`` of several servers' queues (a Cluster's primaries) at once: each round
+    trip is sent to every server before any reply is read, so the servers work side by side
+    while this process reads the replies of the first (one after the other, each server's
+    wait came on top of the others'). Raises the first error met; the other reads' connections
+    are dropped, not reused half-read."""
+    steps = [_snapshot_steps(client, queues, per_slot=per_slot) for client, queues in reads]
+    results: list[list[QueueSnapshot]] = [[] for _ in steps]
+    pending = list(range(len(steps)))
+    try:
+        while pending:
+            going = []
+            for i in pending:
+                try:
+                    next(steps[i])
+                    going.append(i)
+                except StopIteration as done:
+                    results[i] = done.value
+            pending = going
+    finally:
+        for step in steps:
+            step.close()  # an unfinished one (another's error) gives its connection back, dropped
+    return results
+
+
+def _snapshot_steps(
+    client: redis.Redis, queues: list[QueueRef], *, per_slot: bool
+) -> Generator[None, None, list[QueueSnapshot]]:
+    """``read_snapshots`` of one server as steps: it yields after sending each round trip, before
+    reading its replies (``read_snapshots_side_by_side`` sends to every server first)."""
     if not queues:
         return []
     planned = _planned_positions(queues, per_slot)
     order = [i for positions, _ in planned for i in positions]
-    raw_in_plan = _raw_transactions(
-        client,
-        [
-            (_packed_reads([queues[i] for i in positions]), len(positions) * PER_QUEUE_COMMANDS, atomic)
-            for positions, atomic in planned
-        ],
-    )
+    chunks = [
+        (_packed_reads([queues[i] for i in positions]), len(positions) * PER_QUEUE_COMMANDS, atomic)
+        for positions, atomic in planned
+    ]
+    with pooled(client) as conn:
+        send(conn, chunks)
+        yield
+        raw_in_plan = receive(conn, chunks)
     raw = raw_in_plan  # chunks keep the order given
     if per_slot:
         raw = [None] * len(raw_in_plan)
@@ -306,7 +254,7 @@ def read_snapshots(client: redis.Redis, queues: list[QueueRef], *, per_slot: boo
             )
         )
         all_ends.append(ends)
-    _read_ready_times(client, snapshots, all_ends)
+    yield from _read_ready_times(client, snapshots, all_ends)
     return snapshots
 
 
@@ -344,24 +292,22 @@ class _Ends:
         )
 
 
-# ``HMGET <job key> <READY_FIELDS>`` but for the key, packed once.
-_HMGET_HEAD = b"*%d\r\n$5\r\nHMGET\r\n" % (2 + len(READY_FIELDS))
-_HMGET_FIELDS = b"".join(b"$%d\r\n%s\r\n" % (len(f), f) for f in READY_FIELDS)
-
-
-def _packed_hmget(key: bytes) -> bytes:
-    return b"%s$%d\r\n%s\r\n%s" % (_HMGET_HEAD, len(key), key, _HMGET_FIELDS)
-
-
-def _read_ready_times(client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]) -> None:
+def _read_ready_times(
+    client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]
+) -> Generator[None, None, None]:
     """Round trip two: the ready-time fields of the jobs at the ends (at most six per queue),
-    and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``)."""
+    and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``). A step of
+    ``_snapshot_steps``: it yields once sent."""
     wanted = [(n, job) for n, e in enumerate(all_ends) for job in e.ids()]
     if not wanted:
         return
     # Packed by hand, like round trip one: redis-py's Pipeline cost more CPU than Redis spent.
-    packed = b"".join(_packed_hmget(snapshots[n].queue.job_key(job).encode()) for n, job in wanted)
-    replies = _raw_transactions(client, [(packed, len(wanted), False)])
+    packed = b"".join(packed_hmget(snapshots[n].queue.job_key(job).encode()) for n, job in wanted)
+    chunks = [(packed, len(wanted), False)]
+    with pooled(client) as conn:
+        send(conn, chunks)
+        yield
+        replies = receive(conn, chunks)
     times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
     for (n, job), fields in zip(wanted, replies):
         if isinstance(fields, list) and len(fields) == len(READY_FIELDS):  # else an error reply

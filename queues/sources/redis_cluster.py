@@ -9,8 +9,9 @@ kind routes every read of a queue to the primary that owns that slot:
   reader, and keeps the queues whose keys share a slot (BullMQ's scripts refuse the others
   with ``CROSSSLOT``; such a queue can hold no jobs on a Cluster).
 - ``snapshots()`` groups queues by the primary owning their slot and reads each group with
-  ``read_snapshots(node, queues, per_slot=True)`` on a plain client of that node: a tick costs
-  two round trips per node, whatever the number of queues.
+  ``read_snapshots_side_by_side`` (``per_slot=True``) on a plain client of that node: a tick
+  costs two round trips per node, whatever the number of queues, each sent to every node before
+  any reply is read.
 - ``workers()`` reads ``CLIENT LIST`` on each primary and matches it to the queues that node
   owns (a worker's blocking connection is on its queue's node; its other cluster connections
   carry the same name and are left out, so a worker is not counted once per node).
@@ -34,6 +35,7 @@ Not offered yet: bulk tasks, and the single-node server and queue health checks.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -65,7 +67,7 @@ from ..redis.jobs_facet import RedisJobs
 from ..redis.probes_facet import RedisProbes
 from ..redis.redrive import cross_slot_refusal
 from ..redis.schedulers_facet import RedisSchedulers
-from ..redis.snapshot import queue_slot, read_snapshots
+from ..redis.snapshot import queue_slot, read_snapshots_side_by_side
 from ..redis.stalls import without_lock
 from ..snapshot import QueueSnapshot
 from ..workers import Worker, workers_by_queue
@@ -300,7 +302,9 @@ class RedisClusterSource:
 
     def snapshots(self, queues: list[QueueRef]) -> list[QueueSnapshot]:
         by_queue: dict[QueueRef, QueueSnapshot] = {}
-        for node_queues, snapshots in self.per_node(queues, lambda c, qs: read_snapshots(c, qs, per_slot=True)):
+        # Every primary's round trips sent before any is read: the primaries work side by side.
+        read_all = functools.partial(read_snapshots_side_by_side, per_slot=True)
+        for node_queues, snapshots in self.all_nodes(queues, read_all):
             by_queue.update(zip(node_queues, snapshots))
         return [by_queue[q] for q in queues]
 
@@ -309,12 +313,24 @@ class RedisClusterSource:
     ) -> list[tuple[list[QueueRef], T]]:
         """``read(node_client, its_queues)`` for each primary owning some of ``queues`` (for
         what a cluster client cannot send as one: a ``MULTI``, or an ``MGET`` in a pipeline)."""
+        return self.all_nodes(queues, lambda groups: [read(client, qs) for client, qs in groups])
+
+    def all_nodes(
+        self, queues: list[QueueRef], read_all: Callable[[list[tuple[redis.Redis, list[QueueRef]]]], list[T]]
+    ) -> list[tuple[list[QueueRef], T]]:
+        """``read_all`` of the primaries owning some of ``queues``, each as (a client of that node,
+        its queues); a result per node, beside that node's queues."""
+
+        def attempt() -> list[tuple[list[QueueRef], T]]:
+            groups = list(self._by_node(queues).values())
+            return list(zip([qs for _client, qs in groups], read_all(groups), strict=True))
+
         try:
-            return [(qs, read(client, qs)) for client, qs in self._by_node(queues).values()]
+            return attempt()
         except (redis.exceptions.MovedError, redis.exceptions.AskError):
             # A slot moved since the map was read (resharding, failover): read the map again.
             self._cluster.get().nodes_manager.initialize()
-            return [(qs, read(client, qs)) for client, qs in self._by_node(queues).values()]
+            return attempt()
 
     def workers(self, queues: list[QueueRef]) -> dict[QueueRef, list[Worker]]:
         out: dict[QueueRef, list[Worker]] = {}

@@ -1,5 +1,5 @@
 """The snapshot's transactions read their ``+QUEUED`` replies through the connection's parser
-(``queues.redis.snapshot._discard_replies``): the counts are the same, a command the user's ACL
+(``queues.redis.snapshot_wire``): the counts are the same, a command the user's ACL
 refuses is reported as itself (not as the transaction's ``EXECABORT``), and the connection that
 failed is not handed back half-read."""
 
