@@ -67,7 +67,8 @@ def test_a_refused_command_is_named_and_the_connection_is_not_reused_half_read(s
         client.connection_pool.disconnect()
 
 
-def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server):
+@PARSERS
+def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server, parser):
     """Queues without a hash tag are read as plain pipelined commands when reading per slot (a
     Cluster can hold no transaction of their keys), and the ready times of waiting jobs always
     are: an error reply (a key of the wrong type) is that queue's alone, read in its place."""
@@ -80,8 +81,11 @@ def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server):
         admin.lpush(fine.key("wait"), "1", "2")  # as BullMQ adds: job 1 is at the tail, next to run
         admin.hset(fine.job_key("1"), mapping={"timestamp": 1_700_000_000_000, "opts": "{}"})
         admin.hset(fine.job_key("2"), mapping={"timestamp": 1_700_000_000_500, "opts": "{}"})
-    with server.client() as client:
+    client = redis.Redis(connection_pool=redis.ConnectionPool(host="127.0.0.1", port=server.port, parser_class=parser))
+    try:
         snaps = read_snapshots(client, [odd, job_odd, fine], per_slot=True)
+    finally:
+        client.connection_pool.disconnect()
     assert [s.counts["waiting"] for s in snaps] == [0, 1, 2]
     assert snaps[0].counts["failed"] == 1
     assert snaps[1].oldest_waiting_ts is None  # its job could not be read
