@@ -66,6 +66,7 @@ class DiscoveryPass:
         self.clock = clock
         self._last_step_at: float | None = None
         self.known: set[QueueRef] = {q for q in known if q.connection == connection}
+        self._listed: list[QueueRef] | None = None  # ``queues``, until ``known`` changes
         self.passes = 0  # completed passes
         self.last_pass_s: float | None = None  # how long the last complete pass took
         self._start_pass()
@@ -79,9 +80,13 @@ class DiscoveryPass:
 
     @property
     def queues(self) -> list[QueueRef]:
-        """The current list: prefixes in the spec's order, names sorted within each."""
-        order = {p: i for i, p in enumerate(self.prefixes)}
-        return sorted(self.known, key=lambda q: (order.get(q.prefix, len(order)), q.name))
+        """The current list: prefixes in the spec's order, names sorted within each. Sorted once
+        per change of ``known``, not on every step: 10,000 queues took ~10 ms a sort, every
+        second, in the monitor's loop."""
+        if self._listed is None:
+            order = {p: i for i, p in enumerate(self.prefixes)}
+            self._listed = sorted(self.known, key=lambda q: (order.get(q.prefix, len(order)), q.name))
+        return list(self._listed)
 
     @property
     def resting(self) -> bool:
@@ -134,7 +139,9 @@ class DiscoveryPass:
         rejected = not_queues(self.client, prefix, sorted(q.name for q in found if q not in self.known))
         found = {q for q in found if q.name not in rejected}
         self._seen.update(found)
-        self.known.update(found)
+        if not found <= self.known:
+            self.known.update(found)
+            self._listed = None
 
     def adopt(self, queues: Iterable[QueueRef]) -> bool:
         """List at once the queues someone opened before the walk met them (a page names a new
@@ -148,10 +155,13 @@ class DiscoveryPass:
             confirmed = {QueueRef(self.connection, prefix, n) for n in met}
             self._seen |= confirmed
             self.known |= confirmed
+        if len(self.known) != before:
+            self._listed = None
         return len(self.known) != before
 
     def _finish_pass(self) -> None:
         self.known = set(self._seen)  # what this whole pass did not meet is gone
+        self._listed = None
         self.passes += 1
         now = self.clock()
         self.last_pass_s = now - self._started_at
