@@ -40,6 +40,9 @@ def test_desktop_queue_page_opens_on_failed_and_acts_from_the_rows(page, live_ap
     row.locator("button.row-retry").click()
     page.wait_for_selector("#bulk-panel .action-result")
     assert client.zscore("bull:e2e-first:failed", ids[0]) is None
+    # The live list drops the retried job: wait for it, or that re-render closes the discard box
+    # opened below (a new row, its <details> closed) while the test types into it.
+    page.wait_for_selector(f'#job-list tr[data-job-id="{ids[0]}"]', state="detached")
 
     # Discard asks for its reason in the row.
     row = page.locator(f'#job-list tr[data-job-id="{ids[1]}"]')

@@ -72,7 +72,9 @@ def test_outside_a_transaction_an_error_reply_stays_with_its_own_queue(server, p
     """Queues without a hash tag are read as plain pipelined commands when reading per slot (a
     Cluster can hold no transaction of their keys), and the ready times of waiting jobs always
     are: an error reply (a key of the wrong type) is that queue's alone, read in its place."""
-    odd, job_odd, fine = (QueueRef("default", "plain-snap", name) for name in ("odd", "job-odd", "fine"))
+    # Keys of this run's own: the other parser's run wrote the same names on this module's server.
+    prefix = f"plain-snap-{parser.__name__}"
+    odd, job_odd, fine = (QueueRef("default", prefix, name) for name in ("odd", "job-odd", "fine"))
     with server.client() as admin:
         admin.set(odd.key("wait"), "a string")  # LLEN, LINDEX and LRANGE of wait: WRONGTYPE
         admin.zadd(odd.key("failed"), {"f": 1})
