@@ -269,8 +269,10 @@ class RedisClusterSource:
             if slot is None:
                 raise ValueError(f"queue {q.name!r} has keys in several hash slots: it cannot run on a Cluster")
             node = cluster.nodes_manager.get_node_from_slot(slot)
-            client = cluster.get_redis_connection(node)
-            groups.setdefault(node.name, (client, []))[1].append(q)
+            group = groups.get(node.name)
+            if group is None:  # a client per node, not per queue: 10,000 queues sit on a few nodes
+                group = groups[node.name] = (cluster.get_redis_connection(node), [])
+            group[1].append(q)
         return groups
 
     def discover(self) -> list[QueueRef]:
