@@ -17,6 +17,11 @@ import redis
 
 from ..ready_since import READY_FIELDS
 
+try:  # what hiredis' reader returns while it holds no whole reply, as redis-py sets it up
+    from redis._parsers.hiredis import NOT_ENOUGH_DATA as _NOT_ENOUGH_DATA
+except ImportError:  # another redis-py: replies are read through its parser instead
+    _NOT_ENOUGH_DATA = None
+
 
 def resp(*args: bytes) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
@@ -110,7 +115,7 @@ def _discard_replies(conn, read: Callable[[], Any], count: int) -> None:
     parser = getattr(conn, "_parser", None)
     gets = getattr(getattr(parser, "_reader", None), "gets", None)
     fill = getattr(parser, "read_from_socket", None)
-    if gets is None or fill is None:  # the pure-Python parser: one reply at a time
+    if gets is None or fill is None or _NOT_ENOUGH_DATA is None:  # the Python parser: one at a time
         for _ in range(count):
             reply = read()
             if isinstance(reply, Exception):
@@ -118,9 +123,9 @@ def _discard_replies(conn, read: Callable[[], Any], count: int) -> None:
         return
     while count:
         reply = gets()
-        if isinstance(reply, bytes):  # OK, QUEUED
-            count -= 1
+        if reply is _NOT_ENOUGH_DATA:  # no whole reply in the reader yet: more of the socket
+            fill()
         elif isinstance(reply, Exception):  # an error reply, parsed into redis-py's error class
             raise reply
-        else:  # the reader's "not enough data" marker: more of the socket first
-            fill()
+        else:  # OK, QUEUED
+            count -= 1
