@@ -3,7 +3,7 @@ of each request, while 1,000 of the queues change every second.
 
     .venv/bin/python bench/many_queues.py [--queues 10000] [--jobs 100000] [--changing 1000]
                                           [--seconds 60] [--tick-ms 1000] [--profile FILE]
-                                          [--memory FILE]
+                                          [--memory FILE] [--timeline FILE]
 
 What it starts (loopback only, free ports, all stopped at the end, also on Ctrl-C/SIGTERM): two
 private ``redis-server``s (the monitored one and the dashboard Redis), Queuewatch's web server
@@ -159,6 +159,7 @@ class Latency:
         self.count = 0
         self.sent: dict[int, int] = {}  # waiting count -> ms of its ``waiting`` event
         self.samples: list[float] = []
+        self.timed: list[tuple[int, float]] = []  # (ms of the waiting event, ms it arrived)
         self.lock = threading.Lock()
         self.unmatched = ""
 
@@ -184,6 +185,7 @@ class Latency:
                 at = self.sent.pop(n, None)
             if at is not None:
                 self.samples.append(arrived * 1000 - at)
+                self.timed.append((at, arrived * 1000))
 
 
 async def watch_latency(base: str, cookie: str, latency: Latency, seconds: float) -> int:
@@ -262,6 +264,9 @@ def run(args, procs: Procs, children: list) -> dict:
     monitor_env = dict(env, **({"QW_PROBE_CPROFILE": os.path.abspath(args.profile)} if args.profile else {}))
     if args.memory:
         monitor_env["QW_PROBE_TRACEMALLOC"] = os.path.abspath(args.memory)
+    if args.timeline:
+        monitor_env["QW_PROBE_TIMELINE"] = os.path.abspath(args.timeline)
+        monitor_env["QW_PROBE_NOTE_QUEUE"] = WATCHED
     monitor = procs.start(
         "monitor", [pt.PYTHON, os.path.join(REPO, "bench", "monitor_probe.py")], env=monitor_env, json_stdout=True
     )
@@ -300,6 +305,12 @@ def run(args, procs: Procs, children: list) -> dict:
     if args.memory:
         monitor.send_line("memory")
         monitor.expect("memory", 300)
+    if args.timeline:
+        with open(args.timeline, "w") as out:  # the monitor appends its steps after these
+            for sent_ms, arrived_ms in latency.timed:
+                out.write(json.dumps(["sample", sent_ms / 1000, arrived_ms / 1000]) + "\n")
+        monitor.send_line("timeline")
+        monitor.expect("timeline", 60)
     monitor.send_line("heap")
     heap = monitor.expect("heap", 120)["heap"]
     window = w1 - w0
@@ -385,6 +396,11 @@ def main() -> int:
     ap.add_argument("--truth-timeout", type=float, default=60)
     ap.add_argument("--database", choices=("postgres", "sqlite"), default="postgres")
     ap.add_argument("--profile", help="write the monitor's cProfile stats to this file")
+    ap.add_argument(
+        "--timeline",
+        help="write each latency sample and the monitor's timed steps (wall start, end) to this file"
+        " as JSON lines: what the loop was doing when an update was late",
+    )
     ap.add_argument(
         "--memory", help="write where the monitor's memory is (tracemalloc, top 40 lines) to this file at the end"
     )

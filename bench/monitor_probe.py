@@ -28,6 +28,10 @@ RSS, then after a full collection, then after glibc's ``malloc_trim``.
   of it grew the RSS;
 * ``tick_late``: how long after it fell due each tick (or snapshot) started;
 * ``gc_gen0``..``gc_gen2``: Python's cyclic garbage collections, by generation;
+* with ``QW_PROBE_TIMELINE=<file>``: every timed step and collection is also kept with its wall
+  start and end (and ``sent:<group>:<element>`` for each fragment handed to the channel layer),
+  appended to that file as JSON lines on a ``timeline`` line on stdin: what the loop was doing
+  when a given update was late;
 * ``loop_stall``: sampled every 0.25 s when the monitor has ``progress`` (the heartbeat era): how
   long ago the leader loop last started an iteration -- how stale the live view can get.
 """
@@ -69,11 +73,18 @@ _sizes: dict[str, list[int]] = collections.defaultdict(list)
 _rss_growth: dict[str, float] = {}  # scheduled job -> the most its one run grew the RSS (MiB)
 
 
+_TIMELINE = os.environ.get("QW_PROBE_TIMELINE")
+_timeline: list[tuple[str, float, float]] = []  # (step, wall start, wall end), with QW_PROBE_TIMELINE
+
+
 def record(name: str, seconds: float, size: int | None = None) -> None:
     with _lock:
         _samples[name].append(seconds)
         if size is not None:
             _sizes[name].append(size)
+        if _TIMELINE:
+            end = time.time()
+            _timeline.append((name, end - seconds, end))
 
 
 def timed(owner, attr: str, name: str, size=None) -> None:
@@ -110,7 +121,11 @@ def _time_gc(phase: str, info: dict) -> None:
         _gc_started[:] = [time.perf_counter()]
     elif _gc_started:
         # Not under _lock: a collection can start while a thread holds it.
-        _gc_samples[info.get("generation", 2)].append(time.perf_counter() - _gc_started[0])
+        took = time.perf_counter() - _gc_started[0]
+        _gc_samples[info.get("generation", 2)].append(took)
+        if _TIMELINE:
+            end = time.time()
+            _timeline.append((f"gc_gen{info.get('generation', 2)}", end - took, end))
 
 
 def snap() -> dict:
@@ -169,6 +184,47 @@ for fn in ("overview_row", "queue_live", "job_table", "job_live", "banner"):
     if hasattr(fragments, fn):
         timed(fragments, fn, f"render_{fn}")
 timed(live.Publisher, "publish", "publish")
+if _TIMELINE:
+    # Which group each fragment went to, and when: the timeline tells a slow update's steps.
+    _orig_publish_one = live.Publisher._publish_one
+
+    def _publish_one_noted(self, group, element_id, *a, **kw):
+        sent = _orig_publish_one(self, group, element_id, *a, **kw)
+        if sent:
+            with _lock:
+                _timeline.append((f"sent:{group}:{element_id}", time.time(), time.time()))
+        return sent
+
+    live.Publisher._publish_one = _publish_one_noted
+
+    # When the events of the queue named QW_PROBE_NOTE_QUEUE were read by the follower thread
+    # (``read:<queue>``) and applied by the loop (``applied:<queue>``).
+    _noted_queue = os.environ.get("QW_PROBE_NOTE_QUEUE")
+    if _noted_queue:
+        from queues.redis import events as redis_events
+
+        _orig_read = redis_events.EventsFollower.read
+
+        def _read_noted(self, *a, **kw):
+            t = time.time()
+            events, gaps = _orig_read(self, *a, **kw)
+            if any(e.queue.name == _noted_queue for e in events):
+                with _lock:
+                    _timeline.append((f"read:{_noted_queue}", t, time.time()))
+            return events, gaps
+
+        redis_events.EventsFollower.read = _read_noted
+        _orig_apply = tracking.CountTracker.apply_events
+
+        def _apply_noted(self, events, *a, **kw):
+            t = time.time()
+            out = _orig_apply(self, events, *a, **kw)
+            if any(e.queue.name == _noted_queue for e in events):
+                with _lock:
+                    _timeline.append((f"applied:{_noted_queue}", t, time.time()))
+            return out
+
+        tracking.CountTracker.apply_events = _apply_noted
 
 _last_extend = [None]
 _orig_extend = leader.LeaderLock.extend
@@ -254,6 +310,13 @@ def _commands() -> None:
     for line in sys.stdin:
         if line.strip() == "snap":
             print(json.dumps({"probe": snap()}), flush=True)
+        elif line.strip() == "timeline" and _TIMELINE:
+            with _lock:
+                taken, _timeline[:] = list(_timeline), []
+            with open(_TIMELINE, "a") as out:
+                for entry in taken:
+                    out.write(json.dumps(entry) + "\n")
+            print(json.dumps({"timeline": len(taken)}), flush=True)
         elif line.strip() == "heap":
             print(json.dumps({"heap": _heap_figures()}), flush=True)
         elif line.strip() == "memory" and os.environ.get("QW_PROBE_TRACEMALLOC"):

@@ -158,13 +158,9 @@ class Monitor:
     def lead(self, stop: threading.Event) -> None:
         """One term of leadership: start from the stored cursors, run the loop until ``stop``
         or until the lock is lost."""
-        self.tracker.reset()
-        self.banner.reset()
-        self.queue_publisher.reset()
-        self.queue_lists.reset()
-        self.rolling.reset()
-        self.state_document.reset()
-        self.flusher.reset()
+        parts = (self.tracker, self.banner, self.queue_publisher, self.queue_lists, self.rolling, self.state_document)
+        for part in (*parts, self.flusher):  # each part's state is the term's
+            part.reset()
         cursors = persistence.load_cursors()
         monitor_silence.leading_again()  # the outbox runner below sends any RESOLVED it queues
         self.intake.start()
@@ -226,7 +222,7 @@ class Monitor:
             if not self.lock.held:
                 log.warning("%s: lost the leader lock; standing down", self.name)
                 return
-            self.intake.take(self.seconds_to_wait(schedule), dirty)
+            self.take_arrivals(self.seconds_to_wait(schedule), dirty)
             self.take_due_work(dirty)
             schedule.run_due(keep_going=lambda: self.lock.held, between=self.serve_watched)
             dirty |= self.arrived
@@ -241,6 +237,10 @@ class Monitor:
         if held_until is not None:
             waits.append(held_until - now)
         return max(0.0, min(w for w in waits if w is not None))
+
+    def take_arrivals(self, timeout: float, dirty: set[QueueRef]) -> None:
+        """What the intake brings within ``timeout``: watched queues refreshed at once, the rest dirty."""
+        self.refresher.take_arrivals(timeout, dirty, self.arrived, lambda queues: self.publish_state(only=queues))
 
     def take_due_work(self, dirty: set[QueueRef]) -> None:
         """The work events and viewers made due, done at once: held-back fragments, kept-job

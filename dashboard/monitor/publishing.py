@@ -35,7 +35,8 @@ log = logging.getLogger("queuewatch.monitor")
 # A queue's own fragments (overview row, queue header) are re-rendered at most this often:
 # people cannot read counts that change faster, the overview is batched at 0.5 s anyway, and
 # on a busy system rendering them is most of the monitor's CPU. Watched job lists and job
-# pages are not held back.
+# pages are not held back. A tick renders what changed whatever the interval, and does not start
+# one (``publish_queue``).
 FRAGMENT_MIN_INTERVAL = 0.5
 
 
@@ -144,7 +145,10 @@ class QueuePublisher:
             self.held_back.setdefault(q, shown.rendered_at + FRAGMENT_MIN_INTERVAL)
             changed = render_row = False
         if changed or render_row:
-            shown.rendered_at = time.monotonic()
+            if not full:
+                # Only renders events caused start the interval: a tick's (at most one a second)
+                # holding back the event just after it cost a viewer up to half a second.
+                shown.rendered_at = time.monotonic()
             sig.spark = {}  # sparklines come from stored history on page load; live rows keep theirs
             if render_row:
                 self.publisher.publish(live.OVERVIEW, *fragments.overview_row(sig))

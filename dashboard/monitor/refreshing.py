@@ -122,11 +122,29 @@ class Refresher:
             )
         return changed
 
+    def take_arrivals(
+        self,
+        timeout: float,
+        dirty: set[QueueRef],
+        arrived: set[QueueRef],
+        publish_some: Callable[[list[QueueRef]], None],
+    ) -> None:
+        """Wait up to ``timeout`` for the intake and apply what it brought: the watched queues it
+        changed are refreshed at once (``serve_watched``), the others go to ``dirty`` (the next
+        publish of changes). Waiting for that publish, behind a large fleet's quiet reads and
+        due steps, was most of a viewer's wait (``bench/many_queues.py --timeline``)."""
+        self.intake.take(timeout, arrived)
+        self.serve_watched(arrived, publish_some)
+        dirty |= arrived
+        arrived.clear()
+
     def serve_watched(self, arrived: set[QueueRef], publish_some: Callable[[list[QueueRef]], None]) -> None:
         """Between the chunks of a long refresh: apply what the intake brought (the queues it
         changed go to ``arrived``) and refresh at once the watched ones (taken out of it), so a
         viewer's latency is not the length of the refresh."""
         self.intake.take(0, arrived)
+        if not arrived:
+            return  # nothing changed: the index of watched queues is not read
         watched, states = self.watched_queues(), self.tracker.states
         urgent = [q for q in arrived if q in watched and q in states and states[q].live is not None]
         if urgent:

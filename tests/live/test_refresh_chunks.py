@@ -87,3 +87,23 @@ def test_between_chunks_only_the_watched_queues_events_changed_are_refreshed(mon
     monitor.serve_watched()
     assert refreshed == [[QUEUES[1]]] and written == [[QUEUES[1]]]
     assert monitor.arrived == {QUEUES[0], QUEUES[2]}
+
+
+def test_when_the_loop_wakes_the_watched_queues_events_changed_are_refreshed_at_once(monitor, private_redis):
+    """Not at the next publish of changes, which at 10,000 queues waited behind the quiet reads
+    and the due steps: the rest are dirty for it."""
+    monitor.refresh(list(QUEUES), full=True, exact=True)
+    watch(private_redis, Watch.queue_page(QUEUES[4]), "tab-1")
+    monitor.intake.take = lambda timeout, into: into.update({QUEUES[3], QUEUES[4]})
+    refreshed: list[list[QueueRef]] = []
+    real_refresh = monitor.refresher.refresh
+
+    def refresh(queues, **options):
+        refreshed.append(list(queues))
+        return real_refresh(queues, **options)
+
+    monitor.refresher.refresh = refresh
+    dirty: set[QueueRef] = set()
+    monitor.take_arrivals(0, dirty)
+    assert refreshed == [[QUEUES[4]]]
+    assert dirty == {QUEUES[3]} and monitor.arrived == set()
