@@ -29,7 +29,7 @@ fetched meanwhile, earlier if it was promoted by hand); for a job that ran, unkn
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import orjson
 
@@ -40,10 +40,11 @@ READY_FIELDS = (b"timestamp", b"processedOn", b"opts")
 PRIORITY_SHIFT = 0x100000000  # prioritized score: priority * 2^32 + a counter (getPriorityScore)
 
 
-@dataclass(frozen=True)
-class ReadyTime:
+class ReadyTime(NamedTuple):
     """One job's ready time as its hash tells it: ``ms`` (None: unknown), whether that is
-    exact, and whether the job was pushed to the end workers take from (``lifo``)."""
+    exact, and whether the job was pushed to the end workers take from (``lifo``). A named
+    tuple, not a frozen dataclass: a 10,000-queue snapshot makes some 50,000 of them, and a
+    frozen dataclass's ``__init__`` (a guarded ``__setattr__`` per field) cost 3x more."""
 
     ms: int | None
     exact: bool
@@ -55,7 +56,7 @@ def ready_time(timestamp: bytes | None, processed_on: bytes | None, opts: bytes 
     created = to_ms(timestamp)
     options = _options(opts)
     lifo = bool(options.get("lifo"))
-    if created is None or to_ms(processed_on) is not None:
+    if created is None or (processed_on is not None and to_ms(processed_on) is not None):
         return ReadyTime(None, False, lifo)  # it ran: back in waiting since some unstored time
     raw_delay = options.get("delay")
     delay = to_int(raw_delay, 0) if isinstance(raw_delay, (int, float, str)) else 0
@@ -85,8 +86,7 @@ def _options(opts: bytes | None) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
-@dataclass(frozen=True)
-class WaitingEnds:
+class WaitingEnds(NamedTuple):
     """What one snapshot read of a queue's waiting jobs: the ready times of the jobs at the
     tail of ``wait`` from the tail inwards (the tail is the next to run; ``WAIT_TAIL_WINDOW``
     of them), of the job at its head (the last one LPUSHed), and of the first and last

@@ -22,6 +22,7 @@ fewest round trips: chunks of any queues.
 from __future__ import annotations
 
 import functools
+import operator
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,8 @@ _QUEUE_READS = (
 )
 TRANSACTION_CHUNK = 250  # queues per MULTI/EXEC
 PER_QUEUE_COMMANDS = len(_QUEUE_READS)
+# The replies that are counts (LLEN, ZCARD, HEXISTS), in the order ``_snapshot_steps`` unpacks them.
+_COUNT_REPLIES = operator.itemgetter(0, 3, 4, 5, 6, 7, 8, 9, 10)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -194,25 +197,22 @@ def _snapshot_steps(
         send(conn, chunks)
         yield
         raw_in_plan = receive(conn, chunks)
-    raw = raw_in_plan  # chunks keep the order given
-    if per_slot:
-        raw = [None] * len(raw_in_plan)
-        for n, i in enumerate(order):  # back in the order given
-            raw[i * PER_QUEUE_COMMANDS : (i + 1) * PER_QUEUE_COMMANDS] = raw_in_plan[
-                n * PER_QUEUE_COMMANDS : (n + 1) * PER_QUEUE_COMMANDS
-            ]
+    # Where each queue's replies start (the plan groups queues by slot: back in the order given).
+    start = [0] * len(queues)
+    for n, i in enumerate(order):
+        start[i] = n * PER_QUEUE_COMMANDS
     now = int(time.time() * 1000)
     legacy_lengths = _legacy_lengths(
-        client, [q for i, q in enumerate(queues) if _tail(raw[i * PER_QUEUE_COMMANDS + 2]) is not None]
+        client, [q for i, q in enumerate(queues) if _tail(raw_in_plan[start[i] + 2]) is not None]
     )
 
     snapshots: list[QueueSnapshot] = []
     all_ends: list[_Ends] = []
     for i, q in enumerate(queues):
-        replies = raw[i * PER_QUEUE_COMMANDS : (i + 1) * PER_QUEUE_COMMANDS]
-        (wait, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = (
-            _count(replies[j]) for j in (0, 3, 4, 5, 6, 7, 8, 9, 10)
-        )
+        replies = raw_in_plan[start[i] : start[i] + PER_QUEUE_COMMANDS]
+        (wait, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = [
+            value if isinstance(value, int) else 0 for value in _COUNT_REPLIES(replies)
+        ]
         wait_tail, legacy_tail = _tail(replies[1]), _tail(replies[2])
         legacy = legacy_lengths.get(q, 0) if legacy_tail is not None else 0
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)
@@ -229,8 +229,8 @@ def _snapshot_steps(
             prioritized,
             [_text(legacy_tail)] if legacy_tail else [_text(wait_tail), *before_tail],
             _text(wait_head),
-            _scored(replies[14]),
-            _scored(replies[15]),
+            _scored(replies[14]) if prioritized else None,
+            _scored(replies[15]) if prioritized else None,
         )
         snapshots.append(
             QueueSnapshot(
@@ -270,10 +270,13 @@ class _Ends:
     prioritized_last: tuple[str, float] | None
 
     def ids(self) -> list[str]:
-        found = [*self.wait_from_tail, self.wait_head] + [
-            p[0] for p in (self.prioritized_first, self.prioritized_last) if p
-        ]
-        return list(dict.fromkeys(i for i in found if i))
+        found = [job for job in self.wait_from_tail if job]
+        if self.wait_head:
+            found.append(self.wait_head)
+        for entry in (self.prioritized_first, self.prioritized_last):
+            if entry:
+                found.append(entry[0])
+        return list(dict.fromkeys(found)) if len(found) > 1 else found
 
     def ready(self, known: dict[str, ReadyTime]) -> WaitingEnds:
         """These ends with the ready times read of their jobs (None: not read)."""
