@@ -45,7 +45,9 @@ LEGACY_MARKER = b"0:"  # v5 put "0:<ts>" markers in wait; getCounts skips them, 
 # an LLEN per queue per snapshot was 1 in 13 of the monitor's snapshot commands for nothing.
 _QUEUE_READS = (
     (b"LLEN", b"wait"),
-    (b"LINDEX", b"wait", b"-1"),
+    # The tail of wait (the next to run) and the jobs before it, for the oldest ready job
+    # (queues.ready_since): lifo jobs there are passed over.
+    (b"LRANGE", b"wait", b"-%d" % WAIT_TAIL_WINDOW, b"-1"),
     (b"LINDEX", b"paused", b"-1"),
     (b"LLEN", b"active"),
     (b"ZCARD", b"delayed"),
@@ -56,9 +58,8 @@ _QUEUE_READS = (
     (b"HEXISTS", b"meta", b"paused"),
     (b"ZCARD", b"repeat"),
     (b"XREVRANGE", b"events", b"+", b"-", b"COUNT", b"1"),
-    # The ends of what is waiting, for the oldest ready job (queues.ready_since): the tail of
-    # wait is the next to run, its head the last LPUSHed; prioritized in score order.
-    (b"LRANGE", b"wait", b"-%d" % WAIT_TAIL_WINDOW, b"-2"),  # the jobs before the tail
+    # The other ends of what is waiting: the head of wait (the last LPUSHed); prioritized in
+    # score order.
     (b"LINDEX", b"wait", b"0"),
     (b"ZRANGE", b"prioritized", b"0", b"0", b"WITHSCORES"),
     (b"ZRANGE", b"prioritized", b"-1", b"-1", b"WITHSCORES"),
@@ -213,14 +214,15 @@ def _snapshot_steps(
         (wait, active, delayed, prioritized, waiting_children, completed, failed, paused_flag, repeat) = [
             value if isinstance(value, int) else 0 for value in _COUNT_REPLIES(replies)
         ]
-        wait_tail, legacy_tail = _tail(replies[1]), _tail(replies[2])
+        tail_window = replies[1] if isinstance(replies[1], list) else []  # else an error reply
+        wait_tail, legacy_tail = (_tail(tail_window[-1]) if tail_window else None), _tail(replies[2])
         legacy = legacy_lengths.get(q, 0) if legacy_tail is not None else 0
         wait, wait_tail = _skip_legacy_marker(wait, wait_tail)
         legacy, legacy_tail = _skip_legacy_marker(legacy, legacy_tail)
-        wait_head = _tail(replies[13])
+        wait_head = _tail(replies[12])
         if wait_head is not None and wait_head.startswith(LEGACY_MARKER):
             wait_head = None
-        window = replies[12] if wait_tail and isinstance(replies[12], list) else []
+        window = tail_window[:-1] if wait_tail else []
         before_tail = [_text(j) for j in reversed(window) if isinstance(j, bytes) and not j.startswith(LEGACY_MARKER)]
         # A legacy list (v5 moved wait there on pause and pushed new jobs to it) holds the
         # jobs that waited longest: its tail stands for the tail of wait.
@@ -229,8 +231,8 @@ def _snapshot_steps(
             prioritized,
             [_text(legacy_tail)] if legacy_tail else [_text(wait_tail), *before_tail],
             _text(wait_head),
+            _scored(replies[13]) if prioritized else None,
             _scored(replies[14]) if prioritized else None,
-            _scored(replies[15]) if prioritized else None,
         )
         snapshots.append(
             QueueSnapshot(
@@ -278,6 +280,22 @@ class _Ends:
                 found.append(entry[0])
         return list(dict.fromkeys(found)) if len(found) > 1 else found
 
+    def deciding(self) -> list[str]:
+        """The jobs whose ready times usually decide: the tail of wait and prioritized's ends."""
+        found = [self.wait_from_tail[0]] if self.wait_from_tail and self.wait_from_tail[0] else []
+        for entry in (self.prioritized_first, self.prioritized_last):
+            if entry and entry[0] not in found:
+                found.append(entry[0])
+        return found
+
+    def undecided(self, known: dict[str, ReadyTime]) -> list[str]:
+        """The other jobs to read when the tail of wait does not decide (``oldest_ready``: the
+        first job from the tail that is exact and not lifo became ready before all behind it)."""
+        tail = known.get(self.wait_from_tail[0]) if self.wait_from_tail and self.wait_from_tail[0] else None
+        if self.wait_count == 0 or (tail is not None and tail.exact and not tail.lifo):
+            return []
+        return [job for job in self.ids() if job not in known]
+
     def ready(self, known: dict[str, ReadyTime]) -> WaitingEnds:
         """These ends with the ready times read of their jobs (None: not read)."""
 
@@ -298,10 +316,27 @@ class _Ends:
 def _read_ready_times(
     client: redis.Redis, snapshots: list[QueueSnapshot], all_ends: list[_Ends]
 ) -> Generator[None, None, None]:
-    """Round trip two: the ready-time fields of the jobs at the ends (at most six per queue),
-    and from them each queue's oldest ready job (``queues.ready_since.oldest_ready``). A step of
-    ``_snapshot_steps``: it yields once sent."""
-    wanted = [(n, job) for n, e in enumerate(all_ends) for job in e.ids()]
+    """Round trip two: the ready-time fields of the jobs that usually decide each queue's oldest
+    ready job (the tail of ``wait``, the ends of ``prioritized``); round trip three, only for the
+    queues whose tail does not decide (it ran, was delayed or is lifo), those of the other jobs
+    at the ends; from them the oldest ready job (``queues.ready_since.oldest_ready``), the same
+    as from every end read at once, with a third of the reads in the common case. Steps of
+    ``_snapshot_steps``: each yields once sent."""
+    times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
+    yield from _read_jobs(client, snapshots, [(n, job) for n, e in enumerate(all_ends) for job in e.deciding()], times)
+    rest = [(n, job) for n, e in enumerate(all_ends) for job in e.undecided(times[n])]
+    yield from _read_jobs(client, snapshots, rest, times)
+    for s, e, known in zip(snapshots, all_ends, times):
+        s.oldest_waiting_ts, s.oldest_waiting_bound = oldest_ready(e.ready(known), s.taken_at)
+        # The job that time is of: the live estimate stops trusting it once that job leaves.
+        s.oldest_waiting_id = next((job for job, t in known.items() if t.ms == s.oldest_waiting_ts), None)
+
+
+def _read_jobs(
+    client: redis.Redis, snapshots: list[QueueSnapshot], wanted: list[tuple[int, str]], times: list[dict]
+) -> Generator[None, None, None]:
+    """One round trip of ready-time reads: ``HMGET`` of each wanted job, its ``ReadyTime`` into
+    ``times`` (a job whose read failed is left out: unknown)."""
     if not wanted:
         return
     # Packed by hand, like round trip one: redis-py's Pipeline cost more CPU than Redis spent.
@@ -311,14 +346,9 @@ def _read_ready_times(
         send(conn, chunks)
         yield
         replies = receive(conn, chunks)
-    times: list[dict[str, ReadyTime]] = [{} for _ in snapshots]
     for (n, job), fields in zip(wanted, replies):
         if isinstance(fields, list) and len(fields) == len(READY_FIELDS):  # else an error reply
             times[n][job] = ready_time(*fields)
-    for s, e, known in zip(snapshots, all_ends, times):
-        s.oldest_waiting_ts, s.oldest_waiting_bound = oldest_ready(e.ready(known), s.taken_at)
-        # The job that time is of: the live estimate stops trusting it once that job leaves.
-        s.oldest_waiting_id = next((job for job, t in known.items() if t.ms == s.oldest_waiting_ts), None)
 
 
 def _text(value: bytes | None) -> str | None:

@@ -67,14 +67,15 @@ def receive(conn, chunks: list[tuple[bytes, int, bool]]) -> list:
     key of the wrong type under the prefix) comes back in place, not raised, so one odd key
     cannot hide every other queue of the connection."""
     read = _reply_reader(conn)
+    gets, fill = _hiredis_reader(conn)  # looked up once: on a Cluster a transaction per queue
     out: list = []
     try:
         for _, replies, atomic in chunks:
             if not atomic:
-                _take_replies(conn, read, replies, out)
+                _take_replies(read, gets, fill, replies, out)
                 continue
-            _discard_replies(conn, read, replies + 1)  # +OK for MULTI, then +QUEUED per command
-            executed = read()  # nested error replies are returned, not raised
+            _discard_replies(read, gets, fill, replies + 1)  # +OK for MULTI, then +QUEUED per command
+            executed = _one_reply(read, gets, fill)  # nested error replies are returned, not raised
             if isinstance(executed, redis.ResponseError):
                 raise executed
             if executed is None or len(executed) != replies:
@@ -103,12 +104,14 @@ def _reply_reader(conn) -> Callable[[], Any]:
     return read_in_place
 
 
-def _take_replies(conn, read: Callable[[], Any], count: int, out: list) -> None:
+_Gets = Callable[[], Any] | None
+
+
+def _take_replies(read: Callable[[], Any], gets: _Gets, fill: _Gets, count: int, out: list) -> None:
     """Append the next ``count`` replies to ``out``, error replies in place. With redis-py's
     hiredis parser they are taken from its reader in one loop, as ``_discard_replies`` does: a
     snapshot's second round trip is some 50,000 ``HMGET`` replies at 10,000 queues, and the
     parser's ``read_response`` around each was a tenth of its CPU."""
-    gets, fill = _hiredis_reader(conn)
     if gets is None or fill is None:
         out.extend(read() for _ in range(count))
         return
@@ -124,7 +127,23 @@ def _take_replies(conn, read: Callable[[], Any], count: int, out: list) -> None:
             count -= 1
 
 
-def _hiredis_reader(conn) -> tuple[Callable[[], Any] | None, Callable[[], Any] | None]:
+def _one_reply(read: Callable[[], Any], gets: _Gets, fill: _Gets) -> Any:
+    """The next reply, through hiredis' reader when there is one (as ``_take_replies``); a
+    connection error in it (or first in it, as the parser's ``read_response`` checks) raised."""
+    if gets is None or fill is None:
+        return read()
+    reply = gets()
+    while reply is _NOT_ENOUGH_DATA:
+        fill()
+        reply = gets()
+    if isinstance(reply, redis.ConnectionError):
+        raise reply
+    if isinstance(reply, list) and reply and isinstance(reply[0], redis.ConnectionError):
+        raise reply[0]
+    return reply
+
+
+def _hiredis_reader(conn) -> tuple[_Gets, _Gets]:
     """The connection's hiredis reader's ``gets`` and its parser's socket fill, or (None, None)
     where it has no hiredis parser (then replies are read one at a time through the parser)."""
     parser = getattr(conn, "_parser", None)
@@ -135,7 +154,7 @@ def _hiredis_reader(conn) -> tuple[Callable[[], Any] | None, Callable[[], Any] |
     return gets, fill
 
 
-def _discard_replies(conn, read: Callable[[], Any], count: int) -> None:
+def _discard_replies(read: Callable[[], Any], gets: _Gets, fill: _Gets, count: int) -> None:
     """Read and drop ``count`` replies: a transaction's ``+OK`` and ``+QUEUED`` ones, one per
     command (the results come back together in the ``EXEC`` reply). An error reply in their
     place (a command the user's ACL refuses) is raised at once, as ``Connection.read_response``
@@ -144,7 +163,6 @@ def _discard_replies(conn, read: Callable[[], Any], count: int) -> None:
     With redis-py's hiredis parser they are taken from its reader in one loop: on a Cluster
     every queue is a transaction of its own, so these are nine in ten of the replies a snapshot
     reads, and the parser's ``read_response`` around each was a fifth of its CPU."""
-    gets, fill = _hiredis_reader(conn)
     if gets is None or fill is None:  # the Python parser: one at a time
         for _ in range(count):
             reply = read()

@@ -189,3 +189,27 @@ def test_a_job_pushed_back_to_the_tail_of_wait_neither_hides_the_oldest_nor_pass
     # Not its creation (500): the job read that surely waits longest is "old", and the pushed-back
     # job may have come back before it, so this is a bound.
     assert (snap.oldest_waiting_ts, snap.oldest_waiting_bound, snap.oldest_waiting_id) == (1000, True, "old")
+
+
+def test_the_oldest_waiting_reads_the_other_ends_only_where_the_tail_of_wait_does_not_decide(redis_prefix):
+    """A tail that never ran, was never delayed and is not lifo became ready before every job
+    behind it: its queue's other ends are not read (a third of the reads at 10,000 queues); a
+    queue whose tail ran reads them, and both answers are the ones every end read gives."""
+    from queues.redis.snapshot import read_snapshots
+
+    r = redis_prefix.client
+    plain, back = redis_prefix.queue("plain"), redis_prefix.queue("pushed-back")
+    for q in (plain, back):
+        for job, ts in (("a", 1000), ("b", 2000), ("c", 3000)):
+            r.hset(q.job_key(job), mapping={"timestamp": ts, "opts": "{}"})
+        r.lpush(q.key("wait"), "a", "b", "c")  # "a" is the tail
+    r.hset(back.job_key("a"), "processedOn", 4000)  # it ran: back at an unstored time
+    r.config_resetstat()
+    snaps = read_snapshots(r, [plain, back])
+    hmgets = r.info("commandstats")["cmdstat_hmget"]["calls"]
+    assert [(s.oldest_waiting_ts, s.oldest_waiting_bound, s.oldest_waiting_id) for s in snaps] == [
+        (1000, False, "a"),
+        (2000, True, "b"),  # "b" surely waited longest of what was read; "a" may have come back before
+    ]
+    # plain: its tail; pushed-back: its tail, then "b" and "c" (also its head). Every end: 3 + 3.
+    assert hmgets == 1 + 1 + 2
