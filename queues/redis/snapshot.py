@@ -3,10 +3,12 @@
 Reads use plain commands in a pipeline — never Lua (``getCounts`` may RPOP a legacy marker, and
 scripts are a question on read-only replicas) and never anything that touches ``marker``, locks
 or the active list's contents. Cost is O(queues): round trip one reads every count plus the ids
-at both ends of ``wait`` and of ``prioritized``; round trip two reads those (at most four) jobs'
-``timestamp``, ``processedOn`` and ``opts``, from which ``queues.ready_since`` tells when the
-job ready the longest became ready, exactly or as a bound. Two round trips per connection
-whatever the number of queues or jobs.
+at both ends of ``wait`` and of ``prioritized``; round trip two reads the ``timestamp``,
+``processedOn`` and ``opts`` of the jobs that usually decide (the tail of ``wait``, the ends of
+``prioritized``), round trip three those of the other ends only where the tail did not (at most
+six jobs a queue in all), from which ``queues.ready_since`` tells when the job ready the longest
+became ready, exactly or as a bound. Three round trips per connection at most, whatever the
+number of queues or jobs.
 
 Round trip one is a MULTI/EXEC transaction (in chunks of queues, so a huge install never blocks
 Redis for long) and also reads the id of the newest entry of each queue's events stream: the
