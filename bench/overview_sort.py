@@ -1,7 +1,7 @@
 """The overview's first page at 10,000 queues, sorted by name and by a figure, timed in-process.
 
     .venv/bin/python bench/overview_sort.py [--queues 10000] [--jobs 100000] [--runs 20]
-                                            [--profile-top 30]
+                                            [--profile-top 30] [--python-collector]
 
 A micro-benchmark of one request path, without the monitor running: what ``bench/many_queues.py``
 measures among much else (its "Overview, first page, by failed"), here alone, so a change to
@@ -19,7 +19,9 @@ private ``redis-server``s, the monitored one and the dashboard Redis
    (``dashboard.monitor.state_document.publish_state`` over a ``QueueState`` per queue, its
    signals built from an exact snapshot of every queue as a refresh builds them; workers known
    for every other queue).
-3. Times the overview view through Django's test ``Client`` (a logged-in user with a global role,
+3. Times the overview view through Django's test ``Client``, with the collector tuned as the
+   shipped server tunes it (``dashboard.serve.tune_collector``; ``--python-collector``: Python's
+   defaults) (a logged-in user with a global role,
    SQLite in a temp dir, the default discovery TTL): the first page sorted by name, and sorted by
    failed (descending), ``--runs`` requests each after one warm-up; wall time and this
    process's CPU time per request (p50, p95, max).
@@ -235,6 +237,10 @@ def run(args, monitored: PrivateRedis, dash: PrivateRedis) -> dict:
     took = time.perf_counter() - t
     log(f"published the queue list and the state and order documents of {published:,} queues in {took:.1f}s")
     order_bytes = len(dash.client().get("queuewatch:state:order") or b"")
+    if args.server_collector:
+        from dashboard import serve
+
+        serve.tune_collector()  # as the shipped server does before serving
 
     figures: dict = {}
     for label, path in REQUESTS.items():
@@ -254,6 +260,7 @@ def run(args, monitored: PrivateRedis, dash: PrivateRedis) -> dict:
         "jobs": args.jobs,
         "runs": args.runs,
         "order_document_bytes": order_bytes,
+        "collector": {"thresholds": list(gc.get_threshold()), "frozen": gc.get_freeze_count()},
         "loadavg": [round(x, 2) for x in os.getloadavg()],
         "overview": figures,
         "goal_by_failed_p50_le_200ms": figures["by_failed"]["p50_ms"] <= 200,
@@ -268,6 +275,12 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=2, help="events stream entries per queue (default 2)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--profile-top", type=int, default=30)
+    ap.add_argument(
+        "--python-collector",
+        dest="server_collector",
+        action="store_false",
+        help="time with Python's default collector, not the shipped server's (dashboard.serve.tune_collector)",
+    )
     args = ap.parse_args()
 
     def on_term(signum, frame):

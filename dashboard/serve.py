@@ -17,6 +17,12 @@ through here, so the server's options have one home:
 * No websocket compression (see ``options``).
 * No lifespan protocol (Channels' router serves only http and websocket) and no ``Server``
   header.
+* The collector tuned for requests (``tune_collector``): the app's own objects, loaded first,
+  frozen out of every collection, and the youngest generation collected every 50,000
+  allocations, not 700. At 10,000 queues an overview request builds some 100,000 short-lived
+  objects; with Python's defaults it ran ~30 collections, and every fourth request a full one
+  over the whole heap: in process, p95 112 → 33 ms sorted by name, 136 → 57 ms by failed
+  (``bench/overview_sort.py``; the p50 2–3 ms less).
 
 ``--port 0`` binds a port the OS chooses; the log line ``Uvicorn running on http://H:P`` names it.
 """
@@ -24,8 +30,11 @@ through here, so the server's options have one home:
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 
 APP = "dashboard.asgi:application"
+WEB_GC_THRESHOLDS = (50_000, 20, 100)
 WS_PING_INTERVAL_S = 20.0
 WS_PING_TIMEOUT_S = 30.0
 
@@ -52,6 +61,17 @@ def options(host: str, port: int) -> dict:
     }
 
 
+def tune_collector() -> None:
+    """Load the app (Django, every module, the URL map), freeze what that made out of the
+    collector's walks, and collect the youngest generation every 50,000 allocations (what
+    ``main`` does before serving). Objects a request frees die by reference counting whatever
+    the thresholds; only cycles wait for a collection."""
+    importlib.import_module(APP.split(":", 1)[0])
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*WEB_GC_THRESHOLDS)
+
+
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
@@ -59,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to bind; 0 lets the OS choose (default 8000)")
     args = parser.parse_args(argv)
+    tune_collector()
     uvicorn.run(APP, **options(args.host, args.port))
 
 
