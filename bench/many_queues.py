@@ -25,6 +25,8 @@ generator (this file with ``--generate``, a process of its own so its CPU is tol
    the event -> browser latency: a websocket on the ``watched`` queue's page (what its tab
    opens) while this process adds one job to that queue a second; from the ``waiting`` entry's
    id (Redis' clock) to the header fragment showing the new count arriving (the machine clock).
+   With ``--timeline FILE`` each sample and every step the monitor's probe timed go to FILE
+   (``bench/timeline_report.py FILE`` says where the samples waited).
 5. With the load still running, the requests: the overview's first page sorted by name and by
    failed (descending), a name search, ``GET /api/v1/queues`` (first page) and ``/metrics``
    (whole, and four families as ``docs/metrics.md`` suggests for a large fleet)

@@ -43,8 +43,9 @@ PRIORITY_SHIFT = 0x100000000  # prioritized score: priority * 2^32 + a counter (
 class ReadyTime(NamedTuple):
     """One job's ready time as its hash tells it: ``ms`` (None: unknown), whether that is
     exact, and whether the job was pushed to the end workers take from (``lifo``). A named
-    tuple, not a frozen dataclass: a 10,000-queue snapshot makes some 50,000 of them, and a
-    frozen dataclass's ``__init__`` (a guarded ``__setattr__`` per field) cost 3x more."""
+    tuple, not a frozen dataclass: a 10,000-queue snapshot makes tens of thousands of them, and
+    a frozen dataclass's ``__init__`` (a guarded ``__setattr__`` per field) costs nearly twice
+    as much (0.44 against 0.24 µs here)."""
 
     ms: int | None
     exact: bool
