@@ -10,8 +10,8 @@ kind routes every read of a queue to the primary that owns that slot:
   with ``CROSSSLOT``; such a queue can hold no jobs on a Cluster).
 - ``snapshots()`` groups queues by the primary owning their slot and reads each group with
   ``read_snapshots_side_by_side`` (``per_slot=True``) on a plain client of that node: a tick
-  costs two round trips per node, whatever the number of queues, each sent to every node before
-  any reply is read.
+  costs at most three round trips per node, whatever the number of queues, each sent to every
+  node before any reply is read.
 - ``workers()`` reads ``CLIENT LIST`` on each primary and matches it to the queues that node
   owns (a worker's blocking connection is on its queue's node; its other cluster connections
   carry the same name and are left out, so a worker is not counted once per node).
