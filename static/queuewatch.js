@@ -275,9 +275,12 @@ var interpolate = window.interpolate || function (fmt, obj) { return fmt.replace
     if (pending) return;
     pending = setTimeout(function () {
       pending = null;
-      if (!document.getElementById("queue-tables")) return;
+      var tables = document.getElementById("queue-tables");
+      if (!tables) return;
+      // Sent from the tables, whose hx-sync drops it while the operator's own filter or page
+      // request is under way (that answer brings the new queue too) and lets theirs abort it.
       window.htmx.ajax("GET", window.location.pathname + window.location.search,
-                       { target: "#queue-tables", swap: "outerHTML",
+                       { source: tables, target: "#queue-tables", swap: "outerHTML",
                          headers: { "X-Queuewatch-Refresh": "queues" } });
     }, 300);
   }

@@ -104,7 +104,7 @@ class ProgressStore(Protocol):
 
 
 class MemoryStore:
-    def __init__(self):
+    def __init__(self) -> None:
         self.progress: Progress | None = None
 
     def load(self) -> Progress | None:

@@ -47,3 +47,29 @@ def test_tabs_and_filter_update_without_full_reload(page, live_app, bullmq_fixtu
     page.fill("input[name=q]", "pause")
     page.wait_for_function("document.querySelectorAll('table.queues tbody tr').length === 1")
     assert page.locator("table.queues tbody tr").inner_text().startswith("paused-q")
+
+
+@pytest.mark.parametrize("held_back", ["delayed", "completed"])
+def test_the_last_tab_clicked_wins_whichever_answer_comes_first(page, live_app, bullmq_fixture, held_back):
+    # Two tabs clicked in one go, before either answer is back; one answer is held back so the
+    # two arrive in a known order. The list and the address must both show the second tab.
+    # Without a rule between the requests, the first answer to land replaces the list and the
+    # other lands on the list it replaced: the address changes, the list does not.
+    log_in(page, live_app)
+    page.goto(live_app.url + "/q/default/bull/mixed/?state=waiting")
+    page.wait_for_selector("#job-list[data-state=waiting]")
+
+    def hold_back(route):
+        page.wait_for_timeout(800)
+        route.continue_()
+
+    page.route(lambda url: f"state={held_back}" in url, hold_back)
+    page.evaluate("""() => {
+        document.querySelector("nav.tabs a.state-delayed").click();
+        document.querySelector("nav.tabs a.state-completed").click();
+    }""")
+    page.wait_for_function("location.search.endsWith('state=completed')")
+    page.wait_for_selector("#job-list[data-state=completed]")
+    page.wait_for_timeout(1200)  # the held-back answer has had its time to land
+    assert page.locator("#job-list").get_attribute("data-state") == "completed"
+    assert page.url.endswith("state=completed")

@@ -1,7 +1,7 @@
 """In real Chromium, through the shipped web server (uvicorn), channels_redis and the monitor process: pages update
 without a reload when a Node worker fails a job (with the retry-all shortcut offered once there
-is one) and when a job stalls, and swap pause for resume; an idle websocket is still delivering
-after more than 60 seconds."""
+is one) and when a job stalls, and swap pause for resume; a queue created while the overview is
+open shows up in its table; an idle websocket is still delivering after more than 60 seconds."""
 # Literal `bull:` keys kept: the session's app (uvicorn) and monitor serve the Node-built database, prefix 'bull'.
 
 from __future__ import annotations
@@ -135,3 +135,18 @@ def test_a_page_over_the_users_socket_cap_says_too_many_tabs_and_does_not_reconn
         assert status.get_attribute("data-opened") == opened
     finally:
         client.zrem(key, *others)
+
+
+def test_a_queue_created_while_the_overview_is_open_shows_up_in_its_table(page, live_app, node_fixture_client):
+    log_in(page, live_app)
+    page.wait_for_selector("#live-status[data-state=live]")
+    page.evaluate("window.__noReload = 1")
+    meta = "bull:appeared-live:meta"  # what BullMQ writes first for a new queue
+    node_fixture_client.hset(meta, "opts.maxLenEvents", 10000)
+    try:
+        # The monitor's next discovery pass (at most every 10 s) announces it; the page then
+        # reloads its tables through htmx.
+        page.locator("table.queues a", has_text="appeared-live").wait_for(timeout=45_000)
+        assert page.evaluate("window.__noReload") == 1
+    finally:
+        node_fixture_client.delete(meta)
