@@ -58,6 +58,7 @@ def test_back_from_a_job_to_an_htmx_pushed_url_shows_the_whole_page(page, live_a
     log_in(page, live_app)
     page.goto(live_app.url + "/q/default/bull/mixed/")
     page.click("nav.tabs a.state-failed")  # fetched as a fragment, URL pushed
+    page.wait_for_function("location.search.endsWith('state=failed')")  # the list matched already
     page.wait_for_selector("#job-list[data-state=failed] table.jobs")
     page.locator("#job-list table.jobs a").first.click()  # an ordinary link: a new document
     page.wait_for_selector(".job-live")
