@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests.support.browser import LiveApp, close_within, manage
-from tests.support.servers import ROOT, AppServer
+from tests.support.servers import DIES_WITH_TESTS, ROOT, AppServer
 
 CHROMIUM = os.environ.get("QUEUEWATCH_CHROMIUM", "/usr/bin/chromium")
 # Flags for a closed network and a root user: no sandbox, no background calls home.
@@ -46,6 +46,7 @@ def live_app(tmp_path_factory, node_fixture_db, bullmq_fixture):
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=DIES_WITH_TESTS,
     )
     web = None
     try:

@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from tests.support.node_workers import NodeWorkers
-from tests.support.servers import NODE_DIR, ensure_node_modules
+from tests.support.servers import DIES_WITH_TESTS, NODE_DIR, ensure_node_modules
 
 ZONE = "America/New_York"  # not UTC: a tool that mixed local and UTC times would be hours off
 
@@ -22,4 +22,5 @@ class NodeJobTools(NodeWorkers):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "TZ": tz},
+            preexec_fn=DIES_WITH_TESTS,
         )

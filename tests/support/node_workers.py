@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.support.servers import NODE_DIR, ensure_node_modules
+from tests.support.servers import DIES_WITH_TESTS, NODE_DIR, ensure_node_modules
 
 
 class NodeWorkers:
@@ -18,6 +18,7 @@ class NodeWorkers:
             text=True,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            preexec_fn=DIES_WITH_TESTS,
         )
 
     def send(self, cmd: str, **fields) -> dict:

@@ -20,7 +20,7 @@ import time
 
 import redis
 
-from tests.support.servers import free_port
+from tests.support.servers import DIES_WITH_TESTS, free_port
 
 PRIMARIES = 3
 REPLICAS_PER_PRIMARY = 1
@@ -181,6 +181,7 @@ class RedisCluster:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=DIES_WITH_TESTS,
         )
 
     def _wait_answering(self, port: int, proc: subprocess.Popen, deadline: float) -> None:

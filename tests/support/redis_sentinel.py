@@ -22,7 +22,7 @@ import time
 
 import redis
 
-from tests.support.servers import free_port
+from tests.support.servers import DIES_WITH_TESTS, free_port
 
 MASTER_NAME = "mymaster"
 SENTINELS = 3
@@ -145,6 +145,7 @@ class RedisSentinelSet:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=DIES_WITH_TESTS,
         )
 
     def _spawn_sentinel(self, port: int) -> None:
@@ -164,6 +165,7 @@ class RedisSentinelSet:
             [shutil.which("redis-server") or "redis-server", conf, "--sentinel"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=DIES_WITH_TESTS,
         )
 
     def _log(self, port: int) -> str:

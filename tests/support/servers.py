@@ -4,12 +4,14 @@ fixture. Nothing here ever talks to a server it did not start."""
 from __future__ import annotations
 
 import collections
+import ctypes
 import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +25,26 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
+
+
+def _dies_with_tests():
+    """A ``preexec_fn`` for the servers the tests start: Linux sends the server SIGKILL when the
+    test process that started it dies, so a run stopped half-way (a killed ``./dev test``, a hung
+    worker) leaves no redis-server or web server holding its port. Elsewhere: nothing to do."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    pr_set_pdeathsig = 1
+
+    def set_parent_death_signal() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return set_parent_death_signal
+
+
+# Started from the test process's main thread only: Linux signals the child when the *thread*
+# that started it ends.
+DIES_WITH_TESTS = _dies_with_tests()
 
 
 def free_port() -> int:
@@ -94,7 +116,9 @@ class RedisServer:
             # '""' is an empty argument, as in redis.conf: `rename-command CONFIG ""` removes it.
             words = ["" if word == '""' else word for word in line.split()]
             args += ["--" + words[0], *words[1:]]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=DIES_WITH_TESTS
+        )
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -192,6 +216,7 @@ class AppServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=DIES_WITH_TESTS,
         )
         # Read its log for the whole run (a pipe nobody reads would block the server once full).
         threading.Thread(target=self._read_log, daemon=True).start()

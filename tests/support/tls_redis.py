@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.support.servers import PortTaken, free_port
+from tests.support.servers import DIES_WITH_TESTS, PortTaken, free_port
 
 
 def _name(common_name: str) -> x509.Name:
@@ -129,7 +129,9 @@ class TlsRedisServer:
         ]  # fmt: skip
         for line in self.config:
             args += ["--" + line.split()[0], *line.split()[1:]]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=DIES_WITH_TESTS
+        )
         deadline = time.monotonic() + 10
         while True:
             try:
