@@ -6,6 +6,7 @@ progress arrive live until 100 %; the group is back at work and the rest stayed 
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.browser import log_in
 from tests.support.servers import run_node
@@ -88,8 +89,10 @@ def test_ticks_survive_a_live_re_render_of_the_list_and_tick_nothing_else(page, 
     url = node_fixture_db.url
     ids = tick_two_failed_of(page, live_app, url, "e2e-retick", failed=4)
     [new_id] = run_node("seed_actions.mjs", url, "e2e-retick", "1", "0", "0")["failed"]
-    new_box = page.wait_for_selector(f'#job-list input[type=checkbox][value="{new_id}"]', timeout=20_000)
-    assert not new_box.is_checked()
+    # A locator, not a handle: the live list may be rendered again between the two lines.
+    new_box = page.locator(f'#job-list input[type=checkbox][value="{new_id}"]')
+    new_box.wait_for(timeout=20_000)
+    expect(new_box).not_to_be_checked()
     ticked = page.locator("#job-list input[type=checkbox][form=bulk-form]:checked").evaluate_all(
         "boxes => boxes.map(b => b.value)"
     )

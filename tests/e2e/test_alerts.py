@@ -96,7 +96,7 @@ def test_a_rule_made_in_the_form_fires_previews_and_is_silenced_from_its_alert(p
         # Silence it from its own button: the form comes with its matchers; the chip then counts it apart.
         page.goto(live_app.url + "/alerts/?state=firing")
         row = page.locator("tr[data-state=firing]", has_text=QUEUE)
-        row.locator("a.silence-button").click()
+        follow(page, row.locator("a.silence-button"))  # loaded: the selects hold their chosen options
         page.wait_for_selector("#silence-form")
         form = page.locator("#silence-form")
         assert form.locator("[name=queue_glob]").input_value() == QUEUE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
@@ -19,7 +19,7 @@ def test_log_in_open_failed_job_and_read_its_stack_trace(page, live_app, bullmq_
     # The failed count of 'mixed' links to its failed tab.
     page.locator("tr", has=page.locator("a", has_text="mixed")).locator("td.state-failed a").click()
     page.wait_for_selector("#job-list[data-state=failed] table.jobs")
-    page.locator("#job-list td.reason", has_text="boom").first.locator("xpath=..").locator("a").first.click()
+    follow(page, page.locator("#job-list td.reason", has_text="boom").first.locator("xpath=..").locator("a").first)
 
     page.wait_for_selector(".job-live .badge.state-failed")
     assert page.locator("details.stack").count() == 2
@@ -28,7 +28,7 @@ def test_log_in_open_failed_job_and_read_its_stack_trace(page, live_app, bullmq_
 
     # A job full of markup: shown as text, nothing runs.
     page.goto(live_app.url + "/q/default/bull/stacky/?state=failed")
-    page.locator("table.jobs a").first.click()
+    follow(page, page.locator("table.jobs a").first)
     page.wait_for_selector("details.stack")
     assert "<script>alert(1)</script>" in page.content().replace("&lt;", "<").replace("&gt;", ">")
     assert page.locator("main script, main img").count() == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import log_in
+from tests.support.browser import follow, log_in
 from tests.support.latin_text import LATIN_TEXT, latin_outside_user_data
 from tests.support.servers import run_node
 
@@ -27,7 +27,7 @@ def node(page, suffix: str):
 def test_the_tree_of_a_flow_and_an_action_on_one_of_its_nodes(page, live_app, flow):
     log_in(page, live_app)
     page.goto(f"{live_app.url}/q/default/bull/flow-later/jobs/g-later")
-    page.click("a.flow-link")
+    follow(page, "a.flow-link")  # loaded: the whole tree, not only its first nodes
     page.wait_for_selector("ul.flow-tree")
     shown = page.eval_on_selector_all(
         "li.flow-node", "els => els.map(e => [e.dataset.key.split(':').slice(1).join(':'), e.dataset.state])"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import follow, log_in
+from tests.support.browser import follow, log_in, renewed
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -48,8 +48,7 @@ def test_desktop_queue_page_opens_on_failed_and_acts_from_the_rows(page, live_ap
     row = page.locator(f'#job-list tr[data-job-id="{ids[1]}"]')
     row.locator(".row-discard-box summary").click()
     row.locator("input[name=reason]").fill("a duplicate")
-    row.locator("button.row-discard").click()
-    page.wait_for_selector("#bulk-panel .action-result")
+    renewed(page, "#bulk-panel .action-result", row.locator("button.row-discard").click)  # not the retry's
     for _ in range(50):
         if not client.exists(f"bull:e2e-first:{ids[1]}"):
             break

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from dashboard.core import state_store
-from tests.support.browser import LiveApp, log_in, manage
+from tests.support.browser import LiveApp, follow, log_in, manage
 from tests.support.servers import ROOT, AppServer, run_node
 
 # One worker starts the four processes once for the module, not once per pytest-xdist worker.
@@ -164,7 +164,8 @@ def test_a_bulk_task_started_on_one_replica_is_cancelled_on_the_other(page, repl
 
     log_in(page, replicas.b)
     page.goto(replicas.b.url + "/tasks/")
-    page.locator(f'tr.task-row[data-task-id="{task_id}"] a').click()
+    # Loaded, htmx included: the cancel form sends its CSRF token through htmx.
+    follow(page, page.locator(f'tr.task-row[data-task-id="{task_id}"] a'))
     page.wait_for_selector(".task-progress[data-state=running]", timeout=15_000)
     page.click("button.cancel-task")
     page.wait_for_selector(".task-progress[data-state=cancelled]", timeout=15_000)

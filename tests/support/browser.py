@@ -48,6 +48,21 @@ def follow(page, target) -> None:
             target.click()
 
 
+def renewed(page, selector: str, act) -> None:
+    """Run ``act`` (a click, a submit) and wait until ``selector`` matches an element the answer
+    swapped in: where the page already shows one (an earlier action's result in the same box),
+    that one must have left the page first, or the wait would pass before the answer arrived."""
+    old = page.query_selector(selector)
+    act()
+    if old is None:
+        page.wait_for_selector(selector)
+        return
+    page.wait_for_function(
+        "([old, selector]) => !old.isConnected && document.querySelector(selector) !== null",
+        arg=[old, selector],
+    )
+
+
 def own_chromium_pids() -> list[int]:
     """The Chromium processes this test process started (through Playwright's driver)."""
     parents: dict[int, int] = {}
