@@ -1,8 +1,9 @@
 """Wait and processing times against real Node BullMQ 6.7: jobs named `fast` (200 ms)
 and `slow` (1 s), the first 15 of them waiting a known 1.5 s for a worker, measured by the
-monitor from the events stream alone and compared with what BullMQ's own job fields say
-(``processedOn - timestamp``, ``finishedOn - processedOn``). The monitor is restarted while the
-workload runs: every job is counted exactly once, jobs in flight across the restart included."""
+monitor from the events stream alone. Its percentiles are held to the events' own times (within
+a bucket), and the events, job by job, to what BullMQ's job fields say (``processedOn -
+timestamp``, ``finishedOn - processedOn``). The monitor is restarted while the workload runs:
+every job is counted exactly once, jobs in flight across the restart included."""
 
 from __future__ import annotations
 
@@ -44,6 +45,26 @@ def nearest_rank(values: list[int], q: float) -> int:
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
 
+def timed_by_the_events_stream(client, name: str) -> dict[str, dict[str, int]]:
+    """Each completed job's wait (``added`` → ``active``) and processing (``active`` →
+    ``completed``) as BullMQ's scripts recorded them in the queue's events stream: entry ids, the
+    time on Redis' clock when the script ran. (This workload has no delays and no retries.)"""
+    ready: dict[str, int] = {}
+    active: dict[str, int] = {}
+    timed = {}
+    for entry_id, fields in client.xrange(f"bull:{name}:events"):
+        ms = int(entry_id.split(b"-")[0])
+        job = fields.get(b"jobId", b"").decode()
+        event = fields[b"event"]
+        if event in (b"added", b"waiting"):
+            ready.setdefault(job, ms)
+        elif event == b"active":
+            active[job] = ms
+        elif event == b"completed":
+            timed[job] = {"wait_ms": active[job] - ready[job], "processing_ms": ms - active[job]}
+    return timed
+
+
 def stored(name: str, field: str) -> int:
     return JobTimingPoint.objects.filter(queue=name, resolution=60).aggregate(n=Sum(field))["n"] or 0
 
@@ -56,9 +77,7 @@ def stored_samples(name: str, kind: str) -> int:
 
 
 @heavy_trial
-def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(
-    live_setup, redis_url, settings, logged_in
-):
+def test_percentiles_match_bullmq_across_a_monitor_restart(live_setup, redis_url, settings, logged_in):
     name = "timed"
     settings.QUEUEWATCH_RECONCILE_MS = 600_000
     settings.QUEUEWATCH_ALERT_INTERVAL_S = 0.5
@@ -108,6 +127,8 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(
     assert stored_samples(name, "processing") == len(truth)
     assert stored_samples(name, "wait") == len(truth)
 
+    recorded = timed_by_the_events_stream(live_setup, name)
+    assert set(recorded) == {j["id"] for j in truth}
     doc = timing_points.window_summary(QueueRef("default", "bull", name), "15m", now=timezone.now())
     assert set(doc["names"]) == {"fast", "slow"}
     for job_name in ("fast", "slow"):
@@ -115,16 +136,22 @@ def test_percentiles_match_bullmq_within_ten_percent_across_a_monitor_restart(
         figures = doc["names"][job_name]
         assert figures["completed"] == len(jobs) and figures["attempt_failures"] == 0
         for kind in ("wait", "processing"):
+            field = f"{kind}_ms"
+            # BullMQ's two records of a job, its events and its hash fields, agree job by job; a
+            # few may not on a loaded machine: a field is Node's time before its command waited
+            # for a core and the round trip, the event Redis' when the script ran (CI once saw a
+            # 200 ms job at 315 ms by its fields, about 230 ms by its events)...
+            apart = [
+                (j["id"], recorded[j["id"]][field], j[field])
+                for j in jobs
+                if abs(recorded[j["id"]][field] - j[field]) > max(0.10 * j[field], ABSOLUTE_SLACK_MS)
+            ]
+            assert len(apart) <= 0.10 * len(jobs), (job_name, kind, apart)
+            # ...and the monitor's percentiles are the events' own, within a bucket (4.7 %).
             for p, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
-                exact = nearest_rank([j[f"{kind}_ms"] for j in jobs], q)
-                measured = figures[f"{kind}_ms"][p]
-                assert abs(measured - exact) <= max(0.10 * exact, ABSOLUTE_SLACK_MS), (
-                    job_name,
-                    kind,
-                    p,
-                    measured,
-                    exact,
-                )
+                exact = nearest_rank([recorded[j["id"]][field] for j in jobs], q)
+                measured = figures[field][p]
+                assert abs(measured - exact) <= 0.05 * exact + 1, (job_name, kind, p, measured, exact)
     # The workload's sleeps and wait are floors (a loaded machine only adds to them, and the
     # figures above are held to BullMQ's own timestamps): each is measured at least, within a bucket.
     assert doc["names"]["slow"]["processing_ms"]["p50"] >= 0.9 * 1000

@@ -1,11 +1,11 @@
-// A workload with known timings, for the wait/processing time tests (issue 14).
+// A workload with known timings, for the wait/processing time tests.
 //
 // Usage: node timings.mjs <redisUrl> <queue> <waitMs> <batches>
 //   1. adds 10 `fast` (200 ms) and 5 `slow` (1 s) jobs with no worker running, waits <waitMs>,
 //      then starts one worker (concurrency 15), so those jobs wait about <waitMs>;
 //   2. prints `STARTED`, then adds <batches> more batches of 4 fast + 2 slow jobs, one every 400 ms;
 //   3. once every job completed, prints the truth as BullMQ's own job fields tell it:
-//      {"jobs": [{"name", "wait_ms": processedOn - timestamp, "processing_ms": finishedOn - processedOn}]}.
+//      {"jobs": [{"id", "name", "wait_ms": processedOn - timestamp, "processing_ms": finishedOn - processedOn}]}.
 import { Queue, Worker } from 'bullmq';
 import { connectionFromUrl, log, sleep } from './connection.mjs';
 
@@ -37,7 +37,7 @@ for (;;) {
 }
 await worker.close();
 const jobs = (await queue.getJobs(['completed'], 0, -1)).map(j => ({
-  name: j.name, wait_ms: j.processedOn - j.timestamp, processing_ms: j.finishedOn - j.processedOn,
+  id: j.id, name: j.name, wait_ms: j.processedOn - j.timestamp, processing_ms: j.finishedOn - j.processedOn,
 }));
 await queue.close();
 console.log(JSON.stringify({ jobs }));
