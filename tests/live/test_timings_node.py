@@ -52,7 +52,7 @@ def timed_by_the_events_stream(client, name: str) -> dict[str, dict[str, int]]:
     ready: dict[str, int] = {}
     active: dict[str, int] = {}
     timed = {}
-    for entry_id, fields in client.xrange(f"bull:{name}:events"):
+    for entry_id, fields in client.xrange(QueueRef("default", "bull", name).key("events")):
         ms = int(entry_id.split(b"-")[0])
         job = fields.get(b"jobId", b"").decode()
         event = fields[b"event"]
