@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import urllib.parse
 
 import pytest
 
@@ -89,3 +90,37 @@ def test_create_a_scheduler_with_a_previewed_schedule_then_run_it_now(browser, l
         assert client.hget(f"bull:{queue}:repeat:nightly", "ic") == b"1"
     finally:
         context.close()
+
+
+def test_the_preview_shows_the_schedule_last_asked_for(page, live_app, node_fixture_db):
+    # The form's change and the Preview button ask for the preview separately. The first answer
+    # (03:00) is held back until after the second (04:00) has landed: it must not replace it.
+    queue = "e2e-sched-preview"
+    run_node("toolbox.mjs", "hashes", node_fixture_db.url, queue, "[]")
+    log_in(page, live_app)
+    page.goto(f"{live_app.url}/q/default/bull/{queue}/schedulers/")
+    follow(page, "a.scheduler-create")
+    page.fill("input[name=tz]", "UTC")
+
+    def hold_back(route):
+        page.wait_for_timeout(800)
+        route.continue_()
+
+    def asks_for_three(url: str) -> bool:
+        parts = urllib.parse.urlsplit(url)
+        return parts.path.endswith("scheduler-preview") and "0 3 * * *" in urllib.parse.parse_qs(parts.query).get(
+            "pattern", []
+        )
+
+    page.route(asks_for_three, hold_back)
+    page.evaluate("""() => {
+        const pattern = document.querySelector("input[name=pattern]");
+        pattern.value = "0 3 * * *";
+        pattern.dispatchEvent(new Event("change", { bubbles: true }));
+        pattern.value = "0 4 * * *";
+        document.querySelector("button.scheduler-preview-button").click();
+    }""")
+    page.wait_for_function("() => /04:00/.test(document.querySelector('#scheduler-preview').innerText)")
+    page.wait_for_timeout(1200)  # the held-back answer has had its time to land
+    runs = page.locator("#scheduler-preview li").all_inner_texts()
+    assert runs and all("04:00:00" in run and "03:00:00" not in run for run in runs), runs
