@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import follow, log_in
+from tests.support.browser import follow, hold_back, log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
 
@@ -58,12 +58,7 @@ def test_the_last_tab_clicked_wins_whichever_answer_comes_first(page, live_app, 
     log_in(page, live_app)
     page.goto(live_app.url + "/q/default/bull/mixed/?state=waiting")
     page.wait_for_selector("#job-list[data-state=waiting]")
-
-    def hold_back(route):
-        page.wait_for_timeout(800)
-        route.continue_()
-
-    page.route(lambda url: f"state={held_back}" in url, hold_back)
+    hold_back(page, lambda url: f"state={held_back}" in url)
     page.evaluate("""() => {
         document.querySelector("nav.tabs a.state-delayed").click();
         document.querySelector("nav.tabs a.state-completed").click();

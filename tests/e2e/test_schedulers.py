@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from tests.support.browser import follow, log_in
+from tests.support.browser import follow, hold_back, log_in
 from tests.support.servers import run_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.node]
@@ -102,17 +102,13 @@ def test_the_preview_shows_the_schedule_last_asked_for(page, live_app, node_fixt
     follow(page, "a.scheduler-create")
     page.fill("input[name=tz]", "UTC")
 
-    def hold_back(route):
-        page.wait_for_timeout(800)
-        route.continue_()
-
     def asks_for_three(url: str) -> bool:
         parts = urllib.parse.urlsplit(url)
         return parts.path.endswith("scheduler-preview") and "0 3 * * *" in urllib.parse.parse_qs(parts.query).get(
             "pattern", []
         )
 
-    page.route(asks_for_three, hold_back)
+    hold_back(page, asks_for_three)
     page.evaluate("""() => {
         const pattern = document.querySelector("input[name=pattern]");
         pattern.value = "0 3 * * *";

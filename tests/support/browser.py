@@ -63,6 +63,17 @@ def renewed(page, selector: str, act) -> None:
     )
 
 
+def hold_back(page, matches, ms: int = 800) -> None:
+    """Hold each request ``matches(url)`` picks for ``ms`` before it goes out, so two answers
+    arrive in a known order. A test asserting that the held one lost waits longer than ``ms``."""
+
+    def hold(route) -> None:
+        page.wait_for_timeout(ms)
+        route.continue_()
+
+    page.route(matches, hold)
+
+
 def own_chromium_pids() -> list[int]:
     """The Chromium processes this test process started (through Playwright's driver)."""
     parents: dict[int, int] = {}
